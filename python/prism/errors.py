@@ -1,0 +1,51 @@
+"""The one exception tree of Prism.
+
+Every error a user can cause derives from :class:`PrismError`. The CLI turns
+them into ``file:line:col: error: ...`` lines and exit code 1; the Python API
+lets them propagate.
+"""
+
+from __future__ import annotations
+
+
+class PrismError(Exception):
+    """Base of every error Prism raises on purpose.
+
+    ``location`` is an MLIR location string such as ``"file.mlir":3:8`` when the
+    error points at IR, and ``notes`` carry extra lines (failing IR, a repro
+    command) shown after the message.
+    """
+
+    def __init__(self, message: str, *, location: str | None = None, notes: list[str] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.location = location
+        self.notes = list(notes or [])
+
+
+class ParseError(PrismError):
+    """The input is not valid MLIR (syntax or verifier failure)."""
+
+
+class PipelineError(PrismError):
+    """The pass pipeline string names an unknown pass or option, or is malformed."""
+
+
+class UnsupportedOp(PrismError):
+    """An op that a pass must handle is outside what Prism supports."""
+
+
+class EmptySearchSpace(PrismError):
+    """Pruning removed every point of a family's space; names the constraint."""
+
+
+class VerificationError(PrismError):
+    """An optimized program could not be proven equal to its input."""
+
+
+class PassFailed(PrismError):
+    """A pass (Prism's or upstream) failed on valid input."""
+
+
+class TargetError(PrismError):
+    """The requested target is unknown or cannot run the program."""
