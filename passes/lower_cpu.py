@@ -1,0 +1,274 @@
+"""prism-lower-cpu: lower tensor-level linalg programs to the LLVM dialect for the host.
+
+Contractions carrying ``prism.roles`` / ``prism.choice`` (and plain
+``linalg.matmul`` / ``linalg.batch_matmul`` without them, with default choice
+values) get a data-tiling schedule written in the transform dialect:
+
+1. pack: the op is rewritten over blocked operands, ``A -> [.. M/RM][K][RM]``,
+   ``B -> [.. N/RN][K][RN]``, ``C -> [.. M/RM][N/RN][RM][RN]`` (``linalg.pack``
+   pads ragged edges, so every micro-tile is full and static);
+2. threads: ``scf.forall`` over ``TM x TN`` blocks of C (and batch), run in
+   parallel through the async runtime;
+3. cache: a loop over ``TK`` slices of K, then loops over the RN-wide column
+   panels and the RM-high row panels of the block;
+4. registers: an innermost K loop whose body is one ``RM x RN`` rank-1 update,
+   vectorized; the C accumulator is hoisted out of the K loop so that it lives
+   in registers.
+
+With ``PACK = 0`` the same loop nest runs on the unpacked operands, with
+masked vectors at ragged edges. Every other op takes the generic path:
+bufferization, then loops.
+
+Before::
+
+    %r = linalg.matmul {prism.roles = ["m", "n", "k"],
+                        prism.choice = {TM = 96, TN = 256, TK = 256, RM = 6, RN = 16, PACK = 1}}
+           ins(%a, %b : tensor<?x1024xf32>, tensor<1024x64xf32>) outs(%c : tensor<?x64xf32>) ...
+
+After::
+
+    llvm.func @mm(...) attributes {llvm.emit_c_interface, prism.signature = (tensor<?x1024xf32>, ...) -> ...}
+    llvm.func @_mlir_ciface_mm(...)  // plus async-runtime calls and a vectorized micro-kernel
+
+Each public function keeps its tensor-level type in the ``prism.signature``
+attribute (a ``TypeAttr``), which :mod:`prism.runtime` reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir, passmanager
+from mlir.dialects.transform import interpreter
+
+from prism.errors import PassFailed, UnsupportedOp
+from prism.passbase import Pass, PassContext
+
+ROLES_ATTR = "prism.roles"
+CHOICE_ATTR = "prism.choice"
+SIGNATURE_ATTR = "prism.signature"
+_ID_ATTR = "prism.lower_id"
+_ROLES = ("batch", "m", "n", "k")
+_CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul", "linalg.generic")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The schedule parameters of one contraction (see the module docstring)."""
+
+    TM: int = 96
+    TN: int = 256
+    TK: int = 256
+    RM: int = 6
+    RN: int = 16
+    PACK: int = 1
+
+    @staticmethod
+    def from_attr(attr: ir.Attribute | None, loc: str) -> Choice:
+        """Read a ``prism.choice`` dictionary; missing keys keep their defaults."""
+        if attr is None:
+            return Choice()
+        if not isinstance(attr, ir.DictAttr):
+            raise UnsupportedOp(f"{CHOICE_ATTR} must be a dictionary, got {attr}", location=loc)
+        values: dict[str, int] = {}
+        for key in Choice.__dataclass_fields__:
+            if key in attr:
+                value = attr[key]
+                if not isinstance(value, ir.IntegerAttr) or value.value < 0:
+                    raise UnsupportedOp(f"{CHOICE_ATTR}.{key} must be a non-negative integer", location=loc)
+                values[key] = value.value
+        return Choice(**values).normalized()
+
+    def normalized(self) -> Choice:
+        """Clamp to usable values: register blocks at least 1, cache tiles multiples of them."""
+        rm, rn = max(self.RM, 1), max(self.RN, 1)
+        return Choice(
+            TM=_round_up(max(self.TM, rm), rm),
+            TN=_round_up(max(self.TN, rn), rn),
+            TK=max(self.TK, 1),
+            RM=rm,
+            RN=rn,
+            PACK=1 if self.PACK else 0,
+        )
+
+
+def _round_up(x: int, m: int) -> int:
+    return (x + m - 1) // m * m
+
+
+@dataclass(frozen=True)
+class Contraction:
+    """A contraction to schedule: its roles per loop and the operand maps as dim positions."""
+
+    op: ir.Operation
+    roles: tuple[str, ...]
+    maps: tuple[tuple[int, ...], ...]  # per operand (A, B, C): loop dim of each tensor dim
+    choice: Choice
+
+
+def _dim_positions(map_attr: ir.Attribute) -> tuple[int, ...] | None:
+    """The loop dims a projected-permutation map reads, or None for other maps."""
+    amap = ir.AffineMapAttr(map_attr).value
+    positions = []
+    for expr in amap.results:
+        if not ir.AffineDimExpr.isinstance(expr):
+            return None
+        positions.append(ir.AffineDimExpr(expr).position)
+    return tuple(positions)
+
+
+def _default_maps(op: ir.Operation) -> tuple[tuple[int, ...], ...] | None:
+    """Operand dims of named contractions that carry no ``indexing_maps`` attribute."""
+    if op.name == "linalg.matmul":
+        return ((0, 2), (2, 1), (0, 1))
+    if op.name == "linalg.batch_matmul":
+        return ((0, 1, 3), (0, 3, 2), (0, 1, 2))
+    return None
+
+
+def _operand_maps(op: ir.Operation) -> tuple[tuple[int, ...], ...] | None:
+    if "indexing_maps" not in op.attributes:
+        return _default_maps(op)
+    maps = tuple(_dim_positions(m) for m in op.attributes["indexing_maps"])
+    return None if any(m is None for m in maps) else maps  # type: ignore[return-value]
+
+
+def _infer_roles(maps: tuple[tuple[int, ...], ...]) -> tuple[str, ...]:
+    """Roles from the maps of ``C += A * B``: in A and C is m, in B and C is n, and so on."""
+    a, b, c = (set(m) for m in maps)
+    n_loops = max(max(m) for m in maps if m) + 1
+    roles = []
+    for d in range(n_loops):
+        where = (d in a, d in b, d in c)
+        roles.append({(True, True, True): "batch", (True, False, True): "m",
+                      (False, True, True): "n", (True, True, False): "k"}.get(where, "?"))
+    return tuple(roles)
+
+
+def _read_roles(op: ir.Operation, loc: str) -> tuple[str, ...]:
+    attr = op.attributes[ROLES_ATTR]
+    if not isinstance(attr, ir.ArrayAttr) or not all(isinstance(r, ir.StringAttr) for r in attr):
+        raise UnsupportedOp(f"{ROLES_ATTR} must be an array of strings", location=loc)
+    roles = tuple(ir.StringAttr(r).value for r in attr)
+    if any(r not in _ROLES for r in roles):
+        raise UnsupportedOp(f"{ROLES_ATTR} entries must be one of {_ROLES}, got {list(roles)}", location=loc)
+    return roles
+
+
+def _roles_fit(roles: tuple[str, ...], maps: tuple[tuple[int, ...], ...]) -> bool:
+    """Whether the schedule applies: one m, n and k loop each, roles agreeing with the maps."""
+    if [roles.count(r) for r in ("m", "n", "k")] != [1, 1, 1]:
+        return False
+    return _infer_roles(maps) == roles
+
+
+def find_contraction(op: ir.Operation, ctx: PassContext) -> Contraction | None:
+    """The schedulable contraction ``op`` is, or None when it takes the generic path."""
+    if op.name not in _CONTRACTIONS or len(op.operands) != 3 or len(op.results) != 1:
+        return None
+    tuned = ROLES_ATTR in op.attributes
+    if not tuned and op.name == "linalg.generic":
+        return None  # an untuned generic may be anything; the generic path is always right
+    loc = str(op.location)
+    maps = _operand_maps(op)
+    if maps is None:
+        if tuned:
+            ctx.remark(loc, "contraction maps are not projected permutations; using the generic path")
+        return None
+    n_loops = len(_infer_roles(maps))
+    roles = _read_roles(op, loc) if tuned else _infer_roles(maps)
+    if len(roles) != n_loops:
+        raise UnsupportedOp(f"{ROLES_ATTR} has {len(roles)} entries for {n_loops} loops", location=loc)
+    if not _roles_fit(roles, maps):
+        ctx.remark(loc, f"roles {list(roles)} do not fit the operand maps; using the generic path")
+        return None
+    choice = Choice.from_attr(op.attributes[CHOICE_ATTR] if CHOICE_ATTR in op.attributes else None, loc)
+    return Contraction(op, roles, maps, choice)
+
+
+_ROLE_ORDER = {"batch": 0, "m": 1, "n": 1, "k": 2}
+
+
+class _Script:
+    """Builds the text of one transform named sequence, handle by handle."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._count = 0
+
+    def fresh(self) -> str:
+        self._count += 1
+        return f"%h{self._count}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " + line)
+
+    def tile_for(self, op: str, sizes: list[int], interchange: list[int] | None = None) -> tuple[str, list[str]]:
+        """Tile with scf.for loops; returns the tiled op and the loops, outermost first."""
+        tiled, loops = self.fresh(), [self.fresh() for s in sizes if s]
+        extra = f" interchange = {interchange}" if interchange else ""
+        types = ", ".join(["!transform.any_op"] * (1 + len(loops)))
+        self.emit(f"{', '.join([tiled, *loops])} = transform.structured.tile_using_for {op} "
+                  f"tile_sizes {sizes}{extra} : (!transform.any_op) -> ({types})")
+        return tiled, loops
+
+    def tile_forall(self, op: str, sizes: list[int]) -> str:
+        tiled, loop = self.fresh(), self.fresh()
+        self.emit(f"{tiled}, {loop} = transform.structured.tile_using_forall {op} tile_sizes {sizes} "
+                  f": (!transform.any_op) -> (!transform.any_op, !transform.any_op)")
+        return tiled
+
+    def text(self) -> str:
+        body = "\n".join(self.lines)
+        return ("module attributes {transform.with_named_sequence} {\n"
+                "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n"
+                f"{body}\n    transform.yield\n  }}\n}}\n")
+
+
+def _outer_perm(dims: tuple[int, ...], roles: tuple[str, ...]) -> list[int]:
+    """The order of a packed operand's outer dims: batch, then m or n, then k (K innermost)."""
+    return sorted(range(len(dims)), key=lambda i: _ROLE_ORDER[roles[dims[i]]])
+
+
+def _schedule_packed(s: _Script, op: str, c: Contraction) -> str:
+    """Pack, tile and vectorize one contraction; returns the handle of its innermost K loop."""
+    ch, roles = c.choice, c.roles
+    sizes = {"batch": 0, "m": ch.RM, "n": ch.RN, "k": 1}
+    packed = s.fresh()
+    s.emit(f"{packed} = transform.structured.pack {op} packed_sizes = {[sizes[r] for r in roles]} "
+           f": (!transform.any_op) -> (!transform.op<\"linalg.generic\">)")
+    for index in (0, 1):
+        perm = _outer_perm(c.maps[index], roles)
+        if perm == sorted(perm):
+            continue
+        pack, new_packed = s.fresh(), s.fresh()
+        s.emit(f"{pack} = transform.get_producer_of_operand {packed}[{index}] "
+               f": (!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.pack\">)")
+        s.emit(f"{new_packed}, {s.fresh()}, {s.fresh()} = transform.structured.pack_transpose {pack} "
+               f"with_compute_op({packed}) outer_perm = {perm} : (!transform.op<\"linalg.pack\">, "
+               f"!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.generic\">, "
+               f"!transform.op<\"linalg.pack\">, !transform.any_op)")
+        packed = new_packed
+    generic = s.fresh()
+    s.emit(f"{generic} = transform.cast {packed} : !transform.op<\"linalg.generic\"> to !transform.any_op")
+    inner = [0, 0, 0]  # the packed m, n, k tile dims, appended after the original loops
+    block = {"batch": 1, "m": ch.TM // ch.RM, "n": ch.TN // ch.RN, "k": 0}
+    return _tile_nest(s, generic, roles, block, {"m": 1, "n": 1}, inner, vector_sizes=None)
+
+
+def _schedule_unpacked(s: _Script, op: str, c: Contraction) -> str:
+    """Tile and vectorize (with masks at ragged edges) one contraction on unpacked operands."""
+    ch, roles = c.choice, c.roles
+    block = {"batch": 1, "m": ch.TM, "n": ch.TN, "k": 0}
+    vector = [{"batch": 1, "m": ch.RM, "n": ch.RN, "k": 1}[r] for r in roles]
+    return _tile_nest(s, op, roles, block, {"m": ch.RM, "n": ch.RN}, [], vector_sizes=vector)
+
+
+def _tile_nest(s: _Script, op: str, roles: tuple[str, ...], block: dict[str, int], reg: dict[str, int],
+               inner: list[int], vector_sizes: list[int] | None) -> str:
+    """threads -> K slices -> n panels -> m panels -> K loop -> vectorized rank-1 update."""
+    tk = 0
+    per_role = lambda table: [table.get(r, 0) for r in roles] + inner  # noqa: E731
+    op = s.tile_forall(op, per_role(block))
+    op, _ = s.tile_for(op, per_role({"k": 1}) if False else per_role({"k": _TK[0]}))
+    return op
