@@ -1,0 +1,30 @@
+"""Prism's passes, one module each, and the registry that names them.
+
+The flag, the class and the module share one name: ``prism-prune`` is
+``PrunePass`` in ``passes/prune.py``. Named pipelines are lists of passes.
+"""
+
+from __future__ import annotations
+
+from prism.passbase import Pass
+from prism.passes.instantiate import InstantiatePass
+from prism.passes.lift import LiftPass
+from prism.passes.prune import PrunePass
+from prism.passes.select import SelectPass
+
+PASSES: dict[str, type[Pass]] = {
+    cls.NAME: cls
+    for cls in (LiftPass, PrunePass, SelectPass, InstantiatePass)
+}
+
+# Named pipelines: a name, a one-line summary, and the passes it expands to.
+# Options given to the pipeline (prism-optimize{target=h200}) reach every pass
+# in it that has an option of that name.
+PIPELINES: dict[str, tuple[str, tuple[type[Pass], ...]]] = {
+    "prism-optimize": (
+        "Lift, prune, select and instantiate: linalg in, tuned linalg out",
+        (LiftPass, PrunePass, SelectPass, InstantiatePass),
+    ),
+}
+
+__all__ = ["PASSES", "PIPELINES", "InstantiatePass", "LiftPass", "PrunePass", "SelectPass"]

@@ -111,9 +111,9 @@ def _dim_positions(map_attr: ir.Attribute) -> tuple[int, ...] | None:
     amap = ir.AffineMapAttr(map_attr).value
     positions = []
     for expr in amap.results:
-        if not ir.AffineDimExpr.isinstance(expr):
+        if not isinstance(expr, ir.AffineDimExpr):
             return None
-        positions.append(ir.AffineDimExpr(expr).position)
+        positions.append(expr.position)
     return tuple(positions)
 
 
@@ -252,23 +252,189 @@ def _schedule_packed(s: _Script, op: str, c: Contraction) -> str:
     generic = s.fresh()
     s.emit(f"{generic} = transform.cast {packed} : !transform.op<\"linalg.generic\"> to !transform.any_op")
     inner = [0, 0, 0]  # the packed m, n, k tile dims, appended after the original loops
-    block = {"batch": 1, "m": ch.TM // ch.RM, "n": ch.TN // ch.RN, "k": 0}
-    return _tile_nest(s, generic, roles, block, {"m": 1, "n": 1}, inner, vector_sizes=None)
+    block = {"batch": 1, "m": ch.TM // ch.RM, "n": ch.TN // ch.RN}
+    return _tile_nest(s, generic, roles, inner, block, ch.TK, {"m": 1, "n": 1}, vector_sizes=None)
 
 
 def _schedule_unpacked(s: _Script, op: str, c: Contraction) -> str:
     """Tile and vectorize (with masks at ragged edges) one contraction on unpacked operands."""
     ch, roles = c.choice, c.roles
-    block = {"batch": 1, "m": ch.TM, "n": ch.TN, "k": 0}
+    block = {"batch": 1, "m": ch.TM, "n": ch.TN}
     vector = [{"batch": 1, "m": ch.RM, "n": ch.RN, "k": 1}[r] for r in roles]
-    return _tile_nest(s, op, roles, block, {"m": ch.RM, "n": ch.RN}, [], vector_sizes=vector)
+    return _tile_nest(s, op, roles, [], block, ch.TK, {"m": ch.RM, "n": ch.RN}, vector_sizes=vector)
 
 
-def _tile_nest(s: _Script, op: str, roles: tuple[str, ...], block: dict[str, int], reg: dict[str, int],
-               inner: list[int], vector_sizes: list[int] | None) -> str:
-    """threads -> K slices -> n panels -> m panels -> K loop -> vectorized rank-1 update."""
-    tk = 0
-    per_role = lambda table: [table.get(r, 0) for r in roles] + inner  # noqa: E731
+def _tile_nest(s: _Script, op: str, roles: tuple[str, ...], inner: list[int], block: dict[str, int],
+               tk: int, reg: dict[str, int], vector_sizes: list[int] | None) -> str:
+    """threads -> K slices -> n panels -> m panels -> K loop -> vectorized rank-1 update.
+
+    Returns the handle of the innermost K loop, whose C accumulator is hoisted later.
+    """
+    def per_role(table: dict[str, int]) -> list[int]:
+        return [table.get(r, 0) for r in roles] + inner
+
     op = s.tile_forall(op, per_role(block))
-    op, _ = s.tile_for(op, per_role({"k": 1}) if False else per_role({"k": _TK[0]}))
-    return op
+    op, _ = s.tile_for(op, per_role({"k": tk}))
+    # n panels outside m panels: the TK x RN panel of B stays in L1 across the m panels.
+    order = list(range(len(roles) + len(inner)))
+    m, n = roles.index("m"), roles.index("n")
+    order[m], order[n] = order[n], order[m]
+    op, _ = s.tile_for(op, per_role(reg), interchange=order if m < n else None)
+    op, (k_loop,) = s.tile_for(op, per_role({"k": 1}))
+    sizes = f" vector_sizes {vector_sizes}" if vector_sizes else ""
+    s.emit(f"transform.structured.vectorize {op}{sizes} : !transform.any_op")
+    return k_loop
+
+
+_PAYLOAD_CLEANUP = """\
+    %funcs = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %funcs {
+      transform.apply_patterns.tensor.fold_into_pack_and_unpack
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.apply_cse to %funcs : !transform.any_op
+    %packs = transform.structured.match ops{["linalg.pack"]} in %root : (!transform.any_op) -> !transform.op<"linalg.pack">
+    transform.structured.lower_pack %packs : (!transform.op<"linalg.pack">) -> (!transform.op<"tensor.pad">, !transform.op<"tensor.expand_shape">, !transform.op<"linalg.transpose">)
+    %unpacks = transform.structured.match ops{["linalg.unpack"]} in %root : (!transform.any_op) -> !transform.op<"linalg.unpack">
+    transform.structured.lower_unpack %unpacks : (!transform.op<"linalg.unpack">) -> (!transform.op<"tensor.empty">, !transform.op<"linalg.transpose">, !transform.op<"tensor.collapse_shape">, !transform.op<"tensor.extract_slice">)"""
+
+# Runs on buffers: keep each C micro-tile in registers across the K loop, then
+# lower vectors to the 1-D form that convert-vector-to-llvm expects.
+_VECTOR_SCRIPT = """\
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %all = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+    %funcs = transform.structured.hoist_redundant_vector_transfers %all : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %funcs {
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.lower_masks
+      transform.apply_patterns.vector.rank_reducing_subview_patterns
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.apply_patterns to %funcs {
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerparallel"
+      transform.apply_patterns.vector.split_transfer_full_partial split_transfer_strategy = "linalg-copy"
+      transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true
+      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+      transform.apply_patterns.vector.lower_shape_cast
+      transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_1d"
+      transform.apply_patterns.vector.lower_outerproduct
+      transform.apply_patterns.vector.lower_broadcast
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.yield
+  }
+}
+"""
+
+_BUFFERIZE = ("builtin.module(canonicalize, cse, one-shot-bufferize{bufferize-function-boundaries "
+              "function-boundary-type-conversion=identity-layout-map}, canonicalize, cse)")
+
+
+def _to_llvm_pipeline(threads: int) -> str:
+    """Buffers and vectors to LLVM; scf.forall becomes async-runtime tasks on ``threads`` workers."""
+    return ("builtin.module("
+            "func.func(scf-forall-to-parallel), "
+            "ownership-based-buffer-deallocation, canonicalize, buffer-deallocation-simplification, "
+            "bufferization-lower-deallocations, "
+            "func.func(convert-linalg-to-loops), "
+            f"async-parallel-for{{num-workers={threads} async-dispatch=false}}, "
+            "async-to-async-runtime, async-runtime-ref-counting, async-runtime-ref-counting-opt, "
+            "convert-async-to-llvm, "
+            "func.func(convert-vector-to-scf{full-unroll=true}), "
+            "expand-strided-metadata, lower-affine, convert-scf-to-cf, canonicalize, "
+            "convert-vector-to-llvm, finalize-memref-to-llvm, convert-math-to-llvm, convert-arith-to-llvm, "
+            "convert-index-to-llvm, convert-cf-to-llvm, convert-func-to-llvm, convert-ub-to-llvm, "
+            "reconcile-unrealized-casts, canonicalize, cse)")
+
+
+def _functions(module: ir.Module) -> list[ir.Operation]:
+    return [op.operation for op in module.body.operations
+            if op.operation.name == "func.func" and len(op.operation.regions[0].blocks) > 0]
+
+
+def _record_signatures(module: ir.Module) -> None:
+    """Keep each defined function's tensor-level type and ask for its C interface."""
+    for func in _functions(module):
+        func.attributes[SIGNATURE_ATTR] = func.attributes["function_type"]
+        func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+
+
+def _collect(module: ir.Module, ctx: PassContext) -> list[Contraction]:
+    candidates: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name in _CONTRACTIONS:
+            candidates.append(op)
+        return ir.WalkResult.ADVANCE
+
+    # Exceptions raised inside a walk callback lose their type, so inspect afterwards.
+    module.operation.walk(visit)
+    found = (find_contraction(op, ctx) for op in candidates)
+    return [c for c in found if c is not None]
+
+
+def schedule_text(contractions: list[Contraction]) -> str:
+    """The transform script that schedules ``contractions`` (tagged with their index)."""
+    s = _Script()
+    for index, c in enumerate(contractions):
+        op = s.fresh()
+        s.emit(f"{op} = transform.structured.match attributes{{{_ID_ATTR} = {index} : i64}} in %root "
+               f": (!transform.any_op) -> !transform.any_op")
+        (_schedule_packed if c.choice.PACK else _schedule_unpacked)(s, op, c)
+    s.lines.append(_PAYLOAD_CLEANUP)
+    return s.text()
+
+
+def _apply_script(module: ir.Module, text: str, stage: str) -> None:
+    try:
+        script = ir.Module.parse(text, module.context)
+        interpreter.apply_named_sequence(module.operation, script.body.operations[0], script)
+    except (ir.MLIRError, ValueError) as e:  # the interpreter reports failure as ValueError
+        raise PassFailed(f"prism-lower-cpu: {stage} failed: {e}") from None
+
+
+def _run_pipeline(module: ir.Module, pipeline: str, stage: str) -> None:
+    try:
+        passmanager.PassManager.parse(pipeline, module.context).run(module.operation)
+    except ir.MLIRError as e:
+        raise PassFailed(f"prism-lower-cpu: {stage} failed: {e}", notes=[pipeline]) from None
+
+
+@dataclass(frozen=True)
+class LowerCpuPass(Pass):
+    """Lower tensor-level linalg to the LLVM dialect for the host CPU, ready for ExecutionEngine.
+
+    Contractions get the pack / tile / register-block / vectorize schedule of
+    the module docstring; everything else lowers through loops.
+
+    Before::
+
+        func.func @mm(%a: tensor<?x64xf32>, %b: tensor<64x32xf32>) -> tensor<?x32xf32> {
+          ... linalg.matmul {prism.roles = ["m", "n", "k"], prism.choice = {RM = 6, RN = 16}} ...
+        }
+
+    After::
+
+        llvm.func @mm(...) attributes {llvm.emit_c_interface, prism.signature = (tensor<?x64xf32>,
+                      tensor<64x32xf32>) -> tensor<?x32xf32>} { ... vector<16xf32> fma ... }
+    """
+
+    NAME = "prism-lower-cpu"
+    SUMMARY = "Pack, tile, register-block and vectorize for the host CPU, then lower to LLVM"
+
+    threads: int = 2
+
+    def run(self, module: ir.Module, ctx: PassContext) -> None:
+        if self.threads < 1:
+            raise PassFailed(f"{self.NAME}: threads must be at least 1, got {self.threads}")
+        _record_signatures(module)
+        contractions = _collect(module, ctx)
+        for index, c in enumerate(contractions):
+            c.op.attributes[_ID_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), index)
+            ctx.progress(f"{self.NAME}: {c.op.name} at {c.op.location}: {c.choice}")
+        _apply_script(module, schedule_text(contractions), "tiling and vectorization")
+        _run_pipeline(module, _BUFFERIZE, "bufferization")
+        _apply_script(module, _VECTOR_SCRIPT, "vector lowering")
+        _run_pipeline(module, _to_llvm_pipeline(self.threads), "conversion to LLVM")

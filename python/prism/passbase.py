@@ -51,6 +51,8 @@ class Pass:
 
     NAME: ClassVar[str] = ""
     SUMMARY: ClassVar[str] = ""
+    # True for passes that take the module to its final, target-specific form.
+    LOWERS: ClassVar[bool] = False
 
     def run(self, module: ir.Module, ctx: PassContext) -> None:
         """Transform ``module`` in place."""

@@ -1,0 +1,122 @@
+"""prism-lift: turn matmul-like linalg contractions into prism.family ops.
+
+Before::
+
+    %0 = linalg.matmul ins(%a, %b : tensor<64x32xf32>, tensor<32x16xf32>)
+                       outs(%c : tensor<64x16xf32>) -> tensor<64x16xf32>
+
+After::
+
+    %0 = "prism.family"(%a, %b, %c) {body = @f_family0, kind = "gemm",
+           symbols = ["TM", "TN", "TK", "RM", "RN"], domain = "[LB, LM, LN, LK] -> {...}",
+           cost = "", stats = {space = 720 : i64}} : (...) -> tensor<64x16xf32>
+    func.func private @f_family0(%a: ..., %b: ..., %c: ...) -> tensor<64x16xf32> {
+      %0 = linalg.matmul ins(...) outs(...) -> tensor<64x16xf32>
+      return %0 : tensor<64x16xf32>
+    }
+
+The family's domain is the unpruned space of its kind on the target; its
+parameters are symbols. Every other op is left as it is, with a remark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import func
+
+from prism.dialects import FAMILY_OP
+from prism.family import analyze_contraction, kind_of
+from prism.passbase import Pass, PassContext
+from prism.space import family_space, fix_shape, shape_exponents
+from prism.targets import get_target
+
+# Ops that only build operands or end a function: not worth a remark.
+_PLUMBING = {"func.return", "arith.constant", "tensor.empty", "linalg.fill"}
+
+
+@dataclass(frozen=True)
+class LiftPass(Pass):
+    """Lift each linalg contraction into a prism.family with symbolic tiles."""
+
+    NAME = "prism-lift"
+    SUMMARY = "Lift linalg contractions into prism.family ops with symbolic tile parameters"
+
+    target: str = ""
+
+    def run(self, module: ir.Module, ctx: PassContext) -> None:
+        target = get_target(self.target or ctx.target)
+        taken = _symbol_names(module)
+        for function in [op for op in module.body.operations if op.operation.name == "func.func"]:
+            if _is_declaration_or_body(function):
+                continue
+            counter = 0
+            for op in list(function.regions[0].blocks[0].operations):
+                contraction = analyze_contraction(op.operation)
+                if contraction is None:
+                    if op.operation.name not in _PLUMBING:
+                        ctx.remark(op.operation.location,
+                                   f"{self.NAME}: '{op.operation.name}' is not a liftable contraction; left unchanged")
+                    continue
+                name = _fresh_name(f"{_sym_name(function)}_family{counter}", taken)
+                counter += 1
+                _outline(module, op.operation, name, contraction, target)
+
+
+def _sym_name(op: ir.OpView) -> str:
+    return ir.StringAttr(op.attributes["sym_name"]).value
+
+
+def _symbol_names(module: ir.Module) -> set[str]:
+    return {_sym_name(op) for op in module.body.operations if "sym_name" in op.attributes}
+
+
+def _is_declaration_or_body(function: ir.OpView) -> bool:
+    """Skip external declarations and bodies that prism-lift itself outlined."""
+    if not function.regions[0].blocks:
+        return True
+    return "prism.family_body" in function.attributes
+
+
+def _fresh_name(base: str, taken: set[str]) -> str:
+    name, suffix = base, 0
+    while name in taken:
+        suffix += 1
+        name = f"{base}_{suffix}"
+    taken.add(name)
+    return name
+
+
+def _outline(module: ir.Module, op: ir.Operation, name: str, contraction, target) -> None:
+    """Move ``op`` into a private function ``name`` and call it through a family."""
+    operands = list(op.operands)
+    result_types = [r.type for r in op.results]
+    with op.context, op.location:
+        with ir.InsertionPoint(module.body):
+            body = func.FuncOp(name, ([v.type for v in operands], result_types), visibility="private")
+            body.attributes["prism.family_body"] = ir.UnitAttr.get()
+            block = body.add_entry_block()
+        with ir.InsertionPoint(block):
+            clone = op.clone()
+            for index, arg in enumerate(block.arguments):
+                clone.operands[index] = arg
+            func.ReturnOp(list(clone.results))
+        space = family_space(contraction, target)
+        universe = space.universe_set()
+        size = fix_shape(space, universe, shape_exponents(contraction)).count_val().to_python()
+        i64 = ir.IntegerType.get_signless(64)
+        with ir.InsertionPoint(op):
+            family = ir.Operation.create(
+                FAMILY_OP, results=result_types, operands=operands,
+                attributes={
+                    "body": ir.FlatSymbolRefAttr.get(name),
+                    "kind": ir.StringAttr.get(kind_of(contraction)),
+                    "symbols": ir.ArrayAttr.get([ir.StringAttr.get(s) for s in space.symbols]),
+                    "domain": ir.StringAttr.get(str(universe)),
+                    "cost": ir.StringAttr.get(""),
+                    "stats": ir.DictAttr.get({"space": ir.IntegerAttr.get(i64, size)}),
+                })
+        for old, new in zip(op.results, family.results, strict=True):
+            old.replace_all_uses_with(new)
+        op.erase()

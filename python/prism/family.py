@@ -1,0 +1,127 @@
+"""Reading and writing ``prism.family`` ops and the contractions inside them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mlir import ir
+from mlir.dialects import linalg
+
+from prism.dialects import FAMILY_OP
+from prism.space import Contraction
+
+ROLES_ATTR = "prism.roles"
+CHOICE_ATTR = "prism.choice"
+
+_ELEMENT_NAMES = {"f32": "f32", "f16": "f16", "bf16": "bf16", "f64": "f64"}
+
+
+def element_name(type_: ir.Type) -> str | None:
+    """``f32``/``f16``/``bf16``/``f64`` for a tensor's element type, else None."""
+    element = type_.element_type if isinstance(type_, ir.ShapedType) else type_
+    return _ELEMENT_NAMES.get(str(element))
+
+
+def _map_dims(affine_map: ir.AffineMap) -> list[int] | None:
+    """Loop dimension read by each result of a projected-permutation map."""
+    dims = []
+    for expr in affine_map.results:
+        if not isinstance(expr, ir.AffineDimExpr):
+            return None
+        dims.append(expr.position)
+    return dims
+
+
+def analyze_contraction(op: ir.Operation) -> Contraction | None:
+    """The :class:`Contraction` of a liftable linalg op, or None.
+
+    Liftable: a linalg contraction (per linalg's own interface) with two
+    inputs, one output, tensor semantics, projected-permutation indexing maps,
+    and element types Prism can compute in.
+    """
+    if not op.name.startswith("linalg.") or "indexing_maps" not in op.attributes:
+        return None
+    if not linalg.isa_contraction_op(op) or len(op.results) != 1 or len(op.operands) != 3:
+        return None
+    if not all(isinstance(v.type, ir.RankedTensorType) for v in op.operands):
+        return None
+    dims = linalg.infer_contraction_dimensions(op)
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    operand_dims = [_map_dims(m) for m in maps]
+    if dims is None or any(d is None for d in operand_dims):
+        return None
+    n_loops = maps[0].n_dims
+    roles = ["?"] * n_loops
+    for role, group in (("batch", dims.batch), ("m", dims.m), ("n", dims.n), ("k", dims.k)):
+        for d in group:
+            roles[d] = role
+    if "?" in roles or not {"m", "n", "k"} <= set(roles):
+        return None
+    extents: list[int | None] = [None] * n_loops
+    for value, loops in zip(op.operands, operand_dims, strict=True):
+        shape = value.type.shape
+        for position, loop in enumerate(loops):
+            if not ir.ShapedType.is_dynamic_size(shape[position]):
+                extents[loop] = shape[position]
+    types = [element_name(v.type) for v in op.operands]
+    if None in types:
+        return None
+    bytes_of = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8}
+    return Contraction(
+        roles=tuple(roles),
+        operand_dims=tuple(tuple(d) for d in operand_dims[:2]),
+        extents=tuple(extents),
+        elem_bytes=(bytes_of[types[0]], bytes_of[types[1]]),
+        acc_bytes=bytes_of[types[2]],
+        input_type=types[0] if types[0] == types[1] else "f32",
+    )
+
+
+def kind_of(contraction: Contraction) -> str:
+    """The family kind: ``gemm`` or ``batch_gemm``."""
+    return "batch_gemm" if "batch" in contraction.roles else "gemm"
+
+
+def families(module: ir.Module) -> Iterator[ir.Operation]:
+    """Every prism.family op in ``module``, in order."""
+    for func in module.body.operations:
+        for region in func.regions:
+            for block in region:
+                for op in block.operations:
+                    if op.operation.name == FAMILY_OP:
+                        yield op.operation
+
+
+def body_func(module: ir.Module, family: ir.Operation) -> ir.Operation:
+    """The private func.func that holds ``family``'s payload."""
+    name = ir.FlatSymbolRefAttr(family.attributes["body"]).value
+    for op in module.body.operations:
+        if "sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value == name:
+            return op.operation
+    raise KeyError(name)
+
+
+def payload_contraction(body: ir.Operation) -> tuple[ir.Operation, Contraction]:
+    """The contraction op inside a family body and its analysis."""
+    for op in body.regions[0].blocks[0].operations:
+        found = analyze_contraction(op.operation)
+        if found is not None:
+            return op.operation, found
+    raise ValueError("family body holds no contraction")
+
+
+def family_name(family: ir.Operation) -> str:
+    """A family's name: the symbol of its body."""
+    return ir.FlatSymbolRefAttr(family.attributes["body"]).value
+
+
+def int_dict(attr: ir.Attribute) -> dict[str, int]:
+    """A DictionaryAttr of integers as a Python dict."""
+    d = ir.DictAttr(attr)
+    return {d[i].name: ir.IntegerAttr(d[i].attr).value for i in range(len(d))}
+
+
+def make_int_dict(values: dict[str, int]) -> ir.DictAttr:
+    """A DictionaryAttr of i64 from a Python dict (keys kept in MLIR's sorted order)."""
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.DictAttr.get({k: ir.IntegerAttr.get(i64, v) for k, v in values.items()})

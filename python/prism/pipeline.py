@@ -1,0 +1,177 @@
+"""Pass pipelines: parsing the textual form and running it.
+
+A pipeline string is a comma-separated list, as in mlir-opt: Prism passes
+(``prism-prune{target=h200}``), Prism's named pipelines (``prism-optimize``)
+and any upstream MLIR pass (``canonicalize``, ``func.func(cse)``). Upstream
+passes cannot name Python passes, so the driver splits the string itself:
+runs of upstream passes go to ``PassManager.parse`` as one segment each.
+The CLI and the Python API run the same pass objects through this module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mlir import ir, passmanager
+
+from prism.errors import PassFailed, PipelineError, PrismError
+from prism.ir import make_context, prism_error_from, verify
+from prism.passbase import Pass, PassContext
+from prism.passes import PASSES, PIPELINES
+
+
+@dataclass(frozen=True)
+class UpstreamPasses:
+    """A run of upstream MLIR passes, spelled as in mlir-opt."""
+
+    text: str
+
+    NAME = "upstream"
+
+    def run(self, module: ir.Module, ctx: PassContext) -> None:
+        """Run the passes on ``module`` through MLIR's PassManager."""
+        try:
+            manager = passmanager.PassManager.parse(f"builtin.module({self.text})", context=module.context)
+        except ValueError as error:
+            raise PipelineError(f"invalid upstream pass pipeline '{self.text}': {error}") from None
+        try:
+            manager.run(module.operation)
+        except ir.MLIRError as error:
+            raise prism_error_from(error, PassFailed, prefix=f"pass pipeline '{self.text}' failed: ") from None
+
+    def spelling(self) -> str:
+        """The segment as it appears in a pipeline string."""
+        return self.text
+
+
+Stage = Pass | UpstreamPasses
+
+
+def split_top_level(text: str) -> list[str]:
+    """Split on commas that are not inside braces or parentheses."""
+    parts, depth, current = [], 0, []
+    for char in text:
+        if char in "({":
+            depth += 1
+        elif char in ")}":
+            depth -= 1
+            if depth < 0:
+                raise PipelineError(f"unbalanced '{char}' in pass pipeline '{text}'")
+        if char == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+    if depth != 0:
+        raise PipelineError(f"unbalanced brackets in pass pipeline '{text}'")
+    parts.append("".join(current).strip())
+    return [p for p in parts if p]
+
+
+def _parse_options(cls: type[Pass], name: str, text: str) -> dict[str, object]:
+    """``key=value key2=value2`` into typed keyword arguments of ``cls``."""
+    fields = {f.name: f for f in dataclasses.fields(cls)} if cls is not None else {}
+    options: dict[str, object] = {}
+    for item in text.split():
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise PipelineError(f"option '{item}' of '{name}' needs a value (key=value)")
+        if key not in fields:
+            known = ", ".join(fields) or "none"
+            raise PipelineError(f"unknown option '{key}' for pass '{name}'; known options: {known}")
+        options[key] = _convert(value, fields[key].type, name, key)
+    return options
+
+
+def _convert(value: str, annotation: object, name: str, key: str) -> object:
+    kind = str(annotation)
+    try:
+        if kind in ("int", "<class 'int'>"):
+            return int(value)
+        if kind in ("bool", "<class 'bool'>"):
+            if value not in ("true", "false", "1", "0"):
+                raise ValueError(value)
+            return value in ("true", "1")
+    except ValueError:
+        raise PipelineError(f"option '{key}' of '{name}' expects {kind}, got '{value}'") from None
+    return value
+
+
+def _pipeline_options(passes: Sequence[type[Pass]], name: str, text: str) -> list[dict[str, object]]:
+    """Route a named pipeline's options to the passes that declare them."""
+    per_pass: list[dict[str, object]] = [{} for _ in passes]
+    for item in text.split():
+        key = item.partition("=")[0]
+        owners = [i for i, cls in enumerate(passes) if key in cls.option_names()]
+        if not owners:
+            raise PipelineError(f"unknown option '{key}' for pipeline '{name}'")
+        for index in owners:
+            per_pass[index].update(_parse_options(passes[index], name, item))
+    return per_pass
+
+
+def parse_pipeline(text: str) -> list[Stage]:
+    """Parse a pipeline string into stages, checking every pass name and option."""
+    text = text.strip()
+    if text.startswith("builtin.module(") and text.endswith(")"):
+        text = text[len("builtin.module("):-1]
+    stages: list[Stage] = []
+    upstream: list[str] = []
+    for element in split_top_level(text):
+        name, _, rest = element.partition("{")
+        name = name.strip()
+        options = rest.rstrip().removesuffix("}") if rest else ""
+        if name in PASSES or name in PIPELINES:
+            if upstream:
+                stages.append(_checked_upstream(",".join(upstream)))
+                upstream = []
+            stages.extend(_prism_stages(name, options))
+        elif name.startswith("prism-"):
+            raise PipelineError(f"unknown pass '{name}'; run 'prism-opt --help' for the list of passes")
+        else:
+            upstream.append(element)
+    if upstream:
+        stages.append(_checked_upstream(",".join(upstream)))
+    return stages
+
+
+def _prism_stages(name: str, options: str) -> list[Stage]:
+    if name in PASSES:
+        return [PASSES[name](**_parse_options(PASSES[name], name, options))]
+    _, passes = PIPELINES[name]
+    return [cls(**kw) for cls, kw in zip(passes, _pipeline_options(passes, name, options), strict=True)]
+
+
+def _checked_upstream(text: str) -> UpstreamPasses:
+    """Reject unknown upstream passes at parse time, before anything runs."""
+    try:
+        passmanager.PassManager.parse(f"builtin.module({text})", context=_checking_context())
+    except ValueError as error:
+        message = str(error).strip().splitlines()
+        detail = next((line for line in message if "pass" in line.lower()), message[0] if message else "")
+        raise PipelineError(f"invalid pass pipeline '{text}': {detail.strip()}") from None
+    return UpstreamPasses(text)
+
+
+@functools.cache
+def _checking_context() -> ir.Context:
+    """One context, reused, in which pipeline strings are checked."""
+    return make_context()
+
+
+def run_pipeline(module: ir.Module, stages: Sequence[Stage], ctx: PassContext) -> None:
+    """Run ``stages`` in order, verifying the IR after each Prism pass."""
+    for stage in stages:
+        try:
+            with module.context, ir.Location.unknown():
+                stage.run(module, ctx)
+        except PrismError:
+            raise
+        except ir.MLIRError as error:
+            raise prism_error_from(error, PassFailed, prefix=f"{stage.NAME}: ") from None
+        verify(module, stage.spelling())
+        if getattr(stage, "LOWERS", False):
+            ctx.artifacts["lowered"] = stage.NAME
