@@ -2,8 +2,12 @@
 
 Before::
 
-    %0 = "prism.family"(%a, %b, %c) {body = @f_family0, choice = {TM = 64, ...}, ...}
-    func.func private @f_family0(...) { %0 = linalg.matmul ...; return %0 }
+    %0 = call @f_family0(%a, %b, %c) : (...) -> tensor<64x16xf32>
+    func.func private @f_family0(...) attributes {prism.family_body} {
+      "prism.family"() {choice = {TM = 64 : i64, ...}, ...} : () -> ()
+      %0 = linalg.matmul ...
+      return %0
+    }
 
 After::
 
@@ -19,38 +23,49 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
-
+from prism.dialects import FAMILY_OP
 from prism.errors import PassFailed
 from prism.family import CHOICE_ATTR, ROLES_ATTR, analyze_contraction, body_func, families, family_name
-from prism.ir import display_location
+from prism.ir import display_location, iter_ops
 from prism.passbase import Pass, PassContext
 
 
 @dataclass(frozen=True)
 class InstantiatePass(Pass):
-    """Inline each family's payload with its chosen schedule attached."""
+    """Inline each family's payload at its calls, with its chosen schedule attached."""
 
     NAME = "prism-instantiate"
-    SUMMARY = "Replace each selected prism.family by its payload, annotated with the choice"
+    SUMMARY = "Replace each call of a selected family by its payload, annotated with the choice"
 
     def run(self, module: ir.Module, ctx: PassContext) -> None:
-        for family in list(families(module)):
+        chosen: dict[str, ir.Operation] = {}
+        for family in families(module):
             if "choice" not in family.attributes:
                 raise PassFailed(
                     f"{self.NAME}: family '{family_name(family)}' has no choice; run prism-select first",
                     location=display_location(family.location))
-            body = body_func(module, family)
-            _inline(family, body)
-            body.erase()
+            chosen[family_name(family)] = family
+        calls = [op.operation for op in iter_ops(module)
+                 if op.operation.name == "func.call" and _callee(op.operation) in chosen]
+        for call in calls:
+            _inline(call, chosen[_callee(call)])
+        for family in chosen.values():
+            body_func(family).erase()
 
 
-def _inline(family: ir.Operation, body: ir.Operation) -> None:
-    """Clone ``body``'s ops before ``family`` and rewire the results."""
-    block = body.regions[0].blocks[0]
-    mapping = {arg: operand for arg, operand in zip(block.arguments, family.operands, strict=True)}
+def _callee(call: ir.Operation) -> str:
+    return ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+
+
+def _inline(call: ir.Operation, family: ir.Operation) -> None:
+    """Clone the payload's ops before ``call`` and rewire its results."""
+    block = body_func(family).regions[0].blocks[0]
+    mapping = dict(zip(block.arguments, call.operands, strict=True))
     returned: list[ir.Value] = []
-    with ir.InsertionPoint(family):
+    with ir.InsertionPoint(call):
         for op in block.operations:
+            if op.operation.name == FAMILY_OP:
+                continue
             if op.operation.name == "func.return":
                 returned = [mapping.get(v, v) for v in op.operands]
                 break
@@ -58,18 +73,12 @@ def _inline(family: ir.Operation, body: ir.Operation) -> None:
             for index, operand in enumerate(op.operands):
                 if operand in mapping:
                     clone.operands[index] = mapping[operand]
-            for old, new in zip(op.results, clone.results, strict=True):
-                mapping[old] = new
-            if analyze_contraction(clone) is not None:
-                _annotate(clone, family)
-    for old, new in zip(family.results, returned, strict=True):
+            mapping.update(zip(op.results, clone.results, strict=True))
+            contraction = analyze_contraction(clone)
+            if contraction is not None:
+                roles = [ir.StringAttr.get(r) for r in contraction.roles]
+                clone.attributes[ROLES_ATTR] = ir.ArrayAttr.get(roles)
+                clone.attributes[CHOICE_ATTR] = family.attributes["choice"]
+    for old, new in zip(call.results, returned, strict=True):
         old.replace_all_uses_with(new)
-    family.erase()
-
-
-def _annotate(op: ir.Operation, family: ir.Operation) -> None:
-    contraction = analyze_contraction(op)
-    assert contraction is not None
-    with op.context:
-        op.attributes[ROLES_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(r) for r in contraction.roles])
-        op.attributes[CHOICE_ATTR] = family.attributes["choice"]
+    call.erase()

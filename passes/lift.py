@@ -7,10 +7,12 @@ Before::
 
 After::
 
-    %0 = "prism.family"(%a, %b, %c) {body = @f_family0, kind = "gemm",
-           symbols = ["TM", "TN", "TK", "RM", "RN"], domain = "[LB, LM, LN, LK] -> {...}",
-           cost = "", stats = {space = 720 : i64}} : (...) -> tensor<64x16xf32>
-    func.func private @f_family0(%a: ..., %b: ..., %c: ...) -> tensor<64x16xf32> {
+    %0 = call @f_family0(%a, %b, %c) : (...) -> tensor<64x16xf32>
+    func.func private @f_family0(%a: ..., %b: ..., %c: ...) -> tensor<64x16xf32>
+        attributes {prism.family_body} {
+      "prism.family"() {kind = "gemm", symbols = ["TM", "TN", "TK", "RM", "RN"],
+                        domain = "[LB, LM, LN, LK] -> {...}", cost = "",
+                        stats = {space = 5880 : i64}} : () -> ()
       %0 = linalg.matmul ins(...) outs(...) -> tensor<64x16xf32>
       return %0 : tensor<64x16xf32>
     }
@@ -25,12 +27,11 @@ from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import func
-
 from prism.dialects import FAMILY_OP
-from prism.family import analyze_contraction, kind_of
+from prism.family import BODY_ATTR, analyze_contraction, kind_of, make_int_dict
 from prism.passbase import Pass, PassContext
-from prism.space import family_space, fix_shape, shape_exponents
-from prism.targets import get_target
+from prism.space import Contraction, family_space, fix_shape, shape_exponents
+from prism.targets import Target, get_target
 
 # Ops that only build operands or end a function: not worth a remark.
 _PLUMBING = {"func.return", "arith.constant", "tensor.empty", "linalg.fill"}
@@ -56,8 +57,8 @@ class LiftPass(Pass):
                 contraction = analyze_contraction(op.operation)
                 if contraction is None:
                     if op.operation.name not in _PLUMBING:
-                        ctx.remark(op.operation.location,
-                                   f"{self.NAME}: '{op.operation.name}' is not a liftable contraction; left unchanged")
+                        ctx.remark(op.operation.location, f"{self.NAME}: '{op.operation.name}' is not "
+                                   "a liftable contraction; left unchanged")
                     continue
                 name = _fresh_name(f"{_sym_name(function)}_family{counter}", taken)
                 counter += 1
@@ -76,7 +77,7 @@ def _is_declaration_or_body(function: ir.OpView) -> bool:
     """Skip external declarations and bodies that prism-lift itself outlined."""
     if not function.regions[0].blocks:
         return True
-    return "prism.family_body" in function.attributes
+    return BODY_ATTR in function.attributes
 
 
 def _fresh_name(base: str, taken: set[str]) -> str:
@@ -88,35 +89,38 @@ def _fresh_name(base: str, taken: set[str]) -> str:
     return name
 
 
-def _outline(module: ir.Module, op: ir.Operation, name: str, contraction, target) -> None:
-    """Move ``op`` into a private function ``name`` and call it through a family."""
+def _outline(module: ir.Module, op: ir.Operation, name: str, contraction: Contraction,
+             target: Target) -> None:
+    """Move ``op`` into a private payload function ``name`` headed by its family, and call it."""
     operands = list(op.operands)
     result_types = [r.type for r in op.results]
     with op.context, op.location:
         with ir.InsertionPoint(module.body):
             body = func.FuncOp(name, ([v.type for v in operands], result_types), visibility="private")
-            body.attributes["prism.family_body"] = ir.UnitAttr.get()
+            body.attributes[BODY_ATTR] = ir.UnitAttr.get()
             block = body.add_entry_block()
         with ir.InsertionPoint(block):
+            _create_family(contraction, target)
             clone = op.clone()
             for index, arg in enumerate(block.arguments):
                 clone.operands[index] = arg
             func.ReturnOp(list(clone.results))
-        space = family_space(contraction, target)
-        universe = space.universe_set()
-        size = fix_shape(space, universe, shape_exponents(contraction)).count_val().to_python()
-        i64 = ir.IntegerType.get_signless(64)
         with ir.InsertionPoint(op):
-            family = ir.Operation.create(
-                FAMILY_OP, results=result_types, operands=operands,
-                attributes={
-                    "body": ir.FlatSymbolRefAttr.get(name),
-                    "kind": ir.StringAttr.get(kind_of(contraction)),
-                    "symbols": ir.ArrayAttr.get([ir.StringAttr.get(s) for s in space.symbols]),
-                    "domain": ir.StringAttr.get(str(universe)),
-                    "cost": ir.StringAttr.get(""),
-                    "stats": ir.DictAttr.get({"space": ir.IntegerAttr.get(i64, size)}),
-                })
-        for old, new in zip(op.results, family.results, strict=True):
+            call = func.CallOp(result_types, ir.FlatSymbolRefAttr.get(name), operands)
+        for old, new in zip(op.results, call.results, strict=True):
             old.replace_all_uses_with(new)
         op.erase()
+
+
+def _create_family(contraction: Contraction, target: Target) -> ir.Operation:
+    """A prism.family whose domain is the whole unpruned space of its kind."""
+    space = family_space(contraction, target)
+    universe = space.universe_set()
+    size = fix_shape(space, universe, shape_exponents(contraction)).count_val().to_python()
+    return ir.Operation.create(FAMILY_OP, attributes={
+        "kind": ir.StringAttr.get(kind_of(contraction)),
+        "symbols": ir.ArrayAttr.get([ir.StringAttr.get(s) for s in space.symbols]),
+        "domain": ir.StringAttr.get(str(universe)),
+        "cost": ir.StringAttr.get(""),
+        "stats": make_int_dict({"space": size}),
+    })

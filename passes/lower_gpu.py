@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from mlir import ir, passmanager
 from mlir.dialects import gpu
 from mlir.dialects.transform import interpreter
-
 from prism.errors import PassFailed, TargetError, UnsupportedOp
 from prism.passbase import Pass, PassContext
 
@@ -141,7 +140,9 @@ class LowerGpuPass(Pass):
             raise UnsupportedOp("prism-lower-gpu: no linalg op to map to the GPU")
         ctx.progress(f"gpu: {len(contractions)} contraction(s), {len(parallels)} other kernel(s)")
         _apply_schedule(module, _tensor_schedule(contractions, parallels), "tiling")
-        _run_pipeline(module, "builtin.module(one-shot-bufferize{bufferize-function-boundaries "
+        # Fusion leaves the original fills dead on tensors: they must go
+        # before bufferization turns them into host-side writes.
+        _run_pipeline(module, "builtin.module(canonicalize,cse,one-shot-bufferize{bufferize-function-boundaries "
                       "function-boundary-type-conversion=identity-layout-map},"
                       "canonicalize,cse,canonicalize)", "bufferization")
         _apply_schedule(module, _memref_schedule(contractions, parallels), "GPU mapping")
@@ -154,6 +155,7 @@ class LowerGpuPass(Pass):
                       "kernel outlining")
         _apply_schedule(module, _SHARED_TO_GLOBAL, "shared-memory globals")
         _align_shared_globals(module)
+        _numeric_shared_space(module)
         _run_pipeline(module, f"builtin.module(gpu-lower-to-nvvm-pipeline{{cubin-chip={self.chip} "
                       f"cubin-features={features} cubin-format=isa}})", "NVVM lowering")
         ctx.artifacts["ptx"] = _collect_ptx(module)
@@ -172,31 +174,29 @@ def _chip_features(chip: str) -> str:
 # ----------------------------------------------------------------------------
 
 def _plan(module: ir.Module) -> tuple[list[_Contraction], list[_Parallel]]:
+    ops = [op.operation for func in module.body.operations
+           if func.operation.name == "func.func"
+           for block in func.regions[0].blocks for op in block.operations]
     contractions: list[_Contraction] = []
+    fused_fills: list[ir.Operation] = []
+    for op in ops:
+        if _is_contraction(op):
+            plan = _plan_contraction(op, len(contractions))
+            contractions.append(plan)
+            fill = _fusable_fill(op)
+            if fill is not None:
+                fused_fills.append(fill)
+                plan.fill_tag = plan.tag
+                fill.attributes[_FILL_TAG] = _i64(plan.tag)
     parallels: list[_Parallel] = []
-    fused_fills: set[ir.Operation] = set()
-    for func in module.body.operations:
-        if func.operation.name != "func.func":
+    for op in ops:
+        if _is_contraction(op) or any(op == f for f in fused_fills):
             continue
-        for block in func.regions[0].blocks:
-            for op in block.operations:
-                op = op.operation
-                tag = len(contractions) + len(parallels)
-                if _is_contraction(op):
-                    plan = _plan_contraction(op, tag)
-                    contractions.append(plan)
-                    fill = _fusable_fill(op)
-                    if fill is not None:
-                        fused_fills.add(fill)
-                        plan.fill_tag = tag
-                        fill.attributes[_FILL_TAG] = _i64(tag)
-                elif op.name in _PARALLEL_NAMED or op.name == "linalg.generic":
-                    parallels.append(_plan_parallel(op, tag))
-                elif op.name not in _HOST_OPS:
-                    raise UnsupportedOp(f"prism-lower-gpu: cannot map '{op.name}' to the GPU",
-                                        location=str(op.location))
-    # A fill fused into its contraction needs no kernel of its own.
-    parallels = [p for p in parallels if p.op not in fused_fills]
+        if op.name in _PARALLEL_NAMED or op.name == "linalg.generic":
+            parallels.append(_plan_parallel(op, len(contractions) + len(parallels)))
+        elif op.name not in _HOST_OPS:
+            raise UnsupportedOp(f"prism-lower-gpu: cannot map '{op.name}' to the GPU",
+                                location=str(op.location))
     for plan in [*contractions, *parallels]:
         plan.op.attributes[_TAG] = _i64(plan.tag)
     return contractions, parallels
@@ -483,7 +483,7 @@ def _contraction_memref(c: _Contraction) -> list[str]:
         inner = {"batch": 0, "m": ch.WM // _LANES_M, "n": ch.WN // _LANES_N, "k": 0}
         kind = "thread"
     body += [_tile_forall(f"inner{t}", f"prom{t}", "tile_sizes", [inner[r] for r in c.roles], kind),
-             f"transform.structured.vectorize %inner{t} : {_ANY}",
+             f"transform.structured.vectorize %inner{t} {{create_named_contraction}} : {_ANY}",
              f"%copies{t} = transform.structured.match ops{{[\"linalg.copy\"]}} in %blk{t} "
              f": ({_ANY}) -> {_ANY}",
              f"%copya{t}, %copyb{t} = transform.split_handle %copies{t} : ({_ANY}) -> ({_ANY}, {_ANY})"]
@@ -522,7 +522,9 @@ _SIMT_PATTERNS = ("transform.apply_patterns.vector.lower_contraction "
                   "lowering_strategy = \"outerproduct\" "
                   "transform.apply_patterns.vector.lower_outerproduct "
                   "transform.apply_patterns.canonicalization")
-# What is left of vector ops (copies, SIMT reads) goes down to 1-D.
+# What is left of vector ops (copies, SIMT reads) goes down to 1-D, fully
+# unrolled: the NVVM pipeline would otherwise stage n-D transfers through
+# local buffers and leave casts that LLVM translation rejects.
 _VECTOR_LOWERING = _sequence([
     f"%funcs = transform.structured.match ops{{[\"func.func\"]}} in %root : ({_ANY}) -> {_ANY}",
     "transform.apply_patterns to %funcs { "
@@ -530,6 +532,7 @@ _VECTOR_LOWERING = _sequence([
     "transform.apply_patterns.vector.transfer_permutation_patterns "
     "transform.apply_patterns.vector.lower_contraction lowering_strategy = \"outerproduct\" "
     "transform.apply_patterns.vector.lower_outerproduct "
+    "transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true "
     "transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1 "
     "transform.apply_patterns.vector.lower_transpose "
     "transform.apply_patterns.vector.lower_broadcast "
@@ -596,6 +599,26 @@ def _align_shared_globals(module: ir.Module) -> None:
             op.attributes["alignment"] = _i64(16)
         return ir.WalkResult.ADVANCE
     module.operation.walk(visit)
+
+
+def _numeric_shared_space(module: ir.Module) -> None:
+    """Rewrite ``#gpu.address_space<workgroup>`` as NVPTX's address space 3.
+
+    The NVVM pipeline lowers vector loads and stores with a type converter
+    that knows no GPU memory-space attributes, so vector copies into shared
+    memory would be left unconverted; a numeric space needs no mapping.
+    Printing and reparsing is the one public way to rewrite every type.
+    """
+    text = module.operation.get_asm(print_generic_op_form=True)
+    text = text.replace("#gpu.address_space<workgroup>", "3")
+    fresh = ir.Module.parse(text, context=module.context)
+    for op in list(module.body.operations):
+        op.operation.erase()
+    for op in list(fresh.body.operations):
+        op.operation.detach_from_parent()
+        module.body.append(op)
+    for name in list(fresh.operation.attributes):
+        module.operation.attributes[name] = fresh.operation.attributes[name]
 
 
 def _collect_ptx(module: ir.Module) -> str:

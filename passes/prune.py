@@ -11,6 +11,8 @@ After::
                          stats = {space = 2016, threads = 1100, registers = 1050,
                                   shared-memory = 960, tensor-core = 960, shape = 320}, ...}
 
+Pruning starts from the family's current domain (as prism-lift wrote it, or
+as narrowed by hand or by an earlier pass), so a domain can only shrink.
 Constraint groups (threads, registers, shared memory, tensor-core shapes,
 cache capacities, problem shape) are intersected one by one, so ``stats``
 records the funnel. A group that empties the space is an error that names it.
@@ -21,9 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
-
 from prism.errors import EmptySearchSpace
-from prism.family import body_func, families, family_name, payload_contraction
+from prism.family import body_func, families, family_domain, family_name, payload_contraction
 from prism.ir import display_location
 from prism.passbase import Pass, PassContext
 from prism.space import family_space, fix_shape, shape_exponents
@@ -42,10 +43,10 @@ class PrunePass(Pass):
     def run(self, module: ir.Module, ctx: PassContext) -> None:
         target = get_target(self.target or ctx.target)
         for family in families(module):
-            _, contraction = payload_contraction(body_func(module, family))
+            _, contraction = payload_contraction(body_func(family))
             space = family_space(contraction, target)
             exponents = shape_exponents(contraction)
-            domain = space.universe_set()
+            domain = family_domain(family, space).intersect(space.universe_set())
             stats = {"space": fix_shape(space, domain, exponents).count_val().to_python()}
             for group, _ in space.groups:
                 domain = domain.intersect(space.group_set(group)).coalesce()

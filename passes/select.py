@@ -19,11 +19,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import islpy as isl
 from mlir import ir
-
 from prism.cost import cost_text, predicted_seconds
-from prism.family import body_func, families, family_name, int_dict, make_int_dict, payload_contraction
+from prism.family import (
+    body_func,
+    families,
+    family_domain,
+    family_name,
+    int_dict,
+    make_int_dict,
+    payload_contraction,
+)
 from prism.passbase import Pass, PassContext
 from prism.space import family_space, fix_shape, points, shape_exponents
 from prism.targets import get_target
@@ -42,9 +48,9 @@ class SelectPass(Pass):
     def run(self, module: ir.Module, ctx: PassContext) -> None:
         target = get_target(self.target or ctx.target)
         for family in families(module):
-            _, contraction = payload_contraction(body_func(module, family))
+            _, contraction = payload_contraction(body_func(family))
             space = family_space(contraction, target)
-            domain = isl.Set(ir.StringAttr(family.attributes["domain"]).value)
+            domain = family_domain(family, space)
             candidates = points(fix_shape(space, domain, shape_exponents(contraction, self.assume)))
             scored = [(predicted_seconds(contraction, space.value_of(p), target, self.assume), p)
                       for p in candidates]

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import islpy as isl
 from mlir import ir
 from mlir.dialects import linalg
 
 from prism.dialects import FAMILY_OP
-from prism.space import Contraction
+from prism.errors import PassFailed
+from prism.ir import display_location
+from prism.space import Contraction, Space
 
 ROLES_ATTR = "prism.roles"
 CHOICE_ATTR = "prism.choice"
@@ -82,23 +85,27 @@ def kind_of(contraction: Contraction) -> str:
     return "batch_gemm" if "batch" in contraction.roles else "gemm"
 
 
+BODY_ATTR = "prism.family_body"
+
+
+def family_bodies(module: ir.Module) -> Iterator[ir.Operation]:
+    """Every payload function that prism-lift outlined, in module order."""
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and BODY_ATTR in op.attributes:
+            yield op.operation
+
+
 def families(module: ir.Module) -> Iterator[ir.Operation]:
     """Every prism.family op in ``module``, in order."""
-    for func in module.body.operations:
-        for region in func.regions:
-            for block in region:
-                for op in block.operations:
-                    if op.operation.name == FAMILY_OP:
-                        yield op.operation
+    for body in family_bodies(module):
+        for op in body.regions[0].blocks[0].operations:
+            if op.operation.name == FAMILY_OP:
+                yield op.operation
 
 
-def body_func(module: ir.Module, family: ir.Operation) -> ir.Operation:
-    """The private func.func that holds ``family``'s payload."""
-    name = ir.FlatSymbolRefAttr(family.attributes["body"]).value
-    for op in module.body.operations:
-        if "sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value == name:
-            return op.operation
-    raise KeyError(name)
+def body_func(family: ir.Operation) -> ir.Operation:
+    """The payload function that ``family`` heads."""
+    return family.parent
 
 
 def payload_contraction(body: ir.Operation) -> tuple[ir.Operation, Contraction]:
@@ -111,8 +118,8 @@ def payload_contraction(body: ir.Operation) -> tuple[ir.Operation, Contraction]:
 
 
 def family_name(family: ir.Operation) -> str:
-    """A family's name: the symbol of its body."""
-    return ir.FlatSymbolRefAttr(family.attributes["body"]).value
+    """A family's name: the symbol of its payload function."""
+    return ir.StringAttr(body_func(family).attributes["sym_name"]).value
 
 
 def int_dict(attr: ir.Attribute) -> dict[str, int]:
@@ -125,3 +132,26 @@ def make_int_dict(values: dict[str, int]) -> ir.DictAttr:
     """A DictionaryAttr of i64 from a Python dict (keys kept in MLIR's sorted order)."""
     i64 = ir.IntegerType.get_signless(64)
     return ir.DictAttr.get({k: ir.IntegerAttr.get(i64, v) for k, v in values.items()})
+
+
+def family_domain(family: ir.Operation, space: Space) -> isl.Set:
+    """A family's ``domain`` attribute as an isl set over ``space``'s variables.
+
+    The text is the family's contract and may have been written by hand, so
+    it is checked: it must parse and range over exactly the space's variables
+    and shape parameters.
+    """
+    text = ir.StringAttr(family.attributes["domain"]).value
+    where = display_location(family.location)
+    try:
+        domain = isl.Set(text)
+    except isl.Error:
+        raise PassFailed(f"family '{family_name(family)}' has a domain that is not an isl set: '{text}'",
+                         location=where) from None
+    expected = space.universe_set()
+    names = [domain.get_dim_name(isl.dim_type.set, i) for i in range(domain.dim(isl.dim_type.set))]
+    if names != space.variables or domain.dim(isl.dim_type.param) > expected.dim(isl.dim_type.param):
+        raise PassFailed(f"family '{family_name(family)}' has a domain over [{', '.join(map(str, names))}]; "
+                         f"expected [{', '.join(space.variables)}] for this target",
+                         location=where)
+    return domain.align_params(expected.get_space())

@@ -14,6 +14,8 @@ from typing import Any, ClassVar
 
 from mlir import ir
 
+from prism.ir import display_location
+
 
 @dataclass
 class PassContext:
@@ -33,7 +35,7 @@ class PassContext:
 
     def remark(self, location: ir.Location | str, message: str) -> None:
         """Record a remark that points at ``location``."""
-        self.remarks.append((str(location), message))
+        self.remarks.append((display_location(location), message))
 
     def progress(self, message: str) -> None:
         """Print a progress line on stderr when the run is verbose."""

@@ -1,0 +1,85 @@
+// RUN: prism-opt %s --split-input-file -p prism-lift 2>/dev/null | filecheck %s
+// RUN: prism-opt %s --split-input-file -p prism-lift 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
+
+// A plain matmul becomes a family; its payload moves to a private function.
+// CHECK-LABEL: func.func @matmul
+// CHECK-SAME:    (%[[A:.*]]: tensor<64x32xf32>, %[[B:.*]]: tensor<32x16xf32>, %[[C:.*]]: tensor<64x16xf32>)
+// CHECK:         %[[F:.*]] = call @matmul_family0(%[[A]], %[[B]], %[[C]])
+// CHECK:         return %[[F]]
+// CHECK:       func.func private @matmul_family0
+// CHECK-SAME:    attributes {prism.family_body}
+// CHECK-NEXT:    "prism.family"()
+// CHECK-SAME:      domain = "[LB, LM, LN, LK] -> { [tm, tn, tk, rm, rn] :
+// CHECK-SAME:      kind = "gemm"
+// CHECK-SAME:      stats = {space = {{[0-9]+}} : i64}
+// CHECK-SAME:      symbols = ["TM", "TN", "TK", "RM", "RN"]
+// CHECK-NEXT:    linalg.matmul
+func.func @matmul(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %c: tensor<64x16xf32>) -> tensor<64x16xf32> {
+  %0 = linalg.matmul ins(%a, %b : tensor<64x32xf32>, tensor<32x16xf32>) outs(%c : tensor<64x16xf32>) -> tensor<64x16xf32>
+  return %0 : tensor<64x16xf32>
+}
+
+// -----
+
+// Transposed B through indexing_maps, and a batch matmul.
+// CHECK-LABEL: func.func @transposed_and_batched
+// CHECK:         call @transposed_and_batched_family0(
+// CHECK:         call @transposed_and_batched_family1(
+// CHECK:       func.func private @transposed_and_batched_family0
+// CHECK:         "prism.family"(){{.*}}kind = "gemm"
+// CHECK:         linalg.matmul indexing_maps
+// CHECK:       func.func private @transposed_and_batched_family1
+// CHECK:         "prism.family"(){{.*}}kind = "batch_gemm"
+// CHECK:         linalg.batch_matmul
+func.func @transposed_and_batched(%a: tensor<8x4xf32>, %bt: tensor<6x4xf32>, %c: tensor<8x6xf32>,
+                                  %x: tensor<2x8x4xf32>, %y: tensor<2x4x6xf32>, %z: tensor<2x8x6xf32>)
+    -> (tensor<8x6xf32>, tensor<2x8x6xf32>) {
+  %0 = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>,
+                                      affine_map<(m, n, k) -> (m, n)>]
+         ins(%a, %bt : tensor<8x4xf32>, tensor<6x4xf32>) outs(%c : tensor<8x6xf32>) -> tensor<8x6xf32>
+  %1 = linalg.batch_matmul ins(%x, %y : tensor<2x8x4xf32>, tensor<2x4x6xf32>) outs(%z : tensor<2x8x6xf32>) -> tensor<2x8x6xf32>
+  return %0, %1 : tensor<8x6xf32>, tensor<2x8x6xf32>
+}
+
+// -----
+
+// A linalg.generic contraction (A^T B) is lifted too.
+// CHECK-LABEL: func.func @generic_contraction
+// CHECK:         call @generic_contraction_family0
+// CHECK:       func.func private @generic_contraction_family0
+// CHECK:         "prism.family"
+// CHECK:         linalg.generic
+func.func @generic_contraction(%at: tensor<16x8xf32>, %b: tensor<16x4xf32>, %c: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %0 = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>,
+                                        affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+       ins(%at, %b : tensor<16x8xf32>, tensor<16x4xf32>) outs(%c : tensor<8x4xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+// Everything else stays as it is, with a remark pointing at it.
+// CHECK-LABEL: func.func @mixed
+// CHECK:         tensor.pad
+// CHECK:         linalg.conv_2d_nhwc_hwcf
+// CHECK:         call @mixed_family0
+// REMARK: lift.mlir:[[# @LINE + 5]]:13: remark: prism-lift: 'tensor.pad' is not a liftable contraction; left unchanged
+// REMARK: lift.mlir:[[# @LINE + 8]]:11: remark: prism-lift: 'linalg.conv_2d_nhwc_hwcf' is not a liftable contraction; left unchanged
+func.func @mixed(%img: tensor<1x6x6x2xf32>, %filter: tensor<3x3x2x4xf32>, %out: tensor<1x6x6x4xf32>,
+                 %a: tensor<4x4xf32>, %b: tensor<4x4xf32>, %c: tensor<4x4xf32>) -> (tensor<1x6x6x4xf32>, tensor<4x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %padded = tensor.pad %img low[0, 1, 1, 0] high[0, 1, 1, 0] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x6x6x2xf32> to tensor<1x8x8x2xf32>
+  %conv = linalg.conv_2d_nhwc_hwcf ins(%padded, %filter : tensor<1x8x8x2xf32>, tensor<3x3x2x4xf32>)
+                                   outs(%out : tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x4xf32>, tensor<4x4xf32>) outs(%c : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %conv, %mm : tensor<1x6x6x4xf32>, tensor<4x4xf32>
+}
