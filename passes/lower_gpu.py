@@ -123,8 +123,9 @@ class LowerGpuPass(Pass):
     Choice constraints (``prism.choice``; missing keys take defaults):
     M % BM == N % BN == K % BK == 0; BM % WM == BN % WN == 0;
     threads = (BM/WM)*(BN/WN)*32 <= 1024; shared bytes =
-    (BM*BK + BK*BN) * sizeof(input element) <= 49152; MMA=1 needs f16/bf16
-    inputs and WM % 16 == WN % 8 == BK % 16 == 0; MMA=0 needs
+    (BM*BK + BK*BN) * sizeof(input element) <= 49152; MMA=1 needs f16
+    inputs (not bf16: upstream has no bf16 path from vector to mma.sync) and
+    WM % 16 == WN % 8 == BK % 16 == 0; MMA=0 needs
     WM % 4 == WN % 8 == 0; STAGES must be 1 (no software pipelining).
     """
 
@@ -146,13 +147,11 @@ class LowerGpuPass(Pass):
                       "function-boundary-type-conversion=identity-layout-map},"
                       "canonicalize,cse,canonicalize)", "bufferization")
         _apply_schedule(module, _memref_schedule(contractions, parallels), "GPU mapping")
-        _run_pipeline(module, "builtin.module(func.func(convert-vector-to-gpu{use-nvgpu=true}),"
-                      "canonicalize,cse)", "mma.sync conversion")
-        _check_mma(module, contractions)
-        _apply_schedule(module, _VECTOR_LOWERING, "vector lowering")
-        _run_pipeline(module, "builtin.module(convert-linalg-to-loops,"
+        _run_pipeline(module, "builtin.module(canonicalize,cse,convert-linalg-to-loops,"
                       "gpu-launch-sink-index-computations,gpu-kernel-outlining,symbol-dce)",
                       "kernel outlining")
+        _convert_mma_kernels(module)
+        _apply_schedule(module, _VECTOR_LOWERING, "vector lowering")
         _apply_schedule(module, _SHARED_TO_GLOBAL, "shared-memory globals")
         _align_shared_globals(module)
         _numeric_shared_space(module)
@@ -308,8 +307,8 @@ def _choice(op: ir.Operation, roles: list[str], sizes: list[int],
                                     location=where)
             given[named.name] = ir.IntegerAttr(named.attr).value
     size = dict(zip(roles, sizes))
-    half = not isinstance(in_types[0], ir.F32Type)
-    mma = given.get("MMA", int(half))
+    f16 = all(isinstance(t, ir.F16Type) for t in in_types)
+    mma = given.get("MMA", int(f16))
     values = {"MMA": mma, "STAGES": given.get("STAGES", 1)}
     values["BM"] = given.get("BM", _divisor(size["m"], 64))
     values["BN"] = given.get("BN", _divisor(size["n"], 64))
@@ -343,8 +342,9 @@ def _check_choice(plan: _Contraction, in_types: list[ir.Type], where: str) -> No
     if c.MMA not in (0, 1):
         problems.append(f"MMA={c.MMA} is not 0 or 1")
     elif c.MMA:
-        if plan.elem_bytes != 2 or in_types[0] != in_types[1]:
-            problems.append("MMA=1 needs f16 or bf16 inputs of one type")
+        # convert-vector-to-gpu has no bf16 ldmatrix/mma.sync path (MLIR 22).
+        if not all(isinstance(t, ir.F16Type) for t in in_types):
+            problems.append("MMA=1 needs f16 inputs (bf16 and f32 use MMA=0)")
         if c.WM % _MMA_M or c.WN % _MMA_N or c.BK % _MMA_K:
             problems.append(f"MMA=1 needs WM%{_MMA_M}, WN%{_MMA_N}, BK%{_MMA_K} == 0")
     elif c.WM % _LANES_M or c.WN % _LANES_N:
@@ -496,9 +496,10 @@ def _contraction_memref(c: _Contraction) -> list[str]:
 
 
 def _launch(tag: int, threads: int) -> list[str]:
-    return [f"%launch{tag} = transform.gpu.map_forall_to_blocks %blk{tag} generate_gpu_launch "
+    return [f"%grid{tag} = transform.gpu.map_forall_to_blocks %blk{tag} generate_gpu_launch "
             f": ({_ANY}) -> {_ANY}",
-            f"transform.gpu.map_nested_forall_to_threads %launch{tag} block_dims = [{threads}, 1, 1] "
+            f"transform.gpu.map_nested_forall_to_threads %grid{tag} "
+            f"block_dims = [{threads}, 1, 1] "
             f": ({_ANY}) -> {_ANY}"]
 
 
@@ -583,12 +584,31 @@ def _run_pipeline(module: ir.Module, pipeline: str, stage: str) -> None:
         raise _failure(stage, err) from None
 
 
-def _check_mma(module: ir.Module, contractions: list[_Contraction]) -> None:
-    """SIMT contractions are lowered already, so a vector.contract left here
-    is an MMA tile that convert-vector-to-gpu could not turn into mma.sync."""
-    if any(c.choice.MMA for c in contractions) and "vector.contract" in str(module):
-        raise PassFailed("prism-lower-gpu: a tensor-core (MMA=1) tile did not lower to "
-                         "mma.sync; its operand layout is not supported")
+def _convert_mma_kernels(module: ir.Module) -> None:
+    """Turn the 16x8x16 contractions into ldmatrix + mma.sync, kernel by kernel.
+
+    SIMT contractions are lowered already, so kernels that still hold a
+    vector.contract are the MMA ones; the conversion runs on those alone
+    because it also tries to convert unrelated scalar code and fails there.
+    A contraction left afterwards has an operand layout it cannot map.
+    """
+    kernels: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "gpu.func" and "vector.contract" in str(op):
+            kernels.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    for kernel in kernels:
+        pm = passmanager.PassManager.parse("gpu.func(convert-vector-to-gpu{use-nvgpu=true},"
+                                           "canonicalize,cse)", context=module.context)
+        try:
+            pm.run(kernel)
+        except ir.MLIRError as err:
+            raise _failure("mma.sync conversion", err) from None
+        if "vector.contract" in str(kernel):
+            raise PassFailed("prism-lower-gpu: a tensor-core (MMA=1) tile did not lower to "
+                             "mma.sync; its operand layout is not supported")
 
 
 def _align_shared_globals(module: ir.Module) -> None:

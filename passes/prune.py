@@ -9,7 +9,7 @@ After::
 
     "prism.family"(...) {domain = "[LB, LM, LN, LK] -> { [bm, ...] : ... bm - wm + bn - wn <= 5 ... }",
                          stats = {space = 2016, threads = 1100, registers = 1050,
-                                  shared-memory = 960, tensor-core = 960, shape = 320}, ...}
+                                  shared_memory = 960, tensor_core = 960, shape = 320}, ...}
 
 Pruning starts from the family's current domain (as prism-lift wrote it, or
 as narrowed by hand or by an earlier pass), so a domain can only shrink.

@@ -13,10 +13,13 @@ import sys
 import traceback
 from pathlib import Path
 
+from mlir import ir
+
 from prism.driver import EMIT_KINDS, Compilation, stages_for
 from prism.errors import PrismError
-from prism.ir import make_context, parse_chunk, split_input
+from prism.ir import SourceChunk, make_context, parse_chunk, split_input
 from prism.passes import PASSES, PIPELINES
+from prism.pipeline import Stage
 from prism.targets import TARGET_NAMES
 
 SPLIT_MARKER = "// -----\n"
@@ -86,21 +89,39 @@ def _write_output(path: str, text: str) -> None:
         raise PrismError(f"cannot write output file '{path}': {error.strerror}", location=path) from None
 
 
+def _compile_chunk(chunk: SourceChunk, context: ir.Context, stages: list[Stage],
+                   args: argparse.Namespace) -> str:
+    """Compile one chunk and return its output; remarks go to stderr either way."""
+    compilation = Compilation(parse_chunk(chunk, context), args.target)
+    compilation.ctx.verbose = args.verbose
+    try:
+        compilation.run(stages)
+        return compilation.emit(args.emit)
+    finally:
+        for location, message in compilation.ctx.remarks:
+            print(f"{_rename_buffer(location, chunk.filename)}: remark: {message}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
-    """Compile every chunk of the input; return the exit status."""
+    """Compile every chunk of the input; return the exit status.
+
+    As with mlir-opt, a failing chunk does not stop the others: every error
+    is reported, and the exit status is 1 if any chunk failed.
+    """
     text, filename = _read_input(args.input)
     stages = stages_for(args.pipeline, args.emit)
     context = make_context()
-    outputs = []
+    outputs, failed = [], False
     for chunk in split_input(text, filename, args.split_input_file):
-        compilation = Compilation(parse_chunk(chunk, context), args.target)
-        compilation.ctx.verbose = args.verbose
         try:
-            compilation.run(stages)
-            outputs.append(compilation.emit(args.emit))
-        finally:
-            for location, message in compilation.ctx.remarks:
-                print(f"{_rename_buffer(location, filename)}: remark: {message}", file=sys.stderr)
+            outputs.append(_compile_chunk(chunk, context, stages, args))
+        except PrismError as error:
+            if args.debug:
+                traceback.print_exc()
+            _print_error(error, filename)
+            failed = True
+    if failed:
+        return 1
     _write_output(args.output, SPLIT_MARKER.join(o if o.endswith("\n") else o + "\n" for o in outputs))
     return 0
 

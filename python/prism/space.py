@@ -166,8 +166,8 @@ def gpu_gemm_space(op: Contraction, target: GpuTarget, stages: int = 1) -> Space
     groups = (
         ("threads", f"(bm - wm) + (bn - wn) + 5 <= {max_threads_log2} and (bm - wm) + (bn - wn) >= 1"),
         ("registers", f"wm + wn - 5 <= {acc_regs_log2}"),
-        ("shared-memory", pow2_sum_le(a_bytes, b_bytes, target.smem_per_block / stages)),
-        ("tensor-core", f"mma = 0 or (wm >= {int(math.log2(mm))} and wn >= {int(math.log2(mn))}"
+        ("shared_memory", pow2_sum_le(a_bytes, b_bytes, target.smem_per_block / stages)),
+        ("tensor_core", f"mma = 0 or (wm >= {int(math.log2(mm))} and wn >= {int(math.log2(mn))}"
                         f" and bk >= {int(math.log2(mk))})"),
         ("shape", " and ".join([_shape_fit("bm", "m", 4), _shape_fit("bn", "n", 4), _shape_fit("bk", "k", 3)])),
     )

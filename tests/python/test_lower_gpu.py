@@ -1,0 +1,183 @@
+"""GPU lowering to PTX, checked without a GPU: ptxas must assemble the PTX."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+from mlir import ir
+
+from passes.lower_gpu import LowerGpuPass
+from prism.errors import TargetError, UnsupportedOp
+from prism.passbase import PassContext
+
+CHIPS = ["sm_80", "sm_90"]
+
+FILL = """
+  %e = tensor.empty() : tensor<{c}>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<{c}>) -> tensor<{c}>"""
+
+
+def _choice(**keys: int) -> str:
+    return "{" + ", ".join(f"{k} = {v} : i64" for k, v in keys.items()) + "}"
+
+
+def _matmul(m: int, n: int, k: int, elem: str, choice: str = "", b_t: bool = False) -> str:
+    a, c = f"{m}x{k}x{elem}", f"{m}x{n}xf32"
+    b = f"{n}x{k}x{elem}" if b_t else f"{k}x{n}x{elem}"
+    maps = ""
+    if b_t:
+        maps = ("indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, "
+                "affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>]")
+    attrs = f" {{prism.choice = {choice}}}" if choice else ""
+    return f"""
+func.func @mm(%a: tensor<{a}>, %b: tensor<{b}>) -> tensor<{c}> {{{FILL.format(c=c)}
+  %r = linalg.matmul {maps} ins(%a, %b : tensor<{a}>, tensor<{b}>)
+         outs(%f : tensor<{c}>){attrs} -> tensor<{c}>
+  return %r : tensor<{c}>
+}}"""
+
+
+def _batch_matmul(bs: int, m: int, n: int, k: int, elem: str, choice: str) -> str:
+    a, b, c = f"{bs}x{m}x{k}x{elem}", f"{bs}x{k}x{n}x{elem}", f"{bs}x{m}x{n}xf32"
+    return f"""
+func.func @bmm(%a: tensor<{a}>, %b: tensor<{b}>) -> tensor<{c}> {{{FILL.format(c=c)}
+  %r = linalg.batch_matmul {{prism.choice = {choice}}} ins(%a, %b : tensor<{a}>, tensor<{b}>)
+         outs(%f : tensor<{c}>) -> tensor<{c}>
+  return %r : tensor<{c}>
+}}"""
+
+
+RELU = """
+func.func @relu(%x: tensor<100x300xf32>) -> tensor<100x300xf32> {
+  %e = tensor.empty() : tensor<100x300xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+       ins(%x : tensor<100x300xf32>) outs(%e : tensor<100x300xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %in, %z : f32
+    linalg.yield %m : f32
+  } -> tensor<100x300xf32>
+  return %r : tensor<100x300xf32>
+}"""
+
+MMA = _choice(BM=64, BN=64, BK=32, WM=32, WN=32, MMA=1)
+SIMT = _choice(BM=64, BN=64, BK=16, WM=32, WN=32, MMA=0)
+
+
+def _lower(source: str, chip: str) -> tuple[str, ir.Module]:
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(source)
+        ctx = PassContext()
+        LowerGpuPass(chip=chip).run(module, ctx)
+        return ctx.artifacts["ptx"], str(module)
+
+
+def _ptxas(ptx: str, chip: str, tmp_path) -> dict[str, int]:
+    """Assemble with ptxas -v; return registers, spills and shared bytes of the
+    largest kernel."""
+    if shutil.which("ptxas") is None:
+        pytest.skip("ptxas is not on PATH; cannot assemble the PTX")
+    path = tmp_path / "k.ptx"
+    path.write_text(ptx)
+    run = subprocess.run(["ptxas", "-v", f"-arch={chip}", str(path), "-o", str(tmp_path / "k.cubin")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "error" not in run.stderr.lower(), run.stderr
+    regs = [int(r) for r in re.findall(r"Used (\d+) registers", run.stderr)]
+    smem = [int(s) for s in re.findall(r"(\d+) bytes smem", run.stderr)] or [0]
+    spills = [int(s) for s in re.findall(r"(\d+) bytes spill stores", run.stderr)]
+    assert regs, run.stderr
+    return {"registers": max(regs), "smem": max(smem), "spills": max(spills)}
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_f32_matmul_simt(chip, tmp_path):
+    ptx, host = _lower(_matmul(256, 256, 256, "f32", SIMT), chip)
+    stats = _ptxas(ptx, chip, tmp_path)
+    assert "mma.sync" not in ptx and "ld.shared" in ptx and "st.shared" in ptx
+    assert stats["smem"] == (64 * 16 + 16 * 64) * 4
+    assert stats["spills"] == 0
+    assert "gpu.launch_func" in host or "mgpuLaunchKernel" in host
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_f16_matmul_mma(chip, tmp_path):
+    ptx, _ = _lower(_matmul(256, 256, 256, "f16", MMA), chip)
+    assert "mma.sync" in ptx and "ldmatrix" in ptx and "st.shared" in ptx
+    stats = _ptxas(ptx, chip, tmp_path)
+    assert stats["smem"] == (64 * 32 + 32 * 64) * 2
+    assert stats["spills"] == 0
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_transposed_b_mma(chip, tmp_path):
+    ptx, _ = _lower(_matmul(128, 256, 64, "f16", MMA, b_t=True), chip)
+    assert "mma.sync" in ptx
+    _ptxas(ptx, chip, tmp_path)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_transposed_b_simt(chip, tmp_path):
+    ptx, _ = _lower(_matmul(128, 256, 64, "f32", SIMT, b_t=True), chip)
+    _ptxas(ptx, chip, tmp_path)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_batch_matmul_mma(chip, tmp_path):
+    ptx, _ = _lower(_batch_matmul(4, 128, 128, 64, "f16", MMA), chip)
+    assert "mma.sync" in ptx
+    _ptxas(ptx, chip, tmp_path)
+
+
+def test_untuned_defaults(tmp_path):
+    ptx, _ = _lower(_matmul(128, 128, 64, "f16"), "sm_90")
+    assert "mma.sync" in ptx
+    _ptxas(ptx, "sm_90", tmp_path)
+    ptx, _ = _lower(_matmul(128, 128, 64, "bf16"), "sm_90")
+    assert "mma.sync" not in ptx
+    _ptxas(ptx, "sm_90", tmp_path)
+
+
+def test_elementwise_partial_tiles(tmp_path):
+    ptx, _ = _lower(RELU, "sm_90")
+    _ptxas(ptx, "sm_90", tmp_path)
+
+
+def test_deterministic():
+    source = _matmul(128, 128, 64, "f16", MMA)
+    assert _lower(source, "sm_90")[0] == _lower(source, "sm_90")[0]
+
+
+def test_tiles_must_divide():
+    with pytest.raises(UnsupportedOp, match="not a multiple of its tile"):
+        _lower(_matmul(100, 256, 256, "f16", MMA), "sm_90")
+
+
+def test_bad_choice_is_reported():
+    bad = _choice(BM=64, BN=64, BK=32, WM=32, WN=32, MMA=1, STAGES=3)
+    with pytest.raises(UnsupportedOp, match="STAGES"):
+        _lower(_matmul(256, 256, 256, "f16", bad), "sm_90")
+    for elem in ("f32", "bf16"):
+        with pytest.raises(UnsupportedOp, match="needs f16"):
+            _lower(_matmul(256, 256, 256, elem, MMA), "sm_90")
+
+
+def test_unknown_chip():
+    with pytest.raises(TargetError, match="sm_75"):
+        _lower(_matmul(64, 64, 64, "f32"), "sm_75")
+
+
+def test_dynamic_shape():
+    source = """
+func.func @mm(%a: tensor<?x64xf32>, %b: tensor<64x64xf32>, %c: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %r = linalg.matmul ins(%a, %b : tensor<?x64xf32>, tensor<64x64xf32>) outs(%c : tensor<?x64xf32>) -> tensor<?x64xf32>
+  return %r : tensor<?x64xf32>
+}"""
+    with pytest.raises(UnsupportedOp, match="dynamic shape") as err:
+        _lower(source, "sm_90")
+    assert err.value.location
