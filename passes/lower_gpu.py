@@ -98,8 +98,8 @@ class LowerGpuPass(Pass):
 
     Every contraction becomes one kernel: a grid of BM x BN block tiles (one
     block per batch index too), a loop over K in steps of BK that copies the
-    A and B tiles into shared memory with 16-byte vector copies, and a warp
-    grid of (BM/WM) x (BN/WN) warps. With MMA=1 each warp computes its
+    A and B tiles into shared memory with vector copies, and a grid of
+    (BM/WM) x (BN/WN) warps. With MMA=1 each warp computes its
     WM x WN tile with ldmatrix + mma.sync.m16n8k16; with MMA=0 each thread
     computes a (WM/4) x (WN/8) tile with FMAs. A fill of the result is fused
     into the kernel; other parallel ops get one kernel each.
@@ -115,10 +115,11 @@ class LowerGpuPass(Pass):
     After: ``module`` holds host code in the LLVM dialect that calls
     ``gpu.launch_func`` on a ``gpu.binary`` and ``ctx.artifacts["ptx"]`` holds::
 
-        .visible .entry mm_kernel(...)   // ldmatrix, mma.sync, bar.sync
+        {"mm_kernel": ".visible .entry mm_kernel(...) ... ldmatrix ... mma.sync"}
 
-    ``ctx.artifacts["ptx"]`` is one string: the PTX of every GPU module in
-    module order, each preceded by a ``// prism gpu module: NAME`` line.
+    ``ctx.artifacts["ptx"]`` is a dict from gpu.module name (one per kernel)
+    to that module's PTX text, in module order; each value is a complete PTX
+    file for ``ptxas``.
 
     Choice constraints (``prism.choice``; missing keys take defaults):
     M % BM == N % BN == K % BK == 0; BM % WM == BN % WN == 0;
@@ -277,7 +278,7 @@ def _plan_contraction(op: ir.Operation, tag: int) -> _Contraction:
 def _domain_sizes(op: ir.Operation, rank: int) -> list[int]:
     """Static loop bounds: each dimension's size read off an operand using it."""
     sizes: list[int | None] = [None] * rank
-    for value, amap in zip(op.operands, _maps(op)):
+    for value, amap in zip(op.operands, _maps(op), strict=True):
         shape = ir.ShapedType(value.type).shape if isinstance(value.type, ir.ShapedType) else []
         for pos, expr in enumerate(amap.results):
             if isinstance(expr, ir.AffineDimExpr):
@@ -306,7 +307,7 @@ def _choice(op: ir.Operation, roles: list[str], sizes: list[int],
                 raise UnsupportedOp(f"prism-lower-gpu: unknown prism.choice key '{named.name}'",
                                     location=where)
             given[named.name] = ir.IntegerAttr(named.attr).value
-    size = dict(zip(roles, sizes))
+    size = dict(zip(roles, sizes, strict=True))
     f16 = all(isinstance(t, ir.F16Type) for t in in_types)
     mma = given.get("MMA", int(f16))
     values = {"MMA": mma, "STAGES": given.get("STAGES", 1)}
@@ -327,7 +328,7 @@ def _divisor(size: int, preferred: int) -> int:
 
 
 def _check_choice(plan: _Contraction, in_types: list[ir.Type], where: str) -> None:
-    c, size = plan.choice, dict(zip(plan.roles, plan.sizes))
+    c, size = plan.choice, dict(zip(plan.roles, plan.sizes, strict=True))
     problems = []
     for dim, tile in (("m", c.BM), ("n", c.BN), ("k", c.BK)):
         if tile <= 0 or size[dim] % tile:
@@ -380,7 +381,7 @@ def _plan_parallel(op: ir.Operation, tag: int) -> _Parallel:
     # One element per thread in blocks of 256 (4 x 64 over the two innermost
     # dimensions: 64 contiguous elements keep accesses coalesced).
     inner = [256] if len(sizes) == 1 else [4, 64]
-    inner = [min(t, s) for t, s in zip(inner, sizes[-len(inner):])]
+    inner = [min(t, s) for t, s in zip(inner, sizes[-len(inner):], strict=True)]
     tiles = [1] * (len(sizes) - len(inner)) + inner
     threads = [0] * (len(sizes) - len(inner)) + inner
     return _Parallel(tag, op, sizes, tiles, threads)
@@ -527,7 +528,7 @@ _SIMT_PATTERNS = ("transform.apply_patterns.vector.lower_contraction "
 # unrolled: the NVVM pipeline would otherwise stage n-D transfers through
 # local buffers and leave casts that LLVM translation rejects.
 _VECTOR_LOWERING = _sequence([
-    f"%funcs = transform.structured.match ops{{[\"func.func\"]}} in %root : ({_ANY}) -> {_ANY}",
+    f"%funcs = transform.structured.match ops{{[\"func.func\", \"gpu.func\"]}} in %root : ({_ANY}) -> {_ANY}",
     "transform.apply_patterns to %funcs { "
     "transform.apply_patterns.vector.cast_away_vector_leading_one_dim "
     "transform.apply_patterns.vector.transfer_permutation_patterns "
@@ -560,11 +561,23 @@ def _memref_schedule(contractions: list[_Contraction], parallels: list[_Parallel
 # Running upstream pieces with their diagnostics turned into PassFailed.
 # ----------------------------------------------------------------------------
 
-def _failure(stage: str, err: ir.MLIRError) -> PassFailed:
+_NOTE_LINES = 40  # diagnostics may dump whole kernels; keep the head
+
+
+def _clip(text: str) -> str:
+    lines = text.splitlines()
+    return "\n".join(lines[:_NOTE_LINES] + (["  ..."] if len(lines) > _NOTE_LINES else []))
+
+
+def _failure(stage: str, err: Exception) -> PassFailed:
+    """PassFailed carrying the MLIR diagnostics; the interpreter reports them
+    in a ValueError's text, pass managers as an MLIRError's list."""
+    if not isinstance(err, ir.MLIRError):
+        return PassFailed(f"prism-lower-gpu: {stage} failed", notes=[_clip(str(err))])
     notes = []
     for diag in err.error_diagnostics:
-        notes.append(f"{diag.location}: {diag.message}")
-        notes += [f"  note: {n.location}: {n.message}" for n in diag.notes]
+        notes.append(_clip(f"{diag.location}: {diag.message}"))
+        notes += [_clip(f"  note: {n.location}: {n.message}") for n in diag.notes]
     return PassFailed(f"prism-lower-gpu: {stage} failed: {err.message}", notes=notes)
 
 
@@ -573,7 +586,7 @@ def _apply_schedule(module: ir.Module, text: str, stage: str) -> None:
     entry = schedule.body.operations[0]
     try:
         interpreter.apply_named_sequence(module.operation, entry, schedule)
-    except ir.MLIRError as err:
+    except (ir.MLIRError, ValueError) as err:
         raise _failure(stage, err) from None
 
 
@@ -641,16 +654,16 @@ def _numeric_shared_space(module: ir.Module) -> None:
         module.operation.attributes[name] = fresh.operation.attributes[name]
 
 
-def _collect_ptx(module: ir.Module) -> str:
-    parts = []
+def _collect_ptx(module: ir.Module) -> dict[str, str]:
+    """PTX text by gpu.module name, in module order (each is one PTX file)."""
+    ptx: dict[str, str] = {}
     for op in module.body.operations:
         if op.operation.name != "gpu.binary":
             continue
         name = ir.StringAttr(op.attributes["sym_name"]).value
         for obj in ir.ArrayAttr(op.attributes["objects"]):
-            ptx = gpu.ObjectAttr(obj).object
-            text = ptx.decode() if isinstance(ptx, bytes) else str(ptx)
-            parts.append(f"// prism gpu module: {name}\n{text.rstrip(chr(0))}")
-    if not parts:
+            text = gpu.ObjectAttr(obj).object
+            ptx[name] = (text.decode() if isinstance(text, bytes) else str(text)).rstrip("\0")
+    if not ptx:
         raise PassFailed("prism-lower-gpu: the pipeline produced no gpu.binary")
-    return "\n".join(parts)
+    return ptx

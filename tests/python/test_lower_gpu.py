@@ -8,10 +8,10 @@ import subprocess
 
 import pytest
 from mlir import ir
-
-from passes.lower_gpu import LowerGpuPass
 from prism.errors import TargetError, UnsupportedOp
 from prism.passbase import PassContext
+
+from passes.lower_gpu import LowerGpuPass
 
 CHIPS = ["sm_80", "sm_90"]
 
@@ -69,7 +69,7 @@ MMA = _choice(BM=64, BN=64, BK=32, WM=32, WN=32, MMA=1)
 SIMT = _choice(BM=64, BN=64, BK=16, WM=32, WN=32, MMA=0)
 
 
-def _lower(source: str, chip: str) -> tuple[str, ir.Module]:
+def _lower(source: str, chip: str) -> tuple[dict[str, str], str]:
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(source)
         ctx = PassContext()
@@ -77,21 +77,28 @@ def _lower(source: str, chip: str) -> tuple[str, ir.Module]:
         return ctx.artifacts["ptx"], str(module)
 
 
-def _ptxas(ptx: str, chip: str, tmp_path) -> dict[str, int]:
-    """Assemble with ptxas -v; return registers, spills and shared bytes of the
-    largest kernel."""
+def _text(ptx: dict[str, str]) -> str:
+    return "\n".join(ptx.values())
+
+
+def _ptxas(ptx: dict[str, str], chip: str, tmp_path) -> dict[str, int]:
+    """Assemble every module with ptxas -v; return the largest registers,
+    spill and shared-memory figures over the kernels."""
     if shutil.which("ptxas") is None:
         pytest.skip("ptxas is not on PATH; cannot assemble the PTX")
-    path = tmp_path / "k.ptx"
-    path.write_text(ptx)
-    run = subprocess.run(["ptxas", "-v", f"-arch={chip}", str(path), "-o", str(tmp_path / "k.cubin")],
-                         capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    assert "error" not in run.stderr.lower(), run.stderr
-    regs = [int(r) for r in re.findall(r"Used (\d+) registers", run.stderr)]
-    smem = [int(s) for s in re.findall(r"(\d+) bytes smem", run.stderr)] or [0]
-    spills = [int(s) for s in re.findall(r"(\d+) bytes spill stores", run.stderr)]
-    assert regs, run.stderr
+    log = ""
+    for name, text in ptx.items():
+        path = tmp_path / f"{name}.ptx"
+        path.write_text(text)
+        run = subprocess.run(["ptxas", "-v", f"-arch={chip}", str(path), "-o", str(path) + ".cubin"],
+                             capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        assert "error" not in run.stderr.lower(), run.stderr
+        log += run.stderr
+    regs = [int(r) for r in re.findall(r"Used (\d+) registers", log)]
+    smem = [int(s) for s in re.findall(r"(\d+) bytes smem", log)] or [0]
+    spills = [int(s) for s in re.findall(r"(\d+) bytes spill stores", log)]
+    assert regs, log
     return {"registers": max(regs), "smem": max(smem), "spills": max(spills)}
 
 
@@ -99,7 +106,8 @@ def _ptxas(ptx: str, chip: str, tmp_path) -> dict[str, int]:
 def test_f32_matmul_simt(chip, tmp_path):
     ptx, host = _lower(_matmul(256, 256, 256, "f32", SIMT), chip)
     stats = _ptxas(ptx, chip, tmp_path)
-    assert "mma.sync" not in ptx and "ld.shared" in ptx and "st.shared" in ptx
+    text = _text(ptx)
+    assert "mma.sync" not in text and "ld.shared" in text and "st.shared" in text
     assert stats["smem"] == (64 * 16 + 16 * 64) * 4
     assert stats["spills"] == 0
     assert "gpu.launch_func" in host or "mgpuLaunchKernel" in host
@@ -108,7 +116,8 @@ def test_f32_matmul_simt(chip, tmp_path):
 @pytest.mark.parametrize("chip", CHIPS)
 def test_f16_matmul_mma(chip, tmp_path):
     ptx, _ = _lower(_matmul(256, 256, 256, "f16", MMA), chip)
-    assert "mma.sync" in ptx and "ldmatrix" in ptx and "st.shared" in ptx
+    text = _text(ptx)
+    assert "mma.sync" in text and "ldmatrix" in text and "st.shared" in text
     stats = _ptxas(ptx, chip, tmp_path)
     assert stats["smem"] == (64 * 32 + 32 * 64) * 2
     assert stats["spills"] == 0
@@ -117,7 +126,7 @@ def test_f16_matmul_mma(chip, tmp_path):
 @pytest.mark.parametrize("chip", CHIPS)
 def test_transposed_b_mma(chip, tmp_path):
     ptx, _ = _lower(_matmul(128, 256, 64, "f16", MMA, b_t=True), chip)
-    assert "mma.sync" in ptx
+    assert "mma.sync" in _text(ptx)
     _ptxas(ptx, chip, tmp_path)
 
 
@@ -130,21 +139,28 @@ def test_transposed_b_simt(chip, tmp_path):
 @pytest.mark.parametrize("chip", CHIPS)
 def test_batch_matmul_mma(chip, tmp_path):
     ptx, _ = _lower(_batch_matmul(4, 128, 128, 64, "f16", MMA), chip)
-    assert "mma.sync" in ptx
+    assert "mma.sync" in _text(ptx)
     _ptxas(ptx, chip, tmp_path)
 
 
 def test_untuned_defaults(tmp_path):
     ptx, _ = _lower(_matmul(128, 128, 64, "f16"), "sm_90")
-    assert "mma.sync" in ptx
+    assert "mma.sync" in _text(ptx)
     _ptxas(ptx, "sm_90", tmp_path)
     ptx, _ = _lower(_matmul(128, 128, 64, "bf16"), "sm_90")
-    assert "mma.sync" not in ptx
+    assert "mma.sync" not in _text(ptx)
     _ptxas(ptx, "sm_90", tmp_path)
 
 
 def test_elementwise_partial_tiles(tmp_path):
     ptx, _ = _lower(RELU, "sm_90")
+    _ptxas(ptx, "sm_90", tmp_path)
+
+
+def test_mma_and_elementwise_in_one_module(tmp_path):
+    source = _matmul(128, 128, 64, "f16", MMA) + RELU
+    ptx, _ = _lower(source, "sm_90")
+    assert len(ptx) == 2 and "mma.sync" in _text(ptx)
     _ptxas(ptx, "sm_90", tmp_path)
 
 
