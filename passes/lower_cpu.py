@@ -281,7 +281,7 @@ def _tile_nest(s: _Script, op: str, roles: tuple[str, ...], inner: list[int], bl
     op, _ = s.tile_for(op, per_role(reg), interchange=order if m < n else None)
     op, (k_loop,) = s.tile_for(op, per_role({"k": 1}))
     sizes = f" vector_sizes {vector_sizes}" if vector_sizes else ""
-    s.emit(f"transform.structured.vectorize {op}{sizes} : !transform.any_op")
+    s.emit(f"transform.structured.vectorize {op}{sizes} {{create_named_contraction}} : !transform.any_op")
     return k_loop
 
 

@@ -6,9 +6,10 @@
 // it from the IRDL file, including what prism-lift prints.
 // CHECK-LABEL: func.func private @mm_family0
 // CHECK:         "prism.family"() {choice = {TM = 64 : i64}, cost = "", domain = "{ [tm] : tm = 6 }", kind = "gemm", stats = {space = 1 : i64}, symbols = ["TM"]} : () -> ()
-// LIFTED:      func.func private @mm_family0
+// LIFTED:      func.func private @mm_family0(
+// LIFTED:        "prism.family"() {choice = {TM = 64 : i64}
+// LIFTED:      func.func private @mm_family0_1(
 // LIFTED:        "prism.family"() {cost = "", domain = "[LB, LM, LN, LK] -> {
-// LIFTED:      func.func private @mm_family0_1
 func.func private @mm_family0(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>, %c: tensor<8x8xf32>)
     -> tensor<8x8xf32> attributes {prism.family_body} {
   "prism.family"() {kind = "gemm", symbols = ["TM"], domain = "{ [tm] : tm = 6 }", cost = "", stats = {space = 1},
