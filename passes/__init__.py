@@ -9,12 +9,13 @@ from __future__ import annotations
 from prism.passbase import Pass
 from prism.passes.instantiate import InstantiatePass
 from prism.passes.lift import LiftPass
+from prism.passes.lower_gpu import LowerGpuPass
 from prism.passes.prune import PrunePass
 from prism.passes.select import SelectPass
 
 PASSES: dict[str, type[Pass]] = {
     cls.NAME: cls
-    for cls in (LiftPass, PrunePass, SelectPass, InstantiatePass)
+    for cls in (LiftPass, PrunePass, SelectPass, InstantiatePass, LowerGpuPass)
 }
 
 # Named pipelines: a name, a one-line summary, and the passes it expands to.
@@ -27,4 +28,6 @@ PIPELINES: dict[str, tuple[str, tuple[type[Pass], ...]]] = {
     ),
 }
 
-__all__ = ["PASSES", "PIPELINES", "InstantiatePass", "LiftPass", "PrunePass", "SelectPass"]
+__all__ = [
+    "PASSES", "PIPELINES", "InstantiatePass", "LiftPass", "LowerGpuPass", "PrunePass", "SelectPass",
+]

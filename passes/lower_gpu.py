@@ -131,7 +131,8 @@ class LowerGpuPass(Pass):
     """
 
     NAME = "prism-lower-gpu"
-    SUMMARY = "Lower linalg on tensors to GPU kernels and PTX (ctx.artifacts['ptx'])"
+    SUMMARY = "Lower tensor linalg to GPU kernels and PTX for an NVIDIA chip (sm_80, sm_90, sm_90a)"
+    LOWERS = True
 
     chip: str = "sm_90"
 

@@ -59,7 +59,9 @@ class SelectPass(Pass):
             with family.context:
                 family.attributes["choice"] = make_int_dict(choice)
                 family.attributes["cost"] = ir.StringAttr.get(cost_text(target))
-            funnel = int_dict(family.attributes["stats"])
+            stats = int_dict(family.attributes["stats"])
+            stages = ["space", *(group for group, _ in space.groups)]
+            funnel = {stage: stats[stage] for stage in stages if stage in stats}
             funnel["costed"] = len(scored)
             ctx.report.setdefault("families", []).append({
                 "name": family_name(family),

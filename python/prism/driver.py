@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from mlir import ir
 
@@ -70,10 +69,13 @@ class Compilation:
         raise TargetError(f"unknown emit kind '{kind}'; expected one of: {', '.join(EMIT_KINDS)}")
 
 
-def _ptx_text(ptx: Any) -> str:
-    if isinstance(ptx, dict):
-        return "".join(ptx[k] for k in sorted(ptx))
-    return str(ptx)
+def _ptx_text(ptx: dict[str, str]) -> str:
+    """One PTX text per GPU module, each headed by a comment naming it.
+
+    PTX files cannot be concatenated into one valid file, so the headers mark
+    where to split them for ptxas.
+    """
+    return "".join(f"// ----- gpu.module @{name}\n{text}" for name, text in ptx.items())
 
 
 def default_pipeline(emit: str) -> str:

@@ -11,7 +11,8 @@ Representation (one method, used everywhere):
 - A capacity bound on a *sum* of two footprints (``2**a + 2**b <= C``) is
   encoded exactly by :func:`pow2_sum_le` as a small union over ``a - b``.
 - Problem sizes enter as parameters ``LM, LN, LK, LB``: the ceiling of the
-  log2 of each role's extent. One domain then serves every shape, and
+  log2 of each role's extent, and ``DM, DN, DK``: the exponent of the largest
+  power of two dividing it. One domain then serves every shape, and
   instantiating a shape only fixes parameters.
 
 Constraints come in named groups so that pruning can report the space after
@@ -29,6 +30,12 @@ from prism.targets import GpuTarget, HostTarget
 
 ROLES = ("batch", "m", "n", "k")
 SHAPE_PARAMS = {"batch": "LB", "m": "LM", "n": "LN", "k": "LK"}
+# The 2-adic valuation of each extent (log2 of the largest power of two that
+# divides it): a power-of-two tile divides the extent iff its exponent is at
+# most this. A dynamic extent gets 0 (only tile 1 divides every size).
+DIVISOR_PARAMS = {"m": "DM", "n": "DN", "k": "DK"}
+# The GPU lowering allocates shared memory statically, which CUDA caps at 48 KiB.
+GPU_STATIC_SMEM_BYTES = 48 * 1024
 
 
 @dataclass(frozen=True)
@@ -91,7 +98,7 @@ class Space:
 
     def wrap(self, constraint: str) -> str:
         """An isl set text over this space's dimensions and shape parameters."""
-        params = ", ".join(SHAPE_PARAMS.values())
+        params = ", ".join([*SHAPE_PARAMS.values(), *DIVISOR_PARAMS.values()])
         return f"[{params}] -> {{ [{', '.join(self.variables)}] : {constraint} }}"
 
     def universe_set(self) -> isl.Set:
@@ -147,13 +154,15 @@ def _shape_fit(var: str, role: str, floor: int) -> str:
 
 
 def _shape_param_bounds() -> str:
-    return " and ".join(f"0 <= {p} <= 40" for p in SHAPE_PARAMS.values())
+    return " and ".join(f"0 <= {p} <= 40" for p in [*SHAPE_PARAMS.values(), *DIVISOR_PARAMS.values()])
 
 
 def gpu_gemm_space(op: Contraction, target: GpuTarget, stages: int = 1) -> Space:
     """Block tile (BM, BN, BK), warp tile (WM, WN) and tensor-core use (MMA) for a GPU."""
     tiles = {"m": "bm", "n": "bn", "k": "bk"}
-    mma_ok = op.input_type in ("f16", "bf16")
+    # The lowering reaches mma.sync for f16 only: upstream's vector-to-mma
+    # conversion does not take bf16 operands.
+    mma_ok = op.input_type == "f16"
     universe = (f"{_shape_param_bounds()} and 4 <= bm <= 8 and 4 <= bn <= 8 and 3 <= bk <= 6"
                 f" and 3 <= wm <= bm and 3 <= wn <= bn and 0 <= mma <= {1 if mma_ok else 0}")
     a_bytes = op.footprint_exponent(0, tiles)
@@ -166,10 +175,12 @@ def gpu_gemm_space(op: Contraction, target: GpuTarget, stages: int = 1) -> Space
     groups = (
         ("threads", f"(bm - wm) + (bn - wn) + 5 <= {max_threads_log2} and (bm - wm) + (bn - wn) >= 1"),
         ("registers", f"wm + wn - 5 <= {acc_regs_log2}"),
-        ("shared_memory", pow2_sum_le(a_bytes, b_bytes, target.smem_per_block / stages)),
+        ("shared_memory", pow2_sum_le(a_bytes, b_bytes, min(target.smem_per_block, GPU_STATIC_SMEM_BYTES) / stages)),
         ("tensor_core", f"mma = 0 or (wm >= {int(math.log2(mm))} and wn >= {int(math.log2(mn))}"
                         f" and bk >= {int(math.log2(mk))})"),
         ("shape", " and ".join([_shape_fit("bm", "m", 4), _shape_fit("bn", "n", 4), _shape_fit("bk", "k", 3)])),
+        # The GPU kernels have no remainder handling: tiles divide the problem.
+        ("divisibility", "bm <= DM and bn <= DN and bk <= DK"),
     )
     return Space(kind="gemm", knobs={"bm": "BM", "bn": "BN", "bk": "BK", "wm": "WM", "wn": "WN"},
                  flags={"mma": "MMA"}, universe=universe, groups=groups)
@@ -206,19 +217,27 @@ def family_space(op: Contraction, target: GpuTarget | HostTarget) -> Space:
     return cpu_gemm_space(op, target)
 
 
+def _two_adic(value: int) -> int:
+    return (value & -value).bit_length() - 1
+
+
 def shape_exponents(op: Contraction, assumed: int = 1024) -> dict[str, int]:
-    """Values of the LB/LM/LN/LK parameters; a dynamic extent counts as ``assumed``."""
+    """Values of the shape parameters; a dynamic extent counts as ``assumed`` for size, 1 for divisors."""
     values = {}
     for role, param in SHAPE_PARAMS.items():
         extent = op.extent(role) if role in op.roles else 1
         values[param] = math.ceil(math.log2(max(1, assumed if extent is None else extent)))
+        if role in DIVISOR_PARAMS:
+            values[DIVISOR_PARAMS[role]] = 0 if extent is None else _two_adic(extent)
     return values
 
 
 def fix_shape(space: Space, domain: isl.Set, exponents: dict[str, int]) -> isl.Set:
     """``domain`` with its shape parameters fixed to ``exponents``."""
-    for index, param in enumerate(SHAPE_PARAMS.values()):
-        domain = domain.fix_val(isl.dim_type.param, index, exponents[param])
+    for param, value in exponents.items():
+        index = domain.find_dim_by_name(isl.dim_type.param, param)
+        if index >= 0:
+            domain = domain.fix_val(isl.dim_type.param, index, value)
     return domain
 
 
