@@ -1,0 +1,29 @@
+"""Prism: a symbolic superoptimizer for tensor programs, built on MLIR.
+
+Entry points: :func:`compile` in Python and the ``prism-opt`` command.
+"""
+
+from prism.api import CompiledModule, compile
+from prism.errors import (
+    EmptySearchSpace,
+    ParseError,
+    PassFailed,
+    PipelineError,
+    PrismError,
+    TargetError,
+    UnsupportedOp,
+    VerificationError,
+)
+
+__all__ = [
+    "CompiledModule",
+    "EmptySearchSpace",
+    "ParseError",
+    "PassFailed",
+    "PipelineError",
+    "PrismError",
+    "TargetError",
+    "UnsupportedOp",
+    "VerificationError",
+    "compile",
+]

@@ -62,14 +62,14 @@ class Compilation:
             if not get_target(self.target).is_gpu:
                 raise TargetError(f"--emit=ptx needs a GPU target, not '{self.target}'")
             self.lower()
-            return _ptx_text(self.ctx.artifacts["ptx"])
+            return ptx_text(self.ctx.artifacts["ptx"])
         if kind == "llvm":
             self.lower()
             return str(self.module)
         raise TargetError(f"unknown emit kind '{kind}'; expected one of: {', '.join(EMIT_KINDS)}")
 
 
-def _ptx_text(ptx: dict[str, str]) -> str:
+def ptx_text(ptx: dict[str, str]) -> str:
     """One PTX text per GPU module, each headed by a comment naming it.
 
     PTX files cannot be concatenated into one valid file, so the headers mark

@@ -1,0 +1,112 @@
+"""Prism's Python API: ``prism.compile``.
+
+``compile`` runs the same pass objects as ``prism-opt`` and returns a
+:class:`CompiledModule` holding the optimized MLIR, the PTX (GPU targets), the
+report, and for the host a way to call the functions on numpy arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mlir import ir
+
+from prism.driver import Compilation, ptx_text, stages_for
+from prism.errors import PrismError, TargetError
+from prism.ir import SourceChunk, make_context, parse_chunk
+from prism.targets import get_target
+
+Source = str | Path | ir.Module
+
+
+@dataclass
+class CompiledModule:
+    """The result of :func:`compile`.
+
+    Attributes:
+        mlir: the optimized module as MLIR text (tensor level, annotated linalg).
+        target: the target name it was optimized for.
+        report: the search report (target, families with funnel and choice).
+        ptx: PTX text per GPU module for GPU targets (None for the host).
+    """
+
+    mlir: str
+    target: str
+    report: dict[str, Any]
+    ptx: dict[str, str] | None = None
+    _jitted: dict[str | None, Callable[..., Any]] = field(default_factory=dict, repr=False)
+
+    @property
+    def ptx_text(self) -> str:
+        """All PTX modules as one text, each headed by a ``// ----- gpu.module`` comment."""
+        if self.ptx is None:
+            raise TargetError(f"target '{self.target}' produces no PTX")
+        return ptx_text(self.ptx)
+
+    def jit(self, name: str | None = None) -> Callable[..., Any]:
+        """A Python callable running function ``name`` (or the only one) on the host.
+
+        The callable takes numpy arrays, one per tensor argument, and returns a
+        numpy array, or a tuple of them when the function has several results.
+        """
+        if get_target(self.target).is_gpu:
+            raise TargetError(f"jit() runs host code; compile with target='host', not '{self.target}'")
+        if name not in self._jitted:
+            from prism.runtime import jit as jit_module
+
+            compilation = Compilation(_parse_text(self.mlir, "<compiled>"), self.target)
+            compilation.lower()
+            self._jitted[name] = jit_module(compilation.module, name)
+        return self._jitted[name]
+
+
+def _parse_text(text: str, filename: str) -> ir.Module:
+    return parse_chunk(SourceChunk(text, filename), make_context())
+
+
+def _load(source: Source) -> ir.Module:
+    """Parse ``source`` into a fresh context; the caller's module is never touched."""
+    if isinstance(source, ir.Module):
+        return _parse_text(str(source), "<module>")
+    if isinstance(source, Path) or ("\n" not in source and "{" not in source and source.endswith(".mlir")):
+        path = Path(source)
+        try:
+            return _parse_text(path.read_text(), str(path))
+        except OSError as error:
+            raise PrismError(f"cannot read input file '{path}': {error.strerror}", location=str(path)) from None
+    return _parse_text(source, "<string>")
+
+
+def compile(source: Source, target: str = "host", emit: str = "mlir", pipeline: str | None = None,
+            verbose: bool = False) -> CompiledModule:
+    """Optimize ``source`` for ``target`` and return the results.
+
+    Args:
+        source: MLIR text, a path to a ``.mlir`` file, or an ``mlir.ir.Module``
+            (copied, never modified).
+        target: ``"h200"``, ``"h100"``, ``"a100"`` or ``"host"``.
+        emit: ``"mlir"`` or ``"report"`` stop after the search; ``"ptx"``
+            (GPU targets; the default for them) also lowers to PTX.
+        pipeline: a pass pipeline string; ``prism-optimize`` by default.
+        verbose: print search progress on stderr.
+
+    Raises:
+        PrismError: a subclass naming what is wrong with the input or options.
+    """
+    if emit not in ("mlir", "report", "ptx"):
+        raise TargetError(f"emit must be 'mlir', 'report' or 'ptx', not '{emit}'")
+    is_gpu = get_target(target).is_gpu
+    if emit == "ptx" and not is_gpu:
+        raise TargetError(f"emit='ptx' needs a GPU target, not '{target}'")
+    compilation = Compilation(_load(source), target)
+    compilation.ctx.verbose = verbose
+    compilation.run(stages_for(pipeline if pipeline is not None else "prism-optimize", "report"))
+    optimized = str(compilation.module)
+    ptx = None
+    if is_gpu and emit in ("ptx", "mlir"):
+        compilation.lower()
+        ptx = dict(compilation.ctx.artifacts["ptx"])
+    return CompiledModule(mlir=optimized, target=target, report=compilation.ctx.report, ptx=ptx)

@@ -1,0 +1,91 @@
+"""prism-opt's behaviour on good and bad input."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import EXAMPLES, run_cli
+
+MATMUL = """func.func @mm(%a: tensor<8x4xf32>, %b: tensor<4x6xf32>, %c: tensor<8x6xf32>) -> tensor<8x6xf32> {
+  %0 = linalg.matmul ins(%a, %b : tensor<8x4xf32>, tensor<4x6xf32>) outs(%c : tensor<8x6xf32>) -> tensor<8x6xf32>
+  return %0 : tensor<8x6xf32>
+}
+"""
+
+
+def assert_user_error(result, *fragments: str) -> None:
+    """Exit status 1, each fragment on stderr, no traceback, nothing on stdout."""
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+
+
+def test_syntax_error_points_at_file_line_col(tmp_path) -> None:
+    path = tmp_path / "bad.mlir"
+    path.write_text("func.func @f() {\n  %0 = arith.constant 1 : \n}\n")
+    assert_user_error(run_cli(str(path)), f"{path}:2:26: error: expected non-function type")
+
+
+def test_verifier_error_points_at_the_op(tmp_path) -> None:
+    path = tmp_path / "bad.mlir"
+    path.write_text("func.func @f(%a: tensor<4xf32>) -> tensor<4xf16> {\n  return %a : tensor<4xf32>\n}\n")
+    assert_user_error(run_cli(str(path)), f"{path}:2:3: error:", "func.return")
+
+
+@pytest.mark.parametrize(("pipeline", "message"), [
+    ("prism-nonsense", "unknown pass 'prism-nonsense'"),
+    ("no-such-upstream-pass", "'no-such-upstream-pass' does not refer to a registered pass"),
+    ("prism-prune{bogus=1}", "unknown option 'bogus' for pass 'prism-prune'; known options: target"),
+    ("prism-select{assume=many}", "option 'assume' of 'prism-select' expects int, got 'many'"),
+    ("prism-lift{target=tpu}", "unknown target 'tpu'"),
+    ("canonicalize{nope=1}", "no such option nope"),
+])
+def test_bad_pipeline(pipeline: str, message: str) -> None:
+    assert_user_error(run_cli("-", "-p", pipeline, stdin=MATMUL), message)
+
+
+def test_unknown_target_flag() -> None:
+    result = run_cli("-", "--target=tpu", stdin=MATMUL)
+    assert result.returncode == 1 and "invalid choice: 'tpu'" in result.stderr
+
+
+def test_unreadable_file(tmp_path) -> None:
+    missing = tmp_path / "missing.mlir"
+    assert_user_error(run_cli(str(missing)), f"{missing}: error: cannot read input file", "No such file")
+
+
+def test_ptx_for_host_target_is_an_error() -> None:
+    assert_user_error(run_cli("-", "--emit=ptx", stdin=MATMUL), "--emit=ptx needs a GPU target")
+
+
+def test_impossible_gpu_schedule_is_an_error() -> None:
+    odd = MATMUL.replace("8x4", "7x4").replace("8x6", "7x6")
+    assert_user_error(run_cli("-", "--target=h200", "--emit=ptx", stdin=odd),
+                      "constraint 'divisibility' on target 'h200' removed every schedule")
+
+
+def test_help_lists_every_pass() -> None:
+    result = run_cli("--help")
+    assert result.returncode == 0
+    for name in ("prism-lift", "prism-prune", "prism-select", "prism-instantiate", "prism-lower-gpu",
+                 "prism-lower-cpu", "prism-optimize"):
+        assert name in result.stdout
+
+
+def test_output_file_and_stdin(tmp_path) -> None:
+    out = tmp_path / "out.mlir"
+    result = run_cli("-", "-p", "prism-optimize", "-o", str(out), stdin=MATMUL)
+    assert result.returncode == 0, result.stderr
+    assert "prism.choice" in out.read_text()
+
+
+@pytest.mark.parametrize("target", ["host", "h200"])
+@pytest.mark.parametrize("emit", ["mlir", "report", "ptx", "llvm"])
+def test_output_is_deterministic(target: str, emit: str) -> None:
+    if emit == "ptx" and target == "host":
+        pytest.skip("no PTX for the host: covered by test_ptx_for_host_target_is_an_error")
+    args = [str(EXAMPLES / "gemm.mlir"), f"--target={target}", f"--emit={emit}", "-p", "prism-optimize"]
+    first, second = run_cli(*args), run_cli(*args)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout and first.stdout
