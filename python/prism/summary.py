@@ -1,0 +1,35 @@
+"""Print a one-line-per-family summary of a ``prism-opt --emit=report`` file.
+
+Usage: ``python -m prism.summary REPORT.json``
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def summarize(report: dict) -> list[str]:
+    """Lines describing each family: its funnel and its choice."""
+    lines = []
+    for family in report.get("families", []):
+        funnel = " -> ".join(f"{s['stage']} {s['size']}" for s in family["funnel"])
+        choice = ", ".join(f"{k}={v}" for k, v in family["choice"].items())
+        lines.append(f"{report['target']:>5} {family['name']}: {family['kind']} [{choice}] "
+                     f"predicted {family['predicted_seconds'] * 1e6:.1f} us; funnel {funnel}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m prism.summary REPORT.json", file=sys.stderr)
+        return 1
+    print("\n".join(summarize(json.loads(Path(args[0]).read_text()))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
