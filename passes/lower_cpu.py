@@ -53,7 +53,11 @@ _CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul", "linalg.generic")
 
 @dataclass(frozen=True)
 class Choice:
-    """The schedule parameters of one contraction (see the module docstring)."""
+    """The schedule parameters of one contraction (see the module docstring).
+
+    ``KU`` (an extension of the choice contract) is the K depth of one
+    micro-kernel step: the packed K tile, unrolled into KU rank-1 updates.
+    """
 
     TM: int = 96
     TN: int = 256
@@ -61,6 +65,7 @@ class Choice:
     RM: int = 6
     RN: int = 16
     PACK: int = 1
+    KU: int = 4
 
     @staticmethod
     def from_attr(attr: ir.Attribute | None, loc: str) -> Choice:
@@ -88,6 +93,7 @@ class Choice:
             RM=rm,
             RN=rn,
             PACK=1 if self.PACK else 0,
+            KU=max(self.KU, 1),
         )
 
 
@@ -225,64 +231,97 @@ class _Script:
 
 
 def _outer_perm(dims: tuple[int, ...], roles: tuple[str, ...]) -> list[int]:
-    """The order of a packed operand's outer dims: batch, then m or n, then k (K innermost)."""
+    """Order of a packed operand's outer dims: batch, then m or n, then k (so K runs innermost)."""
     return sorted(range(len(dims)), key=lambda i: _ROLE_ORDER[roles[dims[i]]])
 
 
-def _schedule_packed(s: _Script, op: str, c: Contraction) -> str:
-    """Pack, tile and vectorize one contraction; returns the handle of its innermost K loop."""
+def _inner_perm(dims: tuple[int, ...], roles: tuple[str, ...]) -> list[int]:
+    """Order of a packed operand's tile dims: k first, then m before n.
+
+    ``transform.structured.pack`` lays tile dims out in loop order; a
+    ``[KU][RM]`` A tile and ``[KU][RN]`` B tile let the micro-kernel read one
+    contiguous column of A and row of B per k, and a ``[RM][RN]`` C tile is
+    one vector per row.
+    """
+    order = {"k": 0, "m": 1, "n": 2}
+    tiled = sorted(d for d in dims if roles[d] != "batch")
+    return sorted(range(len(tiled)), key=lambda i: order[roles[tiled[i]]])
+
+
+def _retranspose(s: _Script, packed: str, index: int, c: Contraction) -> str:
+    """Permute the pack of operand ``index`` (or the unpack of the result) into micro-kernel order."""
+    dims = c.maps[index]
+    outer, inner = _outer_perm(dims, c.roles), _inner_perm(dims, c.roles)
+    perms = "".join(f" {name} = {perm}" for name, perm in (("outer_perm", outer), ("inner_perm", inner))
+                    if perm != sorted(perm))
+    if not perms:
+        return packed
+    kind = "linalg.pack" if index < 2 else "linalg.unpack"
+    get = (f"transform.get_producer_of_operand {packed}[{index}]" if index < 2
+           else f"transform.get_consumers_of_result {packed}[0]")
+    handle, new_packed = s.fresh(), s.fresh()
+    s.emit(f"{handle} = {get} : (!transform.op<\"linalg.generic\">) -> (!transform.op<\"{kind}\">)")
+    s.emit(f"{new_packed}, {s.fresh()}, {s.fresh()} = transform.structured.pack_transpose {handle} "
+           f"with_compute_op({packed}){perms} : (!transform.op<\"{kind}\">, !transform.op<\"linalg.generic\">)"
+           f" -> (!transform.op<\"linalg.generic\">, !transform.op<\"linalg.pack\">, !transform.op<\"linalg.unpack\">)")
+    return new_packed
+
+
+def _schedule_packed(s: _Script, op: str, c: Contraction) -> None:
+    """Pack, tile and vectorize one contraction (see the module docstring)."""
     ch, roles = c.choice, c.roles
-    sizes = {"batch": 0, "m": ch.RM, "n": ch.RN, "k": 1}
+    sizes = {"batch": 0, "m": ch.RM, "n": ch.RN, "k": ch.KU}
     packed = s.fresh()
     s.emit(f"{packed} = transform.structured.pack {op} packed_sizes = {[sizes[r] for r in roles]} "
            f": (!transform.any_op) -> (!transform.op<\"linalg.generic\">)")
-    for index in (0, 1):
-        perm = _outer_perm(c.maps[index], roles)
-        if perm == sorted(perm):
-            continue
-        pack, new_packed = s.fresh(), s.fresh()
-        s.emit(f"{pack} = transform.get_producer_of_operand {packed}[{index}] "
-               f": (!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.pack\">)")
-        s.emit(f"{new_packed}, {s.fresh()}, {s.fresh()} = transform.structured.pack_transpose {pack} "
-               f"with_compute_op({packed}) outer_perm = {perm} : (!transform.op<\"linalg.pack\">, "
-               f"!transform.op<\"linalg.generic\">) -> (!transform.op<\"linalg.generic\">, "
-               f"!transform.op<\"linalg.pack\">, !transform.any_op)")
-        packed = new_packed
+    for index in range(3):
+        packed = _retranspose(s, packed, index, c)
     generic = s.fresh()
     s.emit(f"{generic} = transform.cast {packed} : !transform.op<\"linalg.generic\"> to !transform.any_op")
-    inner = [0, 0, 0]  # the packed m, n, k tile dims, appended after the original loops
+    inner = [0, 0, 0]  # the m, n, k tile dims, which pack appends after the original loops
     block = {"batch": 1, "m": ch.TM // ch.RM, "n": ch.TN // ch.RN}
-    return _tile_nest(s, generic, roles, inner, block, ch.TK, {"m": 1, "n": 1}, vector_sizes=None)
+    k_loop = _tile_nest(s, generic, roles, inner, block, max(ch.TK // ch.KU, 1), {"m": 1, "n": 1}, {"k": 1})
+    # The micro-op now has unit outer dims; dropping them leaves a plain
+    # (RM, RN, KU) contraction that specializes to linalg.matmul, whose
+    # vectorization yields vector.contract (and, later, rank-1 FMA updates).
+    s.emit(f"transform.apply_patterns to {k_loop} {{\n"
+           f"      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices\n"
+           f"      transform.apply_patterns.canonicalization\n    }} : !transform.any_op")
+    micro, named = s.fresh(), s.fresh()
+    s.emit(f"{micro} = transform.structured.match ops{{[\"linalg.generic\"]}} in {k_loop} "
+           f": (!transform.any_op) -> !transform.any_op")
+    s.emit(f"{named} = transform.structured.specialize {micro} : (!transform.any_op) -> !transform.any_op")
+    s.emit(f"transform.structured.vectorize {named} {{create_named_contraction}} : !transform.any_op")
 
 
-def _schedule_unpacked(s: _Script, op: str, c: Contraction) -> str:
-    """Tile and vectorize (with masks at ragged edges) one contraction on unpacked operands."""
+def _schedule_unpacked(s: _Script, op: str, c: Contraction) -> None:
+    """Tile and vectorize one contraction in place, with masked vectors at ragged edges."""
     ch, roles = c.choice, c.roles
     block = {"batch": 1, "m": ch.TM, "n": ch.TN}
-    vector = [{"batch": 1, "m": ch.RM, "n": ch.RN, "k": 1}[r] for r in roles]
-    return _tile_nest(s, op, roles, [], block, ch.TK, {"m": ch.RM, "n": ch.RN}, vector_sizes=vector)
+    micro = _tile_nest(s, op, roles, [], block, ch.TK, {"m": ch.RM, "n": ch.RN}, {"k": ch.KU}, inner_op=True)
+    vector = [{"batch": 1, "m": ch.RM, "n": ch.RN, "k": ch.KU}[r] for r in roles]
+    s.emit(f"transform.structured.vectorize {micro} vector_sizes {vector} {{create_named_contraction}} "
+           f": !transform.any_op")
 
 
 def _tile_nest(s: _Script, op: str, roles: tuple[str, ...], inner: list[int], block: dict[str, int],
-               tk: int, reg: dict[str, int], vector_sizes: list[int] | None) -> str:
-    """threads -> K slices -> n panels -> m panels -> K loop -> vectorized rank-1 update.
+               tk: int, reg: dict[str, int], micro: dict[str, int], inner_op: bool = False) -> str:
+    """threads -> K slices -> n panels -> m panels -> K loop around the micro-op.
 
-    Returns the handle of the innermost K loop, whose C accumulator is hoisted later.
+    Returns the handle of the innermost K loop, or of the micro-op itself when ``inner_op``.
     """
     def per_role(table: dict[str, int]) -> list[int]:
         return [table.get(r, 0) for r in roles] + inner
 
     op = s.tile_forall(op, per_role(block))
     op, _ = s.tile_for(op, per_role({"k": tk}))
-    # n panels outside m panels: the TK x RN panel of B stays in L1 across the m panels.
+    # n panels outside m panels: the B panel (TK x RN) stays in L1 across the m panels.
     order = list(range(len(roles) + len(inner)))
     m, n = roles.index("m"), roles.index("n")
     order[m], order[n] = order[n], order[m]
     op, _ = s.tile_for(op, per_role(reg), interchange=order if m < n else None)
-    op, (k_loop,) = s.tile_for(op, per_role({"k": 1}))
-    sizes = f" vector_sizes {vector_sizes}" if vector_sizes else ""
-    s.emit(f"transform.structured.vectorize {op}{sizes} {{create_named_contraction}} : !transform.any_op")
-    return k_loop
+    op, (k_loop,) = s.tile_for(op, per_role(micro))
+    return op if inner_op else k_loop
 
 
 _PAYLOAD_CLEANUP = """\
