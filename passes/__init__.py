@@ -9,13 +9,14 @@ from __future__ import annotations
 from prism.passbase import Pass
 from prism.passes.instantiate import InstantiatePass
 from prism.passes.lift import LiftPass
+from prism.passes.lower_cpu import LowerCpuPass
 from prism.passes.lower_gpu import LowerGpuPass
 from prism.passes.prune import PrunePass
 from prism.passes.select import SelectPass
 
 PASSES: dict[str, type[Pass]] = {
     cls.NAME: cls
-    for cls in (LiftPass, PrunePass, SelectPass, InstantiatePass, LowerGpuPass)
+    for cls in (LiftPass, PrunePass, SelectPass, InstantiatePass, LowerCpuPass, LowerGpuPass)
 }
 
 # Named pipelines: a name, a one-line summary, and the passes it expands to.
@@ -29,5 +30,5 @@ PIPELINES: dict[str, tuple[str, tuple[type[Pass], ...]]] = {
 }
 
 __all__ = [
-    "PASSES", "PIPELINES", "InstantiatePass", "LiftPass", "LowerGpuPass", "PrunePass", "SelectPass",
+    "PASSES", "PIPELINES", "InstantiatePass", "LiftPass", "LowerCpuPass", "LowerGpuPass", "PrunePass", "SelectPass",
 ]

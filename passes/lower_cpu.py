@@ -366,8 +366,9 @@ module attributes {transform.with_named_sequence} {
 }
 """
 
-_BUFFERIZE = ("builtin.module(canonicalize, cse, one-shot-bufferize{bufferize-function-boundaries "
-              "function-boundary-type-conversion=identity-layout-map}, canonicalize, cse)")
+# Subset hoisting carries each C micro-tile through its K loop as a vector, i.e. in registers.
+_BUFFERIZE = ("builtin.module(canonicalize, cse, loop-invariant-subset-hoisting, one-shot-bufferize{bufferize-function-boundaries "
+              "function-boundary-type-conversion=identity-layout-map}, canonicalize, cse, loop-invariant-code-motion)")
 
 
 def _to_llvm_pipeline(threads: int) -> str:
@@ -385,6 +386,20 @@ def _to_llvm_pipeline(threads: int) -> str:
             "convert-vector-to-llvm, finalize-memref-to-llvm, convert-math-to-llvm, convert-arith-to-llvm, "
             "convert-index-to-llvm, convert-cf-to-llvm, convert-func-to-llvm, convert-ub-to-llvm, "
             "reconcile-unrealized-casts, canonicalize, cse)")
+
+
+def _erase_self_copies(module: ir.Module) -> None:
+    """Drop ``memref.copy %x, %x`` left by in-place slices; they would pin C in memory."""
+    copies: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "memref.copy" and op.operands[0] == op.operands[1]:
+            copies.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for op in copies:
+        op.erase()
 
 
 def _functions(module: ir.Module) -> list[ir.Operation]:
@@ -461,6 +476,7 @@ class LowerCpuPass(Pass):
 
     NAME = "prism-lower-cpu"
     SUMMARY = "Pack, tile, register-block and vectorize for the host CPU, then lower to LLVM"
+    LOWERS = True
 
     threads: int = 2
 
@@ -474,5 +490,6 @@ class LowerCpuPass(Pass):
             ctx.progress(f"{self.NAME}: {c.op.name} at {c.op.location}: {c.choice}")
         _apply_script(module, schedule_text(contractions), "tiling and vectorization")
         _run_pipeline(module, _BUFFERIZE, "bufferization")
+        _erase_self_copies(module)
         _apply_script(module, _VECTOR_SCRIPT, "vector lowering")
         _run_pipeline(module, _to_llvm_pipeline(self.threads), "conversion to LLVM")

@@ -1,0 +1,117 @@
+"""The Python API: prism.compile on every kind of source, both kinds of target, and bad input."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import EXAMPLES
+
+import prism
+from prism.ir import make_context
+
+MIXED = """
+func.func @mixed(%img: tensor<1x6x7x3xf32>, %filter: tensor<3x3x3x5xf32>, %a: tensor<33x17xf32>,
+                 %b: tensor<17x9xf32>) -> (tensor<1x6x7x5xf32>, tensor<33x9xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %padded = tensor.pad %img low[0, 1, 1, 0] high[0, 1, 1, 0] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x6x7x3xf32> to tensor<1x8x9x3xf32>
+  %e0 = tensor.empty() : tensor<1x6x7x5xf32>
+  %o0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<1x6x7x5xf32>) -> tensor<1x6x7x5xf32>
+  %conv = linalg.conv_2d_nhwc_hwcf ins(%padded, %filter : tensor<1x8x9x3xf32>, tensor<3x3x3x5xf32>)
+                                   outs(%o0 : tensor<1x6x7x5xf32>) -> tensor<1x6x7x5xf32>
+  %e1 = tensor.empty() : tensor<33x9xf32>
+  %o1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<33x9xf32>) -> tensor<33x9xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<33x17xf32>, tensor<17x9xf32>) outs(%o1 : tensor<33x9xf32>) -> tensor<33x9xf32>
+  return %conv, %mm : tensor<1x6x7x5xf32>, tensor<33x9xf32>
+}
+"""
+
+
+def conv_reference(img: np.ndarray, filt: np.ndarray) -> np.ndarray:
+    padded = np.pad(img.astype(np.float64), ((0, 0), (1, 1), (1, 1), (0, 0)))
+    kh, kw, _, _ = filt.shape
+    out_h, out_w = padded.shape[1] - kh + 1, padded.shape[2] - kw + 1
+    out = np.zeros((1, out_h, out_w, filt.shape[3]))
+    for i in range(kh):
+        for j in range(kw):
+            out += np.einsum("nhwc,cf->nhwf", padded[:, i:i + out_h, j:j + out_w, :], filt[i, j].astype(np.float64))
+    return out
+
+
+def test_mixed_module_lifts_only_the_matmul_and_runs_correctly(rng: np.random.Generator) -> None:
+    compiled = prism.compile(MIXED, target="host")
+    assert compiled.mlir.count("prism.choice") == 1
+    assert "linalg.conv_2d_nhwc_hwcf" in compiled.mlir and "tensor.pad" in compiled.mlir
+    assert [f["kind"] for f in compiled.report["families"]] == ["gemm"]
+    img, filt = rng.standard_normal((1, 6, 7, 3), np.float32), rng.standard_normal((3, 3, 3, 5), np.float32)
+    a, b = rng.standard_normal((33, 17), np.float32), rng.standard_normal((17, 9), np.float32)
+    conv, mm = compiled.jit("mixed")(img, filt, a, b)
+    np.testing.assert_allclose(conv, conv_reference(img, filt), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(mm, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_sources_text_path_and_module_agree() -> None:
+    path = EXAMPLES / "batch_gemm.mlir"
+    context = make_context()
+    with context:
+        from mlir import ir
+
+        module = ir.Module.parse(path.read_text())
+    before = str(module)
+    results = [prism.compile(s, target="h200", emit="report").mlir for s in (path.read_text(), path, str(path), module)]
+    assert len(set(results)) == 1
+    assert str(module) == before, "compile must not modify the caller's module"
+
+
+def test_gpu_compile_gives_ptx_and_report() -> None:
+    compiled = prism.compile(EXAMPLES / "gemm_f16_transposed.mlir", target="h200")
+    (family,) = compiled.report["families"]
+    assert family["choice"]["MMA"] == 1
+    assert [s["stage"] for s in family["funnel"]][0] == "space"
+    assert "mma.sync" in compiled.ptx_text
+    with pytest.raises(prism.TargetError, match="jit\\(\\) runs host code"):
+        compiled.jit()
+
+
+PTXAS = shutil.which("ptxas")
+
+
+@pytest.mark.skipif(PTXAS is None, reason="ptxas (CUDA) is not installed on this machine")
+@pytest.mark.parametrize("target,arch", [("h200", "sm_90"), ("a100", "sm_80")])
+@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.mlir")))
+def test_example_ptx_assembles(example: str, target: str, arch: str, tmp_path) -> None:
+    compiled = prism.compile(EXAMPLES / example, target=target)
+    for name, text in compiled.ptx.items():
+        path = tmp_path / f"{name}.ptx"
+        path.write_text(text)
+        result = subprocess.run([PTXAS, f"-arch={arch}", "-v", str(path), "-o", str(tmp_path / f"{name}.cubin")],
+                                capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        assert "spill" in result.stderr
+
+
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"source": "func.func @f( {"}, prism.ParseError, "expected"),
+    ({"target": "tpu"}, prism.TargetError, "unknown target 'tpu'"),
+    ({"emit": "ptx"}, prism.TargetError, "needs a GPU target"),
+    ({"pipeline": "prism-unknown"}, prism.PipelineError, "unknown pass"),
+    ({"source": "missing/file.mlir"}, prism.PrismError, "cannot read input file"),
+])
+def test_bad_input_raises_prism_errors(kwargs: dict, error: type, message: str) -> None:
+    arguments = {"source": EXAMPLES / "gemm.mlir", **kwargs}
+    with pytest.raises(error, match=message):
+        prism.compile(**arguments)
+
+
+def test_loading_the_dialect_twice_does_not_abort() -> None:
+    """A second IRDL load into one context would abort the process; the loader must guard it."""
+    code = ("from prism.ir import make_context\nfrom prism.dialects import load_prism_dialect\n"
+            "c = make_context()\nload_prism_dialect(c)\nload_prism_dialect(c)\nprint('alive')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0 and "alive" in result.stdout
