@@ -4,16 +4,17 @@ Contractions carrying ``prism.roles`` / ``prism.choice`` (and plain
 ``linalg.matmul`` / ``linalg.batch_matmul`` without them, with default choice
 values) get a data-tiling schedule written in the transform dialect:
 
-1. pack: the op is rewritten over blocked operands, ``A -> [.. M/RM][K][RM]``,
-   ``B -> [.. N/RN][K][RN]``, ``C -> [.. M/RM][N/RN][RM][RN]`` (``linalg.pack``
-   pads ragged edges, so every micro-tile is full and static);
+1. pack: the op is rewritten over blocked operands, ``A -> [.. M/RM][K/KU][KU][RM]``,
+   ``B -> [.. N/RN][K/KU][KU][RN]``, ``C -> [.. M/RM][N/RN][RM][RN]`` (``linalg.pack``
+   pads ragged edges, so every micro-tile is full and static); packs and the
+   final unpack are lowered to pad + transpose and run as loops;
 2. threads: ``scf.forall`` over ``TM x TN`` blocks of C (and batch), run in
    parallel through the async runtime;
 3. cache: a loop over ``TK`` slices of K, then loops over the RN-wide column
    panels and the RM-high row panels of the block;
-4. registers: an innermost K loop whose body is one ``RM x RN`` rank-1 update,
-   vectorized; the C accumulator is hoisted out of the K loop so that it lives
-   in registers.
+4. registers: an innermost K loop whose body is an ``RM x RN x KU`` contraction,
+   vectorized into KU rank-1 FMA updates; the C accumulator is hoisted out of
+   the K loop so that it lives in registers.
 
 With ``PACK = 0`` the same loop nest runs on the unpacked operands, with
 masked vectors at ragged edges. Every other op takes the generic path:
@@ -336,8 +337,9 @@ _PAYLOAD_CLEANUP = """\
     %unpacks = transform.structured.match ops{["linalg.unpack"]} in %root : (!transform.any_op) -> !transform.op<"linalg.unpack">
     transform.structured.lower_unpack %unpacks : (!transform.op<"linalg.unpack">) -> (!transform.op<"tensor.empty">, !transform.op<"linalg.transpose">, !transform.op<"tensor.collapse_shape">, !transform.op<"tensor.extract_slice">)"""
 
-# Runs on buffers: keep each C micro-tile in registers across the K loop, then
-# lower vectors to the 1-D form that convert-vector-to-llvm expects.
+# Runs on buffers: hoist C tiles that subset hoisting on tensors missed (the
+# masked, unpacked path), then lower vectors to the 1-D form that
+# convert-vector-to-llvm expects.
 _VECTOR_SCRIPT = """\
 module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
@@ -345,6 +347,7 @@ module attributes {transform.with_named_sequence} {
     %funcs = transform.structured.hoist_redundant_vector_transfers %all : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %funcs {
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.lower_masked_transfers
       transform.apply_patterns.vector.lower_masks
       transform.apply_patterns.vector.rank_reducing_subview_patterns
       transform.apply_patterns.canonicalization
@@ -376,7 +379,7 @@ def _to_llvm_pipeline(threads: int) -> str:
     return ("builtin.module("
             "func.func(scf-forall-to-parallel), "
             "ownership-based-buffer-deallocation, canonicalize, buffer-deallocation-simplification, "
-            "bufferization-lower-deallocations, "
+            "bufferization-lower-deallocations, convert-bufferization-to-memref, "
             "func.func(convert-linalg-to-loops), "
             f"async-parallel-for{{num-workers={threads} async-dispatch=false}}, "
             "async-to-async-runtime, async-runtime-ref-counting, async-runtime-ref-counting-opt, "
@@ -493,3 +496,18 @@ class LowerCpuPass(Pass):
         _erase_self_copies(module)
         _apply_script(module, _VECTOR_SCRIPT, "vector lowering")
         _run_pipeline(module, _to_llvm_pipeline(self.threads), "conversion to LLVM")
+        _check_lowered(module)
+
+
+def _check_lowered(module: ir.Module) -> None:
+    """Fail here, with names, rather than later inside the JIT on a half-lowered module."""
+    leftovers: set[str] = set()
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if not op.name.startswith("llvm.") and op.name != "builtin.module":
+            leftovers.add(op.name)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if leftovers:
+        raise PassFailed(f"prism-lower-cpu: ops left after lowering to LLVM: {sorted(leftovers)}")

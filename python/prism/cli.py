@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _rename_buffer(location: str | None, filename: str) -> str:
-    """Replace MLIR's in-memory buffer name ``-`` by the user's file name."""
+    """``file:line:col`` for ``location``, naming MLIR's in-memory buffer ``-`` after the user's file."""
     if not location:
         return filename
     return filename + location[1:] if location.startswith("-:") else location

@@ -7,6 +7,18 @@ lets them propagate.
 
 from __future__ import annotations
 
+import re
+
+_FILE_LOCATION = re.compile(r'loc\("((?:[^"\\]|\\.)*)":(\d+):(\d+)')
+
+
+def format_location(text: str) -> str:
+    """``file:line:col`` for MLIR's ``loc("file":line:col)`` spelling; other text unchanged."""
+    match = _FILE_LOCATION.search(text)
+    if match:
+        return f"{match.group(1)}:{match.group(2)}:{match.group(3)}"
+    return text
+
 
 class PrismError(Exception):
     """Base of every error Prism raises on purpose.
@@ -19,7 +31,7 @@ class PrismError(Exception):
     def __init__(self, message: str, *, location: str | None = None, notes: list[str] | None = None):
         super().__init__(message)
         self.message = message
-        self.location = location
+        self.location = format_location(location) if location else location
         self.notes = list(notes or [])
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from prism.dialects import load_prism_dialect
-from prism.errors import ParseError, PrismError
+from prism.errors import ParseError, PrismError, format_location
 
 _PARSER_BUFFER_NAME = "-"
 
@@ -58,13 +58,12 @@ def display_location(location: ir.Location | str, filename: str | None = None) -
     driver passes the user's file name to show instead.
     """
     text = str(location)
-    match = re.search(r'loc\("((?:[^"\\]|\\.)*)":(\d+):(\d+)', text)
-    if not match:
-        return text if text != "loc(unknown)" else (filename or "<unknown>")
-    name = match.group(1)
-    if filename is not None and name == _PARSER_BUFFER_NAME:
-        name = filename
-    return f"{name}:{match.group(2)}:{match.group(3)}"
+    if text == "loc(unknown)":
+        return filename or "<unknown>"
+    formatted = format_location(text)
+    if filename is not None and formatted.startswith(_PARSER_BUFFER_NAME + ":"):
+        return filename + formatted[len(_PARSER_BUFFER_NAME):]
+    return formatted
 
 
 def diagnostics_from(error: ir.MLIRError, filename: str | None = None) -> list[tuple[str, str, list[str]]]:

@@ -1,0 +1,291 @@
+"""Run LLVM-dialect modules produced by ``prism-lower-cpu`` on numpy arrays.
+
+Calling convention
+------------------
+``prism-lower-cpu`` bufferizes function boundaries with identity layouts, so a
+tensor-level function ``(tensor<?x1024xf32>, tensor<1024x64xf32>) -> tensor<?x64xf32>``
+becomes ``(memref<?x1024xf32>, memref<1024x64xf32>) -> memref<?x64xf32>``, and
+``llvm.emit_c_interface`` gives it the C entry point::
+
+    void _mlir_ciface_f(Results *out, Desc0 *arg0, Desc1 *arg1);
+
+where each ``Desc`` is a ranked memref descriptor ``{allocated, aligned,
+offset, sizes[r], strides[r]}`` and ``Results`` is a single descriptor (one
+result) or a struct of descriptors (several results). Scalar (integer, index
+and float) arguments are passed by value.
+
+Compiled code is never freed (see ``_ENGINES``).
+
+Results are allocated by the callee with ``malloc`` and owned by the caller
+(ownership-based deallocation in the pass guarantees this, copying results
+that would alias an argument or a global). :class:`JitFunction` copies each
+result into a fresh numpy array and frees its buffer, once per distinct
+allocation, so dynamic result shapes work and nothing leaks.
+
+The tensor-level signature comes from the ``prism.signature`` attribute that
+the pass leaves on each function (see :func:`describe_signature`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from mlir import ir
+from mlir.execution_engine import ExecutionEngine
+
+from prism.errors import PrismError, TargetError
+
+__all__ = ["ArgumentError", "JitFunction", "TensorSpec", "Signature", "describe_signature", "jit"]
+
+SIGNATURE_ATTR = "prism.signature"
+_ALIGNMENT = 64
+_RUNTIME_LIBS = ("libmlir_c_runner_utils.so", "libmlir_async_runtime.so")
+_libc = ctypes.CDLL(ctypes.util.find_library("c"))
+_libc.free.argtypes = [ctypes.c_void_p]
+
+
+# Destroying an ExecutionEngine runs the async runtime library's teardown hook,
+# which tears down the runtime shared by every other engine in the process, and
+# their next parallel call crashes. So engines are never destroyed: the compiled
+# code of every jit() call lives until the process exits.
+_ENGINES: list[ExecutionEngine] = []
+
+
+class ArgumentError(PrismError):
+    """The arrays handed to a :class:`JitFunction` do not match its signature."""
+
+
+_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "i16": np.int16,
+           "i32": np.int32, "i64": np.int64, "i1": np.bool_, "index": np.int64}
+
+
+def _dtype(t: ir.Type) -> np.dtype:
+    name = "index" if isinstance(t, ir.IndexType) else str(t)
+    if name not in _DTYPES:
+        raise TargetError(f"element type {t} is not supported by the CPU runtime")
+    return np.dtype(_DTYPES[name])
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One argument or result: element dtype and shape (``None`` for a dynamic dim).
+
+    ``shape`` is ``None`` for a scalar.
+    """
+
+    dtype: np.dtype
+    shape: tuple[int | None, ...] | None
+
+    @staticmethod
+    def from_type(t: ir.Type) -> TensorSpec:
+        if isinstance(t, ir.RankedTensorType):
+            dims = tuple(None if t.is_dynamic_dim(i) else t.get_dim_size(i) for i in range(t.rank))
+            return TensorSpec(_dtype(t.element_type), dims)
+        if isinstance(t, (ir.IntegerType, ir.IndexType, ir.F16Type, ir.F32Type, ir.F64Type)):
+            return TensorSpec(_dtype(t), None)
+        raise TargetError(f"type {t} is not supported at a function boundary by the CPU runtime")
+
+    def __str__(self) -> str:
+        if self.shape is None:
+            return str(self.dtype)
+        dims = "x".join("?" if d is None else str(d) for d in self.shape)
+        return f"{dims}x{self.dtype}" if dims else str(self.dtype)
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The tensor-level signature of a function."""
+
+    name: str
+    inputs: tuple[TensorSpec, ...]
+    results: tuple[TensorSpec, ...]
+
+
+def _is_public_function(op: ir.Operation) -> bool:
+    if op.name == "llvm.func":  # the C-interface wrapper inherits the attribute; skip it
+        return SIGNATURE_ATTR in op.attributes and not ir.StringAttr(
+            op.attributes["sym_name"]).value.startswith("_mlir_ciface_")
+    return op.name == "func.func" and len(op.regions[0].blocks) > 0 and (
+        "sym_visibility" not in op.attributes or ir.StringAttr(op.attributes["sym_visibility"]).value == "public")
+
+
+def _find_function(module: ir.Module, name: str | None) -> ir.Operation:
+    funcs = [op.operation for op in module.body.operations if _is_public_function(op.operation)]
+    if name is None:
+        if len(funcs) != 1:
+            names = [ir.StringAttr(f.attributes["sym_name"]).value for f in funcs]
+            raise ArgumentError(f"module has {len(funcs)} functions {names}; name the one to run")
+        return funcs[0]
+    for f in funcs:
+        if ir.StringAttr(f.attributes["sym_name"]).value == name:
+            return f
+    raise ArgumentError(f"no function named '{name}' in the module")
+
+
+def describe_signature(module: ir.Module, name: str | None = None) -> Signature:
+    """The tensor-level signature of function ``name`` (the only one when ``None``).
+
+    Works on the tensor-level module and on the lowered one (through ``prism.signature``).
+    """
+    func = _find_function(module, name)
+    attr = func.attributes[SIGNATURE_ATTR] if SIGNATURE_ATTR in func.attributes else func.attributes["function_type"]
+    ftype = ir.FunctionType(ir.TypeAttr(attr).value)
+    return Signature(ir.StringAttr(func.attributes["sym_name"]).value,
+                     tuple(TensorSpec.from_type(t) for t in ftype.inputs),
+                     tuple(TensorSpec.from_type(t) for t in ftype.results))
+
+
+def _descriptor_type(rank: int, ctype: Any) -> type[ctypes.Structure]:
+    fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.POINTER(ctype)), ("offset", ctypes.c_int64)]
+    if rank:
+        fields += [("sizes", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
+    return type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": fields})
+
+
+def _aligned_copy(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A C-contiguous copy of ``array`` whose data starts on a 64-byte boundary."""
+    raw = np.empty(array.nbytes + _ALIGNMENT, dtype=np.uint8)
+    start = -raw.ctypes.data % _ALIGNMENT
+    out = raw[start:start + array.nbytes].view(dtype).reshape(array.shape)
+    out[...] = array
+    return out
+
+
+_SCALAR_CTYPES = {np.dtype(np.float16): ctypes.c_uint16, np.dtype(np.float32): ctypes.c_float,
+                  np.dtype(np.float64): ctypes.c_double, np.dtype(np.int8): ctypes.c_int8,
+                  np.dtype(np.int16): ctypes.c_int16, np.dtype(np.int32): ctypes.c_int32,
+                  np.dtype(np.int64): ctypes.c_int64, np.dtype(np.bool_): ctypes.c_bool}
+
+
+def _ctype(dtype: np.dtype) -> Any:
+    return _SCALAR_CTYPES[np.dtype(dtype)]
+
+
+def _runtime_libs() -> list[str]:
+    libdir = os.path.join(os.path.dirname(ir.__file__), "lib")  # shipped inside the mlir package
+    paths = [os.path.join(libdir, lib) for lib in _RUNTIME_LIBS]
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        raise TargetError(f"MLIR runtime libraries not found: {missing}")
+    return paths
+
+
+class JitFunction:
+    """A compiled function, callable on numpy arrays (see the module docstring)."""
+
+    def __init__(self, engine: ExecutionEngine, signature: Signature):
+        self.signature = signature
+        self._engine = engine  # keeps the compiled code alive
+        self._result_types = [_descriptor_type(len(r.shape or ()), _ctype(r.dtype)) for r in signature.results]
+        if any(r.shape is None for r in signature.results):
+            raise TargetError(f"@{signature.name}: scalar results are not supported; return a 0-d tensor")
+        if len(self._result_types) > 1:
+            fields = [(f"r{i}", t) for i, t in enumerate(self._result_types)]
+            self._results_type: type[ctypes.Structure] | None = type(
+                "Results", (ctypes.Structure,), {"_fields_": fields})
+        else:
+            self._results_type = self._result_types[0] if self._result_types else None
+        address = engine.raw_lookup("_mlir_ciface_" + signature.name)
+        if not address:
+            raise TargetError(f"@{signature.name} has no C interface; was it lowered by prism-lower-cpu?")
+        # raw_lookup yields the packed wrapper: void f(void **args), args[i] -> i-th C argument.
+        self._entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
+
+    def _check(self, args: tuple[Any, ...]) -> list[np.ndarray | Any]:
+        sig = self.signature
+        if len(args) != len(sig.inputs):
+            raise ArgumentError(f"@{sig.name} takes {len(sig.inputs)} arguments, got {len(args)}")
+        checked: list[np.ndarray | Any] = []
+        for i, (arg, spec) in enumerate(zip(args, sig.inputs)):
+            if spec.shape is None:
+                value = np.asarray(arg, dtype=spec.dtype)
+                checked.append(_ctype(spec.dtype)(value.view(np.uint16) if spec.dtype == np.float16 else value))
+                continue
+            array = np.asarray(arg)
+            if array.dtype != spec.dtype:
+                raise ArgumentError(f"@{sig.name} argument {i}: expected dtype {spec.dtype}, got {array.dtype}")
+            if array.ndim != len(spec.shape):
+                raise ArgumentError(f"@{sig.name} argument {i}: expected rank {len(spec.shape)} ({spec}), "
+                                    f"got shape {array.shape}")
+            for d, (want, got) in enumerate(zip(spec.shape, array.shape)):
+                if want is not None and want != got:
+                    raise ArgumentError(f"@{sig.name} argument {i}: dim {d} must be {want} ({spec}), "
+                                        f"got shape {array.shape}")
+            checked.append(_aligned_copy(array, spec.dtype))
+        return checked
+
+    def _descriptor(self, array: np.ndarray) -> ctypes.Structure:
+        desc = _descriptor_type(array.ndim, _ctype(array.dtype))()
+        desc.allocated = array.ctypes.data
+        desc.aligned = ctypes.cast(array.ctypes.data, desc._fields_[1][1])
+        desc.offset = 0
+        if array.ndim:
+            desc.sizes[:] = array.shape
+            desc.strides[:] = [s // array.itemsize for s in array.strides]
+        return desc
+
+    def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...] | None:
+        """Run on ``args`` (numpy arrays and scalars); returns one array or a tuple of them."""
+        checked = self._check(args)
+        descriptors = [self._descriptor(a) if isinstance(a, np.ndarray) else a for a in checked]  # kept alive
+        values: list[Any] = [ctypes.c_void_p(ctypes.addressof(d)) if isinstance(d, ctypes.Structure) else d
+                             for d in descriptors]
+        results = self._results_type() if self._results_type is not None else None
+        if results is not None:
+            values.insert(0, ctypes.c_void_p(ctypes.addressof(results)))
+        packed = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.addressof(v) for v in values])
+        self._entry(packed)
+        if results is None:
+            return None
+        descs = [getattr(results, f"r{i}") for i in range(len(self._result_types))] \
+            if len(self._result_types) > 1 else [results]
+        arrays = tuple(self._take(d, spec) for d, spec in zip(descs, self.signature.results))
+        self._free(descs, checked)
+        return arrays[0] if len(arrays) == 1 else arrays
+
+    @staticmethod
+    def _take(desc: ctypes.Structure, spec: TensorSpec) -> np.ndarray:
+        """Copy a result descriptor's (possibly strided) data into a new numpy array."""
+        rank = len(spec.shape or ())
+        shape = tuple(desc.sizes) if rank else ()
+        if any(s == 0 for s in shape):
+            return np.zeros(shape, dtype=spec.dtype)
+        strides = tuple(s * spec.dtype.itemsize for s in desc.strides) if rank else ()
+        extent = 1 + sum((n - 1) * s for n, s in zip(shape, desc.strides)) if rank else 1
+        base = ctypes.cast(desc.aligned, ctypes.c_void_p).value + desc.offset * spec.dtype.itemsize
+        buffer = (ctypes.c_char * (extent * spec.dtype.itemsize)).from_address(base)
+        view = np.lib.stride_tricks.as_strided(np.frombuffer(buffer, dtype=spec.dtype), shape, strides)
+        return np.array(view, copy=True)
+
+    @staticmethod
+    def _free(descs: list[ctypes.Structure], inputs: list[Any]) -> None:
+        """Free each distinct result allocation that is not one of the input buffers."""
+        ours = {a.ctypes.data for a in inputs if isinstance(a, np.ndarray)}
+        freed: set[int] = set()
+        for desc in descs:
+            pointer = desc.allocated or 0
+            if pointer and pointer not in ours and pointer not in freed:
+                _libc.free(pointer)
+                freed.add(pointer)
+
+
+def jit(module: ir.Module, name: str | None = None, *, opt_level: int = 3) -> JitFunction:
+    """Compile a module lowered by ``prism-lower-cpu`` and return function ``name`` as a callable.
+
+    ``name`` may be omitted when the module defines one function.
+    """
+    signature = describe_signature(module, name)
+    if any(op.operation.name == "func.func" for op in module.body.operations):
+        raise TargetError("the module still has func.func ops; run prism-lower-cpu before jit()")
+    try:
+        engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=_runtime_libs())
+        engine.initialize()
+        _ENGINES.append(engine)
+    except (RuntimeError, ir.MLIRError) as e:
+        raise TargetError(f"could not JIT-compile @{signature.name}: {e}") from None
+    return JitFunction(engine, signature)
