@@ -9,7 +9,7 @@
 // LIFTED:      func.func private @mm_family0(
 // LIFTED:        "prism.family"() {choice = {TM = 64 : i64}
 // LIFTED:      func.func private @mm_family0_1(
-// LIFTED:        "prism.family"() {cost = "", domain = "[LB, LM, LN, LK] -> {
+// LIFTED:        "prism.family"() {cost = "", domain = "[LB, LM, LN, LK, DM, DN, DK] -> {
 func.func private @mm_family0(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>, %c: tensor<8x8xf32>)
     -> tensor<8x8xf32> attributes {prism.family_body} {
   "prism.family"() {kind = "gemm", symbols = ["TM"], domain = "{ [tm] : tm = 6 }", cost = "", stats = {space = 1},

@@ -22,7 +22,7 @@ func.func @gemm(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %c: tensor<64x16xf
 // GPU:         linalg.conv_2d_nhwc_hwcf ins(%{{.*}}, %{{.*}} : tensor<1x8x8x2xf32>, tensor<3x3x2x4xf32>) outs(%{{.*}} : tensor<1x6x6x4xf32>)
 // GPU:         linalg.matmul {prism.choice
 func.func @mixed(%img: tensor<1x6x6x2xf32>, %filter: tensor<3x3x2x4xf32>, %out: tensor<1x6x6x4xf32>,
-                 %a: tensor<4x4xf32>, %b: tensor<4x4xf32>, %c: tensor<4x4xf32>) -> (tensor<1x6x6x4xf32>, tensor<4x4xf32>) {
+                 %a: tensor<64x64xf32>, %b: tensor<64x64xf32>, %c: tensor<64x64xf32>) -> (tensor<1x6x6x4xf32>, tensor<64x64xf32>) {
   %zero = arith.constant 0.0 : f32
   %padded = tensor.pad %img low[0, 1, 1, 0] high[0, 1, 1, 0] {
   ^bb0(%i: index, %j: index, %k: index, %l: index):
@@ -30,6 +30,6 @@ func.func @mixed(%img: tensor<1x6x6x2xf32>, %filter: tensor<3x3x2x4xf32>, %out: 
   } : tensor<1x6x6x2xf32> to tensor<1x8x8x2xf32>
   %conv = linalg.conv_2d_nhwc_hwcf ins(%padded, %filter : tensor<1x8x8x2xf32>, tensor<3x3x2x4xf32>)
                                    outs(%out : tensor<1x6x6x4xf32>) -> tensor<1x6x6x4xf32>
-  %mm = linalg.matmul ins(%a, %b : tensor<4x4xf32>, tensor<4x4xf32>) outs(%c : tensor<4x4xf32>) -> tensor<4x4xf32>
-  return %conv, %mm : tensor<1x6x6x4xf32>, tensor<4x4xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<64x64xf32>, tensor<64x64xf32>) outs(%c : tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %conv, %mm : tensor<1x6x6x4xf32>, tensor<64x64xf32>
 }
