@@ -329,6 +329,7 @@ _PAYLOAD_CLEANUP = """\
     %funcs = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %funcs {
       transform.apply_patterns.tensor.fold_into_pack_and_unpack
+      transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_transfers
       transform.apply_patterns.canonicalization
     } : !transform.any_op
     transform.apply_cse to %funcs : !transform.any_op

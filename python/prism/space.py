@@ -189,7 +189,9 @@ def gpu_gemm_space(op: Contraction, target: GpuTarget, stages: int = 1) -> Space
 def cpu_gemm_space(op: Contraction, target: HostTarget) -> Space:
     """Cache tiles (TM, TN, TK) and register block (RM, RN) for the host CPU."""
     lanes_log2 = int(math.log2(target.vector_bits // (8 * op.acc_bytes)))
-    universe = (f"{_shape_param_bounds()} and 0 <= rm <= 4 and {lanes_log2} <= rn <= {lanes_log2 + 2}"
+    # RM >= 2: the lowering folds unit dimensions of the micro-kernel, and a
+    # single-row block would degenerate into a matrix-vector product.
+    universe = (f"{_shape_param_bounds()} and 1 <= rm <= 4 and {lanes_log2} <= rn <= {lanes_log2 + 2}"
                 f" and rm <= tm <= 9 and rn <= tn <= 10 and 4 <= tk <= 10")
     l1 = op.footprint_exponent
     reg_tiles = {"m": "rm", "n": "rn", "k": "tk"}
@@ -203,7 +205,7 @@ def cpu_gemm_space(op: Contraction, target: HostTarget) -> Space:
         ("l1", pow2_sum_le(l1(0, reg_tiles), l1(1, reg_tiles), target.l1d_bytes)),
         # Half of L2 for the packed panels leaves room for C and the stream.
         ("l2", pow2_sum_le(l1(0, cache_tiles), l1(1, cache_tiles), target.l2_bytes / 2)),
-        ("shape", " and ".join([_shape_fit("tm", "m", 0), _shape_fit("tn", "n", lanes_log2),
+        ("shape", " and ".join([_shape_fit("tm", "m", 1), _shape_fit("tn", "n", lanes_log2),
                                 _shape_fit("tk", "k", 4)])),
     )
     return Space(kind="gemm", knobs={"tm": "TM", "tn": "TN", "tk": "TK", "rm": "RM", "rn": "RN"},

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from mlir import ir
 
-from passes.lower_cpu import LowerCpuPass
+from prism.passes.lower_cpu import LowerCpuPass
 from prism.errors import PrismError, UnsupportedOp
 from prism.passbase import PassContext
 from prism.runtime import ArgumentError, JitFunction, describe_signature, jit

@@ -11,7 +11,7 @@ from mlir import ir
 from prism.errors import TargetError, UnsupportedOp
 from prism.passbase import PassContext
 
-from passes.lower_gpu import LowerGpuPass
+from prism.passes.lower_gpu import LowerGpuPass
 
 CHIPS = ["sm_80", "sm_90"]
 
