@@ -371,7 +371,9 @@ module attributes {transform.with_named_sequence} {
 """
 
 # Subset hoisting carries each C micro-tile through its K loop as a vector, i.e. in registers.
-_BUFFERIZE = ("builtin.module(canonicalize, cse, loop-invariant-subset-hoisting, one-shot-bufferize{bufferize-function-boundaries "
+# Canonicalizing after it folds the identity C slices it leaves behind, which
+# bufferization would otherwise copy once per block.
+_BUFFERIZE = ("builtin.module(canonicalize, cse, loop-invariant-subset-hoisting, canonicalize, cse, one-shot-bufferize{bufferize-function-boundaries "
               "function-boundary-type-conversion=identity-layout-map}, canonicalize, cse, loop-invariant-code-motion)")
 
 
@@ -444,6 +446,70 @@ def schedule_text(contractions: list[Contraction]) -> str:
     return s.text()
 
 
+_TRANSPOSE_ATTR = "prism.transpose_id"
+_MAX_TRANSPOSE_TILE = 256  # elements in one vectorized transpose tile: a few registers
+
+
+def _transpose_tile(op: ir.Operation) -> list[int] | None:
+    """Tile sizes that leave a small static 2-D (or 1-D) transpose per tile, or None.
+
+    The packs and unpacks lower to transposes whose innermost input and output
+    dims are inner tiles (RM, RN, KU), so a tile of just those two dims is a
+    register-sized transpose (or a contiguous copy when they coincide).
+    """
+    out = ir.RankedTensorType(op.results[0].type)
+    perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+    keep = {out.rank - 1, perm.index(out.rank - 1)}
+    if any(out.is_dynamic_dim(d) for d in keep):
+        return None
+    sizes = [out.get_dim_size(d) if d in keep else 1 for d in range(out.rank)]
+    volume = 1
+    for d in keep:
+        volume *= sizes[d]
+    return sizes if volume <= _MAX_TRANSPOSE_TILE and len(keep) < out.rank else None
+
+
+def _tag_transposes(module: ir.Module) -> list[list[int]]:
+    """Tag the pack and unpack transposes that can be vectorized; returns their tile sizes."""
+    tiles: list[list[int]] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "linalg.transpose":
+            sizes = _transpose_tile(op)
+            if sizes is not None:
+                op.attributes[_TRANSPOSE_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(tiles))
+                tiles.append(sizes)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return tiles
+
+
+def transpose_text(tiles: list[list[int]]) -> str:
+    """The script that runs each tagged transpose as parallel, vectorized register tiles.
+
+    The outermost dim is spread over the threads; unit dims are dropped before
+    vectorizing so that each tile is a 2-D vector.transpose (or a 1-D copy).
+    """
+    s = _Script()
+    for index, sizes in enumerate(tiles):
+        op = s.fresh()
+        s.emit(f"{op} = transform.structured.match attributes{{{_TRANSPOSE_ATTR} = {index} : i64}} in %root "
+               f": (!transform.any_op) -> !transform.any_op")
+        outer = [1 if d == 0 and size == 1 else 0 for d, size in enumerate(sizes)]
+        if any(outer):
+            op = s.tile_forall(op, outer)
+        op, loops = s.tile_for(op, sizes)
+        s.emit(f"transform.apply_patterns to {loops[0]} {{\n"
+               f"      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices\n"
+               f"      transform.apply_patterns.canonicalization\n    }} : !transform.any_op")
+        inner = s.fresh()
+        s.emit(f"{inner} = transform.structured.match ops{{[\"linalg.transpose\", \"linalg.copy\", \"linalg.generic\"]}} "
+               f"in {loops[0]} : (!transform.any_op) -> !transform.any_op")
+        s.emit(f"transform.structured.vectorize {inner} : !transform.any_op")
+    return s.text()
+
+
 def _apply_script(module: ir.Module, text: str, stage: str) -> None:
     try:
         script = ir.Module.parse(text, module.context)
@@ -493,6 +559,9 @@ class LowerCpuPass(Pass):
             c.op.attributes[_ID_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), index)
             ctx.progress(f"{self.NAME}: {c.op.name} at {c.op.location}: {c.choice}")
         _apply_script(module, schedule_text(contractions), "tiling and vectorization")
+        tiles = _tag_transposes(module)
+        if tiles:
+            _apply_script(module, transpose_text(tiles), "pack vectorization")
         _run_pipeline(module, _BUFFERIZE, "bufferization")
         _erase_self_copies(module)
         _apply_script(module, _VECTOR_SCRIPT, "vector lowering")

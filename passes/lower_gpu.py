@@ -14,6 +14,7 @@ from mlir import ir, passmanager
 from mlir.dialects import gpu
 from mlir.dialects.transform import interpreter
 from prism.errors import PassFailed, TargetError, UnsupportedOp
+from prism.family import contraction_roles
 from prism.passbase import Pass, PassContext
 
 # The PTX feature each chip needs: without it sm_90 makes the NVPTX backend
@@ -45,14 +46,9 @@ _PARALLEL_NAMED = frozenset({
     "linalg.tanh", "linalg.erf", "linalg.square", "linalg.reciprocal",
     "linalg.floor", "linalg.ceil", "linalg.powf",
 })
-_CONTRACTION_NAMED = {"linalg.matmul": ("m", "n", "k"),
-                      "linalg.batch_matmul": ("batch", "m", "n", "k")}
 # Host-side ops that bufferize to allocations or views and need no kernel.
 _HOST_OPS = frozenset({"arith.constant", "tensor.empty", "func.return",
                        "tensor.expand_shape", "tensor.collapse_shape"})
-_CONTRACTION_BODY = frozenset({"arith.mulf", "arith.addf", "arith.extf",
-                               "linalg.yield"})
-
 
 @dataclass(frozen=True)
 class Choice:
@@ -225,45 +221,13 @@ def _iterators(op: ir.Operation) -> list[str]:
 
 
 def _is_contraction(op: ir.Operation) -> bool:
-    if op.name in _CONTRACTION_NAMED:
-        return True
-    if op.name != "linalg.generic" or "reduction" not in _iterators(op):
-        return False
-    return "prism.roles" in op.attributes or _infer_roles(op) is not None
-
-
-def _infer_roles(op: ir.Operation) -> list[str] | None:
-    """Roles of a generic contraction C(batch,m,n) += A(batch,m,k) * B(batch,k,n)."""
-    if len(op.operands) != 3 or len(op.results) != 1:
-        return None
-    body = op.regions[0].blocks[0]
-    if any(o.operation.name not in _CONTRACTION_BODY for o in body.operations):
-        return None
-    uses = [{ir.AffineDimExpr(e).position for e in m.results if isinstance(e, ir.AffineDimExpr)}
-            for m in _maps(op)]
-    roles = []
-    for dim, iterator in enumerate(_iterators(op)):
-        key = (dim in uses[0], dim in uses[1], dim in uses[2], iterator)
-        role = {(True, True, True, "parallel"): "batch", (True, False, True, "parallel"): "m",
-                (False, True, True, "parallel"): "n", (True, True, False, "reduction"): "k"}.get(key)
-        if role is None:
-            return None
-        roles.append(role)
-    return roles
-
-
-def _roles(op: ir.Operation) -> list[str]:
-    if "prism.roles" in op.attributes:
-        return [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes["prism.roles"])]
-    if op.name in _CONTRACTION_NAMED:
-        return list(_CONTRACTION_NAMED[op.name])
-    return _infer_roles(op) or []
+    return contraction_roles(op) is not None
 
 
 def _plan_contraction(op: ir.Operation, tag: int) -> _Contraction:
     _static_shape(op)
     where = str(op.location)
-    roles = _roles(op)
+    roles = contraction_roles(op) or []
     sizes = _domain_sizes(op, len(roles))
     if sorted(r for r in roles if r != "batch") != ["k", "m", "n"] or roles.count("batch") > 1:
         raise UnsupportedOp(f"prism-lower-gpu: contraction roles {roles} are not "

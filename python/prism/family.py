@@ -80,6 +80,14 @@ def analyze_contraction(op: ir.Operation) -> Contraction | None:
     )
 
 
+def contraction_roles(op: ir.Operation) -> list[str] | None:
+    """Each loop's role in a contraction: ``prism.roles`` if set, else inferred; None if not one."""
+    if ROLES_ATTR in op.attributes:
+        return [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes[ROLES_ATTR])]
+    contraction = analyze_contraction(op)
+    return list(contraction.roles) if contraction else None
+
+
 def kind_of(contraction: Contraction) -> str:
     """The family kind: ``gemm`` or ``batch_gemm``."""
     return "batch_gemm" if "batch" in contraction.roles else "gemm"
