@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
+
 from prism.dialects import FAMILY_OP
 from prism.errors import PassFailed
 from prism.family import CHOICE_ATTR, ROLES_ATTR, analyze_contraction, body_func, families, family_name

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import func
+
 from prism.dialects import FAMILY_OP
 from prism.family import BODY_ATTR, analyze_contraction, kind_of, make_int_dict
 from prism.passbase import Pass, PassContext

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 from mlir import ir, passmanager
 from mlir.dialects.transform import interpreter
+
 from prism.errors import PassFailed, UnsupportedOp
 from prism.passbase import Pass, PassContext
 

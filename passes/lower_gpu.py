@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from mlir import ir, passmanager
 from mlir.dialects import gpu
 from mlir.dialects.transform import interpreter
+
 from prism.errors import PassFailed, TargetError, UnsupportedOp
 from prism.family import contraction_roles
 from prism.passbase import Pass, PassContext

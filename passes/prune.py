@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
+
 from prism.errors import EmptySearchSpace
 from prism.family import body_func, families, family_domain, family_name, payload_contraction
 from prism.ir import display_location

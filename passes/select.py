@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
+
 from prism.cost import cost_text, predicted_seconds
 from prism.family import (
     body_func,

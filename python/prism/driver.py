@@ -14,6 +14,7 @@ from mlir import ir
 
 from prism.errors import TargetError
 from prism.passbase import PassContext
+from prism.passes import LowerCpuPass, LowerGpuPass
 from prism.pipeline import Stage, parse_pipeline, run_pipeline
 from prism.targets import get_target
 
@@ -40,13 +41,10 @@ class Compilation:
 
     def lower(self) -> None:
         """Lower to the target's final form: PTX for a GPU, LLVM dialect for the host."""
-        from prism.passes.lower_cpu import LowerCpuPass
-        from prism.passes.lower_gpu import LowerGpuPass
-
+        if "lowered" in self.ctx.artifacts:
+            return
         target = get_target(self.target)
-        lowering = LowerGpuPass(chip=target.chip) if target.is_gpu else LowerCpuPass(threads=target.cores)
-        if "lowered" not in self.ctx.artifacts:
-            self.run([lowering])
+        self.run([LowerGpuPass(chip=target.chip) if target.is_gpu else LowerCpuPass(threads=target.cores)])
 
     def report_json(self) -> str:
         """The report as deterministic JSON text."""

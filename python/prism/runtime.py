@@ -201,7 +201,7 @@ class JitFunction:
         if len(args) != len(sig.inputs):
             raise ArgumentError(f"@{sig.name} takes {len(sig.inputs)} arguments, got {len(args)}")
         checked: list[np.ndarray | Any] = []
-        for i, (arg, spec) in enumerate(zip(args, sig.inputs)):
+        for i, (arg, spec) in enumerate(zip(args, sig.inputs, strict=True)):
             if spec.shape is None:
                 value = np.asarray(arg, dtype=spec.dtype)
                 checked.append(_ctype(spec.dtype)(value.view(np.uint16) if spec.dtype == np.float16 else value))
@@ -212,7 +212,7 @@ class JitFunction:
             if array.ndim != len(spec.shape):
                 raise ArgumentError(f"@{sig.name} argument {i}: expected rank {len(spec.shape)} ({spec}), "
                                     f"got shape {array.shape}")
-            for d, (want, got) in enumerate(zip(spec.shape, array.shape)):
+            for d, (want, got) in enumerate(zip(spec.shape, array.shape, strict=True)):
                 if want is not None and want != got:
                     raise ArgumentError(f"@{sig.name} argument {i}: dim {d} must be {want} ({spec}), "
                                         f"got shape {array.shape}")
@@ -244,7 +244,7 @@ class JitFunction:
             return None
         descs = [getattr(results, f"r{i}") for i in range(len(self._result_types))] \
             if len(self._result_types) > 1 else [results]
-        arrays = tuple(self._take(d, spec) for d, spec in zip(descs, self.signature.results))
+        arrays = tuple(self._take(d, spec) for d, spec in zip(descs, self.signature.results, strict=True))
         self._free(descs, checked)
         return arrays[0] if len(arrays) == 1 else arrays
 
@@ -256,7 +256,7 @@ class JitFunction:
         if any(s == 0 for s in shape):
             return np.zeros(shape, dtype=spec.dtype)
         strides = tuple(s * spec.dtype.itemsize for s in desc.strides) if rank else ()
-        extent = 1 + sum((n - 1) * s for n, s in zip(shape, desc.strides)) if rank else 1
+        extent = 1 + sum((n - 1) * s for n, s in zip(shape, desc.strides, strict=True)) if rank else 1
         base = ctypes.cast(desc.aligned, ctypes.c_void_p).value + desc.offset * spec.dtype.itemsize
         buffer = (ctypes.c_char * (extent * spec.dtype.itemsize)).from_address(base)
         view = np.lib.stride_tricks.as_strided(np.frombuffer(buffer, dtype=spec.dtype), shape, strides)

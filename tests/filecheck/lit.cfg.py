@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import lit.formats
-
 import mlir
 
 config.name = "prism"  # noqa: F821 (lit injects config)

@@ -8,9 +8,9 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES
 
 import prism
+from conftest import EXAMPLES
 from prism.ir import make_context
 
 MIXED = """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from conftest import EXAMPLES, run_cli
 
 MATMUL = """func.func @mm(%a: tensor<8x4xf32>, %b: tensor<4x6xf32>, %c: tensor<8x6xf32>) -> tensor<8x6xf32> {

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from mlir import ir
 
-from prism.passes.lower_cpu import LowerCpuPass
 from prism.errors import PrismError, UnsupportedOp
 from prism.passbase import PassContext
+from prism.passes.lower_cpu import LowerCpuPass
 from prism.runtime import ArgumentError, JitFunction, describe_signature, jit
 
 TUNED = '{prism.roles = ["m", "n", "k"], prism.choice = {TM = 24, TN = 64, TK = 32, RM = 6, RN = 16, PACK = 1}}'
