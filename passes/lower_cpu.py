@@ -385,7 +385,7 @@ def _to_llvm_pipeline(threads: int) -> str:
             "ownership-based-buffer-deallocation, canonicalize, buffer-deallocation-simplification, "
             "bufferization-lower-deallocations, convert-bufferization-to-memref, "
             "func.func(convert-linalg-to-loops), "
-            f"async-parallel-for{{num-workers={threads} async-dispatch=false}}, "
+            f"async-parallel-for{{num-workers={threads} async-dispatch=false min-task-size=1}}, "
             "async-to-async-runtime, async-runtime-ref-counting, async-runtime-ref-counting-opt, "
             "convert-async-to-llvm, "
             "func.func(convert-vector-to-scf{full-unroll=true}), "
@@ -406,6 +406,27 @@ def _erase_self_copies(module: ir.Module) -> None:
 
     module.operation.walk(visit)
     for op in copies:
+        op.erase()
+
+
+def _forward_copies_into_empty(module: ir.Module) -> None:
+    """Replace ``linalg.copy`` into a ``tensor.empty`` by its source (the unpack leaves one).
+
+    On tensors such a copy is the identity; bufferization would otherwise
+    materialize it as one more full-size buffer and pass over the result.
+    """
+    copies: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "linalg.copy" and len(op.results) == 1 and op.operands[0].type == op.results[0].type:
+            init = op.operands[1].owner
+            if isinstance(init, ir.OpView) and init.operation.name == "tensor.empty":
+                copies.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for op in copies:
+        op.results[0].replace_all_uses_with(op.operands[0])
         op.erase()
 
 
@@ -560,6 +581,7 @@ class LowerCpuPass(Pass):
             c.op.attributes[_ID_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), index)
             ctx.progress(f"{self.NAME}: {c.op.name} at {c.op.location}: {c.choice}")
         _apply_script(module, schedule_text(contractions), "tiling and vectorization")
+        _forward_copies_into_empty(module)
         tiles = _tag_transposes(module)
         if tiles:
             _apply_script(module, transpose_text(tiles), "pack vectorization")

@@ -156,6 +156,7 @@ class LowerGpuPass(Pass):
         _numeric_shared_space(module)
         _run_pipeline(module, f"builtin.module(gpu-lower-to-nvvm-pipeline{{cubin-chip={self.chip} "
                       f"cubin-features={features} cubin-format=isa}})", "NVVM lowering")
+        _drop_timings(module)
         ctx.artifacts["ptx"] = _collect_ptx(module)
 
 
@@ -618,6 +619,25 @@ def _numeric_shared_space(module: ir.Module) -> None:
         module.body.append(op)
     for name in list(fresh.operation.attributes):
         module.operation.attributes[name] = fresh.operation.attributes[name]
+
+
+def _drop_timings(module: ir.Module) -> None:
+    """Remove the serializer's wall-clock properties from every gpu.object.
+
+    The NVVM serializer records how long each step took (``...TimeInMs``);
+    keeping them would make the output differ from run to run.
+    """
+    for op in module.body.operations:
+        if op.operation.name != "gpu.binary":
+            continue
+        objects = []
+        for attr in ir.ArrayAttr(op.attributes["objects"]):
+            obj = gpu.ObjectAttr(attr)
+            kept = {} if obj.properties is None else {
+                named.name: named.attr for named in obj.properties if not named.name.endswith("TimeInMs")}
+            objects.append(gpu.ObjectAttr.get(obj.target, obj.format, obj.object, ir.DictAttr.get(kept),
+                                              obj.kernels))
+        op.attributes["objects"] = ir.ArrayAttr.get(objects)
 
 
 def _collect_ptx(module: ir.Module) -> dict[str, str]:
