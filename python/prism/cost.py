@@ -20,7 +20,7 @@ from prism.targets import GpuTarget, HostTarget
 GPU_COST_TEXT = ("max(waves * blocks_per_sm * 2*BM*BN*ceil(K/BK)*BK / (rate/SMs), "
                  "(bytesA*ceil(N/BN) + bytesB*ceil(M/BM) + bytesC) / bandwidth); "
                  "waves = ceil(B*ceil(M/BM)*ceil(N/BN) / (SMs*blocks_per_sm))")
-CPU_COST_TEXT = ("max(rounds * 2*TM*TN*K / (rate/cores) / efficiency(RM, RN), "
+CPU_COST_TEXT = ("max(rounds * (ceil(TM/RM)*ceil(TN/RN)*ceil(K/TK) * kernel_cycles(RM, RN, TK) / clock + task), "
                  "(bytesA*ceil(N/TN) + bytesB*ceil(M/TM) + bytesC) / bandwidth); "
                  "rounds = ceil(B*ceil(M/TM)*ceil(N/TN) / cores)")
 
@@ -62,29 +62,42 @@ def gpu_seconds(op: Contraction, choice: dict[str, int], target: GpuTarget, assu
     return max(compute, memory) + GPU_LAUNCH_SECONDS
 
 
-def _register_efficiency(rm: int, rn: int, lanes: int) -> float:
-    """Fraction of FMA peak a RM x RN micro-kernel can sustain.
+# Zen 4 class cores: two FMA pipes with a 4-cycle latency, so 8 independent
+# accumulators keep them busy; two vector loads per cycle.
+FMA_PIPES, FMA_LATENCY, LOAD_PORTS = 2, 4, 2
+# Cycles to load and store a micro-tile's accumulators and restart the K loop,
+# paid once per TK slice of every micro-tile, beyond the loads and stores.
+SLICE_OVERHEAD_CYCLES = 20
+# Scheduling one parallel block on a worker thread (async runtime task).
+BLOCK_OVERHEAD_SECONDS = 1e-6
 
-    Per k step it issues RM*RN/lanes FMAs against RM broadcasts plus RN/lanes
-    loads; two FMA pipes and two load ports (Zen 4) bound it.
+
+def _micro_kernel_cycles(rm: int, rn: int, tk: int, lanes: int) -> float:
+    """Cycles of one RM x RN micro-tile over one TK slice of K.
+
+    Each k step issues RM*RN/lanes FMAs and RM broadcasts plus RN/lanes
+    loads; with fewer accumulators than FMA_PIPES * FMA_LATENCY the FMA
+    latency, not the pipes, sets the pace.
     """
-    fmas = rm * rn / lanes
-    loads = rm + rn / lanes
-    return fmas / max(fmas, loads)
+    accumulators = rm * rn / lanes
+    per_step = max(accumulators / FMA_PIPES, (rm + rn / lanes) / LOAD_PORTS, FMA_LATENCY)
+    return tk * per_step + 2 * accumulators / LOAD_PORTS + SLICE_OVERHEAD_CYCLES
 
 
 def cpu_seconds(op: Contraction, choice: dict[str, int], target: HostTarget, assumed: int = 1024) -> float:
     """Predicted seconds of ``op`` scheduled by ``choice`` on the host CPU."""
     s = _sizes(op, assumed)
-    tm, tn = choice["TM"], choice["TN"]
+    tm, tn, tk, rm, rn = (choice[key] for key in ("TM", "TN", "TK", "RM", "RN"))
     lanes = target.vector_bits // (8 * op.acc_bytes)
-    tiles = s["batch"] * math.ceil(s["m"] / tm) * math.ceil(s["n"] / tn)
-    rounds = math.ceil(tiles / target.cores)
-    per_core = target.flops[op.input_type] / target.cores
-    padded_k = s["k"]
-    efficiency = _register_efficiency(choice["RM"], choice["RN"], lanes)
-    compute = rounds * 2 * tm * tn * padded_k / per_core / efficiency
-    memory = _traffic_bytes(op, tm, tn, s) / target.dram_bytes_per_s
+    blocks = s["batch"] * math.ceil(s["m"] / tm) * math.ceil(s["n"] / tn)
+    rounds = math.ceil(blocks / target.cores)
+    micro_tiles = math.ceil(tm / rm) * math.ceil(tn / rn)
+    block_cycles = micro_tiles * math.ceil(s["k"] / tk) * _micro_kernel_cycles(rm, rn, tk, lanes)
+    cycle_seconds = FMA_PIPES * 2 * lanes / (target.flops[op.input_type] / target.cores)
+    compute = rounds * (block_cycles * cycle_seconds + BLOCK_OVERHEAD_SECONDS)
+    footprint = sum(b * s["k"] * e for b, e in ((s["m"], op.elem_bytes[0]), (s["n"], op.elem_bytes[1])))
+    bandwidth = target.cache_bytes_per_s if footprint <= target.l3_bytes else target.dram_bytes_per_s
+    memory = _traffic_bytes(op, tm, tn, s) / bandwidth
     return max(compute, memory)
 
 

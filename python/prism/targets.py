@@ -65,6 +65,7 @@ class HostTarget:
     vector_registers: int
     flops: dict[str, float]
     dram_bytes_per_s: float
+    cache_bytes_per_s: float  # streaming from L3 into the cores, all cores together
 
     @property
     def is_gpu(self) -> bool:
@@ -148,6 +149,8 @@ def host_target() -> HostTarget:
         vector_bits=vector_bits, vector_registers=32 if vector_bits == 512 else 16,
         flops={"f32": gflops * 1e9, "f16": gflops * 1e9, "f64": gflops * 0.5e9},
         dram_bytes_per_s=gbps * 1e9 * BANDWIDTH_MARGIN,
+        # 32 bytes per cycle per core from L3 at ~3.6 GHz, a configured figure.
+        cache_bytes_per_s=cores * 32 * 3.6e9 * BANDWIDTH_MARGIN,
     )
 
 
