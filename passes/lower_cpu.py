@@ -7,7 +7,8 @@ values) get a data-tiling schedule written in the transform dialect:
 1. pack: the op is rewritten over blocked operands, ``A -> [.. M/RM][K/KU][KU][RM]``,
    ``B -> [.. N/RN][K/KU][KU][RN]``, ``C -> [.. M/RM][N/RN][RM][RN]`` (``linalg.pack``
    pads ragged edges, so every micro-tile is full and static); packs and the
-   final unpack are lowered to pad + transpose and run as loops;
+   final unpack are lowered to pad + transpose, each transpose runs as an
+   scf.forall of register-sized vector tiles, and the unpack writes the result;
 2. threads: ``scf.forall`` over ``TM x TN`` blocks of C (and batch), run in
    parallel through the async runtime;
 3. cache: a loop over ``TK`` slices of K, then loops over the RN-wide column
@@ -374,7 +375,8 @@ module attributes {transform.with_named_sequence} {
 # Subset hoisting carries each C micro-tile through its K loop as a vector, i.e. in registers.
 # Canonicalizing after it folds the identity C slices it leaves behind, which
 # bufferization would otherwise copy once per block.
-_BUFFERIZE = ("builtin.module(canonicalize, cse, loop-invariant-subset-hoisting, canonicalize, cse, one-shot-bufferize{bufferize-function-boundaries "
+_BUFFERIZE = ("builtin.module(canonicalize, cse, loop-invariant-subset-hoisting, canonicalize, cse, "
+              "one-shot-bufferize{bufferize-function-boundaries "
               "function-boundary-type-conversion=identity-layout-map}, canonicalize, cse, loop-invariant-code-motion)")
 
 
@@ -385,7 +387,7 @@ def _to_llvm_pipeline(threads: int) -> str:
             "ownership-based-buffer-deallocation, canonicalize, buffer-deallocation-simplification, "
             "bufferization-lower-deallocations, convert-bufferization-to-memref, "
             "func.func(convert-linalg-to-loops), "
-            f"async-parallel-for{{num-workers={threads} async-dispatch=false min-task-size=1}}, "
+            f"async-parallel-for{{num-workers={threads} async-dispatch=false}}, "
             "async-to-async-runtime, async-runtime-ref-counting, async-runtime-ref-counting-opt, "
             "convert-async-to-llvm, "
             "func.func(convert-vector-to-scf{full-unroll=true}), "
@@ -510,25 +512,17 @@ def _tag_transposes(module: ir.Module) -> list[list[int]]:
 def transpose_text(tiles: list[list[int]]) -> str:
     """The script that runs each tagged transpose as parallel, vectorized register tiles.
 
-    The outermost dim is spread over the threads; unit dims are dropped before
-    vectorizing so that each tile is a 2-D vector.transpose (or a 1-D copy).
+    The outermost dim becomes an scf.forall, so the async runtime may share it among threads.
     """
     s = _Script()
     for index, sizes in enumerate(tiles):
         op = s.fresh()
         s.emit(f"{op} = transform.structured.match attributes{{{_TRANSPOSE_ATTR} = {index} : i64}} in %root "
                f": (!transform.any_op) -> !transform.any_op")
-        outer = [1 if d == 0 and size == 1 else 0 for d, size in enumerate(sizes)]
-        if any(outer):
-            op = s.tile_forall(op, outer)
-        op, loops = s.tile_for(op, sizes)
-        s.emit(f"transform.apply_patterns to {loops[0]} {{\n"
-               f"      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices\n"
-               f"      transform.apply_patterns.canonicalization\n    }} : !transform.any_op")
-        inner = s.fresh()
-        s.emit(f"{inner} = transform.structured.match ops{{[\"linalg.transpose\", \"linalg.copy\", \"linalg.generic\"]}} "
-               f"in {loops[0]} : (!transform.any_op) -> !transform.any_op")
-        s.emit(f"transform.structured.vectorize {inner} : !transform.any_op")
+        if sizes[0] == 1:
+            op = s.tile_forall(op, [1] + [0] * (len(sizes) - 1))
+        op, _ = s.tile_for(op, sizes)
+        s.emit(f"transform.structured.vectorize {op} : !transform.any_op")
     return s.text()
 
 
