@@ -335,10 +335,15 @@ _PAYLOAD_CLEANUP = """\
       transform.apply_patterns.canonicalization
     } : !transform.any_op
     transform.apply_cse to %funcs : !transform.any_op
-    %packs = transform.structured.match ops{["linalg.pack"]} in %root : (!transform.any_op) -> !transform.op<"linalg.pack">
-    transform.structured.lower_pack %packs : (!transform.op<"linalg.pack">) -> (!transform.op<"tensor.pad">, !transform.op<"tensor.expand_shape">, !transform.op<"linalg.transpose">)
-    %unpacks = transform.structured.match ops{["linalg.unpack"]} in %root : (!transform.any_op) -> !transform.op<"linalg.unpack">
-    transform.structured.lower_unpack %unpacks : (!transform.op<"linalg.unpack">) -> (!transform.op<"tensor.empty">, !transform.op<"linalg.transpose">, !transform.op<"tensor.collapse_shape">, !transform.op<"tensor.extract_slice">)"""
+    %packs = transform.structured.match ops{["linalg.pack"]} in %root
+        : (!transform.any_op) -> !transform.op<"linalg.pack">
+    transform.structured.lower_pack %packs : (!transform.op<"linalg.pack">)
+        -> (!transform.op<"tensor.pad">, !transform.op<"tensor.expand_shape">, !transform.op<"linalg.transpose">)
+    %unpacks = transform.structured.match ops{["linalg.unpack"]} in %root
+        : (!transform.any_op) -> !transform.op<"linalg.unpack">
+    transform.structured.lower_unpack %unpacks : (!transform.op<"linalg.unpack">)
+        -> (!transform.op<"tensor.empty">, !transform.op<"linalg.transpose">,
+            !transform.op<"tensor.collapse_shape">, !transform.op<"tensor.extract_slice">)"""
 
 # Runs on buffers: hoist C tiles that subset hoisting on tensors missed (the
 # masked, unpacked path), then lower vectors to the 1-D form that

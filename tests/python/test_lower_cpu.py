@@ -197,7 +197,8 @@ func.func @net(%x: tensor<1x8x8x3xf32>, %w: tensor<3x3x3x16xf32>, %b: tensor<16x
   %ce = tensor.empty() : tensor<1x8x8x16xf32>
   %cf = linalg.fill ins(%zero : f32) outs(%ce : tensor<1x8x8x16xf32>) -> tensor<1x8x8x16xf32>
   %conv = linalg.conv_2d_nhwc_hwcf {{dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}}
-            ins(%xp, %w : tensor<1x10x10x3xf32>, tensor<3x3x3x16xf32>) outs(%cf : tensor<1x8x8x16xf32>) -> tensor<1x8x8x16xf32>
+            ins(%xp, %w : tensor<1x10x10x3xf32>, tensor<3x3x3x16xf32>)
+            outs(%cf : tensor<1x8x8x16xf32>) -> tensor<1x8x8x16xf32>
   %flat = tensor.collapse_shape %conv [[0, 1, 2], [3]] : tensor<1x8x8x16xf32> into tensor<64x16xf32>
   %rows = tensor.pad %flat low[0, 0] high[36, 0] {{
   ^bb0(%i: index, %j: index):
@@ -205,7 +206,8 @@ func.func @net(%x: tensor<1x8x8x3xf32>, %w: tensor<3x3x3x16xf32>, %b: tensor<16x
   }} : tensor<64x16xf32> to tensor<100x16xf32>
   %me = tensor.empty() : tensor<100x20xf32>
   %mf = linalg.fill ins(%zero : f32) outs(%me : tensor<100x20xf32>) -> tensor<100x20xf32>
-  %r = linalg.matmul {TUNED} ins(%rows, %b : tensor<100x16xf32>, tensor<16x20xf32>) outs(%mf : tensor<100x20xf32>) -> tensor<100x20xf32>
+  %r = linalg.matmul {TUNED} ins(%rows, %b : tensor<100x16xf32>, tensor<16x20xf32>)
+         outs(%mf : tensor<100x20xf32>) -> tensor<100x20xf32>
   return %r : tensor<100x20xf32>
 }}""")
     x, w = rng.random((1, 8, 8, 3), dtype=np.float32), rng.random((3, 3, 3, 16), dtype=np.float32)
@@ -227,7 +229,8 @@ func.func @two(%a: tensor<?x32xf32>, %b: tensor<32x48xf32>) -> (tensor<?x48xf32>
   %m = tensor.dim %a, %i0 : tensor<?x32xf32>
   %e = tensor.empty(%m) : tensor<?x48xf32>
   %c = linalg.fill ins(%zero : f32) outs(%e : tensor<?x48xf32>) -> tensor<?x48xf32>
-  %r = linalg.matmul {TUNED} ins(%a, %b : tensor<?x32xf32>, tensor<32x48xf32>) outs(%c : tensor<?x48xf32>) -> tensor<?x48xf32>
+  %r = linalg.matmul {TUNED} ins(%a, %b : tensor<?x32xf32>, tensor<32x48xf32>)
+         outs(%c : tensor<?x48xf32>) -> tensor<?x48xf32>
   %de = tensor.empty(%m) : tensor<?x32xf32>
   %d = linalg.add ins(%a, %a : tensor<?x32xf32>, tensor<?x32xf32>) outs(%de : tensor<?x32xf32>) -> tensor<?x32xf32>
   return %r, %d : tensor<?x48xf32>, tensor<?x32xf32>
