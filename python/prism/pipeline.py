@@ -73,7 +73,7 @@ def split_top_level(text: str) -> list[str]:
 
 def _parse_options(cls: type[Pass], name: str, text: str) -> dict[str, object]:
     """``key=value key2=value2`` into typed keyword arguments of ``cls``."""
-    fields = {f.name: f for f in dataclasses.fields(cls)} if cls is not None else {}
+    fields = {f.name: f for f in dataclasses.fields(cls)}
     options: dict[str, object] = {}
     for item in text.split():
         key, sep, value = item.partition("=")
@@ -87,16 +87,14 @@ def _parse_options(cls: type[Pass], name: str, text: str) -> dict[str, object]:
 
 
 def _convert(value: str, annotation: object, name: str, key: str) -> object:
-    kind = str(annotation)
-    try:
-        if kind in ("int", "<class 'int'>"):
-            return int(value)
-        if kind in ("bool", "<class 'bool'>"):
-            if value not in ("true", "false", "1", "0"):
-                raise ValueError(value)
-            return value in ("true", "1")
-    except ValueError:
-        raise PipelineError(f"option '{key}' of '{name}' expects {kind}, got '{value}'") from None
+    """An option's text as the type its field declares (annotations are strings under PEP 563)."""
+    kind = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    if kind == "int" and value.lstrip("-").isdigit():
+        return int(value)
+    if kind == "bool" and value in ("true", "false", "1", "0"):
+        return value in ("true", "1")
+    if kind in ("int", "bool"):
+        raise PipelineError(f"option '{key}' of '{name}' expects {kind}, got '{value}'")
     return value
 
 
