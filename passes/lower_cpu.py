@@ -41,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir, passmanager
+from mlir.dialects import arith, scf
 from mlir.dialects.transform import interpreter
 
 from prism.errors import PassFailed, UnsupportedOp
@@ -385,14 +386,24 @@ _BUFFERIZE = ("builtin.module(canonicalize, cse, loop-invariant-subset-hoisting,
               "function-boundary-type-conversion=identity-layout-map}, canonicalize, cse, loop-invariant-code-motion)")
 
 
+# scf.forall becomes scf.parallel here, and each parallel loop is then made
+# one-dimensional (see _flatten_parallel_loops) before async-parallel-for runs.
+_FORALL_TO_PARALLEL = "builtin.module(func.func(scf-forall-to-parallel))"
+
+
 def _to_llvm_pipeline(threads: int) -> str:
-    """Buffers and vectors to LLVM; scf.forall becomes async-runtime tasks on ``threads`` workers."""
+    """Buffers and vectors to LLVM; scf.parallel becomes async-runtime tasks on ``threads`` workers.
+
+    One iteration of a parallel loop is a whole ``TM x TN`` block (or a slab of
+    a pack), so ``min-task-size=1`` lets async-parallel-for share even a few
+    dozen of them among the workers; with its default of 1000 they would all
+    run as one task.
+    """
     return ("builtin.module("
-            "func.func(scf-forall-to-parallel), "
             "ownership-based-buffer-deallocation, canonicalize, buffer-deallocation-simplification, "
             "bufferization-lower-deallocations, convert-bufferization-to-memref, "
             "func.func(convert-linalg-to-loops), "
-            f"async-parallel-for{{num-workers={threads} async-dispatch=false}}, "
+            f"async-parallel-for{{num-workers={threads} async-dispatch=false min-task-size=1}}, "
             "async-to-async-runtime, async-runtime-ref-counting, async-runtime-ref-counting-opt, "
             "convert-async-to-llvm, "
             "func.func(convert-vector-to-scf{full-unroll=true}), "
@@ -400,6 +411,64 @@ def _to_llvm_pipeline(threads: int) -> str:
             "convert-vector-to-llvm, finalize-memref-to-llvm, convert-math-to-llvm, convert-arith-to-llvm, "
             "convert-index-to-llvm, convert-cf-to-llvm, convert-func-to-llvm, convert-ub-to-llvm, "
             "reconcile-unrealized-casts, canonicalize, cse)")
+
+
+def _flatten_parallel_loops(module: ir.Module) -> None:
+    """Rewrite every multi-dimensional ``scf.parallel`` as a one-dimensional one.
+
+    async-parallel-for runs some blocks of a multi-dimensional loop more than
+    once: when the inner trip counts are static it rounds the block size up to
+    a multiple of them but keeps the block count of the unrounded size, and
+    the surplus blocks wrap around to the start of the outer dimension. The
+    contraction blocks accumulate into C, so a block run twice adds its
+    product twice (and races with its first run). A flat loop avoids that
+    path; the row-major order keeps neighbouring blocks in one task.
+    """
+    loops: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "scf.parallel" and len(op.regions[0].blocks[0].arguments) > 1 and not op.results:
+            loops.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for op in loops:
+        _flatten(op)
+
+
+def _flatten(op: ir.Operation) -> None:
+    """Replace ``scf.parallel`` ``op`` (no reductions) by a loop over its linearized iteration space."""
+    body = op.regions[0].blocks[0]
+    rank = len(body.arguments)
+    lbs, ubs, steps = (list(op.operands[i * rank:(i + 1) * rank]) for i in range(3))
+    index = ir.IndexType.get()
+    with ir.InsertionPoint(op), op.location:
+        zero, one = (arith.ConstantOp(index, v).result for v in (0, 1))
+        counts = [arith.ceildivsi(arith.subi(ub, lb), step) for lb, ub, step in zip(lbs, ubs, steps, strict=True)]
+        total = counts[0]
+        for count in counts[1:]:
+            total = arith.muli(total, count)
+        flat = scf.ParallelOp([], [zero], [total], [one], [])
+        block = flat.regions[0].blocks.append(index)
+    with ir.InsertionPoint(block), op.location:
+        coords = _delinearize(block.arguments[0], counts)
+        for arg, lb, step, coord in zip(body.arguments, lbs, steps, coords, strict=True):
+            arg.replace_all_uses_with(arith.addi(lb, arith.muli(coord, step)))
+    anchor = block.operations[len(block.operations) - 1]
+    for inner in list(body.operations):  # the old body, scf.reduce terminator included
+        inner.move_after(anchor)
+        anchor = inner
+    op.erase()
+
+
+def _delinearize(flat: ir.Value, counts: list[ir.Value]) -> list[ir.Value]:
+    """Row-major coordinates of ``flat`` in a space of trip ``counts`` (innermost last)."""
+    coords: list[ir.Value] = []
+    for count in reversed(counts[1:]):
+        coords.append(arith.remui(flat, count))
+        flat = arith.divui(flat, count)
+    coords.append(flat)
+    return coords[::-1]
 
 
 def _erase_self_copies(module: ir.Module) -> None:
@@ -587,6 +656,8 @@ class LowerCpuPass(Pass):
         _run_pipeline(module, _BUFFERIZE, "bufferization")
         _erase_self_copies(module)
         _apply_script(module, _VECTOR_SCRIPT, "vector lowering")
+        _run_pipeline(module, _FORALL_TO_PARALLEL, "conversion to parallel loops")
+        _flatten_parallel_loops(module)
         _run_pipeline(module, _to_llvm_pipeline(self.threads), "conversion to LLVM")
         _check_lowered(module)
 

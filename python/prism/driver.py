@@ -33,7 +33,7 @@ class Compilation:
     def __post_init__(self) -> None:
         get_target(self.target)
         self.ctx = PassContext(target=self.target)
-        self.ctx.report["target"] = self.target
+        self.ctx.report.update(target=self.target, families=[])
 
     def run(self, stages: list[Stage]) -> None:
         """Run ``stages`` on the module."""
