@@ -9,8 +9,8 @@ values) get a data-tiling schedule written in the transform dialect:
    pads ragged edges, so every micro-tile is full and static); packs and the
    final unpack are lowered to pad + transpose, each transpose runs as an
    scf.forall of register-sized vector tiles, and the unpack writes the result;
-2. threads: ``scf.forall`` over ``TM x TN`` blocks of C (and batch), run in
-   parallel through the async runtime;
+2. threads: ``scf.forall`` over ``TM x TN`` blocks of C (and batch), flattened
+   into one dimension and run in parallel through the async runtime;
 3. cache: a loop over ``TK`` slices of K, then loops over the RN-wide column
    panels and the RM-high row panels of the block;
 4. registers: an innermost K loop whose body is an ``RM x RN x KU`` contraction,

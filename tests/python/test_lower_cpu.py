@@ -29,10 +29,10 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def compile_text(text: str, name: str | None = None) -> JitFunction:
+def compile_text(text: str, name: str | None = None, threads: int = 2) -> JitFunction:
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(text)
-        LowerCpuPass().run(module, PassContext())
+        LowerCpuPass(threads=threads).run(module, PassContext())
         return jit(module, name)
 
 
@@ -71,6 +71,51 @@ def test_matmul_f32(rng: np.random.Generator, m: int, n: int, k: int, attrs: str
     f = compile_text(matmul_text(m, n, k, attrs))
     a, b = rng.random((m, k), dtype=np.float32), rng.random((k, n), dtype=np.float32)
     check(f(a, b), a.astype(np.float64) @ b, np.float32, k)
+
+
+def choice_attrs(choice: str) -> str:
+    return f'{{prism.roles = ["m", "n", "k"], prism.choice = {{{choice}}}}}'
+
+
+# Block grids (M blocks x N blocks) on which async-parallel-for ran some blocks
+# of the two-dimensional block loop more than once, adding their product into C
+# again: 22 x 4 blocks on 2 threads and 11 x 2 blocks on 1 thread. The small
+# shapes keep the grids with one register tile per block; the last ones are ragged.
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("m, n", [(132, 64), (66, 32), (130, 61), (61, 30), (138, 80)])
+def test_block_grids(rng: np.random.Generator, threads: int, m: int, n: int) -> None:
+    attrs = choice_attrs("TM = 6, TN = 16, TK = 16, RM = 6, RN = 16")
+    f = compile_text(matmul_text(m, n, 40, attrs), threads=threads)
+    a, b = rng.random((m, 40), dtype=np.float32), rng.random((40, n), dtype=np.float32)
+    check(f(a, b), a.astype(np.float64) @ b, np.float32, 40)
+
+
+@pytest.mark.parametrize("threads, choice", [
+    (2, "TM = 48, TN = 256, TK = 256, RM = 6, RN = 16"),  # 22 x 4 blocks
+    (1, "TM = 96, TN = 512, TK = 256, RM = 6, RN = 16"),  # 11 x 2 blocks
+])
+def test_block_grids_1024(rng: np.random.Generator, threads: int, choice: str) -> None:
+    f = compile_text(matmul_text(1024, 1024, 1024, choice_attrs(choice)), threads=threads)
+    a, b = rng.random((1024, 1024), dtype=np.float32), rng.random((1024, 1024), dtype=np.float32)
+    check(f(a, b), a.astype(np.float64) @ b, np.float32, 1024)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_batch_block_grid(rng: np.random.Generator, threads: int) -> None:
+    # 20 x 2 x 2 blocks: the batch dim makes the block loop three-dimensional.
+    f = compile_text("""
+func.func @bmm(%a: tensor<20x12x24xf32>, %b: tensor<20x24x32xf32>) -> tensor<20x12x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<20x12x32xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<20x12x32xf32>) -> tensor<20x12x32xf32>
+  %r = linalg.batch_matmul {prism.roles = ["batch", "m", "n", "k"],
+                            prism.choice = {TM = 6, TN = 16, TK = 8, RM = 6, RN = 16, PACK = 1}}
+         ins(%a, %b : tensor<20x12x24xf32>, tensor<20x24x32xf32>)
+         outs(%c : tensor<20x12x32xf32>) -> tensor<20x12x32xf32>
+  return %r : tensor<20x12x32xf32>
+}""", threads=threads)
+    a, b = rng.random((20, 12, 24), dtype=np.float32), rng.random((20, 24, 32), dtype=np.float32)
+    check(f(a, b), a.astype(np.float64) @ b, np.float32, 24)
 
 
 def test_matmul_f64(rng: np.random.Generator) -> None:
