@@ -45,10 +45,9 @@ from mlir.dialects import arith, scf
 from mlir.dialects.transform import interpreter
 
 from prism.errors import PassFailed, UnsupportedOp
+from prism.family import CHOICE_ATTR, ROLES_ATTR, analyze_contraction, map_dims
 from prism.passbase import Pass, PassContext
 
-ROLES_ATTR = "prism.roles"
-CHOICE_ATTR = "prism.choice"
 SIGNATURE_ATTR = "prism.signature"
 _ID_ATTR = "prism.lower_id"
 _ROLES = ("batch", "m", "n", "k")
@@ -115,45 +114,6 @@ class Contraction:
     choice: Choice
 
 
-def _dim_positions(map_attr: ir.Attribute) -> tuple[int, ...] | None:
-    """The loop dims a projected-permutation map reads, or None for other maps."""
-    amap = ir.AffineMapAttr(map_attr).value
-    positions = []
-    for expr in amap.results:
-        if not isinstance(expr, ir.AffineDimExpr):
-            return None
-        positions.append(expr.position)
-    return tuple(positions)
-
-
-def _default_maps(op: ir.Operation) -> tuple[tuple[int, ...], ...] | None:
-    """Operand dims of named contractions that carry no ``indexing_maps`` attribute."""
-    if op.name == "linalg.matmul":
-        return ((0, 2), (2, 1), (0, 1))
-    if op.name == "linalg.batch_matmul":
-        return ((0, 1, 3), (0, 3, 2), (0, 1, 2))
-    return None
-
-
-def _operand_maps(op: ir.Operation) -> tuple[tuple[int, ...], ...] | None:
-    if "indexing_maps" not in op.attributes:
-        return _default_maps(op)
-    maps = tuple(_dim_positions(m) for m in op.attributes["indexing_maps"])
-    return None if any(m is None for m in maps) else maps  # type: ignore[return-value]
-
-
-def _infer_roles(maps: tuple[tuple[int, ...], ...]) -> tuple[str, ...]:
-    """Roles from the maps of ``C += A * B``: in A and C is m, in B and C is n, and so on."""
-    a, b, c = (set(m) for m in maps)
-    n_loops = max(max(m) for m in maps if m) + 1
-    roles = []
-    for d in range(n_loops):
-        where = (d in a, d in b, d in c)
-        roles.append({(True, True, True): "batch", (True, False, True): "m",
-                      (False, True, True): "n", (True, True, False): "k"}.get(where, "?"))
-    return tuple(roles)
-
-
 def _read_roles(op: ir.Operation, loc: str) -> tuple[str, ...]:
     attr = op.attributes[ROLES_ATTR]
     if not isinstance(attr, ir.ArrayAttr) or not all(isinstance(r, ir.StringAttr) for r in attr):
@@ -164,33 +124,30 @@ def _read_roles(op: ir.Operation, loc: str) -> tuple[str, ...]:
     return roles
 
 
-def _roles_fit(roles: tuple[str, ...], maps: tuple[tuple[int, ...], ...]) -> bool:
-    """Whether the schedule applies: one m, n and k loop each, roles agreeing with the maps."""
-    if [roles.count(r) for r in ("m", "n", "k")] != [1, 1, 1]:
-        return False
-    return _infer_roles(maps) == roles
-
-
 def find_contraction(op: ir.Operation, ctx: PassContext) -> Contraction | None:
-    """The schedulable contraction ``op`` is, or None when it takes the generic path."""
-    if op.name not in _CONTRACTIONS or len(op.operands) != 3 or len(op.results) != 1:
+    """The schedulable contraction ``op`` is, or None when it takes the generic path.
+
+    The roles come from linalg's own contraction analysis (shared with
+    prism-lift); a ``prism.roles`` attribute must agree with them.
+    """
+    if op.name not in _CONTRACTIONS:
         return None
     tuned = ROLES_ATTR in op.attributes
     if not tuned and op.name == "linalg.generic":
         return None  # an untuned generic may be anything; the generic path is always right
     loc = str(op.location)
-    maps = _operand_maps(op)
-    if maps is None:
+    analysis = analyze_contraction(op)
+    if analysis is None:
         if tuned:
-            ctx.remark(loc, "contraction maps are not projected permutations; using the generic path")
+            ctx.remark(loc, "not a contraction with projected-permutation maps; using the generic path")
         return None
-    n_loops = len(_infer_roles(maps))
-    roles = _read_roles(op, loc) if tuned else _infer_roles(maps)
-    if len(roles) != n_loops:
-        raise UnsupportedOp(f"{ROLES_ATTR} has {len(roles)} entries for {n_loops} loops", location=loc)
-    if not _roles_fit(roles, maps):
+    roles = _read_roles(op, loc) if tuned else analysis.roles
+    if len(roles) != len(analysis.roles):
+        raise UnsupportedOp(f"{ROLES_ATTR} has {len(roles)} entries for {len(analysis.roles)} loops", location=loc)
+    if roles != analysis.roles or [roles.count(r) for r in ("m", "n", "k")] != [1, 1, 1]:
         ctx.remark(loc, f"roles {list(roles)} do not fit the operand maps; using the generic path")
         return None
+    maps = tuple(tuple(map_dims(ir.AffineMapAttr(m).value)) for m in ir.ArrayAttr(op.attributes["indexing_maps"]))
     choice = Choice.from_attr(op.attributes[CHOICE_ATTR] if CHOICE_ATTR in op.attributes else None, loc)
     return Contraction(op, roles, maps, choice)
 

@@ -15,7 +15,7 @@ from mlir.dialects import gpu
 from mlir.dialects.transform import interpreter
 
 from prism.errors import PassFailed, TargetError, UnsupportedOp
-from prism.family import contraction_roles
+from prism.family import CHOICE_ATTR, contraction_roles
 from prism.passbase import Pass, PassContext
 
 # The PTX feature each chip needs: without it sm_90 makes the NVPTX backend
@@ -268,8 +268,8 @@ def _choice(op: ir.Operation, roles: list[str], sizes: list[int],
             in_types: list[ir.Type], where: str) -> Choice:
     """The tuned choice with defaults for missing keys (a divisor of the size)."""
     given: dict[str, int] = {}
-    if "prism.choice" in op.attributes:
-        for named in ir.DictAttr(op.attributes["prism.choice"]):
+    if CHOICE_ATTR in op.attributes:
+        for named in ir.DictAttr(op.attributes[CHOICE_ATTR]):
             if named.name not in _CHOICE_KEYS:
                 raise UnsupportedOp(f"prism-lower-gpu: unknown prism.choice key '{named.name}'",
                                     location=where)

@@ -25,7 +25,7 @@ def element_name(type_: ir.Type) -> str | None:
     return _ELEMENT_NAMES.get(str(element))
 
 
-def _map_dims(affine_map: ir.AffineMap) -> list[int] | None:
+def map_dims(affine_map: ir.AffineMap) -> list[int] | None:
     """Loop dimension read by each result of a projected-permutation map."""
     dims = []
     for expr in affine_map.results:
@@ -50,7 +50,7 @@ def analyze_contraction(op: ir.Operation) -> Contraction | None:
         return None
     dims = linalg.infer_contraction_dimensions(op)
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
-    operand_dims = [_map_dims(m) for m in maps]
+    operand_dims = [map_dims(m) for m in maps]
     if dims is None or any(d is None for d in operand_dims):
         return None
     n_loops = maps[0].n_dims
