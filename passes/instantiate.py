@@ -46,8 +46,7 @@ class InstantiatePass(Pass):
                     f"{self.NAME}: family '{family_name(family)}' has no choice; run prism-select first",
                     location=display_location(family.location))
             chosen[family_name(family)] = family
-        calls = [op.operation for op in iter_ops(module)
-                 if op.operation.name == "func.call" and _callee(op.operation) in chosen]
+        calls = [op for op in iter_ops(module) if op.name == "func.call" and _callee(op) in chosen]
         for call in calls:
             _inline(call, chosen[_callee(call)])
         for family in chosen.values():

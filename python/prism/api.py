@@ -43,7 +43,7 @@ class CompiledModule:
     def ptx_text(self) -> str:
         """All PTX modules as one text, each headed by a ``// ----- gpu.module`` comment."""
         if self.ptx is None:
-            raise TargetError(f"target '{self.target}' produces no PTX")
+            raise TargetError("no PTX was produced: compile with a GPU target and emit='ptx'")
         return ptx_text(self.ptx)
 
     def jit(self, name: str | None = None) -> Callable[..., Any]:
@@ -80,7 +80,7 @@ def _load(source: Source) -> ir.Module:
     return _parse_text(source, "<string>")
 
 
-def compile(source: Source, target: str = "host", emit: str = "mlir", pipeline: str | None = None,
+def compile(source: Source, target: str = "host", emit: str | None = None, pipeline: str | None = None,
             verbose: bool = False) -> CompiledModule:
     """Optimize ``source`` for ``target`` and return the results.
 
@@ -88,25 +88,28 @@ def compile(source: Source, target: str = "host", emit: str = "mlir", pipeline: 
         source: MLIR text, a path to a ``.mlir`` file, or an ``mlir.ir.Module``
             (copied, never modified).
         target: ``"h200"``, ``"h100"``, ``"a100"`` or ``"host"``.
-        emit: ``"mlir"`` or ``"report"`` stop after the search; ``"ptx"``
-            (GPU targets; the default for them) also lowers to PTX.
+        emit: ``"mlir"`` or ``"report"`` stop after the search (``.ptx`` is
+            None); ``"ptx"`` also lowers to PTX and needs a GPU target. The
+            default is ``"ptx"`` for GPU targets and ``"mlir"`` for the host,
+            whose code is built on demand by :meth:`CompiledModule.jit`.
         pipeline: a pass pipeline string; ``prism-optimize`` by default.
         verbose: print search progress on stderr.
 
     Raises:
         PrismError: a subclass naming what is wrong with the input or options.
     """
+    is_gpu = get_target(target).is_gpu
+    emit = emit or ("ptx" if is_gpu else "mlir")
     if emit not in ("mlir", "report", "ptx"):
         raise TargetError(f"emit must be 'mlir', 'report' or 'ptx', not '{emit}'")
-    is_gpu = get_target(target).is_gpu
     if emit == "ptx" and not is_gpu:
         raise TargetError(f"emit='ptx' needs a GPU target, not '{target}'")
     compilation = Compilation(_load(source), target)
     compilation.ctx.verbose = verbose
-    compilation.run(stages_for(pipeline if pipeline is not None else "prism-optimize", "report"))
+    compilation.run(stages_for(pipeline, "report"))
     optimized = str(compilation.module)
     ptx = None
-    if is_gpu and emit in ("ptx", "mlir"):
+    if emit == "ptx":
         compilation.lower()
         ptx = dict(compilation.ctx.artifacts["ptx"])
     return CompiledModule(mlir=optimized, target=target, report=compilation.ctx.report, ptx=ptx)

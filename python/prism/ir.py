@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from prism.dialects import load_prism_dialect
-from prism.errors import ParseError, PrismError, format_location
+from prism.errors import ParseError, PassFailed, PrismError, format_location
 
 _PARSER_BUFFER_NAME = "-"
 
@@ -99,20 +99,18 @@ def parse_chunk(chunk: SourceChunk, context: ir.Context) -> ir.Module:
         raise prism_error_from(error, ParseError, chunk.filename) from None
 
 
-def iter_ops(module: ir.Module) -> Iterator[ir.OpView]:
+def iter_ops(module: ir.Module) -> Iterator[ir.Operation]:
     """Every op nested in ``module``, in pre-order."""
     stack = [module.operation]
     while stack:
         op = stack.pop()
-        yield op.opview if hasattr(op, "opview") else op
-        children = [child for region in op.regions for block in region for child in block]
+        yield op
+        children = [child.operation for region in op.regions for block in region for child in block]
         stack.extend(reversed(children))
 
 
 def verify(module: ir.Module, after: str) -> None:
     """Verify ``module``; a failure is a pass bug, reported as such."""
-    from prism.errors import PassFailed
-
     try:
         module.operation.verify()
     except ir.MLIRError as error:
