@@ -9,6 +9,7 @@ exit with status 1; ``--debug`` adds the Python traceback.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import traceback
 from pathlib import Path
@@ -26,8 +27,12 @@ SPLIT_MARKER = "// -----\n"
 
 
 def _epilog() -> str:
-    lines = ["Prism passes:"]
-    lines += [f"  {name:<20} {cls.SUMMARY}" for name, cls in sorted(PASSES.items())]
+    lines = ["Prism passes (options in braces):"]
+    for name, cls in sorted(PASSES.items()):
+        options = " ".join(f"{f.name}=<{f.type}>" for f in dataclasses.fields(cls))
+        lines.append(f"  {name:<20} {cls.SUMMARY}")
+        if options:
+            lines.append(f"  {'':<20} {{{options}}}")
     lines += ["", "Named pipelines:"]
     lines += [f"  {name:<20} {summary}: {','.join(c.NAME for c in passes)}"
               for name, (summary, passes) in sorted(PIPELINES.items())]
