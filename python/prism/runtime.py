@@ -286,8 +286,7 @@ def _keep_large_blocks_in_heap() -> None:
     those blocks in the heap, warm, from one call to the next. Other C
     libraries have no mallopt and keep their defaults.
     """
-    libc_path = ctypes.util.find_library("c")
-    mallopt = getattr(ctypes.CDLL(libc_path), "mallopt", None) if libc_path else None
+    mallopt = getattr(_libc, "mallopt", None)
     if mallopt is not None:
         m_trim_threshold, m_mmap_threshold = -1, -3
         mallopt(m_mmap_threshold, 512 << 20)

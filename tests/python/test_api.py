@@ -115,3 +115,19 @@ def test_loading_the_dialect_twice_does_not_abort() -> None:
             "c = make_context()\nload_prism_dialect(c)\nload_prism_dialect(c)\nprint('alive')")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0 and "alive" in result.stdout
+
+
+def test_select_measures_the_best_predicted_points(rng: np.random.Generator) -> None:
+    pipeline = "prism-lift,prism-prune,prism-select{measure=2},prism-instantiate"
+    compiled = prism.compile(MIXED, target="host", pipeline=pipeline)
+    (family,) = compiled.report["families"]
+    assert [s["stage"] for s in family["funnel"]][-2:] == ["costed", "measured"]
+    assert family["funnel"][-1]["size"] == 2 and family["measured_seconds"] > 0
+    a, b = rng.standard_normal((33, 17), np.float32), rng.standard_normal((17, 9), np.float32)
+    img, filt = rng.standard_normal((1, 6, 7, 3), np.float32), rng.standard_normal((3, 3, 3, 5), np.float32)
+    np.testing.assert_allclose(compiled.jit()(img, filt, a, b)[1], a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_measuring_needs_the_host() -> None:
+    with pytest.raises(prism.TargetError, match="measure=2 runs candidates on this machine"):
+        prism.compile(EXAMPLES / "gemm.mlir", target="h200", pipeline="prism-lift,prism-prune,prism-select{measure=2}")

@@ -1,0 +1,61 @@
+"""Measure schedules of a family on the host: compile its payload with a choice and time it.
+
+Measurement is the last stage of the funnel (``prism-select{measure=K}``): it
+runs only on the few points the cost model ranks best. Inputs are random;
+every dynamic dimension takes the same size, ``assume``, which keeps the
+operands of a contraction consistent with each other.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+from mlir import ir
+
+from prism.family import CHOICE_ATTR, ROLES_ATTR, analyze_contraction, make_int_dict
+from prism.passbase import PassContext
+from prism.passes.lower_cpu import LowerCpuPass
+from prism.runtime import describe_signature, jit
+
+CANDIDATE = "prism_candidate"
+
+
+def _candidate_module(body: ir.Operation, choice: dict[str, int]) -> ir.Module:
+    """A module holding only ``body`` as public @prism_candidate, its contraction annotated with ``choice``."""
+    module = ir.Module.create()
+    clone = body.clone()
+    module.body.append(clone)
+    clone.attributes["sym_name"] = ir.StringAttr.get(CANDIDATE)
+    del clone.attributes["sym_visibility"]
+    block = clone.regions[0].blocks[0]
+    block.operations[0].erase()  # the prism.family header: the candidate is plain payload
+    for op in block.operations:
+        contraction = analyze_contraction(op.operation)
+        if contraction is not None:
+            op.attributes[ROLES_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(r) for r in contraction.roles])
+            op.attributes[CHOICE_ATTR] = make_int_dict(choice)
+    return module
+
+
+def _random_inputs(module: ir.Module, assume: int, rng: np.random.Generator) -> list[np.ndarray]:
+    signature = describe_signature(module, CANDIDATE)
+    return [rng.standard_normal([assume if d is None else d for d in spec.shape or ()]).astype(spec.dtype)
+            for spec in signature.inputs]
+
+
+def measure_seconds(body: ir.Operation, choice: dict[str, int], threads: int, assume: int = 1024,
+                    repeats: int = 3) -> float:
+    """Median seconds of the family payload ``body`` scheduled by ``choice``, after one warm-up call."""
+    module = _candidate_module(body, choice)
+    LowerCpuPass(threads=threads).run(module, PassContext())
+    run = jit(module, CANDIDATE)
+    inputs = _random_inputs(module, assume, np.random.default_rng(0))
+    run(*inputs)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run(*inputs)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
