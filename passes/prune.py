@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from mlir import ir
 
 from prism.errors import EmptySearchSpace
-from prism.family import body_func, families, family_domain, family_name, payload_contraction
+from prism.family import body_func, families, family_domain, family_name, make_int_dict, payload_contraction
 from prism.ir import display_location
 from prism.passbase import Pass, PassContext
-from prism.space import family_space, fix_shape, shape_exponents
+from prism.search import Stage, prune
+from prism.space import family_space
 from prism.targets import get_target
 
 
@@ -46,20 +47,16 @@ class PrunePass(Pass):
         for family in families(module):
             _, contraction = payload_contraction(body_func(family))
             space = family_space(contraction, target)
-            exponents = shape_exponents(contraction)
-            domain = family_domain(family, space).intersect(space.universe_set())
-            stats = {"space": fix_shape(space, domain, exponents).count_val().to_python()}
-            for group, _ in space.groups:
-                domain = domain.intersect(space.group_set(group)).coalesce()
-                stats[group] = fix_shape(space, domain, exponents).count_val().to_python()
-                if stats[group] == 0:
-                    raise EmptySearchSpace(
-                        f"{self.NAME}: constraint '{group}' on target '{target.name}' removed every "
-                        f"schedule of family '{family_name(family)}'; funnel: {stats}",
-                        location=display_location(family.location))
-            ctx.progress(f"{self.NAME}: {family_name(family)}: {stats}")
-            i64 = ir.IntegerType.get_signless(64)
-            with family.context:
-                family.attributes["domain"] = ir.StringAttr.get(str(domain))
-                family.attributes["stats"] = ir.DictAttr.get(
-                    {k: ir.IntegerAttr.get(i64, v) for k, v in stats.items()})
+            name = family_name(family)
+
+            def empty(group: str, funnel: list[Stage], name: str = name, family: ir.Operation = family) -> None:
+                sizes = {stage.name: stage.size for stage in funnel}
+                raise EmptySearchSpace(
+                    f"{self.NAME}: constraint '{group}' on target '{target.name}' removed every schedule of "
+                    f"family '{name}'; funnel: {sizes}", location=display_location(family.location))
+
+            domain, funnel = prune(space, contraction, family_domain(family, space), empty)
+            ctx.progress(f"{self.NAME}: {name}: " + ", ".join(f"{s.name} {s.size}" for s in funnel))
+            ctx.artifacts.setdefault("funnels", {})[name] = funnel
+            family.attributes["domain"] = ir.StringAttr.get(str(domain))
+            family.attributes["stats"] = make_int_dict({stage.name: stage.size for stage in funnel})

@@ -9,22 +9,23 @@ After::
     "prism.family"(...) {domain = "...", cost = "max(rounds * 2*TM*TN*K / ...)",
                          choice = {RM = 4 : i64, RN = 16 : i64, TK = 256 : i64, ...}, ...}
 
-Every point of the pruned domain (shape parameters fixed to the family's
-extents; a dynamic extent counts as ``assume`` elements) is costed; the
-cheapest wins, ties going to the lexicographically smallest point so the
-result is deterministic. With ``measure=K`` (host only) the K best-predicted
+The points of the pruned domain (shape parameters fixed to the family's
+extents; a dynamic extent counts as ``assume`` elements) are costed with
+branch and bound (see prism.search); the cheapest wins, ties going to the
+lexicographically smallest point so the choice is deterministic. With ``measure=K`` (host only) the K best-predicted
 points are compiled and timed on this machine and the fastest wins: the
 choice then depends on the measurement. The pick is recorded in the report.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from mlir import ir
 
-from prism.cost import cost_text, predicted_seconds
-from prism.errors import TargetError
+from prism.cost import cost_text
+from prism.errors import EmptySearchSpace, TargetError
 from prism.family import (
     body_func,
     families,
@@ -34,9 +35,11 @@ from prism.family import (
     make_int_dict,
     payload_contraction,
 )
+from prism.ir import display_location
 from prism.measure import measure_seconds
 from prism.passbase import Pass, PassContext
-from prism.space import Space, family_space, fix_shape, points, shape_exponents
+from prism.search import Selection, Stage, select
+from prism.space import Space, family_space
 from prism.targets import Target, get_target
 
 
@@ -59,41 +62,49 @@ class SelectPass(Pass):
         for family in families(module):
             _, contraction = payload_contraction(body_func(family))
             space = family_space(contraction, target)
-            domain = family_domain(family, space)
-            candidates = points(fix_shape(space, domain, shape_exponents(contraction, self.assume)))
-            scored = sorted((predicted_seconds(contraction, space.value_of(p), target, self.assume), p)
-                            for p in candidates)
-            best = scored[0][1]
-            measured = self._measure(family, space, scored, target, ctx)
-            if measured:
-                best = min(measured, key=measured.get)
-            predicted = {point: seconds for seconds, point in scored}
+            try:
+                selection = select(space, contraction, family_domain(family, space), target, self.assume,
+                                   keep=max(self.measure, 1))
+            except EmptySearchSpace as error:
+                raise EmptySearchSpace(f"{self.NAME}: family '{family_name(family)}': {error.message}",
+                                       location=display_location(family.location)) from None
+            began = time.perf_counter()
+            measured = self._measure(family, space, selection, target, ctx)
+            best = min(measured, key=measured.get) if measured else selection.best
             choice = space.value_of(best)
-            with family.context:
-                family.attributes["choice"] = make_int_dict(choice)
-                family.attributes["cost"] = ir.StringAttr.get(cost_text(target))
-            stats = int_dict(family.attributes["stats"])
-            stages = ["space", *(group for group, _ in space.groups)]
-            funnel = {stage: stats[stage] for stage in stages if stage in stats}
-            funnel["costed"] = len(scored)
+            family.attributes["choice"] = make_int_dict(choice)
+            family.attributes["cost"] = ir.StringAttr.get(cost_text(target))
+            funnel = [*_pruning_stages(family, space, ctx),
+                      Stage("bound", len(selection.ranked), selection.seconds),
+                      Stage("instantiated", max(len(measured), 1))]
             if measured:
-                funnel["measured"] = len(measured)
-            ctx.report.setdefault("families", []).append({
+                funnel.append(Stage("measured", len(measured), time.perf_counter() - began))
+            predicted = {point: seconds for seconds, point in selection.ranked}
+            ctx.report["families"].append({
                 "name": family_name(family),
                 "kind": ir.StringAttr(family.attributes["kind"]).value,
                 "symbols": space.symbols,
-                "funnel": [{"stage": stage, "size": size} for stage, size in funnel.items()],
+                "funnel": [{"stage": s.name, "size": s.size, "seconds": s.seconds} for s in funnel],
                 "choice": choice,
                 "predicted_seconds": predicted[best],
                 **({"measured_seconds": measured[best]} if measured else {}),
             })
             ctx.progress(f"{self.NAME}: {family_name(family)}: {choice} ({predicted[best]:.3e} s predicted)")
 
-    def _measure(self, family: ir.Operation, space: Space, scored: list[tuple[float, tuple[int, ...]]],
-                 target: Target, ctx: PassContext) -> dict[tuple[int, ...], float]:
+    def _measure(self, family: ir.Operation, space: Space, selection: Selection, target: Target,
+                 ctx: PassContext) -> dict[tuple[int, ...], float]:
         """Seconds measured for the ``measure`` best-predicted points (none when measure=0)."""
         measured = {}
-        for rank, (_, point) in enumerate(scored[:self.measure]):
+        for rank, (_, point) in enumerate(selection.ranked[:self.measure]):
             ctx.progress(f"{self.NAME}: {family_name(family)}: measuring {rank + 1}/{self.measure}")
             measured[point] = measure_seconds(body_func(family), space.value_of(point), target.cores, self.assume)
         return measured
+
+
+def _pruning_stages(family: ir.Operation, space: Space, ctx: PassContext) -> list[Stage]:
+    """The pruning funnel: timed if prism-prune ran in this pipeline, else read from ``stats``."""
+    timed = ctx.artifacts.get("funnels", {}).get(family_name(family))
+    if timed is not None:
+        return timed
+    stats = int_dict(family.attributes["stats"])
+    return [Stage(name, stats[name]) for name in ("space", *(g for g, _ in space.groups)) if name in stats]

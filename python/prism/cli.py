@@ -21,6 +21,7 @@ from prism.errors import PrismError
 from prism.ir import SourceChunk, make_context, parse_chunk, split_input
 from prism.passes import PASSES, PIPELINES
 from prism.pipeline import Stage
+from prism.summary import funnel_table
 from prism.targets import TARGET_NAMES
 
 SPLIT_MARKER = "// -----\n"
@@ -56,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--target", default="host", choices=TARGET_NAMES,
                         help="machine to optimize for (default: host)")
     parser.add_argument("--emit", default="mlir", choices=EMIT_KINDS, help="what to write (default: mlir)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="print search progress on stderr")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print search progress and each family's funnel table on stderr")
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks on errors")
     return parser
 
@@ -101,7 +103,10 @@ def _compile_chunk(chunk: SourceChunk, context: ir.Context, stages: list[Stage],
     compilation.ctx.verbose = args.verbose
     try:
         compilation.run(stages)
-        return compilation.emit(args.emit)
+        output = compilation.emit(args.emit)
+        if args.verbose:
+            print("\n".join(funnel_table(compilation.ctx.report)), file=sys.stderr)
+        return output
     finally:
         for location, message in compilation.ctx.remarks:
             print(f"{_rename_buffer(location, chunk.filename)}: remark: {message}", file=sys.stderr)

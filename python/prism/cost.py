@@ -95,10 +95,44 @@ def cpu_seconds(op: Contraction, choice: dict[str, int], target: HostTarget, ass
     block_cycles = micro_tiles * math.ceil(s["k"] / tk) * _micro_kernel_cycles(rm, rn, tk, lanes)
     cycle_seconds = FMA_PIPES * 2 * lanes / (target.flops[op.input_type] / target.cores)
     compute = rounds * (block_cycles * cycle_seconds + BLOCK_OVERHEAD_SECONDS)
-    footprint = sum(b * s["k"] * e for b, e in ((s["m"], op.elem_bytes[0]), (s["n"], op.elem_bytes[1])))
+    return max(compute, _memory_seconds(op, tm, tn, s, target))
+
+
+def _memory_seconds(op: Contraction, tm: int, tn: int, s: dict[str, int], target: HostTarget) -> float:
+    """Operand streaming from L3 when both inputs fit it, else from DRAM."""
+    footprint = s["batch"] * s["k"] * (s["m"] * op.elem_bytes[0] + s["n"] * op.elem_bytes[1])
     bandwidth = target.cache_bytes_per_s if footprint <= target.l3_bytes else target.dram_bytes_per_s
-    memory = _traffic_bytes(op, tm, tn, s) / bandwidth
-    return max(compute, memory)
+    return _traffic_bytes(op, tm, tn, s) / bandwidth
+
+
+# The knobs each target's lower bound reads: select groups points by them.
+BOUND_KNOBS = {"gpu": ("BM", "BN", "MMA"), "host": ("TM", "TN")}
+
+
+def lower_bound_seconds(op: Contraction, partial: dict[str, int], target: GpuTarget | HostTarget,
+                        assume: int = 1024) -> float:
+    """A lower bound on :func:`predicted_seconds` over every choice that agrees with ``partial``.
+
+    ``partial`` holds the BOUND_KNOBS of the target. The traffic term only
+    depends on those knobs and is exact; the compute term is replaced by the
+    unpadded work of the output tiles at the unit's peak, which no choice of
+    the other knobs can beat.
+    """
+    s = _sizes(op, assume)
+    if isinstance(target, GpuTarget):
+        bm, bn = partial["BM"], partial["BN"]
+        rate = target.flops[op.input_type] if partial.get("MMA") else target.flops["f32"]
+        blocks = s["batch"] * math.ceil(s["m"] / bm) * math.ceil(s["n"] / bn)
+        compute = blocks * 2 * bm * bn * s["k"] / rate
+        memory = _traffic_bytes(op, bm, bn, s) / target.dram_bytes_per_s
+        return max(compute, memory) + GPU_LAUNCH_SECONDS
+    tm, tn = partial["TM"], partial["TN"]
+    lanes = target.vector_bits // (8 * op.acc_bytes)
+    blocks = s["batch"] * math.ceil(s["m"] / tm) * math.ceil(s["n"] / tn)
+    cycle_seconds = FMA_PIPES * 2 * lanes / (target.flops[op.input_type] / target.cores)
+    block_cycles = tm * tn * s["k"] / (lanes * FMA_PIPES)
+    compute = math.ceil(blocks / target.cores) * (block_cycles * cycle_seconds + BLOCK_OVERHEAD_SECONDS)
+    return max(compute, _memory_seconds(op, tm, tn, s, target))
 
 
 def predicted_seconds(op: Contraction, choice: dict[str, int], target: GpuTarget | HostTarget,

@@ -32,7 +32,7 @@ ROLES = ("batch", "m", "n", "k")
 SHAPE_PARAMS = {"batch": "LB", "m": "LM", "n": "LN", "k": "LK"}
 # The 2-adic valuation of each extent (log2 of the largest power of two that
 # divides it): a power-of-two tile divides the extent iff its exponent is at
-# most this. A dynamic extent gets 0 (only tile 1 divides every size).
+# most this.
 DIVISOR_PARAMS = {"m": "DM", "n": "DN", "k": "DK"}
 # The GPU lowering allocates shared memory statically, which CUDA caps at 48 KiB.
 GPU_STATIC_SMEM_BYTES = 48 * 1024
@@ -224,13 +224,14 @@ def _two_adic(value: int) -> int:
 
 
 def shape_exponents(op: Contraction, assumed: int = 1024) -> dict[str, int]:
-    """Values of the shape parameters; a dynamic extent counts as ``assumed`` for size, 1 for divisors."""
+    """Values of the shape parameters at the family's shape; a dynamic extent counts as ``assumed``."""
     values = {}
     for role, param in SHAPE_PARAMS.items():
         extent = op.extent(role) if role in op.roles else 1
-        values[param] = math.ceil(math.log2(max(1, assumed if extent is None else extent)))
+        extent = assumed if extent is None else extent
+        values[param] = math.ceil(math.log2(max(1, extent)))
         if role in DIVISOR_PARAMS:
-            values[DIVISOR_PARAMS[role]] = 0 if extent is None else _two_adic(extent)
+            values[DIVISOR_PARAMS[role]] = _two_adic(extent)
     return values
 
 

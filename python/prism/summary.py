@@ -10,6 +10,17 @@ import sys
 from pathlib import Path
 
 
+def funnel_table(report: dict) -> list[str]:
+    """The funnel of each family as an aligned table: stage, points left, seconds."""
+    lines = []
+    for family in report.get("families", []):
+        lines.append(f"{family['name']} ({family['kind']}): {len(family['funnel'])} stages")
+        for stage in family["funnel"]:
+            seconds = "-" if stage["seconds"] is None else f"{stage['seconds'] * 1e3:.2f} ms"
+            lines.append(f"  {stage['stage']:<14} {stage['size']:>8}  {seconds:>10}")
+    return lines
+
+
 def summarize(report: dict) -> list[str]:
     """Lines describing each family: its funnel and its choice."""
     lines = []

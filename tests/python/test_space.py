@@ -5,6 +5,7 @@ from __future__ import annotations
 import islpy as isl
 import pytest
 
+from prism.search import prune, select
 from prism.space import Contraction, family_space, fix_shape, points, pow2_sum_le, shape_exponents
 from prism.targets import get_target
 
@@ -29,10 +30,6 @@ def test_every_group_keeps_points_and_an_impossible_one_empties(target: str, op:
     exponents = shape_exponents(op)
     for group, _ in space.groups:
         domain = domain.intersect(space.group_set(group))
-        if group == "divisibility" and op is GEMM_DYNAMIC_M:
-            # GPU kernels have no remainder handling, so an unknown M admits no tile.
-            assert fix_shape(space, domain, exponents).is_empty()
-            return
         assert not fix_shape(space, domain, exponents).is_empty(), group
     first = space.variables[0]
     impossible = isl.Set(space.wrap(f"{first} >= 60"))
@@ -64,3 +61,21 @@ def test_dynamic_m_domain_is_shared_by_every_m() -> None:
     large = fix_shape(space, domain, {**shape_exponents(GEMM_DYNAMIC_M), "LM": 13})
     assert not small.is_empty() and not large.is_empty()
     assert small.count_val().to_python() < large.count_val().to_python()
+
+
+@pytest.mark.parametrize("target", ["h200", "host"])
+def test_dynamic_m_is_pruned_once_and_instantiated_per_m(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One pruning for 1 <= M <= 8192; each new M only fixes parameters and selects (no constraint is re-applied)."""
+    op = Contraction(roles=("m", "n", "k"), operand_dims=((0, 2), (2, 1)), extents=(None, 4096, 4096),
+                     elem_bytes=(2, 2), acc_bytes=4, input_type="f16")
+    space = family_space(op, get_target(target))
+    domain, _ = prune(space, op, space.universe_set(), on_empty=None)
+    constraint_builds = []
+    monkeypatch.setattr(type(space), "group_set", lambda self, name: constraint_builds.append(name))
+    chosen = {}
+    for m in (16, 64, 1024, 4096, 8192):
+        chosen[m] = space.value_of(select(space, op, domain, get_target(target), assume=m).best)
+    assert constraint_builds == []
+    assert len({tuple(c.values()) for c in chosen.values()}) > 1, "the choice should follow M"
+    if target == "h200":
+        assert all(m % c["BM"] == 0 for m, c in chosen.items())

@@ -3,15 +3,19 @@
 // RUN: prism-opt %s --target=host --emit=llvm | filecheck %s --check-prefix=LLVM
 // RUN: cat %s | prism-opt - --target=host -p prism-optimize | filecheck %s --check-prefix=STDIN
 
-// --emit=report: one entry per family with its funnel, in pruning order, and its choice.
+// --emit=report: one entry per family with its funnel (sizes and seconds, in
+// pruning order) and its choice.
 // REPORT:      "families": [
 // REPORT:          "choice": {
 // REPORT:          "funnel": [
 // REPORT-NEXT:       {
+// REPORT-NEXT:         "seconds": {{.*}},
 // REPORT-NEXT:         "size": [[#]],
 // REPORT-NEXT:         "stage": "space"
 // REPORT:              "stage": "threads"
-// REPORT:              "stage": "costed"
+// REPORT:              "stage": "bound"
+// REPORT:              "size": 1,
+// REPORT-NEXT:         "stage": "instantiated"
 // REPORT:          "kind": "gemm",
 // REPORT-NEXT:     "name": "gemm_family0",
 // REPORT-NEXT:     "predicted_seconds":
