@@ -1,10 +1,12 @@
 """Roofline cost of one schedule of a contraction family.
 
-The cost is the larger of compute time and memory time, where
+The cost is the larger of compute time and memory time (plus a tenth of the
+smaller: overlap is imperfect), where
 - compute counts the padded work of every tile (remainders cost a full tile)
   at the unit's rate, in waves over the GPU's SMs or the host's cores;
 - traffic counts each input re-read once per tile of the other output
-  dimension (A once per N tile, B once per M tile) plus the output once.
+  dimension (A once per N tile, B once per M tile) plus the output once; on
+  the host, packing reads and writes both inputs once more.
 
 The same formula is written as text into the family's ``cost`` attribute so
 that the IR carries its own contract.
@@ -26,6 +28,15 @@ CPU_COST_TEXT = ("max(rounds * (ceil(TM/RM)*ceil(TN/RN)*ceil(K/TK) * kernel_cycl
 
 # Launch and tail overhead of one kernel, so that tiny problems prefer fewer blocks.
 GPU_LAUNCH_SECONDS = 3e-6
+# Compute and traffic never overlap perfectly. Charging a tenth of the smaller
+# term also keeps the ranking informative when one term dominates every point:
+# with a pure max, all memory-bound schedules tie and the tie-break, not the
+# model, would pick among them.
+OVERLAP_PENALTY = 0.1
+
+
+def _roofline(compute: float, memory: float) -> float:
+    return max(compute, memory) + OVERLAP_PENALTY * min(compute, memory)
 
 
 def _extent(op: Contraction, role: str, assumed: int) -> int:
@@ -59,7 +70,7 @@ def gpu_seconds(op: Contraction, choice: dict[str, int], target: GpuTarget, assu
     block_flops = 2 * bm * bn * math.ceil(s["k"] / bk) * bk
     compute = waves * min(blocks, blocks_per_sm) * block_flops / (rate / target.sm_count)
     memory = _traffic_bytes(op, bm, bn, s) / target.dram_bytes_per_s
-    return max(compute, memory) + GPU_LAUNCH_SECONDS
+    return _roofline(compute, memory) + GPU_LAUNCH_SECONDS
 
 
 # Zen 4 class cores: two FMA pipes with a 4-cycle latency, so 8 independent
@@ -95,14 +106,17 @@ def cpu_seconds(op: Contraction, choice: dict[str, int], target: HostTarget, ass
     block_cycles = micro_tiles * math.ceil(s["k"] / tk) * _micro_kernel_cycles(rm, rn, tk, lanes)
     cycle_seconds = FMA_PIPES * 2 * lanes / (target.flops[op.input_type] / target.cores)
     compute = rounds * (block_cycles * cycle_seconds + BLOCK_OVERHEAD_SECONDS)
-    return max(compute, _memory_seconds(op, tm, tn, s, target))
+    return _roofline(compute, _memory_seconds(op, tm, tn, s, target))
 
 
 def _memory_seconds(op: Contraction, tm: int, tn: int, s: dict[str, int], target: HostTarget) -> float:
-    """Operand streaming from L3 when both inputs fit it, else from DRAM."""
-    footprint = s["batch"] * s["k"] * (s["m"] * op.elem_bytes[0] + s["n"] * op.elem_bytes[1])
-    bandwidth = target.cache_bytes_per_s if footprint <= target.l3_bytes else target.dram_bytes_per_s
-    return _traffic_bytes(op, tm, tn, s) / bandwidth
+    """Packing both inputs (read and write once each), then streaming the packed tiles.
+
+    Traffic comes from L3 when both inputs fit it, else from DRAM.
+    """
+    inputs = s["batch"] * s["k"] * (s["m"] * op.elem_bytes[0] + s["n"] * op.elem_bytes[1])
+    bandwidth = target.cache_bytes_per_s if inputs <= target.l3_bytes else target.dram_bytes_per_s
+    return (2 * inputs + _traffic_bytes(op, tm, tn, s)) / bandwidth
 
 
 # The knobs each target's lower bound reads: select groups points by them.
@@ -125,14 +139,14 @@ def lower_bound_seconds(op: Contraction, partial: dict[str, int], target: GpuTar
         blocks = s["batch"] * math.ceil(s["m"] / bm) * math.ceil(s["n"] / bn)
         compute = blocks * 2 * bm * bn * s["k"] / rate
         memory = _traffic_bytes(op, bm, bn, s) / target.dram_bytes_per_s
-        return max(compute, memory) + GPU_LAUNCH_SECONDS
+        return _roofline(compute, memory) + GPU_LAUNCH_SECONDS
     tm, tn = partial["TM"], partial["TN"]
     lanes = target.vector_bits // (8 * op.acc_bytes)
     blocks = s["batch"] * math.ceil(s["m"] / tm) * math.ceil(s["n"] / tn)
     cycle_seconds = FMA_PIPES * 2 * lanes / (target.flops[op.input_type] / target.cores)
     block_cycles = tm * tn * s["k"] / (lanes * FMA_PIPES)
     compute = math.ceil(blocks / target.cores) * (block_cycles * cycle_seconds + BLOCK_OVERHEAD_SECONDS)
-    return max(compute, _memory_seconds(op, tm, tn, s, target))
+    return _roofline(compute, _memory_seconds(op, tm, tn, s, target))
 
 
 def predicted_seconds(op: Contraction, choice: dict[str, int], target: GpuTarget | HostTarget,
