@@ -98,8 +98,10 @@ class LowerGpuPass(Pass):
     A and B tiles into shared memory with vector copies, and a grid of
     (BM/WM) x (BN/WN) warps. With MMA=1 each warp computes its
     WM x WN tile with ldmatrix + mma.sync.m16n8k16; with MMA=0 each thread
-    computes a (WM/4) x (WN/8) tile with FMAs. A fill of the result is fused
-    into the kernel; other parallel ops get one kernel each.
+    computes a (WM/4) x (WN/8) tile with FMAs. Those C tiles stay in
+    registers across the K loop and are stored once, after it; a fill of the
+    result is fused into the kernel as their initial value. Other parallel
+    ops get one kernel each.
 
     Before::
 
@@ -146,6 +148,7 @@ class LowerGpuPass(Pass):
                       "function-boundary-type-conversion=identity-layout-map},"
                       "canonicalize,cse,canonicalize)", "bufferization")
         _apply_schedule(module, _memref_schedule(contractions, parallels), "GPU mapping")
+        _apply_schedule(module, _HOIST_ACCUMULATORS, "accumulator hoisting")
         _run_pipeline(module, "builtin.module(canonicalize,cse,convert-linalg-to-loops,"
                       "gpu-launch-sink-index-computations,gpu-kernel-outlining,symbol-dce)",
                       "kernel outlining")
@@ -436,20 +439,20 @@ def _distribute(name: str, target: str, shape: list[int], threads: int, elem_byt
 
 def _contraction_memref(c: _Contraction) -> list[str]:
     t, ch = c.tag, c.choice
+    inner, kind = _inner_tile(c)
     body = [_match(f"op{t}", _TAG, t)]
     if c.fill_tag is not None:
-        body += [_match(f"fill{t}", _FILL_TAG, t)]
-        body += _distribute(f"fillt{t}", f"fill{t}", _operand_tile(c, 2), ch.threads, 4)
+        # The fill gets the contraction's own warp/thread tiling so that each
+        # thread writes exactly the accumulator fragments it later reads: the
+        # zeros can then be forwarded into registers (see _HOIST_ACCUMULATORS).
+        out = [inner[c.roles[ir.AffineDimExpr(e).position]] for e in _maps(c.op)[2].results]
+        body += [_match(f"fill{t}", _FILL_TAG, t),
+                 _tile_forall(f"fillt{t}", f"fill{t}", "tile_sizes", out, kind),
+                 f"transform.structured.vectorize %fillt{t} : {_ANY}"]
     body += [f"%prom{t} = transform.structured.promote %op{t} {{operands_to_promote = [0, 1], "
              f"use_alloca, memory_space = #gpu.address_space<workgroup>}} : ({_ANY}) -> {_ANY}",
              f"%blk{t} = transform.get_parent_op %prom{t} {{op_name = \"scf.forall\"}} "
              f": ({_ANY}) -> {_ANY}"]
-    if ch.MMA:
-        inner = {"batch": 0, "m": ch.WM, "n": ch.WN, "k": 0}
-        kind = "warp"
-    else:
-        inner = {"batch": 0, "m": ch.WM // _LANES_M, "n": ch.WN // _LANES_N, "k": 0}
-        kind = "thread"
     body += [_tile_forall(f"inner{t}", f"prom{t}", "tile_sizes", [inner[r] for r in c.roles], kind),
              f"transform.structured.vectorize %inner{t} {{create_named_contraction}} : {_ANY}",
              f"%copies{t} = transform.structured.match ops{{[\"linalg.copy\"]}} in %blk{t} "
@@ -461,6 +464,14 @@ def _contraction_memref(c: _Contraction) -> list[str]:
     body += [f"transform.apply_patterns to %blk{t} {{ {patterns} }} : {_ANY}"]
     body += _launch(t, ch.threads)
     return body
+
+
+def _inner_tile(c: _Contraction) -> tuple[dict[str, int], str]:
+    """Per-role tile of one warp (MMA) or one thread (SIMT), and the mapping kind."""
+    ch = c.choice
+    if ch.MMA:
+        return {"batch": 0, "m": ch.WM, "n": ch.WN, "k": 0}, "warp"
+    return {"batch": 0, "m": ch.WM // _LANES_M, "n": ch.WN // _LANES_N, "k": 0}, "thread"
 
 
 def _launch(tag: int, threads: int) -> list[str]:
@@ -482,12 +493,15 @@ def _parallel_memref(p: _Parallel) -> list[str]:
 
 # The warp tile becomes one vector.contract; splitting it into 16x8x16 pieces
 # with the f16->f32 extension folded in lets convert-vector-to-gpu emit
-# ldmatrix + mma.sync. Batch kernels carry a leading unit dimension to drop.
+# ldmatrix + mma.sync. Batch kernels carry a leading unit dimension to drop,
+# in both paths: the accumulator hoisted out of the K loop must be 2-D, since
+# the vector lowering below never finishes on a loop-carried 1xMxN vector.
 _MMA_PATTERNS = ("transform.apply_patterns.vector.cast_away_vector_leading_one_dim "
                  "transform.apply_patterns.vector.fold_arith_extension "
                  "transform.apply_patterns.gpu.unroll_vectors_subgroup_mma [16, 8, 16] "
                  "transform.apply_patterns.canonicalization")
-_SIMT_PATTERNS = ("transform.apply_patterns.vector.lower_contraction "
+_SIMT_PATTERNS = ("transform.apply_patterns.vector.cast_away_vector_leading_one_dim "
+                  "transform.apply_patterns.vector.lower_contraction "
                   "lowering_strategy = \"outerproduct\" "
                   "transform.apply_patterns.vector.lower_outerproduct "
                   "transform.apply_patterns.canonicalization")
@@ -507,6 +521,20 @@ _VECTOR_LOWERING = _sequence([
     "transform.apply_patterns.vector.lower_broadcast "
     "transform.apply_patterns.vector.lower_shape_cast "
     "transform.apply_patterns.canonicalization } : " + _ANY])
+# Keep each accumulator in registers across the K loop. Hoisting needs the C
+# reads and writes on the buffer itself with identical index values, hence
+# folding the subviews away and CSE first; it then turns each read/write pair
+# into a loop-carried vector. Store-to-load forwarding replaces the reads now
+# in front of the loop with the fill's zeros and drops the dead fill stores,
+# so C is written once, after the loop.
+_HOIST_ACCUMULATORS = _sequence([
+    f"%funcs = transform.structured.match ops{{[\"func.func\"]}} in %root : ({_ANY}) -> {_ANY}",
+    "transform.apply_patterns to %funcs { transform.apply_patterns.memref.fold_memref_alias_ops "
+    "transform.apply_patterns.canonicalization } : " + _ANY,
+    f"transform.apply_cse to %funcs : {_ANY}",
+    f"%folded = transform.structured.match ops{{[\"func.func\"]}} in %root : ({_ANY}) -> {_ANY}",
+    f"%hoisted = transform.structured.hoist_redundant_vector_transfers %folded : ({_ANY}) -> {_ANY}",
+    f"transform.memref.erase_dead_alloc_and_stores %hoisted : ({_ANY}) -> ()"])
 # Shared-memory allocas become globals of the kernel's gpu.module.
 _SHARED_TO_GLOBAL = _sequence([
     f"%allocas = transform.structured.match ops{{[\"memref.alloca\"]}} in %root "
