@@ -71,8 +71,7 @@ class SelectPass(Pass):
             began = time.perf_counter()
             measured = self._measure(family, space, selection, target, ctx)
             best = min(measured, key=measured.get) if measured else selection.best
-            choice = space.value_of(best)
-            family.attributes["choice"] = make_int_dict(choice)
+            family.attributes["choice"] = make_int_dict(space.value_of(best))
             family.attributes["cost"] = ir.StringAttr.get(cost_text(target))
             funnel = [*_pruning_stages(family, space, ctx),
                       Stage("bound", len(selection.ranked), selection.seconds),
@@ -80,16 +79,10 @@ class SelectPass(Pass):
             if measured:
                 funnel.append(Stage("measured", len(measured), time.perf_counter() - began))
             predicted = {point: seconds for seconds, point in selection.ranked}
-            ctx.report["families"].append({
-                "name": family_name(family),
-                "kind": ir.StringAttr(family.attributes["kind"]).value,
-                "symbols": space.symbols,
-                "funnel": [{"stage": s.name, "size": s.size, "seconds": s.seconds} for s in funnel],
-                "choice": choice,
-                "predicted_seconds": predicted[best],
-                **({"measured_seconds": measured[best]} if measured else {}),
-            })
-            ctx.progress(f"{self.NAME}: {family_name(family)}: {choice} ({predicted[best]:.3e} s predicted)")
+            entry = _report_entry(family, space, funnel, best, predicted, measured)
+            ctx.report["families"].append(entry)
+            ctx.progress(f"{self.NAME}: {entry['name']}: {entry['choice']} "
+                         f"({entry['predicted_seconds']:.3e} s predicted)")
 
     def _measure(self, family: ir.Operation, space: Space, selection: Selection, target: Target,
                  ctx: PassContext) -> dict[tuple[int, ...], float]:
@@ -99,6 +92,20 @@ class SelectPass(Pass):
             ctx.progress(f"{self.NAME}: {family_name(family)}: measuring {rank + 1}/{self.measure}")
             measured[point] = measure_seconds(body_func(family), space.value_of(point), target.cores, self.assume)
         return measured
+
+
+def _report_entry(family: ir.Operation, space: Space, funnel: list[Stage], best: tuple[int, ...],
+                  predicted: dict[tuple[int, ...], float], measured: dict[tuple[int, ...], float]) -> dict:
+    """The family's entry in the ``--emit=report`` JSON."""
+    return {
+        "name": family_name(family),
+        "kind": ir.StringAttr(family.attributes["kind"]).value,
+        "symbols": space.symbols,
+        "funnel": [{"stage": s.name, "size": s.size, "seconds": s.seconds} for s in funnel],
+        "choice": space.value_of(best),
+        "predicted_seconds": predicted[best],
+        **({"measured_seconds": measured[best]} if measured else {}),
+    }
 
 
 def _pruning_stages(family: ir.Operation, space: Space, ctx: PassContext) -> list[Stage]:
