@@ -2,14 +2,14 @@
 
 GPU figures come from the vendors' datasheets and CUDA programming guide
 (compute-capability tables), except where a line says "measured": those were
-read on an H200 lent for measurement (PyTorch device properties, a
-device-to-device copy, an 8192^3 bf16 matmul). Effective bandwidths carry a
+read on an H200 SXM in October and November 2026 (PyTorch device
+properties, a device-to-device copy, an 8192^3 bf16 matmul). Effective bandwidths carry a
 safety margin because a roofline that assumes peak bandwidth prunes too much.
 
 The ``host`` target is read from the machine Prism runs on (``/proc/cpuinfo``
 and sysfs cache descriptions); its FMA rate and bandwidth are configured
-defaults for the Zen 4 class of machine the project is developed on, measured
-as noted in DESIGN.md, and can be overridden with environment variables
+defaults for the Zen 4 class of machine the project is developed on (an FMA
+ceiling of 230 GFLOP/s f32 measured on 2 cores), and can be overridden with environment variables
 ``PRISM_HOST_GFLOPS`` and ``PRISM_HOST_GBPS``.
 """
 
