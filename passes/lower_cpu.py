@@ -49,6 +49,7 @@ from prism.family import CHOICE_ATTR, ROLES_ATTR, analyze_contraction, map_dims
 from prism.passbase import Pass, PassContext
 
 SIGNATURE_ATTR = "prism.signature"
+_WRITABLE_ATTR = "bufferization.writable"
 _ID_ATTR = "prism.lower_id"
 _ROLES = ("batch", "m", "n", "k")
 _CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul", "linalg.generic")
@@ -469,10 +470,25 @@ def _functions(module: ir.Module) -> list[ir.Operation]:
 
 
 def _record_signatures(module: ir.Module) -> None:
-    """Keep each defined function's tensor-level type and ask for its C interface."""
+    """Keep each defined function's tensor-level type, ask for its C interface, and make its tensors read-only.
+
+    Tensors are values, so a function never changes its arguments; marking
+    them non-writable makes bufferization copy before any in-place update
+    instead of writing into the caller's buffer (which the runtime passes
+    without a copy).
+    """
     for func in _functions(module):
         func.attributes[SIGNATURE_ATTR] = func.attributes["function_type"]
         func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+        inputs = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value).inputs
+        old = list(ir.ArrayAttr(func.attributes["arg_attrs"])) if "arg_attrs" in func.attributes else []
+        attrs = []
+        for index, type_ in enumerate(inputs):
+            entries = {n.name: n.attr for n in ir.DictAttr(old[index])} if index < len(old) else {}
+            if isinstance(type_, ir.RankedTensorType):
+                entries[_WRITABLE_ATTR] = ir.BoolAttr.get(False)
+            attrs.append(ir.DictAttr.get(entries))
+        func.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
 
 
 def _collect(module: ir.Module, ctx: PassContext) -> list[Contraction]:

@@ -286,6 +286,31 @@ func.func @two(%a: tensor<?x32xf32>, %b: tensor<32x48xf32>) -> (tensor<?x48xf32>
     np.testing.assert_array_equal(doubled, a + a)
 
 
+def test_arguments_are_never_written(rng: np.random.Generator) -> None:
+    """A matmul accumulating into an argument leaves the caller's array as it was (inputs are passed in place)."""
+    f = compile_text(f"""
+func.func @acc(%a: tensor<9x16xf32>, %b: tensor<16x40xf32>, %c: tensor<9x40xf32>) -> tensor<9x40xf32> {{
+  %r = linalg.matmul {TUNED} ins(%a, %b : tensor<9x16xf32>, tensor<16x40xf32>)
+         outs(%c : tensor<9x40xf32>) -> tensor<9x40xf32>
+  return %r : tensor<9x40xf32>
+}}""")
+    a, b, c = (rng.random(shape, dtype=np.float32) for shape in ((9, 16), (16, 40), (9, 40)))
+    saved = [x.copy() for x in (a, b, c)]
+    check(f(a, b, c), c.astype(np.float64) + a.astype(np.float64) @ b, np.float32, 16)
+    for x, before in zip((a, b, c), saved, strict=True):
+        np.testing.assert_array_equal(x, before)
+
+
+def test_strided_and_unaligned_inputs(rng: np.random.Generator) -> None:
+    """Transposed views are copied to contiguous arrays; misaligned contiguous ones are read in place."""
+    f = compile_text(matmul_text(33, 40, 17, TUNED))
+    a = rng.random((17, 33), dtype=np.float32).T
+    raw = rng.random(17 * 40 + 1, dtype=np.float32)
+    b = raw[1:].reshape(17, 40)  # 4 bytes past an allocation: never 64-byte aligned
+    assert not a.flags.c_contiguous and b.ctypes.data % 64
+    check(f(a, b), a.astype(np.float64) @ b, np.float32, 17)
+
+
 def test_signature_survives_lowering() -> None:
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(DYNAMIC_M)
