@@ -38,7 +38,7 @@ from prism.family import (
 from prism.ir import display_location
 from prism.measure import measure_seconds
 from prism.passbase import Pass, PassContext
-from prism.search import Selection, Stage, select
+from prism.search import Selection, Stage, candidates_at, select
 from prism.space import Space, family_space
 from prism.targets import Target, get_target
 
@@ -62,19 +62,21 @@ class SelectPass(Pass):
         for family in families(module):
             _, contraction = payload_contraction(body_func(family))
             space = family_space(contraction, target)
+            began = time.perf_counter()
             try:
-                selection = select(space, contraction, family_domain(family, space), target, self.assume,
-                                   keep=max(self.measure, 1))
+                candidates = candidates_at(space, contraction, family_domain(family, space), self.assume)
+                selection = select(space, contraction, candidates, target, self.assume, keep=max(self.measure, 1))
             except EmptySearchSpace as error:
                 raise EmptySearchSpace(f"{self.NAME}: family '{family_name(family)}': {error.message}",
                                        location=display_location(family.location)) from None
+            searched = time.perf_counter() - began
             began = time.perf_counter()
             measured = self._measure(family, space, selection, target, ctx)
             best = min(measured, key=measured.get) if measured else selection.best
             family.attributes["choice"] = make_int_dict(space.value_of(best))
             family.attributes["cost"] = ir.StringAttr.get(cost_text(target))
             funnel = [*_pruning_stages(family, space, ctx),
-                      Stage("bound", len(selection.ranked), selection.seconds),
+                      Stage("bound", len(selection.points), searched),
                       Stage("instantiated", max(len(measured), 1))]
             if measured:
                 funnel.append(Stage("measured", len(measured), time.perf_counter() - began))

@@ -10,14 +10,24 @@ smaller: overlap is imperfect), where
 
 The same formula is written as text into the family's ``cost`` attribute so
 that the IR carries its own contract.
+
+Every function is written once for both scalars and numpy arrays: a choice
+maps each symbol to an int or to an integer array (one entry per point), and
+the cost comes back with the same shape. Selection costs a whole candidate
+set in one call that way, in microseconds per family.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping
+
+import numpy as np
 
 from prism.space import Contraction
 from prism.targets import GpuTarget, HostTarget
+
+Knob = int | np.ndarray
+Choice = Mapping[str, Knob]
 
 GPU_COST_TEXT = ("max(waves * blocks_per_sm * 2*BM*BN*ceil(K/BK)*BK / (rate/SMs), "
                  "(bytesA*ceil(N/BN) + bytesB*ceil(M/BM) + bytesC) / bandwidth); "
@@ -35,8 +45,13 @@ GPU_LAUNCH_SECONDS = 3e-6
 OVERLAP_PENALTY = 0.1
 
 
-def _roofline(compute: float, memory: float) -> float:
-    return max(compute, memory) + OVERLAP_PENALTY * min(compute, memory)
+def _roofline(compute: Knob, memory: Knob) -> np.ndarray:
+    return np.maximum(compute, memory) + OVERLAP_PENALTY * np.minimum(compute, memory)
+
+
+def _ceil_div(a: Knob, b: Knob) -> Knob:
+    """ceil(a / b) for non-negative integers, elementwise on arrays."""
+    return -(-a // b)
 
 
 def _extent(op: Contraction, role: str, assumed: int) -> int:
@@ -44,31 +59,37 @@ def _extent(op: Contraction, role: str, assumed: int) -> int:
     return assumed if value is None else value
 
 
-def _traffic_bytes(op: Contraction, tile_m: int, tile_n: int, sizes: dict[str, int]) -> float:
+def _traffic_bytes(op: Contraction, tile_m: Knob, tile_n: Knob, sizes: dict[str, int]) -> Knob:
     b, m, n, k = sizes["batch"], sizes["m"], sizes["n"], sizes["k"]
     a_bytes = b * m * k * op.elem_bytes[0]
     b_bytes = b * k * n * op.elem_bytes[1]
     c_bytes = b * m * n * op.acc_bytes
-    return a_bytes * math.ceil(n / tile_n) + b_bytes * math.ceil(m / tile_m) + c_bytes
+    return a_bytes * _ceil_div(n, tile_n) + b_bytes * _ceil_div(m, tile_m) + c_bytes
 
 
 def _sizes(op: Contraction, assumed: int) -> dict[str, int]:
     return {role: _extent(op, role, assumed) for role in ("batch", "m", "n", "k")}
 
 
-def gpu_seconds(op: Contraction, choice: dict[str, int], target: GpuTarget, assumed: int = 1024) -> float:
+def _gpu_rate(op: Contraction, mma: Knob, target: GpuTarget) -> Knob:
+    """FLOP/s of the whole GPU: tensor cores where ``mma`` is set, else the SIMT FMA rate."""
+    return np.where(mma, target.flops.get(op.input_type, target.flops["f32"]), target.flops["f32"])
+
+
+def gpu_seconds(op: Contraction, choice: Choice, target: GpuTarget, assumed: int = 1024) -> np.ndarray:
     """Predicted seconds of ``op`` scheduled by ``choice`` on a GPU."""
     s = _sizes(op, assumed)
     bm, bn, bk = choice["BM"], choice["BN"], choice["BK"]
     threads = (bm // choice["WM"]) * (bn // choice["WN"]) * 32
     smem = bm * bk * op.elem_bytes[0] + bk * bn * op.elem_bytes[1]
-    blocks_per_sm = max(1, min(target.smem_per_sm // max(smem, 1), 2048 // threads,
-                               target.regs_per_sm // (threads * 128)))
-    blocks = s["batch"] * math.ceil(s["m"] / bm) * math.ceil(s["n"] / bn)
-    waves = math.ceil(blocks / (target.sm_count * blocks_per_sm))
-    rate = target.flops[op.input_type] if choice.get("MMA") else target.flops["f32"]
-    block_flops = 2 * bm * bn * math.ceil(s["k"] / bk) * bk
-    compute = waves * min(blocks, blocks_per_sm) * block_flops / (rate / target.sm_count)
+    resident = np.minimum(np.minimum(target.smem_per_sm // np.maximum(smem, 1), 2048 // threads),
+                          target.regs_per_sm // (threads * 128))
+    blocks_per_sm = np.maximum(1, resident)
+    blocks = s["batch"] * _ceil_div(s["m"], bm) * _ceil_div(s["n"], bn)
+    waves = _ceil_div(blocks, target.sm_count * blocks_per_sm)
+    rate = _gpu_rate(op, choice.get("MMA", 0), target)
+    block_flops = 2 * bm * bn * _ceil_div(s["k"], bk) * bk
+    compute = waves * np.minimum(blocks, blocks_per_sm) * block_flops / (rate / target.sm_count)
     memory = _traffic_bytes(op, bm, bn, s) / target.dram_bytes_per_s
     return _roofline(compute, memory) + GPU_LAUNCH_SECONDS
 
@@ -83,7 +104,7 @@ SLICE_OVERHEAD_CYCLES = 20
 BLOCK_OVERHEAD_SECONDS = 1e-6
 
 
-def _micro_kernel_cycles(rm: int, rn: int, tk: int, lanes: int) -> float:
+def _micro_kernel_cycles(rm: Knob, rn: Knob, tk: Knob, lanes: int) -> Knob:
     """Cycles of one RM x RN micro-tile over one TK slice of K.
 
     Each k step issues RM*RN/lanes FMAs and RM broadcasts plus RN/lanes
@@ -91,25 +112,37 @@ def _micro_kernel_cycles(rm: int, rn: int, tk: int, lanes: int) -> float:
     latency, not the pipes, sets the pace.
     """
     accumulators = rm * rn / lanes
-    per_step = max(accumulators / FMA_PIPES, (rm + rn / lanes) / LOAD_PORTS, FMA_LATENCY)
+    per_step = np.maximum(np.maximum(accumulators / FMA_PIPES, (rm + rn / lanes) / LOAD_PORTS), FMA_LATENCY)
     return tk * per_step + 2 * accumulators / LOAD_PORTS + SLICE_OVERHEAD_CYCLES
 
 
-def cpu_seconds(op: Contraction, choice: dict[str, int], target: HostTarget, assumed: int = 1024) -> float:
+def _lanes(op: Contraction, target: HostTarget) -> int:
+    return target.vector_bits // (8 * op.acc_bytes)
+
+
+def _cycle_seconds(op: Contraction, target: HostTarget) -> float:
+    """Seconds per cycle of one core, from the FMA rate (both pipes, one FMA = 2 FLOP per lane)."""
+    return FMA_PIPES * 2 * _lanes(op, target) / (target.flops[op.input_type] / target.cores)
+
+
+def _host_rounds(op: Contraction, tm: Knob, tn: Knob, s: dict[str, int], target: HostTarget) -> Knob:
+    """Rounds of parallel TM x TN blocks over the cores."""
+    blocks = s["batch"] * _ceil_div(s["m"], tm) * _ceil_div(s["n"], tn)
+    return _ceil_div(blocks, target.cores)
+
+
+def cpu_seconds(op: Contraction, choice: Choice, target: HostTarget, assumed: int = 1024) -> np.ndarray:
     """Predicted seconds of ``op`` scheduled by ``choice`` on the host CPU."""
     s = _sizes(op, assumed)
     tm, tn, tk, rm, rn = (choice[key] for key in ("TM", "TN", "TK", "RM", "RN"))
-    lanes = target.vector_bits // (8 * op.acc_bytes)
-    blocks = s["batch"] * math.ceil(s["m"] / tm) * math.ceil(s["n"] / tn)
-    rounds = math.ceil(blocks / target.cores)
-    micro_tiles = math.ceil(tm / rm) * math.ceil(tn / rn)
-    block_cycles = micro_tiles * math.ceil(s["k"] / tk) * _micro_kernel_cycles(rm, rn, tk, lanes)
-    cycle_seconds = FMA_PIPES * 2 * lanes / (target.flops[op.input_type] / target.cores)
-    compute = rounds * (block_cycles * cycle_seconds + BLOCK_OVERHEAD_SECONDS)
+    micro_tiles = _ceil_div(tm, rm) * _ceil_div(tn, rn)
+    block_cycles = micro_tiles * _ceil_div(s["k"], tk) * _micro_kernel_cycles(rm, rn, tk, _lanes(op, target))
+    compute = _host_rounds(op, tm, tn, s, target) * (block_cycles * _cycle_seconds(op, target)
+                                                     + BLOCK_OVERHEAD_SECONDS)
     return _roofline(compute, _memory_seconds(op, tm, tn, s, target))
 
 
-def _memory_seconds(op: Contraction, tm: int, tn: int, s: dict[str, int], target: HostTarget) -> float:
+def _memory_seconds(op: Contraction, tm: Knob, tn: Knob, s: dict[str, int], target: HostTarget) -> Knob:
     """Packing both inputs (read and write once each), then streaming the packed tiles.
 
     Traffic comes from L3 when both inputs fit it, else from DRAM.
@@ -119,39 +152,36 @@ def _memory_seconds(op: Contraction, tm: int, tn: int, s: dict[str, int], target
     return (2 * inputs + _traffic_bytes(op, tm, tn, s)) / bandwidth
 
 
-# The knobs each target's lower bound reads: select groups points by them.
-BOUND_KNOBS = {"gpu": ("BM", "BN", "MMA"), "host": ("TM", "TN")}
+def lower_bound_seconds(op: Contraction, choice: Choice, target: GpuTarget | HostTarget,
+                        assume: int = 1024) -> np.ndarray:
+    """A lower bound on :func:`predicted_seconds` that reads only the output tile of ``choice``.
 
-
-def lower_bound_seconds(op: Contraction, partial: dict[str, int], target: GpuTarget | HostTarget,
-                        assume: int = 1024) -> float:
-    """A lower bound on :func:`predicted_seconds` over every choice that agrees with ``partial``.
-
-    ``partial`` holds the BOUND_KNOBS of the target. The traffic term only
-    depends on those knobs and is exact; the compute term is replaced by the
-    unpadded work of the output tiles at the unit's peak, which no choice of
-    the other knobs can beat.
+    Only BM, BN and MMA (GPU) or TM and TN (host) are read. The traffic term
+    depends on those alone and is exact; the compute term is replaced by the
+    unpadded work of the output tiles at the unit's peak, which no value of
+    the other knobs can beat. Selection costs the points in bound order and
+    stops paying for any whose bound exceeds the best cost found.
     """
     s = _sizes(op, assume)
     if isinstance(target, GpuTarget):
-        bm, bn = partial["BM"], partial["BN"]
-        rate = target.flops[op.input_type] if partial.get("MMA") else target.flops["f32"]
-        blocks = s["batch"] * math.ceil(s["m"] / bm) * math.ceil(s["n"] / bn)
-        compute = blocks * 2 * bm * bn * s["k"] / rate
+        bm, bn = choice["BM"], choice["BN"]
+        blocks = s["batch"] * _ceil_div(s["m"], bm) * _ceil_div(s["n"], bn)
+        compute = blocks * 2 * bm * bn * s["k"] / _gpu_rate(op, choice.get("MMA", 0), target)
         memory = _traffic_bytes(op, bm, bn, s) / target.dram_bytes_per_s
         return _roofline(compute, memory) + GPU_LAUNCH_SECONDS
-    tm, tn = partial["TM"], partial["TN"]
-    lanes = target.vector_bits // (8 * op.acc_bytes)
-    blocks = s["batch"] * math.ceil(s["m"] / tm) * math.ceil(s["n"] / tn)
-    cycle_seconds = FMA_PIPES * 2 * lanes / (target.flops[op.input_type] / target.cores)
-    block_cycles = tm * tn * s["k"] / (lanes * FMA_PIPES)
-    compute = math.ceil(blocks / target.cores) * (block_cycles * cycle_seconds + BLOCK_OVERHEAD_SECONDS)
+    tm, tn = choice["TM"], choice["TN"]
+    block_cycles = tm * tn * s["k"] / (_lanes(op, target) * FMA_PIPES)
+    compute = _host_rounds(op, tm, tn, s, target) * (block_cycles * _cycle_seconds(op, target)
+                                                     + BLOCK_OVERHEAD_SECONDS)
     return _roofline(compute, _memory_seconds(op, tm, tn, s, target))
 
 
-def predicted_seconds(op: Contraction, choice: dict[str, int], target: GpuTarget | HostTarget,
-                      assumed: int = 1024) -> float:
-    """Predicted seconds on ``target``; dynamic extents count as ``assumed``."""
+def predicted_seconds(op: Contraction, choice: Choice, target: GpuTarget | HostTarget,
+                      assumed: int = 1024) -> np.ndarray:
+    """Predicted seconds on ``target``; dynamic extents count as ``assumed``.
+
+    The result has the shape of the choice's values: a 0-d array for ints.
+    """
     if isinstance(target, GpuTarget):
         return gpu_seconds(op, choice, target, assumed)
     return cpu_seconds(op, choice, target, assumed)

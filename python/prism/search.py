@@ -2,11 +2,11 @@
 
 Pruning intersects a family's domain with the constraint groups of its space,
 timing each, and keeps the result *parametric* in the shape parameters: it
-happens once per family, whatever the problem size. Selection fixes the shape
-parameters, costs the remaining points and keeps the best, with branch and
-bound: points are grouped by the knobs a lower bound depends on, groups are
-visited cheapest bound first, and a group whose bound cannot beat the best
-``keep`` points found so far is skipped whole.
+happens once per family, whatever the problem size. Selection takes the
+points at one shape, bounds them all, and costs only those whose lower bound
+can beat the best point found so far (branch and bound, vectorized over the
+candidates). A :class:`ShapeTable` enumerates a dynamic family's points once
+for every size, so that instantiating a new size runs no isl operation.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import islpy as isl
+import numpy as np
 
-from prism.cost import BOUND_KNOBS, lower_bound_seconds, predicted_seconds
+from prism.cost import lower_bound_seconds, predicted_seconds
 from prism.errors import EmptySearchSpace
-from prism.space import Contraction, Space, fix_shape, points, shape_exponents
+from prism.space import DIVISOR_PARAMS, SHAPE_PARAMS, Contraction, Space, fix_shape, point_array, shape_exponents
 from prism.targets import Target
 
 Point = tuple[int, ...]
@@ -61,54 +62,133 @@ def _count(space: Space, domain: isl.Set, exponents: dict[str, int]) -> int:
 
 @dataclass(frozen=True)
 class Selection:
-    """The outcome of selecting in a pruned domain for one shape.
+    """The outcome of selecting among one shape's candidate points.
 
-    ``ranked`` holds every costed point, cheapest first; ``candidates`` is the
-    number of points of the domain at this shape, of which ``len(ranked)``
-    survived the bound.
+    ``points`` (exponent form, one per row) and ``predicted`` hold every
+    costed point, cheapest first, ties in lexicographic order; ``candidates``
+    is the number of points at this shape, of which ``len(points)`` survived
+    the bound.
     """
 
-    ranked: list[tuple[float, Point]]
+    points: np.ndarray
+    predicted: np.ndarray
     candidates: int
-    seconds: float
 
     @property
     def best(self) -> Point:
         """The cheapest costed point."""
-        return self.ranked[0][1]
+        return tuple(int(x) for x in self.points[0])
+
+    @property
+    def ranked(self) -> list[tuple[float, Point]]:
+        """Every costed point with its predicted seconds, cheapest first."""
+        return [(float(t), tuple(p)) for t, p in zip(self.predicted.tolist(), self.points.tolist(), strict=True)]
 
 
-def select(space: Space, contraction: Contraction, domain: isl.Set, target: Target, assume: int,
+# Points costed before the bound is applied: they set the incumbent that the
+# bound is compared with.
+PROBE = 32
+
+
+def select(space: Space, contraction: Contraction, candidates: np.ndarray, target: Target, assume: int,
            keep: int = 1) -> Selection:
-    """Cost the points of ``domain`` at the family's shape with branch and bound.
+    """The cheapest of ``candidates`` (exponent form, lexicographically sorted rows), by branch and bound.
 
-    Dynamic extents count as ``assume``. At least the ``keep`` cheapest points
-    are guaranteed to be among those costed (for measuring the top few).
+    Every candidate gets a lower bound (vectorized); the PROBE points of
+    lowest bound are costed, and the ``keep``-th best of them is the
+    incumbent. Only the points whose bound does not exceed the incumbent are
+    costed next: no other point can enter the ``keep`` best. Dynamic extents
+    count as ``assume``.
     """
-    began = time.perf_counter()
+    if not len(candidates):
+        raise EmptySearchSpace("no candidate schedule to select from")
+    values = space.values_of(candidates)
+    bounds = lower_bound_seconds(contraction, values, target, assume)
+    order = np.lexsort((np.arange(len(candidates)), bounds))
+    probe = order[:max(PROBE, keep)]
+    incumbent = np.sort(_costs(space, contraction, candidates[probe], target, assume))[min(keep, len(probe)) - 1]
+    costed = np.union1d(probe, np.flatnonzero(bounds <= incumbent))
+    predicted = _costs(space, contraction, candidates[costed], target, assume)
+    ranking = np.lexsort((costed, predicted))
+    return Selection(candidates[costed[ranking]], predicted[ranking], len(candidates))
+
+
+def _costs(space: Space, contraction: Contraction, points: np.ndarray, target: Target, assume: int) -> np.ndarray:
+    return np.asarray(predicted_seconds(contraction, space.values_of(points), target, assume), dtype=np.float64)
+
+
+def candidates_at(space: Space, contraction: Contraction, domain: isl.Set, assume: int) -> np.ndarray:
+    """The points of ``domain`` at the family's shape, dynamic extents counting as ``assume``.
+
+    Raises EmptySearchSpace, naming the shape parameters, when there are none.
+    """
     exponents = shape_exponents(contraction, assume)
-    candidates = points(fix_shape(space, domain, exponents))
-    if not candidates:
+    found = point_array(fix_shape(space, domain, exponents))
+    if not len(found):
         shape = ", ".join(f"{k}={v}" for k, v in exponents.items())
         raise EmptySearchSpace(f"no schedule of the pruned domain fits the shape ({shape}); the shape "
                                "parameters are log2 of each extent (L*) and of its largest power-of-two divisor (D*)")
-    groups = _bounded_groups(space, contraction, candidates, target, assume)
-    costed: list[tuple[float, Point]] = []
-    for bound, group in groups:
-        if len(costed) >= keep and bound >= sorted(costed)[keep - 1][0]:
-            break  # groups come in bound order: no later group can do better either
-        costed += [(predicted_seconds(contraction, space.value_of(p), target, assume), p) for p in group]
-    return Selection(sorted(costed), len(candidates), time.perf_counter() - began)
+    return found
 
 
-def _bounded_groups(space: Space, contraction: Contraction, candidates: list[Point], target: Target,
-                    assume: int) -> list[tuple[float, list[Point]]]:
-    """Candidates grouped by the knobs the lower bound reads, cheapest bound first."""
-    knobs = BOUND_KNOBS["gpu" if target.is_gpu else "host"]
-    groups: dict[tuple[int, ...], list[Point]] = defaultdict(list)
-    for point in candidates:
-        values = space.value_of(point)
-        groups[tuple(values[k] for k in knobs)].append(point)
-    bounded = [(lower_bound_seconds(contraction, dict(zip(knobs, key, strict=True)), target, assume), group)
-               for key, group in groups.items()]
-    return sorted(bounded, key=lambda item: (item[0], item[1][0]))
+@dataclass(frozen=True)
+class ShapeTable:
+    """A pruned domain's candidates for every size of its dynamic extents, enumerated once.
+
+    A family with a dynamic extent is pruned once, for all its sizes. The
+    table then enumerates the pruned domain once more, with the shape
+    parameters of the dynamic extents turned into set dimensions, and files
+    the points by those parameters' values (``LM``, ``DM`` for a dynamic M;
+    only the parameters the domain involves). Instantiating a size is then a
+    dictionary lookup and one vectorized :func:`select`: no isl operation
+    runs. Parameters of static extents are fixed at build time.
+    """
+
+    space: Space
+    contraction: Contraction
+    keys: tuple[str, ...]
+    rows: dict[tuple[int, ...], np.ndarray]
+
+    @staticmethod
+    def build(space: Space, contraction: Contraction, domain: isl.Set, max_extent: int = 8192) -> ShapeTable:
+        """The table of ``domain`` for dynamic extents from 1 to ``max_extent``."""
+        dynamic = {p for role, p in [*SHAPE_PARAMS.items(), *DIVISOR_PARAMS.items()]
+                   if role in contraction.roles and contraction.extent(role) is None}
+        static = {p: v for p, v in shape_exponents(contraction).items() if p not in dynamic}
+        fixed = fix_shape(space, domain, static)
+        keys = _constraining_params(space, fixed, dynamic)
+        # A parameter the domain does not depend on may take any value.
+        fixed = fix_shape(space, fixed, {p: 0 for p in dynamic if p not in keys})
+        for position, key in enumerate(keys):
+            index = fixed.find_dim_by_name(isl.dim_type.param, key)
+            fixed = fixed.move_dims(isl.dim_type.set, position, isl.dim_type.param, index, 1)
+        limit = max(0, (max_extent - 1).bit_length())
+        bounds = [f"0 <= {key} <= {limit}" for key in keys]
+        bounds += [f"{DIVISOR_PARAMS[role]} <= {SHAPE_PARAMS[role]}" for role in DIVISOR_PARAMS
+                   if {DIVISOR_PARAMS[role], SHAPE_PARAMS[role]} <= set(keys)]
+        names = ", ".join([*keys, *space.variables])
+        params = ", ".join(fixed.get_var_names(isl.dim_type.param))
+        ranges = isl.Set(f"[{params}] -> {{ [{names}] : {' and '.join(bounds) or 'true'} }}")
+        found = point_array(fixed.intersect(ranges))
+        rows: dict[tuple[int, ...], list[np.ndarray]] = defaultdict(list)
+        for row in found:
+            rows[tuple(int(x) for x in row[:len(keys)])].append(row[len(keys):])
+        return ShapeTable(space, contraction, keys, {key: np.array(group) for key, group in rows.items()})
+
+    def candidates(self, extent: int) -> np.ndarray:
+        """The candidate points when every dynamic extent is ``extent`` (empty if none fits)."""
+        exponents = shape_exponents(self.contraction, extent)
+        return self.rows.get(tuple(exponents[key] for key in self.keys),
+                             np.empty((0, len(self.space.variables)), dtype=np.int64))
+
+    def instantiate(self, extent: int, target: Target) -> dict[str, int]:
+        """The chosen symbol values when every dynamic extent is ``extent``."""
+        selection = select(self.space, self.contraction, self.candidates(extent), target, extent)
+        return self.space.value_of(selection.best)
+
+
+def _constraining_params(space: Space, domain: isl.Set, names: set[str]) -> tuple[str, ...]:
+    """The parameters among ``names`` that constrain ``domain`` beyond the universe's bounds on them."""
+    relevant = domain.gist_params(space.universe_set().params())
+    return tuple(p for p in domain.get_var_names(isl.dim_type.param) if p in names and relevant.involves_dims(
+        isl.dim_type.param, relevant.find_dim_by_name(isl.dim_type.param, p), 1))

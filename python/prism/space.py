@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 
 import islpy as isl
+import numpy as np
 
 from prism.targets import GpuTarget, HostTarget
 
@@ -109,15 +110,20 @@ class Space:
         """The set of points satisfying constraint group ``name``."""
         return isl.Set(self.wrap(dict(self.groups)[name]))
 
-    def value_of(self, point: tuple[int, ...]) -> dict[str, int]:
-        """Symbol values of an isl point given in exponent form."""
+    def values_of(self, points: np.ndarray) -> dict[str, np.ndarray]:
+        """Symbol values, one array per symbol, of points given in exponent form (one per row)."""
         values = {}
-        for var, coordinate in zip(self.variables, point, strict=True):
+        for column, var in enumerate(self.variables):
             if var in self.knobs:
-                values[self.knobs[var]] = 2**coordinate
+                values[self.knobs[var]] = np.left_shift(1, points[:, column])
             else:
-                values[self.flags[var]] = coordinate
+                values[self.flags[var]] = points[:, column]
         return values
+
+    def value_of(self, point: tuple[int, ...]) -> dict[str, int]:
+        """Symbol values of one point given in exponent form."""
+        columns = self.values_of(np.asarray([point], dtype=np.int64))
+        return {symbol: int(column[0]) for symbol, column in columns.items()}
 
 
 def pow2_sum_le(a: str, b: str, bound: float) -> str:
@@ -244,13 +250,19 @@ def fix_shape(space: Space, domain: isl.Set, exponents: dict[str, int]) -> isl.S
     return domain
 
 
-def points(domain: isl.Set) -> list[tuple[int, ...]]:
-    """All points of a parameter-free (or parameter-fixed) set, sorted."""
-    found: list[tuple[int, ...]] = []
+def point_array(domain: isl.Set) -> np.ndarray:
+    """All points of a parameter-free (or parameter-fixed) set, one per row, in lexicographic order."""
+    found: list[list[int]] = []
     n = domain.dim(isl.dim_type.set)
 
     def take(point: isl.Point) -> None:
-        found.append(tuple(point.get_coordinate_val(isl.dim_type.set, i).to_python() for i in range(n)))
+        found.append([point.get_coordinate_val(isl.dim_type.set, i).to_python() for i in range(n)])
 
     domain.foreach_point(take)
-    return sorted(found)
+    array = np.array(found, dtype=np.int64).reshape(len(found), n)
+    return array[np.lexsort(array.T[::-1])] if len(array) else array
+
+
+def points(domain: isl.Set) -> list[tuple[int, ...]]:
+    """All points of a parameter-free (or parameter-fixed) set, sorted."""
+    return [tuple(row) for row in point_array(domain).tolist()]

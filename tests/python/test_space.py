@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import islpy as isl
+import numpy as np
 import pytest
 
-from prism.search import prune, select
-from prism.space import Contraction, family_space, fix_shape, points, pow2_sum_le, shape_exponents
+from prism import search
+from prism.cost import lower_bound_seconds, predicted_seconds
+from prism.errors import EmptySearchSpace
+from prism.search import ShapeTable, candidates_at, prune, select
+from prism.space import Contraction, family_space, fix_shape, point_array, points, pow2_sum_le, shape_exponents
 from prism.targets import get_target
 
 GEMM_F16 = Contraction(roles=("m", "n", "k"), operand_dims=((0, 2), (2, 1)), extents=(1024, 1024, 1024),
@@ -63,19 +67,68 @@ def test_dynamic_m_domain_is_shared_by_every_m() -> None:
     assert small.count_val().to_python() < large.count_val().to_python()
 
 
+DYNAMIC_M_4096 = Contraction(roles=("m", "n", "k"), operand_dims=((0, 2), (2, 1)), extents=(None, 4096, 4096),
+                             elem_bytes=(2, 2), acc_bytes=4, input_type="f16")
+
+
 @pytest.mark.parametrize("target", ["h200", "host"])
 def test_dynamic_m_is_pruned_once_and_instantiated_per_m(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """One pruning for 1 <= M <= 8192; each new M only fixes parameters and selects (no constraint is re-applied)."""
-    op = Contraction(roles=("m", "n", "k"), operand_dims=((0, 2), (2, 1)), extents=(None, 4096, 4096),
-                     elem_bytes=(2, 2), acc_bytes=4, input_type="f16")
-    space = family_space(op, get_target(target))
+    """One pruning for 1 <= M <= 8192; instantiating a new M then runs no isl operation at all."""
+    op, chip = DYNAMIC_M_4096, get_target(target)
+    space = family_space(op, chip)
     domain, _ = prune(space, op, space.universe_set(), on_empty=None)
-    constraint_builds = []
-    monkeypatch.setattr(type(space), "group_set", lambda self, name: constraint_builds.append(name))
-    chosen = {}
-    for m in (16, 64, 1024, 4096, 8192):
-        chosen[m] = space.value_of(select(space, op, domain, get_target(target), assume=m).best)
-    assert constraint_builds == []
+    table = ShapeTable.build(space, op, domain, max_extent=8192)
+    isl_calls = []
+    for module, name in ((search, "fix_shape"), (search, "point_array"), (search, "prune")):
+        monkeypatch.setattr(module, name, lambda *args, name=name: isl_calls.append(name))
+    for method in ("group_set", "universe_set"):
+        monkeypatch.setattr(type(space), method, lambda self, *args, method=method: isl_calls.append(method))
+    chosen = {m: table.instantiate(m, chip) for m in (16, 64, 96, 1024, 4096, 8192)}
+    assert isl_calls == []
     assert len({tuple(c.values()) for c in chosen.values()}) > 1, "the choice should follow M"
     if target == "h200":
         assert all(m % c["BM"] == 0 for m, c in chosen.items())
+
+
+@pytest.mark.parametrize("target", ["h200", "host"])
+def test_shape_table_agrees_with_a_fresh_enumeration(target: str) -> None:
+    """For sizes the table was not built around (odd ones included) it selects what enumerating the domain selects."""
+    op, chip = DYNAMIC_M_4096, get_target(target)
+    space = family_space(op, chip)
+    domain, _ = prune(space, op, space.universe_set(), on_empty=None)
+    table = ShapeTable.build(space, op, domain, max_extent=8192)
+    for m in (1, 3, 16, 17, 96, 100, 777, 1024, 5000, 8192):
+        try:
+            fresh = space.value_of(select(space, op, candidates_at(space, op, domain, m), chip, m).best)
+        except EmptySearchSpace:
+            assert not len(table.candidates(m)), m  # e.g. no GPU tile divides an odd M
+            continue
+        assert table.instantiate(m, chip) == fresh, m
+
+
+@pytest.mark.parametrize("target", ["h200", "a100", "host"])
+@pytest.mark.parametrize("op", [GEMM_F16, GEMM_DYNAMIC_M, DYNAMIC_M_4096],
+                         ids=["f16-1024", "f32-dynamic-m", "f16-m-4096"])
+@pytest.mark.parametrize("assume", [1, 16, 1000, 4096])
+def test_lower_bound_never_exceeds_the_cost(target: str, op: Contraction, assume: int) -> None:
+    """Branch and bound is exact only if the bound is one: check it on every point of the universe."""
+    chip = get_target(target)
+    space = family_space(op, chip)
+    everything = point_array(fix_shape(space, space.universe_set(), shape_exponents(op, assume)))
+    values = space.values_of(everything)
+    bound = lower_bound_seconds(op, values, chip, assume)
+    cost = predicted_seconds(op, values, chip, assume)
+    assert len(everything) > 1000 and np.all(bound <= cost * (1 + 1e-12))
+
+
+def test_branch_and_bound_finds_what_costing_everything_finds() -> None:
+    chip = get_target("host")
+    space = family_space(GEMM_DYNAMIC_M, chip)
+    domain, _ = prune(space, GEMM_DYNAMIC_M, space.universe_set(), on_empty=None)
+    for assume in (1, 37, 512, 4096):
+        candidates = candidates_at(space, GEMM_DYNAMIC_M, domain, assume)
+        selection = select(space, GEMM_DYNAMIC_M, candidates, chip, assume, keep=3)
+        costs = predicted_seconds(GEMM_DYNAMIC_M, space.values_of(candidates), chip, assume)
+        order = np.lexsort((np.arange(len(candidates)), costs))[:3]
+        assert [tuple(p) for p in selection.points[:3].tolist()] == [tuple(p) for p in candidates[order].tolist()]
+        assert len(selection.points) < len(candidates), "the bound should spare some points"
