@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import platform
 import statistics
 import time
-from importlib import metadata
 
 import numpy as np
+from environment import machine, versions
 
 import prism
 
@@ -42,19 +41,6 @@ def median_seconds(run, repeats: int) -> float:
     return statistics.median(times)
 
 
-def machine() -> str:
-    """CPU model and core count."""
-    model = platform.processor() or platform.machine()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{model}, {len(__import__('os').sched_getaffinity(0))} cores"
-
-
 def main() -> None:
     """Measure and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -62,8 +48,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args()
     rng = np.random.default_rng(0)
-    versions = ", ".join(f"{p} {metadata.version(p)}" for p in ("numpy", "xtc-mlir-python-bindings"))
-    print(f"date {datetime.date.today()}; machine {machine()}; {versions}")
+    print(f"date {datetime.date.today()}; machine {machine()}; {versions('numpy', 'xtc-mlir-python-bindings')}")
     print("| n | prism GFLOP/s | numpy GFLOP/s | prism / numpy | choice |")
     print("| --- | --- | --- | --- | --- |")
     for n in args.sizes:

@@ -1,13 +1,15 @@
 """Prism's search against an exhaustive autotuner over the unpruned space, on the host (f32).
 
-Usage: .venv/bin/python benchmarks/search.py [--samples 32] [--seed 0] [--repeats 7]
+Usage: .venv/bin/python benchmarks/search.py [--samples 32] [--seed 0] [--repeats 7] [--measure 0]
 
 For each workload in ``benchmarks/workloads`` (a 1024^3 GEMM, RMSNorm + matmul,
 a SwiGLU MLP) two searches produce one schedule per contraction family:
 
-- Prism: ``prism.compile`` with ``prism-select{measure=3}`` (the cost model
-  ranks the pruned space; the 3 best-predicted points per family are timed).
-  Its time to solution is the wall time of that call, plus the JIT of the pick.
+- Prism: ``prism.compile`` with ``prism-select{measure=K}``, K = ``--measure``:
+  the cost model ranks the pruned space and picks alone (K = 0, the
+  default), or the K best-predicted points per family are timed and the
+  fastest is kept. Its time to solution is the wall time of that call, plus
+  the JIT of the pick.
 - Exhaustive: the unpruned space is the product over families of each
   family's universe (the box of tile exponents before any constraint). It is
   too large to enumerate, so ``--samples`` points are drawn from it uniformly
@@ -16,14 +18,18 @@ a SwiGLU MLP) two searches produce one schedule per contraction family:
   timed. Its time to solution is the total wall time of the sample (compile,
   run, check), also extrapolated linearly to the whole space.
 
-Every program is timed the same way on the same inputs: the median of
-``--repeats`` calls after one warm-up call. A point that fails to compile or
-run, or gives wrong numbers, counts as infeasible. A point whose warm-up
-call is over CAP_FACTOR times the best time so far is not repeated: it
-cannot win, and the unpruned space holds schedules slow enough to dominate
-the run otherwise. Prism's pick and the sampled best are finally re-timed
-back to back, alternating, so that the ratio is not skewed by the shared
-machine's load changing during the run.
+Every program is timed the same way on the same inputs: the fastest of
+``--repeats`` calls after one warm-up call. The minimum, not the median,
+because the noise on this shared machine only ever adds time: one program's
+calls were seen to range from 2.3 to 6.3 ms, with a median that moved by a
+third between runs while the minimum stayed within a few percent. A point
+that fails to compile or run, or gives wrong numbers, counts as infeasible.
+A point whose warm-up call is over CAP_FACTOR times the best time so far is
+not repeated: it cannot win, and the unpruned space holds schedules slow
+enough to dominate the run otherwise. Prism's pick and the sample's FINALISTS
+fastest are finally re-timed back to back, alternating, so that the ratio is
+not skewed by the machine's load changing during the run; the ratio uses
+those minima, and the medians are reported beside them.
 
 Prints Markdown ready to append to benchmarks/RESULTS.md.
 """
@@ -34,16 +40,15 @@ import argparse
 import datetime
 import math
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
 import islpy as isl
 import numpy as np
+from environment import machine, versions
 from mlir import ir
 
 import prism
@@ -54,11 +59,11 @@ from prism.space import Contraction, Space, family_space, fix_shape, points, sha
 from prism.targets import host_target
 
 WORKLOAD_DIR = Path(__file__).resolve().parent / "workloads"
-PRISM_PIPELINE = "prism-lift,prism-prune,prism-select{measure=3},prism-instantiate"
+PRISM_PIPELINE = "prism-lift,prism-prune,prism-select{{measure={measure}}},prism-instantiate"
 CAP_FACTOR = 10.0
 # Sampled programs re-timed next to Prism's pick: first timings on a shared
 # machine are too noisy to rank close programs.
-FINALISTS = 3
+FINALISTS = 5
 # Relative to the reference's largest magnitude: f32 rounding over these
 # reductions stays far below it, a wrong schedule lands far above it.
 TOLERANCE = 1e-3
@@ -121,6 +126,7 @@ class Trial:
     cost_seconds: float = 0.0
     status: str = "ok"
     retimed: float = math.nan
+    retimed_median: float = math.nan
     run: Callable[..., np.ndarray] | None = field(default=None, repr=False)
 
 
@@ -189,7 +195,7 @@ def check(output: np.ndarray, expected: np.ndarray) -> bool:
 
 def timed_calls(run: Callable[..., np.ndarray], inputs: Arrays, repeats: int,
                 cap: float) -> tuple[float, np.ndarray]:
-    """Median seconds of ``repeats`` calls after a warm-up, and the warm-up's output.
+    """Seconds of the fastest of ``repeats`` calls after a warm-up, and the warm-up's output.
 
     When the warm-up alone exceeds ``cap`` its time is returned unrepeated.
     """
@@ -203,13 +209,14 @@ def timed_calls(run: Callable[..., np.ndarray], inputs: Arrays, repeats: int,
         start = time.perf_counter()
         run(*inputs)
         times.append(time.perf_counter() - start)
-    return statistics.median(times), output
+    return min(times), output
 
 
-def run_prism(workload: Workload, inputs: Arrays, expected: np.ndarray, repeats: int) -> tuple[Trial, float]:
-    """Prism's search with measurement; returns its trial and the compile-only wall time."""
+def run_prism(workload: Workload, inputs: Arrays, expected: np.ndarray, repeats: int,
+              measure: int) -> tuple[Trial, float]:
+    """Prism's search (timing ``measure`` points per family); returns its trial and the compile-only wall time."""
     start = time.perf_counter()
-    compiled = prism.compile(workload.text, target="host", pipeline=PRISM_PIPELINE)
+    compiled = prism.compile(workload.text, target="host", pipeline=PRISM_PIPELINE.format(measure=measure))
     compile_seconds = time.perf_counter() - start
     run = compiled.jit(workload.name)
     trial = Trial([f["choice"] for f in compiled.report["families"]], run=run)
@@ -269,7 +276,7 @@ def run_exhaustive(workload: Workload, families: list[Family], inputs: Arrays, e
 
 
 def retime(trials: list[Trial], inputs: Arrays, repeats: int) -> None:
-    """Set each trial's ``retimed`` to its median over ``repeats`` rounds that call every program once.
+    """Set each trial's ``retimed`` (fastest) and ``retimed_median`` over ``repeats`` rounds calling every program once.
 
     Interleaving the programs makes them share the same machine load, which
     on a shared machine moves more than the schedules do.
@@ -283,7 +290,7 @@ def retime(trials: list[Trial], inputs: Arrays, repeats: int) -> None:
             trial.run(*inputs)
             bucket.append(time.perf_counter() - start)
     for trial, bucket in zip(trials, times, strict=True):
-        trial.retimed = statistics.median(bucket)
+        trial.retimed, trial.retimed_median = min(bucket), statistics.median(bucket)
 
 
 def fmt_choices(choices: list[Choice]) -> str:
@@ -371,7 +378,7 @@ def compare(workload: Workload, args: argparse.Namespace) -> Outcome:
     families = families_of(text)
     inputs = input_arrays(text, np.random.default_rng(args.seed))
     expected = workload.reference(*(a.astype(np.float64) for a in inputs))
-    prism_trial, compile_seconds = run_prism(workload, inputs, expected, args.repeats)
+    prism_trial, compile_seconds = run_prism(workload, inputs, expected, args.repeats, args.measure)
     print(f"  {workload.name} Prism: {compile_seconds:.1f} s, {prism_trial.seconds * 1e3:.2f} ms "
           f"{fmt_choices(prism_trial.choices)}", flush=True)
     outcome = Outcome(workload, families, prism_trial, compile_seconds,
@@ -383,42 +390,32 @@ def compare(workload: Workload, args: argparse.Namespace) -> Outcome:
     return outcome
 
 
-def machine() -> str:
-    """CPU model and the cores this process may use."""
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), model)
-    except OSError:
-        pass
-    return f"{model}, {len(os.sched_getaffinity(0))} cores"
-
-
 def header(args: argparse.Namespace, load_at_start: float) -> list[str]:
     """Date, machine, load (other jobs share the machine), versions and command."""
-    versions = ", ".join(f"{p} {metadata.version(p)}" for p in ("numpy", "islpy", "xtc-mlir-python-bindings"))
     command = f".venv/bin/python benchmarks/search.py --samples {args.samples} --seed {args.seed} " \
-              f"--repeats {args.repeats}"
+              f"--repeats {args.repeats} --measure {args.measure}"
     load = f"1-minute load average {load_at_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
     return [f"- Date: {datetime.date.today()}", f"- Machine: {machine()}; {load}",
-            f"- Versions: Python {platform.python_version()}, {versions}", f"- Command: `{command}`"]
+            f"- Versions: {versions('numpy', 'islpy', 'xtc-mlir-python-bindings')}", f"- Command: `{command}`"]
 
 
 def summary_row(o: Outcome) -> str:
     """One row of the main table."""
     feasible = sum(t.status == "ok" for t in o.trials)
     ratio = o.prism.retimed / o.best.retimed
+    median_ratio = o.prism.retimed_median / o.best.retimed_median
     return (f"| {o.workload.name} | {len(o.families)} | {o.space_size:.3g} | "
             f"{o.prism.cost_seconds:.1f} s ({o.prism_compile_seconds:.1f} s search) | "
             f"{o.prism.retimed * 1e3:.2f} ms | {o.best.retimed * 1e3:.2f} ms ({feasible}/{len(o.trials)} ok) | "
-            f"{ratio:.2f} | {fmt_seconds(o.sample_seconds)} / {fmt_seconds(o.extrapolated_seconds)} | "
+            f"{ratio:.2f} ({median_ratio:.2f}) | "
+            f"{fmt_seconds(o.sample_seconds)} / {fmt_seconds(o.extrapolated_seconds)} | "
             f"{o.sample_seconds / o.prism.cost_seconds:.2g}x / {o.extrapolated_seconds / o.prism.cost_seconds:.2g}x |")
 
 
 def program_row(o: Outcome, label: str, trial: Trial) -> str:
     """One program of the detail table: its timings, the cost model's figure and its schedule."""
     pruned = "yes" if in_pruned(o.families, trial.choices) else "no"
-    retimed = "-" if math.isnan(trial.retimed) else f"{trial.retimed * 1e3:.2f}"
+    retimed = "-" if math.isnan(trial.retimed) else f"{trial.retimed * 1e3:.2f} ({trial.retimed_median * 1e3:.2f})"
     return (f"| {o.workload.name} | {label} | {retimed} | {trial.seconds * 1e3:.2f} | "
             f"{predicted(o.families, trial.choices) * 1e3:.2f} | {pruned} | {fmt_choices(trial.choices)} |")
 
@@ -438,11 +435,11 @@ def report(outcomes: list[Outcome], args: argparse.Namespace, load_at_start: flo
     """The Markdown section body: header, main table, and the schedules that beat Prism's pick."""
     lines = [*header(args, load_at_start), "",
              "| workload | families | space size (unpruned) | Prism time to solution (search only) "
-             "| Prism pick runtime | exhaustive sampled best runtime | ratio pick / best "
+             "| Prism pick runtime | exhaustive sampled best runtime | ratio pick / best (of medians) "
              "| exhaustive time: sample / extrapolated | optimization speedup: vs sample / vs extrapolated |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
              *(summary_row(o) for o in outcomes), "",
-             "| workload | program | re-timed ms | first timing ms | predicted ms | in pruned space "
+             "| workload | program | re-timed ms (median) | first timing ms | predicted ms | in pruned space "
              "| choice per family |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for o in outcomes:
@@ -455,7 +452,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=32, help="points drawn from each unpruned space")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample and of the inputs")
-    parser.add_argument("--repeats", type=int, default=7, help="timed calls per program (median)")
+    parser.add_argument("--repeats", type=int, default=7, help="timed calls per program (fastest)")
+    parser.add_argument("--measure", type=int, default=0,
+                        help="best-predicted points Prism times per family (0: the cost model alone picks)")
     parser.add_argument("--workloads", nargs="+", choices=[w.name for w in WORKLOADS],
                         default=[w.name for w in WORKLOADS])
     args = parser.parse_args()

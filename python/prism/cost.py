@@ -1,12 +1,14 @@
 """Roofline cost of one schedule of a contraction family.
 
-The cost is the larger of compute time and memory time (plus a tenth of the
-smaller: overlap is imperfect), where
+A kernel's cost is the larger of compute time and memory time (plus a tenth
+of the smaller: overlap is imperfect), where
 - compute counts the padded work of every tile (remainders cost a full tile)
   at the unit's rate, in waves over the GPU's SMs or the host's cores;
 - traffic counts each input re-read once per tile of the other output
-  dimension (A once per N tile, B once per M tile) plus the output once; on
-  the host, packing reads and writes both inputs once more.
+  dimension (A once per N tile, B once per M tile) plus the output once.
+On the host, the kernel runs between a packing phase (both inputs read and
+written once) and an unpacking one (C read and written once), which do not
+overlap it: their memory time adds to the kernel's.
 
 The same formula is written as text into the family's ``cost`` attribute so
 that the IR carries its own contract.
@@ -32,7 +34,8 @@ Choice = Mapping[str, Knob]
 GPU_COST_TEXT = ("max(waves * blocks_per_sm * 2*BM*BN*ceil(K/BK)*BK / (rate/SMs), "
                  "(bytesA*ceil(N/BN) + bytesB*ceil(M/BM) + bytesC) / bandwidth); "
                  "waves = ceil(B*ceil(M/BM)*ceil(N/BN) / (SMs*blocks_per_sm))")
-CPU_COST_TEXT = ("max(rounds * (ceil(TM/RM)*ceil(TN/RN)*ceil(K/TK) * kernel_cycles(RM, RN, TK) / clock + task), "
+CPU_COST_TEXT = ("2*(bytesA + bytesB + bytesC) / bandwidth + "
+                 "max(rounds * (ceil(TM/RM)*ceil(TN/RN)*ceil(K/TK) * kernel_cycles(RM, RN, TK) / clock + task), "
                  "(bytesA*ceil(N/TN) + bytesB*ceil(M/TM) + bytesC) / bandwidth); "
                  "rounds = ceil(B*ceil(M/TM)*ceil(N/TN) / cores)")
 
@@ -94,9 +97,10 @@ def gpu_seconds(op: Contraction, choice: Choice, target: GpuTarget, assumed: int
     return _roofline(compute, memory) + GPU_LAUNCH_SECONDS
 
 
-# Zen 4 class cores: two FMA pipes with a 4-cycle latency, so 8 independent
-# accumulators keep them busy; two vector loads per cycle.
-FMA_PIPES, FMA_LATENCY, LOAD_PORTS = 2, 4, 2
+# An FMA's latency in cycles (Zen 4 class): a micro-kernel needs latency x
+# issue rate independent accumulators to keep the FMA units busy. Two loads
+# (or broadcasts) per cycle.
+FMA_LATENCY, LOAD_PORTS = 4, 2
 # Cycles to load and store a micro-tile's accumulators and restart the K loop,
 # paid once per TK slice of every micro-tile, beyond the loads and stores.
 SLICE_OVERHEAD_CYCLES = 20
@@ -104,15 +108,16 @@ SLICE_OVERHEAD_CYCLES = 20
 BLOCK_OVERHEAD_SECONDS = 1e-6
 
 
-def _micro_kernel_cycles(rm: Knob, rn: Knob, tk: Knob, lanes: int) -> Knob:
+def _micro_kernel_cycles(rm: Knob, rn: Knob, tk: Knob, lanes: int, target: HostTarget) -> Knob:
     """Cycles of one RM x RN micro-tile over one TK slice of K.
 
     Each k step issues RM*RN/lanes FMAs and RM broadcasts plus RN/lanes
-    loads; with fewer accumulators than FMA_PIPES * FMA_LATENCY the FMA
-    latency, not the pipes, sets the pace.
+    loads; with fewer accumulators than FMA_LATENCY times the FMA issue rate,
+    the latency, not the units, sets the pace.
     """
     accumulators = rm * rn / lanes
-    per_step = np.maximum(np.maximum(accumulators / FMA_PIPES, (rm + rn / lanes) / LOAD_PORTS), FMA_LATENCY)
+    per_step = np.maximum(np.maximum(accumulators / target.vector_fmas_per_cycle, (rm + rn / lanes) / LOAD_PORTS),
+                          FMA_LATENCY)
     return tk * per_step + 2 * accumulators / LOAD_PORTS + SLICE_OVERHEAD_CYCLES
 
 
@@ -121,8 +126,9 @@ def _lanes(op: Contraction, target: HostTarget) -> int:
 
 
 def _cycle_seconds(op: Contraction, target: HostTarget) -> float:
-    """Seconds per cycle of one core, from the FMA rate (both pipes, one FMA = 2 FLOP per lane)."""
-    return FMA_PIPES * 2 * _lanes(op, target) / (target.flops[op.input_type] / target.cores)
+    """Seconds per cycle of one core, from its FMA rate (one FMA is 2 FLOP per lane)."""
+    per_cycle = 2 * _lanes(op, target) * target.vector_fmas_per_cycle
+    return per_cycle / (target.flops[op.input_type] / target.cores)
 
 
 def _host_rounds(op: Contraction, tm: Knob, tn: Knob, s: dict[str, int], target: HostTarget) -> Knob:
@@ -136,20 +142,34 @@ def cpu_seconds(op: Contraction, choice: Choice, target: HostTarget, assumed: in
     s = _sizes(op, assumed)
     tm, tn, tk, rm, rn = (choice[key] for key in ("TM", "TN", "TK", "RM", "RN"))
     micro_tiles = _ceil_div(tm, rm) * _ceil_div(tn, rn)
-    block_cycles = micro_tiles * _ceil_div(s["k"], tk) * _micro_kernel_cycles(rm, rn, tk, _lanes(op, target))
+    block_cycles = micro_tiles * _ceil_div(s["k"], tk) * _micro_kernel_cycles(rm, rn, tk, _lanes(op, target), target)
     compute = _host_rounds(op, tm, tn, s, target) * (block_cycles * _cycle_seconds(op, target)
                                                      + BLOCK_OVERHEAD_SECONDS)
-    return _roofline(compute, _memory_seconds(op, tm, tn, s, target))
+    return _pack_seconds(op, s, target) + _roofline(compute, _kernel_memory_seconds(op, tm, tn, s, target))
 
 
-def _memory_seconds(op: Contraction, tm: Knob, tn: Knob, s: dict[str, int], target: HostTarget) -> Knob:
-    """Packing both inputs (read and write once each), then streaming the packed tiles.
+def _bandwidth(op: Contraction, s: dict[str, int], target: HostTarget) -> float:
+    """L3's bandwidth when the inputs and their packed copies fit half of it (the rest is shared), else DRAM's."""
+    working_set = 2 * _input_bytes(op, s)
+    return target.cache_bytes_per_s if working_set <= target.l3_bytes / 2 else target.dram_bytes_per_s
 
-    Traffic comes from L3 when both inputs fit it, else from DRAM.
+
+def _input_bytes(op: Contraction, s: dict[str, int]) -> int:
+    return s["batch"] * s["k"] * (s["m"] * op.elem_bytes[0] + s["n"] * op.elem_bytes[1])
+
+
+def _pack_seconds(op: Contraction, s: dict[str, int], target: HostTarget) -> float:
+    """The packing phase before the kernel and the unpacking after it: each input and C read and written once.
+
+    The phases do not overlap the kernel, so their time adds to its roofline.
     """
-    inputs = s["batch"] * s["k"] * (s["m"] * op.elem_bytes[0] + s["n"] * op.elem_bytes[1])
-    bandwidth = target.cache_bytes_per_s if inputs <= target.l3_bytes else target.dram_bytes_per_s
-    return (2 * inputs + _traffic_bytes(op, tm, tn, s)) / bandwidth
+    c_bytes = s["batch"] * s["m"] * s["n"] * op.acc_bytes
+    return 2 * (_input_bytes(op, s) + c_bytes) / _bandwidth(op, s, target)
+
+
+def _kernel_memory_seconds(op: Contraction, tm: Knob, tn: Knob, s: dict[str, int], target: HostTarget) -> Knob:
+    """The kernel streaming its packed tiles: A once per N tile, B once per M tile, C once."""
+    return _traffic_bytes(op, tm, tn, s) / _bandwidth(op, s, target)
 
 
 def lower_bound_seconds(op: Contraction, choice: Choice, target: GpuTarget | HostTarget,
@@ -170,10 +190,10 @@ def lower_bound_seconds(op: Contraction, choice: Choice, target: GpuTarget | Hos
         memory = _traffic_bytes(op, bm, bn, s) / target.dram_bytes_per_s
         return _roofline(compute, memory) + GPU_LAUNCH_SECONDS
     tm, tn = choice["TM"], choice["TN"]
-    block_cycles = tm * tn * s["k"] / (_lanes(op, target) * FMA_PIPES)
+    block_cycles = tm * tn * s["k"] / (_lanes(op, target) * target.vector_fmas_per_cycle)
     compute = _host_rounds(op, tm, tn, s, target) * (block_cycles * _cycle_seconds(op, target)
                                                      + BLOCK_OVERHEAD_SECONDS)
-    return _roofline(compute, _memory_seconds(op, tm, tn, s, target))
+    return _pack_seconds(op, s, target) + _roofline(compute, _kernel_memory_seconds(op, tm, tn, s, target))
 
 
 def predicted_seconds(op: Contraction, choice: Choice, target: GpuTarget | HostTarget,

@@ -9,8 +9,10 @@ safety margin because a roofline that assumes peak bandwidth prunes too much.
 The ``host`` target is read from the machine Prism runs on (``/proc/cpuinfo``
 and sysfs cache descriptions); its FMA rate and bandwidth are configured
 defaults for the Zen 4 class of machine the project is developed on (an FMA
-ceiling of 230 GFLOP/s f32 measured on 2 cores), and can be overridden with environment variables
-``PRISM_HOST_GFLOPS`` and ``PRISM_HOST_GBPS``.
+ceiling of 230 GFLOP/s f32 measured on 2 cores; two 256-bit FMA pipes per
+core), and can be overridden with environment variables ``PRISM_HOST_GFLOPS``,
+``PRISM_HOST_GBPS`` and ``PRISM_HOST_FMA_BITS`` (512 for cores with full-width
+AVX-512 FMA units).
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ class HostTarget:
     l3_bytes: int
     vector_bits: int  # widest SIMD register: 512 with AVX-512F, 256 with AVX2
     vector_registers: int
+    fma_pipes: int  # vector FMA units per core
+    fma_bits: int  # width of one FMA unit; a wider vector FMA occupies several
     flops: dict[str, float]
     dram_bytes_per_s: float
     cache_bytes_per_s: float  # streaming from L3 into the cores, all cores together
@@ -71,6 +75,11 @@ class HostTarget:
     def is_gpu(self) -> bool:
         """False: kernels run on the host CPU."""
         return False
+
+    @property
+    def vector_fmas_per_cycle(self) -> float:
+        """Full-width vector FMAs one core issues per cycle (1 for 512-bit vectors on two 256-bit pipes)."""
+        return self.fma_pipes * self.fma_bits / self.vector_bits
 
 
 Target = GpuTarget | HostTarget
@@ -136,9 +145,11 @@ def host_target() -> HostTarget:
     flags = _cpu_flags()
     vector_bits = 512 if "avx512f" in flags else 256 if "avx2" in flags else 128
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    # Two 256-bit FMA pipes per core at ~3.6 GHz (Zen 4 runs 512-bit ops at
-    # half rate): 230 GFLOP/s f32 measured on 2 cores. Override where it differs.
-    default_gflops = cores * 2 * 2 * (min(vector_bits, 256) // 32) * 3.6
+    # Two 256-bit FMA pipes per core at ~3.6 GHz: Zen 4 runs a 512-bit FMA on
+    # both pipes at once, so AVX-512 doubles the lanes but not the rate.
+    # 230 GFLOP/s f32 measured on 2 cores. Override where it differs.
+    fma_pipes, fma_bits = 2, int(os.environ.get("PRISM_HOST_FMA_BITS", min(vector_bits, 256)))
+    default_gflops = cores * fma_pipes * 2 * (fma_bits // 32) * 3.6
     gflops = float(os.environ.get("PRISM_HOST_GFLOPS", default_gflops))
     gbps = float(os.environ.get("PRISM_HOST_GBPS", 20.0))
     return HostTarget(
@@ -147,6 +158,7 @@ def host_target() -> HostTarget:
         l2_bytes=_cache_size(2, "Unified", 1024 * 1024),
         l3_bytes=_cache_size(3, "Unified", 32 * 1024**2),
         vector_bits=vector_bits, vector_registers=32 if vector_bits == 512 else 16,
+        fma_pipes=fma_pipes, fma_bits=fma_bits,
         flops={"f32": gflops * 1e9, "f16": gflops * 1e9, "f64": gflops * 0.5e9},
         dram_bytes_per_s=gbps * 1e9 * BANDWIDTH_MARGIN,
         # 32 bytes per cycle per core from L3 at ~3.6 GHz, a configured figure.

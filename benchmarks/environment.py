@@ -1,0 +1,23 @@
+"""What every benchmark records beside its figures: the machine and the library versions."""
+
+from __future__ import annotations
+
+import os
+import platform
+from importlib import metadata
+
+
+def machine() -> str:
+    """CPU model and the cores this process may use."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return f"{model}, {len(os.sched_getaffinity(0))} cores"
+
+
+def versions(*packages: str) -> str:
+    """Python's version and each package's, e.g. ``Python 3.11.7, numpy 2.4.6``."""
+    return ", ".join([f"Python {platform.python_version()}", *(f"{p} {metadata.version(p)}" for p in packages)])
