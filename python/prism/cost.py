@@ -140,7 +140,11 @@ def _host_rounds(op: Contraction, tm: Knob, tn: Knob, s: dict[str, int], target:
 def cpu_seconds(op: Contraction, choice: Choice, target: HostTarget, assumed: int = 1024) -> np.ndarray:
     """Predicted seconds of ``op`` scheduled by ``choice`` on the host CPU."""
     s = _sizes(op, assumed)
-    tm, tn, tk, rm, rn = (choice[key] for key in ("TM", "TN", "TK", "RM", "RN"))
+    rm, rn = choice["RM"], choice["RN"]
+    # A tile larger than its (packed, padded) extent covers just that extent.
+    tm = np.minimum(choice["TM"], _ceil_div(s["m"], rm) * rm)
+    tn = np.minimum(choice["TN"], _ceil_div(s["n"], rn) * rn)
+    tk = np.minimum(choice["TK"], s["k"])
     micro_tiles = _ceil_div(tm, rm) * _ceil_div(tn, rn)
     block_cycles = micro_tiles * _ceil_div(s["k"], tk) * _micro_kernel_cycles(rm, rn, tk, _lanes(op, target), target)
     compute = _host_rounds(op, tm, tn, s, target) * (block_cycles * _cycle_seconds(op, target)
@@ -189,7 +193,8 @@ def lower_bound_seconds(op: Contraction, choice: Choice, target: GpuTarget | Hos
         compute = blocks * 2 * bm * bn * s["k"] / _gpu_rate(op, choice.get("MMA", 0), target)
         memory = _traffic_bytes(op, bm, bn, s) / target.dram_bytes_per_s
         return _roofline(compute, memory) + GPU_LAUNCH_SECONDS
-    tm, tn = choice["TM"], choice["TN"]
+    # Unpadded extents: the cost's tiles are at least these.
+    tm, tn = np.minimum(choice["TM"], s["m"]), np.minimum(choice["TN"], s["n"])
     block_cycles = tm * tn * s["k"] / (_lanes(op, target) * target.vector_fmas_per_cycle)
     compute = _host_rounds(op, tm, tn, s, target) * (block_cycles * _cycle_seconds(op, target)
                                                      + BLOCK_OVERHEAD_SECONDS)

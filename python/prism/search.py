@@ -177,13 +177,22 @@ class ShapeTable:
 
     def candidates(self, extent: int) -> np.ndarray:
         """The candidate points when every dynamic extent is ``extent`` (empty if none fits)."""
+        return self.rows.get(tuple(self._key(extent).values()), np.empty((0, len(self.space.variables)), np.int64))
+
+    def _key(self, extent: int) -> dict[str, int]:
         exponents = shape_exponents(self.contraction, extent)
-        return self.rows.get(tuple(exponents[key] for key in self.keys),
-                             np.empty((0, len(self.space.variables)), dtype=np.int64))
+        return {key: exponents[key] for key in self.keys}
 
     def instantiate(self, extent: int, target: Target) -> dict[str, int]:
-        """The chosen symbol values when every dynamic extent is ``extent``."""
-        selection = select(self.space, self.contraction, self.candidates(extent), target, extent)
+        """The chosen symbol values when every dynamic extent is ``extent``.
+
+        Raises EmptySearchSpace when no schedule of the domain fits that size.
+        """
+        candidates = self.candidates(extent)
+        if not len(candidates):
+            raise EmptySearchSpace(f"no schedule of the pruned domain fits a dynamic extent of {extent} "
+                                   f"(shape parameters {self._key(extent)})")
+        selection = select(self.space, self.contraction, candidates, target, extent)
         return self.space.value_of(selection.best)
 
 
