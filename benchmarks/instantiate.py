@@ -68,15 +68,15 @@ def measure(target_name: str, sizes: list[int]) -> list[str]:
     op, target = contraction(), get_target(target_name)
     space = family_space(op, target)
     prune_seconds, (domain, _) = timed(prune, space, op, space.universe_set(), None)
-    build_seconds, table = timed(ShapeTable.build, space, op, domain, MAX_M)
+    build_seconds, table = timed(ShapeTable.build, space, op, domain, target, MAX_M)
 
     def from_scratch(m: int) -> dict[str, int]:
         return space.value_of(select(space, op, candidates_at(space, op, domain, m), target, m).best)
 
-    table.instantiate(MAX_M, target)  # first-call costs of numpy, outside the figures
+    table.instantiate(MAX_M)  # first-call costs of numpy, outside the figures
     fast, slow, empty = [], [], 0
     for m in sizes:
-        fast_seconds, fast_choice = timed(table.instantiate, m, target)
+        fast_seconds, fast_choice = timed(table.instantiate, m)
         slow_seconds, slow_choice = timed(from_scratch, m)
         if fast_choice != slow_choice:
             raise SystemExit(f"{target_name}: M={m}: table chose {fast_choice}, enumeration chose {slow_choice}")

@@ -1,9 +1,10 @@
 """Prism: a symbolic superoptimizer for tensor programs, built on MLIR.
 
-Entry points: :func:`compile` in Python and the ``prism-opt`` command.
+Entry points: :func:`compile` and :func:`shape_tables` in Python, and the
+``prism-opt`` command.
 """
 
-from prism.api import CompiledModule, compile
+from prism.api import CompiledModule, compile, shape_tables
 from prism.errors import (
     EmptySearchSpace,
     ParseError,
@@ -26,4 +27,5 @@ __all__ = [
     "UnsupportedOp",
     "VerificationError",
     "compile",
+    "shape_tables",
 ]

@@ -1,8 +1,10 @@
-"""Prism's Python API: ``prism.compile``.
+"""Prism's Python API: ``prism.compile`` and ``prism.shape_tables``.
 
 ``compile`` runs the same pass objects as ``prism-opt`` and returns a
 :class:`CompiledModule` holding the optimized MLIR, the PTX (GPU targets), the
 report, and for the host a way to call the functions on numpy arrays.
+``shape_tables`` prunes each family once for every size of its dynamic
+extents and returns tables that choose a schedule per size in microseconds.
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from mlir import ir
 
 from prism.driver import Compilation, ptx_text, stages_for
 from prism.errors import PrismError, TargetError
+from prism.family import body_func, families, family_domain, family_name, payload_contraction
 from prism.ir import SourceChunk, make_context, parse_chunk
+from prism.search import ShapeTable
+from prism.space import family_space
 from prism.targets import get_target
 
 Source = str | Path | ir.Module
@@ -78,6 +83,30 @@ def _load(source: Source) -> ir.Module:
         except OSError as error:
             raise PrismError(f"cannot read input file '{path}': {error.strerror}", location=str(path)) from None
     return _parse_text(source, "<string>")
+
+
+def shape_tables(source: Source, target: str = "host", max_extent: int = 8192) -> dict[str, ShapeTable]:
+    """Lift and prune every family of ``source`` once, for every size of its dynamic extents.
+
+    Returns each family's :class:`~prism.search.ShapeTable` by family name.
+    ``table.instantiate(m)`` then chooses the schedule for a dynamic extent of
+    ``m`` (1 <= m <= ``max_extent``) in well under a millisecond, without
+    any further isl work; static families get a table of one entry.
+
+    Raises:
+        PrismError: as :func:`compile`; EmptySearchSpace from ``instantiate``
+            when no schedule fits a size.
+    """
+    compilation = Compilation(_load(source), target)
+    compilation.run(stages_for("prism-lift,prism-prune", "mlir"))
+    chip = get_target(target)
+    tables = {}
+    for family in families(compilation.module):
+        _, contraction = payload_contraction(body_func(family))
+        space = family_space(contraction, chip)
+        domain = family_domain(family, space)
+        tables[family_name(family)] = ShapeTable.build(space, contraction, domain, chip, max_extent)
+    return tables
 
 
 def compile(source: Source, target: str = "host", emit: str | None = None, pipeline: str | None = None,

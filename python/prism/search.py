@@ -107,7 +107,9 @@ def select(space: Space, contraction: Contraction, candidates: np.ndarray, targe
     order = np.lexsort((np.arange(len(candidates)), bounds))
     probe = order[:max(PROBE, keep)]
     incumbent = np.sort(_costs(space, contraction, candidates[probe], target, assume))[min(keep, len(probe)) - 1]
-    costed = np.union1d(probe, np.flatnonzero(bounds <= incumbent))
+    survives = bounds <= incumbent
+    survives[probe] = True
+    costed = np.flatnonzero(survives)
     predicted = _costs(space, contraction, candidates[costed], target, assume)
     ranking = np.lexsort((costed, predicted))
     return Selection(candidates[costed[ranking]], predicted[ranking], len(candidates))
@@ -146,12 +148,14 @@ class ShapeTable:
 
     space: Space
     contraction: Contraction
+    target: Target
     keys: tuple[str, ...]
     rows: dict[tuple[int, ...], np.ndarray]
 
     @staticmethod
-    def build(space: Space, contraction: Contraction, domain: isl.Set, max_extent: int = 8192) -> ShapeTable:
-        """The table of ``domain`` for dynamic extents from 1 to ``max_extent``."""
+    def build(space: Space, contraction: Contraction, domain: isl.Set, target: Target,
+              max_extent: int = 8192) -> ShapeTable:
+        """The table of ``domain`` (pruned for ``target``) for dynamic extents from 1 to ``max_extent``."""
         dynamic = {p for role, p in [*SHAPE_PARAMS.items(), *DIVISOR_PARAMS.items()]
                    if role in contraction.roles and contraction.extent(role) is None}
         static = {p: v for p, v in shape_exponents(contraction).items() if p not in dynamic}
@@ -173,7 +177,7 @@ class ShapeTable:
         rows: dict[tuple[int, ...], list[np.ndarray]] = defaultdict(list)
         for row in found:
             rows[tuple(int(x) for x in row[:len(keys)])].append(row[len(keys):])
-        return ShapeTable(space, contraction, keys, {key: np.array(group) for key, group in rows.items()})
+        return ShapeTable(space, contraction, target, keys, {key: np.array(group) for key, group in rows.items()})
 
     def candidates(self, extent: int) -> np.ndarray:
         """The candidate points when every dynamic extent is ``extent`` (empty if none fits)."""
@@ -183,7 +187,7 @@ class ShapeTable:
         exponents = shape_exponents(self.contraction, extent)
         return {key: exponents[key] for key in self.keys}
 
-    def instantiate(self, extent: int, target: Target) -> dict[str, int]:
+    def instantiate(self, extent: int) -> dict[str, int]:
         """The chosen symbol values when every dynamic extent is ``extent``.
 
         Raises EmptySearchSpace when no schedule of the domain fits that size.
@@ -192,7 +196,7 @@ class ShapeTable:
         if not len(candidates):
             raise EmptySearchSpace(f"no schedule of the pruned domain fits a dynamic extent of {extent} "
                                    f"(shape parameters {self._key(extent)})")
-        selection = select(self.space, self.contraction, candidates, target, extent)
+        selection = select(self.space, self.contraction, candidates, self.target, extent)
         return self.space.value_of(selection.best)
 
 

@@ -72,6 +72,11 @@ class Contraction:
         terms.append(str(int(math.log2(self.elem_bytes[operand]))))
         return " + ".join(terms)
 
+    def output_footprint_exponent(self, tile_exponents: dict[str, str]) -> str:
+        """The log2 of the accumulator tile's footprint in bytes: a contraction's output spans its M and N loops."""
+        terms = [tile_exponents[role] for role in self.roles if role in ("m", "n")]
+        return " + ".join([*terms, str(int(math.log2(self.acc_bytes)))])
+
 
 @dataclass(frozen=True)
 class Space:
@@ -199,7 +204,7 @@ def cpu_gemm_space(op: Contraction, target: HostTarget) -> Space:
     # single-row block would degenerate into a matrix-vector product.
     universe = (f"{_shape_param_bounds()} and 1 <= rm <= 4 and {lanes_log2} <= rn <= {lanes_log2 + 2}"
                 f" and rm <= tm <= 9 and rn <= tn <= 10 and 4 <= tk <= 10")
-    l1 = op.footprint_exponent
+    footprint = op.footprint_exponent
     reg_tiles = {"m": "rm", "n": "rn", "k": "tk"}
     cache_tiles = {"m": "tm", "n": "tn", "k": "tk"}
     # Accumulators (RM x RN/lanes vectors) plus one row of B and one broadcast
@@ -208,9 +213,15 @@ def cpu_gemm_space(op: Contraction, target: HostTarget) -> Space:
     b_row = f"rn - {lanes_log2}"
     groups = (
         ("registers", pow2_sum_le(acc, b_row, target.vector_registers - 1)),
-        ("l1", pow2_sum_le(l1(0, reg_tiles), l1(1, reg_tiles), target.l1d_bytes)),
-        # Half of L2 for the packed panels leaves room for C and the stream.
-        ("l2", pow2_sum_le(l1(0, cache_tiles), l1(1, cache_tiles), target.l2_bytes / 2)),
+        # The loop order decides what each level must hold (see
+        # prism-lower-cpu): a B panel (TK x RN) is reused by every RM-high
+        # row panel of the block, so it must stay in L1 beside the A panel
+        # streaming through; the A slice (TM x TK) is reused by every
+        # column panel and the C block (TM x TN) by every K slice, so both
+        # must stay in L2, of which half is left to the B stream.
+        ("l1", pow2_sum_le(footprint(0, reg_tiles), footprint(1, reg_tiles), target.l1d_bytes)),
+        ("l2", pow2_sum_le(footprint(0, cache_tiles), op.output_footprint_exponent(cache_tiles),
+                           target.l2_bytes / 2)),
         ("shape", " and ".join([_shape_fit("tm", "m", 1), _shape_fit("tn", "n", lanes_log2),
                                 _shape_fit("tk", "k", 4)])),
     )

@@ -131,3 +131,46 @@ def test_select_measures_the_best_predicted_points(rng: np.random.Generator) -> 
 def test_measuring_needs_the_host() -> None:
     with pytest.raises(prism.TargetError, match="measure=2 runs candidates on this machine"):
         prism.compile(EXAMPLES / "gemm.mlir", target="h200", pipeline="prism-lift,prism-prune,prism-select{measure=2}")
+
+
+DYNAMIC_M = """
+func.func @project(%a: tensor<?x512xf16>, %b: tensor<512x768xf16>) -> tensor<?x768xf32> {
+  %zero = arith.constant 0.0 : f32
+  %i0 = arith.constant 0 : index
+  %m = tensor.dim %a, %i0 : tensor<?x512xf16>
+  %e = tensor.empty(%m) : tensor<?x768xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<?x768xf32>) -> tensor<?x768xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<?x512xf16>, tensor<512x768xf16>) outs(%c : tensor<?x768xf32>)
+         -> tensor<?x768xf32>
+  return %r : tensor<?x768xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["h200", "host"])
+def test_shape_tables_choose_per_size_what_compile_chooses(target: str) -> None:
+    """The table's choice for a size is the one prism-select makes when that size is assumed."""
+    (table,) = prism.shape_tables(DYNAMIC_M, target=target).values()
+    for m in (16, 48, 4096):
+        pipeline = f"prism-lift,prism-prune,prism-select{{assume={m}}}"
+        (family,) = prism.compile(DYNAMIC_M, target=target, emit="report", pipeline=pipeline).report["families"]
+        assert table.instantiate(m) == family["choice"], m
+
+
+def test_shape_tables_report_sizes_without_a_schedule() -> None:
+    (table,) = prism.shape_tables(DYNAMIC_M, target="h200").values()
+    with pytest.raises(prism.EmptySearchSpace, match="dynamic extent of 7"):
+        table.instantiate(7)  # no GPU tile of at least 16 divides 7
+
+
+def test_shape_tables_of_a_static_family_have_one_entry() -> None:
+    (table,) = prism.shape_tables(EXAMPLES / "gemm.mlir", target="host").values()
+    assert table.keys == () and len(table.rows) == 1
+    assert table.instantiate(1) == table.instantiate(8192)
+
+
+def test_shape_tables_reject_bad_input() -> None:
+    with pytest.raises(prism.ParseError):
+        prism.shape_tables("func.func @f( {", target="host")
+    with pytest.raises(prism.TargetError, match="unknown target"):
+        prism.shape_tables(DYNAMIC_M, target="tpu")

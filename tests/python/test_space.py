@@ -77,13 +77,13 @@ def test_dynamic_m_is_pruned_once_and_instantiated_per_m(target: str, monkeypatc
     op, chip = DYNAMIC_M_4096, get_target(target)
     space = family_space(op, chip)
     domain, _ = prune(space, op, space.universe_set(), on_empty=None)
-    table = ShapeTable.build(space, op, domain, max_extent=8192)
+    table = ShapeTable.build(space, op, domain, chip, max_extent=8192)
     isl_calls = []
     for module, name in ((search, "fix_shape"), (search, "point_array"), (search, "prune")):
         monkeypatch.setattr(module, name, lambda *args, name=name: isl_calls.append(name))
     for method in ("group_set", "universe_set"):
         monkeypatch.setattr(type(space), method, lambda self, *args, method=method: isl_calls.append(method))
-    chosen = {m: table.instantiate(m, chip) for m in (16, 64, 96, 1024, 4096, 8192)}
+    chosen = {m: table.instantiate(m) for m in (16, 64, 96, 1024, 4096, 8192)}
     assert isl_calls == []
     assert len({tuple(c.values()) for c in chosen.values()}) > 1, "the choice should follow M"
     if target == "h200":
@@ -96,14 +96,14 @@ def test_shape_table_agrees_with_a_fresh_enumeration(target: str) -> None:
     op, chip = DYNAMIC_M_4096, get_target(target)
     space = family_space(op, chip)
     domain, _ = prune(space, op, space.universe_set(), on_empty=None)
-    table = ShapeTable.build(space, op, domain, max_extent=8192)
+    table = ShapeTable.build(space, op, domain, chip, max_extent=8192)
     for m in (1, 3, 16, 17, 96, 100, 777, 1024, 5000, 8192):
         try:
             fresh = space.value_of(select(space, op, candidates_at(space, op, domain, m), chip, m).best)
         except EmptySearchSpace:
             assert not len(table.candidates(m)), m  # e.g. no GPU tile divides an odd M
             continue
-        assert table.instantiate(m, chip) == fresh, m
+        assert table.instantiate(m) == fresh, m
 
 
 @pytest.mark.parametrize("target", ["h200", "a100", "host"])
