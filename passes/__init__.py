@@ -13,10 +13,11 @@ from prism.passes.lower_cpu import LowerCpuPass
 from prism.passes.lower_gpu import LowerGpuPass
 from prism.passes.prune import PrunePass
 from prism.passes.select import SelectPass
+from prism.passes.verify import VerifyPass
 
 PASSES: dict[str, type[Pass]] = {
     cls.NAME: cls
-    for cls in (LiftPass, PrunePass, SelectPass, InstantiatePass, LowerCpuPass, LowerGpuPass)
+    for cls in (LiftPass, PrunePass, SelectPass, InstantiatePass, VerifyPass, LowerCpuPass, LowerGpuPass)
 }
 
 # Named pipelines: a name, a one-line summary, and the passes it expands to.
@@ -24,11 +25,12 @@ PASSES: dict[str, type[Pass]] = {
 # in it that has an option of that name.
 PIPELINES: dict[str, tuple[str, tuple[type[Pass], ...]]] = {
     "prism-optimize": (
-        "Lift, prune, select and instantiate: linalg in, tuned linalg out",
-        (LiftPass, PrunePass, SelectPass, InstantiatePass),
+        "Lift, prune, select and instantiate, then prove the result equal to the input: linalg in, tuned linalg out",
+        (LiftPass, PrunePass, SelectPass, InstantiatePass, VerifyPass),
     ),
 }
 
 __all__ = [
     "PASSES", "PIPELINES", "InstantiatePass", "LiftPass", "LowerCpuPass", "LowerGpuPass", "PrunePass", "SelectPass",
+    "VerifyPass",
 ]

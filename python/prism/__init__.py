@@ -1,10 +1,10 @@
 """Prism: a symbolic superoptimizer for tensor programs, built on MLIR.
 
-Entry points: :func:`compile` and :func:`shape_tables` in Python, and the
-``prism-opt`` command.
+Entry points: :func:`compile`, :func:`verify` and :func:`shape_tables` in
+Python, and the ``prism-opt`` command.
 """
 
-from prism.api import CompiledModule, compile, shape_tables
+from prism.api import CompiledModule, compile, shape_tables, verify
 from prism.errors import (
     EmptySearchSpace,
     ParseError,
@@ -28,4 +28,5 @@ __all__ = [
     "VerificationError",
     "compile",
     "shape_tables",
+    "verify",
 ]

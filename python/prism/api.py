@@ -1,8 +1,9 @@
-"""Prism's Python API: ``prism.compile`` and ``prism.shape_tables``.
+"""Prism's Python API: ``prism.compile``, ``prism.verify`` and ``prism.shape_tables``.
 
 ``compile`` runs the same pass objects as ``prism-opt`` and returns a
 :class:`CompiledModule` holding the optimized MLIR, the PTX (GPU targets), the
 report, and for the host a way to call the functions on numpy arrays.
+``verify`` proves two programs equal, or finds where they differ.
 ``shape_tables`` prunes each family once for every size of its dynamic
 extents and returns tables that choose a schedule per size in microseconds.
 """
@@ -17,12 +18,14 @@ from typing import Any
 from mlir import ir
 
 from prism.driver import Compilation, ptx_text, stages_for
+from prism.egraph import Budget
 from prism.errors import PrismError, TargetError
 from prism.family import body_func, families, family_domain, family_name, payload_contraction
 from prism.ir import SourceChunk, make_context, parse_chunk
 from prism.search import ShapeTable
 from prism.space import family_space
 from prism.targets import get_target
+from prism.verify import FunctionProof, verify_modules
 
 Source = str | Path | ir.Module
 
@@ -83,6 +86,25 @@ def _load(source: Source) -> ir.Module:
         except OSError as error:
             raise PrismError(f"cannot read input file '{path}': {error.strerror}", location=str(path)) from None
     return _parse_text(source, "<string>")
+
+
+def verify(original: Source, candidate: Source, budget_seconds: float = 5.0, trials: int = 3) -> list[FunctionProof]:
+    """Prove every public function of ``candidate`` equal to the one of the same name in ``original``.
+
+    The proof runs in an egglog e-graph bounded by ``budget_seconds``; when
+    it fails, both functions run on ``trials`` sets of random inputs on the
+    host to look for a counterexample.
+
+    Returns:
+        One proof per function, with the laws that fired.
+
+    Raises:
+        VerificationError: a function is missing, has another type, or could
+            not be proven; the message names it, why the proof stopped, the
+            laws applied and any counterexample.
+        PrismError: as :func:`compile`, for a source that cannot be read.
+    """
+    return verify_modules(_load(original), _load(candidate), Budget(seconds=budget_seconds), trials)
 
 
 def shape_tables(source: Source, target: str = "host", max_extent: int = 8192) -> dict[str, ShapeTable]:

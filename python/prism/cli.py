@@ -19,7 +19,7 @@ from mlir import ir
 from prism.driver import EMIT_KINDS, Compilation, stages_for
 from prism.errors import PrismError
 from prism.ir import SourceChunk, make_context, parse_chunk, split_input
-from prism.passes import PASSES, PIPELINES
+from prism.passes import PASSES, PIPELINES, VerifyPass
 from prism.pipeline import Stage
 from prism.summary import funnel_table
 from prism.targets import TARGET_NAMES
@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--target", default="host", choices=TARGET_NAMES,
                         help="machine to optimize for (default: host)")
     parser.add_argument("--emit", default="mlir", choices=EMIT_KINDS, help="what to write (default: mlir)")
+    parser.add_argument("--verify-against", metavar="ORIGINAL", default=None,
+                        help="after the pipeline, prove every function equal to the one of the same name in "
+                             "ORIGINAL (prism-verify{against=ORIGINAL}); exit 1 with a counterexample if not")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="print search progress and each family's funnel table on stderr")
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks on errors")
@@ -120,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
     """
     text, filename = _read_input(args.input)
     stages = stages_for(args.pipeline, args.emit)
+    if args.verify_against:
+        stages.append(VerifyPass(against=args.verify_against))
     context = make_context()
     outputs, failed = [], False
     for chunk in split_input(text, filename, args.split_input_file):

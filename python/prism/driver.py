@@ -15,6 +15,7 @@ from mlir import ir
 from prism.errors import TargetError
 from prism.passbase import PassContext
 from prism.passes import LowerCpuPass, LowerGpuPass
+from prism.passes.verify import ORIGINAL
 from prism.pipeline import Stage, parse_pipeline, run_pipeline
 from prism.targets import get_target
 
@@ -34,6 +35,7 @@ class Compilation:
         get_target(self.target)
         self.ctx = PassContext(target=self.target)
         self.ctx.report.update(target=self.target, families=[])
+        self.ctx.artifacts[ORIGINAL] = str(self.module)  # what prism-verify proves the output equal to
 
     def run(self, stages: list[Stage]) -> None:
         """Run ``stages`` on the module."""

@@ -1,0 +1,321 @@
+"""The tensor algebra Prism proves programs equal in: egglog terms that carry shapes, and the laws.
+
+Terms (``Tensor``) denote tensor values:
+- ``Tensor.arg(i)``: the i-th argument of the function; ``Tensor.splat(c)``: the
+  scalar ``c`` at every position of whatever shape its use has;
+  ``Tensor.opaque(key, operands)``: an op the algebra cannot express, equal only
+  to itself on equal operands (compared, never rewritten);
+- ``matmul(a, b)``: contraction of a's last axis with b's second-to-last, over
+  leading batch axes; ``transpose(a)`` swaps the last two axes;
+- elementwise ``add``, ``sub``, ``mul``, ``div``, ``maximum`` (same shapes),
+  ``neg``, ``exp``, ``rsqrt``, ``sqrt``;
+- ``reduce_sum(a, axis)``, ``reduce_max(a, axis)`` drop ``axis``;
+  ``broadcast(a, axis, size)`` inserts a new ``axis`` of ``size``;
+- ``concat(a, b, axis)`` and ``slice_(a, axis, offset, size)``.
+
+Shapes are the functions ``rank(t)`` and ``dim(t, axis)``: set on arguments
+when a program is translated, and derived for every other term by the
+``SHAPES`` ruleset. Laws whose validity depends on sizes (slicing a concat)
+read them as conditions.
+
+Every law is a named egglog rule, so that a proof can report the laws that
+fired (egglog gives Python no proof certificates; the run report is the
+evidence). The rulesets are grouped by the rewrite families of the design:
+``LINEAR`` (distributivity, associativity, transposes), ``FUSION`` (GEMMs
+sharing an operand through concat/slice), ``SCALING`` (row and column
+scalings across a matmul), ``SOFTMAX`` (max-subtraction invariance, division
+after the matmul) and ``ELEMENTWISE`` (commutativity and associativity of the
+pointwise ops).
+"""
+
+from __future__ import annotations
+
+from egglog import (
+    Expr,
+    Ruleset,
+    StringLike,
+    f64,
+    f64Like,
+    function,
+    i64,
+    i64Like,
+    rule,
+    ruleset,
+    set_,
+    union,
+    vars_,
+)
+from egglog import eq as _eq
+
+
+class TensorList(Expr):
+    """The operands of an opaque op, in order."""
+
+    @classmethod
+    def nil(cls) -> TensorList: ...
+
+    @classmethod
+    def cons(cls, head: Tensor, tail: TensorList) -> TensorList: ...
+
+
+class Tensor(Expr):
+    """A tensor value (see the module docstring)."""
+
+    @classmethod
+    def arg(cls, index: i64Like) -> Tensor: ...
+
+    @classmethod
+    def splat(cls, value: f64Like) -> Tensor: ...
+
+    @classmethod
+    def opaque(cls, key: StringLike, operands: TensorList) -> Tensor: ...
+
+
+@function
+def matmul(a: Tensor, b: Tensor) -> Tensor: ...
+
+
+@function
+def transpose(a: Tensor) -> Tensor: ...
+
+
+@function
+def add(a: Tensor, b: Tensor) -> Tensor: ...
+
+
+@function
+def sub(a: Tensor, b: Tensor) -> Tensor: ...
+
+
+@function
+def mul(a: Tensor, b: Tensor) -> Tensor: ...
+
+
+@function
+def div(a: Tensor, b: Tensor) -> Tensor: ...
+
+
+@function
+def maximum(a: Tensor, b: Tensor) -> Tensor: ...
+
+
+@function
+def neg(a: Tensor) -> Tensor: ...
+
+
+@function
+def exp(a: Tensor) -> Tensor: ...
+
+
+@function
+def rsqrt(a: Tensor) -> Tensor: ...
+
+
+@function
+def sqrt(a: Tensor) -> Tensor: ...
+
+
+@function
+def reduce_sum(a: Tensor, axis: i64Like) -> Tensor: ...
+
+
+@function
+def reduce_max(a: Tensor, axis: i64Like) -> Tensor: ...
+
+
+@function
+def broadcast(a: Tensor, axis: i64Like, size: i64Like) -> Tensor: ...
+
+
+@function
+def concat(a: Tensor, b: Tensor, axis: i64Like) -> Tensor: ...
+
+
+@function
+def slice_(a: Tensor, axis: i64Like, offset: i64Like, size: i64Like) -> Tensor: ...
+
+
+@function(merge=lambda old, new: old)
+def rank(t: Tensor) -> i64: ...
+
+
+@function(merge=lambda old, new: old)
+def dim(t: Tensor, axis: i64Like) -> i64: ...
+
+
+def set_rank(tensor: Tensor, value: int) -> object:
+    """The fact that ``tensor`` has ``value`` axes."""
+    return set_(rank(tensor)).to(value)
+
+
+def set_dim(tensor: Tensor, axis: int, value: int) -> object:
+    """The fact that ``tensor`` has ``value`` elements along ``axis``."""
+    return set_(dim(tensor, axis)).to(value)
+
+
+UNARY = {"neg": neg, "exp": exp, "rsqrt": rsqrt, "sqrt": sqrt}
+BINARY = {"add": add, "sub": sub, "mul": mul, "div": div, "maximum": maximum}
+
+a, b, c, t, s, g, x = vars_("a b c t s g x", Tensor)
+ax, n, m, r, i, off, size = vars_("ax n m r i off size", i64)
+(k,) = vars_("k", f64)
+
+
+Law = tuple[str, object]  # a law's name and its egglog rule
+
+
+def law(name: str, lhs: Tensor, rhs: Tensor, *conditions: object) -> list[Law]:
+    """A named one-way rewrite ``lhs -> rhs`` under ``conditions`` (facts over shapes)."""
+    return [(name, rule(_eq(t).to(lhs), *conditions, name=name).then(union(t).with_(rhs)))]
+
+
+def laws(name: str, lhs: Tensor, rhs: Tensor, *conditions: object) -> list[Law]:
+    """A named equation, as a rewrite each way (``name`` and ``name~``)."""
+    return [*law(name, lhs, rhs, *conditions), *law(name + "~", rhs, lhs, *conditions)]
+
+
+# The names of each ruleset's laws, in declaration order.
+LAW_NAMES: dict[str, list[str]] = {}
+
+
+def _ruleset(name: str, *entries: Law) -> Ruleset:
+    LAW_NAMES[name] = [law_name for law_name, _ in entries]
+    return ruleset(*(rule_ for _, rule_ in entries), name=name)
+
+
+def _shape_rules() -> list[object]:
+    rules: list[object] = []
+
+    def same_shape(result: Tensor, source: Tensor, name: str) -> None:
+        rules.append(rule(_eq(t).to(result), _eq(r).to(rank(source)), name=f"{name}-rank").then(set_(rank(t)).to(r)))
+        rules.append(rule(_eq(t).to(result), _eq(n).to(dim(source, i)), name=f"{name}-dim")
+                     .then(set_(dim(t, i)).to(n)))
+
+    for name, unary in UNARY.items():
+        same_shape(unary(a), a, f"shape-{name}")
+    for name, binary in BINARY.items():
+        same_shape(binary(a, b), a, f"shape-{name}")
+    rules += [
+        # [..., m, k] x [..., k, n] -> [..., m, n]: batch axes and rows from A, columns from B.
+        rule(_eq(t).to(matmul(a, b)), _eq(r).to(rank(a)), name="shape-matmul-rank").then(set_(rank(t)).to(r)),
+        rule(_eq(t).to(matmul(a, b)), _eq(r).to(rank(a)), _eq(n).to(dim(a, i)), i < r - 1, name="shape-matmul-rows")
+        .then(set_(dim(t, i)).to(n)),
+        rule(_eq(t).to(matmul(a, b)), _eq(r).to(rank(b)), _eq(n).to(dim(b, r - 1)), name="shape-matmul-cols")
+        .then(set_(dim(t, r - 1)).to(n)),
+        rule(_eq(t).to(transpose(a)), _eq(r).to(rank(a)), name="shape-transpose-rank").then(set_(rank(t)).to(r)),
+        rule(_eq(t).to(transpose(a)), _eq(r).to(rank(a)), _eq(n).to(dim(a, i)), i < r - 2,
+             name="shape-transpose-batch").then(set_(dim(t, i)).to(n)),
+        rule(_eq(t).to(transpose(a)), _eq(r).to(rank(a)), _eq(n).to(dim(a, r - 1)), _eq(m).to(dim(a, r - 2)),
+             name="shape-transpose-swap").then(set_(dim(t, r - 2)).to(n), set_(dim(t, r - 1)).to(m)),
+    ]
+    for name, reduce in (("sum", reduce_sum), ("max", reduce_max)):
+        rules += [
+            rule(_eq(t).to(reduce(a, ax)), _eq(r).to(rank(a)), name=f"shape-reduce-{name}")
+            .then(set_(rank(t)).to(r - 1)),
+            rule(_eq(t).to(reduce(a, ax)), _eq(n).to(dim(a, i)), i < ax, name=f"shape-reduce-{name}-before")
+            .then(set_(dim(t, i)).to(n)),
+            rule(_eq(t).to(reduce(a, ax)), _eq(n).to(dim(a, i)), i > ax, name=f"shape-reduce-{name}-after")
+            .then(set_(dim(t, i - 1)).to(n)),
+        ]
+    rules += [
+        rule(_eq(t).to(broadcast(a, ax, size)), _eq(r).to(rank(a)), name="shape-broadcast")
+        .then(set_(rank(t)).to(r + 1), set_(dim(t, ax)).to(size)),
+        rule(_eq(t).to(broadcast(a, ax, size)), _eq(n).to(dim(a, i)), i < ax, name="shape-broadcast-before")
+        .then(set_(dim(t, i)).to(n)),
+        rule(_eq(t).to(broadcast(a, ax, size)), _eq(n).to(dim(a, i)), i >= ax, name="shape-broadcast-after")
+        .then(set_(dim(t, i + 1)).to(n)),
+        rule(_eq(t).to(concat(a, b, ax)), _eq(r).to(rank(a)), _eq(n).to(dim(a, ax)), _eq(m).to(dim(b, ax)),
+             name="shape-concat").then(set_(rank(t)).to(r), set_(dim(t, ax)).to(n + m)),
+        rule(_eq(t).to(concat(a, b, ax)), _eq(n).to(dim(a, i)), i != ax, name="shape-concat-other")
+        .then(set_(dim(t, i)).to(n)),
+        rule(_eq(t).to(slice_(a, ax, off, size)), _eq(r).to(rank(a)), name="shape-slice")
+        .then(set_(rank(t)).to(r), set_(dim(t, ax)).to(size)),
+        rule(_eq(t).to(slice_(a, ax, off, size)), _eq(n).to(dim(a, i)), i != ax, name="shape-slice-other")
+        .then(set_(dim(t, i)).to(n)),
+    ]
+    return rules
+
+
+SHAPES: Ruleset = ruleset(*_shape_rules(), name="shapes")
+
+LINEAR: Ruleset = _ruleset(
+    "linear",
+    *laws("matmul-distributes-over-add-right", matmul(a, add(b, c)), add(matmul(a, b), matmul(a, c))),
+    *laws("matmul-distributes-over-add-left", matmul(add(a, b), c), add(matmul(a, c), matmul(b, c))),
+    *laws("matmul-associative", matmul(matmul(a, b), c), matmul(a, matmul(b, c))),
+    *law("transpose-involution", transpose(transpose(a)), a),
+    *laws("transpose-of-matmul", transpose(matmul(a, b)), matmul(transpose(b), transpose(a))),
+    *laws("transpose-of-add", transpose(add(a, b)), add(transpose(a), transpose(b))),
+)
+
+ELEMENTWISE: Ruleset = _ruleset(
+    "elementwise",
+    *law("add-commutative", add(a, b), add(b, a)),
+    *laws("add-associative", add(add(a, b), c), add(a, add(b, c))),
+    *law("mul-commutative", mul(a, b), mul(b, a)),
+    *laws("mul-associative", mul(mul(a, b), c), mul(a, mul(b, c))),
+    *laws("sub-is-add-of-negation", sub(a, b), add(a, neg(b))),
+    *law("add-zero", add(a, Tensor.splat(0.0)), a),
+    *law("mul-one", mul(a, Tensor.splat(1.0)), a),
+    *laws("rsqrt-is-reciprocal-sqrt", rsqrt(a), div(Tensor.splat(1.0), sqrt(a))),
+    *laws("div-is-mul-by-reciprocal", div(a, b), mul(a, div(Tensor.splat(1.0), b))),
+)
+
+FUSION: Ruleset = _ruleset(
+    "fusion",
+    # Slicing a product's columns slices B's columns; its rows, A's rows.
+    *laws("slice-columns-of-matmul", slice_(matmul(a, b), ax, off, size), matmul(a, slice_(b, ax, off, size)),
+          _eq(rank(b)).to(ax + 1)),
+    *laws("slice-rows-of-matmul", slice_(matmul(a, b), ax, off, size), matmul(slice_(a, ax, off, size), b),
+          _eq(rank(a)).to(ax + 2)),
+    *law("slice-inside-first-of-concat", slice_(concat(a, b, ax), ax, off, size), slice_(a, ax, off, size),
+        _eq(n).to(dim(a, ax)), off + size <= n),
+    *law("slice-inside-second-of-concat", slice_(concat(a, b, ax), ax, off, size), slice_(b, ax, off - n, size),
+        _eq(n).to(dim(a, ax)), off >= n),
+    *law("slice-whole", slice_(a, ax, 0, size), a, _eq(dim(a, ax)).to(size)),
+    *laws("concat-of-matmuls-sharing-a", concat(matmul(x, a), matmul(x, b), ax), matmul(x, concat(a, b, ax)),
+          _eq(rank(a)).to(ax + 1)),
+)
+
+SCALING: Ruleset = _ruleset(
+    "scaling",
+    # diag(s) A B = diag(s) (A B): a row scaling of A scales the product's rows.
+    *laws("row-scaling-commutes-with-matmul",
+          matmul(mul(a, broadcast(s, ax, size)), b), mul(matmul(a, b), broadcast(s, ax, n)),
+          _eq(rank(a)).to(ax + 1), _eq(size).to(dim(a, ax)), _eq(n).to(dim(b, ax))),
+    # A diag(g) B = A (diag(g) B): a column scaling of A is a row scaling of B.
+    *laws("column-scaling-moves-into-b",
+          matmul(mul(a, broadcast(g, ax, size)), b), matmul(a, mul(b, broadcast(g, ax + 1, n))),
+          _eq(rank(a)).to(ax + 2), _eq(size).to(dim(a, ax)), _eq(n).to(dim(b, ax + 1))),
+    # A (B diag(g)) = (A B) diag(g).
+    *laws("b-column-scaling-commutes-with-matmul",
+          matmul(a, mul(b, broadcast(g, ax, size))), mul(matmul(a, b), broadcast(g, ax, m)),
+          _eq(rank(b)).to(ax + 2), _eq(size).to(dim(b, ax)), _eq(m).to(dim(a, ax))),
+    *laws("scalar-commutes-with-matmul", matmul(mul(a, Tensor.splat(k)), b), mul(matmul(a, b), Tensor.splat(k))),
+    # A row division is a row scaling by the reciprocal, so it moves after the matmul too.
+    *laws("row-division-commutes-with-matmul",
+          matmul(div(a, broadcast(s, ax, size)), b), div(matmul(a, b), broadcast(s, ax, n)),
+          _eq(rank(a)).to(ax + 1), _eq(size).to(dim(a, ax)), _eq(n).to(dim(b, ax))),
+)
+
+SOFTMAX: Ruleset = _ruleset(
+    "softmax",
+    *laws("exp-of-difference", exp(sub(a, b)), div(exp(a), exp(b))),
+    *laws("exp-of-broadcast", exp(broadcast(a, ax, size)), broadcast(exp(a), ax, size)),
+    *laws("sum-of-a-broadcast-division", reduce_sum(div(a, broadcast(s, ax, size)), ax),
+          div(reduce_sum(a, ax), s), _eq(size).to(dim(a, ax))),
+    *laws("broadcast-of-division", broadcast(div(a, b), ax, size), div(broadcast(a, ax, size), broadcast(b, ax, size))),
+    *law("division-cancels", div(div(a, c), div(b, c)), div(a, b)),
+)
+
+# The rewrite families, by name; SHAPES runs beside every one of them.
+RULESETS: dict[str, Ruleset] = {
+    "linear": LINEAR, "elementwise": ELEMENTWISE, "fusion": FUSION, "scaling": SCALING, "softmax": SOFTMAX,
+}
+
+
+__all__ = [
+    "BINARY", "ELEMENTWISE", "FUSION", "LINEAR", "RULESETS", "SCALING", "SHAPES", "SOFTMAX", "UNARY",
+    "Tensor", "TensorList", "add", "broadcast", "concat", "dim", "div", "exp", "matmul", "maximum", "mul", "neg",
+    "rank", "reduce_max", "set_dim", "set_rank", "reduce_sum", "rsqrt", "slice_", "sqrt", "sub", "transpose",
+]

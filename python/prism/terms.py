@@ -1,0 +1,327 @@
+"""Translation of a ``func.func`` of Linalg ops on tensors into terms of :mod:`prism.algebra`.
+
+Each SSA value becomes a term over the function's arguments. Supported:
+- ``linalg.matmul``, ``linalg.batch_matmul`` and every contraction with one M,
+  one N and one K loop (transposed operands become ``transpose``);
+- ``linalg.transpose`` of the last two axes, ``linalg.fill`` with a constant,
+  ``tensor.empty`` as an init that is overwritten;
+- ``linalg.generic`` whose body is ``arith``/``math`` arithmetic: inputs
+  read through projected permutations become broadcasts (and transposes),
+  and a body that folds its output with ``addf`` or ``maximumf`` over
+  reduction loops becomes ``reduce_sum`` or ``reduce_max``;
+- named elementwise ops (``linalg.add``, ``linalg.mul``, ...);
+- ``tensor.concat`` and static, unit-stride ``tensor.extract_slice``;
+- ``func.call`` of a function defined in the module (translated inline).
+
+Any other op becomes ``Tensor.opaque``, keyed by its name, attributes and
+regions: equal only to the same op on equal operands, so it is compared and
+never rewritten. Prism's own annotations (``prism.*`` attributes) do not
+change a value and are left out of the keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mlir import ir
+
+from prism import algebra as A
+from prism.algebra import Tensor, TensorList
+from prism.family import analyze_contraction, map_dims
+
+ZERO = Tensor.splat(0.0)
+
+_BINARY = {"arith.addf": A.add, "arith.subf": A.sub, "arith.mulf": A.mul, "arith.divf": A.div,
+           "arith.maximumf": A.maximum, "arith.maxnumf": A.maximum}
+_UNARY = {"arith.negf": A.neg, "math.exp": A.exp, "math.rsqrt": A.rsqrt, "math.sqrt": A.sqrt}
+_NAMED_BINARY = {"linalg.add": A.add, "linalg.sub": A.sub, "linalg.mul": A.mul, "linalg.div": A.div,
+                 "linalg.max": A.maximum}
+_NAMED_UNARY = {"linalg.exp": A.exp, "linalg.negf": A.neg, "linalg.rsqrt": A.rsqrt, "linalg.sqrt": A.sqrt}
+_REDUCERS = {"arith.addf": A.reduce_sum, "arith.maximumf": A.reduce_max, "arith.maxnumf": A.reduce_max}
+_MAX_CALL_DEPTH = 8
+
+
+@dataclass
+class Program:
+    """One function as terms: its arguments' shapes, its results, and the ops kept opaque.
+
+    ``arg_shapes`` has one entry per argument: a tuple of sizes (None where
+    dynamic) for a ranked tensor, None for anything else.
+    """
+
+    name: str
+    arg_shapes: list[tuple[int | None, ...] | None]
+    results: list[Tensor]
+    opaque: list[str] = field(default_factory=list)
+
+    def shape_facts(self) -> list[object]:
+        """The rank and static sizes of every tensor argument, as egglog actions."""
+        facts = []
+        for index, shape in enumerate(self.arg_shapes):
+            if shape is None:
+                continue
+            arg = Tensor.arg(index)
+            facts.append(A.set_rank(arg, len(shape)))
+            facts += [A.set_dim(arg, axis, size) for axis, size in enumerate(shape) if size is not None]
+        return facts
+
+
+def _shape_of(type_: ir.Type) -> tuple[int | None, ...] | None:
+    if not isinstance(type_, ir.RankedTensorType):
+        return None
+    return tuple(None if type_.is_dynamic_dim(d) else type_.get_dim_size(d) for d in range(type_.rank))
+
+
+def translate(func: ir.Operation) -> Program:
+    """The terms of ``func``'s results (see the module docstring)."""
+    block = func.regions[0].blocks[0]
+    translator = _Translator(func.parent)
+    values: dict[ir.Value, Tensor] = {arg: Tensor.arg(i) for i, arg in enumerate(block.arguments)}
+    results = translator.block(block, values, depth=0)
+    name = ir.StringAttr(func.attributes["sym_name"]).value
+    return Program(name, [_shape_of(arg.type) for arg in block.arguments], results, translator.opaque)
+
+
+def _static_sizes(value: ir.Value) -> list[int]:
+    type_ = ir.RankedTensorType(value.type)
+    return [-1 if type_.is_dynamic_dim(d) else type_.get_dim_size(d) for d in range(type_.rank)]
+
+
+def _splat(value: float) -> Tensor:
+    """The constant ``value`` everywhere; zero is the one ZERO term, so that inits can be recognized."""
+    return ZERO if value == 0.0 else Tensor.splat(value)
+
+
+def _float_constant(op: ir.Operation) -> float | None:
+    if op.name == "arith.constant" and isinstance(op.attributes["value"], ir.FloatAttr):
+        return ir.FloatAttr(op.attributes["value"]).value
+    return None
+
+
+class _Translator:
+    """Walks blocks and builds terms; remembers the ops it had to keep opaque."""
+
+    def __init__(self, symbols: ir.Operation | None):
+        self.functions: dict[str, ir.Operation] = {}
+        if symbols is not None and symbols.name == "builtin.module":
+            for op in symbols.regions[0].blocks[0].operations:
+                if op.operation.name == "func.func" and len(op.operation.regions[0].blocks):
+                    self.functions[ir.StringAttr(op.operation.attributes["sym_name"]).value] = op.operation
+        self.opaque: list[str] = []
+
+    def block(self, block: ir.Block, values: dict[ir.Value, Tensor], depth: int) -> list[Tensor]:
+        """Translate ``block``'s ops in order; returns the terms its terminator yields."""
+        for op in block.operations:
+            op = op.operation
+            if op.name in ("func.return", "linalg.yield"):
+                return [self.term(values, v) for v in op.operands]
+            for index, term in enumerate(self.op(op, values, depth)):
+                values[op.results[index]] = term
+        raise ValueError("block without a terminator")
+
+    def term(self, values: dict[ir.Value, Tensor], value: ir.Value) -> Tensor:
+        if value not in values:  # defined outside what is being translated (a region's capture)
+            owner = value.owner
+            constant = _float_constant(owner.operation) if isinstance(owner, ir.OpView) else None
+            return _splat(constant) if constant is not None else self._opaque_value(value)
+        return values[value]
+
+    def _opaque_value(self, value: ir.Value) -> Tensor:
+        self.opaque.append(f"captured value {value.get_name()}")
+        return Tensor.opaque(f"captured:{value.get_name()}", TensorList.nil())
+
+    def op(self, op: ir.Operation, values: dict[ir.Value, Tensor], depth: int) -> list[Tensor]:
+        """The terms of ``op``'s results."""
+        found = None
+        if op.name.startswith("linalg.") and analyze_contraction(op) is not None:
+            found = self.contraction(op, values)
+        handler = self._handlers().get(op.name)
+        if found is None and handler is not None:
+            found = handler(op, values, depth)
+        return self.opaque_op(op, values) if found is None else found
+
+    def _handlers(self) -> dict[str, Callable[[ir.Operation, dict[ir.Value, Tensor], int], list[Tensor] | None]]:
+        return {
+            "arith.constant": lambda op, values, depth: self.constant(op),
+            "tensor.empty": lambda op, values, depth: [self.uninitialized(op)],
+            "linalg.fill": lambda op, values, depth: self.fill(op, values),
+            "linalg.transpose": lambda op, values, depth: self.transpose(op, values),
+            "linalg.generic": lambda op, values, depth: self.generic(op, values),
+            "tensor.concat": lambda op, values, depth: self.concat(op, values),
+            "tensor.extract_slice": lambda op, values, depth: self.extract_slice(op, values),
+            "func.call": self.call,
+            **{name: (lambda op, values, depth, f=f: [f(self.term(values, op.operands[0]),
+                                                        self.term(values, op.operands[1]))])
+               for name, f in {**_BINARY, **_NAMED_BINARY}.items()},
+            **{name: (lambda op, values, depth, f=f: [f(self.term(values, op.operands[0]))])
+               for name, f in {**_UNARY, **_NAMED_UNARY}.items()},
+        }
+
+    def constant(self, op: ir.Operation) -> list[Tensor] | None:
+        value = _float_constant(op)
+        return None if value is None else [_splat(value)]
+
+    def fill(self, op: ir.Operation, values: dict[ir.Value, Tensor]) -> list[Tensor] | None:
+        owner = op.operands[0].owner
+        value = _float_constant(owner.operation) if isinstance(owner, ir.OpView) else None
+        return None if value is None else [_splat(value)]
+
+    def uninitialized(self, op: ir.Operation) -> Tensor:
+        """An empty tensor: its contents are undefined, so it equals nothing but itself."""
+        return Tensor.opaque(f"uninitialized {op.results[0].type}", TensorList.nil())
+
+    def transpose(self, op: ir.Operation, values: dict[ir.Value, Tensor]) -> list[Tensor] | None:
+        perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+        rank = len(perm)
+        if rank < 2 or perm != [*range(rank - 2), rank - 1, rank - 2]:
+            return None
+        return [A.transpose(self.term(values, op.operands[0]))]
+
+    def contraction(self, op: ir.Operation, values: dict[ir.Value, Tensor]) -> list[Tensor] | None:
+        """``init + A @ B`` with A as [batch, m, k] and B as [batch, k, n], transposing where the maps say."""
+        analysis = analyze_contraction(op)
+        roles = analysis.roles
+        if sorted(r for r in roles if r != "batch") != ["k", "m", "n"] or roles.count("batch") > 1:
+            return None
+        maps = [map_dims(ir.AffineMapAttr(m).value) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        orders = [[roles[d] for d in dims] for dims in maps]
+        batch = ["batch"] if "batch" in roles else []
+        lhs = self._oriented(self.term(values, op.operands[0]), orders[0], [*batch, "m", "k"])
+        rhs = self._oriented(self.term(values, op.operands[1]), orders[1], [*batch, "k", "n"])
+        if lhs is None or rhs is None or orders[2] not in ([*batch, "m", "n"], [*batch, "n", "m"]):
+            return None
+        product = A.matmul(lhs, rhs)
+        if orders[2] != [*batch, "m", "n"]:
+            product = A.transpose(product)
+        init = self.term(values, op.operands[2])
+        return [product if init is ZERO else A.add(init, product)]
+
+    @staticmethod
+    def _oriented(term: Tensor, order: list[str], wanted: list[str]) -> Tensor | None:
+        if order == wanted:
+            return term
+        if order == [*wanted[:-2], wanted[-1], wanted[-2]]:
+            return A.transpose(term)
+        return None
+
+    def generic(self, op: ir.Operation, values: dict[ir.Value, Tensor]) -> list[Tensor] | None:
+        """An elementwise, broadcasting or reducing generic (see the module docstring)."""
+        maps = [map_dims(ir.AffineMapAttr(m).value) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        iterators = [str(it) for it in ir.ArrayAttr(op.attributes["iterator_types"])]
+        n_inputs = len(op.operands) - len(op.results)
+        if len(op.results) != 1 or any(m is None for m in maps):
+            return None
+        out_dims = maps[-1]
+        reduced = [d for d, it in enumerate(iterators) if "reduction" in it]
+        if sorted(out_dims) != out_dims or set(out_dims) | set(reduced) != set(range(len(iterators))):
+            return None
+        extents = self._loop_extents(op, maps)
+        body = op.regions[0].blocks[0]
+        inner: dict[ir.Value, Tensor] = dict(values)
+        for arg, operand, dims in zip(body.arguments[:n_inputs], op.operands[:n_inputs], maps[:n_inputs], strict=True):
+            lifted = self._lift(self.term(values, operand), dims, extents)
+            if lifted is None:
+                return None
+            inner[arg] = lifted
+        init = self.term(values, op.operands[n_inputs])
+        out_arg = body.arguments[n_inputs]
+        if not reduced:
+            inner[out_arg] = init
+            return self.block(body, inner, depth=0)
+        return self._reduction(body, inner, out_arg, init, reduced)
+
+    def _reduction(self, body: ir.Block, inner: dict[ir.Value, Tensor], out_arg: ir.Value, init: Tensor,
+                   reduced: list[int]) -> list[Tensor] | None:
+        """``combine(init, reduce(expr))`` for a body that yields ``combine(out, expr)``."""
+        yielded = body.operations[len(body.operations) - 1].operands[0]
+        combine = yielded.owner
+        if not isinstance(combine, ir.OpView) or combine.operation.name not in _REDUCERS:
+            return None
+        others = [v for v in combine.operation.operands if v != out_arg]
+        if len(others) != 1 or len(combine.operation.operands) != 2:
+            return None
+        marker = Tensor.opaque("reduction-output", TensorList.nil())
+        inner[out_arg] = marker
+        for inner_op in body.operations:
+            inner_op = inner_op.operation
+            if inner_op == combine.operation or inner_op.name == "linalg.yield":
+                continue
+            if out_arg in list(inner_op.operands):
+                return None  # the output is read other than by the fold
+            for index, term in enumerate(self.op(inner_op, inner, 0)):
+                inner[inner_op.results[index]] = term
+        reduced_term = self.term(inner, others[0])
+        reducer = _REDUCERS[combine.operation.name]
+        for axis in sorted(reduced, reverse=True):
+            reduced_term = reducer(reduced_term, axis)
+        neutral = init is ZERO and reducer is A.reduce_sum
+        fold = _BINARY[combine.operation.name]
+        return [reduced_term if neutral else fold(init, reduced_term)]
+
+    @staticmethod
+    def _loop_extents(op: ir.Operation, maps: list[list[int]]) -> list[int]:
+        extents = [-1] * len(ir.ArrayAttr(op.attributes["iterator_types"]))
+        for operand, dims in zip(op.operands, maps, strict=True):
+            if not isinstance(operand.type, ir.RankedTensorType):
+                continue
+            for size, loop in zip(_static_sizes(operand), dims, strict=True):
+                if size >= 0:
+                    extents[loop] = size
+        return extents
+
+    @staticmethod
+    def _lift(term: Tensor, dims: list[int], extents: list[int]) -> Tensor | None:
+        """``term``, read through a map onto loops ``dims``, broadcast to every loop."""
+        if not dims:  # a scalar: a splat already fits every shape
+            return term
+        if sorted(dims) != dims:
+            if len(dims) >= 2 and dims[:-2] + [dims[-1], dims[-2]] == sorted(dims):
+                term, dims = A.transpose(term), sorted(dims)
+            else:
+                return None
+        for loop in range(len(extents)):
+            if loop not in dims:
+                term = A.broadcast(term, loop, extents[loop])
+        return term
+
+    def concat(self, op: ir.Operation, values: dict[ir.Value, Tensor]) -> list[Tensor]:
+        axis = ir.IntegerAttr(op.attributes["dim"]).value
+        terms = [self.term(values, v) for v in op.operands]
+        result = terms[0]
+        for term in terms[1:]:
+            result = A.concat(result, term, axis)
+        return [result]
+
+    def extract_slice(self, op: ir.Operation, values: dict[ir.Value, Tensor]) -> list[Tensor] | None:
+        offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+        sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+        strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+        source_sizes = _static_sizes(op.operands[0])
+        if len(op.operands) > 1 or any(s != 1 for s in strides) or len(_static_sizes(op.results[0])) != len(sizes):
+            return None  # dynamic offsets or sizes, strides or rank reduction
+        term = self.term(values, op.operands[0])
+        for axis, (offset, size, full) in enumerate(zip(offsets, sizes, source_sizes, strict=True)):
+            if offset != 0 or size != full:
+                term = A.slice_(term, axis, offset, size)
+        return [term]
+
+    def call(self, op: ir.Operation, values: dict[ir.Value, Tensor], depth: int) -> list[Tensor] | None:
+        callee = self.functions.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+        if callee is None or depth >= _MAX_CALL_DEPTH:
+            return None
+        block = callee.regions[0].blocks[0]
+        inner = {arg: self.term(values, v) for arg, v in zip(block.arguments, op.operands, strict=True)}
+        return self.block(block, inner, depth + 1)
+
+    def opaque_op(self, op: ir.Operation, values: dict[ir.Value, Tensor]) -> list[Tensor]:
+        """Terms that stand for ``op``'s results and equal only the same op on equal operands."""
+        named = [op.attributes[i] for i in range(len(op.attributes))]
+        attributes = {n.name: str(n.attr) for n in named if not n.name.startswith("prism.")}
+        regions = "".join(str(region.blocks[0]) for region in op.regions if len(region.blocks))
+        key = f"{op.name} {sorted(attributes.items())} {regions}"
+        operands = TensorList.nil()
+        for value in reversed(list(op.operands)):
+            operands = TensorList.cons(self.term(values, value), operands)
+        self.opaque.append(op.name)
+        return [Tensor.opaque(f"{key} #{index}", operands) for index in range(len(op.results))]

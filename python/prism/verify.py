@@ -1,0 +1,185 @@
+"""Whole-program verification: is a candidate module equal to the original, function by function?
+
+Each public function of the candidate must exist in the original with the
+same type. Both are translated into terms (:mod:`prism.terms`) and a bounded
+egglog proof is attempted (:mod:`prism.egraph`). When the proof fails, both
+functions are compiled for the host and run on the same random inputs: a
+difference is reported as a counterexample. Either way an unproven function
+is a :class:`~prism.errors.VerificationError` naming it, why the proof
+stopped and the laws that were applied; there is no silent pass. A proof
+that needed laws is also checked on random inputs, so that an unsound law
+cannot pass unnoticed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from mlir import ir
+
+from prism.egraph import Budget, Proof, prove
+from prism.errors import PrismError, VerificationError
+from prism.ir import display_location, make_context
+from prism.passbase import PassContext
+from prism.terms import translate
+
+if TYPE_CHECKING:
+    from prism.runtime import JitFunction, TensorSpec
+
+# Relative to the original result's largest magnitude: far above the rounding
+# of two f32 schedules of the same computation, far below a wrong one.
+TOLERANCE = {"f16": 2e-2, "bf16": 2e-2, "f32": 1e-3, "f64": 1e-9}
+DYNAMIC_SIZE = 7  # the size given to every dynamic dimension in numeric checks
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """Inputs (reproducible from ``seed``) on which the two functions disagree."""
+
+    seed: int
+    result: int
+    index: tuple[int, ...]
+    original: float
+    candidate: float
+
+    def describe(self) -> str:
+        """One line that says how to reproduce the difference."""
+        return (f"result #{self.result} differs at {list(self.index)}: original {self.original:.6g}, "
+                f"candidate {self.candidate:.6g} (inputs: numpy.random.default_rng({self.seed}).standard_normal, "
+                f"dynamic sizes {DYNAMIC_SIZE})")
+
+
+@dataclass(frozen=True)
+class FunctionProof:
+    """One verified function and its proof."""
+
+    name: str
+    proof: Proof
+
+    def as_report(self) -> dict:
+        """The entry of the ``--emit=report`` JSON (no timings, so reports stay comparable)."""
+        return {"function": self.name, "proved": self.proof.proved, "laws": self.proof.laws}
+
+
+def _public_functions(module: ir.Module) -> dict[str, ir.Operation]:
+    found = {}
+    for op in module.body.operations:
+        op = op.operation
+        if op.name != "func.func" or not len(op.regions[0].blocks):
+            continue
+        if "sym_visibility" in op.attributes and ir.StringAttr(op.attributes["sym_visibility"]).value != "public":
+            continue
+        found[ir.StringAttr(op.attributes["sym_name"]).value] = op
+    return found
+
+
+def verify_modules(original: ir.Module, candidate: ir.Module, budget: Budget | None = None, trials: int = 3,
+                   rulesets: tuple[str, ...] | None = None) -> list[FunctionProof]:
+    """Prove every public function of ``candidate`` equal to the one of the same name in ``original``.
+
+    Raises VerificationError for the first function that is missing, has
+    another type, or cannot be proven (with a counterexample when ``trials``
+    random runs find one).
+    """
+    originals = _public_functions(original)
+    proofs = []
+    for name, func in _public_functions(candidate).items():
+        where = display_location(func.location)
+        if name not in originals:
+            raise VerificationError(f"prism-verify: function @{name} is not in the original program", location=where)
+        if str(originals[name].attributes["function_type"]) != str(func.attributes["function_type"]):
+            raise VerificationError(f"prism-verify: @{name} has type {func.attributes['function_type']} but the "
+                                    f"original has {originals[name].attributes['function_type']}", location=where)
+        proof = prove(translate(originals[name]), translate(func), budget or Budget(), rulesets)
+        if not proof.proved:
+            raise _unproven(name, proof, original, candidate, trials, where)
+        if proof.laws and trials:
+            _check_numerically(name, proof, original, candidate, trials, where)
+        proofs.append(FunctionProof(name, proof))
+    return proofs
+
+
+def _check_numerically(name: str, proof: Proof, original: ir.Module, candidate: ir.Module, trials: int,
+                       where: str) -> None:
+    """Run a proof that needed laws on random inputs too: a difference means an unsound law.
+
+    Proofs of identical terms apply no law and are not rerun.
+    """
+    counterexample = find_counterexample(original, candidate, name, trials)
+    if counterexample is not None:
+        laws = ", ".join(proof.laws)
+        raise VerificationError(f"prism-verify: @{name} was proven equal to the original, but it differs on random "
+                                f"inputs, so one of the laws applied is unsound ({laws}); counterexample: "
+                                f"{counterexample.describe()}", location=where)
+
+
+def _unproven(name: str, proof: Proof, original: ir.Module, candidate: ir.Module, trials: int,
+              where: str) -> VerificationError:
+    """The error for a failed proof, with the numeric check's finding."""
+    laws = ", ".join(f"{law} ({count})" for law, count in proof.laws.items()) or "none"
+    results = ", ".join(f"#{i}" for i in proof.unproven_results)
+    message = (f"prism-verify: could not prove @{name} equal to the original: results {results} unproven "
+               f"({proof.stopped} after {proof.seconds:.2f} s, {proof.nodes} e-nodes); laws applied: {laws}")
+    try:
+        counterexample = find_counterexample(original, candidate, name, trials)
+    except PrismError as error:
+        return VerificationError(f"{message}; the numeric check could not run: {error.message}", location=where)
+    if counterexample is None:
+        return VerificationError(f"{message}; no counterexample in {trials} random trials", location=where)
+    return VerificationError(f"{message}; counterexample: {counterexample.describe()}", location=where)
+
+
+def find_counterexample(original: ir.Module, candidate: ir.Module, name: str, trials: int = 3,
+                        seed: int = 0) -> Counterexample | None:
+    """Run @name of both modules on random inputs; the first difference found, or None."""
+    run_original, run_candidate = _host_function(original, name), _host_function(candidate, name)
+    signature = run_original.signature
+    for trial in range(trials):
+        trial_seed = seed + trial
+        rng = np.random.default_rng(trial_seed)
+        inputs = [_random_input(spec, rng) for spec in signature.inputs]
+        expected, got = (_as_tuple(run(*inputs)) for run in (run_original, run_candidate))
+        for index, (want, have) in enumerate(zip(expected, got, strict=True)):
+            difference = _difference(want, have, str(signature.results[index].dtype))
+            if difference is not None:
+                position, before, after = difference
+                return Counterexample(trial_seed, index, position, before, after)
+    return None
+
+
+def _host_function(module: ir.Module, name: str) -> JitFunction:
+    """@name of a copy of ``module``, lowered for the host and compiled."""
+    # Imported here: the passes package imports this module (prism-verify).
+    from prism.passes.lower_cpu import LowerCpuPass
+    from prism.runtime import jit
+
+    copy = ir.Module.parse(str(module), make_context())
+    with copy.context, ir.Location.unknown():
+        LowerCpuPass().run(copy, PassContext())
+        return jit(copy, name)
+
+
+def _random_input(spec: TensorSpec, rng: np.random.Generator) -> np.ndarray:
+    shape = [DYNAMIC_SIZE if d is None else d for d in (spec.shape or ())]
+    if np.issubdtype(spec.dtype, np.floating):
+        return (0.5 * rng.standard_normal(shape)).astype(spec.dtype)
+    return rng.integers(-3, 4, size=shape).astype(spec.dtype)
+
+
+def _as_tuple(value: object) -> tuple[np.ndarray, ...]:
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _difference(want: np.ndarray, have: np.ndarray, dtype: str) -> tuple[tuple[int, ...], float, float] | None:
+    """Where two results differ beyond the tolerance, with both values; None if they agree."""
+    if want.shape != have.shape:
+        return (), float("nan"), float("nan")
+    error = np.abs(want.astype(np.float64) - have.astype(np.float64))
+    scale = max(1.0, float(np.abs(want).max(initial=0.0)))
+    tolerance = TOLERANCE.get({"float16": "f16", "float32": "f32", "float64": "f64"}.get(dtype, "f32"), 1e-3)
+    if not error.size or error.max() <= tolerance * scale:
+        return None
+    position = tuple(int(i) for i in np.unravel_index(int(error.argmax()), error.shape))
+    return position, float(want[position]), float(have[position])
