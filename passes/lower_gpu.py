@@ -70,12 +70,20 @@ class Choice:
 
 @dataclass
 class _Contraction:
+    """A contraction to map, and what the schedules need to know of it.
+
+    ``op`` is valid only while planning: the tiling schedule replaces it, so
+    everything read later (the operand maps as ``operand_dims``: the loop of
+    each dimension of A, B and C) is copied out beforehand.
+    """
+
     tag: int
     op: ir.Operation
     roles: list[str]
     sizes: list[int]
     elem_bytes: int
     choice: Choice
+    operand_dims: list[list[int]]
     fill_tag: int | None = None
 
 
@@ -240,7 +248,8 @@ def _plan_contraction(op: ir.Operation, tag: int) -> _Contraction:
     in_types = [ir.ShapedType(v.type).element_type for v in op.operands[:2]]
     elem_bytes = _elem_bytes(in_types[0], where)
     choice = _choice(op, roles, sizes, in_types, where)
-    plan = _Contraction(tag, op, roles, sizes, elem_bytes, choice)
+    operand_dims = [[ir.AffineDimExpr(e).position for e in amap.results] for amap in _maps(op)]
+    plan = _Contraction(tag, op, roles, sizes, elem_bytes, choice, operand_dims)
     _check_choice(plan, in_types, where)
     return plan
 
@@ -427,8 +436,7 @@ def _spread(shape: list[int], threads: int, elem_bytes: int) -> list[int]:
 def _operand_tile(c: _Contraction, operand: int) -> list[int]:
     ch = c.choice
     tile = {"batch": 1, "m": ch.BM, "n": ch.BN, "k": ch.BK}
-    amap = _maps(c.op)[operand]
-    return [tile[c.roles[ir.AffineDimExpr(e).position]] for e in amap.results]
+    return [tile[c.roles[d]] for d in c.operand_dims[operand]]
 
 
 def _distribute(name: str, target: str, shape: list[int], threads: int, elem_bytes: int) -> list[str]:
@@ -445,7 +453,7 @@ def _contraction_memref(c: _Contraction) -> list[str]:
         # The fill gets the contraction's own warp/thread tiling so that each
         # thread writes exactly the accumulator fragments it later reads: the
         # zeros can then be forwarded into registers (see _HOIST_ACCUMULATORS).
-        out = [inner[c.roles[ir.AffineDimExpr(e).position]] for e in _maps(c.op)[2].results]
+        out = [inner[c.roles[d]] for d in c.operand_dims[2]]
         body += [_match(f"fill{t}", _FILL_TAG, t),
                  _tile_forall(f"fillt{t}", f"fill{t}", "tile_sizes", out, kind),
                  f"transform.structured.vectorize %fillt{t} : {_ANY}"]
