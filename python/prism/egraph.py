@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from egglog import EGraph, Ruleset, back_off, eq, run
 
 from prism import algebra
-from prism.terms import Program
+from prism.terms import Program, to_egglog
 
 
 @dataclass(frozen=True)
@@ -63,9 +63,11 @@ def prove(original: Program, candidate: Program, budget: Budget = Budget(),
     began = time.perf_counter()
     egraph = EGraph()
     egraph.register(*original.shape_facts())
-    goals = []
+    goals, memo = [], {}
     for index, (left, right) in enumerate(zip(original.results, candidate.results, strict=True)):
-        goals.append(eq(egraph.let(f"original{index}", left)).to(egraph.let(f"candidate{index}", right)))
+        pair = (egraph.let(f"{side}{index}", to_egglog(term, memo)) for side, term in (("original", left),
+                                                                                   ("candidate", right)))
+        goals.append(eq(next(pair)).to(next(pair)))
     schedule = algebra.SHAPES.saturate() + run(_all_laws(rulesets), scheduler=back_off(match_limit=budget.match_limit))
     laws: dict[str, int] = {}
     stopped = "iterations"

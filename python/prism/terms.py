@@ -13,7 +13,7 @@ Each SSA value becomes a term over the function's arguments. Supported:
 - ``tensor.concat`` and static, unit-stride ``tensor.extract_slice``;
 - ``func.call`` of a function defined in the module (translated inline).
 
-Any other op becomes ``Tensor.opaque``, keyed by its name, attributes and
+Any other op becomes an opaque term, keyed by its name, attributes and
 regions: equal only to the same op on equal operands, so it is compared and
 never rewritten. Prism's own annotations (``prism.*`` attributes) do not
 change a value and are left out of the keys.
@@ -23,14 +23,66 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from mlir import ir
 
-from prism import algebra as A
-from prism.algebra import Tensor, TensorList
+from prism import algebra
 from prism.family import analyze_contraction, map_dims
 
-ZERO = Tensor.splat(0.0)
+
+@dataclass(frozen=True)
+class Term:
+    """A term of the algebra as plain Python data: an operator, its operands and its integer/float/string attributes.
+
+    ``op`` names a constructor of :mod:`prism.algebra` (``arg``, ``splat``,
+    ``opaque``, ``matmul``, ``add``, ``reduce_sum``, ``slice_``...). Terms
+    compare structurally; :func:`to_egglog` builds the e-graph term, and
+    prism.emit turns terms back into MLIR.
+    """
+
+    op: str
+    args: tuple[Term, ...] = ()
+    attrs: tuple[int | float | str, ...] = ()
+
+
+def _builder(name: str, arity: int) -> Callable[..., Term]:
+    def build(*operands: object) -> Term:
+        return Term(name, tuple(operands[:arity]), tuple(operands[arity:]))  # type: ignore[arg-type]
+    return build
+
+
+# The constructors, with the signatures of prism.algebra's: A.matmul(a, b), A.slice_(a, axis, offset, size).
+A = SimpleNamespace(
+    arg=lambda index: Term("arg", (), (index,)),
+    splat=lambda value: Term("splat", (), (float(value),)),
+    opaque=lambda key, operands: Term("opaque", tuple(operands), (key,)),
+    **{name: _builder(name, 1) for name in (*algebra.UNARY, "transpose", "reduce_sum", "reduce_max", "broadcast",
+                                            "slice_")},
+    **{name: _builder(name, 2) for name in (*algebra.BINARY, "matmul", "concat")},
+)
+ZERO = A.splat(0.0)
+
+
+def to_egglog(term: Term, memo: dict[Term, algebra.Tensor] | None = None) -> algebra.Tensor:
+    """The egglog term of ``term`` (shared subterms are built once)."""
+    memo = {} if memo is None else memo
+    if term in memo:
+        return memo[term]
+    if term.op == "arg":
+        built = algebra.Tensor.arg(term.attrs[0])
+    elif term.op == "splat":
+        built = algebra.Tensor.splat(term.attrs[0])
+    elif term.op == "opaque":
+        operands = algebra.TensorList.nil()
+        for operand in reversed(term.args):
+            operands = algebra.TensorList.cons(to_egglog(operand, memo), operands)
+        built = algebra.Tensor.opaque(term.attrs[0], operands)
+    else:
+        constructor = getattr(algebra, term.op)
+        built = constructor(*(to_egglog(a, memo) for a in term.args), *term.attrs)
+    memo[term] = built
+    return built
 
 _BINARY = {"arith.addf": A.add, "arith.subf": A.sub, "arith.mulf": A.mul, "arith.divf": A.div,
            "arith.maximumf": A.maximum, "arith.maxnumf": A.maximum}
@@ -52,7 +104,7 @@ class Program:
 
     name: str
     arg_shapes: list[tuple[int | None, ...] | None]
-    results: list[Tensor]
+    results: list[Term]
     opaque: list[str] = field(default_factory=list)
 
     def shape_facts(self) -> list[object]:
@@ -61,9 +113,9 @@ class Program:
         for index, shape in enumerate(self.arg_shapes):
             if shape is None:
                 continue
-            arg = Tensor.arg(index)
-            facts.append(A.set_rank(arg, len(shape)))
-            facts += [A.set_dim(arg, axis, size) for axis, size in enumerate(shape) if size is not None]
+            arg = algebra.Tensor.arg(index)
+            facts.append(algebra.set_rank(arg, len(shape)))
+            facts += [algebra.set_dim(arg, axis, size) for axis, size in enumerate(shape) if size is not None]
         return facts
 
 
@@ -77,7 +129,7 @@ def translate(func: ir.Operation) -> Program:
     """The terms of ``func``'s results (see the module docstring)."""
     block = func.regions[0].blocks[0]
     translator = _Translator(func.parent)
-    values: dict[ir.Value, Tensor] = {arg: Tensor.arg(i) for i, arg in enumerate(block.arguments)}
+    values: dict[ir.Value, Term] = {arg: A.arg(i) for i, arg in enumerate(block.arguments)}
     results = translator.block(block, values, depth=0)
     name = ir.StringAttr(func.attributes["sym_name"]).value
     return Program(name, [_shape_of(arg.type) for arg in block.arguments], results, translator.opaque)
@@ -88,9 +140,9 @@ def _static_sizes(value: ir.Value) -> list[int]:
     return [-1 if type_.is_dynamic_dim(d) else type_.get_dim_size(d) for d in range(type_.rank)]
 
 
-def _splat(value: float) -> Tensor:
+def _splat(value: float) -> Term:
     """The constant ``value`` everywhere; zero is the one ZERO term, so that inits can be recognized."""
-    return ZERO if value == 0.0 else Tensor.splat(value)
+    return ZERO if value == 0.0 else A.splat(value)
 
 
 def _float_constant(op: ir.Operation) -> float | None:
@@ -110,7 +162,7 @@ class _Translator:
                     self.functions[ir.StringAttr(op.operation.attributes["sym_name"]).value] = op.operation
         self.opaque: list[str] = []
 
-    def block(self, block: ir.Block, values: dict[ir.Value, Tensor], depth: int) -> list[Tensor]:
+    def block(self, block: ir.Block, values: dict[ir.Value, Term], depth: int) -> list[Term]:
         """Translate ``block``'s ops in order; returns the terms its terminator yields."""
         for op in block.operations:
             op = op.operation
@@ -120,18 +172,18 @@ class _Translator:
                 values[op.results[index]] = term
         raise ValueError("block without a terminator")
 
-    def term(self, values: dict[ir.Value, Tensor], value: ir.Value) -> Tensor:
+    def term(self, values: dict[ir.Value, Term], value: ir.Value) -> Term:
         if value not in values:  # defined outside what is being translated (a region's capture)
             owner = value.owner
             constant = _float_constant(owner.operation) if isinstance(owner, ir.OpView) else None
             return _splat(constant) if constant is not None else self._opaque_value(value)
         return values[value]
 
-    def _opaque_value(self, value: ir.Value) -> Tensor:
+    def _opaque_value(self, value: ir.Value) -> Term:
         self.opaque.append(f"captured value {value.get_name()}")
-        return Tensor.opaque(f"captured:{value.get_name()}", TensorList.nil())
+        return A.opaque(f"captured:{value.get_name()}", ())
 
-    def op(self, op: ir.Operation, values: dict[ir.Value, Tensor], depth: int) -> list[Tensor]:
+    def op(self, op: ir.Operation, values: dict[ir.Value, Term], depth: int) -> list[Term]:
         """The terms of ``op``'s results."""
         found = None
         if op.name.startswith("linalg.") and analyze_contraction(op) is not None:
@@ -141,7 +193,7 @@ class _Translator:
             found = handler(op, values, depth)
         return self.opaque_op(op, values) if found is None else found
 
-    def _handlers(self) -> dict[str, Callable[[ir.Operation, dict[ir.Value, Tensor], int], list[Tensor] | None]]:
+    def _handlers(self) -> dict[str, Callable[[ir.Operation, dict[ir.Value, Term], int], list[Term] | None]]:
         return {
             "arith.constant": lambda op, values, depth: self.constant(op),
             "tensor.empty": lambda op, values, depth: [self.uninitialized(op)],
@@ -158,27 +210,27 @@ class _Translator:
                for name, f in {**_UNARY, **_NAMED_UNARY}.items()},
         }
 
-    def constant(self, op: ir.Operation) -> list[Tensor] | None:
+    def constant(self, op: ir.Operation) -> list[Term] | None:
         value = _float_constant(op)
         return None if value is None else [_splat(value)]
 
-    def fill(self, op: ir.Operation, values: dict[ir.Value, Tensor]) -> list[Tensor] | None:
+    def fill(self, op: ir.Operation, values: dict[ir.Value, Term]) -> list[Term] | None:
         owner = op.operands[0].owner
         value = _float_constant(owner.operation) if isinstance(owner, ir.OpView) else None
         return None if value is None else [_splat(value)]
 
-    def uninitialized(self, op: ir.Operation) -> Tensor:
+    def uninitialized(self, op: ir.Operation) -> Term:
         """An empty tensor: its contents are undefined, so it equals nothing but itself."""
-        return Tensor.opaque(f"uninitialized {op.results[0].type}", TensorList.nil())
+        return A.opaque(f"uninitialized {op.results[0].type}", ())
 
-    def transpose(self, op: ir.Operation, values: dict[ir.Value, Tensor]) -> list[Tensor] | None:
+    def transpose(self, op: ir.Operation, values: dict[ir.Value, Term]) -> list[Term] | None:
         perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
         rank = len(perm)
         if rank < 2 or perm != [*range(rank - 2), rank - 1, rank - 2]:
             return None
         return [A.transpose(self.term(values, op.operands[0]))]
 
-    def contraction(self, op: ir.Operation, values: dict[ir.Value, Tensor]) -> list[Tensor] | None:
+    def contraction(self, op: ir.Operation, values: dict[ir.Value, Term]) -> list[Term] | None:
         """``init + A @ B`` with A as [batch, m, k] and B as [batch, k, n], transposing where the maps say."""
         analysis = analyze_contraction(op)
         roles = analysis.roles
@@ -195,17 +247,17 @@ class _Translator:
         if orders[2] != [*batch, "m", "n"]:
             product = A.transpose(product)
         init = self.term(values, op.operands[2])
-        return [product if init is ZERO else A.add(init, product)]
+        return [product if init == ZERO else A.add(init, product)]
 
     @staticmethod
-    def _oriented(term: Tensor, order: list[str], wanted: list[str]) -> Tensor | None:
+    def _oriented(term: Term, order: list[str], wanted: list[str]) -> Term | None:
         if order == wanted:
             return term
         if order == [*wanted[:-2], wanted[-1], wanted[-2]]:
             return A.transpose(term)
         return None
 
-    def generic(self, op: ir.Operation, values: dict[ir.Value, Tensor]) -> list[Tensor] | None:
+    def generic(self, op: ir.Operation, values: dict[ir.Value, Term]) -> list[Term] | None:
         """An elementwise, broadcasting or reducing generic (see the module docstring)."""
         maps = [map_dims(ir.AffineMapAttr(m).value) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
         iterators = [str(it) for it in ir.ArrayAttr(op.attributes["iterator_types"])]
@@ -218,7 +270,7 @@ class _Translator:
             return None
         extents = self._loop_extents(op, maps)
         body = op.regions[0].blocks[0]
-        inner: dict[ir.Value, Tensor] = dict(values)
+        inner: dict[ir.Value, Term] = dict(values)
         for arg, operand, dims in zip(body.arguments[:n_inputs], op.operands[:n_inputs], maps[:n_inputs], strict=True):
             lifted = self._lift(self.term(values, operand), dims, extents)
             if lifted is None:
@@ -231,8 +283,8 @@ class _Translator:
             return self.block(body, inner, depth=0)
         return self._reduction(body, inner, out_arg, init, reduced)
 
-    def _reduction(self, body: ir.Block, inner: dict[ir.Value, Tensor], out_arg: ir.Value, init: Tensor,
-                   reduced: list[int]) -> list[Tensor] | None:
+    def _reduction(self, body: ir.Block, inner: dict[ir.Value, Term], out_arg: ir.Value, init: Term,
+                   reduced: list[int]) -> list[Term] | None:
         """``combine(init, reduce(expr))`` for a body that yields ``combine(out, expr)``."""
         yielded = body.operations[len(body.operations) - 1].operands[0]
         combine = yielded.owner
@@ -241,7 +293,7 @@ class _Translator:
         others = [v for v in combine.operation.operands if v != out_arg]
         if len(others) != 1 or len(combine.operation.operands) != 2:
             return None
-        marker = Tensor.opaque("reduction-output", TensorList.nil())
+        marker = A.opaque("reduction-output", ())
         inner[out_arg] = marker
         for inner_op in body.operations:
             inner_op = inner_op.operation
@@ -255,7 +307,7 @@ class _Translator:
         reducer = _REDUCERS[combine.operation.name]
         for axis in sorted(reduced, reverse=True):
             reduced_term = reducer(reduced_term, axis)
-        neutral = init is ZERO and reducer is A.reduce_sum
+        neutral = init == ZERO and reducer is A.reduce_sum
         fold = _BINARY[combine.operation.name]
         return [reduced_term if neutral else fold(init, reduced_term)]
 
@@ -271,7 +323,7 @@ class _Translator:
         return extents
 
     @staticmethod
-    def _lift(term: Tensor, dims: list[int], extents: list[int]) -> Tensor | None:
+    def _lift(term: Term, dims: list[int], extents: list[int]) -> Term | None:
         """``term``, read through a map onto loops ``dims``, broadcast to every loop."""
         if not dims:  # a scalar: a splat already fits every shape
             return term
@@ -285,7 +337,7 @@ class _Translator:
                 term = A.broadcast(term, loop, extents[loop])
         return term
 
-    def concat(self, op: ir.Operation, values: dict[ir.Value, Tensor]) -> list[Tensor]:
+    def concat(self, op: ir.Operation, values: dict[ir.Value, Term]) -> list[Term]:
         axis = ir.IntegerAttr(op.attributes["dim"]).value
         terms = [self.term(values, v) for v in op.operands]
         result = terms[0]
@@ -293,7 +345,7 @@ class _Translator:
             result = A.concat(result, term, axis)
         return [result]
 
-    def extract_slice(self, op: ir.Operation, values: dict[ir.Value, Tensor]) -> list[Tensor] | None:
+    def extract_slice(self, op: ir.Operation, values: dict[ir.Value, Term]) -> list[Term] | None:
         offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
         sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
         strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
@@ -306,7 +358,7 @@ class _Translator:
                 term = A.slice_(term, axis, offset, size)
         return [term]
 
-    def call(self, op: ir.Operation, values: dict[ir.Value, Tensor], depth: int) -> list[Tensor] | None:
+    def call(self, op: ir.Operation, values: dict[ir.Value, Term], depth: int) -> list[Term] | None:
         callee = self.functions.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
         if callee is None or depth >= _MAX_CALL_DEPTH:
             return None
@@ -314,14 +366,12 @@ class _Translator:
         inner = {arg: self.term(values, v) for arg, v in zip(block.arguments, op.operands, strict=True)}
         return self.block(block, inner, depth + 1)
 
-    def opaque_op(self, op: ir.Operation, values: dict[ir.Value, Tensor]) -> list[Tensor]:
+    def opaque_op(self, op: ir.Operation, values: dict[ir.Value, Term]) -> list[Term]:
         """Terms that stand for ``op``'s results and equal only the same op on equal operands."""
         named = [op.attributes[i] for i in range(len(op.attributes))]
         attributes = {n.name: str(n.attr) for n in named if not n.name.startswith("prism.")}
         regions = "".join(str(region.blocks[0]) for region in op.regions if len(region.blocks))
         key = f"{op.name} {sorted(attributes.items())} {regions}"
-        operands = TensorList.nil()
-        for value in reversed(list(op.operands)):
-            operands = TensorList.cons(self.term(values, value), operands)
+        operands = [self.term(values, value) for value in op.operands]
         self.opaque.append(op.name)
-        return [Tensor.opaque(f"{key} #{index}", operands) for index in range(len(op.results))]
+        return [A.opaque(f"{key} #{index}", operands) for index in range(len(op.results))]

@@ -16,15 +16,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from prism import algebra as A
-from prism.algebra import Tensor
+from prism import algebra, terms
 from prism.egraph import Budget, prove
 from prism.terms import Program
 
-TERMS = SimpleNamespace(
-    arg=Tensor.arg, splat=Tensor.splat, matmul=A.matmul, transpose=A.transpose, add=A.add, sub=A.sub, mul=A.mul,
-    div=A.div, neg=A.neg, exp=A.exp, rsqrt=A.rsqrt, sqrt=A.sqrt, reduce_sum=A.reduce_sum, reduce_max=A.reduce_max,
-    broadcast=A.broadcast, concat=A.concat, slice_=A.slice_)
+TERMS = terms.A
 
 
 def numpy_namespace(args: list[np.ndarray]) -> SimpleNamespace:
@@ -149,7 +145,7 @@ def numerically_equal(shapes: list[tuple[int, ...]], left: Build, right: Build, 
 
 
 def test_every_law_has_a_case() -> None:
-    declared = {name.rstrip("~") for names in A.LAW_NAMES.values() for name in names}
+    declared = {name.rstrip("~") for names in algebra.LAW_NAMES.values() for name in names}
     assert declared == set(CASES)
 
 
@@ -202,9 +198,9 @@ def test_composite_identities(identity: str, rng: np.random.Generator) -> None:
 def test_exhausted_budget_is_reported_not_proved() -> None:
     """Distributing and re-associating a long sum of products grows the e-graph past a tiny node budget."""
     shapes = [(3, 3)] * 6
-    terms = [Tensor.arg(i) for i in range(6)]
-    left = A.matmul(A.add(A.add(terms[0], terms[1]), terms[2]), A.add(A.add(terms[3], terms[4]), terms[5]))
-    right = A.matmul(A.add(terms[2], A.add(terms[1], terms[0])), A.add(terms[5], A.add(terms[4], terms[3])))
-    proof = prove(Program("f", shapes, [left]), Program("f", shapes, [A.transpose(A.transpose(right))]),
+    o, args = terms.A, [terms.A.arg(i) for i in range(6)]
+    left = o.matmul(o.add(o.add(args[0], args[1]), args[2]), o.add(o.add(args[3], args[4]), args[5]))
+    right = o.matmul(o.add(args[2], o.add(args[1], args[0])), o.add(args[5], o.add(args[4], args[3])))
+    proof = prove(Program("f", shapes, [left]), Program("f", shapes, [o.transpose(o.transpose(right))]),
                   Budget(seconds=5, max_nodes=40))
     assert not proof.proved and proof.stopped == "e-graph size"
