@@ -62,6 +62,7 @@ A = SimpleNamespace(
     **{name: _builder(name, 2) for name in (*algebra.BINARY, "matmul", "concat")},
 )
 ZERO = A.splat(0.0)
+NEGATIVE_INFINITY = A.splat(float("-inf"))
 
 
 def to_egglog(term: Term, memo: dict[Term, algebra.Tensor] | None = None) -> algebra.Tensor:
@@ -140,6 +141,26 @@ def _static_sizes(value: ir.Value) -> list[int]:
     return [-1 if type_.is_dynamic_dim(d) else type_.get_dim_size(d) for d in range(type_.rank)]
 
 
+def _element(value: ir.Value) -> str | None:
+    type_ = value.type
+    return str(type_.element_type) if isinstance(type_, ir.ShapedType) else None
+
+
+def _typed(term: Term, op: ir.Operation, result: ir.Value) -> Term:
+    """``term``, marked with its element type when the op changes it (f16 inputs into an f32 result).
+
+    The algebra's operators carry no element types, so without the mark an
+    f16 product accumulated in f32 would equal one accumulated in f16. The
+    mark is an opaque wrapper: equal only to the same conversion of an equal
+    term.
+    """
+    inputs = {_element(v) for v in op.operands[:len(op.operands) - len(op.results)]} - {None}
+    output = _element(result)
+    if output is None or inputs <= {output}:
+        return term
+    return A.opaque(f"computed in {output} from {', '.join(sorted(inputs))}", [term])
+
+
 def _splat(value: float) -> Term:
     """The constant ``value`` everywhere; zero is the one ZERO term, so that inits can be recognized."""
     return ZERO if value == 0.0 else A.splat(value)
@@ -191,7 +212,9 @@ class _Translator:
         handler = self._handlers().get(op.name)
         if found is None and handler is not None:
             found = handler(op, values, depth)
-        return self.opaque_op(op, values) if found is None else found
+        if found is None:
+            return self.opaque_op(op, values)
+        return [_typed(term, op, result) for term, result in zip(found, op.results, strict=True)]
 
     def _handlers(self) -> dict[str, Callable[[ir.Operation, dict[ir.Value, Term], int], list[Term] | None]]:
         return {
@@ -307,7 +330,7 @@ class _Translator:
         reducer = _REDUCERS[combine.operation.name]
         for axis in sorted(reduced, reverse=True):
             reduced_term = reducer(reduced_term, axis)
-        neutral = init == ZERO and reducer is A.reduce_sum
+        neutral = init == (ZERO if reducer is A.reduce_sum else NEGATIVE_INFINITY)
         fold = _BINARY[combine.operation.name]
         return [reduced_term if neutral else fold(init, reduced_term)]
 

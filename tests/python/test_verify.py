@@ -237,3 +237,35 @@ def test_the_pipeline_refuses_a_wrong_rewrite() -> None:
     honest = Compilation(ir.Module.parse(PLAIN, prism.ir.make_context()), "host")
     honest.run([cls() for cls in passes])
     assert honest.ctx.report["proofs"] == [{"function": "f", "laws": {}, "proved": True}]
+
+
+def _f16_matmul(accumulator: str) -> str:
+    """f16 inputs, an f32 result; the product accumulated in ``accumulator`` (then widened if f16)."""
+    widen = accumulator == "f16"
+    product = "%p" if widen else "%c"
+    text = f"""
+func.func @mm(%a: tensor<32x256xf16>, %b: tensor<256x32xf16>) -> tensor<32x32xf32> {{
+  %zero = arith.constant 0.0 : {accumulator}
+  %e = tensor.empty() : tensor<32x32x{accumulator}>
+  %z = linalg.fill ins(%zero : {accumulator}) outs(%e : tensor<32x32x{accumulator}>) -> tensor<32x32x{accumulator}>
+  {product} = linalg.matmul ins(%a, %b : tensor<32x256xf16>, tensor<256x32xf16>) outs(%z : tensor<32x32x{accumulator}>)
+      -> tensor<32x32x{accumulator}>
+"""
+    if widen:
+        text += """  %we = tensor.empty() : tensor<32x32xf32>
+  %c = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%p : tensor<32x32xf16>) outs(%we : tensor<32x32xf32>) {
+  ^bb0(%x: f16, %o: f32):
+    %y = arith.extf %x : f16 to f32
+    linalg.yield %y : f32
+  } -> tensor<32x32xf32>
+"""
+    return text + "  return %c : tensor<32x32xf32>\n}\n"
+
+
+def test_the_accumulator_precision_is_part_of_the_value() -> None:
+    """The algebra's operators carry no element types: a change of precision must still tell programs apart."""
+    assert prism.verify(_f16_matmul("f32"), _f16_matmul("f32"))[0].proof.proved
+    with pytest.raises(prism.VerificationError, match="could not prove @mm"):
+        prism.verify(_f16_matmul("f32"), _f16_matmul("f16"))

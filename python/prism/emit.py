@@ -1,0 +1,236 @@
+"""Terms back into MLIR: a function of Linalg ops on tensors that computes given terms.
+
+The inverse of :mod:`prism.terms`, for programs with static shapes whose
+tensors share one float element type (the caller checks it; terms carry no
+element types): ``matmul`` becomes ``linalg.matmul`` (``batch_matmul``
+at rank 3) into a zero-filled init, ``transpose`` a ``linalg.transpose``,
+pointwise operators ``linalg.generic`` ops with ``arith``/``math`` bodies
+(splat operands become constants in the body), ``reduce_sum``/``reduce_max``
+reducing generics, ``broadcast`` a generic whose input map drops the new
+axis, ``concat`` ``tensor.concat`` and ``slice_`` ``tensor.extract_slice``.
+Shared subterms are emitted once. Opaque terms stand for ops the algebra
+cannot express and cannot be emitted.
+
+Before (terms)::
+
+    matmul(arg(0), concat(arg(1), arg(2), 1))
+
+After::
+
+    func.func @f(%arg0: tensor<16x64xf32>, %arg1: tensor<64x32xf32>, %arg2: tensor<64x32xf32>) -> tensor<16x64xf32> {
+      %0 = tensor.concat dim(1) %arg1, %arg2 : (...) -> tensor<64x64xf32>
+      ...
+      %3 = linalg.matmul ins(%arg0, %0 : ...) outs(%2 : tensor<16x64xf32>) -> tensor<16x64xf32>
+      return %3 : tensor<16x64xf32>
+    }
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+from prism.errors import UnsupportedOp
+from prism.terms import Term
+
+Shape = tuple[int, ...]
+
+_BINARY_OPS = {"add": "arith.addf", "sub": "arith.subf", "mul": "arith.mulf", "div": "arith.divf",
+               "maximum": "arith.maximumf"}
+_UNARY_OPS = {"neg": "arith.negf", "exp": "math.exp", "rsqrt": "math.rsqrt", "sqrt": "math.sqrt"}
+_REDUCE_OPS = {"reduce_sum": ("arith.addf", 0.0), "reduce_max": ("arith.maximumf", -math.inf)}
+_LOOPS = "abcdefgh"
+
+
+def float_literal(value: float, element: str) -> str:
+    """``value`` as an MLIR float literal of type ``element`` (hex bits for infinities and NaN)."""
+    if math.isfinite(value):
+        return f"{value:.17e}"
+    if element == "f64":
+        return "0x" + struct.pack(">d", value).hex().upper()
+    if element == "f32":
+        return "0x" + struct.pack(">f", value).hex().upper()
+    return "0x" + struct.pack(">e", value).hex().upper()
+
+
+def emit_function(name: str, arg_shapes: list[Shape], results: list[Term], element: str) -> str:
+    """The text of ``func.func @name`` over tensors of ``element`` computing ``results``."""
+    return _Emitter(arg_shapes, element).function(name, results)
+
+
+class _Emitter:
+    def __init__(self, arg_shapes: list[Shape], element: str):
+        self.arg_shapes = arg_shapes
+        self.element = element
+        self.lines: list[str] = []
+        self.names: dict[tuple[Term, Shape | None], str] = {}
+        self.shapes: dict[Term, Shape | None] = {}
+        self.count = 0
+
+    def type(self, shape: Shape) -> str:
+        return f"tensor<{'x'.join(map(str, shape))}{'x' if shape else ''}{self.element}>"
+
+    def fresh(self) -> str:
+        self.count += 1
+        return f"%v{self.count}"
+
+    def emit(self, line: str) -> str:
+        name = self.fresh()
+        self.lines.append(f"  {name} = {line}")
+        return name
+
+    def function(self, name: str, results: list[Term]) -> str:
+        shapes = [self.shape(term) for term in results]
+        if any(shape is None for shape in shapes):
+            raise UnsupportedOp("prism-emit: a result is a bare constant, whose shape the terms do not fix")
+        values = [self.value(term) for term in results]
+        args = ", ".join(f"%arg{i}: {self.type(s)}" for i, s in enumerate(self.arg_shapes))
+        types = [self.type(s) for s in shapes]
+        signature = types[0] if len(types) == 1 else f"({', '.join(types)})"
+        body = "\n".join(self.lines)
+        return (f"func.func @{name}({args}) -> {signature} {{\n{body}\n"
+                f"  return {', '.join(values)} : {', '.join(types)}\n}}\n")
+
+    def shape(self, term: Term) -> Shape | None:
+        """The term's shape; None for a splat, which takes the shape of its use."""
+        if term not in self.shapes:
+            self.shapes[term] = self._infer(term)
+        return self.shapes[term]
+
+    def _infer(self, term: Term) -> Shape | None:
+        op, args, attrs = term.op, term.args, term.attrs
+        if op == "arg":
+            shape = self.arg_shapes[attrs[0]]
+            if shape is None or None in shape:
+                raise UnsupportedOp(f"prism-emit: argument {attrs[0]} has no static shape; emission needs them")
+            return shape
+        if op == "splat":
+            return None
+        if op == "opaque":
+            raise UnsupportedOp(f"prism-emit: an opaque term cannot be emitted ({str(attrs[0])[:80]})")
+        if op == "matmul":
+            a, b = self.shape(args[0]), self.shape(args[1])
+            return (*a[:-1], b[-1])
+        if op == "transpose":
+            a = self.shape(args[0])
+            return (*a[:-2], a[-1], a[-2])
+        if op in _REDUCE_OPS:
+            a = self.shape(args[0])
+            return a[:attrs[0]] + a[attrs[0] + 1:]
+        if op == "broadcast":
+            a = self.shape(args[0])
+            return a[:attrs[0]] + (attrs[1],) + a[attrs[0]:]
+        if op == "concat":
+            a, b = self.shape(args[0]), self.shape(args[1])
+            return a[:attrs[0]] + (a[attrs[0]] + b[attrs[0]],) + a[attrs[0] + 1:]
+        if op == "slice_":
+            a = self.shape(args[0])
+            return a[:attrs[0]] + (attrs[2],) + a[attrs[0] + 1:]
+        operand_shapes = [self.shape(a) for a in args]  # pointwise: the shape of a non-splat operand
+        return next((s for s in operand_shapes if s is not None), None)
+
+    def value(self, term: Term, context: Shape | None = None) -> str:
+        """The SSA name holding ``term`` (a splat is filled to ``context``)."""
+        key = (term, context if term.op == "splat" else None)
+        if key not in self.names:
+            self.names[key] = self._emit(term, context)
+        return self.names[key]
+
+    def _filled(self, shape: Shape, value: float) -> str:
+        constant = self.emit(f"arith.constant {float_literal(value, self.element)} : {self.element}")
+        empty = self.emit(f"tensor.empty() : {self.type(shape)}")
+        return self.emit(f"linalg.fill ins({constant} : {self.element}) outs({empty} : {self.type(shape)}) "
+                         f"-> {self.type(shape)}")
+
+    def _emit(self, term: Term, context: Shape | None) -> str:
+        op, args, attrs = term.op, term.args, term.attrs
+        if op == "arg":
+            return f"%arg{attrs[0]}"
+        if op == "splat":
+            if context is None:
+                raise UnsupportedOp("prism-emit: a constant is used where no shape fixes it")
+            return self._filled(context, attrs[0])
+        shape = self.shape(term)
+        out = self.type(shape)
+        if op == "matmul":
+            a, b = (self.value(x) for x in args)
+            named = "linalg.batch_matmul" if len(shape) == 3 else "linalg.matmul"
+            init = self._filled(shape, 0.0)
+            return self.emit(f"{named} ins({a}, {b} : {self.type(self.shape(args[0]))}, "
+                             f"{self.type(self.shape(args[1]))}) outs({init} : {out}) -> {out}")
+        if op == "transpose":
+            rank = len(shape)
+            perm = [*range(rank - 2), rank - 1, rank - 2]
+            empty = self.emit(f"tensor.empty() : {out}")
+            return self.emit(f"linalg.transpose ins({self.value(args[0])} : {self.type(self.shape(args[0]))}) "
+                             f"outs({empty} : {out}) permutation = {perm}")
+        if op == "concat":
+            a, b = (self.value(x) for x in args)
+            return self.emit(f"tensor.concat dim({attrs[0]}) {a}, {b} : ({self.type(self.shape(args[0]))}, "
+                             f"{self.type(self.shape(args[1]))}) -> {out}")
+        if op == "slice_":
+            source = self.shape(args[0])
+            offsets = [attrs[1] if d == attrs[0] else 0 for d in range(len(source))]
+            return self.emit(f"tensor.extract_slice {self.value(args[0])}{offsets} {list(shape)} "
+                             f"{[1] * len(shape)} : {self.type(source)} to {out}")
+        if op in _REDUCE_OPS:
+            return self._reduce(term, shape)
+        if op == "broadcast":
+            return self._broadcast(term, shape)
+        return self._pointwise(term, shape)
+
+    def _generic(self, inputs: list[tuple[str, Shape, list[int]]], shape: Shape, iterators: list[str],
+                 out_dims: list[int], init: str, body: list[str], result: str) -> str:
+        """A linalg.generic over ``len(iterators)`` loops; ``inputs`` are (value, shape, loops it reads)."""
+        loops = _LOOPS[:len(iterators)]
+
+        def amap(dims: list[int]) -> str:
+            return f"affine_map<({', '.join(loops)}) -> ({', '.join(loops[d] for d in dims)})>"
+
+        maps = ", ".join(amap(dims) for _, _, dims in inputs) + ", " + amap(out_dims)
+        ins = ", ".join(v for v, _, _ in inputs)
+        in_types = ", ".join(self.type(s) for _, s, _ in inputs)
+        block_args = ", ".join([*(f"%in{i}: {self.element}" for i in range(len(inputs))), f"%out: {self.element}"])
+        kinds = ", ".join(f'"{kind}"' for kind in iterators)
+        text = (f"linalg.generic {{indexing_maps = [{maps}], iterator_types = [{kinds}]}}\n"
+                f"      ins({ins} : {in_types}) outs({init} : {self.type(shape)}) {{\n"
+                f"    ^bb0({block_args}):\n"
+                + "".join(f"      {line}\n" for line in body)
+                + f"      linalg.yield {result} : {self.element}\n    }} -> {self.type(shape)}")
+        return self.emit(text)
+
+    def _pointwise(self, term: Term, shape: Shape) -> str:
+        if term.op not in _BINARY_OPS and term.op not in _UNARY_OPS:
+            raise UnsupportedOp(f"prism-emit: no MLIR form for '{term.op}'")
+        inputs, operands, body = [], [], []
+        for arg in term.args:
+            if arg.op == "splat":
+                body.append(f"%c{len(body)} = arith.constant {float_literal(arg.attrs[0], self.element)} : "
+                            f"{self.element}")
+                operands.append(f"%c{len(body) - 1}")
+            else:
+                operands.append(f"%in{len(inputs)}")
+                inputs.append((self.value(arg), shape, list(range(len(shape)))))
+        op_name = _BINARY_OPS.get(term.op) or _UNARY_OPS[term.op]
+        body.append(f"%r = {op_name} {', '.join(operands)} : {self.element}")
+        init = self.emit(f"tensor.empty() : {self.type(shape)}")
+        dims = list(range(len(shape)))
+        return self._generic(inputs, shape, ["parallel"] * len(shape), dims, init, body, "%r")
+
+    def _reduce(self, term: Term, shape: Shape) -> str:
+        (arg,), (axis,) = term.args, term.attrs
+        source = self.shape(arg)
+        combine, neutral = _REDUCE_OPS[term.op]
+        init = self._filled(shape, neutral)
+        iterators = ["reduction" if d == axis else "parallel" for d in range(len(source))]
+        out_dims = [d for d in range(len(source)) if d != axis]
+        inputs = [(self.value(arg), source, list(range(len(source))))]
+        return self._generic(inputs, shape, iterators, out_dims, init, [f"%r = {combine} %out, %in0 : {self.element}"],
+                             "%r")
+
+    def _broadcast(self, term: Term, shape: Shape) -> str:
+        (arg,), (axis, _) = term.args, term.attrs
+        init = self.emit(f"tensor.empty() : {self.type(shape)}")
+        reads = [d for d in range(len(shape)) if d != axis]
+        return self._generic([(self.value(arg), self.shape(arg), reads)], shape, ["parallel"] * len(shape),
+                             list(range(len(shape))), init, [], "%in0")
