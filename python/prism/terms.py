@@ -201,8 +201,19 @@ class _Translator:
         return values[value]
 
     def _opaque_value(self, value: ir.Value) -> Term:
+        """A value defined where translation does not reach, keyed by what defines it, not by its SSA name.
+
+        SSA names are local to a printout: two programs may give one name to
+        different values, so the key is the defining op (or the block, for a
+        block argument) and the result position.
+        """
         self.opaque.append(f"captured value {value.get_name()}")
-        return A.opaque(f"captured:{value.get_name()}", ())
+        owner = value.owner
+        if isinstance(owner, ir.Block):
+            where = f"argument {ir.BlockArgument(value).arg_number} of {owner}"
+        else:
+            where = f"result {ir.OpResult(value).result_number} of {owner}"
+        return A.opaque(f"captured: {where}", ())
 
     def op(self, op: ir.Operation, values: dict[ir.Value, Term], depth: int) -> list[Term]:
         """The terms of ``op``'s results."""

@@ -269,3 +269,15 @@ def test_the_accumulator_precision_is_part_of_the_value() -> None:
     assert prism.verify(_f16_matmul("f32"), _f16_matmul("f32"))[0].proof.proved
     with pytest.raises(prism.VerificationError, match="could not prove @mm"):
         prism.verify(_f16_matmul("f32"), _f16_matmul("f16"))
+
+
+def test_values_outside_the_translation_are_keyed_by_their_definition() -> None:
+    """Such values never equal each other by SSA name: the key is the defining block or op and the position."""
+    from prism.terms import _Translator
+
+    module = ir.Module.parse(PLAIN, prism.ir.make_context())
+    block = module.body.operations[0].regions[0].blocks[0]
+    translator = _Translator(None)
+    first, second = (translator.term({}, arg) for arg in block.arguments)
+    assert first.op == second.op == "opaque" and first != second
+    assert first == translator.term({}, block.arguments[0])
