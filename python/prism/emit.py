@@ -58,13 +58,58 @@ def emit_function(name: str, arg_shapes: list[Shape], results: list[Term], eleme
     return _Emitter(arg_shapes, element).function(name, results)
 
 
+class Shapes:
+    """The static shape of every term over arguments of ``arg_shapes``; None for a splat (it takes its use's)."""
+
+    def __init__(self, arg_shapes: list[Shape | None]):
+        self.arg_shapes = arg_shapes
+        self.known: dict[Term, Shape | None] = {}
+
+    def __call__(self, term: Term) -> Shape | None:
+        if term not in self.known:
+            self.known[term] = self._infer(term)
+        return self.known[term]
+
+    def _infer(self, term: Term) -> Shape | None:
+        op, args, attrs = term.op, term.args, term.attrs
+        if op == "arg":
+            shape = self.arg_shapes[attrs[0]]
+            if shape is None or None in shape:
+                raise UnsupportedOp(f"prism-emit: argument {attrs[0]} has no static shape; emission needs them")
+            return shape
+        if op == "splat":
+            return None
+        if op == "opaque":
+            raise UnsupportedOp(f"prism-emit: an opaque term cannot be emitted ({str(attrs[0])[:80]})")
+        if op == "matmul":
+            a, b = self(args[0]), self(args[1])
+            return (*a[:-1], b[-1])
+        if op == "transpose":
+            a = self(args[0])
+            return (*a[:-2], a[-1], a[-2])
+        if op in _REDUCE_OPS:
+            a = self(args[0])
+            return a[:attrs[0]] + a[attrs[0] + 1:]
+        if op == "broadcast":
+            a = self(args[0])
+            return a[:attrs[0]] + (attrs[1],) + a[attrs[0]:]
+        if op == "concat":
+            a, b = self(args[0]), self(args[1])
+            return a[:attrs[0]] + (a[attrs[0]] + b[attrs[0]],) + a[attrs[0] + 1:]
+        if op == "slice_":
+            a = self(args[0])
+            return a[:attrs[0]] + (attrs[2],) + a[attrs[0] + 1:]
+        operand_shapes = [self(a) for a in args]  # pointwise: the shape of a non-splat operand
+        return next((s for s in operand_shapes if s is not None), None)
+
+
 class _Emitter:
     def __init__(self, arg_shapes: list[Shape], element: str):
         self.arg_shapes = arg_shapes
         self.element = element
         self.lines: list[str] = []
         self.names: dict[tuple[Term, Shape | None], str] = {}
-        self.shapes: dict[Term, Shape | None] = {}
+        self.shape = Shapes(arg_shapes)
         self.count = 0
 
     def type(self, shape: Shape) -> str:
@@ -90,44 +135,6 @@ class _Emitter:
         body = "\n".join(self.lines)
         return (f"func.func @{name}({args}) -> {signature} {{\n{body}\n"
                 f"  return {', '.join(values)} : {', '.join(types)}\n}}\n")
-
-    def shape(self, term: Term) -> Shape | None:
-        """The term's shape; None for a splat, which takes the shape of its use."""
-        if term not in self.shapes:
-            self.shapes[term] = self._infer(term)
-        return self.shapes[term]
-
-    def _infer(self, term: Term) -> Shape | None:
-        op, args, attrs = term.op, term.args, term.attrs
-        if op == "arg":
-            shape = self.arg_shapes[attrs[0]]
-            if shape is None or None in shape:
-                raise UnsupportedOp(f"prism-emit: argument {attrs[0]} has no static shape; emission needs them")
-            return shape
-        if op == "splat":
-            return None
-        if op == "opaque":
-            raise UnsupportedOp(f"prism-emit: an opaque term cannot be emitted ({str(attrs[0])[:80]})")
-        if op == "matmul":
-            a, b = self.shape(args[0]), self.shape(args[1])
-            return (*a[:-1], b[-1])
-        if op == "transpose":
-            a = self.shape(args[0])
-            return (*a[:-2], a[-1], a[-2])
-        if op in _REDUCE_OPS:
-            a = self.shape(args[0])
-            return a[:attrs[0]] + a[attrs[0] + 1:]
-        if op == "broadcast":
-            a = self.shape(args[0])
-            return a[:attrs[0]] + (attrs[1],) + a[attrs[0]:]
-        if op == "concat":
-            a, b = self.shape(args[0]), self.shape(args[1])
-            return a[:attrs[0]] + (a[attrs[0]] + b[attrs[0]],) + a[attrs[0] + 1:]
-        if op == "slice_":
-            a = self.shape(args[0])
-            return a[:attrs[0]] + (attrs[2],) + a[attrs[0] + 1:]
-        operand_shapes = [self.shape(a) for a in args]  # pointwise: the shape of a non-splat operand
-        return next((s for s in operand_shapes if s is not None), None)
 
     def value(self, term: Term, context: Shape | None = None) -> str:
         """The SSA name holding ``term`` (a splat is filled to ``context``)."""
