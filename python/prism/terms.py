@@ -29,6 +29,7 @@ from mlir import ir
 
 from prism import algebra
 from prism.family import analyze_contraction, map_dims
+from prism.space import Contraction
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,7 @@ class _Translator:
                 if op.operation.name == "func.func" and len(op.operation.regions[0].blocks):
                     self.functions[ir.StringAttr(op.operation.attributes["sym_name"]).value] = op.operation
         self.opaque: list[str] = []
+        self.handlers = self._handlers()
 
     def block(self, block: ir.Block, values: dict[ir.Value, Term], depth: int) -> list[Term]:
         """Translate ``block``'s ops in order; returns the terms its terminator yields."""
@@ -218,9 +220,10 @@ class _Translator:
     def op(self, op: ir.Operation, values: dict[ir.Value, Term], depth: int) -> list[Term]:
         """The terms of ``op``'s results."""
         found = None
-        if op.name.startswith("linalg.") and analyze_contraction(op) is not None:
-            found = self.contraction(op, values)
-        handler = self._handlers().get(op.name)
+        analysis = analyze_contraction(op) if op.name.startswith("linalg.") else None
+        if analysis is not None:
+            found = self.contraction(op, analysis, values)
+        handler = self.handlers.get(op.name)
         if found is None and handler is not None:
             found = handler(op, values, depth)
         if found is None:
@@ -264,9 +267,9 @@ class _Translator:
             return None
         return [A.transpose(self.term(values, op.operands[0]))]
 
-    def contraction(self, op: ir.Operation, values: dict[ir.Value, Term]) -> list[Term] | None:
+    def contraction(self, op: ir.Operation, analysis: Contraction,
+                    values: dict[ir.Value, Term]) -> list[Term] | None:
         """``init + A @ B`` with A as [batch, m, k] and B as [batch, k, n], transposing where the maps say."""
-        analysis = analyze_contraction(op)
         roles = analysis.roles
         if sorted(r for r in roles if r != "batch") != ["k", "m", "n"] or roles.count("batch") > 1:
             return None

@@ -63,7 +63,8 @@ class FunctionProof:
         return {"function": self.name, "proved": self.proof.proved, "laws": self.proof.laws}
 
 
-def _public_functions(module: ir.Module) -> dict[str, ir.Operation]:
+def public_functions(module: ir.Module) -> dict[str, ir.Operation]:
+    """The functions of ``module`` with a body and public visibility, by name."""
     found = {}
     for op in module.body.operations:
         op = op.operation
@@ -83,9 +84,9 @@ def verify_modules(original: ir.Module, candidate: ir.Module, budget: Budget | N
     another type, or cannot be proven (with a counterexample when ``trials``
     random runs find one).
     """
-    originals = _public_functions(original)
+    originals = public_functions(original)
     proofs = []
-    for name, func in _public_functions(candidate).items():
+    for name, func in public_functions(candidate).items():
         where = display_location(func.location)
         if name not in originals:
             raise VerificationError(f"prism-verify: function @{name} is not in the original program", location=where)
