@@ -4,10 +4,13 @@ The inverse of :mod:`prism.terms`, for programs with static shapes whose
 tensors share one float element type (the caller checks it; terms carry no
 element types): ``matmul`` becomes ``linalg.matmul`` (``batch_matmul``
 at rank 3) into a zero-filled init, ``transpose`` a ``linalg.transpose``,
-pointwise operators ``linalg.generic`` ops with ``arith``/``math`` bodies
-(splat operands become constants in the body), ``reduce_sum``/``reduce_max``
-reducing generics, ``broadcast`` a generic whose input map drops the new
-axis, ``concat`` ``tensor.concat`` and ``slice_`` ``tensor.extract_slice``.
+pointwise operators and broadcasts ``linalg.generic`` ops with
+``arith``/``math`` bodies (splats become constants in the body, a broadcast
+an input map that drops the new axis), ``reduce_sum``/``reduce_max``
+reducing generics, ``concat`` ``tensor.concat`` and ``slice_``
+``tensor.extract_slice``. A pointwise operand or broadcast with one use is
+computed inside its consumer's generic (see :func:`fused`), so a chain of
+pointwise ops is one loop nest, as in hand-written Linalg.
 Shared subterms are emitted once. Opaque terms stand for ops the algebra
 cannot express and cannot be emitted.
 
@@ -40,6 +43,37 @@ _BINARY_OPS = {"add": "arith.addf", "sub": "arith.subf", "mul": "arith.mulf", "d
 _UNARY_OPS = {"neg": "arith.negf", "exp": "math.exp", "rsqrt": "math.rsqrt", "sqrt": "math.sqrt"}
 _REDUCE_OPS = {"reduce_sum": ("arith.addf", 0.0), "reduce_max": ("arith.maximumf", -math.inf)}
 _LOOPS = "abcdefgh"
+# Operators computed inside a consumer's generic when they have one use.
+FUSIBLE = frozenset({*_BINARY_OPS, *_UNARY_OPS, "broadcast"})
+
+
+def use_counts(results: list[Term]) -> dict[Term, int]:
+    """How often each subterm of ``results`` is used: by a result, or as an operand of another (shared) subterm."""
+    counts: dict[Term, int] = {}
+    for term in results:
+        counts[term] = counts.get(term, 0) + 1
+    seen: set[Term] = set()
+    stack = list(results)
+    while stack:
+        term = stack.pop()
+        if term in seen:
+            continue
+        seen.add(term)
+        for arg in term.args:
+            counts[arg] = counts.get(arg, 0) + 1
+            stack.append(arg)
+    return counts
+
+
+def fused(term: Term, uses: dict[Term, int]) -> bool:
+    """Whether ``term`` is computed inside its consumer instead of being materialized.
+
+    Pointwise operators and broadcasts are pure, so computing one inside its
+    consumer's loop is always legal; with exactly one use it never repeats
+    work, and it saves writing and reading the intermediate tensor. Results
+    are used by the function, so they are never fused.
+    """
+    return term.op in FUSIBLE and uses.get(term, 0) == 1
 
 
 def float_literal(value: float, element: str) -> str:
@@ -111,6 +145,7 @@ class _Emitter:
         self.names: dict[tuple[Term, Shape | None], str] = {}
         self.shape = Shapes(arg_shapes)
         self.count = 0
+        self.uses: dict[Term, int] = {}
 
     def type(self, shape: Shape) -> str:
         return f"tensor<{'x'.join(map(str, shape))}{'x' if shape else ''}{self.element}>"
@@ -125,6 +160,7 @@ class _Emitter:
         return name
 
     def function(self, name: str, results: list[Term]) -> str:
+        self.uses = use_counts(results)
         shapes = [self.shape(term) for term in results]
         if any(shape is None for shape in shapes):
             raise UnsupportedOp("prism-emit: a result is a bare constant, whose shape the terms do not fix")
@@ -182,8 +218,6 @@ class _Emitter:
                              f"{[1] * len(shape)} : {self.type(source)} to {out}")
         if op in _REDUCE_OPS:
             return self._reduce(term, shape)
-        if op == "broadcast":
-            return self._broadcast(term, shape)
         return self._pointwise(term, shape)
 
     def _generic(self, inputs: list[tuple[str, Shape, list[int]]], shape: Shape, iterators: list[str],
@@ -194,50 +228,66 @@ class _Emitter:
         def amap(dims: list[int]) -> str:
             return f"affine_map<({', '.join(loops)}) -> ({', '.join(loops[d] for d in dims)})>"
 
-        maps = ", ".join(amap(dims) for _, _, dims in inputs) + ", " + amap(out_dims)
-        ins = ", ".join(v for v, _, _ in inputs)
-        in_types = ", ".join(self.type(s) for _, s, _ in inputs)
+        maps = ", ".join([*(amap(dims) for _, _, dims in inputs), amap(out_dims)])
+        ins = f"ins({', '.join(v for v, _, _ in inputs)} : {', '.join(self.type(s) for _, s, _ in inputs)}) " \
+            if inputs else ""
         block_args = ", ".join([*(f"%in{i}: {self.element}" for i in range(len(inputs))), f"%out: {self.element}"])
         kinds = ", ".join(f'"{kind}"' for kind in iterators)
         text = (f"linalg.generic {{indexing_maps = [{maps}], iterator_types = [{kinds}]}}\n"
-                f"      ins({ins} : {in_types}) outs({init} : {self.type(shape)}) {{\n"
+                f"      {ins}outs({init} : {self.type(shape)}) {{\n"
                 f"    ^bb0({block_args}):\n"
                 + "".join(f"      {line}\n" for line in body)
                 + f"      linalg.yield {result} : {self.element}\n    }} -> {self.type(shape)}")
         return self.emit(text)
 
+    def _scalar(self, term: Term, dims: list[int], inputs: list[tuple[str, Shape, list[int]]], body: list[str],
+                fuse: bool = False, broadcast: bool = False) -> str:
+        """The body value of ``term`` at the loops ``dims`` (one per axis of ``term``).
+
+        Splats become constants; ``term`` itself (when ``fuse``) and every
+        operand that :func:`fused` admits are computed in the body; anything
+        else is materialized and read as an input. Below a broadcast
+        (``broadcast``) only further broadcasts are fused: a pointwise op
+        there would be recomputed for every element of the broadcast axis.
+        """
+        if term.op == "splat":
+            body.append(f"%c{len(body)} = arith.constant {float_literal(term.attrs[0], self.element)} : "
+                        f"{self.element}")
+            return f"%c{len(body) - 1}"
+        if fuse or (fused(term, self.uses) and (term.op == "broadcast" or not broadcast)):
+            if term.op == "broadcast":
+                (source,), (axis, _) = term.args, term.attrs
+                return self._scalar(source, dims[:axis] + dims[axis + 1:], inputs, body, broadcast=True)
+            operands = [self._scalar(arg, dims, inputs, body) for arg in term.args]
+            op_name = _BINARY_OPS.get(term.op) or _UNARY_OPS[term.op]
+            body.append(f"%r{len(body)} = {op_name} {', '.join(operands)} : {self.element}")
+            return f"%r{len(body) - 1}"
+        read = (self.value(term), self.shape(term), dims)
+        if read not in inputs:
+            inputs.append(read)
+        return f"%in{inputs.index(read)}"
+
     def _pointwise(self, term: Term, shape: Shape) -> str:
-        if term.op not in _BINARY_OPS and term.op not in _UNARY_OPS:
+        """A pointwise term or a broadcast, with its single-use pointwise operands fused into one generic."""
+        if term.op not in FUSIBLE:
             raise UnsupportedOp(f"prism-emit: no MLIR form for '{term.op}'")
-        inputs, operands, body = [], [], []
-        for arg in term.args:
-            if arg.op == "splat":
-                body.append(f"%c{len(body)} = arith.constant {float_literal(arg.attrs[0], self.element)} : "
-                            f"{self.element}")
-                operands.append(f"%c{len(body) - 1}")
-            else:
-                operands.append(f"%in{len(inputs)}")
-                inputs.append((self.value(arg), shape, list(range(len(shape)))))
-        op_name = _BINARY_OPS.get(term.op) or _UNARY_OPS[term.op]
-        body.append(f"%r = {op_name} {', '.join(operands)} : {self.element}")
-        init = self.emit(f"tensor.empty() : {self.type(shape)}")
+        inputs: list[tuple[str, Shape, list[int]]] = []
+        body: list[str] = []
         dims = list(range(len(shape)))
-        return self._generic(inputs, shape, ["parallel"] * len(shape), dims, init, body, "%r")
+        result = self._scalar(term, dims, inputs, body, fuse=True)
+        init = self.emit(f"tensor.empty() : {self.type(shape)}")
+        return self._generic(inputs, shape, ["parallel"] * len(shape), dims, init, body, result)
 
     def _reduce(self, term: Term, shape: Shape) -> str:
+        """A reduction, reading its operand through the same fusion as :meth:`_pointwise`."""
         (arg,), (axis,) = term.args, term.attrs
         source = self.shape(arg)
         combine, neutral = _REDUCE_OPS[term.op]
         init = self._filled(shape, neutral)
         iterators = ["reduction" if d == axis else "parallel" for d in range(len(source))]
         out_dims = [d for d in range(len(source)) if d != axis]
-        inputs = [(self.value(arg), source, list(range(len(source))))]
-        return self._generic(inputs, shape, iterators, out_dims, init, [f"%r = {combine} %out, %in0 : {self.element}"],
-                             "%r")
-
-    def _broadcast(self, term: Term, shape: Shape) -> str:
-        (arg,), (axis, _) = term.args, term.attrs
-        init = self.emit(f"tensor.empty() : {self.type(shape)}")
-        reads = [d for d in range(len(shape)) if d != axis]
-        return self._generic([(self.value(arg), self.shape(arg), reads)], shape, ["parallel"] * len(shape),
-                             list(range(len(shape))), init, [], "%in0")
+        inputs: list[tuple[str, Shape, list[int]]] = []
+        body: list[str] = []
+        value = self._scalar(arg, list(range(len(source))), inputs, body)
+        body.append(f"%r{len(body)} = {combine} %out, {value} : {self.element}")
+        return self._generic(inputs, shape, iterators, out_dims, init, body, f"%r{len(body) - 1}")
