@@ -46,6 +46,7 @@ from egglog import (
     vars_,
 )
 from egglog import eq as _eq
+from egglog import ne as _ne
 
 
 class TensorList(Expr):
@@ -314,8 +315,34 @@ RULESETS: dict[str, Ruleset] = {
 }
 
 
+def _shared_operand_fusion() -> Law:
+    """Two products of one A become column slices of the product of A with B1 and B2 side by side.
+
+    Unlike every other law this one matches two terms at once and creates a
+    term neither side contains (the fused product), so it generates the
+    fusion instead of recognizing it. Proofs never need it (the fusion laws
+    recognize a fused form they are shown); exploration does.
+    """
+    name = "fuse-products-sharing-a"
+    fused = matmul(x, concat(a, b, r - 1))
+    return (name, rule(_eq(t).to(matmul(x, a)), _eq(s).to(matmul(x, b)), _ne(a).to(b), _eq(r).to(rank(a)),
+                       _eq(n).to(dim(a, r - 1)), _eq(m).to(dim(b, r - 1)), name=name)
+            .then(union(t).with_(slice_(fused, r - 1, 0, n)), union(s).with_(slice_(fused, r - 1, n, m))))
+
+
+# Laws that only exploration runs: they create new terms rather than relate given ones.
+SHARING: Ruleset = _ruleset("sharing", _shared_operand_fusion())
+EXPLORATION_RULESETS: dict[str, Ruleset] = {"sharing": SHARING}
+
+
+def named_ruleset(name: str) -> Ruleset:
+    """The ruleset called ``name``, among RULESETS and EXPLORATION_RULESETS."""
+    return RULESETS.get(name) or EXPLORATION_RULESETS[name]
+
+
 __all__ = [
-    "BINARY", "ELEMENTWISE", "FUSION", "LINEAR", "RULESETS", "SCALING", "SHAPES", "SOFTMAX", "UNARY",
+    "BINARY", "ELEMENTWISE", "EXPLORATION_RULESETS", "FUSION", "LINEAR", "RULESETS", "SCALING", "SHAPES", "SHARING",
+    "SOFTMAX", "UNARY", "named_ruleset",
     "Tensor", "TensorList", "add", "broadcast", "concat", "dim", "div", "exp", "matmul", "maximum", "mul", "neg",
     "rank", "reduce_max", "set_dim", "set_rank", "reduce_sum", "rsqrt", "slice_", "sqrt", "sub", "transpose",
 ]

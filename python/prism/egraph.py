@@ -15,7 +15,8 @@ laws fired, with their match counts, as the evidence.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from egglog import EGraph, Ruleset, back_off, eq, run
 
@@ -46,7 +47,7 @@ class Proof:
 
 
 def _all_laws(names: tuple[str, ...] | None) -> Ruleset:
-    chosen = [algebra.RULESETS[name] for name in (names or tuple(algebra.RULESETS))]
+    chosen = [algebra.named_ruleset(name) for name in (names or tuple(algebra.RULESETS))]
     combined = chosen[0]
     for ruleset in chosen[1:]:
         combined = combined | ruleset
@@ -68,11 +69,26 @@ def prove(original: Program, candidate: Program, budget: Budget = Budget(),
         pair = (egraph.let(f"{side}{index}", to_egglog(term, memo)) for side, term in (("original", left),
                                                                                    ("candidate", right)))
         goals.append(eq(next(pair)).to(next(pair)))
+    stopped, laws = saturate(egraph, budget, rulesets, lambda: egraph.check_bool(*goals))
+    unproven = () if stopped == "proved" else tuple(i for i, g in enumerate(goals) if not egraph.check_bool(g))
+    return Proof(stopped == "proved", stopped, laws, _size(egraph), time.perf_counter() - began, unproven)
+
+
+def saturate(egraph: EGraph, budget: Budget, rulesets: tuple[str, ...] | None = None,
+             goal: Callable[[], bool] | None = None) -> tuple[str, dict[str, int]]:
+    """Run the shape rules and the named laws on ``egraph`` until ``goal()`` holds or ``budget`` runs out.
+
+    Returns why it stopped ("proved", "saturated", "time", "e-graph size" or
+    "iterations"; "proved" only when a goal was given and holds) and the
+    laws that fired, with their match counts.
+    """
+    began = time.perf_counter()
+    holds = goal or (lambda: False)
     schedule = algebra.SHAPES.saturate() + run(_all_laws(rulesets), scheduler=back_off(match_limit=budget.match_limit))
     laws: dict[str, int] = {}
     stopped = "iterations"
     for _ in range(budget.iterations):
-        if egraph.check_bool(*goals):
+        if holds():
             stopped = "proved"
             break
         report = egraph.run(schedule)
@@ -81,7 +97,7 @@ def prove(original: Program, candidate: Program, budget: Budget = Budget(),
             if count and name and not name.startswith("shape-"):
                 laws[name] = laws.get(name, 0) + count
         if not report.updated:
-            stopped = "proved" if egraph.check_bool(*goals) else "saturated"
+            stopped = "proved" if holds() else "saturated"
             break
         if _size(egraph) > budget.max_nodes:
             stopped = "e-graph size"
@@ -90,10 +106,117 @@ def prove(original: Program, candidate: Program, budget: Budget = Budget(),
             stopped = "time"
             break
     else:
-        stopped = "proved" if egraph.check_bool(*goals) else "iterations"
-    unproven = () if stopped == "proved" else tuple(i for i, g in enumerate(goals) if not egraph.check_bool(g))
-    return Proof(stopped == "proved", stopped, dict(sorted(laws.items())), _size(egraph),
-                 time.perf_counter() - began, unproven)
+        stopped = "proved" if holds() else "iterations"
+    if stopped != "saturated":  # the shape facts of the last iteration's new terms
+        egraph.run(algebra.SHAPES.saturate())
+    return stopped, dict(sorted(laws.items()))
+
+
+@dataclass(frozen=True)
+class Node:
+    """One e-node: a constructor of :mod:`prism.algebra` (named as in :class:`prism.terms.Term`), the e-classes
+    of its tensor operands and its other arguments."""
+
+    op: str
+    children: tuple[int, ...]
+    attrs: tuple[int | float | str, ...]
+
+
+@dataclass
+class Graph:
+    """A snapshot of an e-graph's tensor e-classes, numbered densely in a deterministic order.
+
+    ``classes`` maps each e-class to its e-nodes; ``shapes`` holds the shape
+    of each e-class whose rank and sizes are all known; ``lets`` maps each
+    name bound with ``EGraph.let`` to its e-class.
+    """
+
+    classes: dict[int, list[Node]]
+    shapes: dict[int, tuple[int, ...]]
+    lets: dict[str, int]
+    index: dict[Node, int] = field(default_factory=dict)  # each e-node's e-class
+
+    def __post_init__(self) -> None:
+        self.index = {node: cls for cls, nodes in self.classes.items() for node in nodes}
+
+    def find(self, op: str, children: tuple[int, ...], attrs: tuple[int | float | str, ...]) -> int | None:
+        """The e-class holding the e-node ``op(children, attrs)``, if any."""
+        return self.index.get(Node(op, children, attrs))
+
+
+_TENSOR = "prism.algebra.Tensor"
+_LIST = "prism.algebra.TensorList"
+
+
+def read_graph(egraph: EGraph) -> Graph:
+    """The tensor e-classes of ``egraph`` (call after a run: the rows are then canonical).
+
+    egglog 13 has no public way to enumerate e-nodes, so this reads the
+    frozen tables through the bindings (``EGraph._egraph.freeze``, pinned
+    with the package version); a test checks the reading against terms whose
+    e-classes are known.
+    """
+    raw = egraph._egraph  # noqa: SLF001  (see the docstring)
+    names = egraph._state.egg_fn_to_callable_refs  # noqa: SLF001
+    frozen = raw.freeze()
+    ids: dict[object, int] = {}
+
+    def cls(value: object) -> int:
+        return ids.setdefault(value, len(ids))
+
+    def primitive(sort: str, value: object) -> int | float | str:
+        return {"i64": raw.value_to_i64, "f64": raw.value_to_f64, "String": raw.value_to_string}[sort](value)
+
+    lists: dict[object, tuple[object, object] | None] = {}
+    rows: list[tuple[str, list[str], list[object], object]] = []
+    ranks: dict[int, int] = {}
+    dims: dict[int, dict[int, int]] = {}
+    lets: dict[str, int] = {}
+    for egg_name in sorted(frozen.functions):
+        function = frozen.functions[egg_name]
+        if function.is_let_binding:
+            if function.output_sort == _TENSOR and not egg_name.startswith("$__expr_"):
+                lets[egg_name.lstrip("$")] = cls(function.rows[0].output)
+            continue
+        refs = names.get(egg_name)
+        if not refs:
+            continue
+        (ref,) = refs
+        op = getattr(ref, "method_name", None) or ref.ident.name
+        sorts = list(function.input_sorts)
+        for row in function.rows:
+            if row.subsumed:
+                continue
+            if op == "rank":
+                ranks[cls(row.inputs[0])] = raw.value_to_i64(row.output)
+            elif op == "dim":
+                dims.setdefault(cls(row.inputs[0]), {})[raw.value_to_i64(row.inputs[1])] = raw.value_to_i64(row.output)
+            elif function.output_sort == _LIST:
+                lists[row.output] = (row.inputs[0], row.inputs[1]) if op == "cons" else None
+            elif function.output_sort == _TENSOR:
+                rows.append((op, sorts, list(row.inputs), row.output))
+
+    def elements(value: object) -> list[object]:
+        found = []
+        while lists.get(value) is not None:
+            head, value = lists[value]
+            found.append(head)
+        return found
+
+    classes: dict[int, list[Node]] = {}
+    for op, sorts, inputs, output in rows:
+        children, attrs = [], []
+        for sort, value in zip(sorts, inputs, strict=True):
+            if sort == _TENSOR:
+                children.append(cls(value))
+            elif sort == _LIST:
+                children += [cls(v) for v in elements(value)]
+            else:
+                attrs.append(primitive(sort, value))
+        classes.setdefault(cls(output), []).append(Node(op, tuple(children), tuple(attrs)))
+    shapes = {c: tuple(dims[c][axis] for axis in range(rank)) for c, rank in ranks.items()
+              if all(axis in dims.get(c, {}) for axis in range(rank))}
+    return Graph(classes, shapes, lets)
 
 
 def _size(egraph: EGraph) -> int:

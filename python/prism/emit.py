@@ -9,7 +9,7 @@ pointwise operators and broadcasts ``linalg.generic`` ops with
 an input map that drops the new axis), ``reduce_sum``/``reduce_max``
 reducing generics, ``concat`` ``tensor.concat`` and ``slice_``
 ``tensor.extract_slice``. A pointwise operand or broadcast with one use is
-computed inside its consumer's generic (see :func:`fused`), so a chain of
+computed inside its consumer's generic (see :func:`fused_terms`), so a chain of
 pointwise ops is one loop nest, as in hand-written Linalg.
 Shared subterms are emitted once. Opaque terms stand for ops the algebra
 cannot express and cannot be emitted.
@@ -65,31 +65,40 @@ def use_counts(results: list[Term]) -> dict[Term, int]:
     return counts
 
 
-def fused(term: Term, uses: dict[Term, int]) -> bool:
-    """Whether ``term`` is computed inside its consumer instead of being materialized.
+def fused_terms(results: list[Term]) -> set[Term]:
+    """The subterms of ``results`` that are computed inside their consumer's generic instead of materialized.
 
     Pointwise operators and broadcasts are pure, so computing one inside its
     consumer's loop is always legal; with exactly one use it never repeats
-    work, and it saves writing and reading the intermediate tensor. Results
-    are used by the function, so they are never fused.
+    work, and it saves writing and reading the intermediate tensor. So a
+    pointwise operator or broadcast is fused when it has one use and that
+    use is a generic (a pointwise operator, a broadcast or a reduction) that
+    does not broadcast it: below a broadcast, only further broadcasts are
+    fused, since a pointwise op there would be recomputed for every element
+    of the new axis. Results are used by the function, so never fused.
     """
-    return term.op in FUSIBLE and uses.get(term, 0) == 1
+    uses = use_counts(results)
+    fused: set[Term] = set()
+    seen: set[Term] = set()
+    stack: list[Term] = list(results)
+    while stack:  # each materialized term, once
+        term = stack.pop()
+        if term in seen:
+            continue
+        seen.add(term)
+        if term.op not in FUSIBLE and term.op not in _REDUCE_OPS:
+            stack.extend(term.args)
+            continue
+        inside = [(arg, term.op == "broadcast") for arg in term.args]
+        while inside:
+            operand, below = inside.pop()
+            if operand.op in FUSIBLE and uses[operand] == 1 and (operand.op == "broadcast" or not below):
+                fused.add(operand)
+                inside.extend((arg, below or operand.op == "broadcast") for arg in operand.args)
+            else:
+                stack.append(operand)
+    return fused
 
-
-def float_literal(value: float, element: str) -> str:
-    """``value`` as an MLIR float literal of type ``element`` (hex bits for infinities and NaN)."""
-    if math.isfinite(value):
-        return f"{value:.17e}"
-    if element == "f64":
-        return "0x" + struct.pack(">d", value).hex().upper()
-    if element == "f32":
-        return "0x" + struct.pack(">f", value).hex().upper()
-    return "0x" + struct.pack(">e", value).hex().upper()
-
-
-def emit_function(name: str, arg_shapes: list[Shape], results: list[Term], element: str) -> str:
-    """The text of ``func.func @name`` over tensors of ``element`` computing ``results``."""
-    return _Emitter(arg_shapes, element).function(name, results)
 
 
 class Shapes:
@@ -145,7 +154,7 @@ class _Emitter:
         self.names: dict[tuple[Term, Shape | None], str] = {}
         self.shape = Shapes(arg_shapes)
         self.count = 0
-        self.uses: dict[Term, int] = {}
+        self.fused: set[Term] = set()
 
     def type(self, shape: Shape) -> str:
         return f"tensor<{'x'.join(map(str, shape))}{'x' if shape else ''}{self.element}>"
@@ -160,7 +169,7 @@ class _Emitter:
         return name
 
     def function(self, name: str, results: list[Term]) -> str:
-        self.uses = use_counts(results)
+        self.fused = fused_terms(results)
         shapes = [self.shape(term) for term in results]
         if any(shape is None for shape in shapes):
             raise UnsupportedOp("prism-emit: a result is a bare constant, whose shape the terms do not fix")
@@ -241,23 +250,21 @@ class _Emitter:
         return self.emit(text)
 
     def _scalar(self, term: Term, dims: list[int], inputs: list[tuple[str, Shape, list[int]]], body: list[str],
-                fuse: bool = False, broadcast: bool = False) -> str:
+                fuse: bool = False) -> str:
         """The body value of ``term`` at the loops ``dims`` (one per axis of ``term``).
 
         Splats become constants; ``term`` itself (when ``fuse``) and every
-        operand that :func:`fused` admits are computed in the body; anything
-        else is materialized and read as an input. Below a broadcast
-        (``broadcast``) only further broadcasts are fused: a pointwise op
-        there would be recomputed for every element of the broadcast axis.
+        operand of :func:`fused_terms` are computed in the body; anything
+        else is materialized and read as an input.
         """
         if term.op == "splat":
             body.append(f"%c{len(body)} = arith.constant {float_literal(term.attrs[0], self.element)} : "
                         f"{self.element}")
             return f"%c{len(body) - 1}"
-        if fuse or (fused(term, self.uses) and (term.op == "broadcast" or not broadcast)):
+        if fuse or term in self.fused:
             if term.op == "broadcast":
                 (source,), (axis, _) = term.args, term.attrs
-                return self._scalar(source, dims[:axis] + dims[axis + 1:], inputs, body, broadcast=True)
+                return self._scalar(source, dims[:axis] + dims[axis + 1:], inputs, body)
             operands = [self._scalar(arg, dims, inputs, body) for arg in term.args]
             op_name = _BINARY_OPS.get(term.op) or _UNARY_OPS[term.op]
             body.append(f"%r{len(body)} = {op_name} {', '.join(operands)} : {self.element}")

@@ -145,7 +145,8 @@ def numerically_equal(shapes: list[tuple[int, ...]], left: Build, right: Build, 
 
 
 def test_every_law_has_a_case() -> None:
-    declared = {name.rstrip("~") for names in algebra.LAW_NAMES.values() for name in names}
+    declared = {name.rstrip("~") for ruleset, names in algebra.LAW_NAMES.items()
+                if ruleset in algebra.RULESETS for name in names}
     assert declared == set(CASES)
 
 

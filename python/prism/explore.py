@@ -1,0 +1,436 @@
+"""Algebraic exploration: equivalent forms of a function, costed with the search's model.
+
+A function's result terms go into an e-graph, where the linear-algebra,
+elementwise, fusion and scaling laws of :mod:`prism.algebra` and the
+generative ``sharing`` law (two products of one operand become slices of one
+fused product) run under a bounded budget. Softmax laws stay out: exact in
+the reals, they would let extraction drop the max-subtraction that keeps
+``exp`` finite in floating point.
+
+Extraction picks one e-node per e-class. A fused product pays off only when
+several results share it, which a tree cost cannot see, so whole programs
+are costed (:class:`ProgramCost`): every product with the best schedule the
+search finds for its shape (prune and select, as prism-prune and
+prism-select do), every other materialized tensor with its traffic at the
+target's bandwidth, computing single-use pointwise operands inside their
+consumer exactly as :mod:`prism.emit` writes them. The search starts from
+the program as written and takes the best improving move until none is left
+(:func:`_descend`): switching one e-class to another e-node, or switching
+every e-class that can read one shared e-class to e-nodes that do.
+
+Arguments marked invariant (weights: the same on every call) make every
+value computed from them alone a *prepared* value: computed once by a
+separate function, and free per call. Concatenated or scaled weights cost
+a full copy of the weights on every call otherwise, which no fusion repays.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from egglog import EGraph
+
+from prism import emit
+from prism.cost import GPU_LAUNCH_SECONDS
+from prism.egraph import Budget, Graph, Node, read_graph, saturate
+from prism.errors import EmptySearchSpace
+from prism.search import Stage, candidates_at, prune, select
+from prism.space import Contraction, family_space
+from prism.targets import Target
+from prism.terms import A, Program, Term, to_egglog
+
+RULESETS = ("linear", "elementwise", "fusion", "scaling", "sharing")
+# Exploration needs a few rounds of the laws, not saturation: a fused product of three operands
+# appears in the third.
+BUDGET = Budget(seconds=30.0, max_nodes=20_000, iterations=6, match_limit=200)
+ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
+_MAX_ROUNDS = 32
+# Predicted times within this relative distance are a tie.
+_TIE = 1e-9
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One form of a function.
+
+    ``results`` are terms over the function's arguments and, from index
+    ``len(arg_shapes)`` on, over the ``prepared`` values; ``prepared`` are
+    terms over the invariant arguments only. ``seconds`` is the predicted
+    time of one call, prepared values excluded.
+    """
+
+    results: tuple[Term, ...]
+    prepared: tuple[Term, ...]
+    seconds: float
+    depth: int = 0  # the longest chain of materialized ops from the arguments to a result
+
+    def better_than(self, other: Variant) -> bool:
+        """Predicted faster; at equal predicted time, a shorter chain of dependent ops (more overlap)."""
+        if self.seconds < other.seconds * (1 - _TIE):
+            return True
+        return self.seconds <= other.seconds * (1 + _TIE) and self.depth < other.depth
+
+
+@dataclass(frozen=True)
+class Exploration:
+    """What exploring one function found: the program as written, the best variant, and the effort."""
+
+    original: Variant
+    best: Variant
+    stopped: str
+    laws: dict[str, int]
+    classes: int
+    nodes: int
+    evaluated: int
+    seconds: float
+
+    @property
+    def speedup(self) -> float:
+        """Predicted time as written over predicted time of the best variant."""
+        return self.original.seconds / self.best.seconds if self.best.seconds else 1.0
+
+    @property
+    def improves(self) -> bool:
+        """Whether the best variant beats the program as written (see :meth:`Variant.better_than`)."""
+        return self.best.results != self.original.results
+
+
+_CONTRACTIONS: dict[tuple[Contraction, str], float] = {}
+
+
+def contraction_seconds(contraction: Contraction, target: Target) -> float:
+    """The predicted time of ``contraction``'s best schedule on ``target`` (inf when no schedule fits).
+
+    Pruning and selection are those of prism-prune and prism-select, so a
+    variant's products are costed as the search will schedule them. Results
+    are kept per contraction and target for the process.
+    """
+    key = (contraction, repr(target))
+    if key not in _CONTRACTIONS:
+        _CONTRACTIONS[key] = _best_schedule_seconds(contraction, target)
+    return _CONTRACTIONS[key]
+
+
+def _best_schedule_seconds(contraction: Contraction, target: Target) -> float:
+    def empty(group: str, funnel: list[Stage]) -> None:
+        raise EmptySearchSpace(group)
+
+    space = family_space(contraction, target)
+    try:
+        domain, _ = prune(space, contraction, space.universe_set(), empty)
+        return float(select(space, contraction, candidates_at(space, contraction, domain, 1), target, 1)
+                     .predicted[0])
+    except EmptySearchSpace:
+        return math.inf
+
+
+def product_contraction(a: tuple[int, ...], b: tuple[int, ...], element: str) -> Contraction:
+    """The contraction ``matmul`` computes for operands of shapes ``a`` and ``b``."""
+    size = ELEMENT_BYTES[element]
+    if len(a) == 2:
+        return Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (a[0], b[1], a[1]), (size, size), size, element)
+    return Contraction(("batch", "m", "n", "k"), ((0, 1, 3), (0, 3, 2)), (a[0], a[1], b[2], a[2]), (size, size),
+                       size, element)
+
+
+class ProgramCost:
+    """The predicted seconds of one call of a program of terms, as :mod:`prism.emit` would write it."""
+
+    def __init__(self, target: Target, element: str, arg_shapes: list[tuple[int, ...]]):
+        self.target = target
+        self.element = element
+        self.bytes = ELEMENT_BYTES[element]
+        self.shapes = emit.Shapes(list(arg_shapes))
+
+    def with_args(self, arg_shapes: list[tuple[int, ...]]) -> ProgramCost:
+        """The same model over other arguments (prepared values appended)."""
+        return ProgramCost(self.target, self.element, arg_shapes)
+
+    def seconds(self, results: Iterable[Term]) -> float:
+        """The predicted time of one call computing ``results``."""
+        return self.profile(results)[0]
+
+    def profile(self, results: Iterable[Term]) -> tuple[float, int]:
+        """The predicted time of one call, and the longest chain of materialized ops it runs."""
+        results = list(results)
+        fused = emit.fused_terms(results)
+        total = 0.0
+        depth: dict[Term, int] = {}
+
+        def chain(term: Term) -> int:  # materialized ops on the longest path into ``term``, itself included
+            if term not in depth:
+                below = max((chain(arg) for arg in term.args), default=0)
+                depth[term] = below + (term not in fused and term.op not in ("arg", "splat", "slice_"))
+            return depth[term]
+
+        for term in emit.use_counts(results):
+            if term in fused or term.op in ("arg", "splat"):
+                continue
+            total += self._materialized(term, fused, is_result=term in results)
+        return total, max((chain(term) for term in results), default=0)
+
+    def _size(self, term: Term) -> int:
+        shape = self.shapes(term)
+        return 0 if shape is None else math.prod(shape) * self.bytes
+
+    def _pass(self, moved: int) -> float:
+        """One loop nest that moves ``moved`` bytes through memory."""
+        target = self.target
+        if target.is_gpu:
+            return GPU_LAUNCH_SECONDS + moved / target.dram_bytes_per_s
+        fits = moved <= target.l3_bytes / 2
+        return moved / (target.cache_bytes_per_s if fits else target.dram_bytes_per_s)
+
+    def _reads(self, term: Term, fused: set[Term]) -> int:
+        """Bytes a generic computing ``term`` reads: each input of it and of its fused operands, once."""
+        inputs: set[Term] = set()
+        stack = list(term.args)
+        while stack:
+            operand = stack.pop()
+            if operand in fused:
+                stack.extend(operand.args)
+            elif operand.op != "splat":
+                inputs.add(operand)
+        return sum(self._size(operand) for operand in inputs)
+
+    def _materialized(self, term: Term, fused: set[Term], is_result: bool) -> float:
+        op = term.op
+        if op == "matmul":
+            a, b = (self.shapes(arg) for arg in term.args)
+            return contraction_seconds(product_contraction(a, b, self.element), self.target)
+        if op == "slice_":  # a view; only a returned slice is copied out
+            return self._pass(2 * self._size(term)) if is_result else 0.0
+        if op in ("transpose", "concat"):
+            return self._pass(sum(self._size(arg) for arg in term.args) + self._size(term))
+        return self._pass(self._reads(term, fused) + self._size(term))
+
+
+@dataclass
+class _Search:
+    """The e-graph snapshot and everything extraction derives from it."""
+
+    graph: Graph
+    roots: list[int]
+    arity: int
+    invariant: frozenset[int]
+    cost: ProgramCost
+    prepare_choice: dict[int, Node] = field(default_factory=dict)  # how each invariant e-class is prepared
+    tree_choice: dict[int, Node] = field(default_factory=dict)
+    evaluated: int = 0
+
+    def __post_init__(self) -> None:
+        self.prepare_choice = self._tree_best(self._invariant_node)
+        self.tree_choice = self._tree_best(lambda node: node.op != "opaque", free=self.prepared)
+
+    def _invariant_node(self, node: Node) -> bool:
+        if node.op == "arg":
+            return node.attrs[0] in self.invariant
+        return node.op != "opaque"
+
+    def _local_seconds(self, cls: int, node: Node) -> float:
+        """A node's own cost, for the completion of partial choices: its product, or its output's traffic."""
+        shape = self.graph.shapes.get(cls)
+        if node.op in ("arg", "splat", "slice_") or shape is None:
+            return 0.0
+        if node.op == "matmul":
+            a, b = (self.graph.shapes.get(c) for c in node.children)
+            if a is None or b is None:
+                return math.inf
+            return contraction_seconds(product_contraction(a, b, self.cost.element), self.cost.target)
+        return self.cost._pass(2 * math.prod(shape) * self.cost.bytes)  # noqa: SLF001
+
+    def _tree_best(self, admits: Callable[[Node], bool],
+                   free: Callable[[int], bool] = lambda cls: False) -> dict[int, Node]:
+        """Per e-class, the admitted e-node of least tree cost (Bellman-Ford over the e-graph); ``free``
+        e-classes cost nothing."""
+        best: dict[int, tuple[float, Node]] = {}
+        changed = True
+        while changed:
+            changed = False
+            for cls in sorted(self.graph.classes):
+                for node in self.graph.classes[cls]:
+                    if not admits(node) or any(c not in best for c in node.children):
+                        continue
+                    seconds = 0.0 if free(cls) else (self._local_seconds(cls, node)
+                                                     + sum(best[c][0] for c in node.children))
+                    if cls not in best or seconds < best[cls][0]:
+                        best[cls] = (seconds, node)
+                        changed = True
+        return {cls: node for cls, (_, node) in best.items()}
+
+    def prepared(self, cls: int) -> bool:
+        """Whether ``cls`` is a prepared value: computed from invariant arguments alone, by more than a copy.
+
+        A broadcast is never prepared (its consumers read the source through
+        an indexing map, for free), though its source may be.
+        """
+        node = self.prepare_choice.get(cls)
+        return node is not None and node.op not in ("arg", "splat", "broadcast") and cls in self.graph.shapes
+
+    def variant(self, choice: dict[int, Node]) -> Variant | None:
+        """The program ``choice`` selects (None when it is cyclic), with its cost.
+
+        E-classes ``choice`` leaves open take their least-cost tree e-node,
+        or the next one where that one would make a value depend on itself.
+        """
+        terms: dict[int, Term] = {}
+        placeholders: dict[int, int] = {}
+        open_: set[int] = set()
+
+        def build(cls: int) -> Term:
+            if cls in terms:
+                return terms[cls]
+            if self.prepared(cls):
+                placeholders.setdefault(cls, self.arity + len(placeholders))
+                return A.arg(placeholders[cls])
+            if cls in open_:
+                raise _Cycle
+            open_.add(cls)
+            try:
+                options = [choice[cls]] if cls in choice else self._completions(cls)
+                for index, node in enumerate(options):
+                    try:
+                        terms[cls] = Term(node.op, tuple(build(c) for c in node.children), node.attrs)
+                        break
+                    except _Cycle:
+                        if index == len(options) - 1:
+                            raise
+            finally:
+                open_.discard(cls)
+            return terms[cls]
+
+        try:
+            results = tuple(build(root) for root in self.roots)
+        except _Cycle:
+            return None
+        used = [cls for cls in placeholders if A.arg(placeholders[cls]) in emit.use_counts(list(results))]
+        renumber = {placeholders[cls]: self.arity + i for i, cls in enumerate(used)}
+        results = tuple(_renumbered(term, renumber) for term in results)
+        prepared = tuple(self._prepare_term(cls) for cls in used)
+        model = self.cost.with_args([*self.cost.shapes.arg_shapes, *(self.graph.shapes[c] for c in used)])
+        self.evaluated += 1
+        return Variant(results, prepared, *model.profile(results))
+
+    def _completions(self, cls: int) -> list[Node]:
+        """The e-nodes that may complete ``cls``: its least-cost tree e-node first, then the others in order."""
+        first = self.tree_choice.get(cls)
+        rest = [node for node in self.graph.classes[cls] if node != first and node.op != "opaque"]
+        return ([first] if first else []) + rest
+
+    def _prepare_term(self, cls: int) -> Term:
+        node = self.prepare_choice[cls]
+        return Term(node.op, tuple(self._prepare_term(c) for c in node.children), node.attrs)
+
+    def reachable(self, choice: dict[int, Node]) -> list[int]:
+        """The e-classes the program of ``choice`` computes per call, in a deterministic order."""
+        seen: set[int] = set()
+        stack = list(reversed(self.roots))
+        while stack:
+            cls = stack.pop()
+            if cls in seen or self.prepared(cls):
+                continue
+            seen.add(cls)
+            stack.extend((choice.get(cls) or self.tree_choice[cls]).children)
+        return sorted(seen)
+
+
+def _renumbered(term: Term, mapping: dict[int, int]) -> Term:
+    """``term`` with the arguments of ``mapping``'s keys renamed to its values."""
+    if term.op == "arg":
+        return A.arg(mapping.get(term.attrs[0], term.attrs[0]))
+    if not term.args:
+        return term
+    return Term(term.op, tuple(_renumbered(arg, mapping) for arg in term.args), term.attrs)
+
+
+class _Cycle(Exception):
+    """A choice of e-nodes that makes a value depend on itself."""
+
+
+def _moves(search: _Search, choice: dict[int, Node]) -> Iterable[dict[int, Node]]:
+    """The neighbours of ``choice``: one e-class switched, or every reader of one shared e-class switched."""
+    reachable = search.reachable(choice)
+    current = {cls: choice.get(cls) or search.tree_choice[cls] for cls in reachable}
+    for cls in reachable:
+        for node in search.graph.classes[cls]:
+            if node != current[cls] and node.op != "opaque":
+                yield {**choice, cls: node}
+    on = set(reachable)
+    for shared in sorted(search.graph.classes):
+        readers = {}
+        for cls in reachable:
+            if shared in current[cls].children:
+                continue
+            options = [n for n in search.graph.classes[cls] if shared in n.children and n.op != "opaque"]
+            if options:
+                readers[cls] = options[0]
+        if len(readers) >= 2 or (readers and shared in on):
+            yield {**choice, **readers}
+
+
+def _descend(search: _Search, start: dict[int, Node]) -> tuple[dict[int, Node], Variant]:
+    """Steepest descent from ``start`` over :func:`_moves` until no move lowers the cost."""
+    choice, best = start, search.variant(start)
+    assert best is not None, "the program as written is acyclic"
+    for _ in range(_MAX_ROUNDS):
+        improved = None
+        for candidate in _moves(search, choice):
+            found = search.variant(candidate)
+            if found is not None and found.better_than(improved[1] if improved else best):
+                improved = (candidate, found)
+        if improved is None:
+            break
+        choice, best = improved
+    return choice, best
+
+
+def explore(program: Program, target: Target, element: str, invariant: frozenset[int] = frozenset(),
+            budget: Budget = BUDGET, rulesets: tuple[str, ...] = RULESETS) -> Exploration:
+    """The cheapest form of ``program`` found within ``budget`` (see the module docstring).
+
+    ``program`` must have static shapes and no opaque terms (the caller
+    checks); ``invariant`` holds the indices of the arguments that are the
+    same on every call.
+    """
+    began = time.perf_counter()
+    egraph = EGraph()
+    egraph.register(*program.shape_facts())
+    memo: dict[Term, object] = {}
+    for index, term in enumerate(program.results):
+        egraph.let(f"result{index}", to_egglog(term, memo))
+    stopped, laws = saturate(egraph, budget, rulesets)
+    graph = read_graph(egraph)
+    cost = ProgramCost(target, element, [tuple(s) for s in program.arg_shapes])
+    search = _Search(graph, [graph.lets[f"result{i}"] for i in range(len(program.results))],
+                     len(program.arg_shapes), invariant, cost)
+    written = _as_written(graph, program.results)
+    original = Variant(tuple(program.results), (), *cost.profile(program.results))
+    _, best = _descend(search, written)
+    if not best.better_than(original):
+        best = original
+    return Exploration(original, best, stopped, laws, len(graph.classes),
+                       sum(len(nodes) for nodes in graph.classes.values()), search.evaluated,
+                       time.perf_counter() - began)
+
+
+def _as_written(graph: Graph, results: list[Term]) -> dict[int, Node]:
+    """The choice of e-nodes that spells ``results`` as the program writes them."""
+    choice: dict[int, Node] = {}
+    classes: dict[Term, int] = {}
+
+    def visit(term: Term) -> int:
+        if term not in classes:
+            children = tuple(visit(arg) for arg in term.args)
+            cls = graph.find(term.op, children, term.attrs)
+            if cls is None:
+                raise AssertionError(f"the e-graph lost the term {term.op}")
+            choice[cls] = Node(term.op, children, term.attrs)
+            classes[term] = cls
+        return classes[term]
+
+    for term in results:
+        visit(term)
+    return choice
