@@ -7,6 +7,7 @@ The flag, the class and the module share one name: ``prism-prune`` is
 from __future__ import annotations
 
 from prism.passbase import Pass
+from prism.passes.explore import ExplorePass
 from prism.passes.instantiate import InstantiatePass
 from prism.passes.lift import LiftPass
 from prism.passes.lower_cpu import LowerCpuPass
@@ -17,7 +18,7 @@ from prism.passes.verify import VerifyPass
 
 PASSES: dict[str, type[Pass]] = {
     cls.NAME: cls
-    for cls in (LiftPass, PrunePass, SelectPass, InstantiatePass, VerifyPass, LowerCpuPass, LowerGpuPass)
+    for cls in (ExplorePass, LiftPass, PrunePass, SelectPass, InstantiatePass, VerifyPass, LowerCpuPass, LowerGpuPass)
 }
 
 # Named pipelines: a name, a one-line summary, and the passes it expands to.
@@ -25,12 +26,13 @@ PASSES: dict[str, type[Pass]] = {
 # in it that has an option of that name.
 PIPELINES: dict[str, tuple[str, tuple[type[Pass], ...]]] = {
     "prism-optimize": (
-        "Lift, prune, select and instantiate, then prove the result equal to the input: linalg in, tuned linalg out",
-        (LiftPass, PrunePass, SelectPass, InstantiatePass, VerifyPass),
+        "Explore, lift, prune, select and instantiate, then prove the result equal to the input: linalg in, tuned "
+        "linalg out",
+        (ExplorePass, LiftPass, PrunePass, SelectPass, InstantiatePass, VerifyPass),
     ),
 }
 
 __all__ = [
-    "PASSES", "PIPELINES", "InstantiatePass", "LiftPass", "LowerCpuPass", "LowerGpuPass", "PrunePass", "SelectPass",
+    "PASSES", "PIPELINES", "ExplorePass", "InstantiatePass", "LiftPass", "LowerCpuPass", "LowerGpuPass", "PrunePass", "SelectPass",
     "VerifyPass",
 ]

@@ -274,6 +274,7 @@ FUSION: Ruleset = _ruleset(
     *law("slice-inside-second-of-concat", slice_(concat(a, b, ax), ax, off, size), slice_(b, ax, off - n, size),
         _eq(n).to(dim(a, ax)), off >= n),
     *law("slice-whole", slice_(a, ax, 0, size), a, _eq(dim(a, ax)).to(size)),
+    *law("slice-of-slice", slice_(slice_(a, ax, off, n), ax, i, size), slice_(a, ax, off + i, size)),
     *laws("concat-of-matmuls-sharing-a", concat(matmul(x, a), matmul(x, b), ax), matmul(x, concat(a, b, ax)),
           _eq(rank(a)).to(ax + 1)),
 )

@@ -101,6 +101,27 @@ def fused_terms(results: list[Term]) -> set[Term]:
 
 
 
+def float_literal(value: float, element: str) -> str:
+    """``value`` as an MLIR float literal of type ``element`` (hex bits for infinities and NaN)."""
+    if math.isfinite(value):
+        return f"{value:.17e}"
+    if element == "f64":
+        return "0x" + struct.pack(">d", value).hex().upper()
+    if element == "f32":
+        return "0x" + struct.pack(">f", value).hex().upper()
+    return "0x" + struct.pack(">e", value).hex().upper()
+
+
+def tensor_type(shape: Shape, element: str) -> str:
+    """The MLIR spelling of a ranked tensor type."""
+    return f"tensor<{'x'.join(map(str, shape))}{'x' if shape else ''}{element}>"
+
+
+def emit_function(name: str, arg_shapes: list[Shape], results: list[Term], element: str) -> str:
+    """The text of ``func.func @name`` over tensors of ``element`` computing ``results``."""
+    return _Emitter(arg_shapes, element).function(name, results)
+
+
 class Shapes:
     """The static shape of every term over arguments of ``arg_shapes``; None for a splat (it takes its use's)."""
 
@@ -157,7 +178,7 @@ class _Emitter:
         self.fused: set[Term] = set()
 
     def type(self, shape: Shape) -> str:
-        return f"tensor<{'x'.join(map(str, shape))}{'x' if shape else ''}{self.element}>"
+        return tensor_type(shape, self.element)
 
     def fresh(self) -> str:
         self.count += 1

@@ -66,12 +66,14 @@ class Variant:
     prepared: tuple[Term, ...]
     seconds: float
     depth: int = 0  # the longest chain of materialized ops from the arguments to a result
+    size: int = 0  # distinct subterms
 
     def better_than(self, other: Variant) -> bool:
-        """Predicted faster; at equal predicted time, a shorter chain of dependent ops (more overlap)."""
+        """Predicted faster; at equal predicted time, a shorter chain of dependent ops (more overlap), then
+        a smaller program."""
         if self.seconds < other.seconds * (1 - _TIE):
             return True
-        return self.seconds <= other.seconds * (1 + _TIE) and self.depth < other.depth
+        return self.seconds <= other.seconds * (1 + _TIE) and (self.depth, self.size) < (other.depth, other.size)
 
 
 @dataclass(frozen=True)
@@ -153,8 +155,8 @@ class ProgramCost:
         """The predicted time of one call computing ``results``."""
         return self.profile(results)[0]
 
-    def profile(self, results: Iterable[Term]) -> tuple[float, int]:
-        """The predicted time of one call, and the longest chain of materialized ops it runs."""
+    def profile(self, results: Iterable[Term]) -> tuple[float, int, int]:
+        """The predicted time of one call, the longest chain of materialized ops it runs, and its size."""
         results = list(results)
         fused = emit.fused_terms(results)
         total = 0.0
@@ -166,11 +168,12 @@ class ProgramCost:
                 depth[term] = below + (term not in fused and term.op not in ("arg", "splat", "slice_"))
             return depth[term]
 
-        for term in emit.use_counts(results):
+        uses = emit.use_counts(results)
+        for term in uses:
             if term in fused or term.op in ("arg", "splat"):
                 continue
             total += self._materialized(term, fused, is_result=term in results)
-        return total, max((chain(term) for term in results), default=0)
+        return total, max((chain(term) for term in results), default=0), len(uses)
 
     def _size(self, term: Term) -> int:
         shape = self.shapes(term)

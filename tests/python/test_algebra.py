@@ -90,6 +90,8 @@ CASES: dict[str, tuple[list[tuple[int, ...]], Build, Build, Build]] = {
                                       lambda o: o.slice_(Y(o), 1, 1, 2), lambda o: o.slice_(Y(o), 1, 0, 2)),
     "slice-whole": ([(4, 5), (4, 5)], lambda o: o.slice_(o.add(X(o), Y(o)), 1, 0, 5), lambda o: o.add(Y(o), X(o)),
                     lambda o: o.slice_(o.concat(X(o), Y(o), 1), 1, 5, 5)),
+    "slice-of-slice": ([(4, 9)], lambda o: o.slice_(o.slice_(X(o), 1, 2, 6), 1, 3, 2), lambda o: o.slice_(X(o), 1, 5, 2),
+                       lambda o: o.slice_(X(o), 1, 3, 2)),
     "concat-of-matmuls-sharing-a": ([(6, 5), (5, 3), (5, 4)],
                                     lambda o: o.concat(o.matmul(X(o), Y(o)), o.matmul(X(o), Z(o)), 1),
                                     lambda o: o.matmul(X(o), o.concat(Y(o), Z(o), 1)),

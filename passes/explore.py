@@ -1,0 +1,195 @@
+"""prism-explore: replace each function by the equivalent form the search's cost model predicts fastest.
+
+Before (the weights marked invariant: the same on every call)::
+
+    func.func @qkv(%x: tensor<16x256xf32>, %wq: tensor<256x256xf32> {prism.invariant}, %wk: ..., %wv: ...)
+        -> (tensor<16x256xf32>, tensor<16x64xf32>, tensor<16x64xf32>) {
+      %q = linalg.matmul ins(%x, %wq : ...) ...
+      %k = linalg.matmul ins(%x, %wk : ...) ...
+      %v = linalg.matmul ins(%x, %wv : ...) ...
+      return %q, %k, %v : ...
+    }
+
+After::
+
+    func.func @qkv_prepare(%arg0: tensor<256x256xf32>, ...) -> tensor<256x384xf32> attributes {prism.part_of = "qkv"}
+      { ... tensor.concat ... }
+    func.func @qkv_apply(%arg0: tensor<16x256xf32>, %arg1: tensor<256x384xf32>) -> (...)
+        attributes {prism.part_of = "qkv"} { ... one linalg.matmul, three tensor.extract_slice ... }
+    func.func @qkv(%arg0: ..., %arg1: ... {prism.invariant}, ...) -> (...) {
+      %p0 = call @qkv_prepare(%arg1, %arg2, %arg3) ...
+      %r0, %r1, %r2 = call @qkv_apply(%arg0, %p0) ...
+      return %r0, %r1, %r2 : ...
+    }
+
+Each public function is translated into terms (prism.terms), explored in
+an e-graph under a bounded budget and extracted by whole-program cost
+(prism.explore). When a variant is predicted faster, the function is
+replaced by it; values computed from invariant arguments alone go into a
+``_prepare`` function, to be run once per set of weights, and the per-call
+work into ``_apply``; the function itself keeps its signature and calls
+both, so callers and prism-verify see the same program. A function the
+algebra cannot express (an op outside it, dynamic shapes, mixed element
+types) is left as written, with a remark. Every rewrite is proven by
+prism-verify, which ends prism-optimize.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from prism.egraph import Budget
+from prism.emit import Shapes, emit_function, tensor_type
+from prism.errors import PipelineError
+from prism.explore import BUDGET, ELEMENT_BYTES, Exploration, explore
+from prism.ir import display_location
+from prism.passbase import Pass, PassContext
+from prism.targets import get_target
+from prism.terms import A, Program, Term, translate
+from prism.verify import public_functions
+
+INVARIANT = "prism.invariant"  # the argument attribute that marks a weight
+PART_OF = "prism.part_of"  # names the function a _prepare or _apply function implements
+
+
+@dataclass(frozen=True)
+class ExplorePass(Pass):
+    """Rewrite each function into its cheapest equivalent form found (see the module docstring)."""
+
+    NAME = "prism-explore"
+    SUMMARY = "Find equivalent forms of each function (egglog) and keep the one predicted fastest"
+
+    target: str = ""
+    iterations: int = BUDGET.iterations
+    max_nodes: int = BUDGET.max_nodes
+
+    def run(self, module: ir.Module, ctx: PassContext) -> None:
+        if self.iterations < 1 or self.max_nodes < 1:
+            raise PipelineError(f"{self.NAME}: iterations and max_nodes must be at least 1, got "
+                                f"{self.iterations} and {self.max_nodes}")
+        target = get_target(self.target or ctx.target)
+        budget = Budget(BUDGET.seconds, self.max_nodes, self.iterations, BUDGET.match_limit)
+        for name, func in public_functions(module).items():
+            where = func.location
+            program = translate(func)
+            element, why = _explorable(func, program)
+            if why:
+                ctx.remark(where, f"{self.NAME}: @{name} kept as written: {why}")
+                continue
+            invariant = frozenset(i for i, attrs in enumerate(_arg_attrs(func)) if INVARIANT in attrs)
+            found = explore(program, target, element, invariant, budget)
+            ctx.report.setdefault("explorations", []).append(_report(name, found))
+            ctx.progress(f"{self.NAME}: @{name}: {found.classes} e-classes, {found.nodes} e-nodes, "
+                         f"{found.evaluated} programs costed in {found.seconds:.2f} s")
+            if not found.improves:
+                continue
+            _replace(module, func, name, program, found, element)
+            ctx.remark(where, f"{self.NAME}: @{name} rewritten: predicted {found.original.seconds * 1e6:.1f} us "
+                              f"-> {found.best.seconds * 1e6:.1f} us per call ({found.speedup:.2f}x)"
+                              + (f", {len(found.best.prepared)} value(s) prepared once by @{name}_prepare"
+                                 if found.best.prepared else ""))
+
+
+def _arg_attrs(func: ir.Operation) -> list[str]:
+    """Each argument's attribute dictionary, as text."""
+    count = len(func.regions[0].blocks[0].arguments)
+    if "arg_attrs" not in func.attributes:
+        return ["{}"] * count
+    return [str(attr) for attr in ir.ArrayAttr(func.attributes["arg_attrs"])]
+
+
+def _explorable(func: ir.Operation, program: Program) -> tuple[str, str]:
+    """The one float element type of ``func``'s tensors, or why the algebra cannot rewrite it."""
+    if program.opaque:
+        return "", f"'{program.opaque[0]}' is outside the algebra"
+    function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    types = [*function_type.inputs, *function_type.results]
+    if not all(isinstance(t, ir.RankedTensorType) and t.has_static_shape for t in types):
+        return "", "its arguments and results must be tensors of static shape"
+    elements = {str(ir.RankedTensorType(t).element_type) for t in types}
+    if len(elements) != 1 or next(iter(elements)) not in ELEMENT_BYTES:
+        return "", f"its tensors must share one float element type, not {', '.join(sorted(elements))}"
+    if any(term.op == "splat" for term in program.results):
+        return "", "a result is a constant"
+    return next(iter(elements)), ""
+
+
+def _report(name: str, found: Exploration) -> dict:
+    return {"function": name, "rewritten": found.improves, "predicted_seconds": found.original.seconds,
+            "variant_seconds": found.best.seconds, "prepared": len(found.best.prepared), "stopped": found.stopped,
+            "laws": found.laws, "e_classes": found.classes, "e_nodes": found.nodes, "costed": found.evaluated}
+
+
+def _args(term: Term, into: set[int]) -> set[int]:
+    if term.op == "arg":
+        into.add(term.attrs[0])
+    for arg in term.args:
+        _args(arg, into)
+    return into
+
+
+def _renumbered(term: Term, mapping: dict[int, int]) -> Term:
+    if term.op == "arg":
+        return A.arg(mapping[term.attrs[0]])
+    return Term(term.op, tuple(_renumbered(arg, mapping) for arg in term.args), term.attrs)
+
+
+def _replace(module: ir.Module, func: ir.Operation, name: str, program: Program, found: Exploration,
+             element: str) -> None:
+    """Put the best variant of ``func`` in its place (with _prepare and _apply functions when it prepares values)."""
+    shapes = [tuple(s) for s in program.arg_shapes]
+    best = found.best
+    if not best.prepared:
+        texts = [emit_function(name, shapes, list(best.results), element)]
+    else:
+        texts = _split(name, shapes, best.prepared, best.results, element)
+    function_type = func.attributes["function_type"]
+    carried = {key: func.attributes[key] for key in ("arg_attrs", "res_attrs") if key in func.attributes}
+    parsed = ir.Module.parse("\n".join(texts), module.context)
+    with ir.InsertionPoint(func), func.location:
+        for op in list(parsed.body.operations):
+            op = op.operation
+            op.move_before(func)
+            op_name = ir.StringAttr(op.attributes["sym_name"]).value
+            if op_name == name:
+                assert str(op.attributes["function_type"]) == str(function_type), "a variant keeps the signature"
+                for key, value in carried.items():
+                    op.attributes[key] = value
+            else:
+                op.attributes[PART_OF] = ir.StringAttr.get(name)
+    func.erase()
+
+
+def _split(name: str, shapes: list[tuple[int, ...]], prepared: tuple[Term, ...], results: tuple[Term, ...],
+           element: str) -> list[str]:
+    """The texts of @name_prepare, @name_apply and @name, which calls the two."""
+    arity = len(shapes)
+    prepared_shapes = [Shapes(list(shapes))(term) for term in prepared]
+    prepare_args = sorted(set().union(*(_args(term, set()) for term in prepared)))
+    apply_args = sorted(i for i in set().union(*(_args(term, set()) for term in results)) if i < arity)
+    prepare = emit_function(f"{name}_prepare", [shapes[i] for i in prepare_args],
+                            [_renumbered(t, {a: k for k, a in enumerate(prepare_args)}) for t in prepared], element)
+    into_apply = {a: k for k, a in enumerate(apply_args)}
+    into_apply.update({arity + j: len(apply_args) + j for j in range(len(prepared))})
+    result_shapes = [Shapes([*shapes, *prepared_shapes])(term) for term in results]
+    apply = emit_function(f"{name}_apply", [shapes[i] for i in apply_args] + prepared_shapes,
+                          [_renumbered(t, into_apply) for t in results], element)
+
+    def types(of: list[tuple[int, ...]]) -> str:
+        return ", ".join(tensor_type(shape, element) for shape in of)
+
+    values = [f"%p{j}" for j in range(len(prepared))]
+    outputs = [f"%r{j}" for j in range(len(results))]
+    signature = f"({types(result_shapes)})" if len(results) > 1 else types(result_shapes)
+    entry = (
+        f"func.func @{name}({', '.join(f'%arg{i}: {tensor_type(s, element)}' for i, s in enumerate(shapes))}) "
+        f"-> {signature} {{\n"
+        f"  {', '.join(values)} = func.call @{name}_prepare({', '.join(f'%arg{i}' for i in prepare_args)}) : "
+        f"({types([shapes[i] for i in prepare_args])}) -> ({types(prepared_shapes)})\n"
+        f"  {', '.join(outputs)} = func.call @{name}_apply("
+        f"{', '.join([*(f'%arg{i}' for i in apply_args), *values])}) : "
+        f"({types([shapes[i] for i in apply_args] + prepared_shapes)}) -> ({types(result_shapes)})\n"
+        f"  return {', '.join(outputs)} : {types(result_shapes)}\n}}\n")
+    return [prepare, apply, entry]
