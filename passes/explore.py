@@ -102,12 +102,12 @@ def _arg_attrs(func: ir.Operation) -> list[str]:
 
 def _explorable(func: ir.Operation, program: Program) -> tuple[str, str]:
     """The one float element type of ``func``'s tensors, or why the algebra cannot rewrite it."""
-    if program.opaque:
-        return "", f"'{program.opaque[0]}' is outside the algebra"
     function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
     types = [*function_type.inputs, *function_type.results]
     if not all(isinstance(t, ir.RankedTensorType) and t.has_static_shape for t in types):
         return "", "its arguments and results must be tensors of static shape"
+    if program.opaque:
+        return "", f"'{program.opaque[0]}' is outside the algebra"
     elements = {str(ir.RankedTensorType(t).element_type) for t in types}
     if len(elements) != 1 or next(iter(elements)) not in ELEMENT_BYTES:
         return "", f"its tensors must share one float element type, not {', '.join(sorted(elements))}"

@@ -1,6 +1,6 @@
 // RUN: prism-opt %s --verify-against=%S/Inputs/qkv.mlir --emit=report | filecheck %s --check-prefix=REPORT
 // RUN: prism-opt %s -p 'prism-verify{against=%S/Inputs/qkv.mlir}' | filecheck %s
-// RUN: prism-opt %S/Inputs/qkv.mlir -p prism-optimize --emit=report | filecheck %s --check-prefix=PIPELINE
+// RUN: prism-opt %S/Inputs/qkv.mlir -p 'prism-lift,prism-prune,prism-select,prism-instantiate,prism-verify' --emit=report | filecheck %s --check-prefix=PIPELINE
 
 // The three projections of one input, fused into one GEMM over the
 // concatenated weights and sliced apart, are proven equal to the three GEMMs;
@@ -19,8 +19,8 @@
 // CHECK:         linalg.matmul
 // CHECK-COUNT-3: tensor.extract_slice
 
-// prism-optimize ends by proving its output equal to its input; tuning only
-// annotates the ops, so the terms are identical and no law is needed.
+// The tuning passes only annotate the ops, so the terms are identical and the
+// proof needs no law.
 // PIPELINE:      "proofs": [
 // PIPELINE:          "function": "qkv",
 // PIPELINE-NEXT:     "laws": {},

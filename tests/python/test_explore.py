@@ -1,0 +1,220 @@
+"""prism-explore and prism.explore: the fused forms Prism finds, their proofs, and their numerics."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from egglog import EGraph
+from mlir import ir
+
+import prism
+from conftest import REPO
+from prism import algebra
+from prism.driver import Compilation
+from prism.egraph import Budget, prove, read_graph, saturate
+from prism.errors import PrismError
+from prism.explore import explore
+from prism.ir import make_context
+from prism.passes import PIPELINES, ExplorePass, VerifyPass
+from prism.targets import get_target
+from prism.terms import A, Program, to_egglog, translate
+
+WORKLOADS = REPO / "benchmarks" / "workloads"
+# Lowering for the host without exploring again: what numerics run on.
+HOST_PIPELINE = "prism-lift,prism-prune,prism-select,prism-instantiate"
+
+
+def invariant(text: str, *names: str) -> str:
+    """``text`` with the named arguments marked invariant (weights)."""
+    for name in names:
+        text, count = re.subn(rf"(%{name}: tensor<[^>]*>)", r"\1 {prism.invariant}", text, count=1)
+        assert count == 1, name
+    return text
+
+
+def explored(text: str, target: str) -> tuple[str, dict]:
+    """The module after prism-explore and prism-verify, and the pass's report."""
+    compilation = Compilation(ir.Module.parse(text, make_context()), target)
+    compilation.run([ExplorePass(), VerifyPass()])
+    return str(compilation.module), compilation.ctx.report
+
+
+def function(module_text: str, name: str) -> str:
+    """The text of ``func.func @name``."""
+    match = re.search(rf"func\.func @{name}\(.*?\n  }}\n", module_text, re.S)
+    assert match, f"@{name} not in the module"
+    return match.group(0)
+
+
+def host_function(module_text: str, name: str):
+    return prism.compile(module_text, target="host", pipeline=HOST_PIPELINE).jit(name)
+
+
+def test_qkv_becomes_one_product_over_prepared_weights(rng: np.random.Generator) -> None:
+    text, report = explored(invariant((WORKLOADS / "qkv.mlir").read_text(), "wq", "wk", "wv"), "h200")
+    (entry,) = report["explorations"]
+    assert entry["rewritten"] and entry["variant_seconds"] < entry["predicted_seconds"]
+    assert "fuse-products-sharing-a" in entry["laws"]
+    apply, prepare = function(text, "qkv_apply"), function(text, "qkv_prepare")
+    assert apply.count("linalg.matmul") == 1 and "tensor<4096x6144xf32>" in apply
+    assert "tensor.concat" in prepare and "linalg.matmul" not in prepare
+    assert "call @qkv_prepare" in function(text, "qkv") and report["proofs"][0]["proved"]
+
+    x = rng.standard_normal((16, 4096)).astype(np.float32)
+    weights = [rng.standard_normal(shape).astype(np.float32) / 64 for shape in ((4096, 4096), (4096, 1024),
+                                                                                (4096, 1024))]
+    expected = [x.astype(np.float64) @ w.astype(np.float64) for w in weights]
+    prepared = host_function(text, "qkv_prepare")(*weights)
+    for got in (host_function(text, "qkv")(x, *weights), host_function(text, "qkv_apply")(x, prepared)):
+        for want, have in zip(expected, got, strict=True):
+            np.testing.assert_allclose(have, want, rtol=2e-4, atol=2e-4)
+
+
+def test_without_invariant_weights_the_fusion_does_not_pay_and_the_program_stays() -> None:
+    source = (WORKLOADS / "qkv.mlir").read_text()
+    text, report = explored(source, "h200")
+    assert not report["explorations"][0]["rewritten"]
+    assert text == str(ir.Module.parse(source, make_context()))
+
+
+def test_lora_becomes_one_product_with_merged_weights(rng: np.random.Generator) -> None:
+    text, report = explored(invariant((WORKLOADS / "lora.mlir").read_text(), "w", "a", "b"), "h200")
+    assert report["explorations"][0]["rewritten"]
+    apply, prepare = function(text, "lora_apply"), function(text, "lora_prepare")
+    assert apply.count("linalg.matmul") == 1 and "linalg.generic" not in apply
+    assert prepare.count("linalg.matmul") == 1 and "arith.addf" in prepare
+
+    x, w = rng.standard_normal((16, 4096)).astype(np.float32), rng.standard_normal((4096, 4096)).astype(np.float32)
+    a, b = rng.standard_normal((4096, 16)).astype(np.float32), rng.standard_normal((16, 4096)).astype(np.float32)
+    want = x.astype(np.float64) @ w + (x.astype(np.float64) @ a) @ b
+    have = host_function(text, "lora_apply")(x, host_function(text, "lora_prepare")(w, a, b))
+    np.testing.assert_allclose(have, want, rtol=1e-3, atol=1e-2 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("target", ["h200", "host"])
+def test_rmsnorm_scale_moves_after_the_product_and_gamma_into_the_weights(target: str,
+                                                                          rng: np.random.Generator) -> None:
+    text, report = explored(invariant((WORKLOADS / "rmsnorm_matmul.mlir").read_text(), "gamma", "w"), target)
+    assert report["explorations"][0]["rewritten"]
+    apply = function(text, "rmsnorm_matmul_apply")
+    product = apply.index("linalg.matmul ins(%arg0, %arg1")  # x times the prepared weights: nothing before x
+    assert "math.rsqrt" in apply[product:] and "arith.mulf" in apply[product:], "the row scale is an epilogue"
+    assert "arith.mulf" in function(text, "rmsnorm_matmul_prepare"), "gamma is folded into the weights"
+
+    x = rng.standard_normal((16, 4096)).astype(np.float32)
+    gamma, w = rng.standard_normal(4096).astype(np.float32), rng.standard_normal((4096, 4096)).astype(np.float32)
+    x64 = x.astype(np.float64)
+    want = (x64 / np.sqrt((x64 ** 2).mean(axis=1, keepdims=True) + 1e-6) * gamma) @ w
+    have = host_function(text, "rmsnorm_matmul_apply")(x, host_function(text, "rmsnorm_matmul_prepare")(gamma, w))
+    np.testing.assert_allclose(have, want, rtol=1e-3, atol=1e-3 * np.abs(want).max())
+
+
+def test_attention_divides_after_the_second_product() -> None:
+    text, report = explored((WORKLOADS / "attention.mlir").read_text(), "h200")
+    assert report["explorations"][0]["rewritten"]
+    body = function(text, "attention")
+    last_product = body.rindex("linalg.batch_matmul")
+    assert "arith.divf" in body[last_product:] and "arith.divf" not in body[:last_product]
+    assert "arith.maximumf" in body, "the max-subtraction stays: softmax laws are not explored"
+
+
+def test_odd_shapes_explore_and_compute_the_same(rng: np.random.Generator) -> None:
+    """Two projections of one input with odd sizes: whatever form wins, the numbers match float64."""
+    source = invariant("""
+func.func @gate_up(%x: tensor<7x93xf32>, %wg: tensor<93x45xf32>, %wu: tensor<93x45xf32>) -> tensor<7x45xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<7x45xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<7x45xf32>) -> tensor<7x45xf32>
+  %g = linalg.matmul ins(%x, %wg : tensor<7x93xf32>, tensor<93x45xf32>) outs(%z : tensor<7x45xf32>) -> tensor<7x45xf32>
+  %u = linalg.matmul ins(%x, %wu : tensor<7x93xf32>, tensor<93x45xf32>) outs(%z : tensor<7x45xf32>) -> tensor<7x45xf32>
+  %p = linalg.mul ins(%g, %u : tensor<7x45xf32>, tensor<7x45xf32>) outs(%e : tensor<7x45xf32>) -> tensor<7x45xf32>
+  return %p : tensor<7x45xf32>
+}""", "wg", "wu")
+    text, report = explored(source, "host")
+    x = rng.standard_normal((7, 93)).astype(np.float32)
+    wg, wu = (rng.standard_normal((93, 45)).astype(np.float32) for _ in range(2))
+    want = (x.astype(np.float64) @ wg) * (x.astype(np.float64) @ wu)
+    np.testing.assert_allclose(host_function(text, "gate_up")(x, wg, wu), want, rtol=1e-4, atol=1e-4)
+    assert report["proofs"][0]["proved"]
+
+
+def test_exploration_is_deterministic() -> None:
+    source = invariant((WORKLOADS / "qkv.mlir").read_text(), "wq", "wk", "wv")
+    assert explored(source, "h200")[0] == explored(source, "h200")[0]
+
+
+def test_functions_outside_the_algebra_stay_with_a_remark() -> None:
+    source = """
+func.func @f(%x: tensor<10x10xf32>, %k: tensor<3x3xf32>, %o: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %c = linalg.conv_2d ins(%x, %k : tensor<10x10xf32>, tensor<3x3xf32>) outs(%o : tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %c : tensor<8x8xf32>
+}"""
+    compilation = Compilation(ir.Module.parse(source, make_context()), "host")
+    compilation.run([ExplorePass()])
+    assert str(compilation.module) == str(ir.Module.parse(source, make_context()))
+    assert any("'linalg.conv_2d' is outside the algebra" in message for _, message in compilation.ctx.remarks)
+
+
+def test_dynamic_shapes_stay_with_a_remark() -> None:
+    source = (WORKLOADS / "gemm_dynamic_m.mlir").read_text()
+    compilation = Compilation(ir.Module.parse(source, make_context()), "host")
+    compilation.run([ExplorePass()])
+    assert str(compilation.module) == str(ir.Module.parse(source, make_context()))
+    assert any("static shape" in message for _, message in compilation.ctx.remarks)
+
+
+def test_bad_options_are_errors() -> None:
+    compilation = Compilation(ir.Module.parse((WORKLOADS / "qkv.mlir").read_text(), make_context()), "host")
+    with pytest.raises(PrismError, match="at least 1"):
+        compilation.run([ExplorePass(iterations=0)])
+
+
+def test_prism_optimize_starts_with_explore() -> None:
+    assert PIPELINES["prism-optimize"][1][0] is ExplorePass
+
+
+def test_a_part_not_called_by_its_whole_is_not_verified() -> None:
+    original = (WORKLOADS / "qkv.mlir").read_text()
+    stray = original + """
+func.func @qkv_prepare(%w: tensor<4x4xf32>) -> tensor<4x4xf32> attributes {prism.part_of = "qkv"} {
+  return %w : tensor<4x4xf32>
+}"""
+    with pytest.raises(prism.VerificationError, match="@qkv_prepare is not in the original program"):
+        prism.verify(original, stray)
+
+
+def test_the_graph_reader_sees_each_term_in_its_class() -> None:
+    egraph = EGraph()
+    program = Program("f", [(4, 3), (3, 5), (3, 2)], [A.matmul(A.arg(0), A.arg(1)), A.matmul(A.arg(0), A.arg(2))])
+    egraph.register(*program.shape_facts())
+    for index, term in enumerate(program.results):
+        egraph.let(f"result{index}", to_egglog(term))
+    saturate(egraph, Budget(iterations=2), ("sharing",))
+    graph = read_graph(egraph)
+    x, w1, w2 = (graph.find("arg", (), (i,)) for i in range(3))
+    first, second = graph.lets["result0"], graph.lets["result1"]
+    assert graph.find("matmul", (x, w1), ()) == first and graph.shapes[first] == (4, 5)
+    fused = graph.find("matmul", (x, graph.find("concat", (w1, w2), (1,))), ())
+    assert graph.shapes[fused] == (4, 7)
+    assert graph.find("slice_", (fused,), (1, 0, 5)) == first and graph.find("slice_", (fused,), (1, 5, 2)) == second
+
+
+def test_the_sharing_law_proves_a_fusion_and_not_a_wrong_one() -> None:
+    shapes = [(4, 3), (3, 5), (3, 2)]
+    written = Program("f", shapes, [A.matmul(A.arg(0), A.arg(1)), A.matmul(A.arg(0), A.arg(2))])
+    fused = A.matmul(A.arg(0), A.concat(A.arg(1), A.arg(2), 1))
+    right = Program("f", shapes, [A.slice_(fused, 1, 0, 5), A.slice_(fused, 1, 5, 2)])
+    wrong = Program("f", shapes, [A.slice_(fused, 1, 0, 5), A.slice_(fused, 1, 4, 2)])
+    assert prove(written, right, Budget(iterations=3), ("sharing",)).proved
+    assert not prove(written, wrong, Budget(iterations=3), ("sharing",)).proved
+    assert algebra.LAW_NAMES["sharing"] == ["fuse-products-sharing-a"]
+
+
+def test_explore_costs_products_with_the_search() -> None:
+    """A fused product is cheaper than the three it replaces on a GPU, where each launch costs."""
+    module = ir.Module.parse((WORKLOADS / "qkv.mlir").read_text(), make_context())
+    program = translate(next(op.operation for op in module.body.operations))
+    found = explore(program, get_target("h200"), "f32", frozenset({1, 2, 3}))
+    assert found.improves and found.speedup > 1.2 and len(found.best.prepared) == 1
