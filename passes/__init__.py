@@ -33,6 +33,6 @@ PIPELINES: dict[str, tuple[str, tuple[type[Pass], ...]]] = {
 }
 
 __all__ = [
-    "PASSES", "PIPELINES", "ExplorePass", "InstantiatePass", "LiftPass", "LowerCpuPass", "LowerGpuPass", "PrunePass", "SelectPass",
-    "VerifyPass",
+    "PASSES", "PIPELINES", "ExplorePass", "InstantiatePass", "LiftPass", "LowerCpuPass", "LowerGpuPass", "PrunePass",
+    "SelectPass", "VerifyPass",
 ]

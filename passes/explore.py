@@ -44,7 +44,6 @@ from prism.egraph import Budget
 from prism.emit import Shapes, emit_function, tensor_type
 from prism.errors import PipelineError
 from prism.explore import BUDGET, ELEMENT_BYTES, Exploration, explore
-from prism.ir import display_location
 from prism.passbase import Pass, PassContext
 from prism.targets import get_target
 from prism.terms import A, Program, Term, translate
