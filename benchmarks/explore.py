@@ -43,7 +43,7 @@ def marked(text: str, names: tuple[str, ...]) -> str:
     return text
 
 
-def best_seconds(fn, args, rounds: int) -> float:
+def best_seconds(fn, args: list[np.ndarray], rounds: int) -> float:
     fn(*args)
     best = float("inf")
     for _ in range(rounds):
@@ -51,6 +51,39 @@ def best_seconds(fn, args, rounds: int) -> float:
         fn(*args)
         best = min(best, time.perf_counter() - began)
     return best
+
+
+def call_operands(text: str, callee: str) -> list[str]:
+    """The SSA operands of the call to ``callee`` in ``text``."""
+    return [v.strip() for v in re.search(rf"call @{callee}\(([^)]*)\)", text).group(1).split(",")]
+
+
+def per_call(name: str, explored_text: str, prepared_count: int, inputs: list[np.ndarray]):
+    """The explored per-call function and its operands: ``_apply`` on values prepared once, or the function."""
+    compiled = prism.compile(explored_text, target="host", pipeline=HOST_PIPELINE)
+    if not prepared_count:
+        return compiled.jit(name), inputs
+    arg = re.compile(r"%arg(\d+)$")
+    prepare_inputs = [inputs[int(arg.match(v).group(1))] for v in call_operands(explored_text, f"{name}_prepare")]
+    prepared = compiled.jit(f"{name}_prepare")(*prepare_inputs)
+    prepared = list(prepared) if isinstance(prepared, tuple) else [prepared]
+    operands = [inputs[int(arg.match(v).group(1))] if arg.match(v) else prepared.pop(0)
+                for v in call_operands(explored_text, f"{name}_apply")]
+    return compiled.jit(f"{name}_apply"), operands
+
+
+def measure(name: str, text: str, explored_text: str, prepared_count: int, rounds: int) -> dict[str, float]:
+    """Host times of the function as written and of the explored per-call function, interleaved."""
+    written = prism.compile(text, target="host", pipeline=HOST_PIPELINE).jit(name)
+    rng = np.random.default_rng(0)
+    inputs = [(rng.standard_normal(spec.shape) / 8).astype(spec.dtype) for spec in written.signature.inputs]
+    variant, operands = per_call(name, explored_text, prepared_count, inputs)
+    written_s = variant_s = float("inf")
+    for _ in range(3):
+        written_s = min(written_s, best_seconds(written, inputs, rounds))
+        variant_s = min(variant_s, best_seconds(variant, operands, rounds))
+    return {"measured_written_us": written_s * 1e6, "measured_variant_us": variant_s * 1e6,
+            "measured_ratio": written_s / variant_s}
 
 
 def main() -> None:
@@ -71,32 +104,31 @@ def main() -> None:
                "predicted_ratio": found["predicted_seconds"] / found["variant_seconds"],
                "explore_s": explore_seconds, "e_classes": found["e_classes"]}
         if options.target == "host" and found["rewritten"]:
-            explored_text = str(compilation.module)
-            written = prism.compile(text, target="host", pipeline=HOST_PIPELINE).jit(name)
-            rng = np.random.default_rng(0)
-            inputs = [rng.standard_normal(spec.shape).astype(spec.dtype) / 8 for spec in written.signature.inputs]
-            compiled = prism.compile(explored_text, target="host", pipeline=HOST_PIPELINE)
-            if found["prepared"]:  # the entry shows which arguments each part takes
-                def operands(part: str) -> list[str]:
-                    call = re.search(rf"call @{name}_{part}\(([^)]*)\)", explored_text).group(1)
-                    return [v.strip() for v in call.split(",")]
-                prepared = compiled.jit(f"{name}_prepare")(*(inputs[int(v[4:])] for v in operands("prepare")))
-                prepared = list(prepared) if isinstance(prepared, tuple) else [prepared]
-                variant_args = [inputs[int(v[4:])] if v.startswith("%arg") else prepared.pop(0)
-                                for v in operands("apply")]
-                variant_fn = compiled.jit(f"{name}_apply")
-            else:
-                variant_fn, variant_args = compiled.jit(name), inputs
-            written_s, variant_s = np.inf, np.inf
-            for _ in range(3):  # interleaved
-                written_s = min(written_s, best_seconds(written, inputs, options.rounds))
-                variant_s = min(variant_s, best_seconds(variant_fn, variant_args, options.rounds))
-            row.update(measured_written_us=written_s * 1e6, measured_variant_us=variant_s * 1e6,
-                       measured_ratio=written_s / variant_s)
+            row.update(measure(name, text, str(compilation.module), found["prepared"], options.rounds))
         rows.append(row)
-        print(json.dumps(row), flush=True)
-    print(json.dumps({"date": time.strftime("%Y-%m-%d"), "machine": machine(), "versions": versions(),
-                      "command": " ".join(["benchmarks/explore.py", *sys.argv[1:]])}))
+        print(json.dumps(row), file=sys.stderr, flush=True)
+    print(table(rows, options))
+
+
+def table(rows: list[dict], options: argparse.Namespace) -> str:
+    """The figures as a markdown section for RESULTS.md."""
+    measured = options.target == "host"
+    head = "| workload | weights prepared | predicted as written (us) | predicted explored (us) | predicted ratio |"
+    head += " measured as written (us) | measured explored (us) | measured ratio |" if measured else ""
+    head += " explore (s) | e-classes |"
+    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for r in rows:
+        cells = [r["workload"], str(r["prepared"]) if r["rewritten"] else "kept as written",
+                 f"{r['predicted_us']:.1f}", f"{r['variant_us']:.1f}", f"{r['predicted_ratio']:.3f}"]
+        if measured:
+            cells += ([f"{r['measured_written_us']:.0f}", f"{r['measured_variant_us']:.0f}",
+                       f"{r['measured_ratio']:.2f}"] if "measured_ratio" in r else ["", "", ""])
+        cells += [f"{r['explore_s']:.2f}", str(r["e_classes"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    command = " ".join([".venv/bin/python benchmarks/explore.py", *sys.argv[1:]])
+    return "\n".join([f"- Date: {time.strftime('%Y-%m-%d')}", f"- Machine: {machine()}",
+                      f"- Versions: {versions('egglog', 'islpy', 'numpy', 'xtc-mlir-python-bindings')}",
+                      f"- Target: {options.target}", f"- Command: `{command}`", "", *lines])
 
 
 if __name__ == "__main__":

@@ -140,10 +140,11 @@ def _replace(module: ir.Module, func: ir.Operation, name: str, program: Program,
     """Put the best variant of ``func`` in its place (with _prepare and _apply functions when it prepares values)."""
     shapes = [tuple(s) for s in program.arg_shapes]
     best = found.best
+    location = str(func.location)
     if not best.prepared:
-        texts = [emit_function(name, shapes, list(best.results), element)]
+        texts = [emit_function(name, shapes, list(best.results), element, location)]
     else:
-        texts = _split(name, shapes, best.prepared, best.results, element)
+        texts = _split(name, shapes, best.prepared, best.results, element, location)
     function_type = func.attributes["function_type"]
     carried = {key: func.attributes[key] for key in ("arg_attrs", "res_attrs") if key in func.attributes}
     parsed = ir.Module.parse("\n".join(texts), module.context)
@@ -162,19 +163,20 @@ def _replace(module: ir.Module, func: ir.Operation, name: str, program: Program,
 
 
 def _split(name: str, shapes: list[tuple[int, ...]], prepared: tuple[Term, ...], results: tuple[Term, ...],
-           element: str) -> list[str]:
-    """The texts of @name_prepare, @name_apply and @name, which calls the two."""
+           element: str, location: str) -> list[str]:
+    """The texts of @name_prepare, @name_apply and @name, which calls the two; every op at ``location``."""
     arity = len(shapes)
     prepared_shapes = [Shapes(list(shapes))(term) for term in prepared]
     prepare_args = sorted(set().union(*(_args(term, set()) for term in prepared)))
     apply_args = sorted(i for i in set().union(*(_args(term, set()) for term in results)) if i < arity)
     prepare = emit_function(f"{name}_prepare", [shapes[i] for i in prepare_args],
-                            [_renumbered(t, {a: k for k, a in enumerate(prepare_args)}) for t in prepared], element)
+                            [_renumbered(t, {a: k for k, a in enumerate(prepare_args)}) for t in prepared], element,
+                            location)
     into_apply = {a: k for k, a in enumerate(apply_args)}
     into_apply.update({arity + j: len(apply_args) + j for j in range(len(prepared))})
     result_shapes = [Shapes([*shapes, *prepared_shapes])(term) for term in results]
     apply = emit_function(f"{name}_apply", [shapes[i] for i in apply_args] + prepared_shapes,
-                          [_renumbered(t, into_apply) for t in results], element)
+                          [_renumbered(t, into_apply) for t in results], element, location)
 
     def types(of: list[tuple[int, ...]]) -> str:
         return ", ".join(tensor_type(shape, element) for shape in of)
@@ -186,9 +188,9 @@ def _split(name: str, shapes: list[tuple[int, ...]], prepared: tuple[Term, ...],
         f"func.func @{name}({', '.join(f'%arg{i}: {tensor_type(s, element)}' for i, s in enumerate(shapes))}) "
         f"-> {signature} {{\n"
         f"  {', '.join(values)} = func.call @{name}_prepare({', '.join(f'%arg{i}' for i in prepare_args)}) : "
-        f"({types([shapes[i] for i in prepare_args])}) -> ({types(prepared_shapes)})\n"
+        f"({types([shapes[i] for i in prepare_args])}) -> ({types(prepared_shapes)}) {location}\n"
         f"  {', '.join(outputs)} = func.call @{name}_apply("
         f"{', '.join([*(f'%arg{i}' for i in apply_args), *values])}) : "
-        f"({types([shapes[i] for i in apply_args] + prepared_shapes)}) -> ({types(result_shapes)})\n"
-        f"  return {', '.join(outputs)} : {types(result_shapes)}\n}}\n")
+        f"({types([shapes[i] for i in apply_args] + prepared_shapes)}) -> ({types(result_shapes)}) {location}\n"
+        f"  return {', '.join(outputs)} : {types(result_shapes)} {location}\n}} {location}\n")
     return [prepare, apply, entry]

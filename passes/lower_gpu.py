@@ -47,9 +47,9 @@ _PARALLEL_NAMED = frozenset({
     "linalg.tanh", "linalg.erf", "linalg.square", "linalg.reciprocal",
     "linalg.floor", "linalg.ceil", "linalg.powf",
 })
-# Host-side ops that bufferize to allocations or views and need no kernel.
-_HOST_OPS = frozenset({"arith.constant", "tensor.empty", "func.return",
-                       "tensor.expand_shape", "tensor.collapse_shape"})
+# Host-side ops that bufferize to allocations, views or copies and need no kernel.
+_HOST_OPS = frozenset({"arith.constant", "tensor.empty", "func.return", "func.call",
+                       "tensor.expand_shape", "tensor.collapse_shape", "tensor.extract_slice", "tensor.concat"})
 
 @dataclass(frozen=True)
 class Choice:

@@ -117,9 +117,14 @@ def tensor_type(shape: Shape, element: str) -> str:
     return f"tensor<{'x'.join(map(str, shape))}{'x' if shape else ''}{element}>"
 
 
-def emit_function(name: str, arg_shapes: list[Shape], results: list[Term], element: str) -> str:
-    """The text of ``func.func @name`` over tensors of ``element`` computing ``results``."""
-    return _Emitter(arg_shapes, element).function(name, results)
+def emit_function(name: str, arg_shapes: list[Shape], results: list[Term], element: str,
+                  location: str = "") -> str:
+    """The text of ``func.func @name`` over tensors of ``element`` computing ``results``.
+
+    ``location``, an MLIR location (``loc("f.mlir":3:1)``), is given to every
+    op, so that diagnostics about the emitted code point at its source.
+    """
+    return _Emitter(arg_shapes, element, f" {location}" if location else "").function(name, results)
 
 
 class Shapes:
@@ -168,8 +173,9 @@ class Shapes:
 
 
 class _Emitter:
-    def __init__(self, arg_shapes: list[Shape], element: str):
+    def __init__(self, arg_shapes: list[Shape], element: str, location: str = ""):
         self.arg_shapes = arg_shapes
+        self.location = location
         self.element = element
         self.lines: list[str] = []
         self.names: dict[tuple[Term, Shape | None], str] = {}
@@ -186,7 +192,7 @@ class _Emitter:
 
     def emit(self, line: str) -> str:
         name = self.fresh()
-        self.lines.append(f"  {name} = {line}")
+        self.lines.append(f"  {name} = {line}{self.location}")
         return name
 
     def function(self, name: str, results: list[Term]) -> str:
@@ -200,7 +206,7 @@ class _Emitter:
         signature = types[0] if len(types) == 1 else f"({', '.join(types)})"
         body = "\n".join(self.lines)
         return (f"func.func @{name}({args}) -> {signature} {{\n{body}\n"
-                f"  return {', '.join(values)} : {', '.join(types)}\n}}\n")
+                f"  return {', '.join(values)} : {', '.join(types)}{self.location}\n}}{self.location}\n")
 
     def value(self, term: Term, context: Shape | None = None) -> str:
         """The SSA name holding ``term`` (a splat is filled to ``context``)."""

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from egglog import EGraph
 from mlir import ir
+from test_lower_gpu import _ptxas as ptxas
 
 import prism
 from conftest import REPO
@@ -140,9 +145,22 @@ func.func @gate_up(%x: tensor<7x93xf32>, %wg: tensor<93x45xf32>, %wu: tensor<93x
     assert report["proofs"][0]["proved"]
 
 
-def test_exploration_is_deterministic() -> None:
+def test_exploration_is_deterministic_across_processes() -> None:
+    """Byte-identical output from two processes with different string hashing."""
+    source = invariant((WORKLOADS / "swiglu.mlir").read_text(), "wg", "wu", "wd")
+    outputs = [subprocess.run([sys.executable, "-m", "prism.cli", "-", "--target=h200", "-p", "prism-explore"],
+                              input=source, capture_output=True, text=True, cwd=REPO, timeout=300,
+                              env={**os.environ, "PYTHONHASHSEED": seed}) for seed in ("1", "2")]
+    assert all(run.returncode == 0 for run in outputs), outputs[0].stderr
+    assert "swiglu_apply" in outputs[0].stdout and outputs[0].stdout == outputs[1].stdout
+
+
+def test_explored_qkv_lowers_to_one_gpu_kernel(tmp_path: Path) -> None:
     source = invariant((WORKLOADS / "qkv.mlir").read_text(), "wq", "wk", "wv")
-    assert explored(source, "h200")[0] == explored(source, "h200")[0]
+    compiled = prism.compile(source, target="h200")
+    assert list(compiled.ptx) == ["qkv_apply_kernel"], "the concatenation and the slices need no kernel"
+    stats = ptxas(compiled.ptx, "sm_90", tmp_path)
+    assert stats["spills"] == 0
 
 
 def test_functions_outside_the_algebra_stay_with_a_remark() -> None:
