@@ -107,7 +107,7 @@ def saturate(egraph: EGraph, budget: Budget, rulesets: tuple[str, ...] | None = 
             break
     else:
         stopped = "proved" if holds() else "iterations"
-    if stopped != "saturated":  # the shape facts of the last iteration's new terms
+    if goal is None and stopped != "saturated":  # exploration reads shapes: derive those of the last new terms
         egraph.run(algebra.SHAPES.saturate())
     return stopped, dict(sorted(laws.items()))
 

@@ -22,8 +22,14 @@ def funnel_table(report: dict) -> list[str]:
 
 
 def summarize(report: dict) -> list[str]:
-    """Lines describing each family: its funnel and its choice."""
+    """Lines describing each explored function (rewritten or not), then each family: its funnel and its choice."""
     lines = []
+    for found in report.get("explorations", []):
+        verdict = ("rewritten" + (f", {found['prepared']} value(s) prepared once" if found["prepared"] else "")
+                   if found["rewritten"] else "kept as written")
+        lines.append(f"{report['target']:>5} @{found['function']}: {verdict}; predicted "
+                     f"{found['predicted_seconds'] * 1e6:.1f} -> {found['variant_seconds'] * 1e6:.1f} us per call "
+                     f"({found['e_classes']} e-classes, {found['costed']} programs costed)")
     for family in report.get("families", []):
         funnel = " -> ".join(f"{s['stage']} {s['size']}" for s in family["funnel"])
         choice = ", ".join(f"{k}={v}" for k, v in family["choice"].items())
