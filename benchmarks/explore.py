@@ -6,8 +6,9 @@ the program as written and of the variant. On the host, both programs are
 then compiled (lift, prune, select, instantiate, lower) and timed: the
 function as written against the explored per-call function (``_apply``
 with its prepared values computed once beforehand, or the rewritten
-function itself). Times are minima over interleaved rounds; ratios compare
-runs of the same process.
+function itself). The two run alternately, ``--rounds`` times each; the
+table gives each one's fastest call and the median of the per-round ratios,
+which cancels the slow drifts of a shared machine's memory bandwidth.
 
     .venv/bin/python benchmarks/explore.py [--target host] [--rounds 20]
 """
@@ -43,14 +44,10 @@ def marked(text: str, names: tuple[str, ...]) -> str:
     return text
 
 
-def best_seconds(fn, args: list[np.ndarray], rounds: int) -> float:
+def seconds(fn, args: list[np.ndarray]) -> float:
+    began = time.perf_counter()
     fn(*args)
-    best = float("inf")
-    for _ in range(rounds):
-        began = time.perf_counter()
-        fn(*args)
-        best = min(best, time.perf_counter() - began)
-    return best
+    return time.perf_counter() - began
 
 
 def call_operands(text: str, callee: str) -> list[str]:
@@ -78,18 +75,17 @@ def measure(name: str, text: str, explored_text: str, prepared_count: int, round
     rng = np.random.default_rng(0)
     inputs = [(rng.standard_normal(spec.shape) / 8).astype(spec.dtype) for spec in written.signature.inputs]
     variant, operands = per_call(name, explored_text, prepared_count, inputs)
-    written_s = variant_s = float("inf")
-    for _ in range(3):
-        written_s = min(written_s, best_seconds(written, inputs, rounds))
-        variant_s = min(variant_s, best_seconds(variant, operands, rounds))
-    return {"measured_written_us": written_s * 1e6, "measured_variant_us": variant_s * 1e6,
-            "measured_ratio": written_s / variant_s}
+    written(*inputs), variant(*operands)  # warm up
+    pairs = [(seconds(written, inputs), seconds(variant, operands)) for _ in range(rounds)]
+    return {"measured_written_us": min(a for a, _ in pairs) * 1e6,
+            "measured_variant_us": min(b for _, b in pairs) * 1e6,
+            "measured_ratio": float(np.median([a / b for a, b in pairs]))}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="host")
-    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=60)
     options = parser.parse_args()
     rows = []
     for name, weights in CASES.items():
@@ -114,7 +110,7 @@ def table(rows: list[dict], options: argparse.Namespace) -> str:
     """The figures as a markdown section for RESULTS.md."""
     measured = options.target == "host"
     head = "| workload | weights prepared | predicted as written (us) | predicted explored (us) | predicted ratio |"
-    head += " measured as written (us) | measured explored (us) | measured ratio |" if measured else ""
+    head += " fastest as written (us) | fastest explored (us) | median ratio |" if measured else ""
     head += " explore (s) | e-classes |"
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for r in rows:
