@@ -82,13 +82,27 @@ class ExplorePass(Pass):
             ctx.report.setdefault("explorations", []).append(_report(name, found))
             ctx.progress(f"{self.NAME}: @{name}: {found.classes} e-classes, {found.nodes} e-nodes, "
                          f"{found.evaluated} programs costed in {found.seconds:.2f} s")
+            if found.stopped == "time":
+                ctx.remark(where, f"{self.NAME}: @{name}: exploration reached its {budget.seconds:.0f} s guard; "
+                                  "its result may differ between runs (lower iterations or max_nodes)")
             if not found.improves:
+                continue
+            taken = [part for part in (f"{name}_prepare", f"{name}_apply")
+                     if found.best.prepared and _defines(module, part)]
+            if taken:
+                ctx.remark(where, f"{self.NAME}: @{name} kept as written: @{taken[0]} already exists, and the "
+                                  f"variant needs that name")
                 continue
             _replace(module, func, name, program, found, element)
             ctx.remark(where, f"{self.NAME}: @{name} rewritten: predicted {found.original.seconds * 1e6:.1f} us "
                               f"-> {found.best.seconds * 1e6:.1f} us per call ({found.speedup:.2f}x)"
                               + (f", {len(found.best.prepared)} value(s) prepared once by @{name}_prepare"
                                  if found.best.prepared else ""))
+
+
+def _defines(module: ir.Module, symbol: str) -> bool:
+    return any("sym_name" in op.operation.attributes and ir.StringAttr(op.operation.attributes["sym_name"]).value
+               == symbol for op in module.body.operations)
 
 
 def _arg_attrs(func: ir.Operation) -> list[str]:

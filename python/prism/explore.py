@@ -179,7 +179,7 @@ class ProgramCost:
         shape = self.shapes(term)
         return 0 if shape is None else math.prod(shape) * self.bytes
 
-    def _pass(self, moved: int) -> float:
+    def pass_seconds(self, moved: int) -> float:
         """One loop nest that moves ``moved`` bytes through memory."""
         target = self.target
         if target.is_gpu:
@@ -205,10 +205,10 @@ class ProgramCost:
             a, b = (self.shapes(arg) for arg in term.args)
             return contraction_seconds(product_contraction(a, b, self.element), self.target)
         if op == "slice_":  # a view; only a returned slice is copied out
-            return self._pass(2 * self._size(term)) if is_result else 0.0
+            return self.pass_seconds(2 * self._size(term)) if is_result else 0.0
         if op in ("transpose", "concat"):
-            return self._pass(sum(self._size(arg) for arg in term.args) + self._size(term))
-        return self._pass(self._reads(term, fused) + self._size(term))
+            return self.pass_seconds(sum(self._size(arg) for arg in term.args) + self._size(term))
+        return self.pass_seconds(self._reads(term, fused) + self._size(term))
 
 
 @dataclass
@@ -243,7 +243,7 @@ class _Search:
             if a is None or b is None:
                 return math.inf
             return contraction_seconds(product_contraction(a, b, self.cost.element), self.cost.target)
-        return self.cost._pass(2 * math.prod(shape) * self.cost.bytes)  # noqa: SLF001
+        return self.cost.pass_seconds(2 * math.prod(shape) * self.cost.bytes)
 
     def _tree_best(self, admits: Callable[[Node], bool],
                    free: Callable[[int], bool] = lambda cls: False) -> dict[int, Node]:

@@ -53,6 +53,14 @@ def function(module_text: str, name: str) -> str:
     return match.group(0)
 
 
+def assert_kept(source: str, target: str, remark: str) -> None:
+    """prism-explore leaves ``source`` as written, with a remark containing ``remark``."""
+    compilation = Compilation(ir.Module.parse(source, make_context()), target)
+    compilation.run([ExplorePass()])
+    assert str(compilation.module) == str(ir.Module.parse(source, make_context()))
+    assert any(remark in message for _, message in compilation.ctx.remarks), compilation.ctx.remarks
+
+
 def host_function(module_text: str, name: str):
     return prism.compile(module_text, target="host", pipeline=HOST_PIPELINE).jit(name)
 
@@ -169,18 +177,12 @@ func.func @f(%x: tensor<10x10xf32>, %k: tensor<3x3xf32>, %o: tensor<8x8xf32>) ->
   %c = linalg.conv_2d ins(%x, %k : tensor<10x10xf32>, tensor<3x3xf32>) outs(%o : tensor<8x8xf32>) -> tensor<8x8xf32>
   return %c : tensor<8x8xf32>
 }"""
-    compilation = Compilation(ir.Module.parse(source, make_context()), "host")
-    compilation.run([ExplorePass()])
-    assert str(compilation.module) == str(ir.Module.parse(source, make_context()))
-    assert any("'linalg.conv_2d' is outside the algebra" in message for _, message in compilation.ctx.remarks)
+    assert_kept(source, "host", "'linalg.conv_2d' is outside the algebra")
 
 
 def test_dynamic_shapes_stay_with_a_remark() -> None:
     source = (WORKLOADS / "gemm_dynamic_m.mlir").read_text()
-    compilation = Compilation(ir.Module.parse(source, make_context()), "host")
-    compilation.run([ExplorePass()])
-    assert str(compilation.module) == str(ir.Module.parse(source, make_context()))
-    assert any("static shape" in message for _, message in compilation.ctx.remarks)
+    assert_kept(source, "host", "static shape")
 
 
 def test_bad_options_are_errors() -> None:
@@ -236,3 +238,11 @@ def test_explore_costs_products_with_the_search() -> None:
     program = translate(next(op.operation for op in module.body.operations))
     found = explore(program, get_target("h200"), "f32", frozenset({1, 2, 3}))
     assert found.improves and found.speedup > 1.2 and len(found.best.prepared) == 1
+
+
+def test_a_taken_helper_name_keeps_the_function_as_written() -> None:
+    source = invariant((WORKLOADS / "qkv.mlir").read_text(), "wq", "wk", "wv") + """
+func.func @qkv_apply(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  return %a : tensor<4x4xf32>
+}"""
+    assert_kept(source, "h200", "@qkv_apply already exists")
