@@ -46,11 +46,10 @@ from prism.errors import PipelineError
 from prism.explore import BUDGET, ELEMENT_BYTES, Exploration, explore
 from prism.passbase import Pass, PassContext
 from prism.targets import get_target
-from prism.terms import A, Program, Term, translate
-from prism.verify import public_functions
+from prism.terms import Program, Term, argument_indices, renamed_arguments, translate
+from prism.verify import PART_OF, public_functions
 
 INVARIANT = "prism.invariant"  # the argument attribute that marks a weight
-PART_OF = "prism.part_of"  # names the function a _prepare or _apply function implements
 
 
 @dataclass(frozen=True)
@@ -87,8 +86,8 @@ class ExplorePass(Pass):
                                   "its result may differ between runs (lower iterations or max_nodes)")
             if not found.improves:
                 continue
-            taken = [part for part in (f"{name}_prepare", f"{name}_apply")
-                     if found.best.prepared and _defines(module, part)]
+            symbols = ir.SymbolTable(module.operation)
+            taken = [part for part in (f"{name}_prepare", f"{name}_apply") if found.best.prepared and part in symbols]
             if taken:
                 ctx.remark(where, f"{self.NAME}: @{name} kept as written: @{taken[0]} already exists, and the "
                                   f"variant needs that name")
@@ -98,11 +97,6 @@ class ExplorePass(Pass):
                               f"-> {found.best.seconds * 1e6:.1f} us per call ({found.speedup:.2f}x)"
                               + (f", {len(found.best.prepared)} value(s) prepared once by @{name}_prepare"
                                  if found.best.prepared else ""))
-
-
-def _defines(module: ir.Module, symbol: str) -> bool:
-    return any("sym_name" in op.operation.attributes and ir.StringAttr(op.operation.attributes["sym_name"]).value
-               == symbol for op in module.body.operations)
 
 
 def _arg_attrs(func: ir.Operation) -> list[str]:
@@ -133,20 +127,6 @@ def _report(name: str, found: Exploration) -> dict:
     return {"function": name, "rewritten": found.improves, "predicted_seconds": found.original.seconds,
             "variant_seconds": found.best.seconds, "prepared": len(found.best.prepared), "stopped": found.stopped,
             "laws": found.laws, "e_classes": found.classes, "e_nodes": found.nodes, "costed": found.evaluated}
-
-
-def _args(term: Term, into: set[int]) -> set[int]:
-    if term.op == "arg":
-        into.add(term.attrs[0])
-    for arg in term.args:
-        _args(arg, into)
-    return into
-
-
-def _renumbered(term: Term, mapping: dict[int, int]) -> Term:
-    if term.op == "arg":
-        return A.arg(mapping[term.attrs[0]])
-    return Term(term.op, tuple(_renumbered(arg, mapping) for arg in term.args), term.attrs)
 
 
 def _replace(module: ir.Module, func: ir.Operation, name: str, program: Program, found: Exploration,
@@ -181,16 +161,16 @@ def _split(name: str, shapes: list[tuple[int, ...]], prepared: tuple[Term, ...],
     """The texts of @name_prepare, @name_apply and @name, which calls the two; every op at ``location``."""
     arity = len(shapes)
     prepared_shapes = [Shapes(list(shapes))(term) for term in prepared]
-    prepare_args = sorted(set().union(*(_args(term, set()) for term in prepared)))
-    apply_args = sorted(i for i in set().union(*(_args(term, set()) for term in results)) if i < arity)
+    prepare_args = sorted(argument_indices(prepared))
+    apply_args = sorted(i for i in argument_indices(results) if i < arity)
     prepare = emit_function(f"{name}_prepare", [shapes[i] for i in prepare_args],
-                            [_renumbered(t, {a: k for k, a in enumerate(prepare_args)}) for t in prepared], element,
-                            location)
+                            [renamed_arguments(t, {a: k for k, a in enumerate(prepare_args)}) for t in prepared],
+                            element, location)
     into_apply = {a: k for k, a in enumerate(apply_args)}
     into_apply.update({arity + j: len(apply_args) + j for j in range(len(prepared))})
     result_shapes = [Shapes([*shapes, *prepared_shapes])(term) for term in results]
     apply = emit_function(f"{name}_apply", [shapes[i] for i in apply_args] + prepared_shapes,
-                          [_renumbered(t, into_apply) for t in results], element, location)
+                          [renamed_arguments(t, into_apply) for t in results], element, location)
 
     def types(of: list[tuple[int, ...]]) -> str:
         return ", ".join(tensor_type(shape, element) for shape in of)

@@ -134,7 +134,7 @@ class Graph:
     classes: dict[int, list[Node]]
     shapes: dict[int, tuple[int, ...]]
     lets: dict[str, int]
-    index: dict[Node, int] = field(default_factory=dict)  # each e-node's e-class
+    index: dict[Node, int] = field(init=False, repr=False)  # each e-node's e-class
 
     def __post_init__(self) -> None:
         self.index = {node: cls for cls, nodes in self.classes.items() for node in nodes}

@@ -34,7 +34,7 @@ import math
 import struct
 
 from prism.errors import UnsupportedOp
-from prism.terms import Term
+from prism.terms import Term, subterms
 
 Shape = tuple[int, ...]
 
@@ -52,16 +52,9 @@ def use_counts(results: list[Term]) -> dict[Term, int]:
     counts: dict[Term, int] = {}
     for term in results:
         counts[term] = counts.get(term, 0) + 1
-    seen: set[Term] = set()
-    stack = list(results)
-    while stack:
-        term = stack.pop()
-        if term in seen:
-            continue
-        seen.add(term)
+    for term in subterms(results):
         for arg in term.args:
             counts[arg] = counts.get(arg, 0) + 1
-            stack.append(arg)
     return counts
 
 

@@ -40,7 +40,7 @@ from prism.errors import EmptySearchSpace
 from prism.search import Stage, candidates_at, prune, select
 from prism.space import Contraction, family_space
 from prism.targets import Target
-from prism.terms import A, Program, Term, to_egglog
+from prism.terms import A, Program, Term, argument_indices, renamed_arguments, to_egglog
 
 RULESETS = ("linear", "elementwise", "fusion", "scaling", "sharing")
 # Exploration needs a few rounds of the laws, not saturation: a fused product of three operands
@@ -175,6 +175,10 @@ class ProgramCost:
             total += self._materialized(term, fused, is_result=term in results)
         return total, max((chain(term) for term in results), default=0), len(uses)
 
+    def product_seconds(self, a: tuple[int, ...], b: tuple[int, ...]) -> float:
+        """The predicted time of a product of operands of shapes ``a`` and ``b``, scheduled by the search."""
+        return contraction_seconds(product_contraction(a, b, self.element), self.target)
+
     def _size(self, term: Term) -> int:
         shape = self.shapes(term)
         return 0 if shape is None else math.prod(shape) * self.bytes
@@ -202,8 +206,7 @@ class ProgramCost:
     def _materialized(self, term: Term, fused: set[Term], is_result: bool) -> float:
         op = term.op
         if op == "matmul":
-            a, b = (self.shapes(arg) for arg in term.args)
-            return contraction_seconds(product_contraction(a, b, self.element), self.target)
+            return self.product_seconds(*(self.shapes(arg) for arg in term.args))
         if op == "slice_":  # a view; only a returned slice is copied out
             return self.pass_seconds(2 * self._size(term)) if is_result else 0.0
         if op in ("transpose", "concat"):
@@ -220,12 +223,18 @@ class _Search:
     arity: int
     invariant: frozenset[int]
     cost: ProgramCost
-    prepare_choice: dict[int, Node] = field(default_factory=dict)  # how each invariant e-class is prepared
-    tree_choice: dict[int, Node] = field(default_factory=dict)
+    prepare_choice: dict[int, Node] = field(init=False)  # how each invariant e-class is prepared
+    prepared_classes: frozenset[int] = field(init=False)
+    tree_choice: dict[int, Node] = field(init=False)
     evaluated: int = 0
 
     def __post_init__(self) -> None:
         self.prepare_choice = self._tree_best(self._invariant_node)
+        # A broadcast is never prepared (its consumers read the source through an indexing map, for free),
+        # though its source may be.
+        self.prepared_classes = frozenset(
+            cls for cls, node in self.prepare_choice.items()
+            if node.op not in ("arg", "splat", "broadcast") and cls in self.graph.shapes)
         self.tree_choice = self._tree_best(lambda node: node.op != "opaque", free=self.prepared)
 
     def _invariant_node(self, node: Node) -> bool:
@@ -242,7 +251,7 @@ class _Search:
             a, b = (self.graph.shapes.get(c) for c in node.children)
             if a is None or b is None:
                 return math.inf
-            return contraction_seconds(product_contraction(a, b, self.cost.element), self.cost.target)
+            return self.cost.product_seconds(a, b)
         return self.cost.pass_seconds(2 * math.prod(shape) * self.cost.bytes)
 
     def _tree_best(self, admits: Callable[[Node], bool],
@@ -265,13 +274,8 @@ class _Search:
         return {cls: node for cls, (_, node) in best.items()}
 
     def prepared(self, cls: int) -> bool:
-        """Whether ``cls`` is a prepared value: computed from invariant arguments alone, by more than a copy.
-
-        A broadcast is never prepared (its consumers read the source through
-        an indexing map, for free), though its source may be.
-        """
-        node = self.prepare_choice.get(cls)
-        return node is not None and node.op not in ("arg", "splat", "broadcast") and cls in self.graph.shapes
+        """Whether ``cls`` is a prepared value: computed from invariant arguments alone, by more than a copy."""
+        return cls in self.prepared_classes
 
     def variant(self, choice: dict[int, Node]) -> Variant | None:
         """The program ``choice`` selects (None when it is cyclic), with its cost.
@@ -309,9 +313,10 @@ class _Search:
             results = tuple(build(root) for root in self.roots)
         except _Cycle:
             return None
-        used = [cls for cls in placeholders if A.arg(placeholders[cls]) in emit.use_counts(list(results))]
+        read = argument_indices(results)
+        used = [cls for cls in placeholders if placeholders[cls] in read]
         renumber = {placeholders[cls]: self.arity + i for i, cls in enumerate(used)}
-        results = tuple(_renumbered(term, renumber) for term in results)
+        results = tuple(renamed_arguments(term, renumber) for term in results)
         prepared = tuple(self._prepare_term(cls) for cls in used)
         model = self.cost.with_args([*self.cost.shapes.arg_shapes, *(self.graph.shapes[c] for c in used)])
         self.evaluated += 1
@@ -338,15 +343,6 @@ class _Search:
             seen.add(cls)
             stack.extend((choice.get(cls) or self.tree_choice[cls]).children)
         return sorted(seen)
-
-
-def _renumbered(term: Term, mapping: dict[int, int]) -> Term:
-    """``term`` with the arguments of ``mapping``'s keys renamed to its values."""
-    if term.op == "arg":
-        return A.arg(mapping.get(term.attrs[0], term.attrs[0]))
-    if not term.args:
-        return term
-    return Term(term.op, tuple(_renumbered(arg, mapping) for arg in term.args), term.attrs)
 
 
 class _Cycle(Exception):

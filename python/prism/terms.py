@@ -21,7 +21,7 @@ change a value and are left out of the keys.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
@@ -64,6 +64,32 @@ A = SimpleNamespace(
 )
 ZERO = A.splat(0.0)
 NEGATIVE_INFINITY = A.splat(float("-inf"))
+
+
+def subterms(terms: Iterable[Term]) -> list[Term]:
+    """Every distinct subterm of ``terms`` (themselves included), each once, in depth-first order."""
+    found: dict[Term, None] = {}
+    stack = list(reversed(list(terms)))
+    while stack:
+        term = stack.pop()
+        if term not in found:
+            found[term] = None
+            stack.extend(reversed(term.args))
+    return list(found)
+
+
+def argument_indices(terms: Iterable[Term]) -> set[int]:
+    """The indices of the arguments that ``terms`` read."""
+    return {term.attrs[0] for term in subterms(terms) if term.op == "arg"}
+
+
+def renamed_arguments(term: Term, mapping: dict[int, int]) -> Term:
+    """``term`` with each argument index in ``mapping`` replaced by its value (others kept)."""
+    if term.op == "arg":
+        return A.arg(mapping.get(term.attrs[0], term.attrs[0]))
+    if not term.args:
+        return term
+    return Term(term.op, tuple(renamed_arguments(arg, mapping) for arg in term.args), term.attrs)
 
 
 def to_egglog(term: Term, memo: dict[Term, algebra.Tensor] | None = None) -> algebra.Tensor:

@@ -63,6 +63,10 @@ class FunctionProof:
         return {"function": self.name, "proved": self.proof.proved, "laws": self.proof.laws}
 
 
+# Names the function that a part (prism-explore's _prepare or _apply) implements with the others.
+PART_OF = "prism.part_of"
+
+
 def public_functions(module: ir.Module) -> dict[str, ir.Operation]:
     """The functions of ``module`` with a body and public visibility, by name."""
     found = {}
@@ -113,9 +117,9 @@ def _part_of_a_proven_function(func: ir.Operation, name: str, originals: dict[st
     keeps the function itself as their composition, so the proof of the
     whole covers its parts: they are only ever composed that way to compute it.
     """
-    if "prism.part_of" not in func.attributes:
+    if PART_OF not in func.attributes:
         return False
-    whole = ir.StringAttr(func.attributes["prism.part_of"]).value
+    whole = ir.StringAttr(func.attributes[PART_OF]).value
     if whole not in originals or whole not in candidates:
         return False
     calls = []
