@@ -28,7 +28,7 @@ from mlir import ir
 
 import prism
 from prism.driver import Compilation
-from prism.ir import make_context
+from prism.infra.ir import make_context
 from prism.passes import ExplorePass
 
 WORKLOADS = Path(__file__).resolve().parent / "workloads"

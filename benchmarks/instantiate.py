@@ -35,11 +35,11 @@ import numpy as np
 from environment import machine, versions
 from mlir import ir
 
-from prism.errors import EmptySearchSpace
-from prism.family import analyze_contraction
-from prism.ir import iter_ops, make_context
-from prism.search import ShapeTable, candidates_at, prune, select
-from prism.space import Contraction, family_space
+from prism.infra.errors import EmptySearchSpace
+from prism.infra.ir import iter_ops, make_context
+from prism.search.family import analyze_contraction
+from prism.search.search import ShapeTable, candidates_at, prune, select
+from prism.search.space import Contraction
 from prism.targets import get_target
 
 WORKLOAD = Path(__file__).resolve().parent / "workloads" / "gemm_dynamic_m.mlir"
@@ -66,7 +66,7 @@ def timed(call: object, *args: object) -> tuple[float, object]:
 def measure(target_name: str, sizes: list[int]) -> list[str]:
     """One target's row: one-off costs, then per-M times through the table and from scratch."""
     op, target = contraction(), get_target(target_name)
-    space = family_space(op, target)
+    space = target.space(op)
     prune_seconds, (domain, _) = timed(prune, space, op, space.universe_set(), None)
     build_seconds, table = timed(ShapeTable.build, space, op, domain, target, MAX_M)
 

@@ -11,7 +11,7 @@ tuned output, and for each workload against what ``prism-explore`` makes of
 it (for h200, weights marked invariant), the script reports:
 
 - the proof alone (translation into terms and the bounded egglog run of
-  :func:`prism.egraph.prove`), the fastest of ``--repeats`` runs;
+  :func:`prism.algebra.egraph.prove`), the fastest of ``--repeats`` runs;
 - the laws that fired (distinct equations, and matches in all), the e-graph's
   size when the goal held;
 - the whole ``prism.verify`` call, which also compiles both programs for the
@@ -32,10 +32,10 @@ from explore import CASES, marked
 from mlir import ir
 
 import prism
-from prism.egraph import Budget, Proof, prove
-from prism.ir import make_context
-from prism.terms import translate
-from prism.verify import public_functions
+from prism.algebra.egraph import Budget, Proof, prove
+from prism.algebra.prove import public_functions
+from prism.algebra.terms import translate
+from prism.infra.ir import make_context
 
 WORKLOADS = Path(__file__).resolve().parent / "workloads"
 

@@ -56,11 +56,11 @@ from environment import machine, versions
 from mlir import ir
 
 import prism
-from prism.cost import predicted_seconds
-from prism.family import CHOICE_ATTR, ROLES_ATTR, analyze_contraction, make_int_dict
-from prism.ir import iter_ops, make_context
-from prism.space import Contraction, Space, family_space, fix_shape, points, shape_exponents
-from prism.targets import host_target
+from prism.infra import attrs
+from prism.infra.ir import iter_ops, make_context
+from prism.search.family import analyze_contraction, make_int_dict
+from prism.search.space import Contraction, Space, fix_shape, points, shape_exponents
+from prism.targets.host import host_target
 
 WORKLOAD_DIR = Path(__file__).resolve().parent / "workloads"
 PRISM_PIPELINE = "prism-lift,prism-prune,prism-select{{measure={measure}}},prism-instantiate"
@@ -158,7 +158,7 @@ def families_of(text: str) -> list[Family]:
     target = host_target()
     found = []
     for _, contraction in _contraction_ops(_parse(text)):
-        space = family_space(contraction, target)
+        space = target.space(contraction)
         universe = space.universe_set()
         pruned = universe
         for group, _ in space.groups:
@@ -174,8 +174,8 @@ def annotate(text: str, choices: Sequence[Choice]) -> str:
     ops = _contraction_ops(module)
     with module.context:
         for (op, contraction), choice in zip(ops, choices, strict=True):
-            op.attributes[ROLES_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(r) for r in contraction.roles])
-            op.attributes[CHOICE_ATTR] = make_int_dict(choice)
+            op.attributes[attrs.ROLES] = ir.ArrayAttr.get([ir.StringAttr.get(r) for r in contraction.roles])
+            op.attributes[attrs.CHOICE] = make_int_dict(choice)
     return str(module)
 
 
@@ -314,7 +314,7 @@ def fmt_seconds(seconds: float) -> str:
 def predicted(families: list[Family], choices: list[Choice]) -> float:
     """The cost model's total for a program: the sum over its families."""
     target = host_target()
-    return sum(predicted_seconds(f.contraction, c, target) for f, c in zip(families, choices, strict=True))
+    return sum(target.seconds(f.contraction, c) for f, c in zip(families, choices, strict=True))
 
 
 def in_pruned(families: list[Family], choices: list[Choice]) -> bool:

@@ -7,8 +7,9 @@ from pathlib import Path
 from mlir import ir
 from mlir.dialects import irdl
 
+from prism.infra.attrs import FAMILY_OP
+
 IRDL_PATH = Path(__file__).with_name("prism.irdl.mlir")
-FAMILY_OP = "prism.family"
 
 
 def load_prism_dialect(context: ir.Context) -> None:

@@ -22,9 +22,9 @@ After::
       return %r0, %r1, %r2 : ...
     }
 
-Each public function is translated into terms (prism.terms), explored in
+Each public function is translated into terms (prism.algebra.terms), explored in
 an e-graph under a bounded budget and extracted by whole-program cost
-(prism.explore). When a variant is predicted faster, the function is
+(prism.algebra.explore). When a variant is predicted faster, the function is
 replaced by it; values computed from invariant arguments alone go into a
 ``_prepare`` function, to be run once per set of weights, and the per-call
 work into ``_apply``; the function itself keeps its signature and calls
@@ -40,16 +40,14 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from prism.egraph import Budget
-from prism.emit import Shapes, emit_function, tensor_type
-from prism.errors import PipelineError
-from prism.explore import BUDGET, ELEMENT_BYTES, Exploration, explore
-from prism.passbase import Pass, PassContext
-from prism.targets import get_target
-from prism.terms import Program, Term, argument_indices, renamed_arguments, translate
-from prism.verify import PART_OF, public_functions
-
-INVARIANT = "prism.invariant"  # the argument attribute that marks a weight
+from prism.algebra.egraph import Budget
+from prism.algebra.explore import BUDGET, ELEMENT_BYTES, Exploration, explore
+from prism.algebra.prove import public_functions
+from prism.algebra.terms import Program, Term, argument_indices, renamed_arguments, translate
+from prism.algebra.to_mlir import Shapes, function_text, tensor_type
+from prism.infra import attrs
+from prism.infra.passbase import Pass, PassContext, option
+from prism.targets import get_target, name_problem
 
 
 @dataclass(frozen=True)
@@ -59,14 +57,11 @@ class ExplorePass(Pass):
     NAME = "prism-explore"
     SUMMARY = "Find equivalent forms of each function (egglog) and keep the one predicted fastest"
 
-    target: str = ""
-    iterations: int = BUDGET.iterations
-    max_nodes: int = BUDGET.max_nodes
+    target: str = option("", "the target to optimize for (default: the pipeline's, --target)", check=name_problem)
+    iterations: int = option(BUDGET.iterations, "rounds of the laws in the e-graph", minimum=1, maximum=100)
+    max_nodes: int = option(BUDGET.max_nodes, "e-nodes at which exploration stops", minimum=1, maximum=10_000_000)
 
     def run(self, module: ir.Module, ctx: PassContext) -> None:
-        if self.iterations < 1 or self.max_nodes < 1:
-            raise PipelineError(f"{self.NAME}: iterations and max_nodes must be at least 1, got "
-                                f"{self.iterations} and {self.max_nodes}")
         target = get_target(self.target or ctx.target)
         budget = Budget(BUDGET.seconds, self.max_nodes, self.iterations, BUDGET.match_limit)
         for name, func in public_functions(module).items():
@@ -74,26 +69,26 @@ class ExplorePass(Pass):
             program = translate(func)
             element, why = _explorable(func, program)
             if why:
-                ctx.remark(where, f"{self.NAME}: @{name} kept as written: {why}")
+                ctx.remark(where, f"@{name} kept as written: {why}")
                 continue
-            invariant = frozenset(i for i, attrs in enumerate(_arg_attrs(func)) if INVARIANT in attrs)
+            invariant = frozenset(i for i, text in enumerate(_arg_attrs(func)) if attrs.INVARIANT in text)
             found = explore(program, target, element, invariant, budget)
             ctx.report.setdefault("explorations", []).append(_report(name, found))
-            ctx.progress(f"{self.NAME}: @{name}: {found.classes} e-classes, {found.nodes} e-nodes, "
+            ctx.progress(f"@{name}: {found.classes} e-classes, {found.nodes} e-nodes, "
                          f"{found.evaluated} programs costed in {found.seconds:.2f} s")
             if found.stopped == "time":
-                ctx.remark(where, f"{self.NAME}: @{name}: exploration reached its {budget.seconds:.0f} s guard; "
+                ctx.remark(where, f"@{name}: exploration reached its {budget.seconds:.0f} s guard; "
                                   "its result may differ between runs (lower iterations or max_nodes)")
             if not found.improves:
                 continue
             symbols = ir.SymbolTable(module.operation)
             taken = [part for part in (f"{name}_prepare", f"{name}_apply") if found.best.prepared and part in symbols]
             if taken:
-                ctx.remark(where, f"{self.NAME}: @{name} kept as written: @{taken[0]} already exists, and the "
+                ctx.remark(where, f"@{name} kept as written: @{taken[0]} already exists, and the "
                                   f"variant needs that name")
                 continue
             _replace(module, func, name, program, found, element)
-            ctx.remark(where, f"{self.NAME}: @{name} rewritten: predicted {found.original.seconds * 1e6:.1f} us "
+            ctx.remark(where, f"@{name} rewritten: predicted {found.original.seconds * 1e6:.1f} us "
                               f"-> {found.best.seconds * 1e6:.1f} us per call ({found.speedup:.2f}x)"
                               + (f", {len(found.best.prepared)} value(s) prepared once by @{name}_prepare"
                                  if found.best.prepared else ""))
@@ -136,7 +131,7 @@ def _replace(module: ir.Module, func: ir.Operation, name: str, program: Program,
     best = found.best
     location = str(func.location)
     if not best.prepared:
-        texts = [emit_function(name, shapes, list(best.results), element, location)]
+        texts = [function_text(name, shapes, list(best.results), element, location)]
     else:
         texts = _split(name, shapes, best.prepared, best.results, element, location)
     function_type = func.attributes["function_type"]
@@ -152,7 +147,7 @@ def _replace(module: ir.Module, func: ir.Operation, name: str, program: Program,
                 for key, value in carried.items():
                     op.attributes[key] = value
             else:
-                op.attributes[PART_OF] = ir.StringAttr.get(name)
+                op.attributes[attrs.PART_OF] = ir.StringAttr.get(name)
     func.erase()
 
 
@@ -163,13 +158,13 @@ def _split(name: str, shapes: list[tuple[int, ...]], prepared: tuple[Term, ...],
     prepared_shapes = [Shapes(list(shapes))(term) for term in prepared]
     prepare_args = sorted(argument_indices(prepared))
     apply_args = sorted(i for i in argument_indices(results) if i < arity)
-    prepare = emit_function(f"{name}_prepare", [shapes[i] for i in prepare_args],
+    prepare = function_text(f"{name}_prepare", [shapes[i] for i in prepare_args],
                             [renamed_arguments(t, {a: k for k, a in enumerate(prepare_args)}) for t in prepared],
                             element, location)
     into_apply = {a: k for k, a in enumerate(apply_args)}
     into_apply.update({arity + j: len(apply_args) + j for j in range(len(prepared))})
     result_shapes = [Shapes([*shapes, *prepared_shapes])(term) for term in results]
-    apply = emit_function(f"{name}_apply", [shapes[i] for i in apply_args] + prepared_shapes,
+    apply = function_text(f"{name}_apply", [shapes[i] for i in apply_args] + prepared_shapes,
                           [renamed_arguments(t, into_apply) for t in results], element, location)
 
     def types(of: list[tuple[int, ...]]) -> str:

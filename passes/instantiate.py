@@ -24,11 +24,12 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from prism.dialects import FAMILY_OP
-from prism.errors import PassFailed
-from prism.family import CHOICE_ATTR, ROLES_ATTR, analyze_contraction, body_func, families, family_name
-from prism.ir import display_location, iter_ops
-from prism.passbase import Pass, PassContext
+from prism.infra import attrs
+from prism.infra.diagnostics import display_location
+from prism.infra.errors import PassFailed
+from prism.infra.ir import iter_ops
+from prism.infra.passbase import Pass, PassContext
+from prism.search.family import analyze_contraction, body_func, families, family_name
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class InstantiatePass(Pass):
         for family in families(module):
             if "choice" not in family.attributes:
                 raise PassFailed(
-                    f"{self.NAME}: family '{family_name(family)}' has no choice; run prism-select first",
+                    f"family '{family_name(family)}' has no choice; run prism-select first",
                     location=display_location(family.location))
             chosen[family_name(family)] = family
         calls = [op for op in iter_ops(module) if op.name == "func.call" and _callee(op) in chosen]
@@ -64,7 +65,7 @@ def _inline(call: ir.Operation, family: ir.Operation) -> None:
     returned: list[ir.Value] = []
     with ir.InsertionPoint(call):
         for op in block.operations:
-            if op.operation.name == FAMILY_OP:
+            if op.operation.name == attrs.FAMILY_OP:
                 continue
             if op.operation.name == "func.return":
                 returned = [mapping.get(v, v) for v in op.operands]
@@ -77,8 +78,8 @@ def _inline(call: ir.Operation, family: ir.Operation) -> None:
             contraction = analyze_contraction(clone)
             if contraction is not None:
                 roles = [ir.StringAttr.get(r) for r in contraction.roles]
-                clone.attributes[ROLES_ATTR] = ir.ArrayAttr.get(roles)
-                clone.attributes[CHOICE_ATTR] = family.attributes["choice"]
+                clone.attributes[attrs.ROLES] = ir.ArrayAttr.get(roles)
+                clone.attributes[attrs.CHOICE] = family.attributes["choice"]
     for old, new in zip(call.results, returned, strict=True):
         old.replace_all_uses_with(new)
     call.erase()

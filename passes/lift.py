@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import func
 
-from prism.dialects import FAMILY_OP
-from prism.family import BODY_ATTR, analyze_contraction, kind_of, make_int_dict
-from prism.passbase import Pass, PassContext
-from prism.space import Contraction, family_space, fix_shape, shape_exponents
-from prism.targets import Target, get_target
+from prism.infra import attrs
+from prism.infra.passbase import Pass, PassContext, option
+from prism.search.family import analyze_contraction, kind_of, make_int_dict
+from prism.search.space import Contraction, fix_shape, shape_exponents
+from prism.targets import Target, get_target, name_problem
 
 # Ops that only build operands or end a function: not worth a remark.
 _PLUMBING = {"func.return", "arith.constant", "tensor.empty", "linalg.fill"}
@@ -45,7 +45,7 @@ class LiftPass(Pass):
     NAME = "prism-lift"
     SUMMARY = "Lift linalg contractions into prism.family ops with symbolic tile parameters"
 
-    target: str = ""
+    target: str = option("", "the target to optimize for (default: the pipeline's, --target)", check=name_problem)
 
     def run(self, module: ir.Module, ctx: PassContext) -> None:
         target = get_target(self.target or ctx.target)
@@ -58,7 +58,7 @@ class LiftPass(Pass):
                 contraction = analyze_contraction(op.operation)
                 if contraction is None:
                     if op.operation.name not in _PLUMBING:
-                        ctx.remark(op.operation.location, f"{self.NAME}: '{op.operation.name}' is not "
+                        ctx.remark(op.operation.location, f"'{op.operation.name}' is not "
                                    "a liftable contraction; left unchanged")
                     continue
                 name = _fresh_name(f"{_sym_name(function)}_family{counter}", taken)
@@ -78,7 +78,7 @@ def _is_declaration_or_body(function: ir.OpView) -> bool:
     """Skip external declarations and bodies that prism-lift itself outlined."""
     if not function.regions[0].blocks:
         return True
-    return BODY_ATTR in function.attributes
+    return attrs.FAMILY_BODY in function.attributes
 
 
 def _fresh_name(base: str, taken: set[str]) -> str:
@@ -98,7 +98,7 @@ def _outline(module: ir.Module, op: ir.Operation, name: str, contraction: Contra
     with op.context, op.location:
         with ir.InsertionPoint(module.body):
             body = func.FuncOp(name, ([v.type for v in operands], result_types), visibility="private")
-            body.attributes[BODY_ATTR] = ir.UnitAttr.get()
+            body.attributes[attrs.FAMILY_BODY] = ir.UnitAttr.get()
             block = body.add_entry_block()
         with ir.InsertionPoint(block):
             _create_family(contraction, target)
@@ -115,10 +115,10 @@ def _outline(module: ir.Module, op: ir.Operation, name: str, contraction: Contra
 
 def _create_family(contraction: Contraction, target: Target) -> ir.Operation:
     """A prism.family whose domain is the whole unpruned space of its kind."""
-    space = family_space(contraction, target)
+    space = target.space(contraction)
     universe = space.universe_set()
     size = fix_shape(space, universe, shape_exponents(contraction)).count_val().to_python()
-    return ir.Operation.create(FAMILY_OP, attributes={
+    return ir.Operation.create(attrs.FAMILY_OP, attributes={
         "kind": ir.StringAttr.get(kind_of(contraction)),
         "symbols": ir.ArrayAttr.get([ir.StringAttr.get(s) for s in space.symbols]),
         "domain": ir.StringAttr.get(str(universe)),

@@ -24,13 +24,12 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from prism.errors import EmptySearchSpace
-from prism.family import body_func, families, family_domain, family_name, make_int_dict, payload_contraction
-from prism.ir import display_location
-from prism.passbase import Pass, PassContext
-from prism.search import Stage, prune
-from prism.space import family_space
-from prism.targets import get_target
+from prism.infra.diagnostics import display_location
+from prism.infra.errors import EmptySearchSpace
+from prism.infra.passbase import Pass, PassContext, option
+from prism.search.family import body_func, families, family_domain, family_name, make_int_dict, payload_contraction
+from prism.search.search import FunnelStep, prune
+from prism.targets import get_target, name_problem
 
 
 @dataclass(frozen=True)
@@ -40,23 +39,23 @@ class PrunePass(Pass):
     NAME = "prism-prune"
     SUMMARY = "Cut each family's parameter domain to what the target can run (islpy)"
 
-    target: str = ""
+    target: str = option("", "the target to optimize for (default: the pipeline's, --target)", check=name_problem)
 
     def run(self, module: ir.Module, ctx: PassContext) -> None:
         target = get_target(self.target or ctx.target)
         for family in families(module):
             _, contraction = payload_contraction(body_func(family))
-            space = family_space(contraction, target)
+            space = target.space(contraction)
             name = family_name(family)
 
-            def empty(group: str, funnel: list[Stage], name: str = name, family: ir.Operation = family) -> None:
+            def empty(group: str, funnel: list[FunnelStep], name: str = name, family: ir.Operation = family) -> None:
                 sizes = {stage.name: stage.size for stage in funnel}
                 raise EmptySearchSpace(
-                    f"{self.NAME}: constraint '{group}' on target '{target.name}' removed every schedule of "
+                    f"constraint '{group}' on target '{target.name}' removed every schedule of "
                     f"family '{name}'; funnel: {sizes}", location=display_location(family.location))
 
             domain, funnel = prune(space, contraction, family_domain(family, space), empty)
-            ctx.progress(f"{self.NAME}: {name}: " + ", ".join(f"{s.name} {s.size}" for s in funnel))
+            ctx.progress(f"{name}: " + ", ".join(f"{s.name} {s.size}" for s in funnel))
             ctx.artifacts.setdefault("funnels", {})[name] = funnel
             family.attributes["domain"] = ir.StringAttr.get(str(domain))
             family.attributes["stats"] = make_int_dict({stage.name: stage.size for stage in funnel})

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from prism.cost import cost_text
-from prism.errors import EmptySearchSpace, TargetError
-from prism.family import (
+from prism.infra.diagnostics import display_location
+from prism.infra.errors import EmptySearchSpace, TargetError
+from prism.infra.passbase import Pass, PassContext, option
+from prism.search.family import (
     body_func,
     families,
     family_domain,
@@ -35,12 +36,9 @@ from prism.family import (
     make_int_dict,
     payload_contraction,
 )
-from prism.ir import display_location
-from prism.measure import measure_seconds
-from prism.passbase import Pass, PassContext
-from prism.search import Selection, Stage, candidates_at, select
-from prism.space import Space, family_space
-from prism.targets import Target, get_target
+from prism.search.search import FunnelStep, Selection, candidates_at, select
+from prism.search.space import Space
+from prism.targets import Target, get_target, name_problem
 
 
 @dataclass(frozen=True)
@@ -50,40 +48,41 @@ class SelectPass(Pass):
     NAME = "prism-select"
     SUMMARY = "Pick each family's cheapest schedule under the roofline cost model"
 
-    target: str = ""
-    assume: int = 1024
-    measure: int = 0
+    target: str = option("", "the target to optimize for (default: the pipeline's, --target)", check=name_problem)
+    assume: int = option(1024, "the size assumed for every dynamic extent", minimum=1, maximum=2**40)
+    measure: int = option(0, "time the K best-predicted schedules on this machine and keep the fastest (host only)",
+                          minimum=0, maximum=64)
 
     def run(self, module: ir.Module, ctx: PassContext) -> None:
         target = get_target(self.target or ctx.target)
-        if self.measure and target.is_gpu:
-            raise TargetError(f"{self.NAME}: measure={self.measure} runs candidates on this machine; "
+        if self.measure and not target.runs_here:
+            raise TargetError(f"measure={self.measure} runs candidates on this machine; "
                               f"it needs target=host, not '{target.name}'")
         for family in families(module):
             _, contraction = payload_contraction(body_func(family))
-            space = family_space(contraction, target)
+            space = target.space(contraction)
             began = time.perf_counter()
             try:
                 candidates = candidates_at(space, contraction, family_domain(family, space), self.assume)
                 selection = select(space, contraction, candidates, target, self.assume, keep=max(self.measure, 1))
             except EmptySearchSpace as error:
-                raise EmptySearchSpace(f"{self.NAME}: family '{family_name(family)}': {error.message}",
+                raise EmptySearchSpace(f"family '{family_name(family)}': {error.message}",
                                        location=display_location(family.location)) from None
             searched = time.perf_counter() - began
             began = time.perf_counter()
             measured = self._measure(family, space, selection, target, ctx)
             best = min(measured, key=measured.get) if measured else selection.best
             family.attributes["choice"] = make_int_dict(space.value_of(best))
-            family.attributes["cost"] = ir.StringAttr.get(cost_text(target))
+            family.attributes["cost"] = ir.StringAttr.get(target.cost_text())
             funnel = [*_pruning_stages(family, space, ctx),
-                      Stage("bound", len(selection.points), searched),
-                      Stage("instantiated", max(len(measured), 1))]
+                      FunnelStep("bound", len(selection.points), searched),
+                      FunnelStep("instantiated", max(len(measured), 1))]
             if measured:
-                funnel.append(Stage("measured", len(measured), time.perf_counter() - began))
+                funnel.append(FunnelStep("measured", len(measured), time.perf_counter() - began))
             predicted = {point: seconds for seconds, point in selection.ranked}
             entry = _report_entry(family, space, funnel, best, predicted, measured)
             ctx.report["families"].append(entry)
-            ctx.progress(f"{self.NAME}: {entry['name']}: {entry['choice']} "
+            ctx.progress(f"{entry['name']}: {entry['choice']} "
                          f"({entry['predicted_seconds']:.3e} s predicted)")
 
     def _measure(self, family: ir.Operation, space: Space, selection: Selection, target: Target,
@@ -91,12 +90,12 @@ class SelectPass(Pass):
         """Seconds measured for the ``measure`` best-predicted points (none when measure=0)."""
         measured = {}
         for rank, (_, point) in enumerate(selection.ranked[:self.measure]):
-            ctx.progress(f"{self.NAME}: {family_name(family)}: measuring {rank + 1}/{self.measure}")
-            measured[point] = measure_seconds(body_func(family), space.value_of(point), target.cores, self.assume)
+            ctx.progress(f"{family_name(family)}: measuring {rank + 1}/{self.measure}")
+            measured[point] = target.measure(body_func(family), space.value_of(point), self.assume)
         return measured
 
 
-def _report_entry(family: ir.Operation, space: Space, funnel: list[Stage], best: tuple[int, ...],
+def _report_entry(family: ir.Operation, space: Space, funnel: list[FunnelStep], best: tuple[int, ...],
                   predicted: dict[tuple[int, ...], float], measured: dict[tuple[int, ...], float]) -> dict:
     """The family's entry in the ``--emit=report`` JSON."""
     return {
@@ -110,10 +109,10 @@ def _report_entry(family: ir.Operation, space: Space, funnel: list[Stage], best:
     }
 
 
-def _pruning_stages(family: ir.Operation, space: Space, ctx: PassContext) -> list[Stage]:
+def _pruning_stages(family: ir.Operation, space: Space, ctx: PassContext) -> list[FunnelStep]:
     """The pruning funnel: timed if prism-prune ran in this pipeline, else read from ``stats``."""
     timed = ctx.artifacts.get("funnels", {}).get(family_name(family))
     if timed is not None:
         return timed
     stats = int_dict(family.attributes["stats"])
-    return [Stage(name, stats[name]) for name in ("space", *(g for g, _ in space.groups)) if name in stats]
+    return [FunnelStep(name, stats[name]) for name in ("space", *(g for g, _ in space.groups)) if name in stats]

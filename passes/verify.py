@@ -20,15 +20,14 @@ go into the report.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from mlir import ir
 
-from prism.egraph import Budget
-from prism.errors import PrismError
-from prism.ir import SourceChunk, parse_chunk
-from prism.passbase import Pass, PassContext
-from prism.verify import verify_modules
+from prism.algebra.egraph import Budget
+from prism.algebra.prove import prove_modules
+from prism.infra.errors import PrismError
+from prism.infra.ir import SourceChunk, parse_chunk, read_source_file
+from prism.infra.passbase import Pass, PassContext, option
 
 ORIGINAL = "original"  # the PassContext artifact holding the pipeline's input, as text
 
@@ -40,28 +39,23 @@ class VerifyPass(Pass):
     NAME = "prism-verify"
     SUMMARY = "Prove every function equal to the original program (egglog), with a numeric counterexample if not"
 
-    against: str = ""
-    budget_ms: int = 5000
-    max_nodes: int = 100_000
-    trials: int = 3
+    against: str = option("", "the original program's file (default: the pipeline's input)")
+    budget_ms: int = option(5000, "wall-clock limit of each proof, in milliseconds", minimum=1, maximum=600_000)
+    max_nodes: int = option(100_000, "e-nodes at which a proof stops", minimum=1, maximum=10_000_000)
+    trials: int = option(3, "random inputs tried for a counterexample", minimum=0, maximum=1000)
 
     def run(self, module: ir.Module, ctx: PassContext) -> None:
         original = self._original(module, ctx)
         budget = Budget(seconds=self.budget_ms / 1000, max_nodes=self.max_nodes)
-        proofs = verify_modules(original, module, budget, self.trials)
+        proofs = prove_modules(original, module, budget, self.trials)
         ctx.report.setdefault("proofs", []).extend(p.as_report() for p in proofs)
         for proof in proofs:
-            ctx.progress(f"{self.NAME}: @{proof.name} proved in {proof.proof.seconds:.3f} s with "
+            ctx.progress(f"@{proof.name} proved in {proof.proof.seconds:.3f} s with "
                          f"{len(proof.proof.laws)} laws")
 
     def _original(self, module: ir.Module, ctx: PassContext) -> ir.Module:
         if self.against:
-            try:
-                text = Path(self.against).read_text()
-            except OSError as error:
-                raise PrismError(f"{self.NAME}: cannot read '{self.against}': {error.strerror}",
-                                 location=self.against) from None
-            return parse_chunk(SourceChunk(text, self.against), module.context)
+            return parse_chunk(SourceChunk(read_source_file(self.against), self.against), module.context)
         if ORIGINAL not in ctx.artifacts:
-            raise PrismError(f"{self.NAME}: no original program to compare with; name one with against=FILE")
+            raise PrismError("no original program to compare with; name one with against=FILE")
         return parse_chunk(SourceChunk(ctx.artifacts[ORIGINAL], "<original>"), module.context)

@@ -5,7 +5,7 @@ Python, and the ``prism-opt`` command.
 """
 
 from prism.api import CompiledModule, compile, shape_tables, verify
-from prism.errors import (
+from prism.infra.errors import (
     EmptySearchSpace,
     ParseError,
     PassFailed,

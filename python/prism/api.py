@@ -17,17 +17,18 @@ from typing import Any
 
 from mlir import ir
 
-from prism.driver import Compilation, ptx_text, stages_for
-from prism.egraph import Budget
-from prism.errors import PrismError, TargetError
-from prism.family import body_func, families, family_domain, family_name, payload_contraction
-from prism.ir import SourceChunk, make_context, parse_chunk
-from prism.search import ShapeTable
-from prism.space import family_space
+from prism.algebra.egraph import Budget
+from prism.algebra.prove import FunctionProof, prove_modules
+from prism.codegen.runtime import jit as jit_module
+from prism.driver import Compilation, check_emit, check_targets, ptx_text, steps_for
+from prism.infra.diagnostics import rename_buffer
+from prism.infra.errors import PrismError, TargetError
+from prism.infra.ir import SourceChunk, make_context, parse_chunk, read_source_file, read_text
+from prism.search.family import body_func, families, family_domain, family_name, payload_contraction
+from prism.search.search import ShapeTable
 from prism.targets import get_target
-from prism.verify import FunctionProof, verify_modules
 
-Source = str | Path | ir.Module
+Source = str | bytes | Path | ir.Module
 
 
 @dataclass
@@ -45,6 +46,7 @@ class CompiledModule:
     target: str
     report: dict[str, Any]
     ptx: dict[str, str] | None = None
+    source: str = "<compiled>"
     _jitted: dict[str | None, Callable[..., Any]] = field(default_factory=dict, repr=False)
 
     @property
@@ -60,12 +62,10 @@ class CompiledModule:
         The callable takes numpy arrays, one per tensor argument, and returns a
         numpy array, or a tuple of them when the function has several results.
         """
-        if get_target(self.target).is_gpu:
-            raise TargetError(f"jit() runs host code; compile with target='host', not '{self.target}'")
+        if not get_target(self.target).runs_here:
+            raise TargetError(f"jit() runs code on this machine; compile with target='host', not '{self.target}'")
         if name not in self._jitted:
-            from prism.runtime import jit as jit_module
-
-            compilation = Compilation(_parse_text(self.mlir, "<compiled>"), self.target)
+            compilation = Compilation(_parse_text(self.mlir, self.source), self.target, self.source)
             compilation.lower()
             self._jitted[name] = jit_module(compilation.module, name)
         return self._jitted[name]
@@ -75,17 +75,27 @@ def _parse_text(text: str, filename: str) -> ir.Module:
     return parse_chunk(SourceChunk(text, filename), make_context())
 
 
-def _load(source: Source) -> ir.Module:
-    """Parse ``source`` into a fresh context; the caller's module is never touched."""
+def _read(source: Source) -> tuple[str, str]:
+    """The MLIR text of ``source`` and the name its locations are shown under.
+
+    A string without a newline or a brace is a path: MLIR text that defines
+    anything has braces.
+    """
     if isinstance(source, ir.Module):
-        return _parse_text(str(source), "<module>")
-    if isinstance(source, Path) or ("\n" not in source and "{" not in source and source.endswith(".mlir")):
-        path = Path(source)
-        try:
-            return _parse_text(path.read_text(), str(path))
-        except OSError as error:
-            raise PrismError(f"cannot read input file '{path}': {error.strerror}", location=str(path)) from None
-    return _parse_text(source, "<string>")
+        return str(source), "<module>"
+    if isinstance(source, bytes):
+        return read_text(source, "<bytes>"), "<bytes>"
+    if isinstance(source, Path) or (isinstance(source, str) and source.strip() and not any(c in source for c in "\n{")):
+        return read_source_file(source), str(source)
+    if isinstance(source, str):
+        return source, "<string>"
+    raise PrismError(f"source must be MLIR text, a path or an mlir.ir.Module, not {type(source).__name__}")
+
+
+def _load(source: Source) -> tuple[ir.Module, str]:
+    """Parse ``source`` into a fresh context (the caller's module is never touched); also its name."""
+    text, name = _read(source)
+    return _parse_text(text, name), name
 
 
 def verify(original: Source, candidate: Source, budget_seconds: float = 5.0, trials: int = 3) -> list[FunctionProof]:
@@ -104,7 +114,14 @@ def verify(original: Source, candidate: Source, budget_seconds: float = 5.0, tri
             laws applied and any counterexample.
         PrismError: as :func:`compile`, for a source that cannot be read.
     """
-    return verify_modules(_load(original), _load(candidate), Budget(seconds=budget_seconds), trials)
+    if budget_seconds <= 0 or trials < 0:
+        raise PrismError(f"budget_seconds must be positive and trials non-negative, got {budget_seconds} and {trials}")
+    (before, before_name), (after, after_name) = _load(original), _load(candidate)
+    try:
+        return prove_modules(before, after, Budget(seconds=budget_seconds), trials)
+    except PrismError as error:
+        error.location = rename_buffer(error.location, after_name if error.location else before_name)
+        raise
 
 
 def shape_tables(source: Source, target: str = "host", max_extent: int = 8192) -> dict[str, ShapeTable]:
@@ -119,13 +136,14 @@ def shape_tables(source: Source, target: str = "host", max_extent: int = 8192) -
         PrismError: as :func:`compile`; EmptySearchSpace from ``instantiate``
             when no schedule fits a size.
     """
-    compilation = Compilation(_load(source), target)
-    compilation.run(stages_for("prism-lift,prism-prune", "mlir"))
+    module, name = _load(source)
+    compilation = Compilation(module, target, name)
+    compilation.run(steps_for("prism-lift,prism-prune", "mlir"))
     chip = get_target(target)
     tables = {}
     for family in families(compilation.module):
         _, contraction = payload_contraction(body_func(family))
-        space = family_space(contraction, chip)
+        space = chip.space(contraction)
         domain = family_domain(family, space)
         tables[family_name(family)] = ShapeTable.build(space, contraction, domain, chip, max_extent)
     return tables
@@ -149,18 +167,19 @@ def compile(source: Source, target: str = "host", emit: str | None = None, pipel
     Raises:
         PrismError: a subclass naming what is wrong with the input or options.
     """
-    is_gpu = get_target(target).is_gpu
-    emit = emit or ("ptx" if is_gpu else "mlir")
+    emit = emit or ("ptx" if get_target(target).artifact == "ptx" else "mlir")
     if emit not in ("mlir", "report", "ptx"):
         raise TargetError(f"emit must be 'mlir', 'report' or 'ptx', not '{emit}'")
-    if emit == "ptx" and not is_gpu:
-        raise TargetError(f"emit='ptx' needs a GPU target, not '{target}'")
-    compilation = Compilation(_load(source), target)
+    check_emit(emit, target)
+    steps = steps_for(pipeline, "report")
+    check_targets(steps, target, emit)
+    module, name = _load(source)
+    compilation = Compilation(module, target, name)
     compilation.ctx.verbose = verbose
-    compilation.run(stages_for(pipeline, "report"))
+    compilation.run(steps)
     optimized = str(compilation.module)
     ptx = None
     if emit == "ptx":
         compilation.lower()
         ptx = dict(compilation.ctx.artifacts["ptx"])
-    return CompiledModule(mlir=optimized, target=target, report=compilation.ctx.report, ptx=ptx)
+    return CompiledModule(mlir=optimized, target=target, report=compilation.ctx.report, ptx=ptx, source=name)

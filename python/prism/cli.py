@@ -9,20 +9,22 @@ exit with status 1; ``--debug`` adds the Python traceback.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from mlir import ir
 
-from prism.driver import EMIT_KINDS, Compilation, stages_for
-from prism.errors import PrismError
-from prism.ir import SourceChunk, make_context, parse_chunk, split_input
+from prism.driver import EMIT_KINDS, Compilation, check_emit, check_targets, steps_for
+from prism.infra.diagnostics import rename_buffer
+from prism.infra.errors import PipelineError, PrismError
+from prism.infra.ir import SourceChunk, make_context, parse_chunk, read_source_file, read_text, split_input
+from prism.infra.passbase import Pass
+from prism.infra.pipeline import Step
 from prism.passes import PASSES, PIPELINES, VerifyPass
-from prism.pipeline import Stage
 from prism.summary import funnel_table
-from prism.targets import TARGET_NAMES
+from prism.targets import target_names
 
 SPLIT_MARKER = "// -----\n"
 
@@ -30,16 +32,17 @@ SPLIT_MARKER = "// -----\n"
 def _epilog() -> str:
     lines = ["Prism passes (options in braces):"]
     for name, cls in sorted(PASSES.items()):
-        options = " ".join(f"{f.name}=<{f.type}>" for f in dataclasses.fields(cls))
         lines.append(f"  {name:<20} {cls.SUMMARY}")
-        if options:
-            lines.append(f"  {'':<20} {{{options}}}")
+        lines += [f"  {'':<22}{line}" for line in cls.option_help()]
+        if cls.STAGES:
+            lines.append(f"  {'':<22}stages: {', '.join(cls.STAGES)}")
     lines += ["", "Named pipelines:"]
     lines += [f"  {name:<20} {summary}: {','.join(c.NAME for c in passes)}"
               for name, (summary, passes) in sorted(PIPELINES.items())]
     lines += ["", "Pass options go in braces: -p 'prism-lift,canonicalize,prism-prune{target=h200}'.",
               "Any upstream MLIR pass may appear in the pipeline.",
-              "Without -p: --emit=mlir runs no pass; other --emit kinds run prism-optimize."]
+              "Without -p: --emit=mlir runs no pass; other --emit kinds run prism-optimize.",
+              "--print-ir-after takes a pass name or a code-generator stage (listed under its pass)."]
     return "\n".join(lines)
 
 
@@ -54,39 +57,53 @@ def build_parser() -> argparse.ArgumentParser:
                         help="comma-separated passes, e.g. 'prism-lift,canonicalize'")
     parser.add_argument("--split-input-file", action="store_true",
                         help="process each '// -----' separated chunk on its own")
-    parser.add_argument("--target", default="host", choices=TARGET_NAMES,
+    parser.add_argument("--target", default="host", choices=target_names(),
                         help="machine to optimize for (default: host)")
     parser.add_argument("--emit", default="mlir", choices=EMIT_KINDS, help="what to write (default: mlir)")
     parser.add_argument("--verify-against", metavar="ORIGINAL", default=None,
                         help="after the pipeline, prove every function equal to the one of the same name in "
                              "ORIGINAL (prism-verify{against=ORIGINAL}); exit 1 with a counterexample if not")
+    parser.add_argument("--print-ir-after-all", action="store_true",
+                        help="print the IR on stderr after every pass and every code-generator stage")
+    parser.add_argument("--print-ir-after", metavar="NAME", action="append", default=[],
+                        help="print the IR on stderr after the pass or code-generator stage NAME (repeatable)")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="print search progress and each family's funnel table on stderr")
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks on errors")
     return parser
 
 
-def _rename_buffer(location: str | None, filename: str) -> str:
-    """``file:line:col`` for ``location``, naming MLIR's in-memory buffer ``-`` after the user's file."""
-    if not location:
-        return filename
-    return filename + location[1:] if location.startswith("-:") else location
-
-
 def _print_error(error: PrismError, filename: str) -> None:
-    print(f"{_rename_buffer(error.location, filename)}: error: {error.message}", file=sys.stderr)
+    print(f"{rename_buffer(error.location, filename)}: error: {error.message}", file=sys.stderr)
     for note in error.notes:
-        print(_rename_buffer(note, filename), file=sys.stderr)
+        print(rename_buffer(note, filename), file=sys.stderr)
 
 
 def _read_input(path: str) -> tuple[str, str]:
     if path == "-":
-        return sys.stdin.read(), "<stdin>"
-    try:
-        return Path(path).read_text(), path
-    except (OSError, UnicodeDecodeError) as error:
-        reason = getattr(error, "strerror", None) or str(error)
-        raise PrismError(f"cannot read input file '{path}': {reason}", location=path) from None
+        return read_text(sys.stdin.buffer.read(), "<stdin>"), "<stdin>"
+    return read_source_file(path), path
+
+
+def _printer(names: list[str], every: bool) -> Callable[[str, ir.Module], None] | None:
+    """The observer that prints the IR after the named passes and stages (all of them with ``every``)."""
+    if not names and not every:
+        return None
+
+    def show(name: str, module: ir.Module) -> None:
+        if every or name in names:
+            print(f"// -----// IR Dump After {name} //----- //\n{module}", file=sys.stderr, flush=True)
+    return show
+
+
+def _check_print_names(names: list[str], steps: list[Step]) -> None:
+    """Refuse a --print-ir-after name that no pass or stage of this run has."""
+    known = {step.NAME if isinstance(step, Pass) else step.spelling() for step in steps}
+    known |= {stage for cls in PASSES.values() for stage in cls.STAGES}
+    for name in names:
+        if name not in known and name not in PASSES:
+            raise PipelineError(f"--print-ir-after={name}: no pass or code-generator stage of that name; "
+                                "see prism-opt --help")
 
 
 def _write_output(path: str, text: str) -> None:
@@ -99,20 +116,21 @@ def _write_output(path: str, text: str) -> None:
         raise PrismError(f"cannot write output file '{path}': {error.strerror}", location=path) from None
 
 
-def _compile_chunk(chunk: SourceChunk, context: ir.Context, stages: list[Stage],
+def _compile_chunk(chunk: SourceChunk, context: ir.Context, steps: list[Step],
                    args: argparse.Namespace) -> str:
     """Compile one chunk and return its output; remarks go to stderr either way."""
-    compilation = Compilation(parse_chunk(chunk, context), args.target)
+    compilation = Compilation(parse_chunk(chunk, context), args.target, chunk.filename)
     compilation.ctx.verbose = args.verbose
+    compilation.ctx.observer = _printer(args.print_ir_after, args.print_ir_after_all)
     try:
-        compilation.run(stages)
+        compilation.run(steps)
         output = compilation.emit(args.emit)
         if args.verbose:
             print("\n".join(funnel_table(compilation.ctx.report)), file=sys.stderr)
         return output
     finally:
-        for location, message in compilation.ctx.remarks:
-            print(f"{_rename_buffer(location, chunk.filename)}: remark: {message}", file=sys.stderr)
+        for location, message in compilation.remarks():
+            print(f"{location}: remark: {message}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -121,15 +139,18 @@ def run(args: argparse.Namespace) -> int:
     As with mlir-opt, a failing chunk does not stop the others: every error
     is reported, and the exit status is 1 if any chunk failed.
     """
-    text, filename = _read_input(args.input)
-    stages = stages_for(args.pipeline, args.emit)
+    steps = steps_for(args.pipeline, args.emit)
     if args.verify_against:
-        stages.append(VerifyPass(against=args.verify_against))
+        steps.append(VerifyPass(against=args.verify_against))
+    check_emit(args.emit, args.target)
+    check_targets(steps, args.target, args.emit)
+    _check_print_names(args.print_ir_after, steps)
+    text, filename = _read_input(args.input)
     context = make_context()
     outputs, failed = [], False
     for chunk in split_input(text, filename, args.split_input_file):
         try:
-            outputs.append(_compile_chunk(chunk, context, stages, args))
+            outputs.append(_compile_chunk(chunk, context, steps, args))
         except PrismError as error:
             if args.debug:
                 traceback.print_exc()

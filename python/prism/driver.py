@@ -2,7 +2,8 @@
 
 A compilation parses (or takes) a module, runs a pipeline of passes on it and
 produces the requested artifact: MLIR text, PTX, the LLVM-dialect module, or
-the JSON report.
+the JSON report. Which lowering a target needs is the target's answer
+(``Target.lowering``); nothing here asks what kind of target it is.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
-from prism.errors import TargetError
-from prism.passbase import PassContext
-from prism.passes import LowerCpuPass, LowerGpuPass
+from prism.infra.diagnostics import rename_buffer
+from prism.infra.errors import PipelineError, PrismError, TargetError
+from prism.infra.passbase import Pass, PassContext
+from prism.infra.pipeline import Step, parse_pipeline, run_pipeline
 from prism.passes.verify import ORIGINAL
-from prism.pipeline import Stage, parse_pipeline, run_pipeline
 from prism.targets import get_target
 
 EMIT_KINDS = ("mlir", "ptx", "llvm", "report")
@@ -25,10 +26,11 @@ DEFAULT_PIPELINE = "prism-optimize"
 
 @dataclass
 class Compilation:
-    """The state and results of compiling one module."""
+    """The state and results of compiling one module, read from ``filename``."""
 
     module: ir.Module
     target: str
+    filename: str = "<input>"
     ctx: PassContext = field(init=False)
 
     def __post_init__(self) -> None:
@@ -37,16 +39,23 @@ class Compilation:
         self.ctx.report.update(target=self.target, families=[])
         self.ctx.artifacts[ORIGINAL] = str(self.module)  # what prism-verify proves the output equal to
 
-    def run(self, stages: list[Stage]) -> None:
-        """Run ``stages`` on the module."""
-        run_pipeline(self.module, stages, self.ctx)
+    def run(self, steps: list[Step]) -> None:
+        """Run ``steps`` on the module; errors point into the source file."""
+        try:
+            run_pipeline(self.module, steps, self.ctx)
+        except PrismError as error:
+            error.location = rename_buffer(error.location, self.filename)
+            error.notes = [rename_buffer(note, self.filename) for note in error.notes]
+            raise
+
+    def remarks(self) -> list[tuple[str, str]]:
+        """The remarks so far, as ``(file:line:col, message)``."""
+        return [(rename_buffer(location, self.filename), message) for location, message in self.ctx.remarks]
 
     def lower(self) -> None:
-        """Lower to the target's final form: PTX for a GPU, LLVM dialect for the host."""
-        if "lowered" in self.ctx.artifacts:
-            return
-        target = get_target(self.target)
-        self.run([LowerGpuPass(chip=target.chip) if target.is_gpu else LowerCpuPass(threads=target.cores)])
+        """Lower to the target's artifact (PTX for a GPU, the LLVM dialect for the host), once."""
+        if "lowered" not in self.ctx.artifacts:
+            self.run(parse_pipeline(get_target(self.target).lowering()))
 
     def report_json(self) -> str:
         """The report as deterministic JSON text."""
@@ -54,19 +63,33 @@ class Compilation:
 
     def emit(self, kind: str) -> str:
         """Produce the artifact ``kind`` (one of EMIT_KINDS) as text."""
+        check_emit(kind, self.target)
         if kind == "mlir":
             return str(self.module)
         if kind == "report":
             return self.report_json()
-        if kind == "ptx":
-            if not get_target(self.target).is_gpu:
-                raise TargetError(f"--emit=ptx needs a GPU target, not '{self.target}'")
-            self.lower()
-            return ptx_text(self.ctx.artifacts["ptx"])
-        if kind == "llvm":
-            self.lower()
-            return str(self.module)
+        self.lower()
+        return ptx_text(self.ctx.artifacts["ptx"]) if kind == "ptx" else str(self.module)
+
+
+def check_emit(kind: str, target: str) -> None:
+    """Refuse an artifact the target does not produce, before anything runs."""
+    if kind not in EMIT_KINDS:
         raise TargetError(f"unknown emit kind '{kind}'; expected one of: {', '.join(EMIT_KINDS)}")
+    artifact = get_target(target).artifact
+    if kind in ("ptx", "llvm") and kind != artifact:
+        raise TargetError(f"--emit={kind} is not produced for target '{target}', which lowers to {artifact}")
+
+
+def check_targets(steps: list[Step], target: str, emit: str) -> None:
+    """Refuse a pass whose ``target`` option contradicts ``target`` when the output depends on it."""
+    if emit == "mlir":
+        return
+    for step in steps:
+        chosen = getattr(step, "target", "") if isinstance(step, Pass) else ""
+        if chosen and chosen != target:
+            raise PipelineError(f"{step.NAME} has target={chosen} but the output is for --target={target}; "
+                                f"set --target={chosen}, or drop the pass option")
 
 
 def ptx_text(ptx: dict[str, str]) -> str:
@@ -83,7 +106,7 @@ def default_pipeline(emit: str) -> str:
     return "" if emit == "mlir" else DEFAULT_PIPELINE
 
 
-def stages_for(pipeline: str | None, emit: str) -> list[Stage]:
+def steps_for(pipeline: str | None, emit: str) -> list[Step]:
     """Parse ``pipeline``, or the default one for ``emit``."""
     text = default_pipeline(emit) if pipeline is None else pipeline
     return parse_pipeline(text) if text.strip() else []

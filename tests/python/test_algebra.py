@@ -16,9 +16,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from prism import algebra, terms
-from prism.egraph import Budget, prove
-from prism.terms import Program
+from prism.algebra import laws, terms
+from prism.algebra.egraph import Budget, prove
+from prism.algebra.terms import Program
 
 TERMS = terms.A
 
@@ -147,8 +147,8 @@ def numerically_equal(shapes: list[tuple[int, ...]], left: Build, right: Build, 
 
 
 def test_every_law_has_a_case() -> None:
-    declared = {name.rstrip("~") for ruleset, names in algebra.LAW_NAMES.items()
-                if ruleset in algebra.RULESETS for name in names}
+    declared = {name.rstrip("~") for ruleset, names in laws.LAW_NAMES.items()
+                if ruleset in laws.RULESETS for name in names}
     assert declared == set(CASES)
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import prism
 from conftest import EXAMPLES
-from prism.ir import make_context
+from prism.infra.ir import make_context
 
 MIXED = """
 func.func @mixed(%img: tensor<1x6x7x3xf32>, %filter: tensor<3x3x3x5xf32>, %a: tensor<33x17xf32>,
@@ -111,7 +111,7 @@ def test_bad_input_raises_prism_errors(kwargs: dict, error: type, message: str) 
 
 def test_loading_the_dialect_twice_does_not_abort() -> None:
     """A second IRDL load into one context would abort the process; the loader must guard it."""
-    code = ("from prism.ir import make_context\nfrom prism.dialects import load_prism_dialect\n"
+    code = ("from prism.infra.ir import make_context\nfrom prism.dialects import load_prism_dialect\n"
             "c = make_context()\nload_prism_dialect(c)\nload_prism_dialect(c)\nprint('alive')")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0 and "alive" in result.stdout

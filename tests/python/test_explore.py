@@ -1,4 +1,4 @@
-"""prism-explore and prism.explore: the fused forms Prism finds, their proofs, and their numerics."""
+"""prism-explore and prism.algebra.explore: the fused forms Prism finds, their proofs, and their numerics."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ from test_lower_gpu import _ptxas as ptxas
 
 import prism
 from conftest import REPO
-from prism import algebra
+from prism.algebra import laws
+from prism.algebra.egraph import Budget, prove, read_graph, saturate
+from prism.algebra.explore import explore
+from prism.algebra.terms import A, Program, to_egglog, translate
 from prism.driver import Compilation
-from prism.egraph import Budget, prove, read_graph, saturate
-from prism.errors import PrismError
-from prism.explore import explore
-from prism.ir import make_context
+from prism.infra.errors import PrismError
+from prism.infra.ir import make_context
 from prism.passes import PIPELINES, ExplorePass, VerifyPass
 from prism.targets import get_target
-from prism.terms import A, Program, to_egglog, translate
 
 WORKLOADS = REPO / "benchmarks" / "workloads"
 # Lowering for the host without exploring again: what numerics run on.
@@ -229,7 +229,7 @@ def test_the_sharing_law_proves_a_fusion_and_not_a_wrong_one() -> None:
     wrong = Program("f", shapes, [A.slice_(fused, 1, 0, 5), A.slice_(fused, 1, 4, 2)])
     assert prove(written, right, Budget(iterations=3), ("sharing",)).proved
     assert not prove(written, wrong, Budget(iterations=3), ("sharing",)).proved
-    assert algebra.LAW_NAMES["sharing"] == ["fuse-products-sharing-a"]
+    assert laws.LAW_NAMES["sharing"] == ["fuse-products-sharing-a"]
 
 
 def test_explore_costs_products_with_the_search() -> None:

@@ -6,11 +6,10 @@ import islpy as isl
 import numpy as np
 import pytest
 
-from prism import search
-from prism.cost import lower_bound_seconds, predicted_seconds
-from prism.errors import EmptySearchSpace
-from prism.search import ShapeTable, candidates_at, prune, select
-from prism.space import Contraction, family_space, fix_shape, point_array, points, pow2_sum_le, shape_exponents
+from prism.search import search
+from prism.infra.errors import EmptySearchSpace
+from prism.search.search import ShapeTable, candidates_at, prune, select
+from prism.search.space import Contraction, fix_shape, point_array, points, pow2_sum_le, shape_exponents
 from prism.targets import get_target
 
 GEMM_F16 = Contraction(roles=("m", "n", "k"), operand_dims=((0, 2), (2, 1)), extents=(1024, 1024, 1024),
@@ -29,7 +28,7 @@ def test_pow2_sum_le_is_exact(bound: float) -> None:
 @pytest.mark.parametrize("target", ["h200", "h100", "a100", "host"])
 @pytest.mark.parametrize("op", [GEMM_F16, GEMM_DYNAMIC_M], ids=["f16-1024", "f32-dynamic-m"])
 def test_every_group_keeps_points_and_an_impossible_one_empties(target: str, op: Contraction) -> None:
-    space = family_space(op, get_target(target))
+    space = get_target(target).space(op)
     domain = space.universe_set()
     exponents = shape_exponents(op)
     for group, _ in space.groups:
@@ -42,7 +41,7 @@ def test_every_group_keeps_points_and_an_impossible_one_empties(target: str, op:
 
 def test_gpu_constraints_hold_at_every_point() -> None:
     target = get_target("h200")
-    space = family_space(GEMM_F16, target)
+    space = target.space(GEMM_F16)
     domain = space.universe_set()
     for group, _ in space.groups:
         domain = domain.intersect(space.group_set(group))
@@ -57,7 +56,7 @@ def test_gpu_constraints_hold_at_every_point() -> None:
 
 def test_dynamic_m_domain_is_shared_by_every_m() -> None:
     """One pruned domain serves every M: instantiating a shape only fixes parameters."""
-    space = family_space(GEMM_DYNAMIC_M, get_target("host"))
+    space = get_target("host").space(GEMM_DYNAMIC_M)
     domain = space.universe_set()
     for group, _ in space.groups:
         domain = domain.intersect(space.group_set(group))
@@ -75,7 +74,7 @@ DYNAMIC_M_4096 = Contraction(roles=("m", "n", "k"), operand_dims=((0, 2), (2, 1)
 def test_dynamic_m_is_pruned_once_and_instantiated_per_m(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """One pruning for 1 <= M <= 8192; instantiating a new M then runs no isl operation at all."""
     op, chip = DYNAMIC_M_4096, get_target(target)
-    space = family_space(op, chip)
+    space = chip.space(op)
     domain, _ = prune(space, op, space.universe_set(), on_empty=None)
     table = ShapeTable.build(space, op, domain, chip, max_extent=8192)
     isl_calls = []
@@ -94,7 +93,7 @@ def test_dynamic_m_is_pruned_once_and_instantiated_per_m(target: str, monkeypatc
 def test_shape_table_agrees_with_a_fresh_enumeration(target: str) -> None:
     """For sizes the table was not built around (odd ones included) it selects what enumerating the domain selects."""
     op, chip = DYNAMIC_M_4096, get_target(target)
-    space = family_space(op, chip)
+    space = chip.space(op)
     domain, _ = prune(space, op, space.universe_set(), on_empty=None)
     table = ShapeTable.build(space, op, domain, chip, max_extent=8192)
     for m in (1, 3, 16, 17, 96, 100, 777, 1024, 5000, 8192):
@@ -113,22 +112,22 @@ def test_shape_table_agrees_with_a_fresh_enumeration(target: str) -> None:
 def test_lower_bound_never_exceeds_the_cost(target: str, op: Contraction, assume: int) -> None:
     """Branch and bound is exact only if the bound is one: check it on every point of the universe."""
     chip = get_target(target)
-    space = family_space(op, chip)
+    space = chip.space(op)
     everything = point_array(fix_shape(space, space.universe_set(), shape_exponents(op, assume)))
     values = space.values_of(everything)
-    bound = lower_bound_seconds(op, values, chip, assume)
-    cost = predicted_seconds(op, values, chip, assume)
+    bound = chip.lower_bound(op, values, assume)
+    cost = chip.seconds(op, values, assume)
     assert len(everything) > 1000 and np.all(bound <= cost * (1 + 1e-12))
 
 
 def test_branch_and_bound_finds_what_costing_everything_finds() -> None:
     chip = get_target("host")
-    space = family_space(GEMM_DYNAMIC_M, chip)
+    space = chip.space(GEMM_DYNAMIC_M)
     domain, _ = prune(space, GEMM_DYNAMIC_M, space.universe_set(), on_empty=None)
     for assume in (1, 37, 512, 4096):
         candidates = candidates_at(space, GEMM_DYNAMIC_M, domain, assume)
         selection = select(space, GEMM_DYNAMIC_M, candidates, chip, assume, keep=3)
-        costs = predicted_seconds(GEMM_DYNAMIC_M, space.values_of(candidates), chip, assume)
+        costs = chip.seconds(GEMM_DYNAMIC_M, space.values_of(candidates), assume)
         order = np.lexsort((np.arange(len(candidates)), costs))[:3]
         assert [tuple(p) for p in selection.points[:3].tolist()] == [tuple(p) for p in candidates[order].tolist()]
         assert len(selection.points) < len(candidates), "the bound should spare some points"

@@ -9,10 +9,10 @@ import pytest
 from mlir import ir
 
 import prism
+from prism.algebra.prove import FunctionProof
 from prism.driver import Compilation
-from prism.passbase import Pass, PassContext
+from prism.infra.passbase import Pass, PassContext
 from prism.passes import PIPELINES, VerifyPass
-from prism.verify import FunctionProof
 
 RMSNORM_PREFIX = """
 #rows = affine_map<(i, j) -> (i, j)>
@@ -229,12 +229,12 @@ def test_the_pipeline_refuses_a_wrong_rewrite() -> None:
     """prism-optimize ends with prism-verify: a wrong pass slipped in before it makes the pipeline fail."""
     _, passes = PIPELINES["prism-optimize"]
     assert passes[-1] is VerifyPass
-    module = ir.Module.parse(PLAIN, prism.ir.make_context())
+    module = ir.Module.parse(PLAIN, prism.infra.ir.make_context())
     compilation = Compilation(module, "host")
     stages = [cls() for cls in passes[:-1]] + [SwapMatmulOperandsPass(), VerifyPass()]
     with pytest.raises(prism.VerificationError, match="could not prove @f"):
         compilation.run(stages)
-    honest = Compilation(ir.Module.parse(PLAIN, prism.ir.make_context()), "host")
+    honest = Compilation(ir.Module.parse(PLAIN, prism.infra.ir.make_context()), "host")
     honest.run([cls() for cls in passes])
     assert honest.ctx.report["proofs"] == [{"function": "f", "laws": {}, "proved": True}]
 
@@ -273,9 +273,9 @@ def test_the_accumulator_precision_is_part_of_the_value() -> None:
 
 def test_values_outside_the_translation_are_keyed_by_their_definition() -> None:
     """Such values never equal each other by SSA name: the key is the defining block or op and the position."""
-    from prism.terms import _Translator
+    from prism.algebra.terms import _Translator
 
-    module = ir.Module.parse(PLAIN, prism.ir.make_context())
+    module = ir.Module.parse(PLAIN, prism.infra.ir.make_context())
     block = module.body.operations[0].regions[0].blocks[0]
     translator = _Translator(None)
     first, second = (translator.term({}, arg) for arg in block.arguments)

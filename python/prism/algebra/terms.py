@@ -1,4 +1,4 @@
-"""Translation of a ``func.func`` of Linalg ops on tensors into terms of :mod:`prism.algebra`.
+"""Translation of a ``func.func`` of Linalg ops on tensors into terms of :mod:`prism.algebra.ops`.
 
 Each SSA value becomes a term over the function's arguments. Supported:
 - ``linalg.matmul``, ``linalg.batch_matmul`` and every contraction with one M,
@@ -27,9 +27,9 @@ from types import SimpleNamespace
 
 from mlir import ir
 
-from prism import algebra
-from prism.family import analyze_contraction, map_dims
-from prism.space import Contraction
+from prism.algebra import ops
+from prism.search.family import analyze_contraction, map_dims
+from prism.search.space import Contraction
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Term:
     ``op`` names a constructor of :mod:`prism.algebra` (``arg``, ``splat``,
     ``opaque``, ``matmul``, ``add``, ``reduce_sum``, ``slice_``...). Terms
     compare structurally; :func:`to_egglog` builds the e-graph term, and
-    prism.emit turns terms back into MLIR.
+    prism.algebra.to_mlir turns terms back into MLIR.
     """
 
     op: str
@@ -53,14 +53,14 @@ def _builder(name: str, arity: int) -> Callable[..., Term]:
     return build
 
 
-# The constructors, with the signatures of prism.algebra's: A.matmul(a, b), A.slice_(a, axis, offset, size).
+# The constructors, with the signatures of prism.algebra.ops': A.matmul(a, b), A.slice_(a, axis, offset, size).
 A = SimpleNamespace(
     arg=lambda index: Term("arg", (), (index,)),
     splat=lambda value: Term("splat", (), (float(value),)),
     opaque=lambda key, operands: Term("opaque", tuple(operands), (key,)),
-    **{name: _builder(name, 1) for name in (*algebra.UNARY, "transpose", "reduce_sum", "reduce_max", "broadcast",
+    **{name: _builder(name, 1) for name in (*ops.UNARY, "transpose", "reduce_sum", "reduce_max", "broadcast",
                                             "slice_")},
-    **{name: _builder(name, 2) for name in (*algebra.BINARY, "matmul", "concat")},
+    **{name: _builder(name, 2) for name in (*ops.BINARY, "matmul", "concat")},
 )
 ZERO = A.splat(0.0)
 NEGATIVE_INFINITY = A.splat(float("-inf"))
@@ -92,22 +92,22 @@ def renamed_arguments(term: Term, mapping: dict[int, int]) -> Term:
     return Term(term.op, tuple(renamed_arguments(arg, mapping) for arg in term.args), term.attrs)
 
 
-def to_egglog(term: Term, memo: dict[Term, algebra.Tensor] | None = None) -> algebra.Tensor:
+def to_egglog(term: Term, memo: dict[Term, ops.Tensor] | None = None) -> ops.Tensor:
     """The egglog term of ``term`` (shared subterms are built once)."""
     memo = {} if memo is None else memo
     if term in memo:
         return memo[term]
     if term.op == "arg":
-        built = algebra.Tensor.arg(term.attrs[0])
+        built = ops.Tensor.arg(term.attrs[0])
     elif term.op == "splat":
-        built = algebra.Tensor.splat(term.attrs[0])
+        built = ops.Tensor.splat(term.attrs[0])
     elif term.op == "opaque":
-        operands = algebra.TensorList.nil()
+        operands = ops.TensorList.nil()
         for operand in reversed(term.args):
-            operands = algebra.TensorList.cons(to_egglog(operand, memo), operands)
-        built = algebra.Tensor.opaque(term.attrs[0], operands)
+            operands = ops.TensorList.cons(to_egglog(operand, memo), operands)
+        built = ops.Tensor.opaque(term.attrs[0], operands)
     else:
-        constructor = getattr(algebra, term.op)
+        constructor = getattr(ops, term.op)
         built = constructor(*(to_egglog(a, memo) for a in term.args), *term.attrs)
     memo[term] = built
     return built
@@ -141,9 +141,9 @@ class Program:
         for index, shape in enumerate(self.arg_shapes):
             if shape is None:
                 continue
-            arg = algebra.Tensor.arg(index)
-            facts.append(algebra.set_rank(arg, len(shape)))
-            facts += [algebra.set_dim(arg, axis, size) for axis, size in enumerate(shape) if size is not None]
+            arg = ops.Tensor.arg(index)
+            facts.append(ops.set_rank(arg, len(shape)))
+            facts += [ops.set_dim(arg, axis, size) for axis, size in enumerate(shape) if size is not None]
         return facts
 
 

@@ -34,6 +34,12 @@ class PrismError(Exception):
         self.location = format_location(location) if location else location
         self.notes = list(notes or [])
 
+    def prefix(self, name: str) -> None:
+        """Start the message with ``name:`` (the pass that raised it), once."""
+        if name and not self.message.startswith(f"{name}: "):
+            self.message = f"{name}: {self.message}"
+            self.args = (self.message,)
+
 
 class ParseError(PrismError):
     """The input is not valid MLIR (syntax or verifier failure)."""

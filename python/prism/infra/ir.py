@@ -1,8 +1,8 @@
 """MLIR plumbing shared by the driver, the API and the passes.
 
 One place creates contexts (with the sGraph dialect loaded exactly once),
-parses sources with diagnostics that point at the user's file, and turns MLIR
-errors into Prism errors.
+parses sources with diagnostics that point at the user's file, walks IR,
+and knows the element types Prism computes in.
 """
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from mlir import ir
 
 from prism.dialects import load_prism_dialect
-from prism.errors import ParseError, PassFailed, PrismError, format_location
-
-_PARSER_BUFFER_NAME = "-"
+from prism.infra.diagnostics import prism_error_from
+from prism.infra.errors import ParseError, PassFailed, PrismError
 
 
 def make_context() -> ir.Context:
@@ -25,6 +25,24 @@ def make_context() -> ir.Context:
     context.load_all_available_dialects()
     load_prism_dialect(context)
     return context
+
+
+def read_text(data: bytes, name: str) -> str:
+    """``data`` decoded as UTF-8, the encoding of MLIR sources; ParseError naming ``name`` if it is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ParseError(f"{name} is not UTF-8 text: byte 0x{data[error.start]:02x} at offset {error.start}",
+                         location=name) from None
+
+
+def read_source_file(path: str | Path) -> str:
+    """The text of the MLIR file at ``path``; PrismError if it cannot be read or is not UTF-8."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise PrismError(f"cannot read input file '{path}': {error.strerror}", location=str(path)) from None
+    return read_text(data, str(path))
 
 
 @dataclass(frozen=True)
@@ -51,43 +69,6 @@ def split_input(text: str, filename: str, split: bool) -> list[SourceChunk]:
     return chunks
 
 
-def display_location(location: ir.Location | str, filename: str | None = None) -> str:
-    """``file:line:col`` for a file location; the MLIR spelling otherwise.
-
-    Sources are parsed from memory, where MLIR names the buffer ``-``; the
-    driver passes the user's file name to show instead.
-    """
-    text = str(location)
-    if text == "loc(unknown)":
-        return filename or "<unknown>"
-    formatted = format_location(text)
-    if filename is not None and formatted.startswith(_PARSER_BUFFER_NAME + ":"):
-        return filename + formatted[len(_PARSER_BUFFER_NAME):]
-    return formatted
-
-
-def diagnostics_from(error: ir.MLIRError, filename: str | None = None) -> list[tuple[str, str, list[str]]]:
-    """``(location, message, notes)`` triples of an MLIRError's error diagnostics."""
-    found = []
-    for diag in error.error_diagnostics:
-        notes = [f"{display_location(n.location, filename)}: note: {n.message}" for n in diag.notes]
-        found.append((display_location(diag.location, filename), diag.message, notes))
-    return found
-
-
-def prism_error_from(error: ir.MLIRError, kind: type[PrismError], filename: str | None = None,
-                     prefix: str = "") -> PrismError:
-    """Convert an MLIRError to a Prism error carrying its first location and all messages."""
-    diags = diagnostics_from(error, filename)
-    if not diags:
-        return kind(prefix + str(error))
-    location, message, notes = diags[0]
-    for other_location, other_message, other_notes in diags[1:]:
-        notes.append(f"{other_location}: error: {other_message}")
-        notes.extend(other_notes)
-    return kind(prefix + message, location=location, notes=notes)
-
-
 def parse_chunk(chunk: SourceChunk, context: ir.Context) -> ir.Module:
     """Parse and verify one chunk; line numbers match the original file."""
     # Leading newlines keep MLIR's line numbers aligned with the whole file.
@@ -109,9 +90,20 @@ def iter_ops(module: ir.Module) -> Iterator[ir.Operation]:
         stack.extend(reversed(children))
 
 
-def verify(module: ir.Module, after: str) -> None:
+def check_ir(module: ir.Module, after: str) -> None:
     """Verify ``module``; a failure is a pass bug, reported as such."""
     try:
         module.operation.verify()
     except ir.MLIRError as error:
         raise prism_error_from(error, PassFailed, prefix=f"IR invalid after {after}: ") from None
+
+
+# Bytes per element of the floating-point types Prism computes in.
+ELEMENT_BYTES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2}
+
+
+def element_name(type_: ir.Type) -> str | None:
+    """``f32``/``f16``/``bf16``/``f64`` for a tensor's (or a scalar's) element type, else None."""
+    element = type_.element_type if isinstance(type_, ir.ShapedType) else type_
+    name = str(element)
+    return name if name in ELEMENT_BYTES else None

@@ -13,7 +13,7 @@ are costed (:class:`ProgramCost`): every product with the best schedule the
 search finds for its shape (prune and select, as prism-prune and
 prism-select do), every other materialized tensor with its traffic at the
 target's bandwidth, computing single-use pointwise operands inside their
-consumer exactly as :mod:`prism.emit` writes them. The search starts from
+consumer exactly as :mod:`prism.algebra.to_mlir` writes them. The search starts from
 the program as written and takes the best improving move until none is left
 (:func:`_descend`): switching one e-class to another e-node, or switching
 every e-class that can read one shared e-class to e-nodes that do.
@@ -33,14 +33,13 @@ from dataclasses import dataclass, field
 
 from egglog import EGraph
 
-from prism import emit
-from prism.cost import GPU_LAUNCH_SECONDS
-from prism.egraph import Budget, Graph, Node, read_graph, saturate
-from prism.errors import EmptySearchSpace
-from prism.search import Stage, candidates_at, prune, select
-from prism.space import Contraction, family_space
-from prism.targets import Target
-from prism.terms import A, Program, Term, argument_indices, renamed_arguments, to_egglog
+from prism.algebra import to_mlir
+from prism.algebra.egraph import Budget, Graph, Node, read_graph, saturate
+from prism.algebra.terms import A, Program, Term, argument_indices, renamed_arguments, to_egglog
+from prism.infra.errors import EmptySearchSpace
+from prism.search.search import FunnelStep, candidates_at, prune, select
+from prism.search.space import Contraction
+from prism.targets.base import Target
 
 RULESETS = ("linear", "elementwise", "fusion", "scaling", "sharing")
 # Exploration needs a few rounds of the laws, not saturation: a fused product of three operands
@@ -48,6 +47,9 @@ RULESETS = ("linear", "elementwise", "fusion", "scaling", "sharing")
 BUDGET = Budget(seconds=30.0, max_nodes=20_000, iterations=6, match_limit=200)
 ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
 _MAX_ROUNDS = 32
+# E-nodes one variant may try while completing a choice around cycles; the search backtracks, so without a
+# bound a cyclic e-graph makes it exponential. A count, not a time, so that the outcome is deterministic.
+_BUILD_LIMIT = 20_000
 # Predicted times within this relative distance are a tie.
 _TIE = 1e-9
 
@@ -117,10 +119,10 @@ def contraction_seconds(contraction: Contraction, target: Target) -> float:
 
 
 def _best_schedule_seconds(contraction: Contraction, target: Target) -> float:
-    def empty(group: str, funnel: list[Stage]) -> None:
+    def empty(group: str, funnel: list[FunnelStep]) -> None:
         raise EmptySearchSpace(group)
 
-    space = family_space(contraction, target)
+    space = target.space(contraction)
     try:
         domain, _ = prune(space, contraction, space.universe_set(), empty)
         return float(select(space, contraction, candidates_at(space, contraction, domain, 1), target, 1)
@@ -139,13 +141,13 @@ def product_contraction(a: tuple[int, ...], b: tuple[int, ...], element: str) ->
 
 
 class ProgramCost:
-    """The predicted seconds of one call of a program of terms, as :mod:`prism.emit` would write it."""
+    """The predicted seconds of one call of a program of terms, as :mod:`prism.algebra.to_mlir` would write it."""
 
     def __init__(self, target: Target, element: str, arg_shapes: list[tuple[int, ...]]):
         self.target = target
         self.element = element
         self.bytes = ELEMENT_BYTES[element]
-        self.shapes = emit.Shapes(list(arg_shapes))
+        self.shapes = to_mlir.Shapes(list(arg_shapes))
 
     def with_args(self, arg_shapes: list[tuple[int, ...]]) -> ProgramCost:
         """The same model over other arguments (prepared values appended)."""
@@ -158,7 +160,7 @@ class ProgramCost:
     def profile(self, results: Iterable[Term]) -> tuple[float, int, int]:
         """The predicted time of one call, the longest chain of materialized ops it runs, and its size."""
         results = list(results)
-        fused = emit.fused_terms(results)
+        fused = to_mlir.fused_terms(results)
         total = 0.0
         depth: dict[Term, int] = {}
 
@@ -168,7 +170,7 @@ class ProgramCost:
                 depth[term] = below + (term not in fused and term.op not in ("arg", "splat", "slice_"))
             return depth[term]
 
-        uses = emit.use_counts(results)
+        uses = to_mlir.use_counts(results)
         for term in uses:
             if term in fused or term.op in ("arg", "splat"):
                 continue
@@ -185,11 +187,7 @@ class ProgramCost:
 
     def pass_seconds(self, moved: int) -> float:
         """One loop nest that moves ``moved`` bytes through memory."""
-        target = self.target
-        if target.is_gpu:
-            return GPU_LAUNCH_SECONDS + moved / target.dram_bytes_per_s
-        fits = moved <= target.l3_bytes / 2
-        return moved / (target.cache_bytes_per_s if fits else target.dram_bytes_per_s)
+        return self.target.pass_seconds(moved)
 
     def _reads(self, term: Term, fused: set[Term]) -> int:
         """Bytes a generic computing ``term`` reads: each input of it and of its fused operands, once."""
@@ -286,10 +284,14 @@ class _Search:
         terms: dict[int, Term] = {}
         placeholders: dict[int, int] = {}
         open_: set[int] = set()
+        tried = [0]
 
         def build(cls: int) -> Term:
             if cls in terms:
                 return terms[cls]
+            tried[0] += 1
+            if tried[0] > _BUILD_LIMIT:
+                raise _GaveUp
             if self.prepared(cls):
                 placeholders.setdefault(cls, self.arity + len(placeholders))
                 return A.arg(placeholders[cls])
@@ -311,7 +313,7 @@ class _Search:
 
         try:
             results = tuple(build(root) for root in self.roots)
-        except _Cycle:
+        except (_Cycle, _GaveUp):
             return None
         read = argument_indices(results)
         used = [cls for cls in placeholders if placeholders[cls] in read]
@@ -343,6 +345,10 @@ class _Search:
             seen.add(cls)
             stack.extend((choice.get(cls) or self.tree_choice[cls]).children)
         return sorted(seen)
+
+
+class _GaveUp(Exception):
+    """Completing a choice tried more than _BUILD_LIMIT e-nodes."""
 
 
 class _Cycle(Exception):

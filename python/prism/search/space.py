@@ -1,7 +1,8 @@
 """Search spaces of program families, as isl sets.
 
-A family's space is a set of integer points, one per schedule. Builders are
-pure functions of a :class:`Contraction` (the op's semantics) and a target.
+A family's space is a set of integer points, one per schedule. Each target
+builds its spaces (``Target.space``) as pure functions of a
+:class:`Contraction` (the op's semantics) and its hardware, from the pieces here.
 
 Representation (one method, used everywhere):
 - Every tile knob is a power of two and the set ranges over its log2
@@ -27,16 +28,12 @@ from dataclasses import dataclass
 import islpy as isl
 import numpy as np
 
-from prism.targets import GpuTarget, HostTarget
-
 ROLES = ("batch", "m", "n", "k")
 SHAPE_PARAMS = {"batch": "LB", "m": "LM", "n": "LN", "k": "LK"}
 # The 2-adic valuation of each extent (log2 of the largest power of two that
 # divides it): a power-of-two tile divides the extent iff its exponent is at
 # most this.
 DIVISOR_PARAMS = {"m": "DM", "n": "DN", "k": "DK"}
-# The GPU lowering allocates shared memory statically, which CUDA caps at 48 KiB.
-GPU_STATIC_SMEM_BYTES = 48 * 1024
 
 
 @dataclass(frozen=True)
@@ -159,81 +156,14 @@ def pow2_sum_le(a: str, b: str, bound: float) -> str:
     return "(" + " or ".join(pieces) + ")"
 
 
-def _shape_fit(var: str, role: str, floor: int) -> str:
-    """A tile no larger than its padded extent, but never forced below ``floor``."""
+def shape_fit(var: str, role: str, floor: int) -> str:
+    """A tile exponent ``var`` no larger than its role's padded extent, but never forced below ``floor``."""
     return f"({var} <= {floor} or {var} <= {SHAPE_PARAMS[role]})"
 
 
-def _shape_param_bounds() -> str:
+def shape_param_bounds() -> str:
+    """The range of every shape parameter, as an isl constraint (part of each space's universe)."""
     return " and ".join(f"0 <= {p} <= 40" for p in [*SHAPE_PARAMS.values(), *DIVISOR_PARAMS.values()])
-
-
-def gpu_gemm_space(op: Contraction, target: GpuTarget, stages: int = 1) -> Space:
-    """Block tile (BM, BN, BK), warp tile (WM, WN) and tensor-core use (MMA) for a GPU."""
-    tiles = {"m": "bm", "n": "bn", "k": "bk"}
-    # The lowering reaches mma.sync for f16 only: upstream's vector-to-mma
-    # conversion does not take bf16 operands.
-    mma_ok = op.input_type == "f16"
-    universe = (f"{_shape_param_bounds()} and 4 <= bm <= 8 and 4 <= bn <= 8 and 3 <= bk <= 6"
-                f" and 3 <= wm <= bm and 3 <= wn <= bn and 0 <= mma <= {1 if mma_ok else 0}")
-    a_bytes = op.footprint_exponent(0, tiles)
-    b_bytes = op.footprint_exponent(1, tiles)
-    max_threads_log2 = int(math.log2(target.max_threads_per_block))
-    # f32 accumulators per thread: a warp's WM x WN tile over 32 lanes; keep
-    # half the register file for addresses, fragments and pipelining.
-    acc_regs_log2 = int(math.log2(target.regs_per_thread // 2))
-    mm, mn, mk = target.mma_shape
-    groups = (
-        ("threads", f"(bm - wm) + (bn - wn) + 5 <= {max_threads_log2} and (bm - wm) + (bn - wn) >= 1"),
-        ("registers", f"wm + wn - 5 <= {acc_regs_log2}"),
-        ("shared_memory", pow2_sum_le(a_bytes, b_bytes, min(target.smem_per_block, GPU_STATIC_SMEM_BYTES) / stages)),
-        ("tensor_core", f"mma = 0 or (wm >= {int(math.log2(mm))} and wn >= {int(math.log2(mn))}"
-                        f" and bk >= {int(math.log2(mk))})"),
-        ("shape", " and ".join([_shape_fit("bm", "m", 4), _shape_fit("bn", "n", 4), _shape_fit("bk", "k", 3)])),
-        # The GPU kernels have no remainder handling: tiles divide the problem.
-        ("divisibility", "bm <= DM and bn <= DN and bk <= DK"),
-    )
-    return Space(kind="gemm", knobs={"bm": "BM", "bn": "BN", "bk": "BK", "wm": "WM", "wn": "WN"},
-                 flags={"mma": "MMA"}, universe=universe, groups=groups)
-
-
-def cpu_gemm_space(op: Contraction, target: HostTarget) -> Space:
-    """Cache tiles (TM, TN, TK) and register block (RM, RN) for the host CPU."""
-    lanes_log2 = int(math.log2(target.vector_bits // (8 * op.acc_bytes)))
-    # RM >= 2: the lowering folds unit dimensions of the micro-kernel, and a
-    # single-row block would degenerate into a matrix-vector product.
-    universe = (f"{_shape_param_bounds()} and 1 <= rm <= 4 and {lanes_log2} <= rn <= {lanes_log2 + 2}"
-                f" and rm <= tm <= 9 and rn <= tn <= 10 and 4 <= tk <= 10")
-    footprint = op.footprint_exponent
-    reg_tiles = {"m": "rm", "n": "rn", "k": "tk"}
-    cache_tiles = {"m": "tm", "n": "tn", "k": "tk"}
-    # Accumulators (RM x RN/lanes vectors) plus one row of B and one broadcast
-    # register must fit the vector register file.
-    acc = f"rm + rn - {lanes_log2}"
-    b_row = f"rn - {lanes_log2}"
-    groups = (
-        ("registers", pow2_sum_le(acc, b_row, target.vector_registers - 1)),
-        # The loop order decides what each level must hold (see
-        # prism-lower-cpu): a B panel (TK x RN) is reused by every RM-high
-        # row panel of the block, so it must stay in L1 beside the A panel
-        # streaming through; the A slice (TM x TK) is reused by every
-        # column panel and the C block (TM x TN) by every K slice, so both
-        # must stay in L2, of which half is left to the B stream.
-        ("l1", pow2_sum_le(footprint(0, reg_tiles), footprint(1, reg_tiles), target.l1d_bytes)),
-        ("l2", pow2_sum_le(footprint(0, cache_tiles), op.output_footprint_exponent(cache_tiles),
-                           target.l2_bytes / 2)),
-        ("shape", " and ".join([_shape_fit("tm", "m", 1), _shape_fit("tn", "n", lanes_log2),
-                                _shape_fit("tk", "k", 4)])),
-    )
-    return Space(kind="gemm", knobs={"tm": "TM", "tn": "TN", "tk": "TK", "rm": "RM", "rn": "RN"},
-                 flags={}, universe=universe, groups=groups)
-
-
-def family_space(op: Contraction, target: GpuTarget | HostTarget) -> Space:
-    """The space of ``op`` on ``target``."""
-    if isinstance(target, GpuTarget):
-        return gpu_gemm_space(op, target)
-    return cpu_gemm_space(op, target)
 
 
 def _two_adic(value: int) -> int:

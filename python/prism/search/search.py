@@ -19,16 +19,15 @@ from dataclasses import dataclass
 import islpy as isl
 import numpy as np
 
-from prism.cost import lower_bound_seconds, predicted_seconds
-from prism.errors import EmptySearchSpace
-from prism.space import DIVISOR_PARAMS, SHAPE_PARAMS, Contraction, Space, fix_shape, point_array, shape_exponents
-from prism.targets import Target
+from prism.infra.errors import EmptySearchSpace
+from prism.search.space import DIVISOR_PARAMS, SHAPE_PARAMS, Contraction, Space, fix_shape, point_array, shape_exponents
+from prism.targets.base import Target
 
 Point = tuple[int, ...]
 
 
 @dataclass(frozen=True)
-class Stage:
+class FunnelStep:
     """One step of the funnel: how many points survive it and how long it took."""
 
     name: str
@@ -37,7 +36,7 @@ class Stage:
 
 
 def prune(space: Space, contraction: Contraction, start: isl.Set,
-          on_empty: Callable[[str, list[Stage]], None]) -> tuple[isl.Set, list[Stage]]:
+          on_empty: Callable[[str, list[FunnelStep]], None]) -> tuple[isl.Set, list[FunnelStep]]:
     """Intersect ``start`` with each constraint group; sizes are counted at the family's shape.
 
     ``on_empty(group, funnel)`` is called (and must raise) when a group
@@ -45,12 +44,12 @@ def prune(space: Space, contraction: Contraction, start: isl.Set,
     """
     exponents = shape_exponents(contraction)
     domain = start.intersect(space.universe_set())
-    funnel = [Stage("space", _count(space, domain, exponents), 0.0)]
+    funnel = [FunnelStep("space", _count(space, domain, exponents), 0.0)]
     for group, _ in space.groups:
         began = time.perf_counter()
         domain = domain.intersect(space.group_set(group)).coalesce()
         size = _count(space, domain, exponents)
-        funnel.append(Stage(group, size, time.perf_counter() - began))
+        funnel.append(FunnelStep(group, size, time.perf_counter() - began))
         if size == 0:
             on_empty(group, funnel)
     return domain, funnel
@@ -103,7 +102,7 @@ def select(space: Space, contraction: Contraction, candidates: np.ndarray, targe
     if not len(candidates):
         raise EmptySearchSpace("no candidate schedule to select from")
     values = space.values_of(candidates)
-    bounds = lower_bound_seconds(contraction, values, target, assume)
+    bounds = target.lower_bound(contraction, values, assume)
     order = np.lexsort((np.arange(len(candidates)), bounds))
     probe = order[:max(PROBE, keep)]
     incumbent = np.sort(_costs(space, contraction, candidates[probe], target, assume))[min(keep, len(probe)) - 1]
@@ -116,7 +115,7 @@ def select(space: Space, contraction: Contraction, candidates: np.ndarray, targe
 
 
 def _costs(space: Space, contraction: Contraction, points: np.ndarray, target: Target, assume: int) -> np.ndarray:
-    return np.asarray(predicted_seconds(contraction, space.values_of(points), target, assume), dtype=np.float64)
+    return np.asarray(target.seconds(contraction, space.values_of(points), assume), dtype=np.float64)
 
 
 def candidates_at(space: Space, contraction: Contraction, domain: isl.Set, assume: int) -> np.ndarray:

@@ -6,21 +6,27 @@ and any upstream MLIR pass (``canonicalize``, ``func.func(cse)``). Upstream
 passes cannot name Python passes, so the driver splits the string itself:
 runs of upstream passes go to ``PassManager.parse`` as one segment each.
 The CLI and the Python API run the same pass objects through this module.
+The pass registry (``prism.passes``) is looked up here, lazily: the library
+never imports the passes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mlir import ir, passmanager
 
-from prism.errors import PassFailed, PipelineError, PrismError
-from prism.ir import make_context, prism_error_from, verify
-from prism.passbase import Pass, PassContext
-from prism.passes import PASSES, PIPELINES
+from prism.infra.diagnostics import prism_error_from
+from prism.infra.errors import PassFailed, PipelineError, PrismError
+from prism.infra.ir import check_ir, make_context
+from prism.infra.passbase import Pass, PassContext
+
+# A pass and its options: a name, then at most one brace group that ends the element.
+_ELEMENT = re.compile(r"\s*([^{}\s]+)\s*(?:\{([^{}]*)\})?\s*")
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,7 @@ class UpstreamPasses:
     text: str
 
     NAME = "upstream"
+    STAGES = ()
 
     def run(self, module: ir.Module, ctx: PassContext) -> None:
         """Run the passes on ``module`` through MLIR's PassManager."""
@@ -47,7 +54,14 @@ class UpstreamPasses:
         return self.text
 
 
-Stage = Pass | UpstreamPasses
+Step = Pass | UpstreamPasses
+
+
+def registry() -> tuple[dict[str, type[Pass]], dict[str, tuple[str, tuple[type[Pass], ...]]]]:
+    """Prism's passes and named pipelines, by name."""
+    from prism.passes import PASSES, PIPELINES  # the one lookup of the registry
+
+    return PASSES, PIPELINES
 
 
 def split_top_level(text: str) -> list[str]:
@@ -89,7 +103,7 @@ def _parse_options(cls: type[Pass], name: str, text: str) -> dict[str, object]:
 def _convert(value: str, annotation: object, name: str, key: str) -> object:
     """An option's text as the type its field declares (annotations are strings under PEP 563)."""
     kind = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
-    if kind == "int" and value.lstrip("-").isdigit():
+    if kind == "int" and re.fullmatch(r"-?\d{1,18}", value):
         return int(value)
     if kind == "bool" and value in ("true", "false", "1", "0"):
         return value in ("true", "1")
@@ -111,36 +125,44 @@ def _pipeline_options(passes: Sequence[type[Pass]], name: str, text: str) -> lis
     return per_pass
 
 
-def parse_pipeline(text: str) -> list[Stage]:
-    """Parse a pipeline string into stages, checking every pass name and option."""
+def parse_pipeline(text: str) -> list[Step]:
+    """Parse a pipeline string into steps, checking every pass name and option."""
+    passes, pipelines = registry()
     text = text.strip()
     if text.startswith("builtin.module(") and text.endswith(")"):
         text = text[len("builtin.module("):-1]
-    stages: list[Stage] = []
+    steps: list[Step] = []
     upstream: list[str] = []
     for element in split_top_level(text):
-        name, _, rest = element.partition("{")
-        name = name.strip()
-        options = rest.rstrip().removesuffix("}") if rest else ""
-        if name in PASSES or name in PIPELINES:
+        name = element.partition("{")[0].strip()
+        if name in passes or name in pipelines:
             if upstream:
-                stages.append(_checked_upstream(",".join(upstream)))
+                steps.append(_checked_upstream(",".join(upstream)))
                 upstream = []
-            stages.extend(_prism_stages(name, options))
+            steps.extend(_prism_steps(name, _options_text(element, name)))
         elif name.startswith("prism-"):
             raise PipelineError(f"unknown pass '{name}'; run 'prism-opt --help' for the list of passes")
         else:
             upstream.append(element)
     if upstream:
-        stages.append(_checked_upstream(",".join(upstream)))
-    return stages
+        steps.append(_checked_upstream(",".join(upstream)))
+    return steps
 
 
-def _prism_stages(name: str, options: str) -> list[Stage]:
-    if name in PASSES:
-        return [PASSES[name](**_parse_options(PASSES[name], name, options))]
-    _, passes = PIPELINES[name]
-    return [cls(**kw) for cls, kw in zip(passes, _pipeline_options(passes, name, options), strict=True)]
+def _options_text(element: str, name: str) -> str:
+    """The text inside the one ``{...}`` group that follows a Prism pass's name."""
+    match = _ELEMENT.fullmatch(element)
+    if match is None:
+        raise PipelineError(f"malformed options of '{name}' in '{element}'; expected {name}{{key=value ...}}")
+    return match.group(2) or ""
+
+
+def _prism_steps(name: str, options: str) -> list[Step]:
+    passes, pipelines = registry()
+    if name in passes:
+        return [passes[name](**_parse_options(passes[name], name, options))]
+    _, members = pipelines[name]
+    return [cls(**kw) for cls, kw in zip(members, _pipeline_options(members, name, options), strict=True)]
 
 
 def _checked_upstream(text: str) -> UpstreamPasses:
@@ -160,16 +182,21 @@ def _checking_context() -> ir.Context:
     return make_context()
 
 
-def run_pipeline(module: ir.Module, stages: Sequence[Stage], ctx: PassContext) -> None:
-    """Run ``stages`` in order, verifying the IR after each Prism pass."""
-    for stage in stages:
+def run_pipeline(module: ir.Module, steps: Sequence[Step], ctx: PassContext) -> None:
+    """Run ``steps`` in order, verifying the IR after each; errors are prefixed with the pass that raised them."""
+    for step in steps:
+        ctx.current = step.NAME if isinstance(step, Pass) else ""
         try:
             with module.context, ir.Location.unknown():
-                stage.run(module, ctx)
-        except PrismError:
+                step.run(module, ctx)
+        except PrismError as error:
+            error.prefix(ctx.current)
             raise
         except ir.MLIRError as error:
-            raise prism_error_from(error, PassFailed, prefix=f"{stage.NAME}: ") from None
-        verify(module, stage.spelling())
-        if getattr(stage, "LOWERS", False):
-            ctx.artifacts["lowered"] = stage.NAME
+            raise prism_error_from(error, PassFailed, prefix=f"{step.NAME}: ") from None
+        finally:
+            ctx.current = ""
+        check_ir(module, step.spelling())
+        ctx.after(step.NAME if isinstance(step, Pass) else step.spelling(), module)
+        if getattr(step, "LOWERS", False):
+            ctx.artifacts["lowered"] = step.NAME

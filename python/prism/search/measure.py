@@ -13,10 +13,11 @@ import time
 import numpy as np
 from mlir import ir
 
-from prism.family import CHOICE_ATTR, ROLES_ATTR, analyze_contraction, make_int_dict
-from prism.passbase import PassContext
-from prism.passes.lower_cpu import LowerCpuPass
-from prism.runtime import describe_signature, jit
+from prism.codegen import cpu
+from prism.codegen.runtime import describe_signature, jit
+from prism.infra import attrs
+from prism.infra.passbase import PassContext
+from prism.search.family import analyze_contraction, make_int_dict
 
 CANDIDATE = "prism_candidate"
 
@@ -33,8 +34,8 @@ def _candidate_module(body: ir.Operation, choice: dict[str, int]) -> ir.Module:
     for op in block.operations:
         contraction = analyze_contraction(op.operation)
         if contraction is not None:
-            op.attributes[ROLES_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(r) for r in contraction.roles])
-            op.attributes[CHOICE_ATTR] = make_int_dict(choice)
+            op.attributes[attrs.ROLES] = ir.ArrayAttr.get([ir.StringAttr.get(r) for r in contraction.roles])
+            op.attributes[attrs.CHOICE] = make_int_dict(choice)
     return module
 
 
@@ -52,7 +53,7 @@ def measure_seconds(body: ir.Operation, choice: dict[str, int], threads: int, as
     only ever adds time.
     """
     module = _candidate_module(body, choice)
-    LowerCpuPass(threads=threads).run(module, PassContext())
+    cpu.lower(module, PassContext(), threads)
     run = jit(module, CANDIDATE)
     inputs = _random_inputs(module, assume, np.random.default_rng(0))
     run(*inputs)

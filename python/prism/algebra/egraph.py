@@ -1,7 +1,7 @@
 """Bounded equality proofs between programs, in an egglog e-graph.
 
 Both programs' result terms go into one e-graph with their arguments'
-shapes; the laws of :mod:`prism.algebra` run until every pair of results is
+shapes; the laws of :mod:`prism.algebra.laws` run until every pair of results is
 in one e-class (proved), or the budget runs out. Associativity,
 commutativity and distributivity grow e-graphs without limit, so every run
 is bounded three ways: a back-off scheduler bans rules that match too
@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 
 from egglog import EGraph, Ruleset, back_off, eq, run
 
-from prism import algebra
-from prism.terms import Program, to_egglog
+from prism.algebra import laws as algebra_laws
+from prism.algebra.ops import Tensor, TensorList
+from prism.algebra.terms import Program, to_egglog
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class Proof:
 
 
 def _all_laws(names: tuple[str, ...] | None) -> Ruleset:
-    chosen = [algebra.named_ruleset(name) for name in (names or tuple(algebra.RULESETS))]
+    chosen = [algebra_laws.named_ruleset(name) for name in (names or tuple(algebra_laws.RULESETS))]
     combined = chosen[0]
     for ruleset in chosen[1:]:
         combined = combined | ruleset
@@ -84,7 +85,7 @@ def saturate(egraph: EGraph, budget: Budget, rulesets: tuple[str, ...] | None = 
     """
     began = time.perf_counter()
     holds = goal or (lambda: False)
-    schedule = algebra.SHAPES.saturate() + run(_all_laws(rulesets), scheduler=back_off(match_limit=budget.match_limit))
+    schedule = algebra_laws.SHAPES.saturate() + run(_all_laws(rulesets), scheduler=back_off(match_limit=budget.match_limit))
     laws: dict[str, int] = {}
     stopped = "iterations"
     for _ in range(budget.iterations):
@@ -108,13 +109,13 @@ def saturate(egraph: EGraph, budget: Budget, rulesets: tuple[str, ...] | None = 
     else:
         stopped = "proved" if holds() else "iterations"
     if goal is None and stopped != "saturated":  # exploration reads shapes: derive those of the last new terms
-        egraph.run(algebra.SHAPES.saturate())
+        egraph.run(algebra_laws.SHAPES.saturate())
     return stopped, dict(sorted(laws.items()))
 
 
 @dataclass(frozen=True)
 class Node:
-    """One e-node: a constructor of :mod:`prism.algebra` (named as in :class:`prism.terms.Term`), the e-classes
+    """One e-node: a constructor of :mod:`prism.algebra` (named as in :class:`prism.algebra.terms.Term`), the e-classes
     of its tensor operands and its other arguments."""
 
     op: str
@@ -144,8 +145,9 @@ class Graph:
         return self.index.get(Node(op, children, attrs))
 
 
-_TENSOR = "prism.algebra.Tensor"
-_LIST = "prism.algebra.TensorList"
+# egglog names a sort after the class that declares it.
+_TENSOR = f"{Tensor.__module__}.Tensor"
+_LIST = f"{TensorList.__module__}.TensorList"
 
 
 def read_graph(egraph: EGraph) -> Graph:

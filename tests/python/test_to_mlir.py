@@ -1,4 +1,4 @@
-"""prism.emit: terms back into MLIR, checked by round trips and by running both programs."""
+"""prism.algebra.to_mlir: terms back into MLIR, checked by round trips and by running both programs."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from mlir import ir
 from test_verify import LORA, LORA_FUSED, PLAIN, RMSNORM, RMSNORM_FOLDED, TRANSPOSED, _row_sums
 
 from conftest import REPO
-from prism.emit import emit_function, float_literal
-from prism.errors import UnsupportedOp
-from prism.ir import make_context
-from prism.terms import A, Program, translate
-from prism.verify import find_counterexample
+from prism.algebra.prove import find_counterexample
+from prism.algebra.terms import A, Program, translate
+from prism.algebra.to_mlir import float_literal, function_text
+from prism.infra.errors import UnsupportedOp
+from prism.infra.ir import make_context
 
 WORKLOADS = REPO / "benchmarks" / "workloads"
 
@@ -26,7 +26,7 @@ def _program(text: str) -> tuple[ir.Module, Program]:
 
 def _round_trip(text: str) -> tuple[ir.Module, ir.Module, Program, Program]:
     module, program = _program(text)
-    emitted_text = emit_function(program.name, list(program.arg_shapes), program.results, "f32")
+    emitted_text = function_text(program.name, list(program.arg_shapes), program.results, "f32")
     emitted, again = _program(emitted_text)
     return module, emitted, program, again
 
@@ -46,11 +46,11 @@ def test_emitted_programs_translate_back_to_the_same_terms_and_compute_the_same(
 
 def test_opaque_terms_and_dynamic_shapes_cannot_be_emitted() -> None:
     with pytest.raises(UnsupportedOp, match="opaque term"):
-        emit_function("f", [(2, 2)], [A.opaque("some.op", [A.arg(0)])], "f32")
+        function_text("f", [(2, 2)], [A.opaque("some.op", [A.arg(0)])], "f32")
     with pytest.raises(UnsupportedOp, match="no static shape"):
-        emit_function("f", [(None, 2)], [A.exp(A.arg(0))], "f32")
+        function_text("f", [(None, 2)], [A.exp(A.arg(0))], "f32")
     with pytest.raises(UnsupportedOp, match="bare constant"):
-        emit_function("f", [(2, 2)], [A.splat(1.0)], "f32")
+        function_text("f", [(2, 2)], [A.splat(1.0)], "f32")
 
 
 @pytest.mark.parametrize("value, element, literal", [

@@ -1,11 +1,12 @@
-"""Whole-program verification: is a candidate module equal to the original, function by function?
+"""Whole-program proofs: is a candidate module equal to the original, function by function?
 
-Each public function of the candidate must exist in the original with the
-same type. Both are translated into terms (:mod:`prism.terms`) and a bounded
-egglog proof is attempted (:mod:`prism.egraph`). When the proof fails, both
+Each public function of the original must exist in the candidate, and each
+public function of the candidate in the original (or be a part, ``_prepare``
+or ``_apply``, of a function proven with it), with the same type. Both are translated into terms (:mod:`prism.algebra.terms`) and a bounded
+egglog proof is attempted (:mod:`prism.algebra.egraph`). When the proof fails, both
 functions are compiled for the host and run on the same random inputs: a
 difference is reported as a counterexample. Either way an unproven function
-is a :class:`~prism.errors.VerificationError` naming it, why the proof
+is a :class:`~prism.infra.errors.VerificationError` naming it, why the proof
 stopped and the laws that were applied; there is no silent pass. A proof
 that needed laws is also checked on random inputs, so that an unsound law
 cannot pass unnoticed.
@@ -19,14 +20,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 from mlir import ir
 
-from prism.egraph import Budget, Proof, prove
-from prism.errors import PrismError, VerificationError
-from prism.ir import display_location, make_context
-from prism.passbase import PassContext
-from prism.terms import translate
+from prism.algebra.egraph import Budget, Proof, prove
+from prism.algebra.terms import translate
+from prism.codegen import cpu
+from prism.codegen.runtime import jit
+from prism.infra import attrs
+from prism.infra.diagnostics import display_location
+from prism.infra.errors import PrismError, VerificationError
+from prism.infra.ir import make_context
+from prism.infra.passbase import PassContext
+from prism.targets.host import host_target
 
 if TYPE_CHECKING:
-    from prism.runtime import JitFunction, TensorSpec
+    from prism.codegen.runtime import JitFunction, TensorSpec
 
 # Relative to the original result's largest magnitude: far above the rounding
 # of two f32 schedules of the same computation, far below a wrong one.
@@ -64,7 +70,6 @@ class FunctionProof:
 
 
 # Names the function that a part (prism-explore's _prepare or _apply) implements with the others.
-PART_OF = "prism.part_of"
 
 
 def public_functions(module: ir.Module) -> dict[str, ir.Operation]:
@@ -80,7 +85,7 @@ def public_functions(module: ir.Module) -> dict[str, ir.Operation]:
     return found
 
 
-def verify_modules(original: ir.Module, candidate: ir.Module, budget: Budget | None = None, trials: int = 3,
+def prove_modules(original: ir.Module, candidate: ir.Module, budget: Budget | None = None, trials: int = 3,
                    rulesets: tuple[str, ...] | None = None) -> list[FunctionProof]:
     """Prove every public function of ``candidate`` equal to the one of the same name in ``original``.
 
@@ -90,15 +95,19 @@ def verify_modules(original: ir.Module, candidate: ir.Module, budget: Budget | N
     """
     originals = public_functions(original)
     candidates = public_functions(candidate)
+    for name, func in originals.items():
+        if name not in candidates:
+            raise VerificationError(f"function @{name} of the original program is missing from the candidate",
+                                    location=display_location(func.location))
     proofs = []
     for name, func in candidates.items():
         where = display_location(func.location)
         if name not in originals and _part_of_a_proven_function(func, name, originals, candidates):
             continue
         if name not in originals:
-            raise VerificationError(f"prism-verify: function @{name} is not in the original program", location=where)
+            raise VerificationError(f"function @{name} is not in the original program", location=where)
         if str(originals[name].attributes["function_type"]) != str(func.attributes["function_type"]):
-            raise VerificationError(f"prism-verify: @{name} has type {func.attributes['function_type']} but the "
+            raise VerificationError(f"@{name} has type {func.attributes['function_type']} but the "
                                     f"original has {originals[name].attributes['function_type']}", location=where)
         proof = prove(translate(originals[name]), translate(func), budget or Budget(), rulesets)
         if not proof.proved:
@@ -117,9 +126,9 @@ def _part_of_a_proven_function(func: ir.Operation, name: str, originals: dict[st
     keeps the function itself as their composition, so the proof of the
     whole covers its parts: they are only ever composed that way to compute it.
     """
-    if PART_OF not in func.attributes:
+    if attrs.PART_OF not in func.attributes:
         return False
-    whole = ir.StringAttr(func.attributes[PART_OF]).value
+    whole = ir.StringAttr(func.attributes[attrs.PART_OF]).value
     if whole not in originals or whole not in candidates:
         return False
     calls = []
@@ -142,7 +151,7 @@ def _check_numerically(name: str, proof: Proof, original: ir.Module, candidate: 
     counterexample = find_counterexample(original, candidate, name, trials)
     if counterexample is not None:
         laws = ", ".join(proof.laws)
-        raise VerificationError(f"prism-verify: @{name} was proven equal to the original, but it differs on random "
+        raise VerificationError(f"@{name} was proven equal to the original, but it differs on random "
                                 f"inputs, so one of the laws applied is unsound ({laws}); counterexample: "
                                 f"{counterexample.describe()}", location=where)
 
@@ -152,7 +161,7 @@ def _unproven(name: str, proof: Proof, original: ir.Module, candidate: ir.Module
     """The error for a failed proof, with the numeric check's finding."""
     laws = ", ".join(f"{law} ({count})" for law, count in proof.laws.items()) or "none"
     results = ", ".join(f"#{i}" for i in proof.unproven_results)
-    message = (f"prism-verify: could not prove @{name} equal to the original: results {results} unproven "
+    message = (f"could not prove @{name} equal to the original: results {results} unproven "
                f"({proof.stopped} after {proof.seconds:.2f} s, {proof.nodes} e-nodes); laws applied: {laws}")
     try:
         counterexample = find_counterexample(original, candidate, name, trials)
@@ -183,13 +192,9 @@ def find_counterexample(original: ir.Module, candidate: ir.Module, name: str, tr
 
 def _host_function(module: ir.Module, name: str) -> JitFunction:
     """@name of a copy of ``module``, lowered for the host and compiled."""
-    # Imported here: the passes package imports this module (prism-verify).
-    from prism.passes.lower_cpu import LowerCpuPass
-    from prism.runtime import jit
-
     copy = ir.Module.parse(str(module), make_context())
     with copy.context, ir.Location.unknown():
-        LowerCpuPass().run(copy, PassContext())
+        cpu.lower(copy, PassContext(), host_target().cores)
         return jit(copy, name)
 
 

@@ -8,21 +8,11 @@ import islpy as isl
 from mlir import ir
 from mlir.dialects import linalg
 
-from prism.dialects import FAMILY_OP
-from prism.errors import PassFailed
-from prism.ir import display_location
-from prism.space import Contraction, Space
-
-ROLES_ATTR = "prism.roles"
-CHOICE_ATTR = "prism.choice"
-
-_ELEMENT_NAMES = {"f32": "f32", "f16": "f16", "bf16": "bf16", "f64": "f64"}
-
-
-def element_name(type_: ir.Type) -> str | None:
-    """``f32``/``f16``/``bf16``/``f64`` for a tensor's element type, else None."""
-    element = type_.element_type if isinstance(type_, ir.ShapedType) else type_
-    return _ELEMENT_NAMES.get(str(element))
+from prism.infra import attrs
+from prism.infra.diagnostics import display_location
+from prism.infra.errors import PassFailed
+from prism.infra.ir import ELEMENT_BYTES, element_name
+from prism.search.space import Contraction, Space
 
 
 def map_dims(affine_map: ir.AffineMap) -> list[int] | None:
@@ -69,21 +59,20 @@ def analyze_contraction(op: ir.Operation) -> Contraction | None:
     types = [element_name(v.type) for v in op.operands]
     if None in types:
         return None
-    bytes_of = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8}
     return Contraction(
         roles=tuple(roles),
         operand_dims=tuple(tuple(d) for d in operand_dims[:2]),
         extents=tuple(extents),
-        elem_bytes=(bytes_of[types[0]], bytes_of[types[1]]),
-        acc_bytes=bytes_of[types[2]],
+        elem_bytes=(ELEMENT_BYTES[types[0]], ELEMENT_BYTES[types[1]]),
+        acc_bytes=ELEMENT_BYTES[types[2]],
         input_type=types[0] if types[0] == types[1] else "f32",
     )
 
 
 def contraction_roles(op: ir.Operation) -> list[str] | None:
     """Each loop's role in a contraction: ``prism.roles`` if set, else inferred; None if not one."""
-    if ROLES_ATTR in op.attributes:
-        return [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes[ROLES_ATTR])]
+    if attrs.ROLES in op.attributes:
+        return [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes[attrs.ROLES])]
     contraction = analyze_contraction(op)
     return list(contraction.roles) if contraction else None
 
@@ -93,13 +82,12 @@ def kind_of(contraction: Contraction) -> str:
     return "batch_gemm" if "batch" in contraction.roles else "gemm"
 
 
-BODY_ATTR = "prism.family_body"
 
 
 def family_bodies(module: ir.Module) -> Iterator[ir.Operation]:
     """Every payload function that prism-lift outlined, in module order."""
     for op in module.body.operations:
-        if op.operation.name == "func.func" and BODY_ATTR in op.attributes:
+        if op.operation.name == "func.func" and attrs.FAMILY_BODY in op.attributes:
             yield op.operation
 
 
@@ -107,7 +95,7 @@ def families(module: ir.Module) -> Iterator[ir.Operation]:
     """Every prism.family op in ``module``, in order."""
     for body in family_bodies(module):
         for op in body.regions[0].blocks[0].operations:
-            if op.operation.name == FAMILY_OP:
+            if op.operation.name == attrs.FAMILY_OP:
                 yield op.operation
 
 

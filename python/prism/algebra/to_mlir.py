@@ -1,6 +1,6 @@
 """Terms back into MLIR: a function of Linalg ops on tensors that computes given terms.
 
-The inverse of :mod:`prism.terms`, for programs with static shapes whose
+The inverse of :mod:`prism.algebra.terms`, for programs with static shapes whose
 tensors share one float element type (the caller checks it; terms carry no
 element types): ``matmul`` becomes ``linalg.matmul`` (``batch_matmul``
 at rank 3) into a zero-filled init, ``transpose`` a ``linalg.transpose``,
@@ -33,8 +33,8 @@ from __future__ import annotations
 import math
 import struct
 
-from prism.errors import UnsupportedOp
-from prism.terms import Term, subterms
+from prism.algebra.terms import Term, subterms
+from prism.infra.errors import UnsupportedOp
 
 Shape = tuple[int, ...]
 
@@ -110,14 +110,14 @@ def tensor_type(shape: Shape, element: str) -> str:
     return f"tensor<{'x'.join(map(str, shape))}{'x' if shape else ''}{element}>"
 
 
-def emit_function(name: str, arg_shapes: list[Shape], results: list[Term], element: str,
+def function_text(name: str, arg_shapes: list[Shape], results: list[Term], element: str,
                   location: str = "") -> str:
     """The text of ``func.func @name`` over tensors of ``element`` computing ``results``.
 
     ``location``, an MLIR location (``loc("f.mlir":3:1)``), is given to every
     op, so that diagnostics about the emitted code point at its source.
     """
-    return _Emitter(arg_shapes, element, f" {location}" if location else "").function(name, results)
+    return _Writer(arg_shapes, element, f" {location}" if location else "").function(name, results)
 
 
 class Shapes:
@@ -137,12 +137,12 @@ class Shapes:
         if op == "arg":
             shape = self.arg_shapes[attrs[0]]
             if shape is None or None in shape:
-                raise UnsupportedOp(f"prism-emit: argument {attrs[0]} has no static shape; emission needs them")
+                raise UnsupportedOp(f"argument {attrs[0]} has no static shape; emission needs them")
             return shape
         if op == "splat":
             return None
         if op == "opaque":
-            raise UnsupportedOp(f"prism-emit: an opaque term cannot be emitted ({str(attrs[0])[:80]})")
+            raise UnsupportedOp(f"an opaque term cannot be emitted ({str(attrs[0])[:80]})")
         if op == "matmul":
             a, b = self(args[0]), self(args[1])
             return (*a[:-1], b[-1])
@@ -165,7 +165,7 @@ class Shapes:
         return next((s for s in operand_shapes if s is not None), None)
 
 
-class _Emitter:
+class _Writer:
     def __init__(self, arg_shapes: list[Shape], element: str, location: str = ""):
         self.arg_shapes = arg_shapes
         self.location = location
@@ -192,7 +192,7 @@ class _Emitter:
         self.fused = fused_terms(results)
         shapes = [self.shape(term) for term in results]
         if any(shape is None for shape in shapes):
-            raise UnsupportedOp("prism-emit: a result is a bare constant, whose shape the terms do not fix")
+            raise UnsupportedOp("a result is a bare constant, whose shape the terms do not fix")
         values = [self.value(term) for term in results]
         args = ", ".join(f"%arg{i}: {self.type(s)}" for i, s in enumerate(self.arg_shapes))
         types = [self.type(s) for s in shapes]
@@ -220,7 +220,7 @@ class _Emitter:
             return f"%arg{attrs[0]}"
         if op == "splat":
             if context is None:
-                raise UnsupportedOp("prism-emit: a constant is used where no shape fixes it")
+                raise UnsupportedOp("a constant is used where no shape fixes it")
             return self._filled(context, attrs[0])
         shape = self.shape(term)
         out = self.type(shape)
@@ -297,7 +297,7 @@ class _Emitter:
     def _pointwise(self, term: Term, shape: Shape) -> str:
         """A pointwise term or a broadcast, with its single-use pointwise operands fused into one generic."""
         if term.op not in FUSIBLE:
-            raise UnsupportedOp(f"prism-emit: no MLIR form for '{term.op}'")
+            raise UnsupportedOp(f"no MLIR form for '{term.op}'")
         inputs: list[tuple[str, Shape, list[int]]] = []
         body: list[str] = []
         dims = list(range(len(shape)))

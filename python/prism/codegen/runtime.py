@@ -47,11 +47,11 @@ import numpy as np
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
-from prism.errors import PrismError, TargetError
+from prism.infra import attrs
+from prism.infra.errors import PrismError, TargetError
 
 __all__ = ["ArgumentError", "JitFunction", "TensorSpec", "Signature", "describe_signature", "jit"]
 
-SIGNATURE_ATTR = "prism.signature"
 _RUNTIME_LIBS = ("libmlir_c_runner_utils.so", "libmlir_async_runtime.so")
 _libc = ctypes.CDLL(ctypes.util.find_library("c"))
 _libc.free.argtypes = [ctypes.c_void_p]
@@ -116,7 +116,7 @@ class Signature:
 
 def _is_public_function(op: ir.Operation) -> bool:
     if op.name == "llvm.func":  # the C-interface wrapper inherits the attribute; skip it
-        return SIGNATURE_ATTR in op.attributes and not ir.StringAttr(
+        return attrs.SIGNATURE in op.attributes and not ir.StringAttr(
             op.attributes["sym_name"]).value.startswith("_mlir_ciface_")
     return op.name == "func.func" and len(op.regions[0].blocks) > 0 and (
         "sym_visibility" not in op.attributes or ir.StringAttr(op.attributes["sym_visibility"]).value == "public")
@@ -141,7 +141,7 @@ def describe_signature(module: ir.Module, name: str | None = None) -> Signature:
     Works on the tensor-level module and on the lowered one (through ``prism.signature``).
     """
     func = _find_function(module, name)
-    attr = func.attributes[SIGNATURE_ATTR] if SIGNATURE_ATTR in func.attributes else func.attributes["function_type"]
+    attr = func.attributes[attrs.SIGNATURE] if attrs.SIGNATURE in func.attributes else func.attributes["function_type"]
     ftype = ir.FunctionType(ir.TypeAttr(attr).value)
     return Signature(ir.StringAttr(func.attributes["sym_name"]).value,
                      tuple(TensorSpec.from_type(t) for t in ftype.inputs),

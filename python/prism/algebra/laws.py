@@ -1,22 +1,8 @@
-"""The tensor algebra Prism proves programs equal in: egglog terms that carry shapes, and the laws.
+"""The laws of the tensor algebra (:mod:`prism.algebra.ops`), as named egglog rules in rulesets.
 
-Terms (``Tensor``) denote tensor values:
-- ``Tensor.arg(i)``: the i-th argument of the function; ``Tensor.splat(c)``: the
-  scalar ``c`` at every position of whatever shape its use has;
-  ``Tensor.opaque(key, operands)``: an op the algebra cannot express, equal only
-  to itself on equal operands (compared, never rewritten);
-- ``matmul(a, b)``: contraction of a's last axis with b's second-to-last, over
-  leading batch axes; ``transpose(a)`` swaps the last two axes;
-- elementwise ``add``, ``sub``, ``mul``, ``div``, ``maximum`` (same shapes),
-  ``neg``, ``exp``, ``rsqrt``, ``sqrt``;
-- ``reduce_sum(a, axis)``, ``reduce_max(a, axis)`` drop ``axis``;
-  ``broadcast(a, axis, size)`` inserts a new ``axis`` of ``size``;
-- ``concat(a, b, axis)`` and ``slice_(a, axis, offset, size)``.
-
-Shapes are the functions ``rank(t)`` and ``dim(t, axis)``: set on arguments
-when a program is translated, and derived for every other term by the
-``SHAPES`` ruleset. Laws whose validity depends on sizes (slicing a concat)
-read them as conditions.
+Laws whose validity depends on sizes (slicing a concat) read the shapes
+``rank(t)`` and ``dim(t, axis)`` as conditions; the ``SHAPES`` ruleset derives
+them for every term from the arguments' shapes.
 
 Every law is a named egglog rule, so that a proof can report the laws that
 fired (egglog gives Python no proof certificates; the run report is the
@@ -24,138 +10,38 @@ evidence). The rulesets are grouped by the rewrite families of the design:
 ``LINEAR`` (distributivity, associativity, transposes), ``FUSION`` (GEMMs
 sharing an operand through concat/slice), ``SCALING`` (row and column
 scalings across a matmul), ``SOFTMAX`` (max-subtraction invariance, division
-after the matmul) and ``ELEMENTWISE`` (commutativity and associativity of the
-pointwise ops).
+after the matmul), ``ELEMENTWISE`` (commutativity and associativity of the
+pointwise ops) and, for exploration only, ``SHARING``.
 """
 
 from __future__ import annotations
 
-from egglog import (
-    Expr,
-    Ruleset,
-    StringLike,
-    f64,
-    f64Like,
-    function,
-    i64,
-    i64Like,
-    rule,
-    ruleset,
-    set_,
-    union,
-    vars_,
-)
+from egglog import Ruleset, f64, i64, rule, ruleset, set_, union, vars_
 from egglog import eq as _eq
 from egglog import ne as _ne
 
-
-class TensorList(Expr):
-    """The operands of an opaque op, in order."""
-
-    @classmethod
-    def nil(cls) -> TensorList: ...
-
-    @classmethod
-    def cons(cls, head: Tensor, tail: TensorList) -> TensorList: ...
-
-
-class Tensor(Expr):
-    """A tensor value (see the module docstring)."""
-
-    @classmethod
-    def arg(cls, index: i64Like) -> Tensor: ...
-
-    @classmethod
-    def splat(cls, value: f64Like) -> Tensor: ...
-
-    @classmethod
-    def opaque(cls, key: StringLike, operands: TensorList) -> Tensor: ...
-
-
-@function
-def matmul(a: Tensor, b: Tensor) -> Tensor: ...
-
-
-@function
-def transpose(a: Tensor) -> Tensor: ...
-
-
-@function
-def add(a: Tensor, b: Tensor) -> Tensor: ...
-
-
-@function
-def sub(a: Tensor, b: Tensor) -> Tensor: ...
-
-
-@function
-def mul(a: Tensor, b: Tensor) -> Tensor: ...
-
-
-@function
-def div(a: Tensor, b: Tensor) -> Tensor: ...
-
-
-@function
-def maximum(a: Tensor, b: Tensor) -> Tensor: ...
-
-
-@function
-def neg(a: Tensor) -> Tensor: ...
-
-
-@function
-def exp(a: Tensor) -> Tensor: ...
-
-
-@function
-def rsqrt(a: Tensor) -> Tensor: ...
-
-
-@function
-def sqrt(a: Tensor) -> Tensor: ...
-
-
-@function
-def reduce_sum(a: Tensor, axis: i64Like) -> Tensor: ...
-
-
-@function
-def reduce_max(a: Tensor, axis: i64Like) -> Tensor: ...
-
-
-@function
-def broadcast(a: Tensor, axis: i64Like, size: i64Like) -> Tensor: ...
-
-
-@function
-def concat(a: Tensor, b: Tensor, axis: i64Like) -> Tensor: ...
-
-
-@function
-def slice_(a: Tensor, axis: i64Like, offset: i64Like, size: i64Like) -> Tensor: ...
-
-
-@function(merge=lambda old, new: old)
-def rank(t: Tensor) -> i64: ...
-
-
-@function(merge=lambda old, new: old)
-def dim(t: Tensor, axis: i64Like) -> i64: ...
-
-
-def set_rank(tensor: Tensor, value: int) -> object:
-    """The fact that ``tensor`` has ``value`` axes."""
-    return set_(rank(tensor)).to(value)
-
-
-def set_dim(tensor: Tensor, axis: int, value: int) -> object:
-    """The fact that ``tensor`` has ``value`` elements along ``axis``."""
-    return set_(dim(tensor, axis)).to(value)
-
-
-UNARY = {"neg": neg, "exp": exp, "rsqrt": rsqrt, "sqrt": sqrt}
-BINARY = {"add": add, "sub": sub, "mul": mul, "div": div, "maximum": maximum}
+from prism.algebra.ops import (
+    BINARY,
+    UNARY,
+    Tensor,
+    add,
+    broadcast,
+    concat,
+    dim,
+    div,
+    exp,
+    matmul,
+    mul,
+    neg,
+    rank,
+    reduce_max,
+    reduce_sum,
+    rsqrt,
+    slice_,
+    sqrt,
+    sub,
+    transpose,
+)
 
 a, b, c, t, s, g, x = vars_("a b c t s g x", Tensor)
 ax, n, m, r, i, off, size = vars_("ax n m r i off size", i64)
@@ -341,9 +227,5 @@ def named_ruleset(name: str) -> Ruleset:
     return RULESETS.get(name) or EXPLORATION_RULESETS[name]
 
 
-__all__ = [
-    "BINARY", "ELEMENTWISE", "EXPLORATION_RULESETS", "FUSION", "LINEAR", "RULESETS", "SCALING", "SHAPES", "SHARING",
-    "SOFTMAX", "UNARY", "named_ruleset",
-    "Tensor", "TensorList", "add", "broadcast", "concat", "dim", "div", "exp", "matmul", "maximum", "mul", "neg",
-    "rank", "reduce_max", "set_dim", "set_rank", "reduce_sum", "rsqrt", "slice_", "sqrt", "sub", "transpose",
-]
+__all__ = ["ELEMENTWISE", "EXPLORATION_RULESETS", "FUSION", "LAW_NAMES", "LINEAR", "RULESETS", "SCALING", "SHAPES",
+           "SHARING", "SOFTMAX", "named_ruleset"]

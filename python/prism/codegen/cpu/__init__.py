@@ -1,0 +1,129 @@
+"""The host code generator: tensor-level Linalg to the LLVM dialect, in named stages.
+
+Contractions carrying ``prism.roles`` / ``prism.choice`` (and plain
+``linalg.matmul`` / ``linalg.batch_matmul`` without them, with default choice
+values) get a data-tiling schedule written in the transform dialect:
+
+1. pack: the op is rewritten over blocked operands, ``A -> [.. M/RM][K/KU][KU][RM]``,
+   ``B -> [.. N/RN][K/KU][KU][RN]``, ``C -> [.. M/RM][N/RN][RM][RN]`` (``linalg.pack``
+   pads ragged edges, so every micro-tile is full and static); packs and the
+   final unpack are lowered to pad + transpose, each transpose runs as an
+   scf.forall of register-sized vector tiles, and the unpack writes the result;
+2. threads: ``scf.forall`` over ``TM x TN`` blocks of C (and batch), flattened
+   into one dimension and run in parallel through the async runtime;
+3. cache: a loop over ``TK`` slices of K, then loops over the RN-wide column
+   panels and the RM-high row panels of the block;
+4. registers: an innermost K loop whose body is an ``RM x RN x KU`` contraction,
+   vectorized into KU rank-1 FMA updates; the C accumulator is hoisted out of
+   the K loop so that it lives in registers.
+
+With ``PACK = 0`` the same loop nest runs on the unpacked operands, with
+masked vectors at ragged edges. Every other op takes the generic path:
+bufferization, then loops.
+
+Before::
+
+    %r = linalg.matmul {prism.roles = ["m", "n", "k"],
+                        prism.choice = {TM = 96, TN = 256, TK = 256, RM = 6, RN = 16, PACK = 1}}
+           ins(%a, %b : tensor<?x1024xf32>, tensor<1024x64xf32>) outs(%c : tensor<?x64xf32>) ...
+
+After::
+
+    llvm.func @mm(...) attributes {llvm.emit_c_interface, prism.signature = (tensor<?x1024xf32>, ...) -> ...}
+    llvm.func @_mlir_ciface_mm(...)  // plus async-runtime calls and a vectorized micro-kernel
+
+Each public function keeps its tensor-level type in the ``prism.signature``
+attribute (a ``TypeAttr``), which :mod:`prism.codegen.runtime` reads.
+
+The stages, each printable with ``--print-ir-after=NAME``:
+
+- ``cpu-tile``: the schedule above on tensors (packs, blocks, micro-kernels, vectorized pack transposes);
+- ``cpu-bufferize``: one-shot bufferization, with C micro-tiles hoisted into registers;
+- ``cpu-vector``: vector ops down to the 1-D form LLVM takes;
+- ``cpu-parallel``: parallel blocks become flat ``scf.parallel`` loops;
+- ``cpu-llvm``: async-runtime tasks on the worker threads, and everything to the LLVM dialect.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from prism.codegen.cpu import rewrites
+from prism.codegen.cpu.schedule import (
+    CpuGemm,
+    CpuSchedule,
+    collect_gemms,
+    gemm_script,
+    tag_transposes,
+    transpose_script,
+)
+from prism.codegen.stages import Stage, run_stages
+from prism.codegen.upstream import apply_script, run_passes
+from prism.infra import attrs
+from prism.infra.errors import PipelineError
+from prism.infra.passbase import PassContext
+
+
+class CpuLowering:
+    """One lowering of one module for the host, on ``threads`` worker threads, as named stages."""
+
+    def __init__(self, threads: int, ctx: PassContext):
+        if threads < 1:
+            raise PipelineError(f"threads must be at least 1, got {threads}")
+        self.threads = threads
+        self.ctx = ctx
+
+    # name, summary, method
+    STAGES = (
+        ("cpu-tile", "pack, tile and vectorize contractions on tensors", "tile"),
+        ("cpu-bufferize", "tensors to buffers, C micro-tiles in registers", "bufferize"),
+        ("cpu-vector", "vectors to 1-D", "vectorize"),
+        ("cpu-parallel", "parallel blocks as flat scf.parallel loops", "parallelize"),
+        ("cpu-llvm", "async-runtime tasks and the LLVM dialect", "to_llvm"),
+    )
+
+    def stages(self) -> list[Stage]:
+        """The stages, in order (see the module docstring)."""
+        return [Stage(name, summary, getattr(self, method)) for name, summary, method in self.STAGES]
+
+    def tile(self, module: ir.Module) -> None:
+        """Schedule every contraction (see :mod:`.schedule`), then vectorize the pack transposes."""
+        rewrites.record_signatures(module)
+        gemms = collect_gemms(module, self.ctx)
+        for index, gemm in enumerate(gemms):
+            gemm.op.attributes[attrs.CPU_CONTRACTION_TAG] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), index)
+            self.ctx.progress(f"cpu-tile: {gemm.op.name} at {gemm.op.location}: {gemm.schedule}")
+        apply_script(module, gemm_script(gemms), "tiling and vectorization")
+        rewrites.forward_copies_into_empty(module)
+        tiles = tag_transposes(module)
+        if tiles:
+            apply_script(module, transpose_script(tiles), "pack vectorization")
+
+    def bufferize(self, module: ir.Module) -> None:
+        """One-shot bufferization; the self-copies of in-place slices are dropped."""
+        run_passes(module, rewrites.BUFFERIZE, "bufferization")
+        rewrites.erase_self_copies(module)
+
+    def vectorize(self, module: ir.Module) -> None:
+        """Lower vector ops to the 1-D form that convert-vector-to-llvm expects."""
+        apply_script(module, rewrites.vector_script(), "vector lowering")
+
+    def parallelize(self, module: ir.Module) -> None:
+        """scf.forall to scf.parallel, each made one-dimensional."""
+        run_passes(module, rewrites.FORALL_TO_PARALLEL, "conversion to parallel loops")
+        rewrites.flatten_parallel_loops(module)
+
+    def to_llvm(self, module: ir.Module) -> None:
+        """Everything to the LLVM dialect, parallel loops as tasks on the async runtime's workers."""
+        run_passes(module, rewrites.to_llvm_pipeline(self.threads), "conversion to LLVM")
+        rewrites.check_lowered(module)
+
+
+def lower(module: ir.Module, ctx: PassContext, threads: int) -> None:
+    """Lower ``module`` in place to the LLVM dialect, ready for :func:`prism.codegen.runtime.jit`."""
+    run_stages(CpuLowering(threads, ctx).stages(), module, ctx)
+
+
+STAGE_NAMES = tuple(name for name, _, _ in CpuLowering.STAGES)
+
+__all__ = ["STAGE_NAMES", "CpuGemm", "CpuLowering", "CpuSchedule", "lower"]

@@ -1,0 +1,27 @@
+"""Named lowering stages, in the manner of Triton's ``make_ttir -> make_ttgir -> make_llir -> make_ptx``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from mlir import ir
+
+from prism.infra.passbase import PassContext
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of a code generator: a name (``cpu-bufferize``), what it does, and the function that does it."""
+
+    name: str
+    summary: str
+    run: Callable[[ir.Module], None]
+
+
+def run_stages(stages: Sequence[Stage], module: ir.Module, ctx: PassContext) -> None:
+    """Run ``stages`` in order on ``module``, reporting progress and offering the IR after each to ``ctx``."""
+    for stage in stages:
+        ctx.progress(f"{stage.name}: {stage.summary}")
+        stage.run(module)
+        ctx.after(stage.name, module)

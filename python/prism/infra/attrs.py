@@ -1,0 +1,26 @@
+"""Every ``prism.*`` name Prism reads or writes in IR, declared once.
+
+The attributes are discardable: IR that carries them stays plain MLIR that
+any tool parses (``mlir-opt --irdl-file=dialects/prism.irdl.mlir``).
+"""
+
+from __future__ import annotations
+
+# The sGraph dialect's one op: the header of a family's payload function.
+FAMILY_OP = "prism.family"
+# A private function that prism-lift outlined around one contraction.
+FAMILY_BODY = "prism.family_body"
+# On a contraction: each loop's role ("batch", "m", "n", "k"), and the chosen schedule.
+ROLES = "prism.roles"
+CHOICE = "prism.choice"
+# On an argument: a weight, the same on every call (prism-explore prepares values of it once).
+INVARIANT = "prism.invariant"
+# On prism-explore's _prepare and _apply functions: the function they implement together.
+PART_OF = "prism.part_of"
+# On a lowered host function: its tensor-level type, which the runtime reads.
+SIGNATURE = "prism.signature"
+# Tags the code generators put on the ops a transform script must find; gone from their output.
+CPU_CONTRACTION_TAG = "prism.lower_id"
+CPU_TRANSPOSE_TAG = "prism.transpose_id"
+GPU_KERNEL_TAG = "prism.gpu_op"
+GPU_FILL_TAG = "prism.gpu_fill"

@@ -1,0 +1,60 @@
+"""What a target is: the one object that answers every question Prism asks about a machine.
+
+A target owns its hardware numbers, its schedule schema (the space of a
+contraction's knobs, with their ranges), its cost model and a lower bound on
+it, how its programs are lowered (a pass pipeline naming its code generator)
+and what that produces. Code elsewhere asks the target; it never tests what
+kind of target it holds. A new target is one module that registers an
+object of this shape (:func:`prism.targets.register`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from mlir import ir
+
+    from prism.search.cost import KnobValues
+    from prism.search.space import Contraction, Space
+
+# Keeping 80% of a copy bandwidth as the effective figure leaves room for
+# access patterns that are less friendly than a straight copy.
+BANDWIDTH_MARGIN = 0.8
+
+
+class Target(Protocol):
+    """A machine Prism optimizes for (see the module docstring)."""
+
+    name: str
+
+    @property
+    def artifact(self) -> str:
+        """What lowering produces, as an ``--emit`` kind: ``ptx`` or ``llvm``."""
+
+    @property
+    def runs_here(self) -> bool:
+        """Whether lowered code runs in this process (``jit()`` and ``measure=K``)."""
+
+    def lowering(self) -> str:
+        """The pass pipeline that lowers tuned Linalg to :attr:`artifact`, e.g. ``prism-lower-gpu{chip=sm_90}``."""
+
+    def space(self, op: Contraction) -> Space:
+        """The schedule space of ``op``: its knobs, their ranges and the constraint groups."""
+
+    def seconds(self, op: Contraction, values: KnobValues, assumed: int = 1024) -> np.ndarray:
+        """Predicted seconds of ``op`` under each schedule in ``values``; dynamic extents count as ``assumed``."""
+
+    def lower_bound(self, op: Contraction, values: KnobValues, assumed: int = 1024) -> np.ndarray:
+        """A bound below :meth:`seconds` that reads only the output tile of each schedule."""
+
+    def cost_text(self) -> str:
+        """The cost formula, as stored in a family's ``cost`` attribute."""
+
+    def pass_seconds(self, moved: int) -> float:
+        """Predicted seconds of one loop nest (one kernel) that moves ``moved`` bytes through memory."""
+
+    def measure(self, body: ir.Operation, choice: dict[str, int], assume: int) -> float:
+        """Seconds of the family payload ``body`` run under ``choice`` (raises TargetError where it cannot run)."""

@@ -1,0 +1,272 @@
+"""The CPU Prism runs on: what it reads off the machine, the cache-blocked schedule space, and its cost.
+
+The machine is read from ``/proc/cpuinfo`` and the sysfs cache
+descriptions; its FMA rate and bandwidth are configured defaults for the
+Zen 4 class of machine the project is developed on (an FMA ceiling of
+230 GFLOP/s f32 measured on 2 cores; two 256-bit FMA pipes per core), and
+can be overridden with environment variables ``PRISM_HOST_GFLOPS``,
+``PRISM_HOST_GBPS`` and ``PRISM_HOST_FMA_BITS`` (512 for cores with
+full-width AVX-512 FMA units).
+
+The cost model: a kernel runs between a packing phase (both inputs read and
+written once) and an unpacking one (C read and written once), which do not
+overlap it, so their memory time adds to the kernel's roofline.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline, traffic_bytes
+from prism.search.space import Contraction, Space, pow2_sum_le, shape_fit, shape_param_bounds
+from prism.targets.base import BANDWIDTH_MARGIN
+
+if TYPE_CHECKING:
+    from mlir import ir
+
+COST_TEXT = ("2*(bytesA + bytesB + bytesC) / bandwidth + "
+             "max(rounds * (ceil(TM/RM)*ceil(TN/RN)*ceil(K/TK) * kernel_cycles(RM, RN, TK) / clock + task), "
+             "(bytesA*ceil(N/TN) + bytesB*ceil(M/TM) + bytesC) / bandwidth); "
+             "rounds = ceil(B*ceil(M/TM)*ceil(N/TN) / cores)")
+
+# An FMA's latency in cycles (Zen 4 class): a micro-kernel needs latency x
+# issue rate independent accumulators to keep the FMA units busy. Two loads
+# (or broadcasts) per cycle.
+FMA_LATENCY, LOAD_PORTS = 4, 2
+# Cycles to load and store a micro-tile's accumulators and restart the K loop,
+# paid once per TK slice of every micro-tile, beyond the loads and stores.
+SLICE_OVERHEAD_CYCLES = 20
+# Scheduling one parallel block on a worker thread (async runtime task).
+BLOCK_OVERHEAD_SECONDS = 1e-6
+# Packing reads each operand as runs of contiguous bytes, jumping between
+# runs; every jump costs as much as streaming this many more bytes (a page
+# walk and a DRAM row opening). Measured 2026-12-01 on the development
+# machine (16x4096x4096 f32, B packed into 16-, 32- and 64-wide panels: 64-,
+# 128- and 256-byte runs took 1.47x and 1.12x the time of the 256-byte ones).
+STRIDED_RUN_BYTES = 128
+
+
+@dataclass(frozen=True)
+class HostTarget:
+    """A CPU. Sizes in bytes, rates in FLOP/s and bytes/s."""
+
+    name: str
+    cores: int
+    l1d_bytes: int
+    l2_bytes: int
+    l3_bytes: int
+    vector_bits: int  # widest SIMD register: 512 with AVX-512F, 256 with AVX2
+    vector_registers: int
+    fma_pipes: int  # vector FMA units per core
+    fma_bits: int  # width of one FMA unit; a wider vector FMA occupies several
+    flops: dict[str, float]
+    dram_bytes_per_s: float
+    cache_bytes_per_s: float  # streaming from L3 into the cores, all cores together
+
+    artifact = "llvm"
+    runs_here = True
+
+    @property
+    def vector_fmas_per_cycle(self) -> float:
+        """Full-width vector FMAs one core issues per cycle (1 for 512-bit vectors on two 256-bit pipes)."""
+        return self.fma_pipes * self.fma_bits / self.vector_bits
+
+    def lowering(self) -> str:
+        """prism-lower-cpu on every core."""
+        return f"prism-lower-cpu{{threads={self.cores}}}"
+
+    def space(self, op: Contraction) -> Space:
+        """Cache tiles (TM, TN, TK) and register block (RM, RN)."""
+        return gemm_space(op, self)
+
+    def seconds(self, op: Contraction, values: KnobValues, assumed: int = 1024) -> np.ndarray:
+        """Predicted seconds of ``op`` scheduled by ``values``: packing, then the kernel's roofline."""
+        s = problem_sizes(op, assumed)
+        rm, rn = values["RM"], values["RN"]
+        # A tile larger than its (packed, padded) extent covers just that extent.
+        tm = np.minimum(values["TM"], ceil_div(s["m"], rm) * rm)
+        tn = np.minimum(values["TN"], ceil_div(s["n"], rn) * rn)
+        tk = np.minimum(values["TK"], s["k"])
+        micro_tiles = ceil_div(tm, rm) * ceil_div(tn, rn)
+        block_cycles = micro_tiles * ceil_div(s["k"], tk) * self._micro_kernel_cycles(rm, rn, tk, self._lanes(op))
+        compute = self._rounds(tm, tn, s) * (block_cycles * self._cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
+        return self._pack_seconds(op, values, s) + roofline(compute, self._kernel_memory_seconds(op, tm, tn, s))
+
+    def lower_bound(self, op: Contraction, values: KnobValues, assumed: int = 1024) -> np.ndarray:
+        """Reads TM and TN: exact traffic, unpadded work at the FMA peak, packing without its jumps."""
+        s = problem_sizes(op, assumed)
+        # Unpadded extents: the cost's tiles are at least these.
+        tm, tn = np.minimum(values["TM"], s["m"]), np.minimum(values["TN"], s["n"])
+        block_cycles = tm * tn * s["k"] / (self._lanes(op) * self.vector_fmas_per_cycle)
+        compute = self._rounds(tm, tn, s) * (block_cycles * self._cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
+        return (self._pack_seconds(op, values, s, strided=False)
+                + roofline(compute, self._kernel_memory_seconds(op, tm, tn, s)))
+
+    def cost_text(self) -> str:
+        """The host roofline with its packing phases, as text."""
+        return COST_TEXT
+
+    def pass_seconds(self, moved: int) -> float:
+        """One loop nest streaming ``moved`` bytes, from L3 when they fit half of it, else from DRAM."""
+        fits = moved <= self.l3_bytes / 2
+        return moved / (self.cache_bytes_per_s if fits else self.dram_bytes_per_s)
+
+    def measure(self, body: ir.Operation, choice: dict[str, int], assume: int) -> float:
+        """Compile ``body`` under ``choice`` for this machine and time it (see :mod:`prism.search.measure`)."""
+        from prism.search.measure import measure_seconds  # the code generator, loaded only to measure
+
+        return measure_seconds(body, choice, self.cores, assume)
+
+    def _micro_kernel_cycles(self, rm: Knob, rn: Knob, tk: Knob, lanes: int) -> Knob:
+        """Cycles of one RM x RN micro-tile over one TK slice of K.
+
+        Each k step issues RM*RN/lanes FMAs and RM broadcasts plus RN/lanes
+        loads; with fewer accumulators than FMA_LATENCY times the FMA issue
+        rate, the latency, not the units, sets the pace.
+        """
+        accumulators = rm * rn / lanes
+        per_step = np.maximum(np.maximum(accumulators / self.vector_fmas_per_cycle, (rm + rn / lanes) / LOAD_PORTS),
+                              FMA_LATENCY)
+        return tk * per_step + 2 * accumulators / LOAD_PORTS + SLICE_OVERHEAD_CYCLES
+
+    def _lanes(self, op: Contraction) -> int:
+        return self.vector_bits // (8 * op.acc_bytes)
+
+    def _cycle_seconds(self, op: Contraction) -> float:
+        """Seconds per cycle of one core, from its FMA rate (one FMA is 2 FLOP per lane)."""
+        per_cycle = 2 * self._lanes(op) * self.vector_fmas_per_cycle
+        return per_cycle / (self.flops[op.input_type] / self.cores)
+
+    def _rounds(self, tm: Knob, tn: Knob, s: dict[str, int]) -> Knob:
+        """Rounds of parallel TM x TN blocks over the cores."""
+        blocks = s["batch"] * ceil_div(s["m"], tm) * ceil_div(s["n"], tn)
+        return ceil_div(blocks, self.cores)
+
+    def _bandwidth(self, op: Contraction, s: dict[str, int]) -> float:
+        """L3's bandwidth when the inputs and their packed copies fit half of it (the rest is shared), else DRAM's."""
+        working_set = 2 * s["batch"] * s["k"] * (s["m"] * op.elem_bytes[0] + s["n"] * op.elem_bytes[1])
+        return self.cache_bytes_per_s if working_set <= self.l3_bytes / 2 else self.dram_bytes_per_s
+
+    def _pack_seconds(self, op: Contraction, values: KnobValues, s: dict[str, int], strided: bool = True) -> Knob:
+        """The packing phase before the kernel and the unpacking after it, which do not overlap it.
+
+        Each input and C is read and written once; reads pay
+        STRIDED_RUN_BYTES per jump (the packed C is read back in RN-wide
+        runs). ``strided=False`` leaves the jumps out, for a bound that holds
+        whatever the register block.
+        """
+        def moved(size: int, run: Knob) -> Knob:
+            return size * (2 + (STRIDED_RUN_BYTES / run if strided else 0))
+
+        sizes = (s["batch"] * s["m"] * s["k"] * op.elem_bytes[0], s["batch"] * s["k"] * s["n"] * op.elem_bytes[1])
+        inputs = sum(moved(size, _run_bytes(op, i, values, s)) for i, size in enumerate(sizes))
+        c_bytes = s["batch"] * s["m"] * s["n"] * op.acc_bytes
+        run_c = np.minimum(values["RN"], s["n"]) * op.acc_bytes if strided else 1
+        return (inputs + moved(c_bytes, run_c)) / self._bandwidth(op, s)
+
+    def _kernel_memory_seconds(self, op: Contraction, tm: Knob, tn: Knob, s: dict[str, int]) -> Knob:
+        """The kernel streaming its packed tiles: A once per N tile, B once per M tile, C once."""
+        return traffic_bytes(op, tm, tn, s) / self._bandwidth(op, s)
+
+
+def _run_bytes(op: Contraction, operand: int, values: KnobValues, s: dict[str, int]) -> Knob:
+    """Contiguous bytes the pack reads from input ``operand`` before it jumps.
+
+    The pack walks K innermost, so an operand stored with K last is read
+    along whole rows; otherwise each row yields one inner tile (RM or RN
+    elements) before the walk moves to the next row.
+    """
+    role = op.roles[op.operand_dims[operand][-1]]
+    tile = {"m": values["RM"], "n": values["RN"]}.get(role, s[role])
+    return np.minimum(tile, s[role]) * op.elem_bytes[operand]
+
+
+def gemm_space(op: Contraction, target: HostTarget) -> Space:
+    """Cache tiles (TM, TN, TK) and register block (RM, RN) for the host CPU."""
+    lanes_log2 = int(math.log2(target.vector_bits // (8 * op.acc_bytes)))
+    # RM >= 2: the lowering folds unit dimensions of the micro-kernel, and a
+    # single-row block would degenerate into a matrix-vector product.
+    universe = (f"{shape_param_bounds()} and 1 <= rm <= 4 and {lanes_log2} <= rn <= {lanes_log2 + 2}"
+                f" and rm <= tm <= 9 and rn <= tn <= 10 and 4 <= tk <= 10")
+    footprint = op.footprint_exponent
+    reg_tiles = {"m": "rm", "n": "rn", "k": "tk"}
+    cache_tiles = {"m": "tm", "n": "tn", "k": "tk"}
+    # Accumulators (RM x RN/lanes vectors) plus one row of B and one broadcast
+    # register must fit the vector register file.
+    acc = f"rm + rn - {lanes_log2}"
+    b_row = f"rn - {lanes_log2}"
+    groups = (
+        ("registers", pow2_sum_le(acc, b_row, target.vector_registers - 1)),
+        # The loop order decides what each level must hold (see
+        # prism.codegen.cpu): a B panel (TK x RN) is reused by every RM-high
+        # row panel of the block, so it must stay in L1 beside the A panel
+        # streaming through; the A slice (TM x TK) is reused by every column
+        # panel and the C block (TM x TN) by every K slice, so both must stay
+        # in L2, of which half is left to the B stream.
+        ("l1", pow2_sum_le(footprint(0, reg_tiles), footprint(1, reg_tiles), target.l1d_bytes)),
+        ("l2", pow2_sum_le(footprint(0, cache_tiles), op.output_footprint_exponent(cache_tiles),
+                           target.l2_bytes / 2)),
+        ("shape", " and ".join([shape_fit("tm", "m", 1), shape_fit("tn", "n", lanes_log2),
+                                shape_fit("tk", "k", 4)])),
+    )
+    return Space(kind="gemm", knobs={"tm": "TM", "tn": "TN", "tk": "TK", "rm": "RM", "rn": "RN"},
+                 flags={}, universe=universe, groups=groups)
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    match = re.search(r"^flags\s*:\s*(.*)$", text, re.MULTILINE)
+    return set(match.group(1).split()) if match else set()
+
+
+def _cache_size(level: int, kind: str, default: int) -> int:
+    """Size of cpu0's cache at ``level`` of ``kind`` (Data/Unified), from sysfs."""
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            if int((index / "level").read_text()) != level or (index / "type").read_text().strip() != kind:
+                continue
+            size = (index / "size").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        scale = {"K": 1024, "M": 1024**2}.get(size[-1], 1)
+        return int(size.rstrip("KM")) * scale
+    return default
+
+
+@functools.cache
+def host_target() -> HostTarget:
+    """Describe the machine this process runs on."""
+    flags = _cpu_flags()
+    vector_bits = 512 if "avx512f" in flags else 256 if "avx2" in flags else 128
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    # Two 256-bit FMA pipes per core at ~3.6 GHz: Zen 4 runs a 512-bit FMA on
+    # both pipes at once, so AVX-512 doubles the lanes but not the rate.
+    # 230 GFLOP/s f32 measured on 2 cores. Override where it differs.
+    fma_pipes, fma_bits = 2, int(os.environ.get("PRISM_HOST_FMA_BITS", min(vector_bits, 256)))
+    default_gflops = cores * fma_pipes * 2 * (fma_bits // 32) * 3.6
+    gflops = float(os.environ.get("PRISM_HOST_GFLOPS", default_gflops))
+    gbps = float(os.environ.get("PRISM_HOST_GBPS", 20.0))
+    return HostTarget(
+        name="host", cores=cores,
+        l1d_bytes=_cache_size(1, "Data", 32 * 1024),
+        l2_bytes=_cache_size(2, "Unified", 1024 * 1024),
+        l3_bytes=_cache_size(3, "Unified", 32 * 1024**2),
+        vector_bits=vector_bits, vector_registers=32 if vector_bits == 512 else 16,
+        fma_pipes=fma_pipes, fma_bits=fma_bits,
+        # 16-bit inputs are widened to f32 and multiplied at its rate.
+        flops={"f32": gflops * 1e9, "f16": gflops * 1e9, "bf16": gflops * 1e9, "f64": gflops * 0.5e9},
+        dram_bytes_per_s=gbps * 1e9 * BANDWIDTH_MARGIN,
+        # 32 bytes per cycle per core from L3 at ~3.6 GHz, a configured figure.
+        cache_bytes_per_s=cores * 32 * 3.6e9 * BANDWIDTH_MARGIN,
+    )
