@@ -6,12 +6,12 @@ The flag, the class and the module share one name: ``prism-prune`` is
 
 from __future__ import annotations
 
-from prism.passes.lower_cpu import LowerCpuPass
-from prism.passes.lower_gpu import LowerGpuPass
 from prism.infra.passbase import Pass
 from prism.passes.explore import ExplorePass
 from prism.passes.instantiate import InstantiatePass
 from prism.passes.lift import LiftPass
+from prism.passes.lower_cpu import LowerCpuPass
+from prism.passes.lower_gpu import LowerGpuPass
 from prism.passes.prune import PrunePass
 from prism.passes.select import SelectPass
 from prism.passes.verify import VerifyPass

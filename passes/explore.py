@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from mlir import ir
 
 from prism.algebra.egraph import Budget
-from prism.algebra.explore import BUDGET, ELEMENT_BYTES, Exploration, explore
+from prism.algebra.explore import BUDGET, Exploration, explorable, explore
 from prism.algebra.prove import public_functions
-from prism.algebra.terms import Program, Term, argument_indices, renamed_arguments, translate
-from prism.algebra.to_mlir import Shapes, function_text, tensor_type
+from prism.algebra.terms import Program, translate
+from prism.algebra.to_mlir import function_text, split_functions
 from prism.infra import attrs
 from prism.infra.passbase import Pass, PassContext, option
 from prism.targets import get_target, name_problem
@@ -67,9 +67,9 @@ class ExplorePass(Pass):
         for name, func in public_functions(module).items():
             where = func.location
             program = translate(func)
-            element, why = _explorable(func, program)
+            element, why, at = explorable(func, program)
             if why:
-                ctx.remark(where, f"@{name} kept as written: {why}")
+                ctx.remark(at, f"@{name} kept as written: {why}")
                 continue
             invariant = frozenset(i for i, text in enumerate(_arg_attrs(func)) if attrs.INVARIANT in text)
             found = explore(program, target, element, invariant, budget)
@@ -102,22 +102,6 @@ def _arg_attrs(func: ir.Operation) -> list[str]:
     return [str(attr) for attr in ir.ArrayAttr(func.attributes["arg_attrs"])]
 
 
-def _explorable(func: ir.Operation, program: Program) -> tuple[str, str]:
-    """The one float element type of ``func``'s tensors, or why the algebra cannot rewrite it."""
-    function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-    types = [*function_type.inputs, *function_type.results]
-    if not all(isinstance(t, ir.RankedTensorType) and t.has_static_shape for t in types):
-        return "", "its arguments and results must be tensors of static shape"
-    if program.opaque:
-        return "", f"'{program.opaque[0]}' is outside the algebra"
-    elements = {str(ir.RankedTensorType(t).element_type) for t in types}
-    if len(elements) != 1 or next(iter(elements)) not in ELEMENT_BYTES:
-        return "", f"its tensors must share one float element type, not {', '.join(sorted(elements))}"
-    if any(term.op == "splat" for term in program.results):
-        return "", "a result is a constant"
-    return next(iter(elements)), ""
-
-
 def _report(name: str, found: Exploration) -> dict:
     return {"function": name, "rewritten": found.improves, "predicted_seconds": found.original.seconds,
             "variant_seconds": found.best.seconds, "prepared": len(found.best.prepared), "stopped": found.stopped,
@@ -133,7 +117,7 @@ def _replace(module: ir.Module, func: ir.Operation, name: str, program: Program,
     if not best.prepared:
         texts = [function_text(name, shapes, list(best.results), element, location)]
     else:
-        texts = _split(name, shapes, best.prepared, best.results, element, location)
+        texts = split_functions(name, shapes, best.prepared, best.results, element, location)
     function_type = func.attributes["function_type"]
     carried = {key: func.attributes[key] for key in ("arg_attrs", "res_attrs") if key in func.attributes}
     parsed = ir.Module.parse("\n".join(texts), module.context)
@@ -149,37 +133,3 @@ def _replace(module: ir.Module, func: ir.Operation, name: str, program: Program,
             else:
                 op.attributes[attrs.PART_OF] = ir.StringAttr.get(name)
     func.erase()
-
-
-def _split(name: str, shapes: list[tuple[int, ...]], prepared: tuple[Term, ...], results: tuple[Term, ...],
-           element: str, location: str) -> list[str]:
-    """The texts of @name_prepare, @name_apply and @name, which calls the two; every op at ``location``."""
-    arity = len(shapes)
-    prepared_shapes = [Shapes(list(shapes))(term) for term in prepared]
-    prepare_args = sorted(argument_indices(prepared))
-    apply_args = sorted(i for i in argument_indices(results) if i < arity)
-    prepare = function_text(f"{name}_prepare", [shapes[i] for i in prepare_args],
-                            [renamed_arguments(t, {a: k for k, a in enumerate(prepare_args)}) for t in prepared],
-                            element, location)
-    into_apply = {a: k for k, a in enumerate(apply_args)}
-    into_apply.update({arity + j: len(apply_args) + j for j in range(len(prepared))})
-    result_shapes = [Shapes([*shapes, *prepared_shapes])(term) for term in results]
-    apply = function_text(f"{name}_apply", [shapes[i] for i in apply_args] + prepared_shapes,
-                          [renamed_arguments(t, into_apply) for t in results], element, location)
-
-    def types(of: list[tuple[int, ...]]) -> str:
-        return ", ".join(tensor_type(shape, element) for shape in of)
-
-    values = [f"%p{j}" for j in range(len(prepared))]
-    outputs = [f"%r{j}" for j in range(len(results))]
-    signature = f"({types(result_shapes)})" if len(results) > 1 else types(result_shapes)
-    entry = (
-        f"func.func @{name}({', '.join(f'%arg{i}: {tensor_type(s, element)}' for i, s in enumerate(shapes))}) "
-        f"-> {signature} {{\n"
-        f"  {', '.join(values)} = func.call @{name}_prepare({', '.join(f'%arg{i}' for i in prepare_args)}) : "
-        f"({types([shapes[i] for i in prepare_args])}) -> ({types(prepared_shapes)}) {location}\n"
-        f"  {', '.join(outputs)} = func.call @{name}_apply("
-        f"{', '.join([*(f'%arg{i}' for i in apply_args), *values])}) : "
-        f"({types([shapes[i] for i in apply_args] + prepared_shapes)}) -> ({types(result_shapes)}) {location}\n"
-        f"  return {', '.join(outputs)} : {types(result_shapes)} {location}\n}} {location}\n")
-    return [prepare, apply, entry]

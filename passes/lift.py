@@ -30,12 +30,12 @@ from mlir.dialects import func
 
 from prism.infra import attrs
 from prism.infra.passbase import Pass, PassContext, option
-from prism.search.family import analyze_contraction, kind_of, make_int_dict
+from prism.search.family import analyze_contraction, kind_of, make_int_dict, why_not_lifted
 from prism.search.space import Contraction, fix_shape, shape_exponents
 from prism.targets import Target, get_target, name_problem
 
-# Ops that only build operands or end a function: not worth a remark.
-_PLUMBING = {"func.return", "arith.constant", "tensor.empty", "linalg.fill"}
+# Linalg ops that only build operands: not worth a remark.
+_PLUMBING = {"linalg.fill", "linalg.copy"}
 
 
 @dataclass(frozen=True)
@@ -53,17 +53,23 @@ class LiftPass(Pass):
         for function in [op for op in module.body.operations if op.operation.name == "func.func"]:
             if _is_declaration_or_body(function):
                 continue
-            counter = 0
+            counter, remarked = 0, set()
             for op in list(function.regions[0].blocks[0].operations):
                 contraction = analyze_contraction(op.operation)
                 if contraction is None:
-                    if op.operation.name not in _PLUMBING:
-                        ctx.remark(op.operation.location, f"'{op.operation.name}' is not "
-                                   "a liftable contraction; left unchanged")
+                    if _computes(op.operation) and op.operation.name not in remarked:
+                        remarked.add(op.operation.name)
+                        ctx.remark(op.operation.location, f"'{op.operation.name}' left unchanged: "
+                                   f"{why_not_lifted(op.operation)}")
                     continue
                 name = _fresh_name(f"{_sym_name(function)}_family{counter}", taken)
                 counter += 1
                 _outline(module, op.operation, name, contraction, target)
+
+
+def _computes(op: ir.Operation) -> bool:
+    """Whether ``op`` does work worth a remark when it is not lifted (a Linalg op or a loop), not plumbing."""
+    return (op.name.startswith("linalg.") or len(op.regions) > 0) and op.name not in _PLUMBING
 
 
 def _sym_name(op: ir.OpView) -> str:

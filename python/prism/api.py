@@ -47,6 +47,7 @@ class CompiledModule:
     report: dict[str, Any]
     ptx: dict[str, str] | None = None
     source: str = "<compiled>"
+    _located: str = field(default="", repr=False)  # ``mlir`` with the source's locations, for jit()'s errors
     _jitted: dict[str | None, Callable[..., Any]] = field(default_factory=dict, repr=False)
 
     @property
@@ -65,7 +66,7 @@ class CompiledModule:
         if not get_target(self.target).runs_here:
             raise TargetError(f"jit() runs code on this machine; compile with target='host', not '{self.target}'")
         if name not in self._jitted:
-            compilation = Compilation(_parse_text(self.mlir, self.source), self.target, self.source)
+            compilation = Compilation(_parse_text(self._located or self.mlir, self.source), self.target, self.source)
             compilation.lower()
             self._jitted[name] = jit_module(compilation.module, name)
         return self._jitted[name]
@@ -178,8 +179,10 @@ def compile(source: Source, target: str = "host", emit: str | None = None, pipel
     compilation.ctx.verbose = verbose
     compilation.run(steps)
     optimized = str(compilation.module)
+    located = compilation.module.operation.get_asm(enable_debug_info=True)
     ptx = None
     if emit == "ptx":
         compilation.lower()
         ptx = dict(compilation.ctx.artifacts["ptx"])
-    return CompiledModule(mlir=optimized, target=target, report=compilation.ctx.report, ptx=ptx, source=name)
+    return CompiledModule(mlir=optimized, target=target, report=compilation.ctx.report, ptx=ptx, source=name,
+                          _located=located)

@@ -77,8 +77,8 @@ def check_emit(kind: str, target: str) -> None:
     if kind not in EMIT_KINDS:
         raise TargetError(f"unknown emit kind '{kind}'; expected one of: {', '.join(EMIT_KINDS)}")
     artifact = get_target(target).artifact
-    if kind in ("ptx", "llvm") and kind != artifact:
-        raise TargetError(f"--emit={kind} is not produced for target '{target}', which lowers to {artifact}")
+    if kind == "ptx" and artifact != "ptx":
+        raise TargetError(f"--emit=ptx needs a target that lowers to PTX; target '{target}' lowers to {artifact}")
 
 
 def check_targets(steps: list[Step], target: str, emit: str) -> None:

@@ -75,7 +75,7 @@ def test_gpu_compile_gives_ptx_and_report() -> None:
     assert family["choice"]["MMA"] == 1
     assert [s["stage"] for s in family["funnel"]][0] == "space"
     assert "mma.sync" in compiled.ptx_text
-    with pytest.raises(prism.TargetError, match="jit\\(\\) runs host code"):
+    with pytest.raises(prism.TargetError, match="jit\\(\\) runs code on this machine"):
         compiled.jit()
 
 
@@ -99,7 +99,7 @@ def test_example_ptx_assembles(example: str, target: str, arch: str, tmp_path) -
 @pytest.mark.parametrize(("kwargs", "error", "message"), [
     ({"source": "func.func @f( {"}, prism.ParseError, "expected"),
     ({"target": "tpu"}, prism.TargetError, "unknown target 'tpu'"),
-    ({"emit": "ptx"}, prism.TargetError, "needs a GPU target"),
+    ({"emit": "ptx"}, prism.TargetError, "needs a target that lowers to PTX"),
     ({"pipeline": "prism-unknown"}, prism.PipelineError, "unknown pass"),
     ({"source": "missing/file.mlir"}, prism.PrismError, "cannot read input file"),
 ])

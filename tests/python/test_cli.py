@@ -59,7 +59,7 @@ def test_unreadable_file(tmp_path) -> None:
 
 
 def test_ptx_for_host_target_is_an_error() -> None:
-    assert_user_error(run_cli("-", "--emit=ptx", stdin=MATMUL), "--emit=ptx needs a GPU target")
+    assert_user_error(run_cli("-", "--emit=ptx", stdin=MATMUL), "--emit=ptx needs a target that lowers to PTX")
 
 
 def test_impossible_gpu_schedule_is_an_error() -> None:

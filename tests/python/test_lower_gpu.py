@@ -10,7 +10,7 @@ import pytest
 from mlir import ir
 
 from prism.passes.lower_gpu import LowerGpuPass
-from prism.infra.errors import TargetError, UnsupportedOp
+from prism.infra.errors import PipelineError, UnsupportedOp
 from prism.infra.passbase import PassContext
 
 CHIPS = ["sm_80", "sm_90"]
@@ -184,7 +184,7 @@ def test_bad_choice_is_reported():
 
 
 def test_unknown_chip():
-    with pytest.raises(TargetError, match="sm_75"):
+    with pytest.raises(PipelineError, match="option 'chip' must be one of .* got 'sm_75'"):
         _lower(_matmul(64, 64, 64, "f32"), "sm_75")
 
 

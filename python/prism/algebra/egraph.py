@@ -15,7 +15,8 @@ laws fired, with their match counts, as the evidence.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from egglog import EGraph, Ruleset, back_off, eq, run
@@ -63,16 +64,36 @@ def prove(original: Program, candidate: Program, budget: Budget = Budget(),
     named rulesets run (all of them by default), beside the shape rules.
     """
     began = time.perf_counter()
+    with owned_egraph() as egraph:
+        original.register_shapes(egraph)
+        goals, memo = [], {}
+        for index, (left, right) in enumerate(zip(original.results, candidate.results, strict=True)):
+            pair = (egraph.let(f"{side}{index}", to_egglog(term, memo)) for side, term in (("original", left),
+                                                                                       ("candidate", right)))
+            goals.append(eq(next(pair)).to(next(pair)))
+        stopped, laws = saturate(egraph, budget, rulesets, lambda: egraph.check_bool(*goals))
+        unproven = () if stopped == "proved" else tuple(i for i, g in enumerate(goals) if not egraph.check_bool(g))
+        nodes = _size(egraph)
+    return Proof(stopped == "proved", stopped, laws, nodes, time.perf_counter() - began, unproven)
+
+
+@contextmanager
+def owned_egraph() -> Iterator[EGraph]:
+    """An e-graph whose engine is dropped on leaving, in the thread that made it.
+
+    egglog's engine may only be dropped by the thread that created it, and
+    egglog's Python objects hold it in reference cycles, which Python's cycle
+    collector frees in whichever thread it happens to run: from a second
+    thread that is an error message on stderr. Dropping the engine here
+    (egglog 13 keeps it in its states' ``egraph`` attribute) leaves only plain
+    Python objects to the collector.
+    """
     egraph = EGraph()
-    egraph.register(*original.shape_facts())
-    goals, memo = [], {}
-    for index, (left, right) in enumerate(zip(original.results, candidate.results, strict=True)):
-        pair = (egraph.let(f"{side}{index}", to_egglog(term, memo)) for side, term in (("original", left),
-                                                                                   ("candidate", right)))
-        goals.append(eq(next(pair)).to(next(pair)))
-    stopped, laws = saturate(egraph, budget, rulesets, lambda: egraph.check_bool(*goals))
-    unproven = () if stopped == "proved" else tuple(i for i, g in enumerate(goals) if not egraph.check_bool(g))
-    return Proof(stopped == "proved", stopped, laws, _size(egraph), time.perf_counter() - began, unproven)
+    try:
+        yield egraph
+    finally:
+        for state in (egraph._state, *egraph._state_stack):  # noqa: SLF001  (see the docstring)
+            state.egraph = None
 
 
 def saturate(egraph: EGraph, budget: Budget, rulesets: tuple[str, ...] | None = None,

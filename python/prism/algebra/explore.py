@@ -31,12 +31,13 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from egglog import EGraph
+from mlir import ir
 
 from prism.algebra import to_mlir
-from prism.algebra.egraph import Budget, Graph, Node, read_graph, saturate
+from prism.algebra.egraph import Budget, Graph, Node, owned_egraph, read_graph, saturate
 from prism.algebra.terms import A, Program, Term, argument_indices, renamed_arguments, to_egglog
 from prism.infra.errors import EmptySearchSpace
+from prism.infra.ir import ELEMENT_BYTES
 from prism.search.search import FunnelStep, candidates_at, prune, select
 from prism.search.space import Contraction
 from prism.targets.base import Target
@@ -45,7 +46,6 @@ RULESETS = ("linear", "elementwise", "fusion", "scaling", "sharing")
 # Exploration needs a few rounds of the laws, not saturation: a fused product of three operands
 # appears in the third.
 BUDGET = Budget(seconds=30.0, max_nodes=20_000, iterations=6, match_limit=200)
-ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
 _MAX_ROUNDS = 32
 # E-nodes one variant may try while completing a choice around cycles; the search backtracks, so without a
 # bound a cyclic e-graph makes it exponential. A count, not a time, so that the outcome is deterministic.
@@ -401,13 +401,13 @@ def explore(program: Program, target: Target, element: str, invariant: frozenset
     same on every call.
     """
     began = time.perf_counter()
-    egraph = EGraph()
-    egraph.register(*program.shape_facts())
-    memo: dict[Term, object] = {}
-    for index, term in enumerate(program.results):
-        egraph.let(f"result{index}", to_egglog(term, memo))
-    stopped, laws = saturate(egraph, budget, rulesets)
-    graph = read_graph(egraph)
+    with owned_egraph() as egraph:
+        program.register_shapes(egraph)
+        memo: dict[Term, object] = {}
+        for index, term in enumerate(program.results):
+            egraph.let(f"result{index}", to_egglog(term, memo))
+        stopped, laws = saturate(egraph, budget, rulesets)
+        graph = read_graph(egraph)
     cost = ProgramCost(target, element, [tuple(s) for s in program.arg_shapes])
     search = _Search(graph, [graph.lets[f"result{i}"] for i in range(len(program.results))],
                      len(program.arg_shapes), invariant, cost)
@@ -439,3 +439,22 @@ def _as_written(graph: Graph, results: list[Term]) -> dict[int, Node]:
     for term in results:
         visit(term)
     return choice
+
+
+def explorable(func: ir.Operation, program: Program) -> tuple[str, str, ir.Location]:
+    """The one float element type of ``func``'s tensors, or why the algebra cannot rewrite it, and where."""
+    function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    types = [*function_type.inputs, *function_type.results]
+    if not types:
+        return "", "it has no tensor arguments or results", func.location
+    if not all(isinstance(t, ir.RankedTensorType) and t.has_static_shape for t in types):
+        return "", "its arguments and results must be tensors of static shape", func.location
+    elements = {str(ir.RankedTensorType(t).element_type) for t in types}
+    if len(elements) != 1 or next(iter(elements)) not in ELEMENT_BYTES:
+        return "", f"its tensors must share one float element type, not {', '.join(sorted(elements))}", func.location
+    if program.opaque:
+        what, where = program.opaque[0]
+        return "", f"'{what}' is outside the algebra", where or func.location
+    if any(term.op == "splat" for term in program.results):
+        return "", "a result is a constant", func.location
+    return next(iter(elements)), "", func.location

@@ -95,11 +95,22 @@ def prove_modules(original: ir.Module, candidate: ir.Module, budget: Budget | No
     """
     originals = public_functions(original)
     candidates = public_functions(candidate)
-    for name, func in originals.items():
-        if name not in candidates:
-            raise VerificationError(f"function @{name} of the original program is missing from the candidate",
-                                    location=display_location(func.location))
+    compared = _comparable_functions(originals, candidates)
     proofs = []
+    for name in compared:
+        func, where = candidates[name], display_location(candidates[name].location)
+        proof = prove(translate(originals[name]), translate(func), budget or Budget(), rulesets)
+        if not proof.proved:
+            raise _unproven(name, proof, original, candidate, trials, where)
+        if proof.laws and trials:
+            _check_numerically(name, proof, original, candidate, trials, where)
+        proofs.append(FunctionProof(name, proof))
+    return proofs
+
+
+def _comparable_functions(originals: dict[str, ir.Operation], candidates: dict[str, ir.Operation]) -> list[str]:
+    """The names of the functions to prove, once each side is checked to have the other's functions and types."""
+    compared = []
     for name, func in candidates.items():
         where = display_location(func.location)
         if name not in originals and _part_of_a_proven_function(func, name, originals, candidates):
@@ -109,13 +120,12 @@ def prove_modules(original: ir.Module, candidate: ir.Module, budget: Budget | No
         if str(originals[name].attributes["function_type"]) != str(func.attributes["function_type"]):
             raise VerificationError(f"@{name} has type {func.attributes['function_type']} but the "
                                     f"original has {originals[name].attributes['function_type']}", location=where)
-        proof = prove(translate(originals[name]), translate(func), budget or Budget(), rulesets)
-        if not proof.proved:
-            raise _unproven(name, proof, original, candidate, trials, where)
-        if proof.laws and trials:
-            _check_numerically(name, proof, original, candidate, trials, where)
-        proofs.append(FunctionProof(name, proof))
-    return proofs
+        compared.append(name)
+    for name, func in originals.items():
+        if name not in candidates:
+            raise VerificationError(f"function @{name} of the original program is missing from the candidate",
+                                    location=display_location(func.location))
+    return compared
 
 
 def _part_of_a_proven_function(func: ir.Operation, name: str, originals: dict[str, ir.Operation],
@@ -192,7 +202,7 @@ def find_counterexample(original: ir.Module, candidate: ir.Module, name: str, tr
 
 def _host_function(module: ir.Module, name: str) -> JitFunction:
     """@name of a copy of ``module``, lowered for the host and compiled."""
-    copy = ir.Module.parse(str(module), make_context())
+    copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True), make_context())
     with copy.context, ir.Location.unknown():
         cpu.lower(copy, PassContext(), host_target().cores)
         return jit(copy, name)

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
+from egglog import EGraph
 from mlir import ir
 
 from prism.algebra import ops
@@ -124,7 +125,7 @@ _MAX_CALL_DEPTH = 8
 
 @dataclass
 class Program:
-    """One function as terms: its arguments' shapes, its results, and the ops kept opaque.
+    """One function as terms: its arguments' shapes, its results, and the ops kept opaque (with their locations).
 
     ``arg_shapes`` has one entry per argument: a tuple of sizes (None where
     dynamic) for a ranked tensor, None for anything else.
@@ -133,7 +134,13 @@ class Program:
     name: str
     arg_shapes: list[tuple[int | None, ...] | None]
     results: list[Term]
-    opaque: list[str] = field(default_factory=list)
+    opaque: list[tuple[str, ir.Location | None]] = field(default_factory=list)  # what, and where
+
+    def register_shapes(self, egraph: EGraph) -> None:
+        """Add the rank and static sizes of every tensor argument to ``egraph`` (a function may have none)."""
+        facts = self.shape_facts()
+        if facts:
+            egraph.register(*facts)
 
     def shape_facts(self) -> list[object]:
         """The rank and static sizes of every tensor argument, as egglog actions."""
@@ -160,7 +167,12 @@ def translate(func: ir.Operation) -> Program:
     values: dict[ir.Value, Term] = {arg: A.arg(i) for i, arg in enumerate(block.arguments)}
     results = translator.block(block, values, depth=0)
     name = ir.StringAttr(func.attributes["sym_name"]).value
-    return Program(name, [_shape_of(arg.type) for arg in block.arguments], results, translator.opaque)
+    # The opaque ops the results depend on come first: they, not a constant beside them, are what the
+    # algebra cannot express.
+    keys = [term.attrs[0] for term in subterms(results) if term.op == "opaque"]
+    used = [translator.opaque_keys[key] for key in keys if key in translator.opaque_keys]
+    opaque = list(dict.fromkeys([*used, *translator.opaque]))
+    return Program(name, [_shape_of(arg.type) for arg in block.arguments], results, opaque)
 
 
 def _static_sizes(value: ir.Value) -> list[int]:
@@ -208,7 +220,8 @@ class _Translator:
             for op in symbols.regions[0].blocks[0].operations:
                 if op.operation.name == "func.func" and len(op.operation.regions[0].blocks):
                     self.functions[ir.StringAttr(op.operation.attributes["sym_name"]).value] = op.operation
-        self.opaque: list[str] = []
+        self.opaque: list[tuple[str, ir.Location | None]] = []
+        self.opaque_keys: dict[str, tuple[str, ir.Location | None]] = {}  # the op behind each opaque key
         self.handlers = self._handlers()
 
     def block(self, block: ir.Block, values: dict[ir.Value, Term], depth: int) -> list[Term]:
@@ -235,12 +248,13 @@ class _Translator:
         different values, so the key is the defining op (or the block, for a
         block argument) and the result position.
         """
-        self.opaque.append(f"captured value {value.get_name()}")
         owner = value.owner
         if isinstance(owner, ir.Block):
             where = f"argument {ir.BlockArgument(value).arg_number} of {owner}"
+            self.opaque.append((f"captured value {value.get_name()}", None))
         else:
             where = f"result {ir.OpResult(value).result_number} of {owner}"
+            self.opaque.append((f"captured value {value.get_name()}", owner.location))
         return A.opaque(f"captured: {where}", ())
 
     def op(self, op: ir.Operation, values: dict[ir.Value, Term], depth: int) -> list[Term]:
@@ -436,5 +450,6 @@ class _Translator:
         regions = "".join(str(region.blocks[0]) for region in op.regions if len(region.blocks))
         key = f"{op.name} {sorted(attributes.items())} {regions}"
         operands = [self.term(values, value) for value in op.operands]
-        self.opaque.append(op.name)
+        self.opaque.append((op.name, op.location))
+        self.opaque_keys.update({f"{key} #{index}": (op.name, op.location) for index in range(len(op.results))})
         return [A.opaque(f"{key} #{index}", operands) for index in range(len(op.results))]

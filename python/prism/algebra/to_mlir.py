@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import struct
 
-from prism.algebra.terms import Term, subterms
+from prism.algebra.terms import Term, argument_indices, renamed_arguments, subterms
 from prism.infra.errors import UnsupportedOp
 
 Shape = tuple[int, ...]
@@ -318,3 +318,39 @@ class _Writer:
         value = self._scalar(arg, list(range(len(source))), inputs, body)
         body.append(f"%r{len(body)} = {combine} %out, {value} : {self.element}")
         return self._generic(inputs, shape, iterators, out_dims, init, body, f"%r{len(body) - 1}")
+
+
+def split_functions(name: str, shapes: list[tuple[int, ...]], prepared: tuple[Term, ...], results: tuple[Term, ...],
+           element: str, location: str) -> list[str]:
+    """The texts of @name_prepare (computing ``prepared`` from the arguments), @name_apply (computing ``results``
+    from the arguments and the prepared values, numbered after them) and @name, which calls the two; every op
+    at ``location``."""
+    arity = len(shapes)
+    prepared_shapes = [Shapes(list(shapes))(term) for term in prepared]
+    prepare_args = sorted(argument_indices(prepared))
+    apply_args = sorted(i for i in argument_indices(results) if i < arity)
+    prepare = function_text(f"{name}_prepare", [shapes[i] for i in prepare_args],
+                            [renamed_arguments(t, {a: k for k, a in enumerate(prepare_args)}) for t in prepared],
+                            element, location)
+    into_apply = {a: k for k, a in enumerate(apply_args)}
+    into_apply.update({arity + j: len(apply_args) + j for j in range(len(prepared))})
+    result_shapes = [Shapes([*shapes, *prepared_shapes])(term) for term in results]
+    apply = function_text(f"{name}_apply", [shapes[i] for i in apply_args] + prepared_shapes,
+                          [renamed_arguments(t, into_apply) for t in results], element, location)
+
+    def types(of: list[tuple[int, ...]]) -> str:
+        return ", ".join(tensor_type(shape, element) for shape in of)
+
+    values = [f"%p{j}" for j in range(len(prepared))]
+    outputs = [f"%r{j}" for j in range(len(results))]
+    signature = f"({types(result_shapes)})" if len(results) > 1 else types(result_shapes)
+    entry = (
+        f"func.func @{name}({', '.join(f'%arg{i}: {tensor_type(s, element)}' for i, s in enumerate(shapes))}) "
+        f"-> {signature} {{\n"
+        f"  {', '.join(values)} = func.call @{name}_prepare({', '.join(f'%arg{i}' for i in prepare_args)}) : "
+        f"({types([shapes[i] for i in prepare_args])}) -> ({types(prepared_shapes)}) {location}\n"
+        f"  {', '.join(outputs)} = func.call @{name}_apply("
+        f"{', '.join([*(f'%arg{i}' for i in apply_args), *values])}) : "
+        f"({types([shapes[i] for i in apply_args] + prepared_shapes)}) -> ({types(result_shapes)}) {location}\n"
+        f"  return {', '.join(outputs)} : {types(result_shapes)} {location}\n}} {location}\n")
+    return [prepare, apply, entry]

@@ -48,6 +48,7 @@ from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
 from prism.infra import attrs
+from prism.infra.diagnostics import display_location
 from prism.infra.errors import PrismError, TargetError
 
 __all__ = ["ArgumentError", "JitFunction", "TensorSpec", "Signature", "describe_signature", "jit"]
@@ -174,6 +175,16 @@ def _runtime_libs() -> list[str]:
     return paths
 
 
+def _scalar(arg: Any, spec: TensorSpec, what: str) -> np.ndarray:
+    """``arg`` as a 0-d array of the scalar argument's dtype; ArgumentError if it is not one such scalar."""
+    if np.ndim(arg) != 0:
+        raise ArgumentError(f"{what}: expected a {spec.dtype} scalar, got an array of shape {np.shape(arg)}")
+    try:
+        return np.asarray(arg, dtype=spec.dtype)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"{what}: expected a {spec.dtype} scalar, got {arg!r}") from None
+
+
 class JitFunction:
     """A compiled function, callable on numpy arrays (see the module docstring)."""
 
@@ -202,10 +213,13 @@ class JitFunction:
         checked: list[np.ndarray | Any] = []
         for i, (arg, spec) in enumerate(zip(args, sig.inputs, strict=True)):
             if spec.shape is None:
-                value = np.asarray(arg, dtype=spec.dtype)
+                value = _scalar(arg, spec, f"@{sig.name} argument {i}")
                 checked.append(_ctype(spec.dtype)(value.view(np.uint16) if spec.dtype == np.float16 else value))
                 continue
-            array = np.asarray(arg)
+            try:
+                array = np.asarray(arg)
+            except ValueError as error:
+                raise ArgumentError(f"@{sig.name} argument {i}: not an array ({error})") from None
             if array.dtype != spec.dtype:
                 raise ArgumentError(f"@{sig.name} argument {i}: expected dtype {spec.dtype}, got {array.dtype}")
             if array.ndim != len(spec.shape):
@@ -291,6 +305,24 @@ def _keep_large_blocks_in_heap() -> None:
         mallopt(m_trim_threshold, 1 << 30)
 
 
+def _check_linkable(module: ir.Module) -> None:
+    """Refuse a module that calls a function defined neither in it, nor in the runtime libraries, nor in this process.
+
+    The JIT would fail to link it later, with a message about a missing C interface.
+    """
+    libraries = [ctypes.CDLL(None), *(ctypes.CDLL(path) for path in _runtime_libs())]
+    for op in module.body.operations:
+        op = op.operation
+        if op.name != "llvm.func" or len(op.regions[0].blocks):
+            continue
+        symbol = ir.StringAttr(op.attributes["sym_name"]).value
+        if symbol.startswith("llvm.") or any(hasattr(library, symbol) for library in libraries):
+            continue
+        raise TargetError(f"@{symbol} is declared but defined nowhere (not in the module, the MLIR runtime or this "
+                          "process), so the host JIT cannot link a call to it; define it in the module",
+                          location=display_location(op.location))
+
+
 def jit(module: ir.Module, name: str | None = None, *, opt_level: int = 3) -> JitFunction:
     """Compile a module lowered by ``prism-lower-cpu`` and return function ``name`` as a callable.
 
@@ -299,6 +331,7 @@ def jit(module: ir.Module, name: str | None = None, *, opt_level: int = 3) -> Ji
     signature = describe_signature(module, name)
     if any(op.operation.name == "func.func" for op in module.body.operations):
         raise TargetError("the module still has func.func ops; run prism-lower-cpu before jit()")
+    _check_linkable(module)
     _keep_large_blocks_in_heap()
     try:
         engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=_runtime_libs())

@@ -17,7 +17,7 @@ from mlir.dialects.transform import interpreter
 from prism.infra.diagnostics import SCRIPT_LOCATION, prism_error_from
 from prism.infra.errors import PassFailed
 
-_SCRIPT_LOC = re.compile(rf'loc\("{re.escape(SCRIPT_LOCATION)}"\)(: )?')
+_SCRIPT_LOC = re.compile(rf'(Diagnostic message at )?loc\("{re.escape(SCRIPT_LOCATION)}"\)(: )?')
 _NOTE_LINES = 40
 
 
@@ -29,7 +29,8 @@ def apply_script(module: ir.Module, text: str, stage: str) -> None:
     except ir.MLIRError as error:
         raise prism_error_from(error, PassFailed, prefix=f"{stage} failed: ") from None
     except ValueError as error:
-        raise PassFailed(f"{stage} failed", notes=[_interpreter_text(str(error))]) from None
+        lines = _interpreter_lines(str(error))
+        raise PassFailed(f"{stage} failed: {lines[-1] if lines else 'no diagnostic'}", notes=lines[:-1]) from None
 
 
 def run_passes(module: ir.Module | ir.Operation, pipeline: str, stage: str) -> None:
@@ -41,6 +42,8 @@ def run_passes(module: ir.Module | ir.Operation, pipeline: str, stage: str) -> N
         raise prism_error_from(error, PassFailed, prefix=f"{stage} failed: ") from None
 
 
-def _interpreter_text(text: str) -> str:
-    lines = _SCRIPT_LOC.sub("", text).strip().splitlines()
-    return "\n".join(lines[:_NOTE_LINES] + (["  ..."] if len(lines) > _NOTE_LINES else []))
+def _interpreter_lines(text: str) -> list[str]:
+    """The interpreter's diagnostics, the script's own locations and its generic first line removed."""
+    lines = [line for line in _SCRIPT_LOC.sub("", text).strip().splitlines()
+             if line.strip() and line.strip() != "Failed to apply named transform sequence."]
+    return lines[:_NOTE_LINES] + (["  ..."] if len(lines) > _NOTE_LINES else [])

@@ -29,7 +29,7 @@ def display_location(location: ir.Location | str, filename: str | None = None) -
     text = str(location)
     if text == "loc(unknown)":
         return filename or "<unknown>"
-    formatted = format_location(text)
+    formatted = format_location(text).removesuffix(":0:0")  # line 0: the whole file (a module's location)
     if filename is not None and formatted.startswith(PARSER_BUFFER_NAME + ":"):
         return filename + formatted[len(PARSER_BUFFER_NAME):]
     return formatted

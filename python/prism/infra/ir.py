@@ -32,7 +32,7 @@ def read_text(data: bytes, name: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ParseError(f"{name} is not UTF-8 text: byte 0x{data[error.start]:02x} at offset {error.start}",
+        raise ParseError(f"not UTF-8 text: byte 0x{data[error.start]:02x} at offset {error.start} (MLIR sources are UTF-8)",
                          location=name) from None
 
 
@@ -70,14 +70,32 @@ def split_input(text: str, filename: str, split: bool) -> list[SourceChunk]:
 
 
 def parse_chunk(chunk: SourceChunk, context: ir.Context) -> ir.Module:
-    """Parse and verify one chunk; line numbers match the original file."""
+    """Parse and verify one chunk; its ops are located in ``chunk.filename``, at the lines of the whole file."""
     # Leading newlines keep MLIR's line numbers aligned with the whole file.
     padded = "\n" * chunk.first_line + chunk.text
     try:
         with context:
-            return ir.Module.parse(padded)
+            module = ir.Module.parse(padded)
     except ir.MLIRError as error:
         raise prism_error_from(error, ParseError, chunk.filename) from None
+    _name_buffer(module, chunk.filename)
+    return module
+
+
+_BUFFER_LOCATION = re.compile(r'loc\("-":(\d+):(\d+)\)')
+
+
+def _name_buffer(module: ir.Module, filename: str) -> None:
+    """Locate every op parsed from MLIR's in-memory buffer (named ``-``) in ``filename`` instead.
+
+    The bindings parse text without a source name; without this, every error
+    and remark after parsing would point at ``-``.
+    """
+    with module.context:
+        for op in iter_ops(module):
+            match = _BUFFER_LOCATION.fullmatch(str(op.location))
+            if match:
+                op.location = ir.Location.file(filename, int(match.group(1)), int(match.group(2)))
 
 
 def iter_ops(module: ir.Module) -> Iterator[ir.Operation]:

@@ -57,7 +57,7 @@ def analyze_contraction(op: ir.Operation) -> Contraction | None:
             if not ir.ShapedType.is_dynamic_size(shape[position]):
                 extents[loop] = shape[position]
     types = [element_name(v.type) for v in op.operands]
-    if None in types:
+    if None in types or 0 in extents:
         return None
     return Contraction(
         roles=tuple(roles),
@@ -67,6 +67,20 @@ def analyze_contraction(op: ir.Operation) -> Contraction | None:
         acc_bytes=ELEMENT_BYTES[types[2]],
         input_type=types[0] if types[0] == types[1] else "f32",
     )
+
+
+def why_not_lifted(op: ir.Operation) -> str:
+    """Why :func:`analyze_contraction` gives None for ``op``, in words."""
+    if not op.name.startswith("linalg.") or "indexing_maps" not in op.attributes or not linalg.isa_contraction_op(op):
+        return "not a contraction"
+    if not all(isinstance(v.type, ir.RankedTensorType) for v in op.operands):
+        return "a contraction on buffers (Prism tunes Linalg on tensors)"
+    types = sorted({str(ir.ShapedType(v.type).element_type) for v in op.operands if element_name(v.type) is None})
+    if types:
+        return f"its element types ({', '.join(types)}) are not ones Prism tunes ({', '.join(ELEMENT_BYTES)})"
+    if any(0 in ir.RankedTensorType(v.type).shape for v in op.operands):
+        return "an empty dimension leaves nothing to compute"
+    return "not a contraction with one M, N and K loop and projected-permutation maps"
 
 
 def contraction_roles(op: ir.Operation) -> list[str] | None:

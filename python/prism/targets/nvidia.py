@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 WARP_SIZE = 32
 # The GPU code generator allocates shared memory statically, which CUDA caps at 48 KiB per block.
 STATIC_SHARED_BYTES = 48 * 1024
+# Blocks a grid may have along x, y and z.
+MAX_GRID = (2**31 - 1, 65535, 65535)
 # m, n, k of mma.sync for 16-bit inputs: a tensor-core warp tile is a multiple of it.
 MMA_SHAPE = (16, 8, 16)
 # The PTX feature each chip needs: without it, sm_90 makes the NVPTX backend abort the process instead of failing.

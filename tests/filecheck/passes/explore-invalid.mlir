@@ -3,7 +3,7 @@
 // RUN: not prism-opt %s -p 'prism-explore{rounds=3}' 2>&1 | filecheck %s --check-prefix=OPTION
 
 // A budget that allows no exploration is an error, and nothing is printed.
-// CHECK: error: prism-explore: iterations and max_nodes must be at least 1, got 0 and 20000
+// CHECK: error: prism-explore: option 'iterations' must be in [1, 100], got 0
 // CHECK-NOT: func.func
 // TARGET: error: {{.*}}tpu
 // OPTION: error: {{.*}}rounds

@@ -15,7 +15,7 @@ func.func private @big_family0(%a: tensor<1024x1024xf16>, %b: tensor<1024x1024xf
 // -----
 
 // A domain that is not an isl set is rejected with its location.
-// CHECK: prune-invalid.mlir:[[# @LINE + 3]]:3: error: family 'broken_family0' has a domain that is not an isl set
+// CHECK: prune-invalid.mlir:[[# @LINE + 3]]:3: error: prism-prune: family 'broken_family0' has a domain that is not an isl set
 func.func private @broken_family0(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>, %c: tensor<8x8xf32>)
     -> tensor<8x8xf32> attributes {prism.family_body} {
   "prism.family"() {kind = "gemm", symbols = [], domain = "{ [x] : x >", cost = "", stats = {}} : () -> ()

@@ -26,10 +26,18 @@ func.func @projections(%x: tensor<16x64xf32>) -> tensor<16x64xf32> {
 
 // -----
 
+// A candidate that drops a function of the original (here: all of them) proves nothing.
+// CHECK: Inputs/qkv.mlir:{{[0-9]+}}:1: error: prism-verify: function @qkv of the original program is missing from the candidate
+func.func private @helper(%x: tensor<16x64xf32>) -> tensor<16x64xf32> {
+  return %x : tensor<16x64xf32>
+}
+
+// -----
+
 // The same name with another type.
 // CHECK: verify-invalid.mlir:[[# @LINE + 1]]:1: error: prism-verify: @qkv has type (tensor<16x64xf32>) -> tensor<16x64xf32> but the original has
 func.func @qkv(%x: tensor<16x64xf32>) -> tensor<16x64xf32> {
   return %x : tensor<16x64xf32>
 }
 
-// MISSING: error: prism-verify: cannot read '{{.*}}missing.mlir': No such file or directory
+// MISSING: error: prism-verify: cannot read input file '{{.*}}missing.mlir': No such file or directory

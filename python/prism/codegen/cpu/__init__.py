@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from mlir import ir
 
+from prism.codegen.checks import check_module
 from prism.codegen.cpu import rewrites
 from prism.codegen.cpu.schedule import (
     CpuGemm,
@@ -88,6 +89,7 @@ class CpuLowering:
 
     def tile(self, module: ir.Module) -> None:
         """Schedule every contraction (see :mod:`.schedule`), then vectorize the pack transposes."""
+        check_module(module)
         rewrites.record_signatures(module)
         gemms = collect_gemms(module, self.ctx)
         for index, gemm in enumerate(gemms):
@@ -115,6 +117,8 @@ class CpuLowering:
 
     def to_llvm(self, module: ir.Module) -> None:
         """Everything to the LLVM dialect, parallel loops as tasks on the async runtime's workers."""
+        run_passes(module, rewrites.DEALLOCATE, "deallocation")
+        rewrites.check_byte_elements(module)
         run_passes(module, rewrites.to_llvm_pipeline(self.threads), "conversion to LLVM")
         rewrites.check_lowered(module)
 

@@ -11,7 +11,8 @@ from mlir.dialects import arith, scf
 
 from prism.codegen.transform import ANY, Script
 from prism.infra import attrs
-from prism.infra.errors import PassFailed
+from prism.infra.errors import PassFailed, UnsupportedOp
+from prism.infra.ir import iter_ops
 
 _WRITABLE_ATTR = "bufferization.writable"
 
@@ -55,6 +56,12 @@ BUFFERIZE = ("builtin.module(canonicalize, cse, loop-invariant-subset-hoisting, 
 FORALL_TO_PARALLEL = "builtin.module(func.func(scf-forall-to-parallel))"
 
 
+# Deallocation of every buffer, and the generic path's loops: after these, the module holds every
+# memory access that the conversion to LLVM will see.
+DEALLOCATE = ("builtin.module(ownership-based-buffer-deallocation, canonicalize, buffer-deallocation-simplification, "
+              "bufferization-lower-deallocations, convert-bufferization-to-memref, func.func(convert-linalg-to-loops))")
+
+
 def to_llvm_pipeline(threads: int) -> str:
     """Buffers and vectors to LLVM; scf.parallel becomes async-runtime tasks on ``threads`` workers.
 
@@ -64,9 +71,6 @@ def to_llvm_pipeline(threads: int) -> str:
     run as one task.
     """
     return ("builtin.module("
-            "ownership-based-buffer-deallocation, canonicalize, buffer-deallocation-simplification, "
-            "bufferization-lower-deallocations, convert-bufferization-to-memref, "
-            "func.func(convert-linalg-to-loops), "
             f"async-parallel-for{{num-workers={threads} async-dispatch=false min-task-size=1}}, "
             "async-to-async-runtime, async-runtime-ref-counting, async-runtime-ref-counting-opt, "
             "convert-async-to-llvm, "
@@ -75,6 +79,21 @@ def to_llvm_pipeline(threads: int) -> str:
             "convert-vector-to-llvm, finalize-memref-to-llvm, convert-math-to-llvm, convert-arith-to-llvm, "
             "convert-index-to-llvm, convert-cf-to-llvm, convert-func-to-llvm, convert-ub-to-llvm, "
             "reconcile-unrealized-casts, canonicalize, cse)")
+
+
+def check_byte_elements(module: ir.Module) -> None:
+    """Refuse buffers of sub-byte integers (i1), which this MLIR's memref-to-LLVM conversion aborts on.
+
+    Boolean tensors of the program, and the ownership flags that deallocating
+    buffers returned from loops needs, are both such buffers.
+    """
+    for op in iter_ops(module):
+        for value in [*op.operands, *op.results]:
+            element = ir.MemRefType(value.type).element_type if isinstance(value.type, ir.MemRefType) else None
+            if isinstance(element, ir.IntegerType) and element.width < 8:
+                raise UnsupportedOp(f"'{op.name}' stores {value.type}: the host lowering has no buffers of "
+                                    f"{element} (from boolean tensors, or buffers returned from loops)",
+                                    location=str(op.location))
 
 
 def flatten_parallel_loops(module: ir.Module) -> None:

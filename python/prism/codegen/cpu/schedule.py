@@ -104,6 +104,9 @@ def find_gemm(op: ir.Operation, ctx: PassContext) -> CpuGemm | None:
     """
     if op.name not in _CONTRACTIONS:
         return None
+    if op.parent.name != "func.func":
+        ctx.remark(op.location, "a contraction inside a loop or region takes the generic path")
+        return None
     tuned = attrs.ROLES in op.attributes
     if not tuned and op.name == "linalg.generic":
         return None  # an untuned generic may be anything; the generic path is always right

@@ -43,11 +43,12 @@ from __future__ import annotations
 
 from mlir import ir
 
+from prism.codegen.checks import check_module
 from prism.codegen.gpu import rewrites, scripts
 from prism.codegen.gpu.plan import GpuGemm, GpuParallel, GpuSchedule, plan
 from prism.codegen.stages import Stage, run_stages
 from prism.codegen.upstream import apply_script, run_passes
-from prism.infra.errors import PipelineError, UnsupportedOp
+from prism.infra.errors import PipelineError
 from prism.infra.passbase import PassContext
 from prism.targets.nvidia import PTX_FEATURES
 
@@ -89,9 +90,10 @@ class GpuLowering:
 
     def tile(self, module: ir.Module) -> None:
         """Plan every kernel (see :mod:`.plan`), then tile it to blocks."""
+        check_module(module)
         self.contractions, self.parallels = plan(module)
         if not self.contractions and not self.parallels:
-            raise UnsupportedOp("no linalg op to map to the GPU")
+            self.ctx.remark(module.operation.location, "no op to run on the GPU: the module lowers to host code only")
         self.ctx.progress(f"gpu-tile: {len(self.contractions)} contraction(s), {len(self.parallels)} other kernel(s)")
         apply_script(module, scripts.tensor_script(self.contractions, self.parallels), "tiling")
 

@@ -23,7 +23,7 @@ from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
 from prism.infra.ir import ELEMENT_BYTES, element_name
 from prism.search.family import contraction_roles
-from prism.targets.nvidia import MMA_SHAPE, STATIC_SHARED_BYTES, WARP_SIZE
+from prism.targets.nvidia import MAX_GRID, MMA_SHAPE, STATIC_SHARED_BYTES, WARP_SIZE
 
 _MMA_M, _MMA_N, _MMA_K = MMA_SHAPE
 _MAX_THREADS = 1024  # per block, on every NVIDIA chip Prism targets
@@ -120,6 +120,9 @@ def plan(module: ir.Module) -> tuple[list[GpuGemm], list[GpuParallel]]:
                 fill.attributes[attrs.GPU_FILL_TAG] = _i64(gemm.tag)
     parallels: list[GpuParallel] = []
     for op in ops:
+        if any(isinstance(v.type, ir.MemRefType) for v in op.operands):
+            raise UnsupportedOp(f"'{op.name}' works on buffers; Prism lowers Linalg on tensors",
+                                location=str(op.location))
         if _is_contraction(op) or any(op == f for f in fused_fills):
             continue
         if op.name in _PARALLEL_NAMED or op.name == "linalg.generic":
@@ -184,7 +187,21 @@ def _plan_contraction(op: ir.Operation, tag: int) -> GpuGemm:
     operand_dims = [[ir.AffineDimExpr(e).position for e in amap.results] for amap in _maps(op)]
     plan = GpuGemm(tag, op, roles, sizes, elem_bytes, choice, operand_dims)
     _check_choice(plan, in_types, where)
+    tiles = {"batch": 1, "m": choice.BM, "n": choice.BN, "k": 0}
+    check_grid([(size, tiles[role]) for role, size in zip(roles, sizes, strict=True)], where)
     return plan
+
+
+def check_grid(extents: list[tuple[int, int]], where: str) -> None:
+    """Refuse a grid larger than CUDA allows: ``extents`` are (size, tile) per loop, 0 for an untiled loop.
+
+    The block forall maps its last dimension to x, the one before to y, then z.
+    """
+    counts = [-(-size // tile) for size, tile in extents if tile]
+    for axis, (count, limit) in enumerate(zip(reversed(counts), MAX_GRID, strict=False)):
+        if count > limit:
+            raise UnsupportedOp(f"the kernel needs {count} blocks along grid axis {'xyz'[axis]}, more than the "
+                                f"{limit} CUDA allows; split the problem or choose larger tiles", location=where)
 
 
 def _domain_sizes(op: ir.Operation, rank: int) -> list[int]:
@@ -299,6 +316,7 @@ def _plan_parallel(op: ir.Operation, tag: int) -> GpuParallel:
     spread = min(outer, MAX_MAPPED_DIMS - len(inner))
     tiles = [0] * (outer - spread) + [1] * spread + inner
     threads = [0] * outer + inner
+    check_grid(list(zip(sizes, tiles, strict=True)), str(op.location))
     return GpuParallel(tag, op, sizes, tiles, threads)
 
 

@@ -94,6 +94,4 @@ def collect_ptx(module: ir.Module) -> dict[str, str]:
         for obj in ir.ArrayAttr(op.attributes["objects"]):
             text = gpu.ObjectAttr(obj).object
             ptx[name] = (text.decode() if isinstance(text, bytes) else str(text)).rstrip("\0")
-    if not ptx:
-        raise PassFailed("the pipeline produced no gpu.binary")
     return ptx
