@@ -9,9 +9,9 @@ import subprocess
 import pytest
 from mlir import ir
 
-from prism.passes.lower_gpu import LowerGpuPass
 from prism.infra.errors import PipelineError, UnsupportedOp
 from prism.infra.passbase import PassContext
+from prism.passes.lower_gpu import LowerGpuPass
 
 CHIPS = ["sm_80", "sm_90"]
 

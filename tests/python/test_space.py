@@ -6,8 +6,8 @@ import islpy as isl
 import numpy as np
 import pytest
 
-from prism.search import search
 from prism.infra.errors import EmptySearchSpace
+from prism.search import search
 from prism.search.search import ShapeTable, candidates_at, prune, select
 from prism.search.space import Contraction, fix_shape, point_array, points, pow2_sum_le, shape_exponents
 from prism.targets import get_target

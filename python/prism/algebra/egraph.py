@@ -106,7 +106,8 @@ def saturate(egraph: EGraph, budget: Budget, rulesets: tuple[str, ...] | None = 
     """
     began = time.perf_counter()
     holds = goal or (lambda: False)
-    schedule = algebra_laws.SHAPES.saturate() + run(_all_laws(rulesets), scheduler=back_off(match_limit=budget.match_limit))
+    laws_run = run(_all_laws(rulesets), scheduler=back_off(match_limit=budget.match_limit))
+    schedule = algebra_laws.SHAPES.saturate() + laws_run
     laws: dict[str, int] = {}
     stopped = "iterations"
     for _ in range(budget.iterations):

@@ -133,5 +133,5 @@ BINARY = {"add": add, "sub": sub, "mul": mul, "div": div, "maximum": maximum}
 
 
 __all__ = ["BINARY", "UNARY", "Tensor", "TensorList", "add", "broadcast", "concat", "dim", "div", "exp", "matmul",
-           "maximum", "mul", "neg", "rank", "reduce_max", "reduce_sum", "rsqrt", "set_dim", "set_rank", "slice_", "sqrt",
-           "sub", "transpose"]
+           "maximum", "mul", "neg", "rank", "reduce_max", "reduce_sum", "rsqrt", "set_dim", "set_rank", "slice_",
+           "sqrt", "sub", "transpose"]

@@ -2,8 +2,9 @@
 
 Each public function of the original must exist in the candidate, and each
 public function of the candidate in the original (or be a part, ``_prepare``
-or ``_apply``, of a function proven with it), with the same type. Both are translated into terms (:mod:`prism.algebra.terms`) and a bounded
-egglog proof is attempted (:mod:`prism.algebra.egraph`). When the proof fails, both
+or ``_apply``, of a function proven with it), with the same type. Both are
+translated into terms (:mod:`prism.algebra.terms`) and a bounded egglog
+proof is attempted (:mod:`prism.algebra.egraph`). When the proof fails, both
 functions are compiled for the host and run on the same random inputs: a
 difference is reported as a counterexample. Either way an unproven function
 is a :class:`~prism.infra.errors.VerificationError` naming it, why the proof

@@ -32,7 +32,8 @@ def read_text(data: bytes, name: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ParseError(f"not UTF-8 text: byte 0x{data[error.start]:02x} at offset {error.start} (MLIR sources are UTF-8)",
+        raise ParseError(f"not UTF-8 text: byte 0x{data[error.start]:02x} at offset {error.start} "
+                         "(MLIR sources are UTF-8)",
                          location=name) from None
 
 

@@ -241,7 +241,8 @@ def _payload_cleanup(s: Script) -> None:
                              "transform.apply_patterns.canonicalization"])
     s.add(f"transform.apply_cse to {funcs} : {ANY}")
     packs, unpacks = s.fresh(), s.fresh()
-    s.add(f'{packs} = transform.structured.match ops{{["linalg.pack"]}} in %root : ({ANY}) -> !transform.op<"linalg.pack">')
+    s.add(f'{packs} = transform.structured.match ops{{["linalg.pack"]}} in %root '
+          f': ({ANY}) -> !transform.op<"linalg.pack">')
     s.add(f'transform.structured.lower_pack {packs} : (!transform.op<"linalg.pack">) -> (!transform.op<"tensor.pad">, '
           '!transform.op<"tensor.expand_shape">, !transform.op<"linalg.transpose">)')
     s.add(f'{unpacks} = transform.structured.match ops{{["linalg.unpack"]}} in %root '

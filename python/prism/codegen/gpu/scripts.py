@@ -36,7 +36,8 @@ def tensor_script(contractions: list[GpuGemm], parallels: list[GpuParallel]) -> 
         tiled, forall = s.tile_forall(s.match_tag(attrs.GPU_KERNEL_TAG, c.tag), block, kind="block")
         if c.fill_tag is not None:
             fill = s.match_tag(attrs.GPU_FILL_TAG, c.tag)
-            s.add(f"transform.structured.fuse_into_containing_op {fill} into {forall} : ({ANY}, {ANY}) -> ({ANY}, {ANY})")
+            s.add(f"transform.structured.fuse_into_containing_op {fill} into {forall} "
+                  f": ({ANY}, {ANY}) -> ({ANY}, {ANY})")
         s.tile_for(tiled, [ch.BK if r == "k" else 0 for r in c.roles])
     for p in parallels:
         s.tile_forall(s.match_tag(attrs.GPU_KERNEL_TAG, p.tag), p.block_tile, kind="block")
