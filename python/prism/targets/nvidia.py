@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from mlir import ir
 
 WARP_SIZE = 32
+MAX_THREADS_PER_BLOCK = 1024  # on every chip Prism targets
 # The GPU code generator allocates shared memory statically, which CUDA caps at 48 KiB per block.
 STATIC_SHARED_BYTES = 48 * 1024
 # Blocks a grid may have along x, y and z.
@@ -155,7 +156,7 @@ def gemm_space(op: Contraction, target: GpuTarget, stages: int = 1) -> Space:
 # block (228 KiB per SM), 64 Ki registers per SM, 255 per thread.
 _HOPPER = dict(
     chip="sm_90", sm_count=132, smem_per_block=227 * 1024, smem_per_sm=228 * 1024,
-    regs_per_thread=255, regs_per_sm=65536, max_threads_per_block=1024,
+    regs_per_thread=255, regs_per_sm=65536, max_threads_per_block=MAX_THREADS_PER_BLOCK,
 )
 
 GPU_TARGETS: dict[str, GpuTarget] = {
@@ -173,7 +174,7 @@ GPU_TARGETS: dict[str, GpuTarget] = {
     # SM), 40 MB L2, 2.039 TB/s HBM2e, dense f16/bf16 312 TFLOP/s, fp32 19.5.
     "a100": GpuTarget(name="a100", chip="sm_80", sm_count=108, smem_per_block=163 * 1024,
                       smem_per_sm=164 * 1024, regs_per_thread=255, regs_per_sm=65536,
-                      max_threads_per_block=1024, l2_bytes=40 * 1024**2,
+                      max_threads_per_block=MAX_THREADS_PER_BLOCK, l2_bytes=40 * 1024**2,
                       dram_bytes_per_s=2.039e12 * BANDWIDTH_MARGIN,
                       flops={"f16": 312 * _TERA, "bf16": 312 * _TERA, "f32": 19.5 * _TERA}),
 }

@@ -23,10 +23,9 @@ from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
 from prism.infra.ir import ELEMENT_BYTES, element_name
 from prism.search.family import contraction_roles
-from prism.targets.nvidia import MAX_GRID, MMA_SHAPE, STATIC_SHARED_BYTES, WARP_SIZE
+from prism.targets.nvidia import MAX_GRID, MAX_THREADS_PER_BLOCK, MMA_SHAPE, STATIC_SHARED_BYTES, WARP_SIZE
 
 _MMA_M, _MMA_N, _MMA_K = MMA_SHAPE
-_MAX_THREADS = 1024  # per block, on every NVIDIA chip Prism targets
 # SIMT: the 32 lanes of a warp cover its warp tile as a 4 x 8 grid.
 LANES_M, LANES_N = 4, 8
 # Thread-id linearization maps at most this many dimensions of a forall to blocks or threads.
@@ -263,8 +262,8 @@ def _check_choice(plan: GpuGemm, in_types: list[ir.Type], where: str) -> None:
             problems.append(f"{dim}={size[dim]} is not a multiple of its tile {tile}")
     if c.WM <= 0 or c.WN <= 0 or c.BM % max(c.WM, 1) or c.BN % max(c.WN, 1):
         problems.append(f"warp tile {c.WM}x{c.WN} does not divide block tile {c.BM}x{c.BN}")
-    elif c.threads > _MAX_THREADS:
-        problems.append(f"{c.threads} threads per block exceed {_MAX_THREADS}")
+    elif c.threads > MAX_THREADS_PER_BLOCK:
+        problems.append(f"{c.threads} threads per block exceed {MAX_THREADS_PER_BLOCK}")
     smem = (c.BM * c.BK + c.BK * c.BN) * plan.elem_bytes
     if smem > STATIC_SHARED_BYTES:
         problems.append(f"shared memory {smem} B exceeds {STATIC_SHARED_BYTES} B")

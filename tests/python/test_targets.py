@@ -1,0 +1,116 @@
+"""A target is one object: one defined here is searched, selected and lowered for like a built-in one.
+
+The target below is a second host target with a space of its own (square
+cache blocks, a fixed register block) and a plain roofline; nothing outside
+this file knows it exists.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import prism
+from prism import targets
+from prism.search.cost import KnobValues, ceil_div, problem_sizes, roofline, traffic_bytes
+from prism.search.space import Contraction, Space, pow2_sum_le, shape_param_bounds
+from prism.targets.host import host_target
+
+GEMM = """
+func.func @gemm(%a: tensor<37x64xf32>, %b: tensor<64x50xf32>) -> tensor<37x50xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<37x50xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<37x50xf32>) -> tensor<37x50xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<37x64xf32>, tensor<64x50xf32>)
+         outs(%c : tensor<37x50xf32>) -> tensor<37x50xf32>
+  return %r : tensor<37x50xf32>
+}
+"""
+
+
+@dataclass(frozen=True)
+class SquareBlockHost:
+    """One core, 16 KiB of cache, square TM = TN blocks, and a 4 x 16 register block."""
+
+    name: str = "square-host"
+    cache_bytes: int = 16 * 1024
+    flops: float = 10e9
+    bandwidth: float = 5e9
+
+    artifact = "llvm"
+    runs_here = True
+
+    def lowering(self) -> str:
+        return "prism-lower-cpu{threads=1}"
+
+    def space(self, op: Contraction) -> Space:
+        tiles = {"m": "tm", "n": "tn", "k": "tk"}
+        universe = f"{shape_param_bounds()} and 3 <= tm <= 7 and tn = tm and 3 <= tk <= 7 and rm = 2 and rn = 4"
+        groups = (("cache", pow2_sum_le(op.footprint_exponent(0, tiles), op.footprint_exponent(1, tiles),
+                                        self.cache_bytes)),)
+        return Space(kind="gemm", knobs={"tm": "TM", "tn": "TN", "tk": "TK", "rm": "RM", "rn": "RN"}, flags={},
+                     universe=universe, groups=groups)
+
+    def seconds(self, op: Contraction, values: KnobValues, assumed: int = 1024) -> np.ndarray:
+        s = problem_sizes(op, assumed)
+        tm, tn = values["TM"], values["TN"]
+        work = 2 * s["batch"] * ceil_div(s["m"], tm) * tm * ceil_div(s["n"], tn) * tn * s["k"]
+        return roofline(work / self.flops, traffic_bytes(op, tm, tn, s) / self.bandwidth) + 1e-9 * values["TK"]
+
+    def lower_bound(self, op: Contraction, values: KnobValues, assumed: int = 1024) -> np.ndarray:
+        s = problem_sizes(op, assumed)
+        work = 2 * s["batch"] * s["m"] * s["n"] * s["k"]
+        tm, tn = values["TM"], values["TN"]
+        return roofline(np.full(np.shape(tm), work / self.flops), traffic_bytes(op, tm, tn, s) / self.bandwidth)
+
+    def cost_text(self) -> str:
+        return "roofline of padded square blocks"
+
+    def pass_seconds(self, moved: int) -> float:
+        return moved / self.bandwidth
+
+    def measure(self, body, choice, assume):  # noqa: ANN001, ANN201
+        raise prism.TargetError("not measured")
+
+
+@pytest.fixture
+def square_host() -> Iterator[SquareBlockHost]:
+    target = SquareBlockHost()
+    targets.register(target)
+    yield target
+    targets.unregister(target.name)
+
+
+def test_a_target_defined_here_is_pruned_selected_and_lowered_for(square_host: SquareBlockHost,
+                                                                 rng: np.random.Generator) -> None:
+    compiled = prism.compile(GEMM, target=square_host.name)
+    (family,) = compiled.report["families"]
+    choice = family["choice"]
+    assert choice["TM"] == choice["TN"] and (choice["RM"], choice["RN"]) == (4, 16)
+    assert (choice["TM"] * choice["TK"] + choice["TK"] * choice["TN"]) * 4 <= square_host.cache_bytes
+    assert [stage["stage"] for stage in family["funnel"]][:2] == ["space", "cache"]
+    assert f"prism.choice = {{RM = 4 : i64, RN = 16 : i64, TK = {choice['TK']} : i64" in compiled.mlir
+    a, b = rng.standard_normal((37, 64), np.float32), rng.standard_normal((64, 50), np.float32)
+    np.testing.assert_allclose(compiled.jit()(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_the_cost_model_of_a_target_drives_selection(square_host: SquareBlockHost) -> None:
+    """Predicted seconds come from the target's own model: the report's figure is its value at the choice."""
+    compiled = prism.compile(GEMM, target=square_host.name, emit="report")
+    (family,) = compiled.report["families"]
+    op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (37, 50, 64), (4, 4), 4, "f32")
+    values = {key: np.asarray(value) for key, value in family["choice"].items()}
+    assert math.isclose(family["predicted_seconds"], float(square_host.seconds(op, values)), rel_tol=1e-12)
+
+
+def test_targets_are_known_by_name_and_registered_once(square_host: SquareBlockHost) -> None:
+    assert square_host.name in targets.target_names()
+    assert targets.get_target(square_host.name) is square_host
+    with pytest.raises(prism.TargetError, match="already exists"):
+        targets.register(square_host)
+    targets.unregister("host")
+    assert targets.get_target("host") is host_target()
