@@ -422,7 +422,7 @@ def explore(program: Program, target: Target, element: str, invariant: frozenset
 
 
 def _as_written(graph: Graph, results: list[Term]) -> dict[int, Node]:
-    """The choice of e-nodes that spells ``results`` as the program writes them."""
+    """The choice of e-nodes that spells ``results`` as the program writes them (up to terms the laws equate)."""
     choice: dict[int, Node] = {}
     classes: dict[Term, int] = {}
 
@@ -432,7 +432,9 @@ def _as_written(graph: Graph, results: list[Term]) -> dict[int, Node]:
             cls = graph.find(term.op, children, term.attrs)
             if cls is None:
                 raise AssertionError(f"the e-graph lost the term {term.op}")
-            choice[cls] = Node(term.op, children, term.attrs)
+            # Two written terms may share an e-class (a transpose of a transpose is its operand): the first
+            # one visited, the innermost, spells it, and the program as written stays acyclic.
+            choice.setdefault(cls, Node(term.op, children, term.attrs))
             classes[term] = cls
         return classes[term]
 

@@ -144,7 +144,10 @@ def gemm_space(op: Contraction, target: GpuTarget, stages: int = 1) -> Space:
         ("shared_memory", pow2_sum_le(a_bytes, b_bytes, min(target.smem_per_block, STATIC_SHARED_BYTES) / stages)),
         ("tensor_core", f"mma = 0 or (wm >= {int(math.log2(mm))} and wn >= {int(math.log2(mn))}"
                         f" and bk >= {int(math.log2(mk))})"),
-        ("shape", " and ".join([shape_fit("bm", "m", 4), shape_fit("bn", "n", 4), shape_fit("bk", "k", 3)])),
+        # Shared-memory promotion copies operand tiles that are views of larger operands: without a batch,
+        # a block may not cover A whole (BM = M, BK = K) or B whole (BK = K, BN = N).
+        ("shape", " and ".join([shape_fit("bm", "m", 4), shape_fit("bn", "n", 4), shape_fit("bk", "k", 3),
+                                "(LB >= 1 or bk < LK or (bm < LM and bn < LN))"])),
         # The GPU kernels have no remainder handling: tiles divide the problem.
         ("divisibility", "bm <= DM and bn <= DN and bk <= DK"),
     )

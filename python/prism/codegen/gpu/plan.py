@@ -81,6 +81,20 @@ class GpuGemm:
     operand_dims: list[list[int]]
     fill_tag: int | None = None
 
+    def operand_tile(self, operand: int) -> list[int]:
+        """The block's tile of input ``operand`` (0: A, 1: B)."""
+        ch = self.schedule
+        tile = {"batch": 1, "m": ch.BM, "n": ch.BN, "k": ch.BK}
+        return [tile[self.roles[d]] for d in self.operand_dims[operand]]
+
+    @property
+    def promoted(self) -> list[int]:
+        """The inputs whose block tile is a view of a larger operand, which shared-memory promotion can copy."""
+        size = dict(zip(self.roles, self.sizes, strict=True))
+        return [operand for operand in (0, 1)
+                if any(t < size[self.roles[d]] for t, d in zip(self.operand_tile(operand), self.operand_dims[operand],
+                                                                strict=True))]
+
 
 @dataclass
 class GpuParallel:
@@ -277,6 +291,10 @@ def _check_choice(plan: GpuGemm, in_types: list[ir.Type], where: str) -> None:
             problems.append(f"MMA=1 needs WM%{_MMA_M}, WN%{_MMA_N}, BK%{_MMA_K} == 0")
     elif c.WM % LANES_M or c.WN % LANES_N:
         problems.append(f"MMA=0 needs WM%{LANES_M} == WN%{LANES_N} == 0")
+    whole = [name for operand, name in ((0, "A"), (1, "B")) if operand not in plan.promoted]
+    if whole:
+        problems.append(f"the block tile covers {' and '.join(whole)} whole, and shared-memory promotion copies "
+                        "views of larger operands only (choose BK < K, or block tiles smaller than M and N)")
     if c.STAGES != 1:
         problems.append(f"STAGES={c.STAGES}: only single-stage shared memory is supported")
     if problems:

@@ -79,12 +79,6 @@ def _spread(shape: list[int], threads: int, elem_bytes: int) -> list[int]:
     return counts
 
 
-def _operand_tile(c: GpuGemm, operand: int) -> list[int]:
-    ch = c.schedule
-    tile = {"batch": 1, "m": ch.BM, "n": ch.BN, "k": ch.BK}
-    return [tile[c.roles[d]] for d in c.operand_dims[operand]]
-
-
 def _contraction_memref(s: Script, c: GpuGemm) -> None:
     ch = c.schedule
     inner, kind = _inner_tile(c)
@@ -102,10 +96,11 @@ def _contraction_memref(s: Script, c: GpuGemm) -> None:
     block = _parent_forall(s, promoted)
     tiled, _ = s.tile_forall(promoted, [inner[r] for r in c.roles], kind=kind)
     s.vectorize(tiled, named_contraction=True)
-    copies, copy_a, copy_b = s.match_ops(["linalg.copy"], within=block), s.fresh(), s.fresh()
-    s.add(f"{copy_a}, {copy_b} = transform.split_handle {copies} : ({ANY}) -> ({ANY}, {ANY})")
-    for operand, copy in ((0, copy_a), (1, copy_b)):
-        counts = _spread(_operand_tile(c, operand), ch.threads, c.elem_bytes)
+    copies = [s.fresh(), s.fresh()]
+    s.add(f"{', '.join(copies)} = transform.split_handle {s.match_ops(['linalg.copy'], within=block)} "
+          f": ({ANY}) -> ({ANY}, {ANY})")
+    for operand, copy in enumerate(copies):
+        counts = _spread(c.operand_tile(operand), ch.threads, c.elem_bytes)
         distributed, _ = s.tile_forall(copy, counts, threads=True, kind="thread")
         s.vectorize(distributed)
     s.apply_patterns(block, _MMA_PATTERNS if ch.MMA else _SIMT_PATTERNS)
