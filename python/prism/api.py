@@ -137,6 +137,8 @@ def shape_tables(source: Source, target: str = "host", max_extent: int = 8192) -
         PrismError: as :func:`compile`; EmptySearchSpace from ``instantiate``
             when no schedule fits a size.
     """
+    if not isinstance(max_extent, int) or max_extent < 1:
+        raise PrismError(f"max_extent must be a positive integer, got {max_extent!r}")
     module, name = _load(source)
     compilation = Compilation(module, target, name)
     compilation.run(steps_for("prism-lift,prism-prune", "mlir"))
@@ -168,6 +170,8 @@ def compile(source: Source, target: str = "host", emit: str | None = None, pipel
     Raises:
         PrismError: a subclass naming what is wrong with the input or options.
     """
+    if not isinstance(pipeline, str | None):
+        raise PrismError(f"pipeline must be a pass pipeline string, not {type(pipeline).__name__}")
     emit = emit or ("ptx" if get_target(target).artifact == "ptx" else "mlir")
     if emit not in ("mlir", "report", "ptx"):
         raise TargetError(f"emit must be 'mlir', 'report' or 'ptx', not '{emit}'")

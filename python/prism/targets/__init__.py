@@ -48,7 +48,7 @@ def name_problem(name: str) -> str:
 
 def get_target(name: str) -> Target:
     """The target called ``name``; raises TargetError listing the valid names."""
-    if name not in _TARGETS:
+    if not isinstance(name, str) or name not in _TARGETS:
         raise TargetError(f"unknown target '{name}'; expected one of: {', '.join(_TARGETS)}")
     return _TARGETS[name]()
 

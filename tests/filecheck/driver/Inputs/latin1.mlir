@@ -1,0 +1,4 @@
+// Not UTF-8: café.
+func.func @f() {
+  return
+}
