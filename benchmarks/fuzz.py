@@ -111,7 +111,8 @@ class Builder:
         if None in shape:
             zero, dim = self.fresh(), self.fresh()
             self.lines.append(f"{zero} = arith.constant 0 : index")
-            self.lines.append(f"{dim} = tensor.dim {self.args[0].name}, {zero} : {self.type(self.args[0].shape, self.args[0].dtype)}")
+            first = self.args[0]
+            self.lines.append(f"{dim} = tensor.dim {first.name}, {zero} : {self.type(first.shape, first.dtype)}")
             sizes = dim
         self.lines.append(f"{name} = tensor.empty({sizes}) : {self.type(shape, dtype)}")
         return name
@@ -174,8 +175,8 @@ def product(b: Builder, x: Value, out_dtype: str) -> Value:
         a_map = ", ".join([*lead, mm, kk])
         b_map = ", ".join([nn, kk] if transposed else [*lead, kk, nn])
         c_map = ", ".join([*lead, mm, nn])
-        extend = [f"%a = arith.extf %in0 : {x.dtype} to {out_dtype}", f"%b = arith.extf %in1 : {x.dtype} to {out_dtype}"] \
-            if out_dtype != x.dtype else []
+        extend = [] if out_dtype == x.dtype else [f"%a = arith.extf %in0 : {x.dtype} to {out_dtype}",
+                                                  f"%b = arith.extf %in1 : {x.dtype} to {out_dtype}"]
         lhs, rhs = ("%a", "%b") if extend else ("%in0", "%in1")
         body = [*extend, f"%p = arith.mulf {lhs}, {rhs} : {out_dtype}", f"%r = arith.addf %acc, %p : {out_dtype}"]
         name = b.generic([(x, a_map), (w, b_map)], shape, out_dtype, ["parallel"] * (rank) + ["reduction"],
@@ -183,8 +184,9 @@ def product(b: Builder, x: Value, out_dtype: str) -> Value:
         b.steps.append(f"generic product{' (B transposed)' if transposed else ''}")
     else:
         op = "linalg.batch_matmul" if rank == 3 else "linalg.matmul"
-        b.lines.append(f"{name} = {op} ins({x.name}, {w.name} : {b.type(x.shape, x.dtype)}, {b.type(w.shape, w.dtype)}) "
-                       f"outs({init} : {b.type(shape, out_dtype)}) -> {b.type(shape, out_dtype)}")
+        b.lines.append(f"{name} = {op} ins({x.name}, {w.name} : {b.type(x.shape, x.dtype)}, "
+                       f"{b.type(w.shape, w.dtype)}) outs({init} : {b.type(shape, out_dtype)}) "
+                       f"-> {b.type(shape, out_dtype)}")
         b.steps.append(op)
     wx, ww = x.evaluate, w.evaluate
     if transposed:
@@ -395,7 +397,8 @@ class Worker:
         if line is None:
             self.process.kill()
             self.process = None
-            return {"seed": seed, "steps": generate(seed).steps, "host": ("timeout", f"no answer in {TIMEOUT_SECONDS} s")}
+            return {"seed": seed, "steps": generate(seed).steps,
+                    "host": ("timeout", f"no answer in {TIMEOUT_SECONDS} s")}
         if not line:
             code = self.process.wait()
             self.process = None
