@@ -278,6 +278,8 @@ def _transpose_tile(op: ir.Operation) -> list[int] | None:
     if any(out.is_dynamic_dim(d) for d in keep):
         return None
     sizes = [out.get_dim_size(d) if d in keep else 1 for d in range(out.rank)]
+    if any(sizes[d] == 1 for d in keep):
+        return None  # a copy along one dimension: loops do it, and the f16 vector patterns never settle on it
     volume = 1
     for d in keep:
         volume *= sizes[d]
