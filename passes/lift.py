@@ -69,7 +69,7 @@ class LiftPass(Pass):
 
 def _computes(op: ir.Operation) -> bool:
     """Whether ``op`` does work worth a remark when it is not lifted (a Linalg op or a loop), not plumbing."""
-    return (op.name.startswith("linalg.") or len(op.regions) > 0) and op.name not in _PLUMBING
+    return op.name.startswith(("linalg.", "scf.", "affine.")) and op.name not in _PLUMBING
 
 
 def _sym_name(op: ir.OpView) -> str:

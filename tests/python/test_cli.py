@@ -63,9 +63,16 @@ def test_ptx_for_host_target_is_an_error() -> None:
 
 
 def test_impossible_gpu_schedule_is_an_error() -> None:
-    odd = MATMUL.replace("8x4", "7x4").replace("8x6", "7x6")
+    """The GPU kernels have no remainder handling: an odd M leaves no schedule."""
+    odd = MATMUL.replace("8x4", "33x64").replace("4x6", "64x64").replace("8x6", "33x64")
     assert_user_error(run_cli("-", "--target=h200", "--emit=ptx", stdin=odd),
                       "constraint 'divisibility' on target 'h200' removed every schedule")
+
+
+def test_a_block_covering_both_operands_is_no_gpu_schedule() -> None:
+    """Shared-memory promotion copies views of larger operands: a whole 8x4x6 product in one block has none."""
+    assert_user_error(run_cli("-", "--target=h200", "--emit=ptx", stdin=MATMUL),
+                      "constraint 'shape' on target 'h200' removed every schedule")
 
 
 def test_help_lists_every_pass() -> None:

@@ -47,8 +47,8 @@ func.func @gemm(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf3
 
 // -----
 
-// An op outside the algebra: the function passes through untouched, with a remark.
-// REMARK: explore.mlir:[[# @LINE + 3]]:1: remark: prism-explore: @conv kept as written: 'linalg.conv_2d' is outside the algebra
+// An op outside the algebra: the function passes through untouched, with a remark at that op.
+// REMARK: explore.mlir:[[# @LINE + 4]]:8: remark: prism-explore: @conv kept as written: 'linalg.conv_2d' is outside the algebra
 // CHECK-LABEL: func.func @conv
 // CHECK:         linalg.conv_2d
 func.func @conv(%x: tensor<10x10xf32>, %k: tensor<3x3xf32>, %o: tensor<8x8xf32>) -> tensor<8x8xf32> {
