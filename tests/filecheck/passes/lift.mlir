@@ -71,7 +71,7 @@ func.func @generic_contraction(%at: tensor<16x8xf32>, %b: tensor<16x4xf32>, %c: 
 // CHECK:         linalg.conv_2d_nhwc_hwcf
 // CHECK:         call @mixed_family0
 // REMARK-NOT: tensor.pad
-// REMARK: lift.mlir:[[# @LINE + 7]]:11: remark: prism-lift: 'linalg.conv_2d_nhwc_hwcf' left unchanged: not a contraction
+// REMARK: lift.mlir:[[# @LINE + 8]]:11: remark: prism-lift: 'linalg.conv_2d_nhwc_hwcf' left unchanged: not a contraction
 func.func @mixed(%img: tensor<1x6x6x2xf32>, %filter: tensor<3x3x2x4xf32>, %out: tensor<1x6x6x4xf32>,
                  %a: tensor<4x4xf32>, %b: tensor<4x4xf32>, %c: tensor<4x4xf32>) -> (tensor<1x6x6x4xf32>, tensor<4x4xf32>) {
   %zero = arith.constant 0.0 : f32
