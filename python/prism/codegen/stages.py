@@ -19,6 +19,21 @@ class Stage:
     run: Callable[[ir.Module], None]
 
 
+class Lowering:
+    """A code generator's run over one module: STAGES names its methods, in order, as (name, summary, method)."""
+
+    STAGES: tuple[tuple[str, str, str], ...] = ()
+
+    def stages(self) -> list[Stage]:
+        """The stages, in order."""
+        return [Stage(name, summary, getattr(self, method)) for name, summary, method in self.STAGES]
+
+    @classmethod
+    def stage_names(cls) -> tuple[str, ...]:
+        """The names of the stages, in order."""
+        return tuple(name for name, _, _ in cls.STAGES)
+
+
 def run_stages(stages: Sequence[Stage], module: ir.Module, ctx: PassContext) -> None:
     """Run ``stages`` in order on ``module``, reporting progress and offering the IR after each to ``ctx``."""
     for stage in stages:

@@ -58,14 +58,14 @@ from prism.codegen.cpu.schedule import (
     tag_transposes,
     transpose_script,
 )
-from prism.codegen.stages import Stage, run_stages
+from prism.codegen.stages import Lowering, run_stages
 from prism.codegen.upstream import apply_script, run_passes
 from prism.infra import attrs
 from prism.infra.errors import PipelineError
 from prism.infra.passbase import PassContext
 
 
-class CpuLowering:
+class CpuLowering(Lowering):
     """One lowering of one module for the host, on ``threads`` worker threads, as named stages."""
 
     def __init__(self, threads: int, ctx: PassContext):
@@ -82,10 +82,6 @@ class CpuLowering:
         ("cpu-parallel", "parallel blocks as flat scf.parallel loops", "parallelize"),
         ("cpu-llvm", "async-runtime tasks and the LLVM dialect", "to_llvm"),
     )
-
-    def stages(self) -> list[Stage]:
-        """The stages, in order (see the module docstring)."""
-        return [Stage(name, summary, getattr(self, method)) for name, summary, method in self.STAGES]
 
     def tile(self, module: ir.Module) -> None:
         """Schedule every contraction (see :mod:`.schedule`), then vectorize the pack transposes."""
@@ -128,6 +124,6 @@ def lower(module: ir.Module, ctx: PassContext, threads: int) -> None:
     run_stages(CpuLowering(threads, ctx).stages(), module, ctx)
 
 
-STAGE_NAMES = tuple(name for name, _, _ in CpuLowering.STAGES)
+STAGE_NAMES = CpuLowering.stage_names()
 
 __all__ = ["STAGE_NAMES", "CpuGemm", "CpuLowering", "CpuSchedule", "lower"]

@@ -46,7 +46,7 @@ from mlir import ir
 from prism.codegen.checks import check_module
 from prism.codegen.gpu import rewrites, scripts
 from prism.codegen.gpu.plan import GpuGemm, GpuParallel, GpuSchedule, plan
-from prism.codegen.stages import Stage, run_stages
+from prism.codegen.stages import Lowering, run_stages
 from prism.codegen.upstream import apply_script, run_passes
 from prism.infra.errors import PipelineError
 from prism.infra.passbase import PassContext
@@ -60,7 +60,7 @@ _OUTLINE = ("builtin.module(canonicalize,cse,convert-linalg-to-loops,gpu-launch-
             "gpu-kernel-outlining,symbol-dce)")
 
 
-class GpuLowering:
+class GpuLowering(Lowering):
     """One lowering of one module for ``chip``, as named stages."""
 
     # name, summary, method
@@ -83,10 +83,6 @@ class GpuLowering:
         self.ctx = ctx
         self.contractions: list[GpuGemm] = []
         self.parallels: list[GpuParallel] = []
-
-    def stages(self) -> list[Stage]:
-        """The stages, in order (see the module docstring)."""
-        return [Stage(name, summary, getattr(self, method)) for name, summary, method in self.STAGES]
 
     def tile(self, module: ir.Module) -> None:
         """Plan every kernel (see :mod:`.plan`), then tile it to blocks."""
@@ -140,6 +136,6 @@ def lower(module: ir.Module, ctx: PassContext, chip: str) -> None:
     run_stages(GpuLowering(chip, ctx).stages(), module, ctx)
 
 
-STAGE_NAMES = tuple(name for name, _, _ in GpuLowering.STAGES)
+STAGE_NAMES = GpuLowering.stage_names()
 
 __all__ = ["STAGE_NAMES", "GpuLowering", "GpuSchedule", "lower"]
