@@ -13,7 +13,7 @@ equal (by egglog, under a budget) to the function of the same name in the
 original program: the pipeline's input, or the file named by ``against``.
 Otherwise the pass fails with an error that names the function, why the
 proof stopped, the laws applied, and a numeric counterexample when random
-inputs reveal one (see prism.verify). The proofs, with the laws that fired,
+inputs reveal one (see prism.algebra.prove). The proofs, with the laws that fired,
 go into the report.
 """
 

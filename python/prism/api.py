@@ -128,7 +128,7 @@ def verify(original: Source, candidate: Source, budget_seconds: float = 5.0, tri
 def shape_tables(source: Source, target: str = "host", max_extent: int = 8192) -> dict[str, ShapeTable]:
     """Lift and prune every family of ``source`` once, for every size of its dynamic extents.
 
-    Returns each family's :class:`~prism.search.ShapeTable` by family name.
+    Returns each family's :class:`~prism.search.search.ShapeTable` by family name.
     ``table.instantiate(m)`` then chooses the schedule for a dynamic extent of
     ``m`` (1 <= m <= ``max_extent``) in well under a millisecond, without
     any further isl work; static families get a table of one entry.

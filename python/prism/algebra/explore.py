@@ -1,7 +1,7 @@
 """Algebraic exploration: equivalent forms of a function, costed with the search's model.
 
 A function's result terms go into an e-graph, where the linear-algebra,
-elementwise, fusion and scaling laws of :mod:`prism.algebra` and the
+elementwise, fusion and scaling laws of :mod:`prism.algebra.laws` and the
 generative ``sharing`` law (two products of one operand become slices of one
 fused product) run under a bounded budget. Softmax laws stay out: exact in
 the reals, they would let extraction drop the max-subtraction that keeps

@@ -37,7 +37,7 @@ from prism.search.space import Contraction
 class Term:
     """A term of the algebra as plain Python data: an operator, its operands and its integer/float/string attributes.
 
-    ``op`` names a constructor of :mod:`prism.algebra` (``arg``, ``splat``,
+    ``op`` names a constructor of :mod:`prism.algebra.ops` (``arg``, ``splat``,
     ``opaque``, ``matmul``, ``add``, ``reduce_sum``, ``slice_``...). Terms
     compare structurally; :func:`to_egglog` builds the e-graph term, and
     prism.algebra.to_mlir turns terms back into MLIR.

@@ -43,7 +43,8 @@ _PARALLEL_NAMED = frozenset({
 })
 # Host-side ops that bufferize to allocations, views or copies and need no kernel.
 HOST_OPS = frozenset({"arith.constant", "tensor.empty", "func.return", "func.call",
-                       "tensor.expand_shape", "tensor.collapse_shape", "tensor.extract_slice", "tensor.concat"})
+                       "tensor.expand_shape", "tensor.collapse_shape", "tensor.extract_slice", "tensor.concat",
+                       "tensor.dim"})
 
 @dataclass(frozen=True)
 class GpuSchedule:
