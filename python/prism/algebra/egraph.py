@@ -137,8 +137,8 @@ def saturate(egraph: EGraph, budget: Budget, rulesets: tuple[str, ...] | None = 
 
 @dataclass(frozen=True)
 class Node:
-    """One e-node: a constructor of :mod:`prism.algebra.ops` (named as in :class:`prism.algebra.terms.Term`), the e-classes
-    of its tensor operands and its other arguments."""
+    """One e-node: a constructor of :mod:`prism.algebra.ops` (named as in :class:`prism.algebra.terms.Term`),
+    the e-classes of its tensor operands and its other arguments."""
 
     op: str
     children: tuple[int, ...]
