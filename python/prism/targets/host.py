@@ -15,7 +15,9 @@ overlap it, so their memory time adds to the kernel's roofline.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 import math
 import os
 import re
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from prism.infra.errors import TargetError
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline, traffic_bytes
 from prism.search.space import Contraction, Space, pow2_sum_le, shape_fit, shape_param_bounds
 from prism.targets.base import BANDWIDTH_MARGIN
@@ -230,7 +233,7 @@ def _cpu_flags() -> set[str]:
     return set(match.group(1).split()) if match else set()
 
 
-def _cache_size(level: int, kind: str, default: int) -> int:
+def cache_size(level: int, kind: str, default: int) -> int:
     """Size of cpu0's cache at ``level`` of ``kind`` (Data/Unified), from sysfs."""
     for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
         try:
@@ -244,29 +247,108 @@ def _cache_size(level: int, kind: str, default: int) -> int:
     return default
 
 
+# The file written by ``python -m prism.calibrate``; PRISM_HOST_CONFIG names another ('' for none).
+CONFIG_NAME = "host.json"
+CONFIG_VERSION = 1
+
+
+def config_path() -> Path | None:
+    """Where the host's calibration is read from and written to, or None when it is switched off."""
+    if "PRISM_HOST_CONFIG" in os.environ:
+        return Path(os.environ["PRISM_HOST_CONFIG"]) if os.environ["PRISM_HOST_CONFIG"] else None
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "prism" / CONFIG_NAME
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What ``python -m prism.calibrate`` measured on this machine, all cores together."""
+
+    machine: str
+    cores: int
+    gflops: float  # f32 FMA rate a tuned GEMM reaches
+    dram_gbps: float  # streaming copy, bytes read and written, far beyond the caches
+    cache_gbps: float  # the same within half the L3
+
+    @staticmethod
+    def read(path: Path) -> Calibration | None:
+        """The calibration at ``path`` (None without a file); TargetError if it is none, or not this machine's."""
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise TargetError(f"cannot read the host calibration: {error}", location=str(path)) from None
+        fields = {"machine": str, "cores": int, "gflops": float, "dram_gbps": float, "cache_gbps": float}
+        if not isinstance(data, dict) or data.get("version") != CONFIG_VERSION or any(
+                not isinstance(data.get(key), (int, float) if kind is float else kind) for key, kind in fields.items()):
+            raise TargetError(f"not a version-{CONFIG_VERSION} host calibration; rerun "
+                              "'python -m prism.calibrate'", location=str(path))
+        found = Calibration(**{key: kind(data[key]) for key, kind in fields.items()})
+        if min(found.gflops, found.dram_gbps, found.cache_gbps) <= 0 or found.cores < 1:
+            raise TargetError("the host calibration holds a rate that is not positive", location=str(path))
+        here = (machine_name(), available_cores())
+        if (found.machine, found.cores) != here:
+            raise TargetError(f"the host calibration was measured on '{found.machine}' with {found.cores} cores, "
+                              f"not on this '{here[0]}' with {here[1]}; rerun 'python -m prism.calibrate'",
+                              location=str(path))
+        return found
+
+    def write(self, path: Path) -> None:
+        """Save as JSON (deterministic: sorted keys)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"version": CONFIG_VERSION, **dataclasses.asdict(self)}, indent=2,
+                                   sort_keys=True) + "\n")
+
+
+def machine_name() -> str:
+    """The CPU's model name, from /proc/cpuinfo."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown"
+    match = re.search(r"^model name\s*:\s*(.*)$", text, re.MULTILINE)
+    return match.group(1).strip() if match else "unknown"
+
+
+def available_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 @functools.cache
 def host_target() -> HostTarget:
-    """Describe the machine this process runs on."""
+    """Describe the machine this process runs on.
+
+    Rates come from the calibration file when there is one (see
+    :func:`config_path`), else from configured defaults; the environment
+    variables PRISM_HOST_GFLOPS, PRISM_HOST_GBPS and PRISM_HOST_FMA_BITS
+    override both. Nothing is timed here, so outputs stay a function of the
+    input and the configuration.
+    """
     flags = _cpu_flags()
     vector_bits = 512 if "avx512f" in flags else 256 if "avx2" in flags else 128
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = available_cores()
+    path = config_path()
+    calibration = Calibration.read(path) if path else None
     # Two 256-bit FMA pipes per core at ~3.6 GHz: Zen 4 runs a 512-bit FMA on
     # both pipes at once, so AVX-512 doubles the lanes but not the rate.
     # 230 GFLOP/s f32 measured on 2 cores. Override where it differs.
     fma_pipes, fma_bits = 2, int(os.environ.get("PRISM_HOST_FMA_BITS", min(vector_bits, 256)))
-    default_gflops = cores * fma_pipes * 2 * (fma_bits // 32) * 3.6
+    default_gflops = calibration.gflops if calibration else cores * fma_pipes * 2 * (fma_bits // 32) * 3.6
     gflops = float(os.environ.get("PRISM_HOST_GFLOPS", default_gflops))
-    gbps = float(os.environ.get("PRISM_HOST_GBPS", 20.0))
+    gbps = float(os.environ.get("PRISM_HOST_GBPS", calibration.dram_gbps if calibration else 20.0))
+    # 32 bytes per cycle per core from L3 at ~3.6 GHz, a configured figure where nothing was measured.
+    cache_gbps = calibration.cache_gbps if calibration else cores * 32 * 3.6
     return HostTarget(
         name="host", cores=cores,
-        l1d_bytes=_cache_size(1, "Data", 32 * 1024),
-        l2_bytes=_cache_size(2, "Unified", 1024 * 1024),
-        l3_bytes=_cache_size(3, "Unified", 32 * 1024**2),
+        l1d_bytes=cache_size(1, "Data", 32 * 1024),
+        l2_bytes=cache_size(2, "Unified", 1024 * 1024),
+        l3_bytes=cache_size(3, "Unified", 32 * 1024**2),
         vector_bits=vector_bits, vector_registers=32 if vector_bits == 512 else 16,
         fma_pipes=fma_pipes, fma_bits=fma_bits,
         # 16-bit inputs are widened to f32 and multiplied at its rate.
         flops={"f32": gflops * 1e9, "f16": gflops * 1e9, "bf16": gflops * 1e9, "f64": gflops * 0.5e9},
         dram_bytes_per_s=gbps * 1e9 * BANDWIDTH_MARGIN,
-        # 32 bytes per cycle per core from L3 at ~3.6 GHz, a configured figure.
-        cache_bytes_per_s=cores * 32 * 3.6e9 * BANDWIDTH_MARGIN,
+        cache_bytes_per_s=cache_gbps * 1e9 * BANDWIDTH_MARGIN,
     )
