@@ -3,8 +3,8 @@
 For every example and benchmark workload, on h200 and on this host, the
 default pipeline (prism-optimize) runs once; the script records the SHA-256
 of the optimized MLIR, of the report (funnel timings removed: they are wall
-clock) and of the lowered artifact (PTX for h200, the LLVM-dialect module for
-the host). A program Prism refuses records its error message instead.
+clock) and of the lowered artifacts (PTX and the host-side LLVM-dialect
+module for h200, the LLVM-dialect module for the host). A program Prism refuses records its error message instead.
 
     .venv/bin/python benchmarks/outputs.py --save before.json     # on the old revision
     .venv/bin/python benchmarks/outputs.py --check before.json    # on the new one: exit 1 on any difference
@@ -27,7 +27,8 @@ from prism.infra.ir import SourceChunk, make_context, parse_chunk
 
 REPO = Path(__file__).resolve().parents[1]
 PROGRAMS = sorted([*REPO.glob("examples/*.mlir"), *REPO.glob("benchmarks/workloads/**/*.mlir")])
-LOWERED = {"h200": "ptx", "host": "llvm"}
+# The lowered artifacts of each target: a GPU's PTX and its host-side LLVM module, the host's LLVM module.
+LOWERED = {"h200": ("ptx", "llvm"), "host": ("llvm",)}
 
 
 def _digest(text: str) -> str:
@@ -50,7 +51,8 @@ def outputs(path: Path, target: str) -> dict[str, str]:
         compilation.run(steps_for(None, "report"))
         found["mlir"] = _digest(compilation.emit("mlir"))
         found["report"] = _digest(json.dumps(_without_timings(json.loads(compilation.emit("report"))), sort_keys=True))
-        found[LOWERED[target]] = _digest(compilation.emit(LOWERED[target]))
+        for kind in LOWERED[target]:
+            found[kind] = _digest(compilation.emit(kind))
     except PrismError as error:
         found["error"] = error.message
     return found
