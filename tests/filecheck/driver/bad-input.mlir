@@ -71,3 +71,26 @@ func.func @tall(%a: tensor<1000000000x64xf32>, %b: tensor<64x64xf32>) -> tensor<
   %r = linalg.matmul ins(%a, %b : tensor<1000000000x64xf32>, tensor<64x64xf32>) outs(%c : tensor<1000000000x64xf32>) -> tensor<1000000000x64xf32>
   return %r : tensor<1000000000x64xf32>
 }
+
+// -----
+
+// A contraction written as a generic, scheduled without tensor cores: SIMT vector lowering runs out of
+// memory or crashes on it (found by the fuzzer), so the GPU refuses it; the host lowers it.
+// GPU: bad-input.mlir:[[# @LINE + 5]]:8: error: prism-lower-gpu: a contraction written as linalg.generic maps to the GPU only on tensor cores
+func.func @widening(%a: tensor<32x8xf16>, %b: tensor<8x64xf16>) -> tensor<32x64xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<32x64xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<32x64xf32>) -> tensor<32x64xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>,
+                                        affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<32x8xf16>, tensor<8x64xf16>) outs(%f : tensor<32x64xf32>) {
+  ^bb0(%x: f16, %y: f16, %acc: f32):
+    %xf = arith.extf %x : f16 to f32
+    %yf = arith.extf %y : f16 to f32
+    %p = arith.mulf %xf, %yf : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<32x64xf32>
+  return %r : tensor<32x64xf32>
+}

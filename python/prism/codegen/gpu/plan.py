@@ -201,6 +201,12 @@ def _plan_contraction(op: ir.Operation, tag: int) -> GpuGemm:
     operand_dims = [[ir.AffineDimExpr(e).position for e in amap.results] for amap in _maps(op)]
     plan = GpuGemm(tag, op, roles, sizes, elem_bytes, choice, operand_dims)
     _check_choice(plan, in_types, where)
+    if not choice.MMA and op.name == "linalg.generic":
+        # Found by the fuzzer: a generic vectorizes to a multi-reduction, not a contract, and the SIMT vector
+        # lowering then runs out of memory or crashes on some thread tiles.
+        raise UnsupportedOp("a contraction written as linalg.generic maps to the GPU only on tensor cores (MMA=1); "
+                            "write it as linalg.matmul (with indexing_maps for a transposed operand)",
+                            location=where)
     tiles = {"batch": 1, "m": choice.BM, "n": choice.BN, "k": 0}
     check_grid([(size, tiles[role]) for role, size in zip(roles, sizes, strict=True)], where)
     return plan
