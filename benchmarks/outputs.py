@@ -45,7 +45,7 @@ def _without_timings(report: dict) -> dict:
 def outputs(path: Path, target: str) -> dict[str, str]:
     """Digest per output kind of ``path`` compiled for ``target`` (or the error it raised)."""
     name = str(path.relative_to(REPO))
-    compilation = Compilation(parse_chunk(SourceChunk(path.read_text(), name), make_context()), target, name)
+    compilation = Compilation(parse_chunk(SourceChunk(path.read_text(), name), make_context()), target)
     found: dict[str, str] = {}
     try:
         compilation.run(steps_for(None, "report"))

@@ -47,7 +47,7 @@ from prism.algebra.terms import Program, translate
 from prism.algebra.to_mlir import function_text, split_functions
 from prism.infra import attrs
 from prism.infra.passbase import Pass, PassContext, option
-from prism.targets import get_target, name_problem
+from prism.targets import get_target, target_option
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class ExplorePass(Pass):
     NAME = "prism-explore"
     SUMMARY = "Find equivalent forms of each function (egglog) and keep the one predicted fastest"
 
-    target: str = option("", "the target to optimize for (default: the pipeline's, --target)", check=name_problem)
+    target: str = target_option()
     iterations: int = option(BUDGET.iterations, "rounds of the laws in the e-graph", minimum=1, maximum=100)
     max_nodes: int = option(BUDGET.max_nodes, "e-nodes at which exploration stops", minimum=1, maximum=10_000_000)
 

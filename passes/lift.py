@@ -29,10 +29,10 @@ from mlir import ir
 from mlir.dialects import func
 
 from prism.infra import attrs
-from prism.infra.passbase import Pass, PassContext, option
+from prism.infra.passbase import Pass, PassContext
 from prism.search.family import analyze_contraction, kind_of, make_int_dict, why_not_lifted
 from prism.search.space import Contraction, fix_shape, shape_exponents
-from prism.targets import Target, get_target, name_problem
+from prism.targets import Target, get_target, target_option
 
 # Linalg ops that only build operands: not worth a remark.
 _PLUMBING = {"linalg.fill", "linalg.copy"}
@@ -45,7 +45,7 @@ class LiftPass(Pass):
     NAME = "prism-lift"
     SUMMARY = "Lift linalg contractions into prism.family ops with symbolic tile parameters"
 
-    target: str = option("", "the target to optimize for (default: the pipeline's, --target)", check=name_problem)
+    target: str = target_option()
 
     def run(self, module: ir.Module, ctx: PassContext) -> None:
         target = get_target(self.target or ctx.target)

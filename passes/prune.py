@@ -26,10 +26,10 @@ from mlir import ir
 
 from prism.infra.diagnostics import display_location
 from prism.infra.errors import EmptySearchSpace
-from prism.infra.passbase import Pass, PassContext, option
+from prism.infra.passbase import Pass, PassContext
 from prism.search.family import body_func, families, family_domain, family_name, make_int_dict, payload_contraction
 from prism.search.search import FunnelStep, prune
-from prism.targets import get_target, name_problem
+from prism.targets import get_target, target_option
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class PrunePass(Pass):
     NAME = "prism-prune"
     SUMMARY = "Cut each family's parameter domain to what the target can run (islpy)"
 
-    target: str = option("", "the target to optimize for (default: the pipeline's, --target)", check=name_problem)
+    target: str = target_option()
 
     def run(self, module: ir.Module, ctx: PassContext) -> None:
         target = get_target(self.target or ctx.target)

@@ -38,7 +38,7 @@ from prism.search.family import (
 )
 from prism.search.search import FunnelStep, Selection, candidates_at, select
 from prism.search.space import Space
-from prism.targets import Target, get_target, name_problem
+from prism.targets import Target, get_target, target_option
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class SelectPass(Pass):
     NAME = "prism-select"
     SUMMARY = "Pick each family's cheapest schedule under the roofline cost model"
 
-    target: str = option("", "the target to optimize for (default: the pipeline's, --target)", check=name_problem)
+    target: str = target_option()
     assume: int = option(1024, "the size assumed for every dynamic extent", minimum=1, maximum=2**40)
     measure: int = option(0, "time the K best-predicted schedules on this machine and keep the fastest (host only)",
                           minimum=0, maximum=64)

@@ -21,7 +21,6 @@ from prism.algebra.egraph import Budget
 from prism.algebra.prove import FunctionProof, prove_modules
 from prism.codegen.runtime import jit as jit_module
 from prism.driver import Compilation, check_emit, check_targets, ptx_text, steps_for
-from prism.infra.diagnostics import rename_buffer
 from prism.infra.errors import PrismError, TargetError
 from prism.infra.ir import SourceChunk, make_context, parse_chunk, read_source_file, read_text
 from prism.search.family import body_func, families, family_domain, family_name, payload_contraction
@@ -66,7 +65,7 @@ class CompiledModule:
         if not get_target(self.target).runs_here:
             raise TargetError(f"jit() runs code on this machine; compile with target='host', not '{self.target}'")
         if name not in self._jitted:
-            compilation = Compilation(_parse_text(self._located or self.mlir, self.source), self.target, self.source)
+            compilation = Compilation(_parse_text(self._located or self.mlir, self.source), self.target)
             compilation.lower()
             self._jitted[name] = jit_module(compilation.module, name)
         return self._jitted[name]
@@ -117,12 +116,8 @@ def verify(original: Source, candidate: Source, budget_seconds: float = 5.0, tri
     """
     if budget_seconds <= 0 or trials < 0:
         raise PrismError(f"budget_seconds must be positive and trials non-negative, got {budget_seconds} and {trials}")
-    (before, before_name), (after, after_name) = _load(original), _load(candidate)
-    try:
-        return prove_modules(before, after, Budget(seconds=budget_seconds), trials)
-    except PrismError as error:
-        error.location = rename_buffer(error.location, after_name if error.location else before_name)
-        raise
+    (before, _), (after, _) = _load(original), _load(candidate)
+    return prove_modules(before, after, Budget(seconds=budget_seconds), trials)
 
 
 def shape_tables(source: Source, target: str = "host", max_extent: int = 8192) -> dict[str, ShapeTable]:
@@ -139,8 +134,8 @@ def shape_tables(source: Source, target: str = "host", max_extent: int = 8192) -
     """
     if not isinstance(max_extent, int) or max_extent < 1:
         raise PrismError(f"max_extent must be a positive integer, got {max_extent!r}")
-    module, name = _load(source)
-    compilation = Compilation(module, target, name)
+    module, _ = _load(source)
+    compilation = Compilation(module, target)
     compilation.run(steps_for("prism-lift,prism-prune", "mlir"))
     chip = get_target(target)
     tables = {}
@@ -179,7 +174,7 @@ def compile(source: Source, target: str = "host", emit: str | None = None, pipel
     steps = steps_for(pipeline, "report")
     check_targets(steps, target, emit)
     module, name = _load(source)
-    compilation = Compilation(module, target, name)
+    compilation = Compilation(module, target)
     compilation.ctx.verbose = verbose
     compilation.run(steps)
     optimized = str(compilation.module)

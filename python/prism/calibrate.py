@@ -18,26 +18,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 from prism.infra.errors import PrismError
+from prism.search.measure import fastest_seconds
 from prism.targets.host import Calibration, available_cores, cache_size, config_path, machine_name
-
-
-def _best_seconds(run: Callable[[], None], repeats: int) -> float:
-    """The fastest of ``repeats`` timed calls after one warm-up: interference only ever adds time."""
-    run()
-    times = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - began)
-    return min(times)
 
 
 def gemm_gflops(n: int, repeats: int) -> float:
@@ -45,7 +33,7 @@ def gemm_gflops(n: int, repeats: int) -> float:
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((n, n), np.float32), rng.standard_normal((n, n), np.float32)
     out = np.empty((n, n), np.float32)
-    return 2 * n**3 / _best_seconds(lambda: np.matmul(a, b, out=out), repeats) / 1e9
+    return 2 * n**3 / fastest_seconds(lambda: np.matmul(a, b, out=out), repeats) / 1e9
 
 
 def copy_gbps(size_bytes: int, cores: int, repeats: int) -> float:
@@ -58,7 +46,7 @@ def copy_gbps(size_bytes: int, cores: int, repeats: int) -> float:
         def run() -> None:
             list(pool.map(lambda pair: np.copyto(pair[1], pair[0]), slices))
 
-        return 2 * count * 4 / _best_seconds(run, repeats) / 1e9
+        return 2 * count * 4 / fastest_seconds(run, repeats) / 1e9
 
 
 def calibrate(quick: bool = False) -> Calibration:

@@ -17,7 +17,6 @@ from pathlib import Path
 from mlir import ir
 
 from prism.driver import EMIT_KINDS, Compilation, check_emit, check_targets, steps_for
-from prism.infra.diagnostics import rename_buffer
 from prism.infra.errors import PipelineError, PrismError
 from prism.infra.ir import SourceChunk, make_context, parse_chunk, read_source_file, read_text, split_input
 from prism.infra.passbase import Pass
@@ -74,9 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _print_error(error: PrismError, filename: str) -> None:
-    print(f"{rename_buffer(error.location, filename)}: error: {error.message}", file=sys.stderr)
+    print(f"{error.location or filename}: error: {error.message}", file=sys.stderr)
     for note in error.notes:
-        print(rename_buffer(note, filename), file=sys.stderr)
+        print(note, file=sys.stderr)
 
 
 def _read_input(path: str) -> tuple[str, str]:
@@ -119,7 +118,7 @@ def _write_output(path: str, text: str) -> None:
 def _compile_chunk(chunk: SourceChunk, context: ir.Context, steps: list[Step],
                    args: argparse.Namespace) -> str:
     """Compile one chunk and return its output; remarks go to stderr either way."""
-    compilation = Compilation(parse_chunk(chunk, context), args.target, chunk.filename)
+    compilation = Compilation(parse_chunk(chunk, context), args.target)
     compilation.ctx.verbose = args.verbose
     compilation.ctx.observer = _printer(args.print_ir_after, args.print_ir_after_all)
     try:
@@ -129,7 +128,7 @@ def _compile_chunk(chunk: SourceChunk, context: ir.Context, steps: list[Step],
             print("\n".join(funnel_table(compilation.ctx.report)), file=sys.stderr)
         return output
     finally:
-        for location, message in compilation.remarks():
+        for location, message in compilation.ctx.remarks:
             print(f"{location}: remark: {message}", file=sys.stderr)
 
 

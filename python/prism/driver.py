@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
-from prism.infra.diagnostics import rename_buffer
-from prism.infra.errors import PipelineError, PrismError, TargetError
+from prism.infra.errors import PipelineError, TargetError
 from prism.infra.passbase import Pass, PassContext
 from prism.infra.pipeline import Step, parse_pipeline, run_pipeline
 from prism.passes.verify import ORIGINAL
@@ -26,11 +25,10 @@ DEFAULT_PIPELINE = "prism-optimize"
 
 @dataclass
 class Compilation:
-    """The state and results of compiling one module, read from ``filename``."""
+    """The state and results of compiling one module."""
 
     module: ir.Module
     target: str
-    filename: str = "<input>"
     ctx: PassContext = field(init=False)
 
     def __post_init__(self) -> None:
@@ -40,17 +38,8 @@ class Compilation:
         self.ctx.artifacts[ORIGINAL] = str(self.module)  # what prism-verify proves the output equal to
 
     def run(self, steps: list[Step]) -> None:
-        """Run ``steps`` on the module; errors point into the source file."""
-        try:
-            run_pipeline(self.module, steps, self.ctx)
-        except PrismError as error:
-            error.location = rename_buffer(error.location, self.filename)
-            error.notes = [rename_buffer(note, self.filename) for note in error.notes]
-            raise
-
-    def remarks(self) -> list[tuple[str, str]]:
-        """The remarks so far, as ``(file:line:col, message)``."""
-        return [(rename_buffer(location, self.filename), message) for location, message in self.ctx.remarks]
+        """Run ``steps`` on the module."""
+        run_pipeline(self.module, steps, self.ctx)
 
     def lower(self) -> None:
         """Lower to the target's artifact (PTX for a GPU, the LLVM dialect for the host), once."""

@@ -14,11 +14,10 @@ import re
 from mlir import ir, passmanager
 from mlir.dialects.transform import interpreter
 
-from prism.infra.diagnostics import SCRIPT_LOCATION, prism_error_from
+from prism.infra.diagnostics import NOTE_LINES, SCRIPT_LOCATION, prism_error_from
 from prism.infra.errors import PassFailed
 
 _SCRIPT_LOC = re.compile(rf'(Diagnostic message at )?loc\("{re.escape(SCRIPT_LOCATION)}"\)(: )?')
-_NOTE_LINES = 40
 
 
 def apply_script(module: ir.Module, text: str, stage: str) -> None:
@@ -46,4 +45,4 @@ def _interpreter_lines(text: str) -> list[str]:
     """The interpreter's diagnostics, the script's own locations and its generic first line removed."""
     lines = [line for line in _SCRIPT_LOC.sub("", text).strip().splitlines()
              if line.strip() and line.strip() != "Failed to apply named transform sequence."]
-    return lines[:_NOTE_LINES] + (["  ..."] if len(lines) > _NOTE_LINES else [])
+    return lines[:NOTE_LINES] + (["  ..."] if len(lines) > NOTE_LINES else [])

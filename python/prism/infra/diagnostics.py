@@ -18,7 +18,7 @@ from prism.infra.errors import PrismError, format_location
 PARSER_BUFFER_NAME = "-"
 # The location every op of a generated transform script carries (see prism.codegen.transform).
 SCRIPT_LOCATION = "prism transform script"
-_NOTE_LINES = 40  # diagnostics may dump whole kernels; keep the head
+NOTE_LINES = 40  # diagnostics may dump whole kernels; keep the head
 
 
 def display_location(location: ir.Location | str, filename: str | None = None) -> str:
@@ -35,21 +35,13 @@ def display_location(location: ir.Location | str, filename: str | None = None) -
     return formatted
 
 
-def rename_buffer(location: str | None, filename: str) -> str:
-    """``location`` (``file:line:col``, or None) with MLIR's in-memory buffer ``-`` named ``filename``."""
-    if not location:
-        return filename
-    prefix = PARSER_BUFFER_NAME + ":"
-    return filename + location[len(PARSER_BUFFER_NAME):] if location.startswith(prefix) else location
-
-
 def _in_script(location: ir.Location) -> bool:
     return SCRIPT_LOCATION in str(location)
 
 
 def _clip(text: str) -> str:
     lines = text.splitlines()
-    return "\n".join(lines[:_NOTE_LINES] + (["  ..."] if len(lines) > _NOTE_LINES else []))
+    return "\n".join(lines[:NOTE_LINES] + (["  ..."] if len(lines) > NOTE_LINES else []))
 
 
 def diagnostics_from(error: ir.MLIRError, filename: str | None = None) -> list[tuple[str | None, str, list[str]]]:

@@ -9,6 +9,7 @@ operands of a contraction consistent with each other.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 from mlir import ir
@@ -45,21 +46,26 @@ def _random_inputs(module: ir.Module, assume: int, rng: np.random.Generator) -> 
             for spec in signature.inputs]
 
 
-def measure_seconds(body: ir.Operation, choice: dict[str, int], threads: int, assume: int = 1024,
-                    repeats: int = 5) -> float:
-    """Seconds of the fastest of ``repeats`` calls of the payload ``body`` scheduled by ``choice``, after a warm-up.
+def fastest_seconds(run: Callable[[], object], repeats: int) -> float:
+    """Seconds of the fastest of ``repeats`` calls of ``run`` after one warm-up call.
 
     The fastest call, because interference from other work on the machine
     only ever adds time.
     """
+    run()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def measure_seconds(body: ir.Operation, choice: dict[str, int], threads: int, assume: int = 1024,
+                    repeats: int = 5) -> float:
+    """Seconds of the fastest of ``repeats`` calls of the payload ``body`` scheduled by ``choice``, after a warm-up."""
     module = _candidate_module(body, choice)
     cpu.lower(module, PassContext(), threads)
     run = jit(module, CANDIDATE)
     inputs = _random_inputs(module, assume, np.random.default_rng(0))
-    run(*inputs)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run(*inputs)
-        times.append(time.perf_counter() - start)
-    return min(times)
+    return fastest_seconds(lambda: run(*inputs), repeats)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from prism.infra.errors import TargetError
+from prism.infra.passbase import option
 from prism.targets.base import Target
 from prism.targets.host import host_target
 from prism.targets.nvidia import GPU_TARGETS
@@ -46,6 +47,11 @@ def name_problem(name: str) -> str:
     return f"must name a target ({', '.join(_TARGETS)}), got '{name}'"
 
 
+def target_option() -> str:
+    """The ``target`` option of a pass that searches or explores: '' takes the pipeline's (``--target``)."""
+    return option("", "the target to optimize for (default: the pipeline's, --target)", check=name_problem)
+
+
 def get_target(name: str) -> Target:
     """The target called ``name``; raises TargetError listing the valid names."""
     if not isinstance(name, str) or name not in _TARGETS:
@@ -53,4 +59,4 @@ def get_target(name: str) -> Target:
     return _TARGETS[name]()
 
 
-__all__ = ["Target", "get_target", "name_problem", "register", "target_names", "unregister"]
+__all__ = ["Target", "get_target", "name_problem", "register", "target_names", "target_option", "unregister"]
