@@ -36,4 +36,4 @@ class LowerCpuPass(Pass):
                           minimum=0, maximum=1024)
 
     def run(self, module: ir.Module, ctx: PassContext) -> None:
-        cpu.lower(module, ctx, self.threads or host_target().cores)
+        cpu.lower(module, ctx, self.threads or host_target().cores, host_target().vector_bits)

@@ -205,7 +205,7 @@ def _host_function(module: ir.Module, name: str) -> JitFunction:
     """@name of a copy of ``module``, lowered for the host and compiled."""
     copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True), make_context())
     with copy.context, ir.Location.unknown():
-        cpu.lower(copy, PassContext(), host_target().cores)
+        cpu.lower(copy, PassContext(), host_target().cores, host_target().vector_bits)
         return jit(copy, name)
 
 

@@ -62,10 +62,10 @@ def fastest_seconds(run: Callable[[], object], repeats: int) -> float:
 
 
 def measure_seconds(body: ir.Operation, choice: dict[str, int], threads: int, assume: int = 1024,
-                    repeats: int = 5) -> float:
+                    repeats: int = 5, vector_bits: int = 256) -> float:
     """Seconds of the fastest of ``repeats`` calls of the payload ``body`` scheduled by ``choice``, after a warm-up."""
     module = _candidate_module(body, choice)
-    cpu.lower(module, PassContext(), threads)
+    cpu.lower(module, PassContext(), threads, vector_bits)
     run = jit(module, CANDIDATE)
     inputs = _random_inputs(module, assume, np.random.default_rng(0))
     return fastest_seconds(lambda: run(*inputs), repeats)

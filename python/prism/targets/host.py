@@ -126,7 +126,7 @@ class HostTarget:
         """Compile ``body`` under ``choice`` for this machine and time it (see :mod:`prism.search.measure`)."""
         from prism.search.measure import measure_seconds  # the code generator, loaded only to measure
 
-        return measure_seconds(body, choice, self.cores, assume)
+        return measure_seconds(body, choice, self.cores, assume, vector_bits=self.vector_bits)
 
     def _micro_kernel_cycles(self, rm: Knob, rn: Knob, tk: Knob, lanes: int) -> Knob:
         """Cycles of one RM x RN micro-tile over one TK slice of K.

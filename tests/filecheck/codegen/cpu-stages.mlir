@@ -1,35 +1,41 @@
-// Each stage of the host code generator prints on its own; together they take a tuned matmul to LLVM.
+// Each stage of the host code generator prints on its own; together they take a tuned f32 matmul to LLVM
+// through the direct GEMM kernel (python/prism/codegen/cpu/kernel.py). Other contractions take the
+// transform-dialect path (cpu-stages-transform.mlir).
 // RUN: prism-opt %s -p prism-lower-cpu --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s --check-prefix=TILE
 // RUN: prism-opt %s -p prism-lower-cpu --print-ir-after=cpu-bufferize -o /dev/null 2>&1 | filecheck %s --check-prefix=BUFFERS
-// RUN: prism-opt %s -p prism-lower-cpu --print-ir-after=cpu-vector -o /dev/null 2>&1 | filecheck %s --check-prefix=VECTOR
 // RUN: prism-opt %s -p prism-lower-cpu --print-ir-after=cpu-parallel -o /dev/null 2>&1 | filecheck %s --check-prefix=PARALLEL
 // RUN: prism-opt %s -p prism-lower-cpu --print-ir-after=cpu-llvm -o /dev/null 2>&1 | filecheck %s --check-prefix=LLVM
-// RUN: prism-opt %s -p prism-lower-cpu --print-ir-after-all -o /dev/null 2>&1 | filecheck %s --check-prefix=ALL
+// RUN: prism-opt %s -p prism-lower-cpu{threads=2} --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s --check-prefix=PANELS
 
-// On tensors: A packed into 4x4 (RM x KU) panels, parallel blocks, a vectorized 4x16 micro-kernel.
+// On tensors: the matmul is gone; each worker runs a share of the 8x32 blocks of C; the task copies its
+// 16x32 slice of B into two 16-wide panels, then a 4x16 micro-tile (8 accumulators of 8 lanes) runs
+// over each K slice, the first starting from C's init (the argument %c: not a fill of zero).
 // TILE: IR Dump After cpu-tile
-// TILE: func.func @mm(%arg0: tensor<16x32xf32> {bufferization.writable = false}
-// TILE: tensor.expand_shape {{.*}} into tensor<4x4x8x4xf32>
-// TILE: scf.forall
-// TILE: vector.contract
+// TILE: func.func @mm(
+// TILE-NOT: linalg.matmul
+// TILE: scf.parallel
+// TILE: scf.for
+// TILE: scf.for {{.*}} step %c16
+// TILE: vector.store {{.*}} : memref<{{[0-9]+}}x2x16x16xf32>, vector<8xf32>
+// TILE: scf.for {{.*}} step %c4
+// TILE: scf.if
+// TILE-COUNT-8: vector.load %{{.*}} : memref<16x64xf32>, vector<8xf32>
+// TILE: scf.for {{.*}} iter_args
+// TILE-COUNT-8: vector.fma
+// TILE: scf.yield
+// TILE: vector.maskedstore
+// TILE: bufferization.to_tensor
 // TILE-NOT: IR Dump After
 
-// On buffers: the packed operands are allocations; C's micro-tile is carried through its K loop.
+// On buffers: one result allocation and the panel buffer; no tensors left.
 // BUFFERS: IR Dump After cpu-bufferize
 // BUFFERS: func.func @mm(%arg0: memref<16x32xf32>, %arg1: memref<32x64xf32>, %arg2: memref<16x64xf32>) -> memref<16x64xf32>
-// BUFFERS: memref.alloc() {alignment = 64 : i64} : memref<4x8x4x4xf32>
-// BUFFERS: scf.forall
-// BUFFERS: vector.contract
-// BUFFERS-NOT: tensor.empty
+// BUFFERS-DAG: memref.alloc() {alignment = 64 : i64} : memref<16x64xf32>
+// BUFFERS-DAG: memref.alloc() {alignment = 64 : i64} : memref<{{[0-9]+}}x2x16x16xf32>
+// BUFFERS-NOT: tensor.
 
-// Vectors in the 1-D form LLVM takes: rank-1 FMA updates of 16-wide rows.
-// VECTOR: IR Dump After cpu-vector
-// VECTOR-NOT: vector.contract
-// VECTOR: vector.fma {{.*}} : vector<16xf32>
-
-// Parallel blocks as flat scf.parallel loops.
+// One flat parallel loop over the workers.
 // PARALLEL: IR Dump After cpu-parallel
-// PARALLEL-NOT: scf.forall
 // PARALLEL: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step (%{{.*}})
 
 // Everything in the LLVM dialect, with async-runtime tasks and the C interface the runtime calls.
@@ -40,12 +46,9 @@
 // LLVM-DAG: llvm.intr.fmuladd
 // LLVM-NOT: func.func
 
-// ALL: IR Dump After cpu-tile
-// ALL: IR Dump After cpu-bufferize
-// ALL: IR Dump After cpu-vector
-// ALL: IR Dump After cpu-parallel
-// ALL: IR Dump After cpu-llvm
-// ALL: IR Dump After prism-lower-cpu
+// threads=2: one panel buffer per worker.
+// PANELS: memref.alloc() {alignment = 64 : i64} : memref<2x2x16x16xf32>
+// PANELS: scf.parallel ({{.*}}) = (%c0) to (%c2) step (%c1)
 func.func @mm(%a: tensor<16x32xf32>, %b: tensor<32x64xf32>, %c: tensor<16x64xf32>) -> tensor<16x64xf32> {
   %r = linalg.matmul {prism.roles = ["m", "n", "k"], prism.choice = {TM = 8, TN = 32, TK = 16, RM = 4, RN = 16}}
          ins(%a, %b : tensor<16x32xf32>, tensor<32x64xf32>) outs(%c : tensor<16x64xf32>) -> tensor<16x64xf32>

@@ -50,11 +50,13 @@ from mlir import ir
 
 from prism.codegen.checks import check_module
 from prism.codegen.cpu import rewrites
+from prism.codegen.cpu.kernel import KERNEL_PREFIX, inline_kernel
 from prism.codegen.cpu.schedule import (
     CpuGemm,
     CpuSchedule,
     collect_gemms,
     gemm_script,
+    kernel_plan,
     tag_transposes,
     transpose_script,
 )
@@ -68,11 +70,12 @@ from prism.infra.passbase import PassContext
 class CpuLowering(Lowering):
     """One lowering of one module for the host, on ``threads`` worker threads, as named stages."""
 
-    def __init__(self, threads: int, ctx: PassContext):
+    def __init__(self, threads: int, ctx: PassContext, vector_bits: int = 256):
         if threads < 1:
             raise PipelineError(f"threads must be at least 1, got {threads}")
         self.threads = threads
         self.ctx = ctx
+        self.lanes = max(vector_bits // 32, 1)  # f32 lanes of one vector register
 
     # name, summary, method
     STAGES = (
@@ -87,10 +90,17 @@ class CpuLowering(Lowering):
         """Schedule every contraction (see :mod:`.schedule`), then vectorize the pack transposes."""
         check_module(module)
         rewrites.record_signatures(module)
-        gemms = collect_gemms(module, self.ctx)
-        for index, gemm in enumerate(gemms):
-            gemm.op.attributes[attrs.CPU_CONTRACTION_TAG] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), index)
+        gemms, kernels = [], 0
+        for gemm in collect_gemms(module, self.ctx):
             self.ctx.progress(f"cpu-tile: {gemm.op.name} at {gemm.op.location}: {gemm.schedule}")
+            plan = kernel_plan(gemm, f"{KERNEL_PREFIX}{kernels}", self.lanes, self.threads)
+            if plan is None:
+                gemm.op.attributes[attrs.CPU_CONTRACTION_TAG] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
+                                                                                len(gemms))
+                gemms.append(gemm)
+            else:
+                inline_kernel(gemm.op, plan)
+                kernels += 1
         apply_script(module, gemm_script(gemms), "tiling and vectorization")
         rewrites.forward_copies_into_empty(module)
         tiles = tag_transposes(module)
@@ -119,9 +129,12 @@ class CpuLowering(Lowering):
         rewrites.check_lowered(module)
 
 
-def lower(module: ir.Module, ctx: PassContext, threads: int) -> None:
-    """Lower ``module`` in place to the LLVM dialect, ready for :func:`prism.codegen.runtime.jit`."""
-    run_stages(CpuLowering(threads, ctx).stages(), module, ctx)
+def lower(module: ir.Module, ctx: PassContext, threads: int, vector_bits: int = 256) -> None:
+    """Lower ``module`` in place to the LLVM dialect, ready for :func:`prism.codegen.runtime.jit`.
+
+    ``vector_bits`` is the width of the host's vector registers (256 with AVX2, 512 with AVX-512).
+    """
+    run_stages(CpuLowering(threads, ctx, vector_bits).stages(), module, ctx)
 
 
 STAGE_NAMES = CpuLowering.stage_names()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
+from prism.codegen.cpu.kernel import KernelPlan
 from prism.codegen.transform import ANY, Script
 from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
@@ -316,3 +317,46 @@ def transpose_script(tiles: list[list[int]]) -> str:
         op, _ = s.tile_for(op, sizes)
         s.vectorize(op)
     return s.text()
+
+
+def _zero_init(op: ir.Operation) -> bool:
+    """Whether the contraction's init (its last operand) is a fill of 0.0."""
+    owner = op.operands[len(op.operands) - 1].owner
+    if not isinstance(owner, ir.OpView | ir.Operation) or owner.operation.name != "linalg.fill":
+        return False
+    value = owner.operation.operands[0].owner
+    if not isinstance(value, ir.OpView | ir.Operation) or value.operation.name != "arith.constant":
+        return False
+    attr = value.operation.attributes["value"]
+    return isinstance(attr, ir.FloatAttr) and attr.value == 0.0
+
+
+def kernel_plan(c: CpuGemm, name: str, lanes: int, workers: int) -> KernelPlan | None:
+    """The direct kernel (see :mod:`.kernel`) for ``c``, or None when it takes the transform path.
+
+    The kernel covers f32 contractions laid out as ``A[b, m, k]``,
+    ``B[b, k, n]`` and ``C[b, m, n]`` (batch optional): the layout of
+    ``linalg.matmul``, ``linalg.batch_matmul`` and the row-major products
+    that prism-explore writes.
+    """
+    types = [ir.RankedTensorType(v.type) for v in c.op.operands]
+    if len(types) != 3 or any(str(t.element_type) != "f32" for t in types):
+        return None
+    batch = "batch" in c.roles
+    wanted = (("m", "k"), ("k", "n"), ("m", "n"))
+    if c.roles.count("batch") > 1:
+        return None
+    for dims, roles in zip(c.maps, wanted, strict=True):
+        got = tuple(c.roles[d] for d in dims)
+        if got != ((("batch",) if batch else ()) + roles):
+            return None
+    ch = c.schedule
+    rn = max(_round_up(ch.RN, lanes), lanes)
+    rm = max(ch.RM, 1)
+    tm, tn = _round_up(max(ch.TM, rm), rm), _round_up(max(ch.TN, rn), rn)
+    m_extent = types[2].get_dim_size(types[2].rank - 2)
+    # One row panel per task: each element of B is read once, so copying it would only add traffic.
+    single_row_panel = not ir.ShapedType.is_dynamic_size(m_extent) and min(tm, m_extent) <= rm
+    return KernelPlan(name=name, batch=batch, a_type=str(types[0]), b_type=str(types[1]), c_type=str(types[2]),
+                      zero_init=_zero_init(c.op), tm=tm, tn=tn, tk=max(ch.TK, 1), rm=rm, rn=rn, lanes=lanes,
+                      pack=bool(ch.PACK) and not single_row_panel, workers=workers)

@@ -1,0 +1,339 @@
+"""The host GEMM core: a BLIS-style kernel that Prism writes itself, in scf, vector and memref.
+
+A contraction ``C[b, m, n] (+)= sum_k A[b, m, k] * B[b, k, n]`` over f32
+(batch optional) becomes a call of a private function holding this loop nest:
+
+1. tasks: ``scf.parallel`` over ``batch x ceil(M/TM) x ceil(N/TN)`` blocks of C,
+   which the async runtime shares among every core;
+2. K slices: a loop over ``TK``-deep slices of K;
+3. B panel: with ``PACK = 1`` the task first copies its ``TK x TN`` slice of B
+   into a buffer of ``RN``-wide panels, ``[TN/RN][TK][RN]``, zero-padded at
+   the right edge, so the micro-kernel reads one contiguous panel that stays
+   in L1 while the row panels of A stream past it. With ``PACK = 0`` the
+   micro-kernel reads B where it is, row by row: right when a task has a
+   single row panel (small M, decode), where each element of B is read once
+   and copying it would only add traffic. A ``prepacked`` B (a weight
+   packed once, in ``@f_prepare``) is read in place as ``[N/RN][K][RN]``
+   panels;
+4. micro-kernel: ``RM x RN`` accumulators in vector registers, updated by
+   ``RM`` broadcasts of A and ``RN/lanes`` vector loads of B per k, then
+   added to C. Rows past the block's end repeat its last row (the same
+   values, stored twice), so every micro-tile is full; columns past N are
+   masked.
+
+A is read in place (a micro-tile's RM rows are RM sequential streams), and
+C is written once per K slice, so no phase runs before or after the kernel.
+
+Example, for a 128x4096x4096 matmul with ``TM = 128, TN = 256, TK = 256,
+RM = 4, RN = 16, PACK = 1`` the op becomes::
+
+    %r = func.call @__prism_gemm_0(%a, %b, %c)
+        : (tensor<128x4096xf32>, tensor<4096x4096xf32>, tensor<128x4096xf32>) -> tensor<128x4096xf32>
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+F32 = "f32"
+KERNEL_PREFIX = "__prism_gemm_"
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    """Everything the text of one GEMM kernel depends on."""
+
+    name: str
+    batch: bool  # operands carry a leading batch dimension
+    a_type: str  # tensor types at the call, as text
+    b_type: str
+    c_type: str
+    zero_init: bool  # C starts at zero (its init is a fill of 0.0): the first K slice does not read it
+    tm: int
+    tn: int
+    tk: int
+    rm: int
+    rn: int
+    lanes: int  # f32 lanes of one vector register
+    pack: bool  # copy B panels per task (else read B in place)
+    workers: int  # threads the tasks are shared among
+    prepacked: bool = False  # B arrives packed as [ceil(N/RN)][K][RN] (batch first when batched)
+
+
+class _Text:
+    """Lines of MLIR with fresh SSA names."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.constants: set[int] = set()  # index constants, defined once at the function's entry
+        self._count = 0
+        self.depth = 0
+
+    def fresh(self, hint: str = "v") -> str:
+        self._count += 1
+        return f"%{hint}{self._count}"
+
+    def add(self, line: str) -> None:
+        self.lines.append("  " * self.depth + line)
+
+    def value(self, expr: str, hint: str = "v") -> str:
+        name = self.fresh(hint)
+        self.add(f"{name} = {expr}")
+        return name
+
+    def const(self, n: int) -> str:
+        self.constants.add(n)
+        return f"%c{n}"
+
+
+def _memref(rank: int) -> str:
+    return f"memref<{'x'.join('?' * rank)}x{F32}>"
+
+
+class _Kernel:
+    """Writes the text of one kernel (see :func:`kernel_text`)."""
+
+    def __init__(self, plan: KernelPlan):
+        self.plan, self.t = plan, _Text()
+        self.rank = 3 if plan.batch else 2
+        self.vec = f"vector<{plan.lanes}x{F32}>"
+        self.dyn = _memref(self.rank)
+        self.b_dyn = _memref(self.rank + 1 if plan.prepacked else self.rank)
+
+    def text(self) -> str:
+        p, t = self.plan, self.t
+        self._open(f"func.func private @{p.name}(%a: {p.a_type}, %b: {p.b_type}, %c: {p.c_type}) -> {p.c_type}")
+        self.c0, self.c1 = t.const(0), t.const(1)
+        dims = [t.const(i) for i in range(self.rank)]
+        # Sizes come from C (M, N) and A (K): a prepacked B's panels are padded.
+        sizes = [t.value(f"tensor.dim %c, {dims[i]} : {p.c_type}", "s") for i in range(self.rank)]
+        self.m, self.n = sizes[-2], sizes[-1]
+        self.k = t.value(f"tensor.dim %a, {dims[-1]} : {p.a_type}", "K")
+        self.a = self._buffer("%a", p.a_type, self.dyn)
+        self.b = self._buffer("%b", p.b_type, self.b_dyn)
+        self.c_in = None if p.zero_init else self._buffer("%c", p.c_type, self.dyn)
+        self.c = t.value(f"memref.alloc({', '.join(sizes)}) {{alignment = 64 : i64}} : {self.dyn}", "C")
+        self._tasks(sizes[0] if p.batch else None)
+        c_static = p.c_type.replace("tensor<", "memref<")
+        cast = t.value(f"memref.cast {self.c} : {self.dyn} to {c_static}", "cs")
+        result = t.value(f"bufferization.to_tensor {cast} restrict : {c_static} to {p.c_type}", "r")
+        t.add(f"return {result} : {p.c_type}")
+        self._close()
+        constants = [f"  %c{n} = arith.constant {n} : index" for n in sorted(t.constants)]
+        return "\n".join(t.lines[:1] + constants + t.lines[1:])
+
+    def _buffer(self, arg: str, tensor: str, dyn: str) -> str:
+        static = tensor.replace("tensor<", "memref<")
+        buf = self.t.value(f"bufferization.to_buffer {arg} read_only : {tensor} to {static}", "m")
+        return self.t.value(f"memref.cast {buf} : {static} to {dyn}", "m")
+
+    def _open(self, header: str) -> None:
+        self.t.add(header + " {")
+        self.t.depth += 1
+
+    def _close(self, tail: str = "}") -> None:
+        self.t.depth -= 1
+        self.t.add(tail)
+
+    def _tasks(self, batches: str | None) -> None:
+        """The parallel loop over blocks of C, and a K-slice loop in each."""
+        p, t = self.plan, self.t
+        tm, tn, tk = t.const(p.tm), t.const(p.tn), t.const(p.tk)
+        self.rm, self.rn = t.const(p.rm), t.const(p.rn)
+        mt = t.value(f"arith.ceildivui {self.m}, {tm} : index", "mt")
+        nt = t.value(f"arith.ceildivui {self.n}, {tn} : index", "nt")
+        per_batch = t.value(f"arith.muli {mt}, {nt} : index", "blocks")
+        tasks = t.value(f"arith.muli {per_batch}, {batches} : index", "tasks") if batches else per_batch
+        # One parallel iteration per worker, each running a contiguous share
+        # of the tasks with its own B panel buffer.
+        workers = t.const(p.workers)
+        if p.pack:
+            self.panels = t.value(f"memref.alloc() {{alignment = 64 : i64}} : {self._panel_type()}", "panels")
+        share = t.value(f"arith.ceildivui {tasks}, {workers} : index", "share")
+        self.worker = t.fresh("w")
+        self._open(f"scf.parallel ({self.worker}) = ({self.c0}) to ({workers}) step ({self.c1})")
+        first = t.value(f"arith.muli {self.worker}, {share} : index", "first")
+        last = t.value(f"arith.minui {t.value(f'arith.addi {first}, {share} : index')}, {tasks} : index", "end")
+        task = t.fresh("task")
+        self._open(f"scf.for {task} = {first} to {last} step {self.c1}")
+        if batches:
+            self.bi = [t.value(f"arith.divui {task}, {per_batch} : index", "bi")]
+            task = t.value(f"arith.remui {task}, {per_batch} : index", "t")
+        else:
+            self.bi = []
+        ti = t.value(f"arith.divui {task}, {nt} : index", "ti")
+        tj = t.value(f"arith.remui {task}, {nt} : index", "tj")
+        i0 = t.value(f"arith.muli {ti}, {tm} : index", "i0")
+        i1 = t.value(f"arith.minui {t.value(f'arith.addi {i0}, {tm} : index')}, {self.m} : index", "i1")
+        self.last_row = t.value(f"arith.subi {i1}, {self.c1} : index", "last")
+        self.j0 = t.value(f"arith.muli {tj}, {tn} : index", "j0")
+        j1 = t.value(f"arith.minui {t.value(f'arith.addi {self.j0}, {tn} : index')}, {self.n} : index", "j1")
+        self.p0 = t.fresh("p0")
+        self._open(f"scf.for {self.p0} = {self.c0} to {self.k} step {tk}")
+        p1 = t.value(f"arith.minui {t.value(f'arith.addi {self.p0}, {tk} : index')}, {self.k} : index", "p1")
+        self.kc = t.value(f"arith.subi {p1}, {self.p0} : index", "kc")
+        self.first = t.value(f"arith.cmpi eq, {self.p0}, {self.c0} : index", "first")
+        if p.pack:
+            self._pack(j1)
+        jr = t.fresh("jr")
+        self._open(f"scf.for {jr} = {self.j0} to {j1} step {self.rn}")
+        full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {jr}, {self.rn} : index')}, {self.n} : index", "full")
+        ir_ = t.fresh("ir")
+        self._open(f"scf.for {ir_} = {i0} to {i1} step {self.rm}")
+        rows = [t.value(f"arith.minui {t.value(f'arith.addi {ir_}, {t.const(r)} : index')}, {self.last_row} : index",
+                        "row") for r in range(p.rm)]
+        self._open(f"scf.if {full}")
+        self._micro_tile(rows, jr, in_bounds=True)
+        self._close("} else {")
+        self.t.depth += 1
+        self._micro_tile(rows, jr, in_bounds=False)
+        self._close()
+        for _ in range(5):  # ir, jr, p0, the worker's task loop, the parallel loop
+            self._close()
+
+    def _panel_type(self) -> str:
+        p = self.plan
+        return f"memref<{p.workers}x{p.tn // p.rn}x{p.tk}x{p.rn}x{F32}>"
+
+    def _columns(self, base: str) -> list[str]:
+        """The column of each of the RN/lanes vectors from ``base``."""
+        lanes = self.plan.lanes
+        return [base if v == 0 else self.t.value(f"arith.addi {base}, {self.t.const(v * lanes)} : index", "col")
+                for v in range(self.plan.rn // lanes)]
+
+    def _mask(self, memref: str, memref_type: str, indices: list[str]) -> str:
+        """The lanes of a vector at ``indices`` that lie inside the memref's last dimension."""
+        last = len(indices) - 1
+        extent = self.t.value(f"memref.dim {memref}, {self.t.const(last)} : {memref_type}")
+        left = self.t.value(f"arith.subi {extent}, {indices[last]} : index")
+        return self.t.value(f"vector.create_mask {left} : vector<{self.plan.lanes}xi1>", "mask")
+
+    def _read(self, memref: str, memref_type: str, indices: list[str], in_bounds: bool) -> str:
+        """A vector from ``memref`` at ``indices``; lanes past the last dimension read zero unless ``in_bounds``."""
+        where = ", ".join(indices)
+        if in_bounds:
+            return self.t.value(f"vector.load {memref}[{where}] : {memref_type}, {self.vec}", "x")
+        mask = self._mask(memref, memref_type, indices)
+        return self.t.value(f"vector.maskedload {memref}[{where}], {mask}, {self._zero_vec()} : {memref_type}, "
+                            f"vector<{self.plan.lanes}xi1>, {self.vec} into {self.vec}", "x")
+
+    def _write(self, value: str, memref: str, indices: list[str], in_bounds: bool) -> None:
+        """Store ``value`` at ``indices``; lanes past the last dimension are dropped unless ``in_bounds``."""
+        where = ", ".join(indices)
+        if in_bounds:
+            self.t.add(f"vector.store {value}, {memref}[{where}] : {self.dyn}, {self.vec}")
+        else:
+            mask = self._mask(memref, self.dyn, indices)
+            self.t.add(f"vector.maskedstore {memref}[{where}], {mask}, {value} : {self.dyn}, "
+                       f"vector<{self.plan.lanes}xi1>, {self.vec}")
+
+    def _zero_vec(self) -> str:
+        return self.t.value(f"arith.constant dense<0.0> : {self.vec}", "zv")
+
+    def _pack(self, j1: str) -> None:
+        """Copy the task's TK x TN slice of B into RN-wide panels (zeros past N)."""
+        t, lanes = self.t, self.plan.lanes
+        width = t.value(f"arith.subi {j1}, {self.j0} : index")
+        count = t.value(f"arith.ceildivui {width}, {self.rn} : index", "np")
+        jp = t.fresh("jp")
+        self._open(f"scf.for {jp} = {self.c0} to {count} step {self.c1}")
+        col0 = t.value(f"arith.addi {self.j0}, {t.value(f'arith.muli {jp}, {self.rn} : index')} : index", "col")
+        full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {col0}, {self.rn} : index')}, {self.n} : index")
+        offsets = [t.const(v * lanes) for v in range(self.plan.rn // lanes)]
+        for in_bounds in (True, False):
+            if in_bounds:
+                self._open(f"scf.if {full}")
+            else:
+                self._close("} else {")
+                t.depth += 1
+            columns = self._columns(col0)
+            kk = t.fresh("kk")
+            self._open(f"scf.for {kk} = {self.c0} to {self.kc} step {self.c1}")
+            kg = t.value(f"arith.addi {self.p0}, {kk} : index", "kg")
+            for col, offset in zip(columns, offsets, strict=True):
+                x = self._read(self.b, self.b_dyn, [*self.bi, kg, col], in_bounds)
+                t.add(f"vector.store {x}, {self.panels}[{self.worker}, {jp}, {kk}, {offset}] : {self._panel_type()}, {self.vec}")
+            self._close()
+        self._close()
+        self._close()
+
+    def _micro_tile(self, rows: list[str], jr: str, in_bounds: bool) -> None:
+        """RM x RN accumulators over the K slice, then added into C."""
+        p, t = self.plan, self.t
+        nv = p.rn // p.lanes
+        columns = self._columns(jr)
+        acc_types = ", ".join([self.vec] * (p.rm * nv))
+        # The first K slice starts from C's init (zeros, or the init operand); later ones from C.
+        init = t.fresh("init")
+        t.add(f"{init}:{p.rm * nv} = scf.if {self.first} -> ({acc_types}) {{")
+        t.depth += 1
+        if self.c_in is None:
+            starts = [self._zero_vec()] * (p.rm * nv)
+        else:
+            starts = [self._read(self.c_in, self.dyn, [*self.bi, row, col], in_bounds)
+                      for row in rows for col in columns]
+        t.add(f"scf.yield {', '.join(starts)} : {acc_types}")
+        self._close("} else {")
+        t.depth += 1
+        loaded = [self._read(self.c, self.dyn, [*self.bi, row, col], in_bounds) for row in rows for col in columns]
+        t.add(f"scf.yield {', '.join(loaded)} : {acc_types}")
+        self._close()
+        kk, acc = t.fresh("kk"), [t.fresh("acc") for _ in range(p.rm * nv)]
+        out = t.fresh("out")
+        iter_args = ", ".join(f"{a} = {init}#{i}" for i, a in enumerate(acc))
+        t.add(f"{out}:{p.rm * nv} = scf.for {kk} = {self.c0} to {self.kc} step {self.c1} "
+              f"iter_args({iter_args}) -> ({acc_types}) {{")
+        t.depth += 1
+        kg = t.value(f"arith.addi {self.p0}, {kk} : index", "kg")
+        b_vectors = self._b_row(kk, kg, jr, columns, in_bounds)
+        updated = []
+        for r, row in enumerate(rows):
+            scalar = t.value(f"memref.load {self.a}[{', '.join([*self.bi, row, kg])}] : {self.dyn}", "s")
+            broadcast = t.value(f"vector.broadcast {scalar} : {F32} to {self.vec}", "bc")
+            for v in range(nv):
+                updated.append(t.value(f"vector.fma {broadcast}, {b_vectors[v]}, {acc[r * nv + v]} : {self.vec}", "f"))
+        t.add(f"scf.yield {', '.join(updated)} : {acc_types}")
+        self._close()
+        for r, row in enumerate(rows):
+            for v, col in enumerate(columns):
+                self._write(f"{out}#{r * nv + v}", self.c, [*self.bi, row, col], in_bounds)
+
+    def _b_row(self, kk: str, kg: str, jr: str, columns: list[str], in_bounds: bool) -> list[str]:
+        """The RN-wide row of B at k, as RN/lanes vectors."""
+        p, t = self.plan, self.t
+        offsets = [t.const(v * p.lanes) for v in range(p.rn // p.lanes)]
+        if p.pack:
+            jp = t.value(f"arith.divui {t.value(f'arith.subi {jr}, {self.j0} : index')}, {self.rn} : index", "jp")
+            return [t.value(f"vector.load {self.panels}[{self.worker}, {jp}, {kk}, {o}] : {self._panel_type()}, {self.vec}", "y")
+                    for o in offsets]
+        if p.prepacked:
+            jp = t.value(f"arith.divui {jr}, {self.rn} : index", "jp")
+            return [t.value(f"vector.load {self.b}[{', '.join([*self.bi, jp, kg, o])}] : {self.b_dyn}, {self.vec}",
+                            "y") for o in offsets]
+        return [self._read(self.b, self.b_dyn, [*self.bi, kg, col], in_bounds) for col in columns]
+
+
+def kernel_text(plan: KernelPlan) -> str:
+    """The private ``func.func`` computing the GEMM of ``plan``, on tensors at its boundary."""
+    return _Kernel(plan).text()
+
+
+def inline_kernel(op: ir.Operation, plan: KernelPlan) -> None:
+    """Replace the contraction ``op`` by the body of the kernel of ``plan``, in place.
+
+    The kernel is parsed as a function and then inlined: a call would hand
+    its result buffer across a function boundary, where ownership-based
+    deallocation tracks it with i1 buffers that the host lowering refuses.
+    """
+    with op.location:
+        parsed = ir.Module.parse(kernel_text(plan))
+        body = parsed.body.operations[0].regions[0].blocks[0]
+        for argument, operand in zip(body.arguments, op.operands, strict=True):
+            argument.replace_all_uses_with(operand)
+        *ops, terminator = list(body.operations)
+        for inner in ops:
+            inner.operation.move_before(op)
+        op.results[0].replace_all_uses_with(terminator.operands[0])
+        op.erase()
