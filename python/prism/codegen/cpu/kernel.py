@@ -254,7 +254,8 @@ class _Kernel:
             kg = t.value(f"arith.addi {self.p0}, {kk} : index", "kg")
             for col, offset in zip(columns, offsets, strict=True):
                 x = self._read(self.b, self.b_dyn, [*self.bi, kg, col], in_bounds)
-                t.add(f"vector.store {x}, {self.panels}[{self.worker}, {jp}, {kk}, {offset}] : {self._panel_type()}, {self.vec}")
+                t.add(f"vector.store {x}, {self.panels}[{self.worker}, {jp}, {kk}, {offset}] "
+                      f": {self._panel_type()}, {self.vec}")
             self._close()
         self._close()
         self._close()
@@ -306,8 +307,8 @@ class _Kernel:
         offsets = [t.const(v * p.lanes) for v in range(p.rn // p.lanes)]
         if p.pack:
             jp = t.value(f"arith.divui {t.value(f'arith.subi {jr}, {self.j0} : index')}, {self.rn} : index", "jp")
-            return [t.value(f"vector.load {self.panels}[{self.worker}, {jp}, {kk}, {o}] : {self._panel_type()}, {self.vec}", "y")
-                    for o in offsets]
+            return [t.value(f"vector.load {self.panels}[{self.worker}, {jp}, {kk}, {o}] "
+                            f": {self._panel_type()}, {self.vec}", "y") for o in offsets]
         if p.prepacked:
             jp = t.value(f"arith.divui {jr}, {self.rn} : index", "jp")
             return [t.value(f"vector.load {self.b}[{', '.join([*self.bi, jp, kg, o])}] : {self.b_dyn}, {self.vec}",
