@@ -19,10 +19,12 @@ from mlir import ir
 
 from prism.algebra.egraph import Budget
 from prism.algebra.prove import FunctionProof, prove_modules
+from prism.codegen.runtime import ArgumentError, BoundFunction, describe_signature
+from prism.codegen.runtime import bind as bind_module
 from prism.codegen.runtime import jit as jit_module
 from prism.driver import Compilation, check_emit, check_targets, ptx_text, steps_for
 from prism.infra.errors import PrismError, TargetError
-from prism.infra.ir import SourceChunk, make_context, parse_chunk, read_source_file, read_text
+from prism.infra.ir import SourceChunk, argument_names, make_context, parse_chunk, read_source_file, read_text
 from prism.search.family import body_func, families, family_domain, family_name, payload_contraction
 from prism.search.search import ShapeTable
 from prism.targets import get_target
@@ -48,6 +50,7 @@ class CompiledModule:
     source: str = "<compiled>"
     _located: str = field(default="", repr=False)  # ``mlir`` with the source's locations, for jit()'s errors
     _jitted: dict[str | None, Callable[..., Any]] = field(default_factory=dict, repr=False)
+    _arg_names: dict[str, list[str]] = field(default_factory=dict, repr=False)  # as the source spells them
 
     @property
     def ptx_text(self) -> str:
@@ -62,13 +65,55 @@ class CompiledModule:
         The callable takes numpy arrays, one per tensor argument, and returns a
         numpy array, or a tuple of them when the function has several results.
         """
-        if not get_target(self.target).runs_here:
-            raise TargetError(f"jit() runs code on this machine; compile with target='host', not '{self.target}'")
         if name not in self._jitted:
-            compilation = Compilation(_parse_text(self._located or self.mlir, self.source), self.target)
-            compilation.lower()
-            self._jitted[name] = jit_module(compilation.module, name)
+            self._jitted[name] = jit_module(self._lowered(), name)
         return self._jitted[name]
+
+    def bind(self, name: str, **arrays: Any) -> BoundFunction:
+        """Fix some arguments of function ``name`` once (weights), and return a callable over the others.
+
+        Arguments are named as the source names them (``%w`` is ``w``), or
+        ``argN`` by position. The callable takes the remaining arguments in
+        their order in the signature: ``compiled.bind("f", w=W)(x)`` is
+        ``compiled.jit("f")(x, W)``.
+
+        When the function's invariant weights (``{prism.invariant}``) feed its
+        GEMMs, they are packed here, once, and every call reads the packed
+        copy. Bound arrays are used without a copy, so they must not change
+        while the callable is in use: each call compares a sampled
+        fingerprint of every bound array with the one taken here and raises
+        ``StaleBinding`` (an ``ArgumentError``) if it differs. To change a
+        weight, bind again. A change that touches none of the sampled
+        elements (1024 per array, evenly spaced) goes unseen.
+
+        Raises:
+            ArgumentError: an unknown argument name, or an array of the wrong shape or dtype.
+            TargetError: as :meth:`jit`.
+        """
+        if not isinstance(name, str):
+            raise ArgumentError(f"bind() needs the function's name, not {name!r}")
+        module = self._lowered()
+        signature = describe_signature(module, name)
+        names = self._arg_names.get(name, [])
+        names = names if len(names) == len(signature.inputs) else [f"arg{i}" for i in range(len(signature.inputs))]
+        bound: dict[int, Any] = {}
+        for key, value in arrays.items():
+            if key in names:
+                bound[names.index(key)] = value
+            elif key.startswith("arg") and key[3:].isdigit() and int(key[3:]) < len(names):
+                bound[int(key[3:])] = value
+            else:
+                raise ArgumentError(f"@{name} has no argument '{key}'; its arguments are {', '.join(names)}")
+        return bind_module(module, name, bound, names)
+
+    def _lowered(self) -> ir.Module:
+        """The optimized module lowered for this machine (a fresh copy each time)."""
+        if not get_target(self.target).runs_here:
+            raise TargetError(f"jit() and bind() run code on this machine; compile with target='host', "
+                              f"not '{self.target}'")
+        compilation = Compilation(_parse_text(self._located or self.mlir, self.source), self.target)
+        compilation.lower()
+        return compilation.module
 
 
 def _parse_text(text: str, filename: str) -> ir.Module:
@@ -184,4 +229,4 @@ def compile(source: Source, target: str = "host", emit: str | None = None, pipel
         compilation.lower()
         ptx = dict(compilation.ctx.artifacts["ptx"])
     return CompiledModule(mlir=optimized, target=target, report=compilation.ctx.report, ptx=ptx, source=name,
-                          _located=located)
+                          _located=located, _arg_names=argument_names(_read(source)[0]))

@@ -75,7 +75,7 @@ def test_gpu_compile_gives_ptx_and_report() -> None:
     assert family["choice"]["MMA"] == 1
     assert [s["stage"] for s in family["funnel"]][0] == "space"
     assert "mma.sync" in compiled.ptx_text
-    with pytest.raises(prism.TargetError, match="jit\\(\\) runs code on this machine"):
+    with pytest.raises(prism.TargetError, match="jit\\(\\) and bind\\(\\) run code on this machine"):
         compiled.jit()
 
 

@@ -99,3 +99,38 @@ def test_kernel_text_is_deterministic_and_verifies() -> None:
     assert kernel_text(plan) == kernel_text(plan)
     with make_context():
         ir.Module.parse(kernel_text(plan)).operation.verify()
+
+
+INVARIANT = """func.func @f(%x: tensor<{m}x300xf32>, %w: tensor<300x200xf32> {{prism.invariant}},
+             %v: tensor<{m}x200xf32>) -> tensor<{m}x200xf32> {{
+  %r = linalg.matmul ins(%x, %w : tensor<{m}x300xf32>, tensor<300x200xf32>) outs(%v : tensor<{m}x200xf32>)
+    -> tensor<{m}x200xf32>
+  return %r : tensor<{m}x200xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize("m", [1, 7, 130])
+def test_bound_weights_are_packed_once_and_rebinding_sees_new_values(rng: np.random.Generator, m: int) -> None:
+    import prism
+
+    compiled = prism.compile(INVARIANT.format(m=m), target="host")
+    x = rng.standard_normal((m, 300), dtype=np.float32)
+    w, v = rng.standard_normal((300, 200), dtype=np.float32), rng.standard_normal((m, 200), dtype=np.float32)
+    bound = compiled.bind("f", w=w)
+    # One packed copy of w: [ceil(200 / RN)][300][RN] panels.
+    (packed,) = bound.prepared
+    assert packed.shape[1] == 300 and packed.shape[0] * packed.shape[2] >= 200
+    check(bound(x, v), v + x.astype(np.float64) @ w, 300)
+    check(compiled.jit("f")(x, w, v), v + x.astype(np.float64) @ w, 300)
+    # The caller changes the weight: the old binding refuses to run; a new one computes with the new values.
+    w += 1.0
+    with pytest.raises(prism.PrismError, match="changed after bind"):
+        bound(x, v)
+    check(compiled.bind("f", w=w)(x, v), v + x.astype(np.float64) @ w, 300)
+    # Binding every argument but x, positionally named, is a plain partial application.
+    check(compiled.bind("f", arg1=w, v=v)(x), v + x.astype(np.float64) @ w, 300)
+    with pytest.raises(prism.PrismError, match="no argument 'u'"):
+        compiled.bind("f", u=w)
+    with pytest.raises(prism.PrismError, match="dtype"):
+        compiled.bind("f", w=w.astype(np.float64))

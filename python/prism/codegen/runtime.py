@@ -51,7 +51,8 @@ from prism.infra import attrs
 from prism.infra.diagnostics import display_location
 from prism.infra.errors import PrismError, TargetError
 
-__all__ = ["ArgumentError", "JitFunction", "TensorSpec", "Signature", "describe_signature", "jit"]
+__all__ = ["ArgumentError", "BoundFunction", "JitFunction", "StaleBinding", "TensorSpec", "Signature", "bind",
+           "describe_signature", "jit"]
 
 _RUNTIME_LIBS = ("libmlir_c_runner_utils.so", "libmlir_async_runtime.so")
 _libc = ctypes.CDLL(ctypes.util.find_library("c"))
@@ -67,6 +68,10 @@ _ENGINES: list[ExecutionEngine] = []
 
 class ArgumentError(PrismError):
     """The arrays handed to a :class:`JitFunction` do not match its signature."""
+
+
+class StaleBinding(ArgumentError):
+    """An array bound by :func:`bind` changed after it was bound (and prepared)."""
 
 
 _DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "i16": np.int16,
@@ -210,8 +215,15 @@ class JitFunction:
         sig = self.signature
         if len(args) != len(sig.inputs):
             raise ArgumentError(f"@{sig.name} takes {len(sig.inputs)} arguments, got {len(args)}")
+        return self.check_some(list(args), set(range(len(args))))
+
+    def check_some(self, args: list[Any], which: set[int]) -> list[np.ndarray | Any]:
+        """Check arguments ``which`` of a full argument list; returns them, converted, in order."""
+        sig = self.signature
         checked: list[np.ndarray | Any] = []
         for i, (arg, spec) in enumerate(zip(args, sig.inputs, strict=True)):
+            if i not in which:
+                continue
             if spec.shape is None:
                 value = _scalar(arg, spec, f"@{sig.name} argument {i}")
                 checked.append(_ctype(spec.dtype)(value.view(np.uint16) if spec.dtype == np.float16 else value))
@@ -323,12 +335,7 @@ def _check_linkable(module: ir.Module) -> None:
                           location=display_location(op.location))
 
 
-def jit(module: ir.Module, name: str | None = None, *, opt_level: int = 3) -> JitFunction:
-    """Compile a module lowered by ``prism-lower-cpu`` and return function ``name`` as a callable.
-
-    ``name`` may be omitted when the module defines one function.
-    """
-    signature = describe_signature(module, name)
+def _engine(module: ir.Module, name: str, opt_level: int) -> ExecutionEngine:
     if any(op.operation.name == "func.func" for op in module.body.operations):
         raise TargetError("the module still has func.func ops; run prism-lower-cpu before jit()")
     _check_linkable(module)
@@ -338,5 +345,91 @@ def jit(module: ir.Module, name: str | None = None, *, opt_level: int = 3) -> Ji
         engine.initialize()
         _ENGINES.append(engine)
     except (RuntimeError, ir.MLIRError) as e:
-        raise TargetError(f"could not JIT-compile @{signature.name}: {e}") from None
-    return JitFunction(engine, signature)
+        raise TargetError(f"could not JIT-compile @{name}: {e}") from None
+    return engine
+
+
+def jit(module: ir.Module, name: str | None = None, *, opt_level: int = 3) -> JitFunction:
+    """Compile a module lowered by ``prism-lower-cpu`` and return function ``name`` as a callable.
+
+    ``name`` may be omitted when the module defines one function.
+    """
+    signature = describe_signature(module, name)
+    return JitFunction(_engine(module, signature.name, opt_level), signature)
+
+
+# Elements of a bound array sampled into its fingerprint: a few microseconds per call.
+_FINGERPRINT_SAMPLES = 1024
+
+
+def _fingerprint(array: np.ndarray) -> tuple[int, int, bytes]:
+    """Where the array lives and a strided sample of its elements: cheap, and changed by most in-place updates."""
+    flat = array.reshape(-1) if array.flags.c_contiguous else np.ravel(array)
+    picks = np.linspace(0, flat.size - 1, num=min(flat.size, _FINGERPRINT_SAMPLES)).astype(np.int64) if flat.size \
+        else np.zeros(0, np.int64)
+    return array.ctypes.data, flat.size, flat[picks].tobytes()
+
+
+class BoundFunction:
+    """A compiled function with some arguments fixed once: see :func:`bind`."""
+
+    def __init__(self, engine: ExecutionEngine, module: ir.Module, name: str, bound: dict[int, Any],
+                 names: list[str]):
+        self.function = JitFunction(engine, describe_signature(module, name))
+        sig = self.function.signature
+        self._names = names
+        for index in bound:
+            if not 0 <= index < len(sig.inputs):
+                raise ArgumentError(f"@{sig.name} has no argument {index}")
+        # Check the bound arrays as the full call would, and keep the caller's objects to watch them.
+        probe = [bound.get(i, _Unbound) for i in range(len(sig.inputs))]
+        checked = dict(zip(sorted(bound), self.function.check_some(probe, set(bound)), strict=True))
+        self._bound = {i: value if isinstance(value, np.ndarray) else bound[i] for i, value in checked.items()}
+        self._watched = {i: (bound[i], _fingerprint(np.asarray(bound[i]))) for i in bound
+                         if isinstance(bound[i], np.ndarray)}
+        self.free = [i for i in range(len(sig.inputs)) if i not in bound]
+        func = _find_function(module, name)
+        prepare_args = list(ir.DenseI64ArrayAttr(func.attributes[attrs.PREPARE_ARGS])) \
+            if attrs.PREPARE_ARGS in func.attributes else None
+        self.prepared: tuple[np.ndarray, ...] = ()
+        self._apply = self.function
+        if prepare_args is not None and set(prepare_args) <= set(bound):
+            prepare = JitFunction(engine, describe_signature(module, f"{sig.name}_prepare"))
+            self._apply = JitFunction(engine, describe_signature(module, f"{sig.name}_apply"))
+            result = prepare(*(self._bound[i] for i in prepare_args))
+            self.prepared = result if isinstance(result, tuple) else (result,)
+
+    def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...] | None:
+        """Run on the free arguments, in their order in the function's signature."""
+        sig = self.function.signature
+        if len(args) != len(self.free):
+            free = ", ".join(self._names[i] for i in self.free)
+            raise ArgumentError(f"@{sig.name} bound: takes {len(self.free)} arguments ({free}), got {len(args)}")
+        for index, (array, fingerprint) in self._watched.items():
+            if _fingerprint(np.asarray(array)) != fingerprint:
+                raise StaleBinding(f"@{sig.name}: argument '{self._names[index]}' changed after bind(); "
+                                   "bind it again to prepare the new values")
+        full = list(args)
+        for index in sorted(self._bound):
+            full.insert(index, self._bound[index])
+        return self._apply(*full, *self.prepared)
+
+
+class _Unbound:
+    """Stands for a free argument while the bound ones are checked."""
+
+
+def bind(module: ir.Module, name: str, bound: dict[int, Any], names: list[str], *,
+         opt_level: int = 3) -> BoundFunction:
+    """Compile ``module`` and fix arguments ``bound`` (by index) of function ``name``.
+
+    When the function's weights are prepared (``prism.prepare_args``, see
+    :mod:`prism.codegen.cpu.prepare`) and all of them are bound, the
+    preparation runs here, once; each call then runs ``@name_apply`` on the
+    prepared weights. Bound arrays are passed without a copy where they are
+    contiguous, so they must not change: a change is detected by a sampled
+    fingerprint before each call and refused with :class:`StaleBinding`.
+    ``names`` are the arguments' names, for messages.
+    """
+    signature = describe_signature(module, name)
+    return BoundFunction(_engine(module, signature.name, opt_level), module, signature.name, bound, names)

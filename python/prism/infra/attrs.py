@@ -20,6 +20,9 @@ PART_OF = "prism.part_of"
 # On a lowered host function: its tensor-level type, which the runtime reads.
 SIGNATURE = "prism.signature"
 # Tags the code generators put on the ops a transform script must find; gone from their output.
+# On a host function whose invariant weights are packed once: the indices of its arguments that
+# @f_prepare takes; @f_apply takes all of them, then @f_prepare's results.
+PREPARE_ARGS = "prism.prepare_args"
 CPU_CONTRACTION_TAG = "prism.lower_id"
 CPU_TRANSPOSE_TAG = "prism.transpose_id"
 GPU_KERNEL_TAG = "prism.gpu_op"

@@ -126,3 +126,32 @@ def element_name(type_: ir.Type) -> str | None:
     element = type_.element_type if isinstance(type_, ir.ShapedType) else type_
     name = str(element)
     return name if name in ELEMENT_BYTES else None
+
+
+_FUNC_HEADER = re.compile(r"func\.func\s+(?:(?:public|private|nested)\s+)?@([\w$.-]+)\s*\(")
+_ARG_NAME = re.compile(r"\s*%([\w$.-]+)\s*:")
+
+
+def argument_names(text: str) -> dict[str, list[str]]:
+    """Each function's argument names as the source spells them (``%w`` is ``w``), by function name.
+
+    MLIR does not keep SSA names, so they are read from the text; an argument
+    without a readable name is called ``argN``.
+    """
+    names: dict[str, list[str]] = {}
+    for match in _FUNC_HEADER.finditer(text):
+        depth, start, parts, i = 1, match.end(), [], match.end()
+        while i < len(text) and depth:
+            c = text[i]
+            if c in "(<{[":
+                depth += 1
+            elif c in ")}]" or (c == ">" and text[i - 1] != "-"):
+                depth -= 1
+            elif c == "," and depth == 1:
+                parts.append(text[start:i])
+                start = i + 1
+            i += 1
+        parts.append(text[start:i - 1])
+        found = [_ARG_NAME.match(part) for part in parts if part.strip()]
+        names[match.group(1)] = [m.group(1) if m else f"arg{k}" for k, m in enumerate(found)]
+    return names

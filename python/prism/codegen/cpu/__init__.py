@@ -50,7 +50,8 @@ from mlir import ir
 
 from prism.codegen.checks import check_module
 from prism.codegen.cpu import rewrites
-from prism.codegen.cpu.kernel import KERNEL_PREFIX, inline_kernel
+from prism.codegen.cpu.kernel import KERNEL_NAME, inline_kernel
+from prism.codegen.cpu.prepare import Planned, prepare_weights
 from prism.codegen.cpu.schedule import (
     CpuGemm,
     CpuSchedule,
@@ -90,17 +91,18 @@ class CpuLowering(Lowering):
         """Schedule every contraction (see :mod:`.schedule`), then vectorize the pack transposes."""
         check_module(module)
         rewrites.record_signatures(module)
-        gemms, kernels = [], 0
+        gemms, planned = [], []
         for gemm in collect_gemms(module, self.ctx):
             self.ctx.progress(f"cpu-tile: {gemm.op.name} at {gemm.op.location}: {gemm.schedule}")
-            plan = kernel_plan(gemm, f"{KERNEL_PREFIX}{kernels}", self.lanes, self.threads)
+            plan = kernel_plan(gemm, KERNEL_NAME, self.lanes, self.threads)
             if plan is None:
                 gemm.op.attributes[attrs.CPU_CONTRACTION_TAG] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
                                                                                 len(gemms))
                 gemms.append(gemm)
             else:
-                inline_kernel(gemm.op, plan)
-                kernels += 1
+                planned.append(Planned(gemm.op, plan))
+        for rest in prepare_weights(module, planned, self.ctx, self.lanes):
+            inline_kernel(rest.op, rest.plan)
         apply_script(module, gemm_script(gemms), "tiling and vectorization")
         rewrites.forward_copies_into_empty(module)
         tiles = tag_transposes(module)

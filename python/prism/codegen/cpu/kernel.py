@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 F32 = "f32"
-KERNEL_PREFIX = "__prism_gemm_"
+KERNEL_NAME = "gemm"  # the name of a kernel while it is text; it is always inlined
 
 
 @dataclass(frozen=True)
@@ -321,20 +321,71 @@ def kernel_text(plan: KernelPlan) -> str:
     return _Kernel(plan).text()
 
 
-def inline_kernel(op: ir.Operation, plan: KernelPlan) -> None:
+def inline_kernel(op: ir.Operation, plan: KernelPlan, operands: list[ir.Value] | None = None) -> None:
     """Replace the contraction ``op`` by the body of the kernel of ``plan``, in place.
 
+    ``operands`` (A, B, C) default to the op's own; a prepacked plan takes the packed weight as B.
     The kernel is parsed as a function and then inlined: a call would hand
     its result buffer across a function boundary, where ownership-based
     deallocation tracks it with i1 buffers that the host lowering refuses.
     """
+    inline_function(op, kernel_text(plan), operands or list(op.operands))
+
+
+def inline_function(op: ir.Operation, text: str, operands: list[ir.Value]) -> None:
+    """Replace ``op`` (one result) by the body of the single function in ``text``, applied to ``operands``."""
     with op.location:
-        parsed = ir.Module.parse(kernel_text(plan))
+        parsed = ir.Module.parse(text)
         body = parsed.body.operations[0].regions[0].blocks[0]
-        for argument, operand in zip(body.arguments, op.operands, strict=True):
+        for argument, operand in zip(body.arguments, operands, strict=True):
             argument.replace_all_uses_with(operand)
         *ops, terminator = list(body.operations)
         for inner in ops:
             inner.operation.move_before(op)
         op.results[0].replace_all_uses_with(terminator.operands[0])
         op.erase()
+
+
+def packed_type(b_type: str, rn: int) -> str | None:
+    """The type of a 2-D f32 weight ``tensor<KxNxf32>`` packed into RN-wide panels, or None if not static 2-D."""
+    tensor = ir.RankedTensorType.parse(b_type)
+    if tensor.rank != 2 or not tensor.has_static_shape or str(tensor.element_type) != F32:
+        return None
+    k, n = tensor.shape
+    return f"tensor<{-(-n // rn)}x{k}x{rn}x{F32}>"
+
+
+def pack_text(name: str, b_type: str, rn: int, lanes: int) -> str:
+    """A function packing a static ``KxN`` weight into ``[ceil(N/RN)][K][RN]`` panels, zeros past N.
+
+    It runs once per weight (in ``@f_prepare``), so the kernels that read it
+    (``KernelPlan.prepacked``) stream each panel as one contiguous run.
+    """
+    packed = packed_type(b_type, rn)
+    assert packed is not None, b_type
+    panels, k, _ = ir.RankedTensorType.parse(packed).shape
+    n = ir.RankedTensorType.parse(b_type).shape[1]
+    vec, mask_type, memref = f"vector<{lanes}x{F32}>", f"vector<{lanes}xi1>", packed.replace("tensor<", "memref<")
+    source = b_type.replace("tensor<", "memref<")
+    lines = [f"func.func private @{name}(%b: {b_type}) -> {packed} {{",
+             "  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index",
+             f"  %k = arith.constant {k} : index", f"  %n = arith.constant {n} : index",
+             f"  %panels = arith.constant {panels} : index", f"  %rn = arith.constant {rn} : index",
+             f"  %zv = arith.constant dense<0.0> : {vec}",
+             f"  %src = bufferization.to_buffer %b read_only : {b_type} to {source}",
+             f"  %out = memref.alloc() {{alignment = 64 : i64}} : {memref}",
+             "  scf.parallel (%jp) = (%c0) to (%panels) step (%c1) {",
+             "    %base = arith.muli %jp, %rn : index",
+             "    scf.for %kk = %c0 to %k step %c1 {"]
+    for v in range(rn // lanes):
+        lines += [f"      %o{v} = arith.constant {v * lanes} : index",
+                  f"      %col{v} = arith.addi %base, %o{v} : index",
+                  f"      %left{v} = arith.subi %n, %col{v} : index",
+                  f"      %mask{v} = vector.create_mask %left{v} : {mask_type}",
+                  f"      %x{v} = vector.maskedload %src[%kk, %col{v}], %mask{v}, %zv : {source}, {mask_type}, "
+                  f"{vec} into {vec}",
+                  f"      vector.store %x{v}, %out[%jp, %kk, %o{v}] : {memref}, {vec}"]
+    lines += ["    }", "  }",
+              f"  %r = bufferization.to_tensor %out restrict : {memref} to {packed}",
+              f"  return %r : {packed}", "}"]
+    return "\n".join(lines)
