@@ -1,0 +1,386 @@
+"""The workloads of ``benchmarks/cpu.py``: each one as MLIR text, as an array program, and its random inputs.
+
+A workload's array program is written once against a small ops adapter, so
+that one definition serves the float64 numpy reference, numpy in float32,
+torch eager and ``torch.compile``. Weights are ``{prism.invariant}``
+arguments; activations are unmarked. Every tensor is f32.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+LAYER_SHAPES = ((1, 4096), (8, 1024), (8, 2048), (8, 4096), (16, 1024), (16, 4096), (128, 4096))
+ATTENTION_SHAPES = ((2, 8, 1, 1024, 128), (2, 8, 128, 1024, 128), (2, 32, 1, 1024, 128), (4, 8, 1, 1024, 128),
+                    (1, 16, 512, 512, 64), (1, 16, 2048, 2048, 64))
+LORA_RANK = 16
+EPS = 1e-6
+# The --quick smoke test: small shapes, and every family of the geomean rows but RMSNorm+MLP.
+QUICK = ("gemm-512", "decode-4096", "rmsnorm-linear-16x1024", "swiglu-16x1024", "qkv-16x1024", "lora-16x1024",
+         "attention-2x8x1x1024x128")
+
+
+class NumpyOps:
+    """The few operations whose spelling differs between numpy and torch, for numpy arrays."""
+
+    @staticmethod
+    def exp(x: Any) -> Any:
+        """``e ** x``."""
+        return np.exp(x)
+
+    @staticmethod
+    def rsqrt(x: Any) -> Any:
+        """``1 / sqrt(x)``."""
+        return 1 / np.sqrt(x)
+
+    @staticmethod
+    def mean_last(x: Any) -> Any:
+        """The mean over the last axis, kept."""
+        return x.mean(axis=-1, keepdims=True)
+
+    @staticmethod
+    def max_last(x: Any) -> Any:
+        """The maximum over the last axis, kept."""
+        return x.max(axis=-1, keepdims=True)
+
+    @staticmethod
+    def sum_last(x: Any) -> Any:
+        """The sum over the last axis, kept."""
+        return x.sum(axis=-1, keepdims=True)
+
+    @staticmethod
+    def transpose_last(x: Any) -> Any:
+        """The last two axes swapped."""
+        return x.swapaxes(-1, -2)
+
+
+class TorchOps:
+    """The same operations for torch tensors (torch is imported only by whoever uses this)."""
+
+    @staticmethod
+    def exp(x: Any) -> Any:
+        """``e ** x``."""
+        return x.exp()
+
+    @staticmethod
+    def rsqrt(x: Any) -> Any:
+        """``1 / sqrt(x)``."""
+        return x.rsqrt()
+
+    @staticmethod
+    def mean_last(x: Any) -> Any:
+        """The mean over the last axis, kept."""
+        return x.mean(dim=-1, keepdim=True)
+
+    @staticmethod
+    def max_last(x: Any) -> Any:
+        """The maximum over the last axis, kept."""
+        return x.amax(dim=-1, keepdim=True)
+
+    @staticmethod
+    def sum_last(x: Any) -> Any:
+        """The sum over the last axis, kept."""
+        return x.sum(dim=-1, keepdim=True)
+
+    @staticmethod
+    def transpose_last(x: Any) -> Any:
+        """The last two axes swapped."""
+        return x.transpose(-1, -2)
+
+
+Ops = type[NumpyOps] | type[TorchOps]
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One function argument: its random values are ``offset + scale * N(0, 1)``."""
+
+    name: str
+    shape: tuple[int, ...]
+    invariant: bool = False
+    scale: float = 1.0
+    offset: float = 0.0
+
+    @property
+    def nbytes(self) -> int:
+        """Its size in bytes (f32)."""
+        return 4 * math.prod(self.shape)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A benchmark case.
+
+    Attributes:
+        name: e.g. ``swiglu-16x4096``; ``--only`` matches it.
+        family: e.g. ``swiglu``.
+        func: the MLIR function's name.
+        args: the arguments in order (their names are the MLIR SSA names).
+        mlir: the program as MLIR text.
+        compute: ``compute(ops, *arrays)`` returns a tuple of outputs.
+        flops: multiply-adds count 2, elementwise work is ignored.
+        rows: the rows of activations per weight (M of a GEMM, queries per head for attention).
+    """
+
+    name: str
+    family: str
+    func: str
+    args: tuple[Arg, ...]
+    mlir: str
+    compute: Callable[..., tuple[Any, ...]]
+    flops: int
+    rows: int
+
+    @property
+    def weights(self) -> tuple[Arg, ...]:
+        """The ``{prism.invariant}`` arguments, in order."""
+        return tuple(a for a in self.args if a.invariant)
+
+    @property
+    def activations(self) -> tuple[Arg, ...]:
+        """The other arguments, in order."""
+        return tuple(a for a in self.args if not a.invariant)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of every argument: what one call must read at least."""
+        return sum(a.nbytes for a in self.args)
+
+    def inputs(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Fresh f32 values for every argument, O(1) after each contraction."""
+        return {a.name: (a.offset + a.scale * rng.standard_normal(a.shape, np.float32)).astype(np.float32)
+                for a in self.args}
+
+
+# ---- MLIR text --------------------------------------------------------------------------------------------------
+
+def _t(*shape: int) -> str:
+    return f"tensor<{'x'.join(map(str, shape))}xf32>"
+
+
+def _f32(value: float) -> str:
+    return f"{value:.9e}"
+
+
+def _function(name: str, args: Sequence[Arg], results: Sequence[tuple[str, tuple[int, ...]]],
+              body: Sequence[str], maps: dict[str, str] | None = None) -> str:
+    """A module of one func.func: ``maps`` are affine-map aliases, ``body`` its lines (``%zero`` is defined)."""
+    params = ", ".join(f"%{a.name}: {_t(*a.shape)}" + (" {prism.invariant}" if a.invariant else "") for a in args)
+    types = ", ".join(_t(*shape) for _, shape in results)
+    lines = [f"#{alias} = affine_map<{m}>" for alias, m in (maps or {}).items()]
+    lines.append(f"func.func @{name}({params}) -> ({types}) {{")
+    lines.append("  %zero = arith.constant 0.0 : f32")
+    lines += [f"  {line}" for line in body]
+    lines.append(f"  return {', '.join('%' + r for r, _ in results)} : {types}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _matmul(out: str, lhs: str, rhs: str, m: int, k: int, n: int) -> list[str]:
+    return [
+        f"%{out}_empty = tensor.empty() : {_t(m, n)}",
+        f"%{out}_zero = linalg.fill ins(%zero : f32) outs(%{out}_empty : {_t(m, n)}) -> {_t(m, n)}",
+        f"%{out} = linalg.matmul ins(%{lhs}, %{rhs} : {_t(m, k)}, {_t(k, n)}) "
+        f"outs(%{out}_zero : {_t(m, n)}) -> {_t(m, n)}",
+    ]
+
+
+def _generic(out: str, maps: Sequence[str], iterators: Sequence[str], ins: Sequence[tuple[str, tuple[int, ...]]],
+             init: str, shape: tuple[int, ...], block: Sequence[str]) -> list[str]:
+    """A linalg.generic; ``block`` computes ``%r`` from the block arguments ``%a0``, ``%a1``, ... and ``%acc``."""
+    kinds = ", ".join(f'"{i}"' for i in iterators)
+    operands = ", ".join(f"%{name}" for name, _ in ins)
+    types = ", ".join(_t(*s) for _, s in ins)
+    block_args = ", ".join([f"%a{i}: f32" for i in range(len(ins))] + ["%acc: f32"])
+    return [
+        f"%{out} = linalg.generic {{indexing_maps = [{', '.join('#' + m for m in maps)}], iterator_types = [{kinds}]}}",
+        f"    ins({operands} : {types}) outs(%{init} : {_t(*shape)}) {{",
+        f"^bb0({block_args}):",
+        *(f"  {line}" for line in block),
+        "  linalg.yield %r : f32",
+        f"}} -> {_t(*shape)}",
+    ]
+
+
+ROW_MAPS = {"rows": "(i, j) -> (i, j)", "row": "(i, j) -> (i)", "col": "(i, j) -> (j)", "vec": "(i) -> (i)"}
+
+
+def _rmsnorm(out: str, x: str, g: str, n: int, d: int) -> list[str]:
+    """``out = x * rsqrt(mean(x^2) + eps) * g``, row by row (uses ROW_MAPS)."""
+    return [
+        f"%{out}_inv_d = arith.constant {_f32(1 / d)} : f32",
+        f"%{out}_eps = arith.constant {_f32(EPS)} : f32",
+        f"%{out}_rows_empty = tensor.empty() : {_t(n)}",
+        f"%{out}_rows_zero = linalg.fill ins(%zero : f32) outs(%{out}_rows_empty : {_t(n)}) -> {_t(n)}",
+        *_generic(f"{out}_sum_sq", ["rows", "row"], ["parallel", "reduction"], [(x, (n, d))], f"{out}_rows_zero",
+                  (n,), ["%sq = arith.mulf %a0, %a0 : f32", "%r = arith.addf %acc, %sq : f32"]),
+        *_generic(f"{out}_scale", ["vec", "vec"], ["parallel"], [(f"{out}_sum_sq", (n,))], f"{out}_rows_empty", (n,),
+                  [f"%mean = arith.mulf %a0, %{out}_inv_d : f32", f"%shifted = arith.addf %mean, %{out}_eps : f32",
+                   "%r = math.rsqrt %shifted : f32"]),
+        f"%{out}_empty = tensor.empty() : {_t(n, d)}",
+        *_generic(out, ["rows", "row", "col", "rows"], ["parallel", "parallel"],
+                  [(x, (n, d)), (f"{out}_scale", (n,)), (g, (d,))], f"{out}_empty", (n, d),
+                  ["%normed = arith.mulf %a0, %a1 : f32", "%r = arith.mulf %normed, %a2 : f32"]),
+    ]
+
+
+def _swiglu(out: str, x: str, n: int, d: int, hidden: int) -> list[str]:
+    """``out = (silu(x @ wg) * (x @ wu)) @ wd`` (uses ROW_MAPS)."""
+    return [
+        "%one = arith.constant 1.0 : f32",
+        *_matmul("gate", x, "wg", n, d, hidden),
+        *_matmul("up", x, "wu", n, d, hidden),
+        *_generic("h", ["rows", "rows", "rows"], ["parallel", "parallel"], [("gate", (n, hidden)), ("up", (n, hidden))],
+                  "gate_empty", (n, hidden),
+                  ["%neg = arith.negf %a0 : f32", "%e = math.exp %neg : f32", "%den = arith.addf %one, %e : f32",
+                   "%silu = arith.divf %a0, %den : f32", "%r = arith.mulf %silu, %a1 : f32"]),
+        *_matmul(out, "h", "wd", n, hidden, d),
+    ]
+
+
+# ---- The workloads ----------------------------------------------------------------------------------------------
+
+def _weight(name: str, rows: int, cols: int) -> Arg:
+    return Arg(name, (rows, cols), invariant=True, scale=1 / math.sqrt(rows))
+
+
+def _gamma(d: int) -> Arg:
+    return Arg("g", (d,), invariant=True, scale=0.1, offset=1.0)
+
+
+def hidden_size(d: int) -> int:
+    """The SwiGLU hidden width: 8d/3 rounded, then up to a multiple of 256 (2816 for d = 1024)."""
+    return -(-round(8 * d / 3) // 256) * 256
+
+
+def _rmsnorm_array(ops: Ops, x: Any, g: Any) -> Any:
+    return x * ops.rsqrt(ops.mean_last(x * x) + EPS) * g
+
+
+def _swiglu_array(ops: Ops, x: Any, wg: Any, wu: Any, wd: Any) -> Any:
+    gate = x @ wg
+    return (gate / (1 + ops.exp(-gate)) * (x @ wu)) @ wd
+
+
+def gemm(name: str, m: int, k: int, n: int) -> Workload:
+    """``x @ w``, the weight invariant."""
+    args = (Arg("x", (m, k)), _weight("w", k, n))
+    mlir = _function("gemm", args, [("y", (m, n))], _matmul("y", "x", "w", m, k, n))
+    return Workload(name, "gemm", "gemm", args, mlir, lambda ops, x, w: (x @ w,), 2 * m * k * n, m)
+
+
+def rmsnorm_linear(n: int, d: int) -> Workload:
+    """RMSNorm of the rows of x (gain g), then ``@ w``."""
+    args = (Arg("x", (n, d)), _gamma(d), _weight("w", d, d))
+    body = [*_rmsnorm("y", "x", "g", n, d), *_matmul("out", "y", "w", n, d, d)]
+    return Workload(f"rmsnorm-linear-{n}x{d}", "rmsnorm-linear", "rmsnorm_linear", args,
+                    _function("rmsnorm_linear", args, [("out", (n, d))], body, ROW_MAPS),
+                    lambda ops, x, g, w: (_rmsnorm_array(ops, x, g) @ w,), 2 * n * d * d, n)
+
+
+def swiglu(n: int, d: int) -> Workload:
+    """The SwiGLU MLP ``(silu(x @ wg) * (x @ wu)) @ wd``."""
+    hidden = hidden_size(d)
+    args = (Arg("x", (n, d)), _weight("wg", d, hidden), _weight("wu", d, hidden), _weight("wd", hidden, d))
+    return Workload(f"swiglu-{n}x{d}", "swiglu", "swiglu", args,
+                    _function("swiglu", args, [("out", (n, d))], _swiglu("out", "x", n, d, hidden), ROW_MAPS),
+                    lambda ops, x, wg, wu, wd: (_swiglu_array(ops, x, wg, wu, wd),), 6 * n * d * hidden, n)
+
+
+def rmsnorm_mlp(n: int, d: int) -> Workload:
+    """RMSNorm, then the SwiGLU MLP."""
+    hidden = hidden_size(d)
+    args = (Arg("x", (n, d)), _gamma(d), _weight("wg", d, hidden), _weight("wu", d, hidden),
+            _weight("wd", hidden, d))
+    body = [*_rmsnorm("y", "x", "g", n, d), *_swiglu("out", "y", n, d, hidden)]
+    return Workload(f"rmsnorm-mlp-{n}x{d}", "rmsnorm-mlp", "rmsnorm_mlp", args,
+                    _function("rmsnorm_mlp", args, [("out", (n, d))], body, ROW_MAPS),
+                    lambda ops, x, g, wg, wu, wd: (_swiglu_array(ops, _rmsnorm_array(ops, x, g), wg, wu, wd),),
+                    6 * n * d * hidden, n)
+
+
+def qkv(n: int, d: int) -> Workload:
+    """Three projections of one x: ``x @ wq`` (d x d), ``x @ wk`` and ``x @ wv`` (d x d/4)."""
+    kv = d // 4
+    args = (Arg("x", (n, d)), _weight("wq", d, d), _weight("wk", d, kv), _weight("wv", d, kv))
+    body = [*_matmul("q", "x", "wq", n, d, d), *_matmul("k", "x", "wk", n, d, kv), *_matmul("v", "x", "wv", n, d, kv)]
+    return Workload(f"qkv-{n}x{d}", "qkv", "qkv", args,
+                    _function("qkv", args, [("q", (n, d)), ("k", (n, kv)), ("v", (n, kv))], body),
+                    lambda ops, x, wq, wk, wv: (x @ wq, x @ wk, x @ wv), 2 * n * d * (d + 2 * kv), n)
+
+
+def lora(n: int, d: int) -> Workload:
+    """LoRA of rank 16: ``x @ w + (x @ a) @ b``."""
+    r = LORA_RANK
+    args = (Arg("x", (n, d)), _weight("w", d, d), _weight("a", d, r), _weight("b", r, d))
+    body = [*_matmul("base", "x", "w", n, d, d), *_matmul("down", "x", "a", n, d, r),
+            *_matmul("up", "down", "b", n, r, d),
+            # A generic, not linalg.add: IREE 3.13 no longer parses linalg.add.
+            *_generic("out", ["rows", "rows", "rows"], ["parallel", "parallel"], [("base", (n, d)), ("up", (n, d))],
+                      "base_empty", (n, d), ["%r = arith.addf %a0, %a1 : f32"])]
+    return Workload(f"lora-{n}x{d}", "lora", "lora", args, _function("lora", args, [("out", (n, d))], body, ROW_MAPS),
+                    lambda ops, x, w, a, b: (x @ w + (x @ a) @ b,), 2 * n * d * (d + 2 * r), n)
+
+
+ATTENTION_MAPS = {
+    "q5": "(b, h, i, j, k) -> (b, h, i, k)", "k5": "(b, h, i, j, k) -> (b, h, j, k)",
+    "s5": "(b, h, i, j, k) -> (b, h, i, j)", "all4": "(b, h, i, j) -> (b, h, i, j)",
+    "row4": "(b, h, i, j) -> (b, h, i)", "v5": "(b, h, i, e, j) -> (b, h, j, e)",
+    "p5": "(b, h, i, e, j) -> (b, h, i, j)", "o5": "(b, h, i, e, j) -> (b, h, i, e)",
+}
+
+
+def attention(b: int, h: int, q: int, kv: int, d: int) -> Workload:
+    """``softmax(Q K^T / sqrt(d)) V`` as linalg.generic ops: contraction, max, exp, sum, contraction, divide."""
+    args = (Arg("q", (b, h, q, d)), Arg("k", (b, h, kv, d)), Arg("v", (b, h, kv, d)))
+    scores, rows, out = (b, h, q, kv), (b, h, q), (b, h, q, d)
+    par4, red = ["parallel"] * 4, ["reduction"]
+    body = [
+        "%ninf = arith.constant 0xFF800000 : f32",
+        f"%scale = arith.constant {_f32(1 / math.sqrt(d))} : f32",
+        f"%s_empty = tensor.empty() : {_t(*scores)}",
+        f"%s_zero = linalg.fill ins(%zero : f32) outs(%s_empty : {_t(*scores)}) -> {_t(*scores)}",
+        *_generic("s", ["q5", "k5", "s5"], par4 + red, [("q", args[0].shape), ("k", args[1].shape)], "s_zero", scores,
+                  ["%prod = arith.mulf %a0, %a1 : f32", "%r = arith.addf %acc, %prod : f32"]),
+        f"%row_empty = tensor.empty() : {_t(*rows)}",
+        f"%row_ninf = linalg.fill ins(%ninf : f32) outs(%row_empty : {_t(*rows)}) -> {_t(*rows)}",
+        f"%row_zero = linalg.fill ins(%zero : f32) outs(%row_empty : {_t(*rows)}) -> {_t(*rows)}",
+        *_generic("m", ["all4", "row4"], par4[:3] + red, [("s", scores)], "row_ninf", rows,
+                  ["%r = arith.maximumf %acc, %a0 : f32"]),
+        *_generic("p", ["all4", "row4", "all4"], par4, [("s", scores), ("m", rows)], "s_empty", scores,
+                  ["%shifted = arith.subf %a0, %a1 : f32", "%scaled = arith.mulf %shifted, %scale : f32",
+                   "%r = math.exp %scaled : f32"]),
+        *_generic("l", ["all4", "row4"], par4[:3] + red, [("p", scores)], "row_zero", rows,
+                  ["%r = arith.addf %acc, %a0 : f32"]),
+        f"%o_empty = tensor.empty() : {_t(*out)}",
+        f"%o_zero = linalg.fill ins(%zero : f32) outs(%o_empty : {_t(*out)}) -> {_t(*out)}",
+        *_generic("o", ["p5", "v5", "o5"], par4 + red, [("p", scores), ("v", args[2].shape)], "o_zero", out,
+                  ["%prod = arith.mulf %a0, %a1 : f32", "%r = arith.addf %acc, %prod : f32"]),
+        *_generic("out", ["all4", "row4", "all4"], par4, [("o", out), ("l", rows)], "o_empty", out,
+                  ["%r = arith.divf %a0, %a1 : f32"]),
+    ]
+    return Workload(f"attention-{b}x{h}x{q}x{kv}x{d}", "attention", "attention", args,
+                    _function("attention", args, [("out", out)], body, ATTENTION_MAPS), _attention_array,
+                    4 * b * h * q * kv * d, q)
+
+
+def _attention_array(ops: Ops, q: Any, k: Any, v: Any) -> tuple[Any]:
+    s = (q @ ops.transpose_last(k)) * (1 / math.sqrt(q.shape[-1]))
+    p = ops.exp(s - ops.max_last(s))
+    return ((p / ops.sum_last(p)) @ v,)
+
+
+def all_workloads() -> list[Workload]:
+    """Every workload, in the order of the report."""
+    return [
+        *(gemm(f"gemm-{n}", n, n, n) for n in (512, 1024, 2048)),
+        gemm("decode-4096", 1, 4096, 4096),
+        *(gemm(f"gemm-m{m}-4096", m, 4096, 4096) for m in (16, 128)),
+        *(build(n, d) for build in (rmsnorm_linear, swiglu, rmsnorm_mlp, qkv, lora) for n, d in LAYER_SHAPES),
+        *(attention(*shape) for shape in ATTENTION_SHAPES),
+    ]
