@@ -389,15 +389,20 @@ class BoundFunction:
                          if isinstance(bound[i], np.ndarray)}
         self.free = [i for i in range(len(sig.inputs)) if i not in bound]
         func = _find_function(module, name)
-        prepare_args = list(ir.DenseI64ArrayAttr(func.attributes[attrs.PREPARE_ARGS])) \
-            if attrs.PREPARE_ARGS in func.attributes else None
         self.prepared: tuple[np.ndarray, ...] = ()
-        self._apply = self.function
-        if prepare_args is not None and set(prepare_args) <= set(bound):
-            prepare = JitFunction(engine, describe_signature(module, f"{sig.name}_prepare"))
-            self._apply = JitFunction(engine, describe_signature(module, f"{sig.name}_apply"))
-            result = prepare(*(self._bound[i] for i in prepare_args))
-            self.prepared = result if isinstance(result, tuple) else (result,)
+        self._apply: BoundFunction | None = None
+        if attrs.PREPARE_ARGS in func.attributes and attrs.APPLY_ARGS in func.attributes:
+            prepare_args = list(ir.DenseI64ArrayAttr(func.attributes[attrs.PREPARE_ARGS]))
+            self._apply_args = list(ir.DenseI64ArrayAttr(func.attributes[attrs.APPLY_ARGS]))
+            if set(prepare_args) <= set(bound):
+                prepare = JitFunction(engine, describe_signature(module, f"{sig.name}_prepare"))
+                result = prepare(*(self._bound[i] for i in prepare_args))
+                self.prepared = result if isinstance(result, tuple) else (result,)
+                # @f_apply with everything but @f's free arguments bound (it may prepare further).
+                inner = {j: self.prepared[-origin - 1] if origin < 0 else self._bound[origin]
+                         for j, origin in enumerate(self._apply_args) if origin < 0 or origin in bound}
+                apply_names = [f"{sig.name}_apply argument {j}" for j in range(len(self._apply_args))]
+                self._apply = BoundFunction(engine, module, f"{sig.name}_apply", inner, apply_names)
 
     def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...] | None:
         """Run on the free arguments, in their order in the function's signature."""
@@ -409,10 +414,13 @@ class BoundFunction:
             if _fingerprint(np.asarray(array)) != fingerprint:
                 raise StaleBinding(f"@{sig.name}: argument '{self._names[index]}' changed after bind(); "
                                    "bind it again to prepare the new values")
+        if self._apply is not None:
+            given = dict(zip(self.free, args, strict=True))
+            return self._apply(*(given[self._apply_args[j]] for j in self._apply.free))
         full = list(args)
         for index in sorted(self._bound):
             full.insert(index, self._bound[index])
-        return self._apply(*full, *self.prepared)
+        return self.function(*full)
 
 
 class _Unbound:

@@ -8,9 +8,15 @@ can be overridden with environment variables ``PRISM_HOST_GFLOPS``,
 ``PRISM_HOST_GBPS`` and ``PRISM_HOST_FMA_BITS`` (512 for cores with
 full-width AVX-512 FMA units).
 
-The cost model: a kernel runs between a packing phase (both inputs read and
-written once) and an unpacking one (C read and written once), which do not
-overlap it, so their memory time adds to the kernel's roofline.
+The cost model follows the code generator that will run the contraction
+(see :mod:`prism.codegen.cpu`). An f32 contraction in the row-major layout
+runs the direct kernel: each task copies its slice of B into panels when
+more than one row panel reuses them (else it reads B in place), so that
+copy is part of the task's work, and B's reads pay for each jump between
+contiguous runs. Other contractions run between a packing phase (both
+inputs read and written once) and an unpacking one (C read and written
+once), which do not overlap the kernel, so their memory time adds to its
+roofline.
 """
 
 from __future__ import annotations
@@ -35,9 +41,10 @@ from prism.targets.base import BANDWIDTH_MARGIN
 if TYPE_CHECKING:
     from mlir import ir
 
-COST_TEXT = ("2*(bytesA + bytesB + bytesC) / bandwidth + "
-             "max(rounds * (ceil(TM/RM)*ceil(TN/RN)*ceil(K/TK) * kernel_cycles(RM, RN, TK) / clock + task), "
-             "(bytesA*ceil(N/TN) + bytesB*ceil(M/TM) + bytesC) / bandwidth); "
+COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + "
+             "max(rounds * (ceil(TM/RM)*ceil(TN/RN)*ceil(K/TK) * kernel_cycles(RM, RN, TK) "
+             "+ [B panels: ceil(K/TK)*TK*TN/lanes if ceil(TM/RM) > 1]) / clock + task), "
+             "(bytesA*ceil(N/TN) + bytesB*ceil(M/TM)*(1 + 128/run) + bytesC) / bandwidth); "
              "rounds = ceil(B*ceil(M/TM)*ceil(N/TN) / cores)")
 
 # An FMA's latency in cycles (Zen 4 class): a micro-kernel needs latency x
@@ -49,6 +56,22 @@ FMA_LATENCY, LOAD_PORTS = 4, 2
 SLICE_OVERHEAD_CYCLES = 20
 # Scheduling one parallel block on a worker thread (async runtime task).
 BLOCK_OVERHEAD_SECONDS = 1e-6
+# Copying one vector of B into a panel: a load and a store.
+PANEL_COPY_CYCLES = 1
+
+
+def direct_kernel(op: Contraction) -> bool:
+    """Whether the host runs ``op`` with the direct GEMM kernel: f32, laid out as A[b,m,k], B[b,k,n], C[b,m,n].
+
+    (The contraction records its inputs' maps only; C is taken to follow the loops' order, as in linalg's named ops.)
+    """
+    if op.input_type != "f32" or op.acc_bytes != 4 or op.roles.count("batch") > 1 or len(op.operand_dims) != 2:
+        return False
+    prefix = ("batch",) if "batch" in op.roles else ()
+    loops_mn = tuple(r for r in op.roles if r in ("batch", "m", "n"))
+    return loops_mn == prefix + ("m", "n") and all(
+        tuple(op.roles[d] for d in dims) == prefix + want
+        for dims, want in zip(op.operand_dims, (("m", "k"), ("k", "n")), strict=True))
 # Packing reads each operand as runs of contiguous bytes, jumping between
 # runs; every jump costs as much as streaming this many more bytes (a page
 # walk and a DRAM row opening). Measured 2026-12-01 on the development
@@ -91,27 +114,34 @@ class HostTarget:
         return gemm_space(op, self)
 
     def seconds(self, op: Contraction, values: KnobValues, assumed: int = 1024) -> np.ndarray:
-        """Predicted seconds of ``op`` scheduled by ``values``: packing, then the kernel's roofline."""
+        """Predicted seconds of ``op`` scheduled by ``values`` (see the module docstring)."""
         s = problem_sizes(op, assumed)
         rm, rn = values["RM"], values["RN"]
-        # A tile larger than its (packed, padded) extent covers just that extent.
+        # A tile larger than its (padded) extent covers just that extent.
         tm = np.minimum(values["TM"], ceil_div(s["m"], rm) * rm)
         tn = np.minimum(values["TN"], ceil_div(s["n"], rn) * rn)
         tk = np.minimum(values["TK"], s["k"])
+        lanes = self._lanes(op)
         micro_tiles = ceil_div(tm, rm) * ceil_div(tn, rn)
-        block_cycles = micro_tiles * ceil_div(s["k"], tk) * self._micro_kernel_cycles(rm, rn, tk, self._lanes(op))
+        block_cycles = micro_tiles * ceil_div(s["k"], tk) * self._micro_kernel_cycles(rm, rn, tk, lanes)
+        if direct_kernel(op):
+            # B panels are copied per task (one vector load and store each) when several row panels read them.
+            copies = np.where(ceil_div(tm, rm) > 1, ceil_div(s["k"], tk) * tk * ceil_div(tn, lanes), 0)
+            block_cycles = block_cycles + copies * PANEL_COPY_CYCLES
         compute = self._rounds(tm, tn, s) * (block_cycles * self._cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
-        return self._pack_seconds(op, values, s) + roofline(compute, self._kernel_memory_seconds(op, tm, tn, s))
+        memory = self._kernel_memory_seconds(op, tm, tn, s, run=np.minimum(tn, s["n"]) * op.elem_bytes[1])
+        phases = 0 if direct_kernel(op) else self._pack_seconds(op, values, s)
+        return phases + roofline(compute, memory)
 
     def lower_bound(self, op: Contraction, values: KnobValues, assumed: int = 1024) -> np.ndarray:
-        """Reads TM and TN: exact traffic, unpadded work at the FMA peak, packing without its jumps."""
+        """Reads TM and TN: exact traffic, unpadded work at the FMA peak, packing phases without their jumps."""
         s = problem_sizes(op, assumed)
         # Unpadded extents: the cost's tiles are at least these.
         tm, tn = np.minimum(values["TM"], s["m"]), np.minimum(values["TN"], s["n"])
         block_cycles = tm * tn * s["k"] / (self._lanes(op) * self.vector_fmas_per_cycle)
         compute = self._rounds(tm, tn, s) * (block_cycles * self._cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
-        return (self._pack_seconds(op, values, s, strided=False)
-                + roofline(compute, self._kernel_memory_seconds(op, tm, tn, s)))
+        phases = 0 if direct_kernel(op) else self._pack_seconds(op, values, s, strided=False)
+        return phases + roofline(compute, self._kernel_memory_seconds(op, tm, tn, s))
 
     def cost_text(self) -> str:
         """The host roofline with its packing phases, as text."""
@@ -175,9 +205,19 @@ class HostTarget:
         run_c = np.minimum(values["RN"], s["n"]) * op.acc_bytes if strided else 1
         return (inputs + moved(c_bytes, run_c)) / self._bandwidth(op, s)
 
-    def _kernel_memory_seconds(self, op: Contraction, tm: Knob, tn: Knob, s: dict[str, int]) -> Knob:
-        """The kernel streaming its packed tiles: A once per N tile, B once per M tile, C once."""
-        return traffic_bytes(op, tm, tn, s) / self._bandwidth(op, s)
+    def _kernel_memory_seconds(self, op: Contraction, tm: Knob, tn: Knob, s: dict[str, int],
+                               run: Knob | None = None) -> Knob:
+        """The kernel's traffic: A once per N tile, B once per M tile, C once.
+
+        With ``run`` (the direct kernel), B is read from where it lies, in
+        contiguous runs of that many bytes (a task's row of B), each jump
+        costing STRIDED_RUN_BYTES more.
+        """
+        moved = traffic_bytes(op, tm, tn, s)
+        if run is not None:
+            b_bytes = s["batch"] * s["k"] * s["n"] * op.elem_bytes[1] * ceil_div(s["m"], tm)
+            moved = moved + b_bytes * STRIDED_RUN_BYTES / run
+        return moved / self._bandwidth(op, s)
 
 
 def _run_bytes(op: Contraction, operand: int, values: KnobValues, s: dict[str, int]) -> Knob:
@@ -195,10 +235,13 @@ def _run_bytes(op: Contraction, operand: int, values: KnobValues, s: dict[str, i
 def gemm_space(op: Contraction, target: HostTarget) -> Space:
     """Cache tiles (TM, TN, TK) and register block (RM, RN) for the host CPU."""
     lanes_log2 = int(math.log2(target.vector_bits // (8 * op.acc_bytes)))
-    # RM >= 2: the lowering folds unit dimensions of the micro-kernel, and a
-    # single-row block would degenerate into a matrix-vector product.
-    universe = (f"{shape_param_bounds()} and 1 <= rm <= 4 and {lanes_log2} <= rn <= {lanes_log2 + 2}"
-                f" and rm <= tm <= 9 and rn <= tn <= 10 and 4 <= tk <= 10")
+    # The direct kernel takes any register block and short K slices (decode
+    # streams B best in slices of a few rows); the transform path needs
+    # RM >= 2 (it folds unit dimensions of the micro-kernel, and a single-row
+    # block would degenerate into a matrix-vector product).
+    rm_min, tk_min = (0, 3) if direct_kernel(op) else (1, 4)
+    universe = (f"{shape_param_bounds()} and {rm_min} <= rm <= 4 and {lanes_log2} <= rn <= {lanes_log2 + 2}"
+                f" and rm <= tm <= 9 and rn <= tn <= 10 and {tk_min} <= tk <= 10")
     footprint = op.footprint_exponent
     reg_tiles = {"m": "rm", "n": "rn", "k": "tk"}
     cache_tiles = {"m": "tm", "n": "tn", "k": "tk"}

@@ -6,7 +6,7 @@
 // GPU-LABEL: func.func private @gemm_family0
 // GPU:         "prism.family"() {choice = {BK = {{[0-9]+}} : i64, BM = {{[0-9]+}} : i64, BN = {{[0-9]+}} : i64, MMA = 1 : i64, WM = {{[0-9]+}} : i64, WN = {{[0-9]+}} : i64}, cost = "max(waves
 // HOST-LABEL: func.func private @gemm_family0
-// HOST:         "prism.family"() {choice = {RM = {{[0-9]+}} : i64, RN = {{[0-9]+}} : i64, TK = {{[0-9]+}} : i64, TM = {{[0-9]+}} : i64, TN = {{[0-9]+}} : i64}, cost = "2*(bytesA + bytesB + bytesC) / bandwidth + max(rounds
+// HOST:         "prism.family"() {choice = {RM = {{[0-9]+}} : i64, RN = {{[0-9]+}} : i64, TK = {{[0-9]+}} : i64, TM = {{[0-9]+}} : i64, TN = {{[0-9]+}} : i64}, cost = "[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + max(rounds
 func.func @gemm(%a: tensor<512x256xf16>, %b: tensor<256x512xf16>, %c: tensor<512x512xf32>) -> tensor<512x512xf32> {
   %0 = linalg.matmul ins(%a, %b : tensor<512x256xf16>, tensor<256x512xf16>) outs(%c : tensor<512x512xf32>) -> tensor<512x512xf32>
   return %0 : tensor<512x512xf32>

@@ -81,7 +81,7 @@ class CpuLowering(Lowering):
     # name, summary, method
     STAGES = (
         ("cpu-tile", "pack, tile and vectorize contractions on tensors", "tile"),
-        ("cpu-bufferize", "tensors to buffers, C micro-tiles in registers", "bufferize"),
+        ("cpu-bufferize", "tensors to buffers, C micro-tiles in registers, copies as vector loops", "bufferize"),
         ("cpu-vector", "vectors to 1-D", "vectorize"),
         ("cpu-parallel", "parallel blocks as flat scf.parallel loops", "parallelize"),
         ("cpu-llvm", "async-runtime tasks and the LLVM dialect", "to_llvm"),
@@ -113,6 +113,7 @@ class CpuLowering(Lowering):
         """One-shot bufferization; the self-copies of in-place slices are dropped."""
         run_passes(module, rewrites.BUFFERIZE, "bufferization")
         rewrites.erase_self_copies(module)
+        rewrites.vectorize_copies(module, self.lanes * 4)
 
     def vectorize(self, module: ir.Module) -> None:
         """Lower vector ops to the 1-D form that convert-vector-to-llvm expects."""

@@ -333,7 +333,7 @@ def inline_kernel(op: ir.Operation, plan: KernelPlan, operands: list[ir.Value] |
 
 
 def inline_function(op: ir.Operation, text: str, operands: list[ir.Value]) -> None:
-    """Replace ``op`` (one result) by the body of the single function in ``text``, applied to ``operands``."""
+    """Replace ``op`` (no result or one) by the body of the single function in ``text``, applied to ``operands``."""
     with op.location:
         parsed = ir.Module.parse(text)
         body = parsed.body.operations[0].regions[0].blocks[0]
@@ -342,7 +342,8 @@ def inline_function(op: ir.Operation, text: str, operands: list[ir.Value]) -> No
         *ops, terminator = list(body.operations)
         for inner in ops:
             inner.operation.move_before(op)
-        op.results[0].replace_all_uses_with(terminator.operands[0])
+        if len(op.results):
+            op.results[0].replace_all_uses_with(terminator.operands[0])
         op.erase()
 
 
@@ -389,3 +390,37 @@ def pack_text(name: str, b_type: str, rn: int, lanes: int) -> str:
               f"  %r = bufferization.to_tensor %out restrict : {memref} to {packed}",
               f"  return %r : {packed}", "}"]
     return "\n".join(lines)
+
+
+def copy_text(source: str, target: str, lanes: int) -> str:
+    """A function copying one rank-2 memref into another of the same shape, rows in parallel, by vectors.
+
+    For the copies that bufferization leaves (a concatenation's parts, a
+    returned slice): as ``memref.copy`` they would become an element-by-element
+    call into the runtime whenever either side is strided.
+    """
+    element = ir.MemRefType.parse(source).element_type
+    vec, mask = f"vector<{lanes}x{element}>", f"vector<{lanes}xi1>"
+    zero = "0.0" if isinstance(element, ir.FloatType) else "0"
+    return "\n".join([
+        f"func.func private @copy(%src: {source}, %dst: {target}) {{",
+        "  %c0 = arith.constant 0 : index",
+        "  %c1 = arith.constant 1 : index",
+        f"  %lanes = arith.constant {lanes} : index",
+        f"  %zero = arith.constant dense<{zero}> : {vec}",
+        f"  %rows = memref.dim %src, %c0 : {source}",
+        f"  %cols = memref.dim %src, %c1 : {source}",
+        "  %whole = arith.divui %cols, %lanes : index",
+        "  %full = arith.muli %whole, %lanes : index",
+        "  %left = arith.subi %cols, %full : index",
+        f"  %mask = vector.create_mask %left : {mask}",
+        "  scf.parallel (%i) = (%c0) to (%rows) step (%c1) {",
+        "    scf.for %j = %c0 to %full step %lanes {",
+        f"      %v = vector.load %src[%i, %j] : {source}, {vec}",
+        f"      vector.store %v, %dst[%i, %j] : {target}, {vec}",
+        "    }",
+        f"    %t = vector.maskedload %src[%i, %full], %mask, %zero : {source}, {mask}, {vec} into {vec}",
+        f"    vector.maskedstore %dst[%i, %full], %mask, %t : {target}, {mask}, {vec}",
+        "  }",
+        "  return",
+        "}"])

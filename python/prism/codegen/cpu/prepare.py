@@ -77,6 +77,7 @@ def prepare_weights(module: ir.Module, planned: list[Planned], ctx: PassContext,
     Inlines the kernels of the @f_apply copies; returns ``planned``, whose kernels are still to be inlined.
     """
     rest = list(planned)
+    _describe_explored_splits(module)
     symbols = {_name(op.operation) for op in module.body.operations if "sym_name" in op.operation.attributes}
     funcs = [op.operation for op in module.body.operations if op.operation.name == "func.func"
              and len(op.operation.regions[0].blocks) and "sym_visibility" not in op.operation.attributes]
@@ -90,15 +91,75 @@ def prepare_weights(module: ir.Module, planned: list[Planned], ctx: PassContext,
             ctx.remark(func.location, f"@{name} is already split into _prepare and _apply; its weights are packed "
                                       "on every call")
             continue
-        _split(module, func, hoisted, lanes)
+        if _has_transform_contractions(func):
+            continue  # their tags would be copied too; such functions keep packing per call
+        _split(module, func, [p for p, _ in mine], dict((id(p), index) for p, index in hoisted), lanes)
     return rest
+
+
+def _describe_explored_splits(module: ir.Module) -> None:
+    """Mark prism-explore's splits for the runtime, and its prepared values as invariant.
+
+    A function ``@f`` whose body is ``call @f_prepare``, ``call @f_apply``,
+    ``return`` gets ``prism.prepare_args`` and ``prism.apply_args``; the
+    arguments of ``@f_apply`` that come from ``@f_prepare`` are the same on
+    every call, so they are marked ``{prism.invariant}``, and packing them for
+    its kernels can be prepared once too (``@f_apply_prepare``).
+    """
+    funcs = {_name(op.operation): op.operation for op in module.body.operations
+             if op.operation.name == "func.func" and len(op.operation.regions[0].blocks)}
+    for name, func in funcs.items():
+        ops = [op.operation for op in func.regions[0].blocks[0].operations]
+        callees = [ir.FlatSymbolRefAttr(op.attributes["callee"]).value for op in ops[:-1] if op.name == "func.call"]
+        if len(ops) != 3 or callees != [f"{name}_prepare", f"{name}_apply"] or f"{name}_apply" not in funcs:
+            continue
+        prepare_call, apply_call = ops[0], ops[1]
+        block = func.regions[0].blocks[0]
+        prepare_args = [_origin(v, block, prepare_call) for v in prepare_call.operands]
+        apply_args = [_origin(v, block, prepare_call) for v in apply_call.operands]
+        if any(i is None or i < 0 for i in prepare_args) or None in apply_args:
+            continue
+        func.attributes[attrs.PREPARE_ARGS] = ir.DenseI64ArrayAttr.get(prepare_args)
+        func.attributes[attrs.APPLY_ARGS] = ir.DenseI64ArrayAttr.get(apply_args)
+        apply = funcs[f"{name}_apply"]
+        entries = _arg_attrs(apply)
+        for position, origin in enumerate(apply_args):
+            if origin < 0:
+                entries[position][attrs.INVARIANT] = ir.UnitAttr.get()
+        apply.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(e) for e in entries])
+
+
+def _origin(value: ir.Value, block: ir.Block, prepare_call: ir.Operation) -> int | None:
+    """Argument i of ``block`` as i, result j of ``prepare_call`` as -(j + 1), anything else as None."""
+    if isinstance(value, ir.BlockArgument) and value.owner == block:
+        return value.arg_number
+    if isinstance(value, ir.OpResult) and value.owner == prepare_call:
+        return -(value.result_number + 1)
+    return None
 
 
 _PREPARED_TAG = "prism.prepared_id"  # marks the hoisted contractions while @f is copied
 
 
-def _split(module: ir.Module, func: ir.Operation, hoisted: list[tuple[Planned, int]], lanes: int) -> None:
-    """Add @f_apply (a copy of ``func`` reading packed weights) and @f_prepare; mark ``func``."""
+def _has_transform_contractions(func: ir.Operation) -> bool:
+    found = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if attrs.CPU_CONTRACTION_TAG in op.attributes:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    func.walk(visit)
+    return bool(found)
+
+
+def _split(module: ir.Module, func: ir.Operation, planned: list[Planned], weights: dict[int, int],
+           lanes: int) -> None:
+    """Add @f_apply (a copy of ``func`` whose kernels read packed weights) and @f_prepare; mark ``func``.
+
+    ``planned`` are the kernels of ``func``; ``weights`` maps (by ``id``) those whose B is a weight to its index.
+    """
+    hoisted = [(p, weights[id(p)]) for p in planned if id(p) in weights]
     name = _name(func)
     ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
     arg_attrs = _arg_attrs(func)
@@ -106,11 +167,11 @@ def _split(module: ir.Module, func: ir.Operation, hoisted: list[tuple[Planned, i
     packed_types = [packed_type(str(ftype.inputs[index]), rn) for index, rn in packs]
     i64 = ir.IntegerType.get_signless(64)
     with func.location:
-        for k, (p, _) in enumerate(hoisted):
+        for k, p in enumerate(planned):
             p.op.attributes[_PREPARED_TAG] = ir.IntegerAttr.get(i64, k)
         apply = func.clone()
         module.body.append(apply)
-        for p, _ in hoisted:
+        for p in planned:
             del p.op.attributes[_PREPARED_TAG]
         copies: dict[int, ir.Operation] = {}
 
@@ -122,10 +183,13 @@ def _split(module: ir.Module, func: ir.Operation, hoisted: list[tuple[Planned, i
         apply.walk(visit)
         block = apply.regions[0].blocks[0]
         packed_args = [block.add_argument(ir.Type.parse(t), func.location) for t in packed_types]
-        for k, (p, index) in enumerate(hoisted):
-            arg = packed_args[packs.index((index, p.plan.rn))]
-            plan = replace(p.plan, prepacked=True, pack=False, b_type=str(arg.type))
+        for k, p in enumerate(planned):
             copy = copies[k]
+            if id(p) not in weights:
+                inline_kernel(copy, p.plan)
+                continue
+            arg = packed_args[packs.index((weights[id(p)], p.plan.rn))]
+            plan = replace(p.plan, prepacked=True, pack=False, b_type=str(arg.type))
             inline_kernel(copy, plan, [copy.operands[0], arg, copy.operands[2]])
         apply_type = ir.FunctionType.get([*ftype.inputs, *(a.type for a in packed_args)], list(ftype.results))
         apply.attributes["sym_name"] = ir.StringAttr.get(f"{name}_apply")
@@ -135,6 +199,8 @@ def _split(module: ir.Module, func: ir.Operation, hoisted: list[tuple[Planned, i
             [ir.DictAttr.get({k: v for k, v in a.items() if k != attrs.INVARIANT}) for a in arg_attrs]
             + [ir.DictAttr.get({_WRITABLE: ir.BoolAttr.get(False)}) for _ in packed_args])
         func.attributes[attrs.PREPARE_ARGS] = ir.DenseI64ArrayAttr.get([index for index, _ in packs])
+        func.attributes[attrs.APPLY_ARGS] = ir.DenseI64ArrayAttr.get(
+            list(range(len(ftype.inputs))) + [-(k + 1) for k in range(len(packs))])
         parsed = ir.Module.parse(_prepare_text(name, ftype, packs, packed_types))
         prepare = next(op.operation for op in parsed.body.operations if "sym_visibility" not in op.operation.attributes)
         prepare.detach_from_parent()

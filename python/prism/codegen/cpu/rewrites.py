@@ -168,6 +168,36 @@ def erase_self_copies(module: ir.Module) -> None:
         op.erase()
 
 
+def vectorize_copies(module: ir.Module, vector_bytes: int) -> None:
+    """Replace each rank-2 ``memref.copy`` with unit inner strides by parallel vector loops (see ``copy_text``)."""
+    from prism.codegen.cpu.kernel import copy_text, inline_function
+
+    copies: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "memref.copy" and all(_copyable(v.type) for v in op.operands):
+            copies.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for op in copies:
+        source, target = (str(v.type) for v in op.operands)
+        element = ir.MemRefType(op.operands[0].type).element_type
+        lanes = max(vector_bytes * 8 // element.width, 1)
+        inline_function(op, copy_text(source, target, lanes), list(op.operands))
+
+
+def _copyable(t: ir.Type) -> bool:
+    """A rank-2 memref of 8- to 64-bit numbers whose rows are contiguous."""
+    if not isinstance(t, ir.MemRefType) or t.rank != 2:
+        return False
+    element = t.element_type
+    if not isinstance(element, ir.FloatType | ir.IntegerType) or element.width not in (8, 16, 32, 64):
+        return False
+    strides, _ = t.get_strides_and_offset()
+    return strides[-1] == 1
+
+
 def forward_copies_into_empty(module: ir.Module) -> None:
     """Replace ``linalg.copy`` into a ``tensor.empty`` by its source (the unpack leaves one).
 
