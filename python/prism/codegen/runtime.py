@@ -26,9 +26,10 @@ call cost a third of a 16-row matmul's time.
 
 Results are allocated by the callee with ``malloc`` and owned by the caller
 (ownership-based deallocation in the pass guarantees this, copying results
-that would alias an argument or a global). :class:`JitFunction` copies each
-result into a fresh numpy array and frees its buffer, once per distinct
-allocation, so dynamic result shapes work and nothing leaks.
+that would alias an argument or a global). :class:`JitFunction` returns each
+result as a numpy array viewing that buffer, without a copy; the buffer is
+freed with the last array that views it (results sharing one allocation
+share it), so dynamic result shapes work and nothing leaks.
 
 The tensor-level signature comes from the ``prism.signature`` attribute that
 the pass leaves on each function (see :func:`describe_signature`).
@@ -154,8 +155,10 @@ def describe_signature(module: ir.Module, name: str | None = None) -> Signature:
                      tuple(TensorSpec.from_type(t) for t in ftype.results))
 
 
+@functools.cache
 def _descriptor_type(rank: int, ctype: Any) -> type[ctypes.Structure]:
-    fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.POINTER(ctype)), ("offset", ctypes.c_int64)]
+    """The ranked memref descriptor struct (one class per rank and element type: making one costs ~30 us)."""
+    fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p), ("offset", ctypes.c_int64)]
     if rank:
         fields += [("sizes", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
     return type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": fields})
@@ -246,8 +249,7 @@ class JitFunction:
 
     def _descriptor(self, array: np.ndarray) -> ctypes.Structure:
         desc = _descriptor_type(array.ndim, _ctype(array.dtype))()
-        desc.allocated = array.ctypes.data
-        desc.aligned = ctypes.cast(array.ctypes.data, desc._fields_[1][1])
+        desc.allocated = desc.aligned = array.__array_interface__["data"][0]
         desc.offset = 0
         if array.ndim:
             desc.sizes[:] = array.shape
@@ -269,34 +271,57 @@ class JitFunction:
             return None
         descs = [getattr(results, f"r{i}") for i in range(len(self._result_types))] \
             if len(self._result_types) > 1 else [results]
-        arrays = tuple(self._take(d, spec) for d, spec in zip(descs, self.signature.results, strict=True))
-        self._free(descs, checked)
+        inputs = {a.__array_interface__["data"][0] for a in checked if isinstance(a, np.ndarray)}
+        blocks: dict[int, _Block] = {}
+        arrays = tuple(self._take(d, spec, inputs, blocks)
+                       for d, spec in zip(descs, self.signature.results, strict=True))
         return arrays[0] if len(arrays) == 1 else arrays
 
     @staticmethod
-    def _take(desc: ctypes.Structure, spec: TensorSpec) -> np.ndarray:
-        """Copy a result descriptor's (possibly strided) data into a new numpy array."""
+    def _take(desc: ctypes.Structure, spec: TensorSpec, inputs: set[int], blocks: dict[int, _Block]) -> np.ndarray:
+        """A result descriptor as a numpy array: a view of the callee's allocation, which it then owns.
+
+        Several results may share one allocation (slices of one buffer): they
+        share its :class:`_Block`, freed with the last of them. A result in an
+        input's buffer (never produced by prism-lower-cpu, which copies such
+        results) is copied and not freed.
+        """
         rank = len(spec.shape or ())
         shape = tuple(desc.sizes) if rank else ()
-        if any(s == 0 for s in shape):
+        pointer = desc.allocated or 0
+        owned = bool(pointer) and pointer not in inputs
+        if owned and pointer not in blocks:
+            blocks[pointer] = _Block(pointer)
+        if any(n == 0 for n in shape):
             return np.zeros(shape, dtype=spec.dtype)
-        strides = tuple(s * spec.dtype.itemsize for s in desc.strides) if rank else ()
-        extent = 1 + sum((n - 1) * s for n, s in zip(shape, desc.strides, strict=True)) if rank else 1
-        base = ctypes.cast(desc.aligned, ctypes.c_void_p).value + desc.offset * spec.dtype.itemsize
-        buffer = (ctypes.c_char * (extent * spec.dtype.itemsize)).from_address(base)
-        view = np.lib.stride_tricks.as_strided(np.frombuffer(buffer, dtype=spec.dtype), shape, strides)
-        return np.array(view, copy=True)
+        strides = tuple(n * spec.dtype.itemsize for n in desc.strides) if rank else ()
+        start = (desc.aligned or 0) + desc.offset * spec.dtype.itemsize
+        interface = {"shape": shape, "strides": strides, "typestr": spec.dtype.str, "data": (start, False),
+                     "version": 3}
+        view = np.asarray(_View(interface, blocks[pointer] if owned else None))
+        return view if owned else view.copy()
 
-    @staticmethod
-    def _free(descs: list[ctypes.Structure], inputs: list[Any]) -> None:
-        """Free each distinct result allocation that is not one of the input buffers."""
-        ours = {a.ctypes.data for a in inputs if isinstance(a, np.ndarray)}
-        freed: set[int] = set()
-        for desc in descs:
-            pointer = desc.allocated or 0
-            if pointer and pointer not in ours and pointer not in freed:
-                _libc.free(pointer)
-                freed.add(pointer)
+
+class _Block:
+    """A buffer the compiled code allocated with malloc, freed when the last array viewing it is collected."""
+
+    __slots__ = ("pointer",)
+
+    def __init__(self, pointer: int):
+        self.pointer = pointer
+
+    def __del__(self) -> None:
+        _libc.free(self.pointer)
+
+
+class _View:
+    """Exposes a result's memory to numpy (``__array_interface__``) and keeps its block alive."""
+
+    __slots__ = ("__array_interface__", "block")
+
+    def __init__(self, interface: dict[str, Any], block: _Block | None):
+        self.__array_interface__ = interface
+        self.block = block
 
 
 @functools.cache
