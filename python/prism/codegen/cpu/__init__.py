@@ -2,7 +2,11 @@
 
 Contractions carrying ``prism.roles`` / ``prism.choice`` (and plain
 ``linalg.matmul`` / ``linalg.batch_matmul`` without them, with default choice
-values) get a data-tiling schedule written in the transform dialect:
+values) are scheduled with their knobs. An f32 contraction laid out as
+``A[b,m,k] x B[b,k,n] -> C[b,m,n]`` becomes Prism's own GEMM kernel, inlined
+in place (:mod:`.kernel`); where it reads an invariant weight, the function
+also gets ``@f_prepare`` and ``@f_apply`` (:mod:`.prepare`). Every other
+contraction gets a data-tiling schedule written in the transform dialect:
 
 1. pack: the op is rewritten over blocked operands, ``A -> [.. M/RM][K/KU][KU][RM]``,
    ``B -> [.. N/RN][K/KU][KU][RN]``, ``C -> [.. M/RM][N/RN][RM][RN]`` (``linalg.pack``
@@ -37,8 +41,10 @@ attribute (a ``TypeAttr``), which :mod:`prism.codegen.runtime` reads.
 
 The stages, each printable with ``--print-ir-after=NAME``:
 
-- ``cpu-tile``: the schedule above on tensors (packs, blocks, micro-kernels, vectorized pack transposes);
-- ``cpu-bufferize``: one-shot bufferization, with C micro-tiles hoisted into registers;
+- ``cpu-tile``: the GEMM kernels and the schedule above on tensors (packs, blocks, micro-kernels,
+  vectorized pack transposes), and the prepared weights' functions;
+- ``cpu-bufferize``: one-shot bufferization, with C micro-tiles hoisted into registers, and rank-2
+  copies as parallel vector loops;
 - ``cpu-vector``: vector ops down to the 1-D form LLVM takes;
 - ``cpu-parallel``: parallel blocks become flat ``scf.parallel`` loops;
 - ``cpu-llvm``: async-runtime tasks on the worker threads, and everything to the LLVM dialect.
