@@ -124,12 +124,16 @@ class HostTarget:
         lanes = self._lanes(op)
         micro_tiles = ceil_div(tm, rm) * ceil_div(tn, rn)
         block_cycles = micro_tiles * ceil_div(s["k"], tk) * self._micro_kernel_cycles(rm, rn, tk, lanes)
+        run = None
         if direct_kernel(op):
-            # B panels are copied per task (one vector load and store each) when several row panels read them.
-            copies = np.where(ceil_div(tm, rm) > 1, ceil_div(s["k"], tk) * tk * ceil_div(tn, lanes), 0)
+            # B panels are copied per task (one vector load and store each) when several row panels read them;
+            # the copy reads rows of B TN wide, while a task with one row panel reads it RN wide, row by row.
+            packs = ceil_div(tm, rm) > 1
+            copies = np.where(packs, ceil_div(s["k"], tk) * tk * ceil_div(tn, lanes), 0)
             block_cycles = block_cycles + copies * PANEL_COPY_CYCLES
+            run = np.minimum(np.where(packs, tn, rn), s["n"]) * op.elem_bytes[1]
         compute = self._rounds(tm, tn, s) * (block_cycles * self._cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
-        memory = self._kernel_memory_seconds(op, tm, tn, s, run=np.minimum(tn, s["n"]) * op.elem_bytes[1])
+        memory = self._kernel_memory_seconds(op, tm, tn, s, run=run)
         phases = 0 if direct_kernel(op) else self._pack_seconds(op, values, s)
         return phases + roofline(compute, memory)
 
