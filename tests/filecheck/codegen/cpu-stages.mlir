@@ -7,7 +7,7 @@
 // RUN: prism-opt %s -p prism-lower-cpu --print-ir-after=cpu-llvm -o /dev/null 2>&1 | filecheck %s --check-prefix=LLVM
 // RUN: prism-opt %s -p prism-lower-cpu{threads=2} --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s --check-prefix=PANELS
 
-// On tensors: the matmul is gone; each worker runs a share of the 8x32 blocks of C; the task copies its
+// On tensors: the matmul is gone; each worker runs a share of the 16x32 blocks of C; the task copies its
 // 16x32 slice of B into two 16-wide panels, then a 4x16 micro-tile (8 accumulators of 8 lanes) runs
 // over each K slice, the first starting from C's init (the argument %c: not a fill of zero).
 // TILE: IR Dump After cpu-tile
@@ -50,7 +50,7 @@
 // PANELS: memref.alloc() {alignment = 64 : i64} : memref<2x2x16x16xf32>
 // PANELS: scf.parallel ({{.*}}) = (%c0) to (%c2) step (%c1)
 func.func @mm(%a: tensor<16x32xf32>, %b: tensor<32x64xf32>, %c: tensor<16x64xf32>) -> tensor<16x64xf32> {
-  %r = linalg.matmul {prism.roles = ["m", "n", "k"], prism.choice = {TM = 8, TN = 32, TK = 16, RM = 4, RN = 16}}
+  %r = linalg.matmul {prism.roles = ["m", "n", "k"], prism.choice = {TM = 16, TN = 32, TK = 16, RM = 4, RN = 16}}
          ins(%a, %b : tensor<16x32xf32>, tensor<32x64xf32>) outs(%c : tensor<16x64xf32>) -> tensor<16x64xf32>
   return %r : tensor<16x64xf32>
 }

@@ -64,6 +64,7 @@ from prism.codegen.cpu.schedule import (
     collect_gemms,
     gemm_script,
     kernel_plan,
+    kernel_serves_as_written,
     tag_transposes,
     transpose_script,
 )
@@ -97,18 +98,27 @@ class CpuLowering(Lowering):
         """Schedule every contraction (see :mod:`.schedule`), then vectorize the pack transposes."""
         check_module(module)
         rewrites.record_signatures(module)
-        gemms, planned = [], []
+        gemms: list[CpuGemm] = []
+        planned: list[Planned] = []
+        by_op: dict[int, CpuGemm] = {}
         for gemm in collect_gemms(module, self.ctx):
             self.ctx.progress(f"cpu-tile: {gemm.op.name} at {gemm.op.location}: {gemm.schedule}")
             plan = kernel_plan(gemm, KERNEL_NAME, self.lanes, self.threads)
             if plan is None:
+                # Tagged now: prepare_weights leaves the functions holding these alone.
                 gemm.op.attributes[attrs.CPU_CONTRACTION_TAG] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
                                                                                 len(gemms))
                 gemms.append(gemm)
             else:
-                planned.append(Planned(gemm.op, plan))
+                planned.append(Planned(gemm.op, plan, written_path=kernel_serves_as_written(gemm, plan)))
+                by_op[id(planned[-1])] = gemm
         for rest in prepare_weights(module, planned, self.ctx, self.lanes):
-            inline_kernel(rest.op, rest.plan)
+            if rest.written_path:
+                inline_kernel(rest.op, rest.plan)
+            else:
+                rest.op.attributes[attrs.CPU_CONTRACTION_TAG] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
+                                                                                len(gemms))
+                gemms.append(by_op[id(rest)])
         apply_script(module, gemm_script(gemms), "tiling and vectorization")
         rewrites.forward_copies_into_empty(module)
         tiles = tag_transposes(module)

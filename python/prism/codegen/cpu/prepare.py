@@ -44,10 +44,16 @@ _WRITABLE = "bufferization.writable"
 
 @dataclass
 class Planned:
-    """A contraction and the kernel planned for it."""
+    """A contraction and the kernel planned for it.
+
+    ``written_path`` is False when the transform-dialect path serves it
+    better (see :func:`~prism.codegen.cpu.schedule.kernel_serves_as_written`);
+    its weight is then not prepared either.
+    """
 
     op: ir.Operation
     plan: KernelPlan
+    written_path: bool = True
 
 
 def _name(op: ir.Operation) -> str:
@@ -63,8 +69,11 @@ def _arg_attrs(func: ir.Operation) -> list[dict[str, ir.Attribute]]:
 def _weight_index(func: ir.Operation, planned: Planned) -> int | None:
     """The argument index of the kernel's B operand when it is an invariant, static 2-D f32 weight of ``func``."""
     b = planned.op.operands[1]
-    if planned.plan.batch or not isinstance(b, ir.BlockArgument) or packed_type(planned.plan.b_type,
-                                                                                   planned.plan.rn) is None:
+    # Where the transform path serves the function as written (several row blocks), it also beats the
+    # kernel on packed weights: it packs A as well.
+    if not planned.written_path or planned.plan.batch or not isinstance(b, ir.BlockArgument):
+        return None
+    if packed_type(planned.plan.b_type, planned.plan.rn) is None:
         return None
     if b.owner != func.regions[0].blocks[0]:
         return None
