@@ -141,3 +141,16 @@ def test_bound_weights_are_packed_once_and_rebinding_sees_new_values(rng: np.ran
         compiled.bind("f", u=w)
     with pytest.raises(prism.PrismError, match="dtype"):
         compiled.bind("f", w=w.astype(np.float64))
+
+
+@pytest.mark.parametrize("attrs", [choice(16, 32, 128, 1, 8), choice(32, 64, 8, 4, 16)])
+def test_every_point_of_the_host_space_compiles(rng: np.random.Generator, attrs: str) -> None:
+    """RM = 1 and TK = 8 are in the space for kernel-shaped contractions, also where several row blocks
+    would otherwise send them down the transform path (which needs RM >= 2)."""
+    from prism.passes.lower_cpu import LowerCpuPass
+
+    a, b = rng.standard_normal((100, 64), dtype=np.float32), rng.standard_normal((64, 40), dtype=np.float32)
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(gemm_text(100, 40, 64, attrs))
+        LowerCpuPass(threads=2).run(module, PassContext())
+        check(jit(module, "mm")(a, b), a.astype(np.float64) @ b, 64)

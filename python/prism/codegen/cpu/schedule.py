@@ -375,4 +375,6 @@ def kernel_serves_as_written(c: CpuGemm, plan: KernelPlan) -> bool:
     """
     c_type = ir.RankedTensorType(c.op.operands[2].type)
     m = c_type.get_dim_size(c_type.rank - 2)
-    return ir.ShapedType.is_dynamic_size(m) or m <= plan.tm
+    # The transform path needs a register block of at least 2 rows (it folds unit dimensions), and the
+    # space offers RM = 1 for the kernel.
+    return ir.ShapedType.is_dynamic_size(m) or m <= plan.tm or plan.rm < 2
