@@ -98,27 +98,27 @@ class CpuLowering(Lowering):
         """Schedule every contraction (see :mod:`.schedule`), then vectorize the pack transposes."""
         check_module(module)
         rewrites.record_signatures(module)
-        gemms: list[CpuGemm] = []
+        gemms: list[CpuGemm] = []  # the transform path's, in tag order
         planned: list[Planned] = []
-        by_op: dict[int, CpuGemm] = {}
+
+        def to_transform_path(gemm: CpuGemm) -> None:
+            gemm.op.attributes[attrs.CPU_CONTRACTION_TAG] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
+                                                                            len(gemms))
+            gemms.append(gemm)
+
         for gemm in collect_gemms(module, self.ctx):
             self.ctx.progress(f"cpu-tile: {gemm.op.name} at {gemm.op.location}: {gemm.schedule}")
             plan = kernel_plan(gemm, KERNEL_NAME, self.lanes, self.threads)
             if plan is None:
-                # Tagged now: prepare_weights leaves the functions holding these alone.
-                gemm.op.attributes[attrs.CPU_CONTRACTION_TAG] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
-                                                                                len(gemms))
-                gemms.append(gemm)
+                to_transform_path(gemm)  # tagged before prepare_weights, which leaves their functions alone
             else:
-                planned.append(Planned(gemm.op, plan, written_path=kernel_serves_as_written(gemm, plan)))
-                by_op[id(planned[-1])] = gemm
-        for rest in prepare_weights(module, planned, self.ctx, self.lanes):
-            if rest.written_path:
-                inline_kernel(rest.op, rest.plan)
+                planned.append(Planned(gemm, plan, written_path=kernel_serves_as_written(gemm, plan)))
+        prepare_weights(module, planned, self.ctx, self.lanes)
+        for p in planned:
+            if p.written_path:
+                inline_kernel(p.op, p.plan)
             else:
-                rest.op.attributes[attrs.CPU_CONTRACTION_TAG] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
-                                                                                len(gemms))
-                gemms.append(by_op[id(rest)])
+                to_transform_path(p.gemm)
         apply_script(module, gemm_script(gemms), "tiling and vectorization")
         rewrites.forward_copies_into_empty(module)
         tiles = tag_transposes(module)

@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 from mlir import ir
 
 from prism.codegen.cpu.kernel import KernelPlan, inline_function, inline_kernel, pack_text, packed_type
+from prism.codegen.cpu.schedule import CpuGemm
 from prism.infra import attrs
 from prism.infra.passbase import PassContext
 
@@ -51,9 +52,13 @@ class Planned:
     its weight is then not prepared either.
     """
 
-    op: ir.Operation
+    gemm: CpuGemm
     plan: KernelPlan
     written_path: bool = True
+
+    @property
+    def op(self) -> ir.Operation:
+        return self.gemm.op
 
 
 def _name(op: ir.Operation) -> str:
@@ -80,18 +85,17 @@ def _weight_index(func: ir.Operation, planned: Planned) -> int | None:
     return b.arg_number if attrs.INVARIANT in _arg_attrs(func)[b.arg_number] else None
 
 
-def prepare_weights(module: ir.Module, planned: list[Planned], ctx: PassContext, lanes: int) -> list[Planned]:
+def prepare_weights(module: ir.Module, planned: list[Planned], ctx: PassContext, lanes: int) -> None:
     """Split every public function whose invariant weights feed kernels (see the module docstring).
 
-    Inlines the kernels of the @f_apply copies; returns ``planned``, whose kernels are still to be inlined.
+    Inlines the kernels of the @f_apply copies; those of ``planned`` themselves are left to the caller.
     """
-    rest = list(planned)
     _describe_explored_splits(module)
     symbols = {_name(op.operation) for op in module.body.operations if "sym_name" in op.operation.attributes}
     funcs = [op.operation for op in module.body.operations if op.operation.name == "func.func"
              and len(op.operation.regions[0].blocks) and "sym_visibility" not in op.operation.attributes]
     for func in funcs:
-        mine = [(p, _weight_index(func, p)) for p in rest if _name(p.op.parent) == _name(func)]
+        mine = [(p, _weight_index(func, p)) for p in planned if _name(p.op.parent) == _name(func)]
         hoisted = [(p, index) for p, index in mine if index is not None]
         if not hoisted or not ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value).results:
             continue
@@ -100,10 +104,9 @@ def prepare_weights(module: ir.Module, planned: list[Planned], ctx: PassContext,
             ctx.remark(func.location, f"@{name} is already split into _prepare and _apply; its weights are packed "
                                       "on every call")
             continue
-        if _has_transform_contractions(func):
+        if _tagged(func, attrs.CPU_CONTRACTION_TAG):
             continue  # their tags would be copied too; such functions keep packing per call
         _split(module, func, [p for p, _ in mine], dict((id(p), index) for p, index in hoisted), lanes)
-    return rest
 
 
 def _describe_explored_splits(module: ir.Module) -> None:
@@ -150,16 +153,17 @@ def _origin(value: ir.Value, block: ir.Block, prepare_call: ir.Operation) -> int
 _PREPARED_TAG = "prism.prepared_id"  # marks the hoisted contractions while @f is copied
 
 
-def _has_transform_contractions(func: ir.Operation) -> bool:
-    found = []
+def _tagged(func: ir.Operation, tag: str) -> list[ir.Operation]:
+    """The ops inside ``func`` that carry attribute ``tag``, in walk order."""
+    found: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        if attrs.CPU_CONTRACTION_TAG in op.attributes:
+        if tag in op.attributes:
             found.append(op)
         return ir.WalkResult.ADVANCE
 
     func.walk(visit)
-    return bool(found)
+    return found
 
 
 def _split(module: ir.Module, func: ir.Operation, planned: list[Planned], weights: dict[int, int],
@@ -182,14 +186,7 @@ def _split(module: ir.Module, func: ir.Operation, planned: list[Planned], weight
         module.body.append(apply)
         for p in planned:
             del p.op.attributes[_PREPARED_TAG]
-        copies: dict[int, ir.Operation] = {}
-
-        def visit(op: ir.Operation) -> ir.WalkResult:
-            if _PREPARED_TAG in op.attributes:
-                copies[ir.IntegerAttr(op.attributes[_PREPARED_TAG]).value] = op
-            return ir.WalkResult.ADVANCE
-
-        apply.walk(visit)
+        copies = {ir.IntegerAttr(op.attributes[_PREPARED_TAG]).value: op for op in _tagged(apply, _PREPARED_TAG)}
         block = apply.regions[0].blocks[0]
         packed_args = [block.add_argument(ir.Type.parse(t), func.location) for t in packed_types]
         for k, p in enumerate(planned):

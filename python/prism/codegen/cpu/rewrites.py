@@ -9,6 +9,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, scf
 
+from prism.codegen.cpu.kernel import copy_text, inline_function
 from prism.codegen.transform import ANY, Script
 from prism.infra import attrs
 from prism.infra.errors import PassFailed, UnsupportedOp
@@ -170,8 +171,6 @@ def erase_self_copies(module: ir.Module) -> None:
 
 def vectorize_copies(module: ir.Module, vector_bytes: int) -> None:
     """Replace each rank-2 ``memref.copy`` with unit inner strides by parallel vector loops (see ``copy_text``)."""
-    from prism.codegen.cpu.kernel import copy_text, inline_function
-
     copies: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
