@@ -4,9 +4,9 @@ For each workload (weights marked invariant where the workload has them),
 prism-explore runs for the target; the report gives the predicted time of
 the program as written and of the variant. On the host, both programs are
 then compiled (lift, prune, select, instantiate, lower) and timed: the
-function as written against the explored per-call function (``_apply``
-with its prepared values computed once beforehand, or the rewritten
-function itself). The two run alternately, ``--rounds`` times each; the
+function as written against the explored per-call function (bound to
+its weights, so that ``_prepare`` runs once and each call runs ``_apply``,
+or the rewritten function itself). The two run alternately, ``--rounds`` times each; the
 table gives each one's fastest call and the median of the per-round ratios,
 which cancels the slow drifts of a shared machine's memory bandwidth.
 
@@ -50,23 +50,15 @@ def seconds(fn, args: list[np.ndarray]) -> float:
     return time.perf_counter() - began
 
 
-def call_operands(text: str, callee: str) -> list[str]:
-    """The SSA operands of the call to ``callee`` in ``text``."""
-    return [v.strip() for v in re.search(rf"call @{callee}\(([^)]*)\)", text).group(1).split(",")]
-
-
 def per_call(name: str, explored_text: str, prepared_count: int, inputs: list[np.ndarray]):
-    """The explored per-call function and its operands: ``_apply`` on values prepared once, or the function."""
+    """The explored per-call function and its operands: @name bound to its weights (prepared once), or @name."""
     compiled = prism.compile(explored_text, target="host", pipeline=HOST_PIPELINE)
     if not prepared_count:
         return compiled.jit(name), inputs
-    arg = re.compile(r"%arg(\d+)$")
-    prepare_inputs = [inputs[int(arg.match(v).group(1))] for v in call_operands(explored_text, f"{name}_prepare")]
-    prepared = compiled.jit(f"{name}_prepare")(*prepare_inputs)
-    prepared = list(prepared) if isinstance(prepared, tuple) else [prepared]
-    operands = [inputs[int(arg.match(v).group(1))] if arg.match(v) else prepared.pop(0)
-                for v in call_operands(explored_text, f"{name}_apply")]
-    return compiled.jit(f"{name}_apply"), operands
+    found = re.search(r"prism\.prepare_args = array<i64: ([^>]*)>", explored_text)
+    prepare_args = [int(i) for i in found.group(1).split(",")]
+    bound = compiled.bind(name, **{f"arg{i}": inputs[i] for i in prepare_args})
+    return bound, [value for i, value in enumerate(inputs) if i not in prepare_args]
 
 
 def measure(name: str, text: str, explored_text: str, prepared_count: int, rounds: int) -> dict[str, float]:

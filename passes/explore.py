@@ -14,21 +14,23 @@ After::
 
     func.func @qkv_prepare(%arg0: tensor<256x256xf32>, ...) -> tensor<256x384xf32> attributes {prism.part_of = "qkv"}
       { ... tensor.concat ... }
-    func.func @qkv_apply(%arg0: tensor<16x256xf32>, %arg1: tensor<256x384xf32>) -> (...)
+    func.func @qkv_apply(%arg0: tensor<16x256xf32>, %arg1: tensor<256x384xf32> {prism.invariant}) -> (...)
         attributes {prism.part_of = "qkv"} { ... one linalg.matmul, three tensor.extract_slice ... }
-    func.func @qkv(%arg0: ..., %arg1: ... {prism.invariant}, ...) -> (...) {
-      %p0 = call @qkv_prepare(%arg1, %arg2, %arg3) ...
-      %r0, %r1, %r2 = call @qkv_apply(%arg0, %p0) ...
-      return %r0, %r1, %r2 : ...
+    func.func @qkv(%x: ..., %wq: ... {prism.invariant}, ...) -> (...)
+        attributes {prism.apply_args = array<i64: 0, -1>, prism.prepare_args = array<i64: 1, 2, 3>} {
+      ... the three products as written: concatenating the weights on every call would cost more ...
     }
 
 Each public function is translated into terms (prism.algebra.terms), explored in
 an e-graph under a bounded budget and extracted by whole-program cost
 (prism.algebra.explore). When a variant is predicted faster, the function is
-replaced by it; values computed from invariant arguments alone go into a
+replaced by it. Values computed from invariant arguments alone go into a
 ``_prepare`` function, to be run once per set of weights, and the per-call
-work into ``_apply``; the function itself keeps its signature and calls
-both, so callers and prism-verify see the same program. A function the
+work into ``_apply``. The function itself keeps its signature and becomes
+the best form that prepares nothing, since a call of it cannot reuse
+prepared values; ``prism.prepare_args`` and ``prism.apply_args`` on it say how
+the parts compose (``CompiledModule.bind`` runs them), and prism-verify
+proves that composition equal to the original as well as the function. A function the
 algebra cannot express (an op outside it, dynamic shapes, mixed element
 types) is left as written, with a remark. Every rewrite is proven by
 prism-verify, which ends prism-optimize.
@@ -41,7 +43,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from prism.algebra.egraph import Budget
-from prism.algebra.explore import BUDGET, Exploration, explorable, explore
+from prism.algebra.explore import BUDGET, Exploration, Variant, explorable, explore
 from prism.algebra.prove import public_functions
 from prism.algebra.terms import Program, translate
 from prism.algebra.to_mlir import function_text, split_functions
@@ -88,10 +90,23 @@ class ExplorePass(Pass):
                                   f"variant needs that name")
                 continue
             _replace(module, func, name, program, found, element)
-            ctx.remark(where, f"@{name} rewritten: predicted {found.original.seconds * 1e6:.1f} us "
-                              f"-> {found.best.seconds * 1e6:.1f} us per call ({found.speedup:.2f}x)"
-                              + (f", {len(found.best.prepared)} value(s) prepared once by @{name}_prepare"
-                                 if found.best.prepared else ""))
+            ctx.remark(where, _rewritten(name, found))
+
+
+def _rewritten(name: str, found: Exploration) -> str:
+    """The remark for a rewritten function: its predicted time per call, and with prepared values."""
+    def us(variant: Variant) -> str:
+        return f"{variant.seconds * 1e6:.1f} us"
+
+    def times(variant: Variant) -> str:
+        return f"{found.original.seconds / variant.seconds:.2f}x" if variant.seconds else "1.00x"
+
+    text = (f"@{name} rewritten: predicted {us(found.original)} -> {us(found.standalone)} per call "
+            f"({times(found.standalone)})")
+    if found.best.prepared:
+        text += (f"; {len(found.best.prepared)} value(s) prepared once by @{name}_prepare, then "
+                 f"{us(found.best)} per call of @{name}_apply ({times(found.best)})")
+    return text
 
 
 def _arg_attrs(func: ir.Operation) -> list[str]:
@@ -104,23 +119,29 @@ def _arg_attrs(func: ir.Operation) -> list[str]:
 
 def _report(name: str, found: Exploration) -> dict:
     return {"function": name, "rewritten": found.improves, "predicted_seconds": found.original.seconds,
-            "variant_seconds": found.best.seconds, "prepared": len(found.best.prepared), "stopped": found.stopped,
-            "laws": found.laws, "e_classes": found.classes, "e_nodes": found.nodes, "costed": found.evaluated}
+            "variant_seconds": found.best.seconds,
+            "standalone_seconds": found.standalone.seconds, "prepared": len(found.best.prepared),
+            "stopped": found.stopped, "laws": found.laws, "e_classes": found.classes, "e_nodes": found.nodes,
+            "costed": found.evaluated}
 
 
 def _replace(module: ir.Module, func: ir.Operation, name: str, program: Program, found: Exploration,
              element: str) -> None:
-    """Put the best variant of ``func`` in its place (with _prepare and _apply functions when it prepares values)."""
+    """Put the best variant of ``func`` in its place; when it prepares values, add its _prepare and _apply
+    parts and make ``func`` the best variant that prepares nothing."""
     shapes = [tuple(s) for s in program.arg_shapes]
-    best = found.best
     location = str(func.location)
-    if not best.prepared:
-        texts = [function_text(name, shapes, list(best.results), element, location)]
-    else:
-        texts = split_functions(name, shapes, best.prepared, best.results, element, location)
+    texts, parts = [], None
+    if found.best.prepared:
+        parts = split_functions(name, shapes, found.best.prepared, found.best.results, element, location)
+        texts += [parts.prepare, parts.apply]
+    whole = found.standalone if parts else found.best
+    if whole.results != found.original.results:
+        texts.append(function_text(name, shapes, list(whole.results), element, location))
     function_type = func.attributes["function_type"]
     carried = {key: func.attributes[key] for key in ("arg_attrs", "res_attrs") if key in func.attributes}
     parsed = ir.Module.parse("\n".join(texts), module.context)
+    replaced = func
     with ir.InsertionPoint(func), func.location:
         for op in list(parsed.body.operations):
             op = op.operation
@@ -130,6 +151,21 @@ def _replace(module: ir.Module, func: ir.Operation, name: str, program: Program,
                 assert str(op.attributes["function_type"]) == str(function_type), "a variant keeps the signature"
                 for key, value in carried.items():
                     op.attributes[key] = value
+                replaced = op
             else:
                 op.attributes[attrs.PART_OF] = ir.StringAttr.get(name)
-    func.erase()
+                if op_name == f"{name}_apply" and parts:
+                    _mark_prepared_invariant(op, parts.apply_args)
+        if parts:
+            replaced.attributes[attrs.PREPARE_ARGS] = ir.DenseI64ArrayAttr.get(list(parts.prepare_args))
+            replaced.attributes[attrs.APPLY_ARGS] = ir.DenseI64ArrayAttr.get(list(parts.apply_args))
+    if replaced is not func:
+        func.erase()
+
+
+def _mark_prepared_invariant(apply: ir.Operation, apply_args: tuple[int, ...]) -> None:
+    """Mark @f_apply's prepared arguments ``{prism.invariant}``: they are the same on every call, so the
+    host's code generator may prepare them further (pack them once)."""
+    entries = [ir.DictAttr.get({attrs.INVARIANT: ir.UnitAttr.get()} if origin < 0 else {})
+               for origin in apply_args]
+    apply.attributes["arg_attrs"] = ir.ArrayAttr.get(entries)

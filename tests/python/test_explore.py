@@ -73,14 +73,21 @@ def test_qkv_becomes_one_product_over_prepared_weights(rng: np.random.Generator)
     apply, prepare = function(text, "qkv_apply"), function(text, "qkv_prepare")
     assert apply.count("linalg.matmul") == 1 and "tensor<4096x6144xf32>" in apply
     assert "tensor.concat" in prepare and "linalg.matmul" not in prepare
-    assert "call @qkv_prepare" in function(text, "qkv") and report["proofs"][0]["proved"]
+    # @qkv itself concatenates nothing per call: it stays three products, and says how the parts compose.
+    whole = function(text, "qkv")
+    assert whole.count("linalg.matmul") == 3 and "call" not in whole and "tensor.concat" not in whole
+    assert "prism.apply_args = array<i64: 0, -1>, prism.prepare_args = array<i64: 1, 2, 3>" in whole
+    assert [(p["function"], p["proved"]) for p in report["proofs"]] == [("qkv", True),
+                                                                       ("qkv_prepare + @qkv_apply", True)]
 
     x = rng.standard_normal((16, 4096)).astype(np.float32)
     weights = [rng.standard_normal(shape).astype(np.float32) / 64 for shape in ((4096, 4096), (4096, 1024),
                                                                                 (4096, 1024))]
     expected = [x.astype(np.float64) @ w.astype(np.float64) for w in weights]
-    prepared = host_function(text, "qkv_prepare")(*weights)
-    for got in (host_function(text, "qkv")(x, *weights), host_function(text, "qkv_apply")(x, prepared)):
+    compiled = prism.compile(text, target="host", pipeline=HOST_PIPELINE)
+    prepared = compiled.jit("qkv_prepare")(*weights)
+    bound = compiled.bind("qkv", arg1=weights[0], arg2=weights[1], arg3=weights[2])
+    for got in (compiled.jit("qkv")(x, *weights), compiled.jit("qkv_apply")(x, prepared), bound(x)):
         for want, have in zip(expected, got, strict=True):
             np.testing.assert_allclose(have, want, rtol=2e-4, atol=2e-4)
 
@@ -166,7 +173,8 @@ def test_exploration_is_deterministic_across_processes() -> None:
 def test_explored_qkv_lowers_to_one_gpu_kernel(tmp_path: Path) -> None:
     source = invariant((WORKLOADS / "qkv.mlir").read_text(), "wq", "wk", "wv")
     compiled = prism.compile(source, target="h200")
-    assert list(compiled.ptx) == ["qkv_apply_kernel"], "the concatenation and the slices need no kernel"
+    applied = [name for name in compiled.ptx if name.startswith("qkv_apply")]
+    assert applied == ["qkv_apply_kernel"], "the concatenation and the slices need no kernel"
     stats = ptxas(compiled.ptx, "sm_90", tmp_path)
     assert stats["spills"] == 0
 
@@ -195,7 +203,7 @@ def test_prism_optimize_starts_with_explore() -> None:
     assert PIPELINES["prism-optimize"][1][0] is ExplorePass
 
 
-def test_a_part_not_called_by_its_whole_is_not_verified() -> None:
+def test_a_part_its_whole_does_not_describe_is_not_verified() -> None:
     original = (WORKLOADS / "qkv.mlir").read_text()
     stray = original + """
 func.func @qkv_prepare(%w: tensor<4x4xf32>) -> tensor<4x4xf32> attributes {prism.part_of = "qkv"} {
@@ -203,6 +211,46 @@ func.func @qkv_prepare(%w: tensor<4x4xf32>) -> tensor<4x4xf32> attributes {prism
 }"""
     with pytest.raises(prism.VerificationError, match="@qkv_prepare is not in the original program"):
         prism.verify(original, stray)
+
+
+def _split_gemm(apply_body: str, attributes: str = "prism.apply_args = array<i64: 0, -1>, "
+                "prism.prepare_args = array<i64: 1>") -> str:
+    """A 4x4 GEMM @g split into parts: @g_prepare passes the weight through, @g_apply returns ``apply_body``."""
+    return f"""
+func.func @g_prepare(%w: tensor<4x4xf32>) -> tensor<4x4xf32> attributes {{prism.part_of = "g"}} {{
+  return %w : tensor<4x4xf32>
+}}
+func.func @g_apply(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> attributes {{prism.part_of = "g"}} {{
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x4xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  {apply_body}
+}}
+func.func @g(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> attributes {{{attributes}}} {{
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x4xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %c = linalg.matmul ins(%x, %w : tensor<4x4xf32>, tensor<4x4xf32>) outs(%z : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %c : tensor<4x4xf32>
+}}"""
+
+
+_PRODUCT = ("%c = linalg.matmul ins(%x, %w : tensor<4x4xf32>, tensor<4x4xf32>) outs(%z : tensor<4x4xf32>) "
+            "-> tensor<4x4xf32>\n  return %c : tensor<4x4xf32>")
+
+
+def test_the_composition_of_the_parts_is_proven_not_only_the_whole() -> None:
+    original = _split_gemm(_PRODUCT).split("func.func @g(")[1]
+    original = "func.func @g(" + original.replace(" attributes {prism.apply_args = array<i64: 0, -1>, "
+                                                  "prism.prepare_args = array<i64: 1>}", "")
+    assert [p.name for p in prism.verify(original, _split_gemm(_PRODUCT))] == ["g", "g_prepare + @g_apply"]
+    # @g itself is right, but @g_apply returns the input: the composition is refused, with a counterexample.
+    with pytest.raises(prism.VerificationError, match="could not prove @g_prepare \\+ @g_apply .*counterexample"):
+        prism.verify(original, _split_gemm("return %x : tensor<4x4xf32>"))
+    # Attributes that do not fit the parts' arguments are refused before any proof.
+    with pytest.raises(prism.VerificationError, match="do not fit the arguments of @g_prepare and @g_apply"):
+        prism.verify(original, _split_gemm(_PRODUCT, "prism.apply_args = array<i64: 0>, "
+                                                     "prism.prepare_args = array<i64: 1>"))
 
 
 def test_the_graph_reader_sees_each_term_in_its_class() -> None:

@@ -22,6 +22,10 @@ Arguments marked invariant (weights: the same on every call) make every
 value computed from them alone a *prepared* value: computed once by a
 separate function, and free per call. Concatenated or scaled weights cost
 a full copy of the weights on every call otherwise, which no fusion repays.
+So a function with invariant arguments has two best forms: one that
+prepares values (run as ``_prepare`` once, then ``_apply`` per call) and
+one that prepares nothing (the function itself, called with every
+argument), searched for separately on the same e-graph.
 """
 
 from __future__ import annotations
@@ -80,10 +84,16 @@ class Variant:
 
 @dataclass(frozen=True)
 class Exploration:
-    """What exploring one function found: the program as written, the best variant, and the effort."""
+    """What exploring one function found: the program as written, the best variants, and the effort.
+
+    ``best`` may prepare values once (from invariant arguments);
+    ``standalone`` is the best variant that prepares nothing, what one call
+    of the function itself should run (``best`` when that prepares nothing).
+    """
 
     original: Variant
     best: Variant
+    standalone: Variant
     stopped: str
     laws: dict[str, int]
     classes: int
@@ -100,6 +110,11 @@ class Exploration:
     def improves(self) -> bool:
         """Whether the best variant beats the program as written (see :meth:`Variant.better_than`)."""
         return self.best.results != self.original.results
+
+    @property
+    def standalone_improves(self) -> bool:
+        """Whether the best variant that prepares nothing beats the program as written."""
+        return self.standalone.results != self.original.results
 
 
 _CONTRACTIONS: dict[tuple[Contraction, str], float] = {}
@@ -409,15 +424,23 @@ def explore(program: Program, target: Target, element: str, invariant: frozenset
         stopped, laws = saturate(egraph, budget, rulesets)
         graph = read_graph(egraph)
     cost = ProgramCost(target, element, [tuple(s) for s in program.arg_shapes])
-    search = _Search(graph, [graph.lets[f"result{i}"] for i in range(len(program.results))],
-                     len(program.arg_shapes), invariant, cost)
+    roots = [graph.lets[f"result{i}"] for i in range(len(program.results))]
     written = _as_written(graph, program.results)
     original = Variant(tuple(program.results), (), *cost.profile(program.results))
-    _, best = _descend(search, written)
-    if not best.better_than(original):
-        best = original
-    return Exploration(original, best, stopped, laws, len(graph.classes),
-                       sum(len(nodes) for nodes in graph.classes.values()), search.evaluated,
+
+    def best_from(search: _Search) -> Variant:
+        _, found = _descend(search, written)
+        return found if found.better_than(original) else original
+
+    search = _Search(graph, roots, len(program.arg_shapes), invariant, cost)
+    best = standalone = best_from(search)
+    evaluated = search.evaluated
+    if best.prepared:  # a call of the function itself cannot reuse prepared values: search again without them
+        plain = _Search(graph, roots, len(program.arg_shapes), frozenset(), cost)
+        standalone = best_from(plain)
+        evaluated += plain.evaluated
+    return Exploration(original, best, standalone, stopped, laws, len(graph.classes),
+                       sum(len(nodes) for nodes in graph.classes.values()), evaluated,
                        time.perf_counter() - began)
 
 

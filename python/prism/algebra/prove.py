@@ -2,7 +2,9 @@
 
 Each public function of the original must exist in the candidate, and each
 public function of the candidate in the original (or be a part, ``_prepare``
-or ``_apply``, of a function proven with it), with the same type. Both are
+or ``_apply``, of a function proven with it), with the same type. Where a
+function says how its parts compose (``prism.prepare_args``), that
+composition is proven equal to the original function too. Both are
 translated into terms (:mod:`prism.algebra.terms`) and a bounded egglog
 proof is attempted (:mod:`prism.algebra.egraph`). When the proof fails, both
 functions are compiled for the host and run on the same random inputs: a
@@ -70,9 +72,6 @@ class FunctionProof:
         return {"function": self.name, "proved": self.proof.proved, "laws": self.proof.laws}
 
 
-# Names the function that a part (prism-explore's _prepare or _apply) implements with the others.
-
-
 def public_functions(module: ir.Module) -> dict[str, ir.Operation]:
     """The functions of ``module`` with a body and public visibility, by name."""
     found = {}
@@ -99,14 +98,25 @@ def prove_modules(original: ir.Module, candidate: ir.Module, budget: Budget | No
     compared = _comparable_functions(originals, candidates)
     proofs = []
     for name in compared:
-        func, where = candidates[name], display_location(candidates[name].location)
-        proof = prove(translate(originals[name]), translate(func), budget or Budget(), rulesets)
-        if not proof.proved:
-            raise _unproven(name, proof, original, candidate, trials, where)
-        if proof.laws and trials:
-            _check_numerically(name, proof, original, candidate, trials, where)
-        proofs.append(FunctionProof(name, proof))
+        where = display_location(candidates[name].location)
+        proofs.append(_prove_function(name, original, candidate, where, budget, trials, rulesets))
+        if _splits(candidates[name]):
+            parts = composition(candidate, name)
+            proofs.append(_prove_function(name, original, parts, where, budget, trials, rulesets,
+                                          shown=f"{name}_prepare + @{name}_apply"))
     return proofs
+
+
+def _prove_function(name: str, original: ir.Module, candidate: ir.Module, where: str, budget: Budget | None,
+                    trials: int, rulesets: tuple[str, ...] | None, shown: str = "") -> FunctionProof:
+    """The proof that @name of ``candidate`` equals @name of ``original`` (``shown`` names it in messages)."""
+    proof = prove(translate(public_functions(original)[name]), translate(public_functions(candidate)[name]),
+                  budget or Budget(), rulesets)
+    if not proof.proved:
+        raise _unproven(name, proof, original, candidate, trials, where, shown)
+    if proof.laws and trials:
+        _check_numerically(name, proof, original, candidate, trials, where, shown)
+    return FunctionProof(shown or name, proof)
 
 
 def _comparable_functions(originals: dict[str, ir.Operation], candidates: dict[str, ir.Operation]) -> list[str]:
@@ -114,7 +124,7 @@ def _comparable_functions(originals: dict[str, ir.Operation], candidates: dict[s
     compared = []
     for name, func in candidates.items():
         where = display_location(func.location)
-        if name not in originals and _part_of_a_proven_function(func, name, originals, candidates):
+        if name not in originals and _described_part(func, name, originals, candidates):
             continue
         if name not in originals:
             raise VerificationError(f"function @{name} is not in the original program", location=where)
@@ -129,32 +139,77 @@ def _comparable_functions(originals: dict[str, ir.Operation], candidates: dict[s
     return compared
 
 
-def _part_of_a_proven_function(func: ir.Operation, name: str, originals: dict[str, ir.Operation],
-                                candidates: dict[str, ir.Operation]) -> bool:
-    """Whether ``func`` is a part (``prism.part_of``) of a function that is proven here and calls it.
+def _described_part(func: ir.Operation, name: str, originals: dict[str, ir.Operation],
+                    candidates: dict[str, ir.Operation]) -> bool:
+    """Whether ``func`` is the ``_prepare`` or ``_apply`` part (``prism.part_of``) of a function of both
+    programs whose ``prism.prepare_args`` and ``prism.apply_args`` say how the parts compose.
 
-    prism-explore splits a function into ``_prepare`` and ``_apply`` parts and
-    keeps the function itself as their composition, so the proof of the
-    whole covers its parts: they are only ever composed that way to compute it.
+    prism-explore splits a function so; the composition of the parts is
+    proven equal to the original function (:func:`composition`), which covers
+    them: they are only ever run composed that way.
     """
     if attrs.PART_OF not in func.attributes:
         return False
     whole = ir.StringAttr(func.attributes[attrs.PART_OF]).value
-    if whole not in originals or whole not in candidates:
-        return False
-    calls = []
+    return (whole in originals and whole in candidates and name in (f"{whole}_prepare", f"{whole}_apply")
+            and _splits(candidates[whole]))
 
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "func.call":
-            calls.append(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
-        return ir.WalkResult.ADVANCE
 
-    candidates[whole].walk(visit)
-    return name in calls
+def _splits(func: ir.Operation) -> bool:
+    return attrs.PREPARE_ARGS in func.attributes and attrs.APPLY_ARGS in func.attributes
+
+
+def composition(module: ir.Module, name: str) -> ir.Module:
+    """A module whose @name runs ``module``'s @name_prepare, then @name_apply, as @name's ``prism.prepare_args``
+    and ``prism.apply_args`` say: what :func:`prism.codegen.runtime.bind` runs.
+
+    Raises VerificationError when the attributes do not fit the parts.
+    """
+    functions = public_functions(module)
+    func, where = functions[name], display_location(functions[name].location)
+    parts = [functions.get(f"{name}_{part}") for part in ("prepare", "apply")]
+    if any(part is None for part in parts):
+        raise VerificationError(f"@{name} names prepared parts, but @{name}_prepare or @{name}_apply is missing",
+                                location=where)
+    prepare_args = list(ir.DenseI64ArrayAttr(func.attributes[attrs.PREPARE_ARGS]))
+    apply_args = list(ir.DenseI64ArrayAttr(func.attributes[attrs.APPLY_ARGS]))
+    ftype, ptype, atype = (ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+                           for f in (func, *parts))
+    prepared = [f"%p{j}" for j in range(len(ptype.results))]
+    fits = (len(prepare_args) == len(ptype.inputs) and len(apply_args) == len(atype.inputs)
+            and all(0 <= i < len(ftype.inputs) for i in prepare_args)
+            and all(-len(prepared) <= i < len(ftype.inputs) for i in apply_args) and prepared)
+    if not fits:
+        raise VerificationError(f"@{name}'s prism.prepare_args and prism.apply_args do not fit the arguments of "
+                                f"@{name}_prepare and @{name}_apply", location=where)
+
+    def types(of: list[ir.Type]) -> str:
+        return ", ".join(str(t) for t in of)
+
+    args = [f"%a{i}" for i in range(len(ftype.inputs))]
+    into_apply = [prepared[-i - 1] if i < 0 else args[i] for i in apply_args]
+    results = [f"%r{j}" for j in range(len(atype.results))]
+    text = "\n".join([
+        *(str(part) for part in parts),
+        f"func.func @{name}({', '.join(f'{a}: {t}' for a, t in zip(args, ftype.inputs, strict=True))}) "
+        f"-> ({types(ftype.results)}) {{",
+        f"  {', '.join(prepared)} = func.call @{name}_prepare({', '.join(args[i] for i in prepare_args)}) : "
+        f"({types(ptype.inputs)}) -> ({types(ptype.results)})",
+        f"  {', '.join(results)} = func.call @{name}_apply({', '.join(into_apply)}) : "
+        f"({types(atype.inputs)}) -> ({types(atype.results)})",
+        f"  return {', '.join(results)} : {types(ftype.results)}" if results else "  return",
+        "}"])
+    try:
+        composed = ir.Module.parse(text, module.context)
+        composed.operation.verify()
+    except ir.MLIRError as error:
+        raise VerificationError(f"@{name}_prepare and @{name}_apply do not compose as @{name}'s "
+                                f"prism.prepare_args and prism.apply_args say: {error}", location=where) from None
+    return composed
 
 
 def _check_numerically(name: str, proof: Proof, original: ir.Module, candidate: ir.Module, trials: int,
-                       where: str) -> None:
+                       where: str, shown: str = "") -> None:
     """Run a proof that needed laws on random inputs too: a difference means an unsound law.
 
     Proofs of identical terms apply no law and are not rerun.
@@ -162,17 +217,17 @@ def _check_numerically(name: str, proof: Proof, original: ir.Module, candidate: 
     counterexample = find_counterexample(original, candidate, name, trials)
     if counterexample is not None:
         laws = ", ".join(proof.laws)
-        raise VerificationError(f"@{name} was proven equal to the original, but it differs on random "
+        raise VerificationError(f"@{shown or name} was proven equal to the original, but it differs on random "
                                 f"inputs, so one of the laws applied is unsound ({laws}); counterexample: "
                                 f"{counterexample.describe()}", location=where)
 
 
 def _unproven(name: str, proof: Proof, original: ir.Module, candidate: ir.Module, trials: int,
-              where: str) -> VerificationError:
+              where: str, shown: str = "") -> VerificationError:
     """The error for a failed proof, with the numeric check's finding."""
     laws = ", ".join(f"{law} ({count})" for law, count in proof.laws.items()) or "none"
     results = ", ".join(f"#{i}" for i in proof.unproven_results)
-    message = (f"could not prove @{name} equal to the original: results {results} unproven "
+    message = (f"could not prove @{shown or name} equal to the original: results {results} unproven "
                f"({proof.stopped} after {proof.seconds:.2f} s, {proof.nodes} e-nodes); laws applied: {laws}")
     try:
         counterexample = find_counterexample(original, candidate, name, trials)

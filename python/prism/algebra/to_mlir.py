@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import struct
+from dataclasses import dataclass
 
 from prism.algebra.terms import Term, argument_indices, renamed_arguments, subterms
 from prism.infra.errors import UnsupportedOp
@@ -320,11 +321,27 @@ class _Writer:
         return self._generic(inputs, shape, iterators, out_dims, init, body, f"%r{len(body) - 1}")
 
 
+@dataclass(frozen=True)
+class Parts:
+    """A function split into @name_prepare (values computed once) and @name_apply (the per-call work).
+
+    ``prepare_args`` are the indices of the function's arguments that
+    @name_prepare takes; ``apply_args`` say where each argument of @name_apply
+    comes from: i >= 0 is the function's argument i, -(j + 1) is
+    @name_prepare's result j (the ``prism.prepare_args`` and
+    ``prism.apply_args`` attributes).
+    """
+
+    prepare: str
+    apply: str
+    prepare_args: tuple[int, ...]
+    apply_args: tuple[int, ...]
+
+
 def split_functions(name: str, shapes: list[tuple[int, ...]], prepared: tuple[Term, ...], results: tuple[Term, ...],
-           element: str, location: str) -> list[str]:
-    """The texts of @name_prepare (computing ``prepared`` from the arguments), @name_apply (computing ``results``
-    from the arguments and the prepared values, numbered after them) and @name, which calls the two; every op
-    at ``location``."""
+                    element: str, location: str) -> Parts:
+    """The texts of @name_prepare (computing ``prepared`` from the arguments) and @name_apply (computing
+    ``results`` from the arguments and the prepared values, numbered after them); every op at ``location``."""
     arity = len(shapes)
     prepared_shapes = [Shapes(list(shapes))(term) for term in prepared]
     prepare_args = sorted(argument_indices(prepared))
@@ -334,23 +351,6 @@ def split_functions(name: str, shapes: list[tuple[int, ...]], prepared: tuple[Te
                             element, location)
     into_apply = {a: k for k, a in enumerate(apply_args)}
     into_apply.update({arity + j: len(apply_args) + j for j in range(len(prepared))})
-    result_shapes = [Shapes([*shapes, *prepared_shapes])(term) for term in results]
     apply = function_text(f"{name}_apply", [shapes[i] for i in apply_args] + prepared_shapes,
                           [renamed_arguments(t, into_apply) for t in results], element, location)
-
-    def types(of: list[tuple[int, ...]]) -> str:
-        return ", ".join(tensor_type(shape, element) for shape in of)
-
-    values = [f"%p{j}" for j in range(len(prepared))]
-    outputs = [f"%r{j}" for j in range(len(results))]
-    signature = f"({types(result_shapes)})" if len(results) > 1 else types(result_shapes)
-    entry = (
-        f"func.func @{name}({', '.join(f'%arg{i}: {tensor_type(s, element)}' for i, s in enumerate(shapes))}) "
-        f"-> {signature} {{\n"
-        f"  {', '.join(values)} = func.call @{name}_prepare({', '.join(f'%arg{i}' for i in prepare_args)}) : "
-        f"({types([shapes[i] for i in prepare_args])}) -> ({types(prepared_shapes)}) {location}\n"
-        f"  {', '.join(outputs)} = func.call @{name}_apply("
-        f"{', '.join([*(f'%arg{i}' for i in apply_args), *values])}) : "
-        f"({types([shapes[i] for i in apply_args] + prepared_shapes)}) -> ({types(result_shapes)}) {location}\n"
-        f"  return {', '.join(outputs)} : {types(result_shapes)} {location}\n}} {location}\n")
-    return [prepare, apply, entry]
+    return Parts(prepare, apply, tuple(prepare_args), (*apply_args, *(-(j + 1) for j in range(len(prepared)))))

@@ -19,12 +19,12 @@ INVARIANT = "prism.invariant"
 PART_OF = "prism.part_of"
 # On a lowered host function: its tensor-level type, which the runtime reads.
 SIGNATURE = "prism.signature"
-# Tags the code generators put on the ops a transform script must find; gone from their output.
-# On a host function @f whose weights can be prepared once (by @f_prepare, then used by @f_apply):
+# On a function @f whose weights can be prepared once (by @f_prepare, then used by @f_apply):
 # the indices of @f's arguments that @f_prepare takes, and for each argument of @f_apply where it comes
 # from: i >= 0 is @f's argument i, -(j + 1) is @f_prepare's result j.
 PREPARE_ARGS = "prism.prepare_args"
 APPLY_ARGS = "prism.apply_args"
+# Tags the code generators put on the ops a transform script must find; gone from their output.
 CPU_CONTRACTION_TAG = "prism.lower_id"
 CPU_TRANSPOSE_TAG = "prism.transpose_id"
 GPU_KERNEL_TAG = "prism.gpu_op"

@@ -2,20 +2,25 @@
 // RUN: prism-opt %s --split-input-file -p 'prism-explore{target=h200}' 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
 
 // Three projections of one input with invariant weights: one product over the
-// weights concatenated once by @qkv_prepare, sliced apart by @qkv_apply; @qkv
-// keeps its signature and calls both, and prism-verify proves it.
-// REMARK: explore.mlir:[[# @LINE + 12]]:1: remark: prism-explore: @qkv rewritten: predicted {{.*}} us -> {{.*}} us per call ({{.*}}x), 1 value(s) prepared once by @qkv_prepare
+// weights concatenated once by @qkv_prepare, sliced apart by @qkv_apply. @qkv
+// keeps its signature and stays three products (a call of it would concatenate
+// the weights every time); its attributes say how the parts compose, and
+// prism-verify proves both @qkv and that composition.
+// REMARK: explore.mlir:[[# @LINE + 15]]:1: remark: prism-explore: @qkv rewritten: predicted [[T:.*]] us -> [[T]] us per call (1.00x); 1 value(s) prepared once by @qkv_prepare, then {{.*}} us per call of @qkv_apply ({{.*}}x)
 // CHECK-LABEL: func.func @qkv_prepare(
 // CHECK-SAME:    attributes {prism.part_of = "qkv"}
 // CHECK-COUNT-2: tensor.concat dim(1)
-// CHECK-LABEL: func.func @qkv_apply(%arg0: tensor<16x4096xf32>, %arg1: tensor<4096x6144xf32>)
+// CHECK-LABEL: func.func @qkv_apply(%arg0: tensor<16x4096xf32>, %arg1: tensor<4096x6144xf32> {prism.invariant})
 // CHECK:         linalg.matmul ins(%arg0, %arg1
 // CHECK-NOT:     linalg.matmul
 // CHECK-COUNT-3: tensor.extract_slice
 // CHECK-LABEL: func.func @qkv(
 // CHECK-SAME:    {prism.invariant}
-// CHECK:         call @qkv_prepare(%arg1, %arg2, %arg3)
-// CHECK:         call @qkv_apply(%arg0, %{{.*}})
+// CHECK-SAME:    attributes {prism.apply_args = array<i64: 0, -1>, prism.prepare_args = array<i64: 1, 2, 3>}
+// CHECK-NOT:     call
+// CHECK-COUNT-3: linalg.matmul
+// CHECK-NOT:     tensor.concat
+// CHECK:         return
 func.func @qkv(%x: tensor<16x4096xf32>, %wq: tensor<4096x4096xf32> {prism.invariant},
                %wk: tensor<4096x1024xf32> {prism.invariant}, %wv: tensor<4096x1024xf32> {prism.invariant})
     -> (tensor<16x4096xf32>, tensor<16x1024xf32>, tensor<16x1024xf32>) {

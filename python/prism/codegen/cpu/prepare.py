@@ -25,8 +25,11 @@ After::
     func.func @f_apply(%x: ..., %w: ..., %w_packed: tensor<256x4096x16xf32>) -> tensor<16x4096xf32>
     func.func @f(%x: ..., %w: ... {prism.invariant}) -> ... attributes {prism.prepare_args = array<i64: 1>}
 
-A function already split by prism-explore (``@f_prepare`` exists) keeps its
-kernels packing per call, with a remark.
+A function that prism-explore split already (it carries
+``prism.prepare_args``) is left alone: its ``@f_apply``, whose prepared
+arguments are invariant, is split here in turn, and ``bind`` follows
+the chain. Where the names are taken otherwise, the weights are packed on
+every call, with a remark.
 """
 
 from __future__ import annotations
@@ -90,7 +93,6 @@ def prepare_weights(module: ir.Module, planned: list[Planned], ctx: PassContext,
 
     Inlines the kernels of the @f_apply copies; those of ``planned`` themselves are left to the caller.
     """
-    _describe_explored_splits(module)
     symbols = {_name(op.operation) for op in module.body.operations if "sym_name" in op.operation.attributes}
     funcs = [op.operation for op in module.body.operations if op.operation.name == "func.func"
              and len(op.operation.regions[0].blocks) and "sym_visibility" not in op.operation.attributes]
@@ -100,54 +102,15 @@ def prepare_weights(module: ir.Module, planned: list[Planned], ctx: PassContext,
         if not hoisted or not ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value).results:
             continue
         name = _name(func)
+        if attrs.PREPARE_ARGS in func.attributes:
+            continue  # split by prism-explore, whose @f_apply is split here in turn
         if f"{name}_prepare" in symbols or f"{name}_apply" in symbols:
-            ctx.remark(func.location, f"@{name} is already split into _prepare and _apply; its weights are packed "
-                                      "on every call")
+            ctx.remark(func.location, f"@{name}'s weights are packed on every call: @{name}_prepare or "
+                                      f"@{name}_apply already exists")
             continue
         if _tagged(func, attrs.CPU_CONTRACTION_TAG):
             continue  # their tags would be copied too; such functions keep packing per call
         _split(module, func, [p for p, _ in mine], dict((id(p), index) for p, index in hoisted), lanes)
-
-
-def _describe_explored_splits(module: ir.Module) -> None:
-    """Mark prism-explore's splits for the runtime, and its prepared values as invariant.
-
-    A function ``@f`` whose body is ``call @f_prepare``, ``call @f_apply``,
-    ``return`` gets ``prism.prepare_args`` and ``prism.apply_args``; the
-    arguments of ``@f_apply`` that come from ``@f_prepare`` are the same on
-    every call, so they are marked ``{prism.invariant}``, and packing them for
-    its kernels can be prepared once too (``@f_apply_prepare``).
-    """
-    funcs = {_name(op.operation): op.operation for op in module.body.operations
-             if op.operation.name == "func.func" and len(op.operation.regions[0].blocks)}
-    for name, func in funcs.items():
-        ops = [op.operation for op in func.regions[0].blocks[0].operations]
-        callees = [ir.FlatSymbolRefAttr(op.attributes["callee"]).value for op in ops[:-1] if op.name == "func.call"]
-        if len(ops) != 3 or callees != [f"{name}_prepare", f"{name}_apply"] or f"{name}_apply" not in funcs:
-            continue
-        prepare_call, apply_call = ops[0], ops[1]
-        block = func.regions[0].blocks[0]
-        prepare_args = [_origin(v, block, prepare_call) for v in prepare_call.operands]
-        apply_args = [_origin(v, block, prepare_call) for v in apply_call.operands]
-        if any(i is None or i < 0 for i in prepare_args) or None in apply_args:
-            continue
-        func.attributes[attrs.PREPARE_ARGS] = ir.DenseI64ArrayAttr.get(prepare_args)
-        func.attributes[attrs.APPLY_ARGS] = ir.DenseI64ArrayAttr.get(apply_args)
-        apply = funcs[f"{name}_apply"]
-        entries = _arg_attrs(apply)
-        for position, origin in enumerate(apply_args):
-            if origin < 0:
-                entries[position][attrs.INVARIANT] = ir.UnitAttr.get()
-        apply.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(e) for e in entries])
-
-
-def _origin(value: ir.Value, block: ir.Block, prepare_call: ir.Operation) -> int | None:
-    """Argument i of ``block`` as i, result j of ``prepare_call`` as -(j + 1), anything else as None."""
-    if isinstance(value, ir.BlockArgument) and value.owner == block:
-        return value.arg_number
-    if isinstance(value, ir.OpResult) and value.owner == prepare_call:
-        return -(value.result_number + 1)
-    return None
 
 
 _PREPARED_TAG = "prism.prepared_id"  # marks the hoisted contractions while @f is copied
