@@ -126,12 +126,13 @@ class HostTarget:
         block_cycles = micro_tiles * ceil_div(s["k"], tk) * self._micro_kernel_cycles(rm, rn, tk, lanes)
         run = None
         if direct_kernel(op):
-            # B panels are copied per task (one vector load and store each) when several row panels read them;
-            # the copy reads rows of B TN wide, while a task with one row panel reads it RN wide, row by row.
-            packs = ceil_div(tm, rm) > 1
+            # B panels are copied per task (one vector load and store each) when several row panels of several
+            # rows read them; the copy reads rows of B TN wide, and so does a one-row block (it streams whole
+            # rows of the task's columns), while a task with one row panel of several rows reads B RN wide.
+            packs = (ceil_div(tm, rm) > 1) & (rm > 1)
             copies = np.where(packs, ceil_div(s["k"], tk) * tk * ceil_div(tn, lanes), 0)
             block_cycles = block_cycles + copies * PANEL_COPY_CYCLES
-            run = np.minimum(np.where(packs, tn, rn), s["n"]) * op.elem_bytes[1]
+            run = np.minimum(np.where(packs | (rm == 1), tn, rn), s["n"]) * op.elem_bytes[1]
         compute = self._rounds(tm, tn, s) * (block_cycles * self._cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
         memory = self._kernel_memory_seconds(op, tm, tn, s, run=run)
         phases = 0 if direct_kernel(op) else self._pack_seconds(op, values, s)

@@ -24,6 +24,14 @@ A contraction ``C[b, m, n] (+)= sum_k A[b, m, k] * B[b, k, n]`` over f32
 A is read in place (a micro-tile's RM rows are RM sequential streams), and
 C is written once per K slice, so no phase runs before or after the kernel.
 
+With a one-row block (``RM = 1``, decode), step 4 changes order: the task's
+tile of C starts at its init, and each of its rows is updated from
+STREAM_DEPTH rows of B at a time, a vector of C loaded, taking one FMA per
+row of B, and stored back (the row stays in L1). B is then read along whole
+rows of the task's columns, STREAM_DEPTH sequential streams per core, where
+the register-blocked order would read RN-wide pieces of K rows: measured on
+a 2-core Zen 3 at 1x4096x4096, 10 GB/s became 19-23 GB/s, numpy's rate.
+
 Example, for a 128x4096x4096 matmul with ``TM = 128, TN = 256, TK = 256,
 RM = 4, RN = 16, PACK = 1`` the op becomes::
 
@@ -38,6 +46,9 @@ from dataclasses import dataclass
 from mlir import ir
 
 F32 = "f32"
+# Rows of B that a streaming kernel (KernelPlan.streams) reads together: that many sequential streams per
+# core, which is what keeps enough loads in flight to reach the memory bandwidth.
+STREAM_DEPTH = 8
 KERNEL_NAME = "gemm"  # the name of a kernel while it is text; it is always inlined
 
 
@@ -60,6 +71,12 @@ class KernelPlan:
     pack: bool  # copy B panels per task (else read B in place)
     workers: int  # threads the tasks are shared among
     prepacked: bool = False  # B arrives packed as [ceil(N/RN)][K][RN] (batch first when batched)
+
+    @property
+    def streams(self) -> bool:
+        """B read in place by one-row micro-tiles: each row of C is updated from STREAM_DEPTH rows of B at a
+        time, whole rows of the task's columns, so B is read in runs of TN elements rather than RN."""
+        return not self.pack and not self.prepacked and self.rm == 1
 
 
 class _Text:
@@ -170,10 +187,17 @@ class _Kernel:
         self.last_row = t.value(f"arith.subi {i1}, {self.c1} : index", "last")
         self.j0 = t.value(f"arith.muli {tj}, {tn} : index", "j0")
         j1 = t.value(f"arith.minui {t.value(f'arith.addi {self.j0}, {tn} : index')}, {self.n} : index", "j1")
+        if p.streams:
+            self._stream_init(i0, i1, j1)
         self.p0 = t.fresh("p0")
         self._open(f"scf.for {self.p0} = {self.c0} to {self.k} step {tk}")
         p1 = t.value(f"arith.minui {t.value(f'arith.addi {self.p0}, {tk} : index')}, {self.k} : index", "p1")
         self.kc = t.value(f"arith.subi {p1}, {self.p0} : index", "kc")
+        if p.streams:
+            self._stream(i0, i1, j1)
+            for _ in range(3):  # p0, the worker's task loop, the parallel loop
+                self._close()
+            return
         self.first = t.value(f"arith.cmpi eq, {self.p0}, {self.c0} : index", "first")
         if p.pack:
             self._pack(j1)
@@ -192,6 +216,65 @@ class _Kernel:
         self._close()
         for _ in range(5):  # ir, jr, p0, the worker's task loop, the parallel loop
             self._close()
+
+    def _vectors(self, j1: str, body) -> None:
+        """``body(column, in_bounds)`` for each vector of the task's columns: the whole ones in a loop, then
+        the masked rest at N's edge."""
+        t = self.t
+        lanes = t.const(self.plan.lanes)
+        width = t.value(f"arith.subi {j1}, {self.j0} : index")
+        whole = t.value(f"arith.muli {t.value(f'arith.divui {width}, {lanes} : index')}, {lanes} : index")
+        end = t.value(f"arith.addi {self.j0}, {whole} : index", "jw")
+        col = t.fresh("col")
+        self._open(f"scf.for {col} = {self.j0} to {end} step {lanes}")
+        body(col, True)
+        self._close()
+        self._open(f"scf.if {t.value(f'arith.cmpi ult, {end}, {j1} : index')}")
+        body(end, False)
+        self._close()
+
+    def _stream_init(self, i0: str, i1: str, j1: str) -> None:
+        """Set the task's tile of C to its init (zeros, or the init operand); the K slices then accumulate."""
+        t = self.t
+        row = t.fresh("row")
+        self._open(f"scf.for {row} = {i0} to {i1} step {self.c1}")
+
+        def start(col: str, in_bounds: bool) -> None:
+            at = [*self.bi, row, col]
+            value = self._zero_vec() if self.c_in is None else self._read(self.c_in, self.dyn, at, in_bounds)
+            self._write(value, self.c, at, in_bounds)
+
+        self._vectors(j1, start)
+        self._close()
+
+    def _stream(self, i0: str, i1: str, j1: str) -> None:
+        """Each row of the task's tile of C, updated from STREAM_DEPTH rows of B at a time (then one at a time
+        for the rest of the K slice): a vector of C is loaded, takes one FMA per row of B, and is stored.
+        The tile's row (TN elements) stays in L1, and B streams along whole rows of the task's columns.
+        """
+        t = self.t
+        depth = t.const(STREAM_DEPTH)
+        main = t.value(f"arith.muli {t.value(f'arith.divui {self.kc}, {depth} : index')}, {depth} : index", "kw")
+        row = t.fresh("row")
+        self._open(f"scf.for {row} = {i0} to {i1} step {self.c1}")
+        for start, end, step, count in ((self.c0, main, depth, STREAM_DEPTH), (main, self.kc, self.c1, 1)):
+            kk = t.fresh("kk")
+            self._open(f"scf.for {kk} = {start} to {end} step {step}")
+            first = t.value(f"arith.addi {self.p0}, {kk} : index", "kg")
+            ks = [first] + [t.value(f"arith.addi {first}, {t.const(u)} : index", "kg") for u in range(1, count)]
+            scalars = [t.value(f"memref.load {self.a}[{', '.join([*self.bi, row, k])}] : {self.dyn}", "s") for k in ks]
+            broadcasts = [t.value(f"vector.broadcast {x} : {F32} to {self.vec}", "bc") for x in scalars]
+
+            def update(col: str, in_bounds: bool, ks: list[str] = ks, broadcasts: list[str] = broadcasts) -> None:
+                acc = self._read(self.c, self.dyn, [*self.bi, row, col], in_bounds)
+                for k, broadcast in zip(ks, broadcasts, strict=True):
+                    b = self._read(self.b, self.b_dyn, [*self.bi, k, col], in_bounds)
+                    acc = t.value(f"vector.fma {broadcast}, {b}, {acc} : {self.vec}", "f")
+                self._write(acc, self.c, [*self.bi, row, col], in_bounds)
+
+            self._vectors(j1, update)
+            self._close()
+        self._close()
 
     def _panel_type(self) -> str:
         p = self.plan

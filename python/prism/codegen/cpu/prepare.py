@@ -81,6 +81,9 @@ def _weight_index(func: ir.Operation, planned: Planned) -> int | None:
     # kernel on packed weights: it packs A as well.
     if not planned.written_path or planned.plan.batch or not isinstance(b, ir.BlockArgument):
         return None
+    # A streaming kernel reads B along whole rows of its columns already, faster than one panel at a time.
+    if planned.plan.streams:
+        return None
     if packed_type(planned.plan.b_type, planned.plan.rn) is None:
         return None
     if b.owner != func.regions[0].blocks[0]:

@@ -355,11 +355,12 @@ def kernel_plan(c: CpuGemm, name: str, lanes: int, workers: int) -> KernelPlan |
     rm = max(ch.RM, 1)
     tm, tn = _round_up(max(ch.TM, rm), rm), _round_up(max(ch.TN, rn), rn)
     m_extent = types[2].get_dim_size(types[2].rank - 2)
-    # One row panel per task: each element of B is read once, so copying it would only add traffic.
+    # One row panel per task: each element of B is read once, so copying it would only add traffic. One-row
+    # blocks stream B in place instead (KernelPlan.streams).
     single_row_panel = not ir.ShapedType.is_dynamic_size(m_extent) and min(tm, m_extent) <= rm
     return KernelPlan(name=name, batch=batch, a_type=str(types[0]), b_type=str(types[1]), c_type=str(types[2]),
                       zero_init=_zero_init(c.op), tm=tm, tn=tn, tk=max(ch.TK, 1), rm=rm, rn=rn, lanes=lanes,
-                      pack=bool(ch.PACK) and not single_row_panel, workers=workers)
+                      pack=bool(ch.PACK) and not single_row_panel and rm > 1, workers=workers)
 
 
 def kernel_serves_as_written(c: CpuGemm, plan: KernelPlan) -> bool:
