@@ -62,6 +62,8 @@ def check(result: np.ndarray, reference: np.ndarray, k: int) -> None:
 @pytest.mark.parametrize("m, n, k, attrs, threads", [
     (1, 4096 + 24, 300, choice(1, 512, 8, 1, 32), 2),  # decode: B streamed in place, a ragged last panel
     (5, 203, 77, choice(8, 64, 32, 1, 16), 2),  # one-row blocks stream B for 5 rows; K slices of 32 = 4x8 + 5
+    (1, 50, 7, choice(1, 64, 8, 1, 16), 3),  # decode splits K over three workers: 3 + 3 + 1 rows of B
+    (1, 20, 2, choice(1, 16, 8, 1, 8), 3),  # K shorter than the workers: the third sums nothing
     (3, 200, 77, choice(8, 64, 16, 4, 16), 3),  # fewer rows than a micro-tile; three workers
     (16, 300, 129, choice(16, 128, 64, 6, 16), 2),  # 16 rows in 6-row panels: the last repeats its row
     (97, 61, 45, choice(102, 32, 16, 6, 16), 1),  # B packed, ragged everywhere, K slices of 16
@@ -73,11 +75,12 @@ def test_kernel_matches_float64(rng: np.random.Generator, m: int, n: int, k: int
     check(run(gemm_text(m, n, k, attrs), threads, a, b), a.astype(np.float64) @ b, k)
 
 
-@pytest.mark.parametrize("rm", [4, 1])  # register blocks, and streaming one-row blocks
-def test_kernel_accumulates_into_its_init(rng: np.random.Generator, rm: int) -> None:
-    a, b = rng.standard_normal((37, 50), dtype=np.float32), rng.standard_normal((50, 45), dtype=np.float32)
-    c0 = rng.standard_normal((37, 45), dtype=np.float32)
-    result = run(gemm_text(37, 45, 50, choice(40, 32, 16, rm, 16), zero_init=False), 2, a, b, c0)
+# Register blocks, streaming one-row blocks, and decode (K split over the workers, their sums added to C's init).
+@pytest.mark.parametrize("m, rm", [(37, 4), (37, 1), (1, 1)])
+def test_kernel_accumulates_into_its_init(rng: np.random.Generator, m: int, rm: int) -> None:
+    a, b = rng.standard_normal((m, 50), dtype=np.float32), rng.standard_normal((50, 45), dtype=np.float32)
+    c0 = rng.standard_normal((m, 45), dtype=np.float32)
+    result = run(gemm_text(m, 45, 50, choice(40, 32, 16, rm, 16), zero_init=False), 2, a, b, c0)
     check(result, c0 + a.astype(np.float64) @ b, 50)
 
 

@@ -133,8 +133,14 @@ class HostTarget:
             copies = np.where(packs, ceil_div(s["k"], tk) * tk * ceil_div(tn, lanes), 0)
             block_cycles = block_cycles + copies * PANEL_COPY_CYCLES
             run = np.minimum(np.where(packs | (rm == 1), tn, rn), s["n"]) * op.elem_bytes[1]
+        # Fewer blocks than cores leave cores idle, and with them their share of the memory bandwidth; a
+        # single row of C instead splits K over every core, each streaming whole rows of B.
+        busy = self._busy_cores(tm, tn, s)
+        if direct_kernel(op) and s["m"] == 1 and s["batch"] == 1:
+            run = np.where(rm == 1, s["n"] * op.elem_bytes[1], run)
+            busy = np.where(rm == 1, self.cores, busy)
         compute = self._rounds(tm, tn, s) * (block_cycles * self._cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
-        memory = self._kernel_memory_seconds(op, tm, tn, s, run=run)
+        memory = self._kernel_memory_seconds(op, tm, tn, s, run=run) * self.cores / busy
         phases = 0 if direct_kernel(op) else self._pack_seconds(op, values, s)
         return phases + roofline(compute, memory)
 
@@ -187,6 +193,10 @@ class HostTarget:
         """Rounds of parallel TM x TN blocks over the cores."""
         blocks = s["batch"] * ceil_div(s["m"], tm) * ceil_div(s["n"], tn)
         return ceil_div(blocks, self.cores)
+
+    def _busy_cores(self, tm: Knob, tn: Knob, s: dict[str, int]) -> Knob:
+        """Cores that get at least one TM x TN block."""
+        return np.minimum(s["batch"] * ceil_div(s["m"], tm) * ceil_div(s["n"], tn), self.cores)
 
     def _bandwidth(self, op: Contraction, s: dict[str, int]) -> float:
         """L3's bandwidth when the inputs and their packed copies fit half of it (the rest is shared), else DRAM's."""
@@ -244,9 +254,12 @@ def gemm_space(op: Contraction, target: HostTarget) -> Space:
     # streams B best in slices of a few rows); the transform path needs
     # RM >= 2 (it folds unit dimensions of the micro-kernel, and a single-row
     # block would degenerate into a matrix-vector product).
+    # A one-row block streams whole rows of its task's columns (only a row of C stays in L1), so its tasks
+    # may be as wide as N's share of one core.
     rm_min, tk_min = (0, 3) if direct_kernel(op) else (1, 4)
+    tn_max = "(tn <= 10 or (rm = 0 and tn <= 12))" if direct_kernel(op) else "tn <= 10"
     universe = (f"{shape_param_bounds()} and {rm_min} <= rm <= 4 and {lanes_log2} <= rn <= {lanes_log2 + 2}"
-                f" and rm <= tm <= 9 and rn <= tn <= 10 and {tk_min} <= tk <= 10")
+                f" and rm <= tm <= 9 and rn <= tn and {tn_max} and {tk_min} <= tk <= 10")
     footprint = op.footprint_exponent
     reg_tiles = {"m": "rm", "n": "rn", "k": "tk"}
     cache_tiles = {"m": "tm", "n": "tn", "k": "tk"}

@@ -1,42 +1,49 @@
 // A one-row register block (RM = 1) streams B in place (KernelPlan.streams in
-// python/prism/codegen/cpu/kernel.py): the task's tile of C starts at its init,
-// then each row of C is updated from 8 rows of B at a time, one vector of C
-// loaded, eight FMAs, and stored, along whole rows of the task's columns; the
-// K slice's rest (20 = 2x8 + 4) one row at a time. No panel buffer is allocated.
-// RUN: prism-opt %s -p prism-lower-cpu --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s --check-prefix=TILE
-// RUN: prism-opt %s -p prism-lower-cpu --print-ir-after=cpu-bufferize -o /dev/null 2>&1 | filecheck %s --check-prefix=BUFFERS
-// RUN: prism-opt %s -p prism-lower-cpu --print-ir-after=cpu-llvm -o /dev/null 2>&1 | filecheck %s --check-prefix=LLVM
+// python/prism/codegen/cpu/kernel.py): a row of C is updated from 8 rows of B
+// at a time (a vector of C loaded, eight products summed in two chains of
+// FMAs, stored), along whole rows of the
+// task's columns; the rest of a K slice (20 = 2x8 + 4) one row of B at a time.
+// No panel buffer is allocated.
+// RUN: prism-opt %s --split-input-file -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s --check-prefix=TILE
+// RUN: prism-opt %s --split-input-file -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-bufferize -o /dev/null 2>&1 | filecheck %s --check-prefix=BUFFERS
+// RUN: prism-opt %s --split-input-file -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-llvm -o /dev/null 2>&1 | filecheck %s --check-prefix=LLVM
 
-// TILE: IR Dump After cpu-tile
+// Decode (one row of C): the two workers split K, each summing into its own
+// row of partial sums (zeroed first), and a second parallel loop adds them.
+// TILE-LABEL: IR Dump After cpu-tile
 // TILE: func.func @decode(
 // TILE-NOT: linalg.matmul
-// TILE: scf.parallel
-// The tile of C starts at zero (the init is a fill of 0.0), whole vectors, then the masked rest.
-// TILE: scf.for {{.*}} step %c8
-// TILE: vector.store %{{.*}} : memref<1x100xf32>, vector<8xf32>
-// TILE: vector.maskedstore
+// TILE: %[[PART:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x1x100xf32>
+// TILE: scf.parallel (%[[W:.*]]) =
+// TILE: vector.store %{{.*}}, %[[PART]][%[[W]], %c0, %{{.*}}] : memref<2x1x100xf32>, vector<8xf32>
+// TILE: vector.maskedstore %[[PART]][%[[W]]
 // TILE: scf.for {{.*}} step %c20
 // TILE: scf.for {{.*}} step %c8
 // TILE-COUNT-8: vector.broadcast
-// TILE: scf.for {{.*}} step %c8
-// TILE: vector.load
-// TILE-COUNT-8: vector.fma
-// TILE: vector.store
+// TILE: scf.for {{.*}} step %c16
+// TILE: vector.load %[[PART]][%[[W]]
+// TILE-COUNT-14: vector.fma
+// TILE: vector.store %{{.*}}, %[[PART]][%[[W]]
 // TILE: vector.maskedload
-// TILE: scf.for {{.*}} step %c1
+// TILE: scf.for {{.*}} step %c1 {
 // TILE: vector.broadcast
 // TILE-NOT: vector.broadcast
 // TILE: vector.fma
+// TILE: scf.parallel
+// TILE: vector.load %[[PART]][%c0, %c0
+// TILE: vector.load %[[PART]][%c1, %c0
+// TILE: arith.addf
+// TILE: vector.store {{.*}} : memref<1x100xf32>, vector<8xf32>
 // TILE: bufferization.to_tensor
 // TILE-NOT: IR Dump After
 
-// On buffers: the result allocation only.
-// BUFFERS: IR Dump After cpu-bufferize
-// BUFFERS: memref.alloc() {alignment = 64 : i64} : memref<1x100xf32>
-// BUFFERS-NOT: memref.alloc
+// On buffers: the result and the partial sums; no tensors left.
+// BUFFERS-LABEL: IR Dump After cpu-bufferize
+// BUFFERS-DAG: memref.alloc() {alignment = 64 : i64} : memref<1x100xf32>
+// BUFFERS-DAG: memref.alloc() {alignment = 64 : i64} : memref<2x1x100xf32>
 // BUFFERS-NOT: tensor.
 
-// LLVM: IR Dump After cpu-llvm
+// LLVM-LABEL: IR Dump After cpu-llvm
 // LLVM-DAG: llvm.func @_mlir_ciface_decode(
 // LLVM-DAG: llvm.intr.fmuladd
 // LLVM-DAG: llvm.intr.masked.load
@@ -48,4 +55,34 @@ func.func @decode(%x: tensor<1x60xf32>, %w: tensor<60x100xf32>) -> tensor<1x100x
   %r = linalg.matmul {prism.roles = ["m", "n", "k"], prism.choice = {TM = 1, TN = 64, TK = 20, RM = 1, RN = 16}}
          ins(%x, %w : tensor<1x60xf32>, tensor<60x100xf32>) outs(%init : tensor<1x100xf32>) -> tensor<1x100xf32>
   return %r : tensor<1x100xf32>
+}
+
+// -----
+
+// Three rows: the workers share the 64-wide column tasks, each row of C is
+// set to its init (the argument %c) and then streamed into, in place.
+// TILE-LABEL: IR Dump After cpu-tile
+// TILE: func.func @rows(
+// TILE: %[[C:.*]] = memref.alloc() {alignment = 64 : i64} : memref<3x100xf32>
+// TILE-NOT: memref.alloc
+// TILE: scf.parallel
+// TILE: vector.store %{{.*}}, %[[C]]
+// TILE: scf.for {{.*}} step %c8
+// TILE-COUNT-8: vector.broadcast
+// TILE: vector.load %[[C]]
+// TILE-COUNT-14: vector.fma
+// TILE: vector.store %{{.*}}, %[[C]]
+// TILE-NOT: scf.parallel
+// TILE: bufferization.to_tensor
+
+// BUFFERS-LABEL: IR Dump After cpu-bufferize
+// BUFFERS: memref.alloc() {alignment = 64 : i64} : memref<3x100xf32>
+// BUFFERS-NOT: memref.alloc
+
+// LLVM-LABEL: IR Dump After cpu-llvm
+// LLVM: llvm.func @rows(
+func.func @rows(%x: tensor<3x60xf32>, %w: tensor<60x100xf32>, %c: tensor<3x100xf32>) -> tensor<3x100xf32> {
+  %r = linalg.matmul {prism.roles = ["m", "n", "k"], prism.choice = {TM = 4, TN = 64, TK = 20, RM = 1, RN = 16}}
+         ins(%x, %w : tensor<3x60xf32>, tensor<60x100xf32>) outs(%c : tensor<3x100xf32>) -> tensor<3x100xf32>
+  return %r : tensor<3x100xf32>
 }

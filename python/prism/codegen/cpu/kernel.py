@@ -30,7 +30,12 @@ STREAM_DEPTH rows of B at a time, a vector of C loaded, taking one FMA per
 row of B, and stored back (the row stays in L1). B is then read along whole
 rows of the task's columns, STREAM_DEPTH sequential streams per core, where
 the register-blocked order would read RN-wide pieces of K rows: measured on
-a 2-core Zen 3 at 1x4096x4096, 10 GB/s became 19-23 GB/s, numpy's rate.
+a 2-core Zen 3 at 1x4096x4096, 10 GB/s became 16-20 GB/s, where numpy
+reached 21-26 in the same runs. Each vector of C sums its STREAM_DEPTH
+products in two chains of FMAs (half the latency of one). For a single
+row of C (``split_k``) the workers take shares of K rather than of the
+columns, each streaming one contiguous share of B into its own row of
+partial sums, which a last parallel loop adds to C's init.
 
 Example, for a 128x4096x4096 matmul with ``TM = 128, TN = 256, TK = 256,
 RM = 4, RN = 16, PACK = 1`` the op becomes::
@@ -71,6 +76,7 @@ class KernelPlan:
     pack: bool  # copy B panels per task (else read B in place)
     workers: int  # threads the tasks are shared among
     prepacked: bool = False  # B arrives packed as [ceil(N/RN)][K][RN] (batch first when batched)
+    split_k: bool = False  # streaming only: workers take shares of K, not of the tasks, and their sums are added
 
     @property
     def streams(self) -> bool:
@@ -166,13 +172,25 @@ class _Kernel:
         # One parallel iteration per worker, each running a contiguous share
         # of the tasks with its own B panel buffer.
         workers = t.const(p.workers)
+        self.split = p.streams and p.split_k and not batches
         if p.pack:
             self.panels = t.value(f"memref.alloc() {{alignment = 64 : i64}} : {self._panel_type()}", "panels")
+        if self.split:
+            self.partials = t.value(f"memref.alloc({self.m}, {self.n}) {{alignment = 64 : i64}} : "
+                                    f"{self._partials_type()}", "part")
+            k_share = t.value(f"arith.ceildivui {self.k}, {workers} : index", "kshare")
         share = t.value(f"arith.ceildivui {tasks}, {workers} : index", "share")
         self.worker = t.fresh("w")
         self._open(f"scf.parallel ({self.worker}) = ({self.c0}) to ({workers}) step ({self.c1})")
-        first = t.value(f"arith.muli {self.worker}, {share} : index", "first")
-        last = t.value(f"arith.minui {t.value(f'arith.addi {first}, {share} : index')}, {tasks} : index", "end")
+        if self.split:  # every task, over this worker's share of K
+            first, last = self.c0, tasks
+            k_first = t.value(f"arith.muli {self.worker}, {k_share} : index", "k0")
+            k_last = t.value(f"arith.minui {t.value(f'arith.addi {k_first}, {k_share} : index')}, {self.k} : index",
+                             "k1")
+        else:
+            first = t.value(f"arith.muli {self.worker}, {share} : index", "first")
+            last = t.value(f"arith.minui {t.value(f'arith.addi {first}, {share} : index')}, {tasks} : index", "end")
+            k_first, k_last = self.c0, self.k
         task = t.fresh("task")
         self._open(f"scf.for {task} = {first} to {last} step {self.c1}")
         if batches:
@@ -190,13 +208,15 @@ class _Kernel:
         if p.streams:
             self._stream_init(i0, i1, j1)
         self.p0 = t.fresh("p0")
-        self._open(f"scf.for {self.p0} = {self.c0} to {self.k} step {tk}")
-        p1 = t.value(f"arith.minui {t.value(f'arith.addi {self.p0}, {tk} : index')}, {self.k} : index", "p1")
+        self._open(f"scf.for {self.p0} = {k_first} to {k_last} step {tk}")
+        p1 = t.value(f"arith.minui {t.value(f'arith.addi {self.p0}, {tk} : index')}, {k_last} : index", "p1")
         self.kc = t.value(f"arith.subi {p1}, {self.p0} : index", "kc")
         if p.streams:
             self._stream(i0, i1, j1)
             for _ in range(3):  # p0, the worker's task loop, the parallel loop
                 self._close()
+            if self.split:
+                self._add_partials()
             return
         self.first = t.value(f"arith.cmpi eq, {self.p0}, {self.c0} : index", "first")
         if p.pack:
@@ -217,20 +237,60 @@ class _Kernel:
         for _ in range(5):  # ir, jr, p0, the worker's task loop, the parallel loop
             self._close()
 
-    def _vectors(self, j1: str, body) -> None:
-        """``body(column, in_bounds)`` for each vector of the task's columns: the whole ones in a loop, then
-        the masked rest at N's edge."""
-        t = self.t
-        lanes = t.const(self.plan.lanes)
-        width = t.value(f"arith.subi {j1}, {self.j0} : index")
-        whole = t.value(f"arith.muli {t.value(f'arith.divui {width}, {lanes} : index')}, {lanes} : index")
-        end = t.value(f"arith.addi {self.j0}, {whole} : index", "jw")
-        col = t.fresh("col")
-        self._open(f"scf.for {col} = {self.j0} to {end} step {lanes}")
-        body(col, True)
+    def _vectors(self, j1: str, body, wide: bool = True) -> None:
+        """``body(columns, in_bounds)`` over the task's columns: RN/lanes vectors at a time (independent
+        chains for the out-of-order core), then one vector at a time, then the masked rest at N's edge."""
+        t, p = self.t, self.plan
+        start = self.j0
+        for step in dict.fromkeys((p.rn, p.lanes) if wide else (p.lanes,)):
+            width = t.value(f"arith.subi {j1}, {start} : index")
+            size = t.const(step)
+            whole = t.value(f"arith.muli {t.value(f'arith.divui {width}, {size} : index')}, {size} : index")
+            end = t.value(f"arith.addi {start}, {whole} : index", "jw")
+            col = t.fresh("col")
+            self._open(f"scf.for {col} = {start} to {end} step {size}")
+            body(self._columns(col)[:step // p.lanes], True)
+            self._close()
+            start = end
+        self._open(f"scf.if {t.value(f'arith.cmpi ult, {start}, {j1} : index')}")
+        body([start], False)
         self._close()
-        self._open(f"scf.if {t.value(f'arith.cmpi ult, {end}, {j1} : index')}")
-        body(end, False)
+
+    def _partials_type(self) -> str:
+        return f"memref<{self.plan.workers}x?x?x{F32}>"
+
+    def _c_at(self, row: str, col: str) -> tuple[str, str, list[str]]:
+        """Where a streaming kernel accumulates C[row, col]: C, or this worker's partial sums when K is split."""
+        if self.split:
+            return self.partials, self._partials_type(), [self.worker, row, col]
+        return self.c, self.dyn, [*self.bi, row, col]
+
+    def _add_partials(self) -> None:
+        """C = its init + the workers' partial sums, columns shared among the workers."""
+        t, p = self.t, self.plan
+        workers = t.const(p.workers)
+        lanes = t.const(p.lanes)
+        step = t.value(f"arith.muli {workers}, {lanes} : index")
+        vectors = t.value(f"arith.ceildivui {self.n}, {step} : index")
+        share = t.value(f"arith.muli {vectors}, {lanes} : index", "nshare")
+        worker = t.fresh("w")
+        self._open(f"scf.parallel ({worker}) = ({self.c0}) to ({workers}) step ({self.c1})")
+        self.j0 = t.value(f"arith.minui {t.value(f'arith.muli {worker}, {share} : index')}, {self.n} : index", "j0")
+        j1 = t.value(f"arith.minui {t.value(f'arith.addi {self.j0}, {share} : index')}, {self.n} : index", "j1")
+        row = t.fresh("row")
+        self._open(f"scf.for {row} = {self.c0} to {self.m} step {self.c1}")
+
+        def add(columns: list[str], in_bounds: bool) -> None:
+            for col in columns:
+                total = (self._zero_vec() if self.c_in is None
+                         else self._read(self.c_in, self.dyn, [row, col], in_bounds))
+                for w in range(p.workers):
+                    part = self._read(self.partials, self._partials_type(), [t.const(w), row, col], in_bounds)
+                    total = t.value(f"arith.addf {total}, {part} : {self.vec}", "sum")
+                self._write(total, self.c, [row, col], in_bounds)
+
+        self._vectors(j1, add)
+        self._close()
         self._close()
 
     def _stream_init(self, i0: str, i1: str, j1: str) -> None:
@@ -239,10 +299,12 @@ class _Kernel:
         row = t.fresh("row")
         self._open(f"scf.for {row} = {i0} to {i1} step {self.c1}")
 
-        def start(col: str, in_bounds: bool) -> None:
-            at = [*self.bi, row, col]
-            value = self._zero_vec() if self.c_in is None else self._read(self.c_in, self.dyn, at, in_bounds)
-            self._write(value, self.c, at, in_bounds)
+        def start(columns: list[str], in_bounds: bool) -> None:
+            for col in columns:
+                target, target_type, at = self._c_at(row, col)
+                value = (self._zero_vec() if self.c_in is None or self.split
+                         else self._read(self.c_in, self.dyn, at, in_bounds))
+                self._write(value, target, at, in_bounds, target_type)
 
         self._vectors(j1, start)
         self._close()
@@ -265,12 +327,22 @@ class _Kernel:
             scalars = [t.value(f"memref.load {self.a}[{', '.join([*self.bi, row, k])}] : {self.dyn}", "s") for k in ks]
             broadcasts = [t.value(f"vector.broadcast {x} : {F32} to {self.vec}", "bc") for x in scalars]
 
-            def update(col: str, in_bounds: bool, ks: list[str] = ks, broadcasts: list[str] = broadcasts) -> None:
-                acc = self._read(self.c, self.dyn, [*self.bi, row, col], in_bounds)
-                for k, broadcast in zip(ks, broadcasts, strict=True):
-                    b = self._read(self.b, self.b_dyn, [*self.bi, k, col], in_bounds)
-                    acc = t.value(f"vector.fma {broadcast}, {b}, {acc} : {self.vec}", "f")
-                self._write(acc, self.c, [*self.bi, row, col], in_bounds)
+            def update(columns: list[str], in_bounds: bool, ks: list[str] = ks,
+                       broadcasts: list[str] = broadcasts) -> None:
+                # Two chains of FMAs per vector (even and odd rows of B), summed at the end: half the latency
+                # of one chain, so that the loads of the next columns overlap it.
+                chains: list[list[str | None]] = [
+                    [self._read(*self._c_at(row, col), in_bounds) for col in columns], [None] * len(columns)]
+                for u, (k, broadcast) in enumerate(zip(ks, broadcasts, strict=True)):
+                    acc = chains[u % 2]
+                    for v, col in enumerate(columns):
+                        b = self._read(self.b, self.b_dyn, [*self.bi, k, col], in_bounds)
+                        acc[v] = (t.value(f"arith.mulf {broadcast}, {b} : {self.vec}", "f") if acc[v] is None
+                                  else t.value(f"vector.fma {broadcast}, {b}, {acc[v]} : {self.vec}", "f"))
+                for even, odd, col in zip(*chains, columns, strict=True):
+                    total = even if odd is None else t.value(f"arith.addf {even}, {odd} : {self.vec}", "f")
+                    target, target_type, at = self._c_at(row, col)
+                    self._write(total, target, at, in_bounds, target_type)
 
             self._vectors(j1, update)
             self._close()
@@ -302,14 +374,15 @@ class _Kernel:
         return self.t.value(f"vector.maskedload {memref}[{where}], {mask}, {self._zero_vec()} : {memref_type}, "
                             f"vector<{self.plan.lanes}xi1>, {self.vec} into {self.vec}", "x")
 
-    def _write(self, value: str, memref: str, indices: list[str], in_bounds: bool) -> None:
+    def _write(self, value: str, memref: str, indices: list[str], in_bounds: bool,
+               memref_type: str | None = None) -> None:
         """Store ``value`` at ``indices``; lanes past the last dimension are dropped unless ``in_bounds``."""
-        where = ", ".join(indices)
+        where, memref_type = ", ".join(indices), memref_type or self.dyn
         if in_bounds:
-            self.t.add(f"vector.store {value}, {memref}[{where}] : {self.dyn}, {self.vec}")
+            self.t.add(f"vector.store {value}, {memref}[{where}] : {memref_type}, {self.vec}")
         else:
-            mask = self._mask(memref, self.dyn, indices)
-            self.t.add(f"vector.maskedstore {memref}[{where}], {mask}, {value} : {self.dyn}, "
+            mask = self._mask(memref, memref_type, indices)
+            self.t.add(f"vector.maskedstore {memref}[{where}], {mask}, {value} : {memref_type}, "
                        f"vector<{self.plan.lanes}xi1>, {self.vec}")
 
     def _zero_vec(self) -> str:

@@ -358,9 +358,17 @@ def kernel_plan(c: CpuGemm, name: str, lanes: int, workers: int) -> KernelPlan |
     # One row panel per task: each element of B is read once, so copying it would only add traffic. One-row
     # blocks stream B in place instead (KernelPlan.streams).
     single_row_panel = not ir.ShapedType.is_dynamic_size(m_extent) and min(tm, m_extent) <= rm
+    # A single row of C (decode) streams whole rows of B, the workers splitting K: each reads one contiguous
+    # share of B, which keeps more of the memory bandwidth than splitting N (measured at 1x4096x4096 on a
+    # 2-core Zen 3: 20.5 against 15.7-17.9 GB/s).
+    n_extent = types[2].get_dim_size(types[2].rank - 1)
+    split_k = (rm == 1 and single_row_panel and m_extent == 1 and not batch and workers > 1
+               and not ir.ShapedType.is_dynamic_size(n_extent))
+    if split_k:
+        tn = _round_up(n_extent, rn)
     return KernelPlan(name=name, batch=batch, a_type=str(types[0]), b_type=str(types[1]), c_type=str(types[2]),
                       zero_init=_zero_init(c.op), tm=tm, tn=tn, tk=max(ch.TK, 1), rm=rm, rn=rn, lanes=lanes,
-                      pack=bool(ch.PACK) and not single_row_panel and rm > 1, workers=workers)
+                      pack=bool(ch.PACK) and not single_row_panel and rm > 1, workers=workers, split_k=split_k)
 
 
 def kernel_serves_as_written(c: CpuGemm, plan: KernelPlan) -> bool:
