@@ -43,10 +43,9 @@ from dataclasses import dataclass
 from mlir import ir
 
 from prism.algebra.egraph import Budget
-from prism.algebra.explore import BUDGET, Exploration, Variant, explorable, explore
+from prism.algebra.explore import BUDGET, Exploration, explorable, explore, replace_function
 from prism.algebra.prove import public_functions
-from prism.algebra.terms import Program, translate
-from prism.algebra.to_mlir import function_text, split_functions
+from prism.algebra.terms import translate
 from prism.infra import attrs
 from prism.infra.passbase import Pass, PassContext, option
 from prism.targets import get_target, target_option
@@ -89,24 +88,8 @@ class ExplorePass(Pass):
                 ctx.remark(where, f"@{name} kept as written: @{taken[0]} already exists, and the "
                                   f"variant needs that name")
                 continue
-            _replace(module, func, name, program, found, element)
-            ctx.remark(where, _rewritten(name, found))
-
-
-def _rewritten(name: str, found: Exploration) -> str:
-    """The remark for a rewritten function: its predicted time per call, and with prepared values."""
-    def us(variant: Variant) -> str:
-        return f"{variant.seconds * 1e6:.1f} us"
-
-    def times(variant: Variant) -> str:
-        return f"{found.original.seconds / variant.seconds:.2f}x" if variant.seconds else "1.00x"
-
-    text = (f"@{name} rewritten: predicted {us(found.original)} -> {us(found.standalone)} per call "
-            f"({times(found.standalone)})")
-    if found.best.prepared:
-        text += (f"; {len(found.best.prepared)} value(s) prepared once by @{name}_prepare, then "
-                 f"{us(found.best)} per call of @{name}_apply ({times(found.best)})")
-    return text
+            replace_function(module, func, name, program, found, element)
+            ctx.remark(where, found.describe(name))
 
 
 def _arg_attrs(func: ir.Operation) -> list[str]:
@@ -123,49 +106,3 @@ def _report(name: str, found: Exploration) -> dict:
             "standalone_seconds": found.standalone.seconds, "prepared": len(found.best.prepared),
             "stopped": found.stopped, "laws": found.laws, "e_classes": found.classes, "e_nodes": found.nodes,
             "costed": found.evaluated}
-
-
-def _replace(module: ir.Module, func: ir.Operation, name: str, program: Program, found: Exploration,
-             element: str) -> None:
-    """Put the best variant of ``func`` in its place; when it prepares values, add its _prepare and _apply
-    parts and make ``func`` the best variant that prepares nothing."""
-    shapes = [tuple(s) for s in program.arg_shapes]
-    location = str(func.location)
-    texts, parts = [], None
-    if found.best.prepared:
-        parts = split_functions(name, shapes, found.best.prepared, found.best.results, element, location)
-        texts += [parts.prepare, parts.apply]
-    whole = found.standalone if parts else found.best
-    if whole.results != found.original.results:
-        texts.append(function_text(name, shapes, list(whole.results), element, location))
-    function_type = func.attributes["function_type"]
-    carried = {key: func.attributes[key] for key in ("arg_attrs", "res_attrs") if key in func.attributes}
-    parsed = ir.Module.parse("\n".join(texts), module.context)
-    replaced = func
-    with ir.InsertionPoint(func), func.location:
-        for op in list(parsed.body.operations):
-            op = op.operation
-            op.move_before(func)
-            op_name = ir.StringAttr(op.attributes["sym_name"]).value
-            if op_name == name:
-                assert str(op.attributes["function_type"]) == str(function_type), "a variant keeps the signature"
-                for key, value in carried.items():
-                    op.attributes[key] = value
-                replaced = op
-            else:
-                op.attributes[attrs.PART_OF] = ir.StringAttr.get(name)
-                if op_name == f"{name}_apply" and parts:
-                    _mark_prepared_invariant(op, parts.apply_args)
-        if parts:
-            replaced.attributes[attrs.PREPARE_ARGS] = ir.DenseI64ArrayAttr.get(list(parts.prepare_args))
-            replaced.attributes[attrs.APPLY_ARGS] = ir.DenseI64ArrayAttr.get(list(parts.apply_args))
-    if replaced is not func:
-        func.erase()
-
-
-def _mark_prepared_invariant(apply: ir.Operation, apply_args: tuple[int, ...]) -> None:
-    """Mark @f_apply's prepared arguments ``{prism.invariant}``: they are the same on every call, so the
-    host's code generator may prepare them further (pack them once)."""
-    entries = [ir.DictAttr.get({attrs.INVARIANT: ir.UnitAttr.get()} if origin < 0 else {})
-               for origin in apply_args]
-    apply.attributes["arg_attrs"] = ir.ArrayAttr.get(entries)

@@ -40,6 +40,7 @@ from mlir import ir
 from prism.algebra import to_mlir
 from prism.algebra.egraph import Budget, Graph, Node, owned_egraph, read_graph, saturate
 from prism.algebra.terms import A, Program, Term, argument_indices, renamed_arguments, to_egglog
+from prism.infra import attrs
 from prism.infra.errors import EmptySearchSpace
 from prism.infra.ir import ELEMENT_BYTES
 from prism.search.search import FunnelStep, candidates_at, prune, select
@@ -111,10 +112,20 @@ class Exploration:
         """Whether the best variant beats the program as written (see :meth:`Variant.better_than`)."""
         return self.best.results != self.original.results
 
-    @property
-    def standalone_improves(self) -> bool:
-        """Whether the best variant that prepares nothing beats the program as written."""
-        return self.standalone.results != self.original.results
+    def describe(self, name: str) -> str:
+        """One line for a rewritten function: its predicted time per call, and with prepared values."""
+        def us(variant: Variant) -> str:
+            return f"{variant.seconds * 1e6:.1f} us"
+
+        def times(variant: Variant) -> str:
+            return f"{self.original.seconds / variant.seconds:.2f}x" if variant.seconds else "1.00x"
+
+        text = (f"@{name} rewritten: predicted {us(self.original)} -> {us(self.standalone)} per call "
+                f"({times(self.standalone)})")
+        if self.best.prepared:
+            text += (f"; {len(self.best.prepared)} value(s) prepared once by @{name}_prepare, then "
+                     f"{us(self.best)} per call of @{name}_apply ({times(self.best)})")
+        return text
 
 
 _CONTRACTIONS: dict[tuple[Contraction, str], float] = {}
@@ -483,3 +494,54 @@ def explorable(func: ir.Operation, program: Program) -> tuple[str, str, ir.Locat
     if any(term.op == "splat" for term in program.results):
         return "", "a result is a constant", func.location
     return next(iter(elements)), "", func.location
+
+
+def replace_function(module: ir.Module, func: ir.Operation, name: str, program: Program, found: Exploration,
+             element: str) -> None:
+    """Put the best variant of ``func`` (named ``name``) in its place in ``module``.
+
+    When it prepares values, its ``_prepare`` and ``_apply`` parts are added
+    (``prism.part_of``), ``func`` becomes the best variant that prepares
+    nothing, and ``prism.prepare_args`` and ``prism.apply_args`` on it say how
+    the parts compose.
+    """
+    shapes = [tuple(s) for s in program.arg_shapes]
+    location = str(func.location)
+    texts, parts = [], None
+    if found.best.prepared:
+        parts = to_mlir.split_functions(name, shapes, found.best.prepared, found.best.results, element, location)
+        texts += [parts.prepare, parts.apply]
+    whole = found.standalone if parts else found.best
+    if whole.results != found.original.results:
+        texts.append(to_mlir.function_text(name, shapes, list(whole.results), element, location))
+    function_type = func.attributes["function_type"]
+    carried = {key: func.attributes[key] for key in ("arg_attrs", "res_attrs") if key in func.attributes}
+    parsed = ir.Module.parse("\n".join(texts), module.context)
+    replaced = func
+    with ir.InsertionPoint(func), func.location:
+        for op in list(parsed.body.operations):
+            op = op.operation
+            op.move_before(func)
+            op_name = ir.StringAttr(op.attributes["sym_name"]).value
+            if op_name == name:
+                assert str(op.attributes["function_type"]) == str(function_type), "a variant keeps the signature"
+                for key, value in carried.items():
+                    op.attributes[key] = value
+                replaced = op
+            else:
+                op.attributes[attrs.PART_OF] = ir.StringAttr.get(name)
+                if op_name == f"{name}_apply" and parts:
+                    _mark_prepared_invariant(op, parts.apply_args)
+        if parts:
+            replaced.attributes[attrs.PREPARE_ARGS] = ir.DenseI64ArrayAttr.get(list(parts.prepare_args))
+            replaced.attributes[attrs.APPLY_ARGS] = ir.DenseI64ArrayAttr.get(list(parts.apply_args))
+    if replaced is not func:
+        func.erase()
+
+
+def _mark_prepared_invariant(apply: ir.Operation, apply_args: tuple[int, ...]) -> None:
+    """Mark @f_apply's prepared arguments ``{prism.invariant}``: they are the same on every call, so the
+    host's code generator may prepare them further (pack them once)."""
+    entries = [ir.DictAttr.get({attrs.INVARIANT: ir.UnitAttr.get()} if origin < 0 else {})
+               for origin in apply_args]
+    apply.attributes["arg_attrs"] = ir.ArrayAttr.get(entries)
