@@ -101,6 +101,7 @@ class Exploration:
     nodes: int
     evaluated: int
     seconds: float
+    invariant: frozenset[int] = frozenset()  # the arguments that are the same on every call
 
     @property
     def speedup(self) -> float:
@@ -452,7 +453,7 @@ def explore(program: Program, target: Target, element: str, invariant: frozenset
         evaluated += plain.evaluated
     return Exploration(original, best, standalone, stopped, laws, len(graph.classes),
                        sum(len(nodes) for nodes in graph.classes.values()), evaluated,
-                       time.perf_counter() - began)
+                       time.perf_counter() - began, invariant)
 
 
 def _as_written(graph: Graph, results: list[Term]) -> dict[int, Node]:
@@ -497,7 +498,7 @@ def explorable(func: ir.Operation, program: Program) -> tuple[str, str, ir.Locat
 
 
 def replace_function(module: ir.Module, func: ir.Operation, name: str, program: Program, found: Exploration,
-             element: str) -> None:
+                     element: str) -> None:
     """Put the best variant of ``func`` (named ``name``) in its place in ``module``.
 
     When it prepares values, its ``_prepare`` and ``_apply`` parts are added
@@ -531,7 +532,7 @@ def replace_function(module: ir.Module, func: ir.Operation, name: str, program: 
             else:
                 op.attributes[attrs.PART_OF] = ir.StringAttr.get(name)
                 if op_name == f"{name}_apply" and parts:
-                    _mark_prepared_invariant(op, parts.apply_args)
+                    _mark_invariant(op, parts.apply_args, found.invariant)
         if parts:
             replaced.attributes[attrs.PREPARE_ARGS] = ir.DenseI64ArrayAttr.get(list(parts.prepare_args))
             replaced.attributes[attrs.APPLY_ARGS] = ir.DenseI64ArrayAttr.get(list(parts.apply_args))
@@ -539,9 +540,10 @@ def replace_function(module: ir.Module, func: ir.Operation, name: str, program: 
         func.erase()
 
 
-def _mark_prepared_invariant(apply: ir.Operation, apply_args: tuple[int, ...]) -> None:
-    """Mark @f_apply's prepared arguments ``{prism.invariant}``: they are the same on every call, so the
-    host's code generator may prepare them further (pack them once)."""
-    entries = [ir.DictAttr.get({attrs.INVARIANT: ir.UnitAttr.get()} if origin < 0 else {})
+def _mark_invariant(apply: ir.Operation, apply_args: tuple[int, ...], invariant: frozenset[int]) -> None:
+    """Mark ``{prism.invariant}`` the arguments of @f_apply that are the same on every call (prepared
+    values, and @f's invariant arguments passed through), so that the host's code generator may prepare
+    them further (pack them once)."""
+    entries = [ir.DictAttr.get({attrs.INVARIANT: ir.UnitAttr.get()} if origin < 0 or origin in invariant else {})
                for origin in apply_args]
     apply.attributes["arg_attrs"] = ir.ArrayAttr.get(entries)
