@@ -383,15 +383,20 @@ def jit(module: ir.Module, name: str | None = None, *, opt_level: int = 3) -> Ji
     return JitFunction(_engine(module, signature.name, opt_level), signature)
 
 
-# Elements of a bound array sampled into its fingerprint: a few microseconds per call.
-_FINGERPRINT_SAMPLES = 1024
+# A bound array's fingerprint samples 64 evenly spaced runs of 16 consecutive elements: 1024 elements from
+# 64 places, so that a weight of many megabytes costs 64 cache and TLB misses per call rather than 1024
+# (measured: 1024 scattered samples added 0.3 ms to a 3.8 ms decode over a 64 MiB weight).
+_FINGERPRINT_RUNS = 64
+_FINGERPRINT_RUN = 16
 
 
 def _fingerprint(array: np.ndarray) -> tuple[int, int, bytes]:
-    """Where the array lives and a strided sample of its elements: cheap, and changed by most in-place updates."""
+    """Where the array lives and a sample of its elements: cheap, and changed by most in-place updates."""
     flat = array.reshape(-1) if array.flags.c_contiguous else np.ravel(array)
-    picks = np.linspace(0, flat.size - 1, num=min(flat.size, _FINGERPRINT_SAMPLES)).astype(np.int64) if flat.size \
-        else np.zeros(0, np.int64)
+    if flat.size <= _FINGERPRINT_RUNS * _FINGERPRINT_RUN:
+        return array.ctypes.data, flat.size, flat.tobytes()
+    starts = np.linspace(0, flat.size - _FINGERPRINT_RUN, num=_FINGERPRINT_RUNS).astype(np.int64)
+    picks = (starts[:, None] + np.arange(_FINGERPRINT_RUN)).reshape(-1)
     return array.ctypes.data, flat.size, flat[picks].tobytes()
 
 
