@@ -8,7 +8,9 @@ A contraction ``C[b, m, n] (+)= sum_k A[b, m, k] * B[b, k, n]`` over f32
 2. K slices: a loop over ``TK``-deep slices of K;
 3. B panel: with ``PACK = 1`` the task first copies its ``TK x TN`` slice of B
    into a buffer of ``RN``-wide panels, ``[TN/RN][TK][RN]``, zero-padded at
-   the right edge, so the micro-kernel reads one contiguous panel that stays
+   the right edge, reading it row by row (one contiguous run of TN per row:
+   read panel by panel, RN wide down the rows, the copy took 1.6x as long
+   at 16x4096x4096), so the micro-kernel reads one contiguous panel that stays
    in L1 while the row panels of A stream past it. With ``PACK = 0`` the
    micro-kernel reads B where it is, row by row: right when a task has a
    single row panel (small M, decode), where each element of B is read once
@@ -389,30 +391,30 @@ class _Kernel:
         return self.t.value(f"arith.constant dense<0.0> : {self.vec}", "zv")
 
     def _pack(self, j1: str) -> None:
-        """Copy the task's TK x TN slice of B into RN-wide panels (zeros past N)."""
+        """Copy the task's TK x TN slice of B into RN-wide panels (zeros past N), row by row: each row of
+        the slice is read as one contiguous run and scattered into the panels, which stay in cache."""
         t, lanes = self.t, self.plan.lanes
         width = t.value(f"arith.subi {j1}, {self.j0} : index")
         count = t.value(f"arith.ceildivui {width}, {self.rn} : index", "np")
+        offsets = [t.const(v * lanes) for v in range(self.plan.rn // lanes)]
+        kk = t.fresh("kk")
+        self._open(f"scf.for {kk} = {self.c0} to {self.kc} step {self.c1}")
+        kg = t.value(f"arith.addi {self.p0}, {kk} : index", "kg")
         jp = t.fresh("jp")
         self._open(f"scf.for {jp} = {self.c0} to {count} step {self.c1}")
         col0 = t.value(f"arith.addi {self.j0}, {t.value(f'arith.muli {jp}, {self.rn} : index')} : index", "col")
         full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {col0}, {self.rn} : index')}, {self.n} : index")
-        offsets = [t.const(v * lanes) for v in range(self.plan.rn // lanes)]
         for in_bounds in (True, False):
             if in_bounds:
                 self._open(f"scf.if {full}")
             else:
                 self._close("} else {")
                 t.depth += 1
-            columns = self._columns(col0)
-            kk = t.fresh("kk")
-            self._open(f"scf.for {kk} = {self.c0} to {self.kc} step {self.c1}")
-            kg = t.value(f"arith.addi {self.p0}, {kk} : index", "kg")
-            for col, offset in zip(columns, offsets, strict=True):
+            for col, offset in zip(self._columns(col0), offsets, strict=True):
                 x = self._read(self.b, self.b_dyn, [*self.bi, kg, col], in_bounds)
                 t.add(f"vector.store {x}, {self.panels}[{self.worker}, {jp}, {kk}, {offset}] "
                       f": {self._panel_type()}, {self.vec}")
-            self._close()
+        self._close()
         self._close()
         self._close()
 
