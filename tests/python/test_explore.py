@@ -18,7 +18,7 @@ import prism
 from conftest import REPO
 from prism.algebra import laws
 from prism.algebra.egraph import Budget, prove, read_graph, saturate
-from prism.algebra.explore import explore
+from prism.algebra.explore import Exploration, Variant, explore, replace_function
 from prism.algebra.terms import A, Program, to_egglog, translate
 from prism.driver import Compilation
 from prism.infra.errors import PrismError
@@ -294,3 +294,37 @@ func.func @qkv_apply(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
   return %a : tensor<4x4xf32>
 }"""
     assert_kept(source, "h200", "@qkv_apply already exists")
+
+
+def test_apply_marks_prepared_and_passed_through_weights_invariant() -> None:
+    """@f_apply's arguments that are the same on every call (a prepared value, and a weight of @f passed
+    through) carry {prism.invariant}, so that the host packs them once too; the activation does not."""
+    source = """func.func @qkv(%x: tensor<4x8xf32>, %wq: tensor<8x8xf32> {prism.invariant},
+               %wk: tensor<8x4xf32> {prism.invariant}, %wv: tensor<8x4xf32> {prism.invariant})
+    -> (tensor<4x8xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %q = linalg.matmul ins(%x, %wq : tensor<4x8xf32>, tensor<8x8xf32>) outs(%z : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %e2 = tensor.empty() : tensor<4x4xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %k = linalg.matmul ins(%x, %wk : tensor<4x8xf32>, tensor<8x4xf32>) outs(%z2 : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %v = linalg.matmul ins(%x, %wv : tensor<4x8xf32>, tensor<8x4xf32>) outs(%z2 : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %q, %k, %v : tensor<4x8xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+}"""
+    module = ir.Module.parse(source, make_context())
+    with module.context:
+        func = module.body.operations[0].operation
+        program = translate(func)
+        x, wq, wk, wv = (A.arg(i) for i in range(4))
+        kv = A.matmul(x, A.arg(4))  # x times the prepared concat(wk, wv): K and V share one product
+        written = Variant(tuple(program.results), (), 3.0)
+        best = Variant((A.matmul(x, wq), A.slice_(kv, 1, 0, 4), A.slice_(kv, 1, 4, 4)), (A.concat(wk, wv, 1),),
+                       1.0)
+        found = Exploration(written, best, written, "iterations", {}, 0, 0, 0, 0.0, frozenset({1, 2, 3}))
+        replace_function(module, func, "qkv", program, found, "f32")
+    text = str(module)
+    assert re.search(r"func.func @qkv_apply\(%arg0: tensor<4x8xf32>, %arg1: tensor<8x8xf32> \{prism.invariant\}, "
+                     r"%arg2: tensor<8x8xf32> \{prism.invariant\}\)", text), text
+    assert "prism.apply_args = array<i64: 0, 1, -1>, prism.prepare_args = array<i64: 2, 3>" in text
+    assert [p.name for p in prism.verify(source, text)] == ["qkv", "qkv_prepare + @qkv_apply"]
