@@ -121,8 +121,11 @@ class Exploration:
         def times(variant: Variant) -> str:
             return f"{self.original.seconds / variant.seconds:.2f}x" if variant.seconds else "1.00x"
 
-        text = (f"@{name} rewritten: predicted {us(self.original)} -> {us(self.standalone)} per call "
-                f"({times(self.standalone)})")
+        if self.standalone.results != self.original.results:
+            text = (f"@{name} rewritten: predicted {us(self.original)} -> {us(self.standalone)} per call "
+                    f"({times(self.standalone)})")
+        else:
+            text = f"@{name} kept as written for a plain call (predicted {us(self.original)})"
         if self.best.prepared:
             text += (f"; {len(self.best.prepared)} value(s) prepared once by @{name}_prepare, then "
                      f"{us(self.best)} per call of @{name}_apply ({times(self.best)})")

@@ -6,7 +6,7 @@
 // keeps its signature and stays three products (a call of it would concatenate
 // the weights every time); its attributes say how the parts compose, and
 // prism-verify proves both @qkv and that composition.
-// REMARK: explore.mlir:[[# @LINE + 15]]:1: remark: prism-explore: @qkv rewritten: predicted [[T:.*]] us -> [[T]] us per call (1.00x); 1 value(s) prepared once by @qkv_prepare, then {{.*}} us per call of @qkv_apply ({{.*}}x)
+// REMARK: explore.mlir:[[# @LINE + 15]]:1: remark: prism-explore: @qkv kept as written for a plain call (predicted {{.*}} us); 1 value(s) prepared once by @qkv_prepare, then {{.*}} us per call of @qkv_apply ({{.*}}x)
 // CHECK-LABEL: func.func @qkv_prepare(
 // CHECK-SAME:    attributes {prism.part_of = "qkv"}
 // CHECK-COUNT-2: tensor.concat dim(1)
