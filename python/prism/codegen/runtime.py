@@ -390,14 +390,21 @@ _FINGERPRINT_RUNS = 64
 _FINGERPRINT_RUN = 16
 
 
-def _fingerprint(array: np.ndarray) -> tuple[int, int, bytes]:
-    """Where the array lives and a sample of its elements: cheap, and changed by most in-place updates."""
-    flat = array.reshape(-1) if array.flags.c_contiguous else np.ravel(array)
-    if flat.size <= _FINGERPRINT_RUNS * _FINGERPRINT_RUN:
-        return array.ctypes.data, flat.size, flat.tobytes()
-    starts = np.linspace(0, flat.size - _FINGERPRINT_RUN, num=_FINGERPRINT_RUNS).astype(np.int64)
-    picks = (starts[:, None] + np.arange(_FINGERPRINT_RUN)).reshape(-1)
-    return array.ctypes.data, flat.size, flat[picks].tobytes()
+def _sample_positions(size: int) -> np.ndarray | None:
+    """The flat positions a fingerprint reads: every element of a small array (None), else the runs above."""
+    if size <= _FINGERPRINT_RUNS * _FINGERPRINT_RUN:
+        return None
+    starts = np.linspace(0, size - _FINGERPRINT_RUN, num=_FINGERPRINT_RUNS).astype(np.int64)
+    return (starts[:, None] + np.arange(_FINGERPRINT_RUN)).reshape(-1)
+
+
+def _fingerprint(array: np.ndarray, positions: np.ndarray | None) -> tuple[int, int, bytes]:
+    """Where the array lives and the elements at ``positions``: cheap, and changed by most in-place updates.
+
+    ``array.flat`` reads a strided array in place, without copying it whole.
+    """
+    sample = array.tobytes() if positions is None else array.flat[positions].tobytes()
+    return array.ctypes.data, array.size, sample
 
 
 class BoundFunction:
@@ -415,8 +422,11 @@ class BoundFunction:
         probe = [bound.get(i, _Unbound) for i in range(len(sig.inputs))]
         checked = dict(zip(sorted(bound), self.function.check_some(probe, set(bound)), strict=True))
         self._bound = {i: value if isinstance(value, np.ndarray) else bound[i] for i, value in checked.items()}
-        self._watched = {i: (bound[i], _fingerprint(np.asarray(bound[i]))) for i in bound
-                         if isinstance(bound[i], np.ndarray)}
+        # Per watched array: the positions its fingerprint samples (fixed here, off the call path) and the
+        # fingerprint taken now.
+        self._watched = {i: (bound[i], positions, _fingerprint(bound[i], positions)) for i in bound
+                         if isinstance(bound[i], np.ndarray)
+                         for positions in [_sample_positions(bound[i].size)]}
         self.free = [i for i in range(len(sig.inputs)) if i not in bound]
         func = _find_function(module, name)
         self.prepared: tuple[np.ndarray, ...] = ()
@@ -440,8 +450,8 @@ class BoundFunction:
         if len(args) != len(self.free):
             free = ", ".join(self._names[i] for i in self.free)
             raise ArgumentError(f"@{sig.name} bound: takes {len(self.free)} arguments ({free}), got {len(args)}")
-        for index, (array, fingerprint) in self._watched.items():
-            if _fingerprint(np.asarray(array)) != fingerprint:
+        for index, (array, positions, fingerprint) in self._watched.items():
+            if _fingerprint(array, positions) != fingerprint:
                 raise StaleBinding(f"@{sig.name}: argument '{self._names[index]}' changed after bind(); "
                                    "bind it again to prepare the new values")
         if self._apply is not None:

@@ -11,9 +11,11 @@ full-width AVX-512 FMA units).
 The cost model follows the code generator that will run the contraction
 (see :mod:`prism.codegen.cpu`). An f32 contraction in the row-major layout
 runs the direct kernel: each task copies its slice of B into panels when
-more than one row panel reuses them (else it reads B in place), so that
-copy is part of the task's work, and B's reads pay for each jump between
-contiguous runs. Other contractions run between a packing phase (both
+more than one row panel reuses them (else it reads B in place, or streams
+it along whole rows for a one-row block), so that copy is part of the
+task's work, and B's reads pay for each jump between contiguous runs.
+Cores left without a block leave their share of the bandwidth unused;
+one row of C splits K over every core. Other contractions run between a packing phase (both
 inputs read and written once) and an unpacking one (C read and written
 once), which do not overlap the kernel, so their memory time adds to its
 roofline.
@@ -44,8 +46,9 @@ if TYPE_CHECKING:
 COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + "
              "max(rounds * (ceil(TM/RM)*ceil(TN/RN)*ceil(K/TK) * kernel_cycles(RM, RN, TK) "
              "+ [B panels: ceil(K/TK)*TK*TN/lanes if ceil(TM/RM) > 1]) / clock + task), "
-             "(bytesA*ceil(N/TN) + bytesB*ceil(M/TM)*(1 + 128/run) + bytesC) / bandwidth); "
-             "rounds = ceil(B*ceil(M/TM)*ceil(N/TN) / cores)")
+             "(bytesA*ceil(N/TN) + bytesB*ceil(M/TM)*(1 + 128/run) + bytesC) / bandwidth * cores/busy); "
+             "rounds = ceil(B*ceil(M/TM)*ceil(N/TN) / cores); busy = min(B*ceil(M/TM)*ceil(N/TN), cores), "
+             "or cores for one row of C (K split); run = bytes of B read contiguously (TN or RN wide, N at decode)")
 
 # An FMA's latency in cycles (Zen 4 class): a micro-kernel needs latency x
 # issue rate independent accumulators to keep the FMA units busy. Two loads
@@ -60,6 +63,14 @@ BLOCK_OVERHEAD_SECONDS = 1e-6
 PANEL_COPY_CYCLES = 1
 
 
+# Packing reads each operand as runs of contiguous bytes, jumping between
+# runs; every jump costs as much as streaming this many more bytes (a page
+# walk and a DRAM row opening). Measured 2026-12-01 on the development
+# machine (16x4096x4096 f32, B packed into 16-, 32- and 64-wide panels: 64-,
+# 128- and 256-byte runs took 1.47x and 1.12x the time of the 256-byte ones).
+STRIDED_RUN_BYTES = 128
+
+
 def direct_kernel(op: Contraction) -> bool:
     """Whether the host runs ``op`` with the direct GEMM kernel: f32, laid out as A[b,m,k], B[b,k,n], C[b,m,n].
 
@@ -72,12 +83,6 @@ def direct_kernel(op: Contraction) -> bool:
     return loops_mn == prefix + ("m", "n") and all(
         tuple(op.roles[d] for d in dims) == prefix + want
         for dims, want in zip(op.operand_dims, (("m", "k"), ("k", "n")), strict=True))
-# Packing reads each operand as runs of contiguous bytes, jumping between
-# runs; every jump costs as much as streaming this many more bytes (a page
-# walk and a DRAM row opening). Measured 2026-12-01 on the development
-# machine (16x4096x4096 f32, B packed into 16-, 32- and 64-wide panels: 64-,
-# 128- and 256-byte runs took 1.47x and 1.12x the time of the 256-byte ones).
-STRIDED_RUN_BYTES = 128
 
 
 @dataclass(frozen=True)
@@ -124,8 +129,8 @@ class HostTarget:
         lanes = self._lanes(op)
         micro_tiles = ceil_div(tm, rm) * ceil_div(tn, rn)
         block_cycles = micro_tiles * ceil_div(s["k"], tk) * self._micro_kernel_cycles(rm, rn, tk, lanes)
-        run = None
-        if direct_kernel(op):
+        run, direct = None, direct_kernel(op)
+        if direct:
             # B panels are copied per task (one vector load and store each) when several row panels of several
             # rows read them; the copy reads rows of B TN wide, and so does a one-row block (it streams whole
             # rows of the task's columns), while a task with one row panel of several rows reads B RN wide.
@@ -136,12 +141,12 @@ class HostTarget:
         # Fewer blocks than cores leave cores idle, and with them their share of the memory bandwidth; a
         # single row of C instead splits K over every core, each streaming whole rows of B.
         busy = self._busy_cores(tm, tn, s)
-        if direct_kernel(op) and s["m"] == 1 and s["batch"] == 1:
+        if direct and s["m"] == 1 and s["batch"] == 1:
             run = np.where(rm == 1, s["n"] * op.elem_bytes[1], run)
             busy = np.where(rm == 1, self.cores, busy)
         compute = self._rounds(tm, tn, s) * (block_cycles * self._cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
         memory = self._kernel_memory_seconds(op, tm, tn, s, run=run) * self.cores / busy
-        phases = 0 if direct_kernel(op) else self._pack_seconds(op, values, s)
+        phases = 0 if direct else self._pack_seconds(op, values, s)
         return phases + roofline(compute, memory)
 
     def lower_bound(self, op: Contraction, values: KnobValues, assumed: int = 1024) -> np.ndarray:

@@ -174,25 +174,21 @@ class _Kernel:
         # One parallel iteration per worker, each running a contiguous share
         # of the tasks with its own B panel buffer.
         workers = t.const(p.workers)
-        self.split = p.streams and p.split_k and not batches
+        self.split = p.streams and p.split_k and not p.batch
         if p.pack:
             self.panels = t.value(f"memref.alloc() {{alignment = 64 : i64}} : {self._panel_type()}", "panels")
         if self.split:
             self.partials = t.value(f"memref.alloc({self.m}, {self.n}) {{alignment = 64 : i64}} : "
                                     f"{self._partials_type()}", "part")
-            k_share = t.value(f"arith.ceildivui {self.k}, {workers} : index", "kshare")
-        share = t.value(f"arith.ceildivui {tasks}, {workers} : index", "share")
+        # Each worker's share: of K (every task) when K is split, else of the tasks (all of K).
+        share = t.value(f"arith.ceildivui {self.k if self.split else tasks}, {workers} : index", "share")
         self.worker = t.fresh("w")
         self._open(f"scf.parallel ({self.worker}) = ({self.c0}) to ({workers}) step ({self.c1})")
-        if self.split:  # every task, over this worker's share of K
-            first, last = self.c0, tasks
-            k_first = t.value(f"arith.muli {self.worker}, {k_share} : index", "k0")
-            k_last = t.value(f"arith.minui {t.value(f'arith.addi {k_first}, {k_share} : index')}, {self.k} : index",
-                             "k1")
-        else:
-            first = t.value(f"arith.muli {self.worker}, {share} : index", "first")
-            last = t.value(f"arith.minui {t.value(f'arith.addi {first}, {share} : index')}, {tasks} : index", "end")
-            k_first, k_last = self.c0, self.k
+        begin = t.value(f"arith.muli {self.worker}, {share} : index", "first")
+        whole = self.k if self.split else tasks
+        end = t.value(f"arith.minui {t.value(f'arith.addi {begin}, {share} : index')}, {whole} : index", "end")
+        first, last = (self.c0, tasks) if self.split else (begin, end)
+        k_first, k_last = (begin, end) if self.split else (self.c0, self.k)
         task = t.fresh("task")
         self._open(f"scf.for {task} = {first} to {last} step {self.c1}")
         if batches:
@@ -239,12 +235,12 @@ class _Kernel:
         for _ in range(5):  # ir, jr, p0, the worker's task loop, the parallel loop
             self._close()
 
-    def _vectors(self, j1: str, body, wide: bool = True) -> None:
+    def _vectors(self, j1: str, body) -> None:
         """``body(columns, in_bounds)`` over the task's columns: RN/lanes vectors at a time (independent
         chains for the out-of-order core), then one vector at a time, then the masked rest at N's edge."""
         t, p = self.t, self.plan
         start = self.j0
-        for step in dict.fromkeys((p.rn, p.lanes) if wide else (p.lanes,)):
+        for step in dict.fromkeys((p.rn, p.lanes)):
             width = t.value(f"arith.subi {j1}, {start} : index")
             size = t.const(step)
             whole = t.value(f"arith.muli {t.value(f'arith.divui {width}, {size} : index')}, {size} : index")
