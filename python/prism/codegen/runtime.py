@@ -14,7 +14,9 @@ offset, sizes[r], strides[r]}`` and ``Results`` is a single descriptor (one
 result) or a struct of descriptors (several results). Scalar (integer, index
 and float) arguments are passed by value.
 
-Compiled code is never freed (see ``_ENGINES``).
+Compiled code lives as long as the callables over it (each holds its engine).
+Parallel loops call the process's thread pool (:mod:`prism.codegen.cpu.pool`),
+whose address each engine is given under the name it declares.
 
 Inputs are passed in place, without a copy, when they are C-contiguous (others
 are copied into a contiguous array first). That is safe because
@@ -48,6 +50,7 @@ import numpy as np
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
+from prism.codegen.cpu import pool
 from prism.infra import attrs
 from prism.infra.diagnostics import display_location
 from prism.infra.errors import PrismError, TargetError
@@ -55,16 +58,9 @@ from prism.infra.errors import PrismError, TargetError
 __all__ = ["ArgumentError", "BoundFunction", "JitFunction", "StaleBinding", "TensorSpec", "Signature", "bind",
            "describe_signature", "jit"]
 
-_RUNTIME_LIBS = ("libmlir_c_runner_utils.so", "libmlir_async_runtime.so")
+_RUNTIME_LIBS = ("libmlir_c_runner_utils.so",)
 _libc = ctypes.CDLL(ctypes.util.find_library("c"))
 _libc.free.argtypes = [ctypes.c_void_p]
-
-
-# Destroying an ExecutionEngine runs the async runtime library's teardown hook,
-# which tears down the runtime shared by every other engine in the process, and
-# their next parallel call crashes. So engines are never destroyed: the compiled
-# code of every jit() call lives until the process exits.
-_ENGINES: list[ExecutionEngine] = []
 
 
 class ArgumentError(PrismError):
@@ -353,11 +349,17 @@ def _check_linkable(module: ir.Module) -> None:
         if op.name != "llvm.func" or len(op.regions[0].blocks):
             continue
         symbol = ir.StringAttr(op.attributes["sym_name"]).value
-        if symbol.startswith("llvm.") or any(hasattr(library, symbol) for library in libraries):
+        if symbol.startswith("llvm.") or symbol == pool.ENTRY or any(hasattr(library, symbol) for library in libraries):
             continue
         raise TargetError(f"@{symbol} is declared but defined nowhere (not in the module, the MLIR runtime or this "
                           "process), so the host JIT cannot link a call to it; define it in the module",
                           location=display_location(op.location))
+
+
+def _declares(module: ir.Module, symbol: str) -> bool:
+    """Whether ``module`` declares (or defines) the function ``symbol``."""
+    return any(op.operation.name == "llvm.func" and ir.StringAttr(op.operation.attributes["sym_name"]).value == symbol
+               for op in module.body.operations)
 
 
 def _engine(module: ir.Module, name: str, opt_level: int) -> ExecutionEngine:
@@ -367,8 +369,9 @@ def _engine(module: ir.Module, name: str, opt_level: int) -> ExecutionEngine:
     _keep_large_blocks_in_heap()
     try:
         engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=_runtime_libs())
+        if _declares(module, pool.ENTRY):
+            engine.raw_register_runtime(pool.ENTRY, ctypes.c_void_p(pool.parallel_for_address()))
         engine.initialize()
-        _ENGINES.append(engine)
     except (RuntimeError, ir.MLIRError) as e:
         raise TargetError(f"could not JIT-compile @{name}: {e}") from None
     return engine

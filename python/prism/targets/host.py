@@ -57,7 +57,7 @@ FMA_LATENCY, LOAD_PORTS = 4, 2
 # Cycles to load and store a micro-tile's accumulators and restart the K loop,
 # paid once per TK slice of every micro-tile, beyond the loads and stores.
 SLICE_OVERHEAD_CYCLES = 20
-# Scheduling one parallel block on a worker thread (async runtime task).
+# Handing one parallel block to a thread of the pool (a claimed chunk).
 BLOCK_OVERHEAD_SECONDS = 1e-6
 # Copying one vector of B into a panel: a load and a store.
 PANEL_COPY_CYCLES = 1

@@ -5,7 +5,7 @@
 // RUN: prism-opt %s -p prism-lower-cpu --print-ir-after=cpu-bufferize -o /dev/null 2>&1 | filecheck %s --check-prefix=BUFFERS
 // RUN: prism-opt %s -p prism-lower-cpu --print-ir-after=cpu-vector -o /dev/null 2>&1 | filecheck %s --check-prefix=VECTOR
 // RUN: prism-opt %s -p prism-lower-cpu --print-ir-after=cpu-parallel -o /dev/null 2>&1 | filecheck %s --check-prefix=PARALLEL
-// RUN: prism-opt %s -p prism-lower-cpu --print-ir-after=cpu-llvm -o /dev/null 2>&1 | filecheck %s --check-prefix=LLVM
+// RUN: prism-opt %s -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-llvm -o /dev/null 2>&1 | filecheck %s --check-prefix=LLVM
 // RUN: prism-opt %s -p prism-lower-cpu --print-ir-after-all -o /dev/null 2>&1 | filecheck %s --check-prefix=ALL
 
 // On tensors: A packed into 4x4 (RM x KU) panels, parallel blocks, a vectorized 4x16 micro-kernel.
@@ -34,11 +34,11 @@
 // PARALLEL-NOT: scf.forall
 // PARALLEL: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step (%{{.*}})
 
-// Everything in the LLVM dialect, with async-runtime tasks and the C interface the runtime calls.
+// Everything in the LLVM dialect, with thread-pool tasks (cpu-tasks.mlir) and the C interface the runtime calls.
 // LLVM: IR Dump After cpu-llvm
 // LLVM-DAG: llvm.func @mm(
 // LLVM-DAG: llvm.func @_mlir_ciface_mm(
-// LLVM-DAG: llvm.func @parallel_compute_fn
+// LLVM-DAG: llvm.call @prism_parallel_for(
 // LLVM-DAG: llvm.intr.fmuladd
 // LLVM-NOT: func.func
 

@@ -4,7 +4,7 @@
 // RUN: prism-opt %s -p prism-lower-cpu --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s --check-prefix=TILE
 // RUN: prism-opt %s -p prism-lower-cpu --print-ir-after=cpu-bufferize -o /dev/null 2>&1 | filecheck %s --check-prefix=BUFFERS
 // RUN: prism-opt %s -p prism-lower-cpu --print-ir-after=cpu-parallel -o /dev/null 2>&1 | filecheck %s --check-prefix=PARALLEL
-// RUN: prism-opt %s -p prism-lower-cpu --print-ir-after=cpu-llvm -o /dev/null 2>&1 | filecheck %s --check-prefix=LLVM
+// RUN: prism-opt %s -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-llvm -o /dev/null 2>&1 | filecheck %s --check-prefix=LLVM
 // RUN: prism-opt %s -p prism-lower-cpu{threads=2} --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s --check-prefix=PANELS
 
 // On tensors: the matmul is gone; each worker runs a share of the 16x32 blocks of C; the task copies its
@@ -38,11 +38,11 @@
 // PARALLEL: IR Dump After cpu-parallel
 // PARALLEL: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step (%{{.*}})
 
-// Everything in the LLVM dialect, with async-runtime tasks and the C interface the runtime calls.
+// Everything in the LLVM dialect, with thread-pool tasks (cpu-tasks.mlir) and the C interface the runtime calls.
 // LLVM: IR Dump After cpu-llvm
 // LLVM-DAG: llvm.func @mm(
 // LLVM-DAG: llvm.func @_mlir_ciface_mm(
-// LLVM-DAG: llvm.func @parallel_compute_fn
+// LLVM-DAG: llvm.call @prism_parallel_for(
 // LLVM-DAG: llvm.intr.fmuladd
 // LLVM-NOT: func.func
 

@@ -14,7 +14,7 @@ contraction gets a data-tiling schedule written in the transform dialect:
    final unpack are lowered to pad + transpose, each transpose runs as an
    scf.forall of register-sized vector tiles, and the unpack writes the result;
 2. threads: ``scf.forall`` over ``TM x TN`` blocks of C (and batch), flattened
-   into one dimension and run in parallel through the async runtime;
+   into one dimension and run in parallel on Prism's thread pool (see :mod:`.pool`);
 3. cache: a loop over ``TK`` slices of K, then loops over the RN-wide column
    panels and the RM-high row panels of the block;
 4. registers: an innermost K loop whose body is an ``RM x RN x KU`` contraction,
@@ -34,7 +34,7 @@ Before::
 After::
 
     llvm.func @mm(...) attributes {llvm.emit_c_interface, prism.signature = (tensor<?x1024xf32>, ...) -> ...}
-    llvm.func @_mlir_ciface_mm(...)  // plus async-runtime calls and a vectorized micro-kernel
+    llvm.func @_mlir_ciface_mm(...)  // plus thread-pool tasks and a vectorized micro-kernel
 
 Each public function keeps its tensor-level type in the ``prism.signature``
 attribute (a ``TypeAttr``), which :mod:`prism.codegen.runtime` reads.
@@ -47,7 +47,7 @@ The stages, each printable with ``--print-ir-after=NAME``:
   copies as parallel vector loops;
 - ``cpu-vector``: vector ops down to the 1-D form LLVM takes;
 - ``cpu-parallel``: parallel blocks become flat ``scf.parallel`` loops;
-- ``cpu-llvm``: async-runtime tasks on the worker threads, and everything to the LLVM dialect.
+- ``cpu-llvm``: each parallel loop a task for the thread pool, and everything to the LLVM dialect.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from __future__ import annotations
 from mlir import ir
 
 from prism.codegen.checks import check_module
-from prism.codegen.cpu import rewrites
+from prism.codegen.cpu import rewrites, tasks
 from prism.codegen.cpu.kernel import KERNEL_NAME, inline_kernel
 from prism.codegen.cpu.prepare import Planned, prepare_weights
 from prism.codegen.cpu.schedule import (
@@ -91,7 +91,7 @@ class CpuLowering(Lowering):
         ("cpu-bufferize", "tensors to buffers, C micro-tiles in registers, copies as vector loops", "bufferize"),
         ("cpu-vector", "vectors to 1-D", "vectorize"),
         ("cpu-parallel", "parallel blocks as flat scf.parallel loops", "parallelize"),
-        ("cpu-llvm", "async-runtime tasks and the LLVM dialect", "to_llvm"),
+        ("cpu-llvm", "thread-pool tasks and the LLVM dialect", "to_llvm"),
     )
 
     def tile(self, module: ir.Module) -> None:
@@ -141,10 +141,12 @@ class CpuLowering(Lowering):
         rewrites.flatten_parallel_loops(module)
 
     def to_llvm(self, module: ir.Module) -> None:
-        """Everything to the LLVM dialect, parallel loops as tasks on the async runtime's workers."""
+        """Everything to the LLVM dialect, parallel loops as tasks on the thread pool (see :mod:`.tasks`)."""
         run_passes(module, rewrites.DEALLOCATE, "deallocation")
         rewrites.check_byte_elements(module)
-        run_passes(module, rewrites.to_llvm_pipeline(self.threads), "conversion to LLVM")
+        tasks.outline_parallel_loops(module, self.threads)
+        run_passes(module, rewrites.TO_LLVM, "conversion to LLVM")
+        tasks.define_launches(module)
         rewrites.check_lowered(module)
 
 

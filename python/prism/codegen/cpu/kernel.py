@@ -4,7 +4,7 @@ A contraction ``C[b, m, n] (+)= sum_k A[b, m, k] * B[b, k, n]`` over f32
 (batch optional) becomes a call of a private function holding this loop nest:
 
 1. tasks: ``scf.parallel`` over ``batch x ceil(M/TM) x ceil(N/TN)`` blocks of C,
-   which the async runtime shares among every core;
+   which the thread pool (:mod:`.pool`) shares among every core;
 2. K slices: a loop over ``TK``-deep slices of K;
 3. B panel: with ``PACK = 1`` the task first copies its ``TK x TN`` slice of B
    into a buffer of ``RN``-wide panels, ``[TN/RN][TK][RN]``, zero-padded at

@@ -53,7 +53,7 @@ BUFFERIZE = ("builtin.module(canonicalize, cse, loop-invariant-subset-hoisting, 
 
 
 # scf.forall becomes scf.parallel here, and each parallel loop is then made
-# one-dimensional (see flatten_parallel_loops) before async-parallel-for runs.
+# one-dimensional (see flatten_parallel_loops), the form the thread pool's tasks take (see .tasks).
 FORALL_TO_PARALLEL = "builtin.module(func.func(scf-forall-to-parallel))"
 
 
@@ -63,23 +63,13 @@ DEALLOCATE = ("builtin.module(ownership-based-buffer-deallocation, canonicalize,
               "bufferization-lower-deallocations, convert-bufferization-to-memref, func.func(convert-linalg-to-loops))")
 
 
-def to_llvm_pipeline(threads: int) -> str:
-    """Buffers and vectors to LLVM; scf.parallel becomes async-runtime tasks on ``threads`` workers.
-
-    One iteration of a parallel loop is a whole ``TM x TN`` block (or a slab of
-    a pack), so ``min-task-size=1`` lets async-parallel-for share even a few
-    dozen of them among the workers; with its default of 1000 they would all
-    run as one task.
-    """
-    return ("builtin.module("
-            f"async-parallel-for{{num-workers={threads} async-dispatch=false min-task-size=1}}, "
-            "async-to-async-runtime, async-runtime-ref-counting, async-runtime-ref-counting-opt, "
-            "convert-async-to-llvm, "
-            "func.func(convert-vector-to-scf{full-unroll=true}), "
-            "expand-strided-metadata, lower-affine, convert-scf-to-cf, canonicalize, "
-            "convert-vector-to-llvm, finalize-memref-to-llvm, convert-math-to-llvm, convert-arith-to-llvm, "
-            "convert-index-to-llvm, convert-cf-to-llvm, convert-func-to-llvm, convert-ub-to-llvm, "
-            "reconcile-unrealized-casts, canonicalize, cse)")
+# Buffers and vectors to LLVM (parallel loops left in place run in order, as scf.for).
+TO_LLVM = ("builtin.module("
+           "func.func(convert-vector-to-scf{full-unroll=true}), "
+           "expand-strided-metadata, lower-affine, convert-scf-to-cf, canonicalize, "
+           "convert-vector-to-llvm, finalize-memref-to-llvm, convert-math-to-llvm, convert-arith-to-llvm, "
+           "convert-index-to-llvm, convert-cf-to-llvm, convert-func-to-llvm, convert-ub-to-llvm, "
+           "reconcile-unrealized-casts, canonicalize, cse)")
 
 
 def check_byte_elements(module: ir.Module) -> None:
@@ -100,13 +90,8 @@ def check_byte_elements(module: ir.Module) -> None:
 def flatten_parallel_loops(module: ir.Module) -> None:
     """Rewrite every multi-dimensional ``scf.parallel`` as a one-dimensional one.
 
-    async-parallel-for runs some blocks of a multi-dimensional loop more than
-    once: when the inner trip counts are static it rounds the block size up to
-    a multiple of them but keeps the block count of the unrounded size, and
-    the surplus blocks wrap around to the start of the outer dimension. The
-    contraction blocks accumulate into C, so a block run twice adds its
-    product twice (and races with its first run). A flat loop avoids that
-    path; the row-major order keeps neighbouring blocks in one task.
+    The thread pool runs one-dimensional loops (see :mod:`.tasks`); chunks of
+    the flat loop, in row-major order, keep neighbouring blocks on one thread.
     """
     loops: list[ir.Operation] = []
 

@@ -307,7 +307,7 @@ def tag_transposes(module: ir.Module) -> list[list[int]]:
 def transpose_script(tiles: list[list[int]]) -> str:
     """The script that runs each tagged transpose as parallel, vectorized register tiles.
 
-    The outermost dim becomes an scf.forall, so the async runtime may share it among threads.
+    The outermost dim becomes an scf.forall, so the thread pool may share it among threads.
     """
     s = Script()
     for index, sizes in enumerate(tiles):

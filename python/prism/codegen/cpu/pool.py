@@ -1,0 +1,359 @@
+"""The host's thread pool: the runtime that Prism's parallel loops call, written in the LLVM dialect.
+
+``prism-lower-cpu`` turns each outermost ``scf.parallel`` into a function
+over a range of its iterations and one call::
+
+    prism_parallel_for(void (*body)(void *ctx, i64 begin, i64 end), void *ctx, i64 n, i64 width)
+
+which runs ``body`` over ``[0, n)`` on at most ``width`` threads (the
+caller and ``width - 1`` workers) and returns when every iteration is done.
+
+Why not MLIR's async runtime: its workers sleep on a condition variable
+between tasks, and on a small VM they often woke too late to take a share of
+a short loop (a 1 ms GEMM ran every block on the calling thread; how often
+depended on the run). Here a worker spins for ``SPIN_SECONDS`` after each
+job, as BLAS libraries' threads do, before it sleeps on a futex; a loop
+costs one atomic increment per chunk rather than a task allocation, a
+coroutine and a reference-counted token.
+
+Protocol. One job runs at a time. A 64-bit ``counter`` holds the job's epoch
+(high 32 bits) and the next unclaimed chunk (low 32 bits); a participant
+claims chunk ``i`` of epoch ``e`` with a compare-and-swap from ``(e, i)`` to
+``(e, i + 1)``, so a worker that is late for a job can never claim a chunk
+of the next one (the job's fields it read belong to the epoch it claims in,
+since a job's fields only change after its every chunk was claimed and run).
+``pending`` counts chunks not yet finished; the caller claims chunks too,
+then spins until ``pending`` is zero. A call made while a job runs (another
+thread's, or one nested in a chunk) runs its whole range on its own thread,
+which is also what every call does in a process without workers (for
+instance a child forked after they started).
+
+Chunks: ``n`` iterations are cut into ``min(n, CHUNKS_PER_THREAD * width)``
+contiguous chunks, which participants claim in order; results never depend
+on which thread ran a chunk.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import platform
+
+from mlir import ir
+from mlir.execution_engine import ExecutionEngine
+
+ENTRY = "prism_parallel_for"
+DECLARATION = f"llvm.func @{ENTRY}(!llvm.ptr, !llvm.ptr, i64, i64)"
+CHUNKS_PER_THREAD = 4
+SPIN_SECONDS = 0.004  # a worker's spin after its last job before it sleeps (OpenBLAS spins ~0.1 s)
+_SPINS_PER_CLOCK_READ = 256
+
+# Spin-loop hints, and futex(2)'s syscall number, per machine.
+_PAUSE = {"x86_64": "pause", "amd64": "pause", "aarch64": "yield", "arm64": "yield"}
+_FUTEX = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98}
+_FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE = 128, 129
+_CLOCK_MONOTONIC = 1
+
+
+def runtime_text(machine: str | None = None) -> str:
+    """The pool as an LLVM-dialect module for ``machine`` (``platform.machine()`` by default).
+
+    It defines ``prism_parallel_for`` and ``prism_pool_start(i64 workers)``.
+    On a machine without a known futex number, idle workers poll with
+    ``sched_yield`` instead of sleeping.
+    """
+    machine = (machine or platform.machine()).lower()
+    pause = _PAUSE.get(machine)
+    futex = _FUTEX.get(machine)
+    hint = f'llvm.inline_asm has_side_effects "{pause}", "" : () -> ()' if pause else ""
+    if futex is None:
+        sleep = "%y = llvm.call @sched_yield() : () -> i32"
+        wake = ""
+    else:
+        sleep = (f"%nr = llvm.mlir.constant({futex} : i64) : i64\n"
+                 f"    %op = llvm.mlir.constant({_FUTEX_WAIT_PRIVATE} : i64) : i64\n"
+                 "    %old = llvm.zext %seen : i32 to i64\n"
+                 "    %null = llvm.mlir.zero : !llvm.ptr\n"
+                 "    %r = llvm.call @syscall(%nr, %ep, %op, %old, %null) vararg(!llvm.func<i64 (i64, ...)>) "
+                 ": (i64, !llvm.ptr, i64, i64, !llvm.ptr) -> i64")
+        wake = (f"%nr = llvm.mlir.constant({futex} : i64) : i64\n"
+                f"    %op = llvm.mlir.constant({_FUTEX_WAKE_PRIVATE} : i64) : i64\n"
+                "    %all = llvm.mlir.constant(2147483647 : i64) : i64\n"
+                "    %r = llvm.call @syscall(%nr, %ep, %op, %all) vararg(!llvm.func<i64 (i64, ...)>) "
+                ": (i64, !llvm.ptr, i64, i64) -> i64")
+    spin_ns = int(SPIN_SECONDS * 1e9)
+    return _TEMPLATE.format(hint=hint, sleep=sleep, wake=wake, spin_ns=spin_ns, clock=_CLOCK_MONOTONIC,
+                            every=_SPINS_PER_CLOCK_READ - 1, chunks=CHUNKS_PER_THREAD)
+
+
+# Globals: one cache line each for the words that threads write.
+_TEMPLATE = """
+module {{
+  llvm.mlir.global internal @counter(0 : i64) {{alignment = 64 : i64}} : i64
+  llvm.mlir.global internal @pending(0 : i64) {{alignment = 64 : i64}} : i64
+  llvm.mlir.global internal @epoch(0 : i32) {{alignment = 64 : i64}} : i32
+  llvm.mlir.global internal @sleepers(0 : i32) {{alignment = 64 : i64}} : i32
+  llvm.mlir.global internal @busy(0 : i32) {{alignment = 64 : i64}} : i32
+  llvm.mlir.global internal @workers(0 : i64) {{alignment = 64 : i64}} : i64
+  llvm.mlir.global internal @job_fn() {{alignment = 64 : i64}} : !llvm.ptr {{
+    %z = llvm.mlir.zero : !llvm.ptr
+    llvm.return %z : !llvm.ptr
+  }}
+  llvm.mlir.global internal @job_ctx() : !llvm.ptr {{
+    %z = llvm.mlir.zero : !llvm.ptr
+    llvm.return %z : !llvm.ptr
+  }}
+  llvm.mlir.global internal @job_n(0 : i64) : i64
+  llvm.mlir.global internal @job_chunks(0 : i64) : i64
+  llvm.mlir.global internal @job_width(0 : i64) : i64
+
+  llvm.func @syscall(i64, ...) -> i64
+  llvm.func @sched_yield() -> i32
+  llvm.func @clock_gettime(i32, !llvm.ptr) -> i32
+  llvm.func @pthread_create(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+  llvm.func @pthread_detach(i64) -> i32
+
+  // Claim and run chunks of the job of epoch %e until none is left.
+  llvm.func internal @work(%e: i64) {{
+    %cp = llvm.mlir.addressof @counter : !llvm.ptr
+    %pp = llvm.mlir.addressof @pending : !llvm.ptr
+    %c1 = llvm.mlir.constant(1 : i64) : i64
+    %c32 = llvm.mlir.constant(32 : i64) : i64
+    %low = llvm.mlir.constant(4294967295 : i64) : i64
+    llvm.br ^claim
+  ^claim:
+    %v = llvm.load %cp atomic seq_cst {{alignment = 8 : i64}} : !llvm.ptr -> i64
+    %ve = llvm.lshr %v, %c32 : i64
+    %same = llvm.icmp "eq" %ve, %e : i64
+    llvm.cond_br %same, ^check, ^done
+  ^check:
+    %i = llvm.and %v, %low : i64
+    %chp = llvm.mlir.addressof @job_chunks : !llvm.ptr
+    %chunks = llvm.load %chp : !llvm.ptr -> i64
+    %left = llvm.icmp "ult" %i, %chunks : i64
+    llvm.cond_br %left, ^take, ^done
+  ^take:
+    %fnp = llvm.mlir.addressof @job_fn : !llvm.ptr
+    %fn = llvm.load %fnp : !llvm.ptr -> !llvm.ptr
+    %ctxp = llvm.mlir.addressof @job_ctx : !llvm.ptr
+    %ctx = llvm.load %ctxp : !llvm.ptr -> !llvm.ptr
+    %np = llvm.mlir.addressof @job_n : !llvm.ptr
+    %n = llvm.load %np : !llvm.ptr -> i64
+    %next = llvm.add %v, %c1 : i64
+    %res = llvm.cmpxchg %cp, %v, %next seq_cst seq_cst : !llvm.ptr, i64
+    %ok = llvm.extractvalue %res[1] : !llvm.struct<(i64, i1)>
+    llvm.cond_br %ok, ^run, ^claim
+  ^run:
+    // Chunk i covers [i * n / chunks, (i + 1) * n / chunks).
+    %lo = llvm.mul %i, %n : i64
+    %begin = llvm.udiv %lo, %chunks : i64
+    %i1 = llvm.add %i, %c1 : i64
+    %hi = llvm.mul %i1, %n : i64
+    %end = llvm.udiv %hi, %chunks : i64
+    llvm.call %fn(%ctx, %begin, %end) : !llvm.ptr, (!llvm.ptr, i64, i64) -> ()
+    %old = llvm.atomicrmw sub %pp, %c1 seq_cst : !llvm.ptr, i64
+    llvm.br ^claim
+  ^done:
+    llvm.return
+  }}
+
+  // Nanoseconds on the monotonic clock.
+  llvm.func internal @now() -> i64 {{
+    %c1 = llvm.mlir.constant(1 : i64) : i64
+    %ts = llvm.alloca %c1 x !llvm.struct<(i64, i64)> : (i64) -> !llvm.ptr
+    %id = llvm.mlir.constant({clock} : i32) : i32
+    %r = llvm.call @clock_gettime(%id, %ts) : (i32, !llvm.ptr) -> i32
+    %s = llvm.load %ts : !llvm.ptr -> i64
+    %nsp = llvm.getelementptr %ts[0, 1] : (!llvm.ptr) -> !llvm.ptr, !llvm.struct<(i64, i64)>
+    %ns = llvm.load %nsp : !llvm.ptr -> i64
+    %g = llvm.mlir.constant(1000000000 : i64) : i64
+    %sg = llvm.mul %s, %g : i64
+    %t = llvm.add %sg, %ns : i64
+    llvm.return %t : i64
+  }}
+
+  // A worker (%arg is its index, from 1): wait for a new epoch, spinning for a while and then sleeping;
+  // join the job when the job's width includes this worker.
+  llvm.func internal @worker(%arg: !llvm.ptr) -> !llvm.ptr {{
+    %id = llvm.ptrtoint %arg : !llvm.ptr to i64
+    %ep = llvm.mlir.addressof @epoch : !llvm.ptr
+    %sp = llvm.mlir.addressof @sleepers : !llvm.ptr
+    %c0 = llvm.mlir.constant(0 : i64) : i64
+    %c1 = llvm.mlir.constant(1 : i64) : i64
+    %c1w = llvm.mlir.constant(1 : i32) : i32
+    %every = llvm.mlir.constant({every} : i64) : i64
+    %budget = llvm.mlir.constant({spin_ns} : i64) : i64
+    %first = llvm.load %ep atomic seq_cst {{alignment = 4 : i64}} : !llvm.ptr -> i32
+    %t0 = llvm.call @now() : () -> i64
+    llvm.br ^wait(%first, %c0, %t0 : i32, i64, i64)
+  ^wait(%seen: i32, %spins: i64, %since: i64):
+    %e = llvm.load %ep atomic seq_cst {{alignment = 4 : i64}} : !llvm.ptr -> i32
+    %new = llvm.icmp "ne" %e, %seen : i32
+    llvm.cond_br %new, ^go, ^idle
+  ^idle:
+    {hint}
+    %spins1 = llvm.add %spins, %c1 : i64
+    %tick = llvm.and %spins1, %every : i64
+    %read = llvm.icmp "eq" %tick, %c0 : i64
+    llvm.cond_br %read, ^clock, ^wait(%seen, %spins1, %since : i32, i64, i64)
+  ^clock:
+    %t = llvm.call @now() : () -> i64
+    %dt = llvm.sub %t, %since : i64
+    %tired = llvm.icmp "sgt" %dt, %budget : i64
+    llvm.cond_br %tired, ^sleep, ^wait(%seen, %spins1, %since : i32, i64, i64)
+  ^sleep:
+    %s1 = llvm.atomicrmw add %sp, %c1w seq_cst : !llvm.ptr, i32
+    {sleep}
+    %s2 = llvm.atomicrmw sub %sp, %c1w seq_cst : !llvm.ptr, i32
+    llvm.br ^wait(%seen, %c0, %since : i32, i64, i64)
+  ^go:
+    %wp = llvm.mlir.addressof @job_width : !llvm.ptr
+    %width = llvm.load %wp : !llvm.ptr -> i64
+    %in = llvm.icmp "ult" %id, %width : i64
+    llvm.cond_br %in, ^join, ^rest
+  ^join:
+    %e64 = llvm.zext %e : i32 to i64
+    llvm.call @work(%e64) : (i64) -> ()
+    llvm.br ^rest
+  ^rest:
+    %t2 = llvm.call @now() : () -> i64
+    llvm.br ^wait(%e, %c0, %t2 : i32, i64, i64)
+  }}
+
+  // Start %n workers (once per process).
+  llvm.func @prism_pool_start(%n: i64) {{
+    %c1 = llvm.mlir.constant(1 : i64) : i64
+    %wk = llvm.mlir.addressof @workers : !llvm.ptr
+    %tid = llvm.alloca %c1 x i64 : (i64) -> !llvm.ptr
+    %null = llvm.mlir.zero : !llvm.ptr
+    %fn = llvm.mlir.addressof @worker : !llvm.ptr
+    llvm.br ^next(%c1 : i64)
+  ^next(%i: i64):
+    %more = llvm.icmp "sle" %i, %n : i64
+    llvm.cond_br %more, ^spawn, ^done
+  ^spawn:
+    %arg = llvm.inttoptr %i : i64 to !llvm.ptr
+    %rc = llvm.call @pthread_create(%tid, %null, %fn, %arg) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+    %z = llvm.mlir.constant(0 : i32) : i32
+    %failed = llvm.icmp "ne" %rc, %z : i32
+    llvm.cond_br %failed, ^done, ^started
+  ^started:
+    %t = llvm.load %tid : !llvm.ptr -> i64
+    %d = llvm.call @pthread_detach(%t) : (i64) -> i32
+    %old = llvm.atomicrmw add %wk, %c1 seq_cst : !llvm.ptr, i64
+    %i1 = llvm.add %i, %c1 : i64
+    llvm.br ^next(%i1 : i64)
+  ^done:
+    llvm.return
+  }}
+
+  // The address of prism_parallel_for, for the engines that link against it.
+  llvm.func @prism_pool_entry() -> !llvm.ptr {{
+    %f = llvm.mlir.addressof @prism_parallel_for : !llvm.ptr
+    llvm.return %f : !llvm.ptr
+  }}
+
+  llvm.func @prism_parallel_for(%fn: !llvm.ptr, %ctx: !llvm.ptr, %n: i64, %width: i64) {{
+    %c0 = llvm.mlir.constant(0 : i64) : i64
+    %c1 = llvm.mlir.constant(1 : i64) : i64
+    %c32 = llvm.mlir.constant(32 : i64) : i64
+    %z = llvm.mlir.constant(0 : i32) : i32
+    %one = llvm.mlir.constant(1 : i32) : i32
+    %bp = llvm.mlir.addressof @busy : !llvm.ptr
+    %wk = llvm.mlir.addressof @workers : !llvm.ptr
+    %workers = llvm.load %wk atomic seq_cst {{alignment = 8 : i64}} : !llvm.ptr -> i64
+    %has = llvm.icmp "ugt" %workers, %c0 : i64
+    %wide = llvm.icmp "ugt" %width, %c1 : i64
+    %many = llvm.icmp "ugt" %n, %c1 : i64
+    %a = llvm.and %has, %wide : i1
+    %share = llvm.and %a, %many : i1
+    llvm.cond_br %share, ^lock, ^alone
+  ^lock:
+    %res = llvm.cmpxchg %bp, %z, %one seq_cst seq_cst : !llvm.ptr, i32
+    %ok = llvm.extractvalue %res[1] : !llvm.struct<(i32, i1)>
+    llvm.cond_br %ok, ^publish, ^alone
+  ^alone:
+    llvm.call %fn(%ctx, %c0, %n) : !llvm.ptr, (!llvm.ptr, i64, i64) -> ()
+    llvm.return
+  ^publish:
+    %k = llvm.mlir.constant({chunks} : i64) : i64
+    %most = llvm.mul %width, %k : i64
+    %fewer = llvm.icmp "ult" %n, %most : i64
+    %chunks = llvm.select %fewer, %n, %most : i1, i64
+    %fnp = llvm.mlir.addressof @job_fn : !llvm.ptr
+    llvm.store %fn, %fnp : !llvm.ptr, !llvm.ptr
+    %ctxp = llvm.mlir.addressof @job_ctx : !llvm.ptr
+    llvm.store %ctx, %ctxp : !llvm.ptr, !llvm.ptr
+    %np = llvm.mlir.addressof @job_n : !llvm.ptr
+    llvm.store %n, %np : i64, !llvm.ptr
+    %chp = llvm.mlir.addressof @job_chunks : !llvm.ptr
+    llvm.store %chunks, %chp : i64, !llvm.ptr
+    %wp = llvm.mlir.addressof @job_width : !llvm.ptr
+    llvm.store %width, %wp : i64, !llvm.ptr
+    %pp = llvm.mlir.addressof @pending : !llvm.ptr
+    llvm.store %chunks, %pp atomic seq_cst {{alignment = 8 : i64}} : i64, !llvm.ptr
+    // The next epoch, never 0 in the counter's high half.
+    %ep = llvm.mlir.addressof @epoch : !llvm.ptr
+    %prev = llvm.load %ep atomic seq_cst {{alignment = 4 : i64}} : !llvm.ptr -> i32
+    %bumped = llvm.add %prev, %one : i32
+    %wrapped = llvm.icmp "eq" %bumped, %z : i32
+    %e = llvm.select %wrapped, %one, %bumped : i1, i32
+    %e64 = llvm.zext %e : i32 to i64
+    %start = llvm.shl %e64, %c32 : i64
+    %cp = llvm.mlir.addressof @counter : !llvm.ptr
+    llvm.store %start, %cp atomic seq_cst {{alignment = 8 : i64}} : i64, !llvm.ptr
+    llvm.store %e, %ep atomic seq_cst {{alignment = 4 : i64}} : i32, !llvm.ptr
+    %sp = llvm.mlir.addressof @sleepers : !llvm.ptr
+    %asleep = llvm.load %sp atomic seq_cst {{alignment = 4 : i64}} : !llvm.ptr -> i32
+    %any = llvm.icmp "ne" %asleep, %z : i32
+    llvm.cond_br %any, ^wake, ^work
+  ^wake:
+    {wake}
+    llvm.br ^work
+  ^work:
+    llvm.call @work(%e64) : (i64) -> ()
+    llvm.br ^drain
+  ^drain:
+    %left = llvm.load %pp atomic seq_cst {{alignment = 8 : i64}} : !llvm.ptr -> i64
+    %done = llvm.icmp "eq" %left, %c0 : i64
+    llvm.cond_br %done, ^finish, ^spin
+  ^spin:
+    {hint}
+    llvm.br ^drain
+  ^finish:
+    llvm.store %z, %bp atomic seq_cst {{alignment = 4 : i64}} : i32, !llvm.ptr
+    llvm.return
+  }}
+}}
+"""
+
+
+@functools.cache
+def parallel_for_address() -> int:
+    """The address of ``prism_parallel_for`` in this process, its workers started on first use.
+
+    The pool has one worker fewer than the cores this process may run on
+    (the caller is the last participant). The engine is never destroyed.
+    """
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(runtime_text())
+        engine = ExecutionEngine(module, opt_level=3)
+    engine.initialize()
+    _KEEP.append(engine)
+    workers = ctypes.c_int64(max(len(os.sched_getaffinity(0)) - 1, 0))
+    _call_packed(engine, "prism_pool_start", ctypes.addressof(workers))
+    entry = ctypes.c_void_p()
+    _call_packed(engine, "prism_pool_entry", ctypes.addressof(entry))
+    assert entry.value, "prism_pool_entry returned no address"
+    return entry.value
+
+
+def _call_packed(engine: ExecutionEngine, name: str, *pointers: int) -> None:
+    """Call ``name`` through the engine's packed wrapper: an array of pointers to each argument, then to
+    the result."""
+    packed = (ctypes.c_void_p * len(pointers))(*pointers)
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p)(engine.raw_lookup(name))(packed)
+
+
+_KEEP: list[ExecutionEngine] = []

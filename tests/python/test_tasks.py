@@ -1,0 +1,100 @@
+"""Parallel loops on the host's thread pool: the outlining (prism.codegen.cpu.tasks) and the pool itself."""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from mlir import ir
+from test_lower_cpu import check, choice_attrs, compile_text, matmul_text
+
+from prism.codegen.cpu import pool, tasks
+
+LOOPS = """
+func.func @f(%buf: memref<?xf32>, %acc: memref<4x8xf32>, %n: index, %x: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %v = arith.addf %x, %x : f32
+    memref.store %v, %buf[%i] : memref<?xf32>
+    scf.parallel (%j) = (%c0) to (%c8) step (%c1) {
+      memref.store %zero, %acc[%c0, %j] : memref<4x8xf32>
+      scf.reduce
+    }
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c8) step (%c1, %c1) {
+    memref.store %x, %acc[%i, %j] : memref<4x8xf32>
+    scf.reduce
+  }
+  %s = scf.parallel (%i) = (%c0) to (%n) step (%c1) init (%zero) -> f32 {
+    %v = memref.load %buf[%i] : memref<?xf32>
+    scf.reduce(%v : f32) {
+    ^bb0(%l: f32, %r: f32):
+      %t = arith.addf %l, %r : f32
+      scf.reduce.return %t : f32
+    }
+  }
+  return %s : f32
+}
+"""
+
+
+def _outlined(width: int) -> tuple[int, str]:
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(LOOPS)
+        count = tasks.outline_parallel_loops(module, width)
+        module.operation.verify()
+        return count, str(module)
+
+
+def test_outermost_one_dimensional_loops_become_tasks() -> None:
+    count, text = _outlined(2)
+    assert count == 1
+    task = text[text.index("func.func private @__prism_task_f_0("):text.index("func.func private @__prism_task_f_0_launch")]
+    # The range, then the non-constant captured values; the constants are cloned inside.
+    assert re.search(r"@__prism_task_f_0\(%arg0: index, %arg1: index, %arg2: f32, %arg3: memref<\?xf32>, "
+                     r"%arg4: memref<4x8xf32>\)", task), task
+    assert "arith.constant 0.0" in task and "scf.for %arg5 = %arg0 to %arg1" in task
+    assert task.count("scf.parallel") == 1  # the nested loop runs inside the task, in order
+    launch = re.search(r"func.func private @__prism_task_f_0_launch\(index, index, f32, memref<\?xf32>, "
+                       r"memref<4x8xf32>\) attributes \{prism.parallel_width = 2 : i64\}", text)
+    assert launch, text
+    body = text[text.index("func.func @f("):]
+    assert re.search(r"call @__prism_task_f_0_launch\(%c0_?\d*, %\d+, %arg3, %arg0, %arg1\)", body), body
+    # The two-dimensional loop and the reduction stay where they are.
+    assert body.count("scf.parallel") == 2 and "scf.reduce(" in body
+
+
+def test_one_thread_outlines_nothing() -> None:
+    count, text = _outlined(1)
+    assert count == 0 and "__prism_task" not in text
+
+
+@pytest.mark.parametrize("threads", [2, 5])
+def test_concurrent_callers_share_the_pool(rng: np.random.Generator, threads: int) -> None:
+    # Python threads calling at once: one call at a time gets the workers, the others run on their own
+    # thread; every result is right. Five-wide loops on a smaller machine run on fewer threads.
+    f = compile_text(matmul_text(96, 80, 64, choice_attrs("TM = 12, TN = 16, TK = 32, RM = 6, RN = 16")),
+                     threads=threads)
+    inputs = [(rng.random((96, 64), dtype=np.float32), rng.random((64, 80), dtype=np.float32)) for _ in range(8)]
+    with ThreadPoolExecutor(4) as executor:
+        results = list(executor.map(lambda ab: f(*ab), inputs * 4))
+    for (a, b), result in zip(inputs * 4, results, strict=True):
+        check(result, a.astype(np.float64) @ b, np.float32, 64)
+
+
+def test_runtime_text_for_other_machines_parses() -> None:
+    # Machines without a known futex number poll with sched_yield; every variant is valid IR.
+    for machine in ("x86_64", "aarch64", "riscv64"):
+        with ir.Context(), ir.Location.unknown():
+            module = ir.Module.parse(pool.runtime_text(machine))
+            module.operation.verify()
+            text = str(module)
+        polls = machine == "riscv64"
+        assert ("llvm.call @sched_yield" in text) == polls and ("llvm.call @syscall" in text) != polls
