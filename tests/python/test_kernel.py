@@ -91,6 +91,20 @@ def test_kernel_dynamic_m(rng: np.random.Generator, m: int, rm: int) -> None:
     check(run(gemm_text(None, 40, 96, choice(24, 32, 32, rm, 16)), 2, a, b), a.astype(np.float64) @ b, 96)
 
 
+# Several row blocks keep each column block's panels for all of K (KernelPlan.reuse_panels): the workers
+# take column-major shares of the 5 x 3 tasks, copying B only when their column block changes (K = 45 in
+# three slices of 16, the last ragged; N = 70 in column blocks of 32, the last ragged).
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_kernel_reuses_panels_across_row_blocks(rng: np.random.Generator, threads: int) -> None:
+    text = gemm_text(None, 70, 45, choice(24, 32, 16, 6, 16))
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        CpuLowering(threads, PassContext(), 256).tile(module)
+        assert f"memref<{threads}x3x2x16x16xf32>" in str(module)  # [workers][K slices][TN/RN][TK][RN]
+    a, b = rng.standard_normal((110, 45), dtype=np.float32), rng.standard_normal((45, 70), dtype=np.float32)
+    check(run(text, threads, a, b), a.astype(np.float64) @ b, 45)
+
+
 def test_kernel_batch(rng: np.random.Generator) -> None:
     text = """func.func @mm(%a: tensor<3x20x33xf32>, %b: tensor<3x33x24xf32>) -> tensor<3x20x24xf32> {
   %zero = arith.constant 0.0 : f32

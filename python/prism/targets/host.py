@@ -61,6 +61,9 @@ SLICE_OVERHEAD_CYCLES = 20
 BLOCK_OVERHEAD_SECONDS = 1e-6
 # Copying one vector of B into a panel: a load and a store.
 PANEL_COPY_CYCLES = 1
+# The most a kernel's worker keeps of a column block's B panels (all of K, TN wide) to reuse them across row
+# blocks; beyond it, each task copies its own.
+REUSED_PANEL_BYTES = 4 << 20
 
 
 # Packing reads each operand as runs of contiguous bytes, jumping between
@@ -136,6 +139,10 @@ class HostTarget:
             # rows of the task's columns), while a task with one row panel of several rows reads B RN wide.
             packs = (ceil_div(tm, rm) > 1) & (rm > 1)
             copies = np.where(packs, ceil_div(s["k"], tk) * tk * ceil_div(tn, lanes), 0)
+            # Kept across row blocks, a column block's panels are copied once rather than once per block.
+            row_blocks = ceil_div(s["m"], tm)
+            reused = packs & (row_blocks > 1) & (s["k"] * tn * op.elem_bytes[1] <= REUSED_PANEL_BYTES)
+            copies = np.where(reused, copies / row_blocks, copies)
             block_cycles = block_cycles + copies * PANEL_COPY_CYCLES
             run = np.minimum(np.where(packs | (rm == 1), tn, rn), s["n"]) * op.elem_bytes[1]
         # Fewer blocks than cores leave cores idle, and with them their share of the memory bandwidth; a

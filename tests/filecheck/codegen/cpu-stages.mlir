@@ -16,7 +16,7 @@
 // TILE: scf.parallel
 // TILE: scf.for
 // TILE: scf.for {{.*}} step %c16
-// TILE: vector.store {{.*}} : memref<{{[0-9]+}}x2x16x16xf32>, vector<8xf32>
+// TILE: vector.store {{.*}} : memref<{{[0-9]+}}x1x2x16x16xf32>, vector<8xf32>
 // TILE: scf.for {{.*}} step %c4
 // TILE: scf.if
 // TILE-COUNT-8: vector.load %{{.*}} : memref<16x64xf32>, vector<8xf32>
@@ -31,7 +31,7 @@
 // BUFFERS: IR Dump After cpu-bufferize
 // BUFFERS: func.func @mm(%arg0: memref<16x32xf32>, %arg1: memref<32x64xf32>, %arg2: memref<16x64xf32>) -> memref<16x64xf32>
 // BUFFERS-DAG: memref.alloc() {alignment = 64 : i64} : memref<16x64xf32>
-// BUFFERS-DAG: memref.alloc() {alignment = 64 : i64} : memref<{{[0-9]+}}x2x16x16xf32>
+// BUFFERS-DAG: memref.alloc() {alignment = 64 : i64} : memref<{{[0-9]+}}x1x2x16x16xf32>
 // BUFFERS-NOT: tensor.
 
 // One flat parallel loop over the workers.
@@ -47,7 +47,7 @@
 // LLVM-NOT: func.func
 
 // threads=2: one panel buffer per worker.
-// PANELS: memref.alloc() {alignment = 64 : i64} : memref<2x2x16x16xf32>
+// PANELS: memref.alloc() {alignment = 64 : i64} : memref<2x1x2x16x16xf32>
 // PANELS: scf.parallel ({{.*}}) = (%c0) to (%c2) step (%c1)
 func.func @mm(%a: tensor<16x32xf32>, %b: tensor<32x64xf32>, %c: tensor<16x64xf32>) -> tensor<16x64xf32> {
   %r = linalg.matmul {prism.roles = ["m", "n", "k"], prism.choice = {TM = 16, TN = 32, TK = 16, RM = 4, RN = 16}}

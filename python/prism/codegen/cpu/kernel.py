@@ -79,6 +79,9 @@ class KernelPlan:
     workers: int  # threads the tasks are shared among
     prepacked: bool = False  # B arrives packed as [ceil(N/RN)][K][RN] (batch first when batched)
     split_k: bool = False  # streaming only: workers take shares of K, not of the tasks, and their sums are added
+    # With pack: tasks run column block by column block, and a worker keeps the panels of all of K for its
+    # column block, copying them only when its column block changes (needs a static K).
+    reuse_panels: bool = False
 
     @property
     def streams(self) -> bool:
@@ -189,15 +192,22 @@ class _Kernel:
         end = t.value(f"arith.minui {t.value(f'arith.addi {begin}, {share} : index')}, {whole} : index", "end")
         first, last = (self.c0, tasks) if self.split else (begin, end)
         k_first, k_last = (begin, end) if self.split else (self.c0, self.k)
-        task = t.fresh("task")
+        task = flat = t.fresh("task")
         self._open(f"scf.for {task} = {first} to {last} step {self.c1}")
         if batches:
             self.bi = [t.value(f"arith.divui {task}, {per_batch} : index", "bi")]
             task = t.value(f"arith.remui {task}, {per_batch} : index", "t")
         else:
             self.bi = []
-        ti = t.value(f"arith.divui {task}, {nt} : index", "ti")
-        tj = t.value(f"arith.remui {task}, {nt} : index", "tj")
+        if p.reuse_panels:  # column-major: a worker's consecutive tasks share their column block
+            ti = t.value(f"arith.remui {task}, {mt} : index", "ti")
+            tj = t.value(f"arith.divui {task}, {mt} : index", "tj")
+            starts = t.value(f"arith.cmpi eq, {flat}, {first} : index")
+            top = t.value(f"arith.cmpi eq, {ti}, {self.c0} : index")
+            self.fresh = t.value(f"arith.ori {starts}, {top} : i1", "fresh")
+        else:
+            ti = t.value(f"arith.divui {task}, {nt} : index", "ti")
+            tj = t.value(f"arith.remui {task}, {nt} : index", "tj")
         i0 = t.value(f"arith.muli {ti}, {tm} : index", "i0")
         i1 = t.value(f"arith.minui {t.value(f'arith.addi {i0}, {tm} : index')}, {self.m} : index", "i1")
         self.last_row = t.value(f"arith.subi {i1}, {self.c1} : index", "last")
@@ -218,7 +228,12 @@ class _Kernel:
             return
         self.first = t.value(f"arith.cmpi eq, {self.p0}, {self.c0} : index", "first")
         if p.pack:
+            self.slice = t.value(f"arith.divui {self.p0}, {tk} : index", "slice")
+            if p.reuse_panels:
+                self._open(f"scf.if {self.fresh}")
             self._pack(j1)
+            if p.reuse_panels:
+                self._close()
         jr = t.fresh("jr")
         self._open(f"scf.for {jr} = {self.j0} to {j1} step {self.rn}")
         full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {jr}, {self.rn} : index')}, {self.n} : index", "full")
@@ -347,8 +362,14 @@ class _Kernel:
         self._close()
 
     def _panel_type(self) -> str:
+        """Each worker's panels: ``[slices][TN/RN][TK][RN]``, with one slice of K unless reused across tasks."""
         p = self.plan
-        return f"memref<{p.workers}x{p.tn // p.rn}x{p.tk}x{p.rn}x{F32}>"
+        slices = -(-ir.RankedTensorType.parse(p.a_type).shape[-1] // p.tk) if p.reuse_panels else 1
+        return f"memref<{p.workers}x{slices}x{p.tn // p.rn}x{p.tk}x{p.rn}x{F32}>"
+
+    def _panel_slice(self) -> str:
+        """The panels' slice index of the current K slice."""
+        return self.slice if self.plan.reuse_panels else self.c0
 
     def _columns(self, base: str) -> list[str]:
         """The column of each of the RN/lanes vectors from ``base``."""
@@ -408,7 +429,7 @@ class _Kernel:
                 t.depth += 1
             for col, offset in zip(self._columns(col0), offsets, strict=True):
                 x = self._read(self.b, self.b_dyn, [*self.bi, kg, col], in_bounds)
-                t.add(f"vector.store {x}, {self.panels}[{self.worker}, {jp}, {kk}, {offset}] "
+                t.add(f"vector.store {x}, {self.panels}[{self.worker}, {self._panel_slice()}, {jp}, {kk}, {offset}] "
                       f": {self._panel_type()}, {self.vec}")
         self._close()
         self._close()
@@ -461,7 +482,7 @@ class _Kernel:
         offsets = [t.const(v * p.lanes) for v in range(p.rn // p.lanes)]
         if p.pack:
             jp = t.value(f"arith.divui {t.value(f'arith.subi {jr}, {self.j0} : index')}, {self.rn} : index", "jp")
-            return [t.value(f"vector.load {self.panels}[{self.worker}, {jp}, {kk}, {o}] "
+            return [t.value(f"vector.load {self.panels}[{self.worker}, {self._panel_slice()}, {jp}, {kk}, {o}] "
                             f": {self._panel_type()}, {self.vec}", "y") for o in offsets]
         if p.prepacked:
             jp = t.value(f"arith.divui {jr}, {self.rn} : index", "jp")

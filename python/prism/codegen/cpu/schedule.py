@@ -18,6 +18,7 @@ from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
 from prism.infra.passbase import PassContext
 from prism.search.family import analyze_contraction, map_dims
+from prism.targets.host import REUSED_PANEL_BYTES
 
 _ROLES = ("batch", "m", "n", "k")
 _CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul", "linalg.generic")
@@ -366,25 +367,33 @@ def kernel_plan(c: CpuGemm, name: str, lanes: int, workers: int) -> KernelPlan |
                and not ir.ShapedType.is_dynamic_size(n_extent))
     if split_k:
         tn = _round_up(n_extent, rn)
+    pack = bool(ch.PACK) and not single_row_panel and rm > 1
+    # Several row blocks: a worker keeps its column block's panels for all of K, so B is copied once per
+    # column block rather than once per task.
+    k_extent = types[0].get_dim_size(types[0].rank - 1)
+    reuse = (pack and not ir.ShapedType.is_dynamic_size(k_extent) and k_extent * tn * 4 <= REUSED_PANEL_BYTES
+             and (ir.ShapedType.is_dynamic_size(m_extent) or m_extent > tm))
     return KernelPlan(name=name, batch=batch, a_type=str(types[0]), b_type=str(types[1]), c_type=str(types[2]),
                       zero_init=_zero_init(c.op), tm=tm, tn=tn, tk=max(ch.TK, 1), rm=rm, rn=rn, lanes=lanes,
-                      pack=bool(ch.PACK) and not single_row_panel and rm > 1, workers=workers, split_k=split_k)
+                      pack=pack, workers=workers, split_k=split_k, reuse_panels=reuse)
 
 
 def kernel_serves_as_written(c: CpuGemm, plan: KernelPlan) -> bool:
     """Whether the kernel, reading B as given, beats the transform path for ``c``.
 
     It does when one block of rows covers M, so each task copies its B
-    panels once; with several row blocks it copies them once per block,
-    while the transform path packs B once for all of them (measured on a
-    2-core Zen 3, the same choice, one process: 2048^3 at 100 against 119
-    GFLOP/s, 512^3 at 62 against 95; 128x4096x4096 at 97 against 80, and
-    16x4096x4096 at 37 against 22; after the copy read B row by row, 512^3
-    took 4.0 against 2.7 ms and 1024^3 tied). A prepacked B (a weight bound once)
-    is read in place by the kernel whatever M is.
+    panels once, and when its workers keep a column block's panels across
+    row blocks (``reuse_panels``), so B is copied about once. Otherwise it
+    copies them once per task, while the transform path packs B once for all
+    of them (measured on a 2-core Zen 3, the same choice, one process, before
+    the panels were reused: 2048^3 at 100 against 119 GFLOP/s, 512^3 at 62
+    against 95; 128x4096x4096 at 97 against 80, and 16x4096x4096 at 37
+    against 22; with reuse, 512^3 took 1.90 against 2.28 ms, and 1024^3
+    16.3 against 18.2 ms with RM = 6). A prepacked B (a weight bound once) is
+    read in place by the kernel whatever M is.
     """
     c_type = ir.RankedTensorType(c.op.operands[2].type)
     m = c_type.get_dim_size(c_type.rank - 2)
     # The transform path needs a register block of at least 2 rows (it folds unit dimensions), and the
     # space offers RM = 1 for the kernel.
-    return ir.ShapedType.is_dynamic_size(m) or m <= plan.tm or plan.rm < 2
+    return ir.ShapedType.is_dynamic_size(m) or m <= plan.tm or plan.rm < 2 or plan.reuse_panels
