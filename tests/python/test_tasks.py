@@ -56,7 +56,8 @@ def _outlined(width: int) -> tuple[int, str]:
 def test_outermost_one_dimensional_loops_become_tasks() -> None:
     count, text = _outlined(2)
     assert count == 1
-    task = text[text.index("func.func private @__prism_task_f_0("):text.index("func.func private @__prism_task_f_0_launch")]
+    head = "func.func private @__prism_task_f_0"
+    task = text[text.index(f"{head}("):text.index(f"{head}_launch")]
     # The range, then the non-constant captured values; the constants are cloned inside.
     assert re.search(r"@__prism_task_f_0\(%arg0: index, %arg1: index, %arg2: f32, %arg3: memref<\?xf32>, "
                      r"%arg4: memref<4x8xf32>\)", task), task

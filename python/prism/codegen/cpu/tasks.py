@@ -81,9 +81,9 @@ def _captured(loop: ir.Operation) -> list[ir.Value]:
     seen: list[ir.Value] = [lb] if lb == step else [lb, step]
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        if op != loop:
-            seen.extend(value for value in op.operands
-                        if value not in seen and not _inside(_defining_op(value), loop))
+        for value in op.operands if op != loop else []:
+            if value not in seen and not _inside(_defining_op(value), loop):
+                seen.append(value)
         return ir.WalkResult.ADVANCE
 
     loop.walk(visit, ir.WalkOrder.PRE_ORDER)
@@ -100,13 +100,11 @@ def _outline(function: ir.Operation, loop: ir.Operation, name: str, width: int) 
     captured = _captured(loop)
     passed = [v for v in captured if not _is_constant(v)]
     index = ir.IndexType.get()
+    signature = ([index, index, *(v.type for v in passed)], [])
     with loop.location:
-        with ir.InsertionPoint(function):
-            task = func.FuncOp(name, ([index, index, *(v.type for v in passed)], []), visibility="private")
-            launch = func.FuncOp(f"{name}_launch", ([index, index, *(v.type for v in passed)], []),
-                                 visibility="private")
-        for op in (task, launch):
-            op.operation.move_before(function)
+        with ir.InsertionPoint(function):  # before it
+            task = func.FuncOp(name, signature, visibility="private")
+            launch = func.FuncOp(f"{name}_launch", signature, visibility="private")
         launch.operation.attributes[WIDTH] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), width)
         entry = task.add_entry_block()
         begin, end, *args = entry.arguments
@@ -140,27 +138,26 @@ def _outline(function: ir.Operation, loop: ir.Operation, name: str, width: int) 
 
 def define_launches(module: ir.Module) -> None:
     """Give each launch declaration its body, and its entry (step 2 above), in the LLVM dialect."""
-    ops = [op.operation for op in module.body.operations]
-    symbols = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in ops if op.name == "llvm.func"}
-    declarations = [op for op in ops if op.name == "llvm.func" and WIDTH in op.attributes]
+    functions = {_symbol(op): op for op in (op.operation for op in module.body.operations) if op.name == "llvm.func"}
+    declarations = [op for op in functions.values() if WIDTH in op.attributes]
     if not declarations:
         return
-    parts = [] if ENTRY in symbols else [DECLARATION]
-    for declaration in declarations:
-        launch = ir.StringAttr(declaration.attributes["sym_name"]).value
-        task = symbols[launch.removesuffix("_launch")]
-        width = ir.IntegerAttr(declaration.attributes[WIDTH]).value
-        types = [str(a.type) for a in task.regions[0].blocks[0].arguments]
-        parts.append(_launch_text(launch.removesuffix("_launch"), types, width))
+    parts = [] if ENTRY in functions else [DECLARATION]
+    tasks = [_symbol(op).removesuffix("_launch") for op in declarations]
+    for task, declaration in zip(tasks, declarations, strict=True):
+        types = [str(a.type) for a in functions[task].regions[0].blocks[0].arguments]
+        parts.append(_launch_text(task, types, ir.IntegerAttr(declaration.attributes[WIDTH]).value))
     with module.context, ir.Location.unknown():
         parsed = ir.Module.parse("\n".join(parts))
     for declaration in declarations:
         declaration.erase()
     for op in list(parsed.body.operations):
-        name = ir.StringAttr(op.operation.attributes["sym_name"]).value
-        if name in symbols and name.startswith(PREFIX) and not name.endswith("_launch"):
-            continue  # a task's declaration, there only so that the text parses
-        module.body.append(op.operation)
+        if _symbol(op.operation) not in tasks:  # a task's declaration is there only so that the text parses
+            module.body.append(op.operation)
+
+
+def _symbol(op: ir.Operation) -> str:
+    return ir.StringAttr(op.attributes["sym_name"]).value
 
 
 def _launch_text(task: str, types: list[str], width: int) -> str:
