@@ -11,7 +11,12 @@ A contraction ``C[b, m, n] (+)= sum_k A[b, m, k] * B[b, k, n]`` over f32
    the right edge, reading it row by row (one contiguous run of TN per row:
    read panel by panel, RN wide down the rows, the copy took 1.6x as long
    at 16x4096x4096), so the micro-kernel reads one contiguous panel that stays
-   in L1 while the row panels of A stream past it. With ``PACK = 0`` the
+   in L1 while the row panels of A stream past it. With several row blocks
+   (``reuse_panels``) a worker takes its tasks column block by column block
+   and keeps the panels of every K slice, ``[K/TK][TN/RN][TK][RN]``, copying
+   them only when its column block changes, so B is copied about once rather
+   than once per row block (512^3: 1.90 against 2.28 ms on the transform
+   path, which packs B once for all blocks). With ``PACK = 0`` the
    micro-kernel reads B where it is, row by row: right when a task has a
    single row panel (small M, decode), where each element of B is read once
    and copying it would only add traffic. A ``prepacked`` B (a weight
