@@ -60,14 +60,20 @@ func.func @decode(%x: tensor<1x60xf32>, %w: tensor<60x100xf32>) -> tensor<1x100x
 // -----
 
 // Three rows: the workers share the 64-wide column tasks, each row of C is
-// set to its init (the argument %c) and then streamed into, in place.
+// set to its init (the argument %c) and then streamed into, in place: each
+// group of 8 rows of B updates every row of the tile before the next group.
 // TILE-LABEL: IR Dump After cpu-tile
 // TILE: func.func @rows(
 // TILE: %[[C:.*]] = memref.alloc() {alignment = 64 : i64} : memref<3x100xf32>
 // TILE-NOT: memref.alloc
 // TILE: scf.parallel
 // TILE: vector.store %{{.*}}, %[[C]]
-// TILE: scf.for {{.*}} step %c8
+// TILE: scf.for %[[P0:.*]] = %c0 to %c60 step %c20
+// TILE: scf.for %[[KK:.*]] = %c0 to %{{.*}} step %c8
+// TILE-NEXT: arith.addi %[[P0]], %[[KK]]
+// TILE-COUNT-7: arith.addi
+// TILE-NEXT: scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step %c1
+// TILE-COUNT-8: tensor.extract %{{.*}}[%[[ROW]],
 // TILE-COUNT-8: vector.broadcast
 // TILE: vector.load %[[C]]
 // TILE-COUNT-14: vector.fma

@@ -32,9 +32,9 @@ A is read in place (a micro-tile's RM rows are RM sequential streams), and
 C is written once per K slice, so no phase runs before or after the kernel.
 
 With a one-row block (``RM = 1``, decode), step 4 changes order: the task's
-tile of C starts at its init, and each of its rows is updated from
-STREAM_DEPTH rows of B at a time, a vector of C loaded, taking one FMA per
-row of B, and stored back (the row stays in L1). B is then read along whole
+tile of C starts at its init, and then takes STREAM_DEPTH rows of B at a
+time, which stay in L1 while each row of the tile is updated from them, a
+vector of C loaded, taking one FMA per row of B, and stored back. B is then read along whole
 rows of the task's columns, STREAM_DEPTH sequential streams per core, where
 the register-blocked order would read RN-wide pieces of K rows: measured on
 a 2-core Zen 3 at 1x4096x4096, 10 GB/s became 16-20 GB/s, where numpy
@@ -328,20 +328,23 @@ class _Kernel:
         self._close()
 
     def _stream(self, i0: str, i1: str, j1: str) -> None:
-        """Each row of the task's tile of C, updated from STREAM_DEPTH rows of B at a time (then one at a time
-        for the rest of the K slice): a vector of C is loaded, takes one FMA per row of B, and is stored.
-        The tile's row (TN elements) stays in L1, and B streams along whole rows of the task's columns.
+        """The task's tile of C, updated from STREAM_DEPTH rows of B at a time (then one at a time for the
+        rest of the K slice): for each row of the tile, a vector of C is loaded, takes one FMA per row of B,
+        and is stored. B streams along whole rows of the task's columns, read from memory once: its
+        STREAM_DEPTH rows stay in L1 while every row of the tile takes them (the other order, rows of C
+        outside, read them again from L2 or further for each row: 16x4096x4096 with TN = 512 took 21.2
+        against 15.4 ms).
         """
         t = self.t
         depth = t.const(STREAM_DEPTH)
         main = t.value(f"arith.muli {t.value(f'arith.divui {self.kc}, {depth} : index')}, {depth} : index", "kw")
-        row = t.fresh("row")
-        self._open(f"scf.for {row} = {i0} to {i1} step {self.c1}")
         for start, end, step, count in ((self.c0, main, depth, STREAM_DEPTH), (main, self.kc, self.c1, 1)):
             kk = t.fresh("kk")
             self._open(f"scf.for {kk} = {start} to {end} step {step}")
             first = t.value(f"arith.addi {self.p0}, {kk} : index", "kg")
             ks = [first] + [t.value(f"arith.addi {first}, {t.const(u)} : index", "kg") for u in range(1, count)]
+            row = t.fresh("row")
+            self._open(f"scf.for {row} = {i0} to {i1} step {self.c1}")
             scalars = [t.value(f"memref.load {self.a}[{', '.join([*self.bi, row, k])}] : {self.dyn}", "s") for k in ks]
             broadcasts = [t.value(f"vector.broadcast {x} : {F32} to {self.vec}", "bc") for x in scalars]
 
@@ -364,7 +367,7 @@ class _Kernel:
 
             self._vectors(j1, update)
             self._close()
-        self._close()
+            self._close()
 
     def _panel_type(self) -> str:
         """Each worker's panels: ``[slices][TN/RN][TK][RN]``, with one slice of K unless reused across tasks."""
