@@ -20,8 +20,14 @@ Protocol. One job runs at a time. A 64-bit ``counter`` holds the job's epoch
 (high 32 bits) and the next unclaimed chunk (low 32 bits); a participant
 claims chunk ``i`` of epoch ``e`` with a compare-and-swap from ``(e, i)`` to
 ``(e, i + 1)``, so a worker that is late for a job can never claim a chunk
-of the next one (the job's fields it read belong to the epoch it claims in,
-since a job's fields only change after its every chunk was claimed and run).
+of the next one. Before writing a job's fields, the caller closes the
+counter under the new epoch, ``(e, 2^32 - 1)``, and opens it, ``(e, 0)``,
+only after them: a worker that read the fields between its load of the
+counter and its compare-and-swap then fails the swap whenever the fields
+may have changed in between (it would otherwise claim a chunk of the last
+job with the next job's fields, and ``pending`` would never reach zero).
+The fields are written with release and read with acquire, so a worker
+that reads a new field also sees the closed counter.
 ``pending`` counts chunks not yet finished; the caller claims chunks too,
 then spins until ``pending`` is zero. A call made while a job runs (another
 thread's, or one nested in a chunk) runs its whole range on its own thread,
@@ -130,16 +136,16 @@ module {{
   ^check:
     %i = llvm.and %v, %low : i64
     %chp = llvm.mlir.addressof @job_chunks : !llvm.ptr
-    %chunks = llvm.load %chp : !llvm.ptr -> i64
+    %chunks = llvm.load %chp atomic acquire {{alignment = 8 : i64}} : !llvm.ptr -> i64
     %left = llvm.icmp "ult" %i, %chunks : i64
     llvm.cond_br %left, ^take, ^done
   ^take:
     %fnp = llvm.mlir.addressof @job_fn : !llvm.ptr
-    %fn = llvm.load %fnp : !llvm.ptr -> !llvm.ptr
+    %fn = llvm.load %fnp atomic acquire {{alignment = 8 : i64}} : !llvm.ptr -> !llvm.ptr
     %ctxp = llvm.mlir.addressof @job_ctx : !llvm.ptr
-    %ctx = llvm.load %ctxp : !llvm.ptr -> !llvm.ptr
+    %ctx = llvm.load %ctxp atomic acquire {{alignment = 8 : i64}} : !llvm.ptr -> !llvm.ptr
     %np = llvm.mlir.addressof @job_n : !llvm.ptr
-    %n = llvm.load %np : !llvm.ptr -> i64
+    %n = llvm.load %np atomic acquire {{alignment = 8 : i64}} : !llvm.ptr -> i64
     %next = llvm.add %v, %c1 : i64
     %res = llvm.cmpxchg %cp, %v, %next seq_cst seq_cst : !llvm.ptr, i64
     %ok = llvm.extractvalue %res[1] : !llvm.struct<(i64, i1)>
@@ -209,7 +215,7 @@ module {{
     llvm.br ^wait(%seen, %c0, %since : i32, i64, i64)
   ^go:
     %wp = llvm.mlir.addressof @job_width : !llvm.ptr
-    %width = llvm.load %wp : !llvm.ptr -> i64
+    %width = llvm.load %wp atomic acquire {{alignment = 8 : i64}} : !llvm.ptr -> i64
     %in = llvm.icmp "ult" %id, %width : i64
     llvm.cond_br %in, ^join, ^rest
   ^join:
@@ -277,23 +283,9 @@ module {{
     llvm.call %fn(%ctx, %c0, %n) : !llvm.ptr, (!llvm.ptr, i64, i64) -> ()
     llvm.return
   ^publish:
-    %k = llvm.mlir.constant({chunks} : i64) : i64
-    %most = llvm.mul %width, %k : i64
-    %fewer = llvm.icmp "ult" %n, %most : i64
-    %chunks = llvm.select %fewer, %n, %most : i1, i64
-    %fnp = llvm.mlir.addressof @job_fn : !llvm.ptr
-    llvm.store %fn, %fnp : !llvm.ptr, !llvm.ptr
-    %ctxp = llvm.mlir.addressof @job_ctx : !llvm.ptr
-    llvm.store %ctx, %ctxp : !llvm.ptr, !llvm.ptr
-    %np = llvm.mlir.addressof @job_n : !llvm.ptr
-    llvm.store %n, %np : i64, !llvm.ptr
-    %chp = llvm.mlir.addressof @job_chunks : !llvm.ptr
-    llvm.store %chunks, %chp : i64, !llvm.ptr
-    %wp = llvm.mlir.addressof @job_width : !llvm.ptr
-    llvm.store %width, %wp : i64, !llvm.ptr
-    %pp = llvm.mlir.addressof @pending : !llvm.ptr
-    llvm.store %chunks, %pp atomic seq_cst {{alignment = 8 : i64}} : i64, !llvm.ptr
-    // The next epoch, never 0 in the counter's high half.
+    // The next epoch (never 0 in the counter's high half). The counter is first closed under it, so that
+    // a worker still in the last job, holding that job's counter value, can claim nothing while this
+    // job's fields are written.
     %ep = llvm.mlir.addressof @epoch : !llvm.ptr
     %prev = llvm.load %ep atomic seq_cst {{alignment = 4 : i64}} : !llvm.ptr -> i32
     %bumped = llvm.add %prev, %one : i32
@@ -301,7 +293,26 @@ module {{
     %e = llvm.select %wrapped, %one, %bumped : i1, i32
     %e64 = llvm.zext %e : i32 to i64
     %start = llvm.shl %e64, %c32 : i64
+    %low = llvm.mlir.constant(4294967295 : i64) : i64
+    %closed = llvm.or %start, %low : i64
     %cp = llvm.mlir.addressof @counter : !llvm.ptr
+    llvm.store %closed, %cp atomic seq_cst {{alignment = 8 : i64}} : i64, !llvm.ptr
+    %k = llvm.mlir.constant({chunks} : i64) : i64
+    %most = llvm.mul %width, %k : i64
+    %fewer = llvm.icmp "ult" %n, %most : i64
+    %chunks = llvm.select %fewer, %n, %most : i1, i64
+    %fnp = llvm.mlir.addressof @job_fn : !llvm.ptr
+    llvm.store %fn, %fnp atomic release {{alignment = 8 : i64}} : !llvm.ptr, !llvm.ptr
+    %ctxp = llvm.mlir.addressof @job_ctx : !llvm.ptr
+    llvm.store %ctx, %ctxp atomic release {{alignment = 8 : i64}} : !llvm.ptr, !llvm.ptr
+    %np = llvm.mlir.addressof @job_n : !llvm.ptr
+    llvm.store %n, %np atomic release {{alignment = 8 : i64}} : i64, !llvm.ptr
+    %chp = llvm.mlir.addressof @job_chunks : !llvm.ptr
+    llvm.store %chunks, %chp atomic release {{alignment = 8 : i64}} : i64, !llvm.ptr
+    %wp = llvm.mlir.addressof @job_width : !llvm.ptr
+    llvm.store %width, %wp atomic release {{alignment = 8 : i64}} : i64, !llvm.ptr
+    %pp = llvm.mlir.addressof @pending : !llvm.ptr
+    llvm.store %chunks, %pp atomic seq_cst {{alignment = 8 : i64}} : i64, !llvm.ptr
     llvm.store %start, %cp atomic seq_cst {{alignment = 8 : i64}} : i64, !llvm.ptr
     llvm.store %e, %ep atomic seq_cst {{alignment = 4 : i64}} : i32, !llvm.ptr
     %sp = llvm.mlir.addressof @sleepers : !llvm.ptr
