@@ -66,6 +66,11 @@ PANEL_COPY_CYCLES = 1
 REUSED_PANEL_BYTES = 4 << 20
 
 
+def panels_kept(k: Knob, tn: Knob, elem_bytes: int) -> Knob:
+    """Whether a kernel's worker keeps a column block's panels (all of K, TN wide) across row blocks."""
+    return k * tn * elem_bytes <= REUSED_PANEL_BYTES
+
+
 # Packing reads each operand as runs of contiguous bytes, jumping between
 # runs; every jump costs as much as streaming this many more bytes (a page
 # walk and a DRAM row opening). Measured 2026-12-01 on the development
@@ -141,7 +146,7 @@ class HostTarget:
             copies = np.where(packs, ceil_div(s["k"], tk) * tk * ceil_div(tn, lanes), 0)
             # Kept across row blocks, a column block's panels are copied once rather than once per block.
             row_blocks = ceil_div(s["m"], tm)
-            reused = packs & (row_blocks > 1) & (s["k"] * tn * op.elem_bytes[1] <= REUSED_PANEL_BYTES)
+            reused = packs & (row_blocks > 1) & panels_kept(s["k"], tn, op.elem_bytes[1])
             copies = np.where(reused, copies / row_blocks, copies)
             block_cycles = block_cycles + copies * PANEL_COPY_CYCLES
             run = np.minimum(np.where(packs | (rm == 1), tn, rn), s["n"]) * op.elem_bytes[1]

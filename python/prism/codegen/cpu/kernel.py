@@ -134,6 +134,9 @@ class _Kernel:
         self.vec = f"vector<{plan.lanes}x{F32}>"
         self.dyn = _memref(self.rank)
         self.b_dyn = _memref(self.rank + 1 if plan.prepacked else self.rank)
+        # Each worker's panels: [slices][TN/RN][TK][RN], with one slice of K unless kept across tasks.
+        slices = -(-ir.RankedTensorType.parse(plan.a_type).shape[-1] // plan.tk) if plan.reuse_panels else 1
+        self.panel_type = f"memref<{plan.workers}x{slices}x{plan.tn // plan.rn}x{plan.tk}x{plan.rn}x{F32}>"
 
     def text(self) -> str:
         p, t = self.plan, self.t
@@ -184,7 +187,7 @@ class _Kernel:
         workers = t.const(p.workers)
         self.split = p.streams and p.split_k and not p.batch
         if p.pack:
-            self.panels = t.value(f"memref.alloc() {{alignment = 64 : i64}} : {self._panel_type()}", "panels")
+            self.panels = t.value(f"memref.alloc() {{alignment = 64 : i64}} : {self.panel_type}", "panels")
         if self.split:
             self.partials = t.value(f"memref.alloc({self.m}, {self.n}) {{alignment = 64 : i64}} : "
                                     f"{self._partials_type()}", "part")
@@ -349,7 +352,7 @@ class _Kernel:
             broadcasts = [t.value(f"vector.broadcast {x} : {F32} to {self.vec}", "bc") for x in scalars]
 
             def update(columns: list[str], in_bounds: bool, ks: list[str] = ks,
-                       broadcasts: list[str] = broadcasts) -> None:
+                       broadcasts: list[str] = broadcasts, row: str = row) -> None:
                 # Two chains of FMAs per vector (even and odd rows of B), summed at the end: half the latency
                 # of one chain, so that the loads of the next columns overlap it.
                 chains: list[list[str | None]] = [
@@ -368,12 +371,6 @@ class _Kernel:
             self._vectors(j1, update)
             self._close()
             self._close()
-
-    def _panel_type(self) -> str:
-        """Each worker's panels: ``[slices][TN/RN][TK][RN]``, with one slice of K unless reused across tasks."""
-        p = self.plan
-        slices = -(-ir.RankedTensorType.parse(p.a_type).shape[-1] // p.tk) if p.reuse_panels else 1
-        return f"memref<{p.workers}x{slices}x{p.tn // p.rn}x{p.tk}x{p.rn}x{F32}>"
 
     def _panel_slice(self) -> str:
         """The panels' slice index of the current K slice."""
@@ -438,7 +435,7 @@ class _Kernel:
             for col, offset in zip(self._columns(col0), offsets, strict=True):
                 x = self._read(self.b, self.b_dyn, [*self.bi, kg, col], in_bounds)
                 t.add(f"vector.store {x}, {self.panels}[{self.worker}, {self._panel_slice()}, {jp}, {kk}, {offset}] "
-                      f": {self._panel_type()}, {self.vec}")
+                      f": {self.panel_type}, {self.vec}")
         self._close()
         self._close()
         self._close()
@@ -491,7 +488,7 @@ class _Kernel:
         if p.pack:
             jp = t.value(f"arith.divui {t.value(f'arith.subi {jr}, {self.j0} : index')}, {self.rn} : index", "jp")
             return [t.value(f"vector.load {self.panels}[{self.worker}, {self._panel_slice()}, {jp}, {kk}, {o}] "
-                            f": {self._panel_type()}, {self.vec}", "y") for o in offsets]
+                            f": {self.panel_type}, {self.vec}", "y") for o in offsets]
         if p.prepacked:
             jp = t.value(f"arith.divui {jr}, {self.rn} : index", "jp")
             return [t.value(f"vector.load {self.b}[{', '.join([*self.bi, jp, kg, o])}] : {self.b_dyn}, {self.vec}",

@@ -18,7 +18,7 @@ from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
 from prism.infra.passbase import PassContext
 from prism.search.family import analyze_contraction, map_dims
-from prism.targets.host import REUSED_PANEL_BYTES
+from prism.targets.host import panels_kept
 
 _ROLES = ("batch", "m", "n", "k")
 _CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul", "linalg.generic")
@@ -371,7 +371,7 @@ def kernel_plan(c: CpuGemm, name: str, lanes: int, workers: int) -> KernelPlan |
     # Several row blocks: a worker keeps its column block's panels for all of K, so B is copied once per
     # column block rather than once per task.
     k_extent = types[0].get_dim_size(types[0].rank - 1)
-    reuse = (pack and not ir.ShapedType.is_dynamic_size(k_extent) and k_extent * tn * 4 <= REUSED_PANEL_BYTES
+    reuse = (pack and not ir.ShapedType.is_dynamic_size(k_extent) and panels_kept(k_extent, tn, 4)
              and (ir.ShapedType.is_dynamic_size(m_extent) or m_extent > tm))
     return KernelPlan(name=name, batch=batch, a_type=str(types[0]), b_type=str(types[1]), c_type=str(types[2]),
                       zero_init=_zero_init(c.op), tm=tm, tn=tn, tk=max(ch.TK, 1), rm=rm, rn=rn, lanes=lanes,
