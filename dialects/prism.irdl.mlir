@@ -8,7 +8,9 @@
 //   function and carries the family's contract:
 //     kind     the op kind, e.g. "gemm" or "batch_gemm"
 //     symbols  the parameter names, e.g. ["BM", "BN", "BK", "WM", "WN", "MMA"]
-//     domain   the isl set of admissible parameter values, as text
+//     domain   the isl set of admissible parameter values, as text: over
+//              the log2 of each symbol, then any 0/1 factor variable that
+//              multiplies some of them (the host's m3: TM and RM times 3)
 //     cost     the symbolic cost, as text
 //     stats    the space size after each pruning stage
 //   and, after prism-select, `choice`: a dictionary symbol -> value.

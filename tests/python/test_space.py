@@ -18,10 +18,12 @@ GEMM_DYNAMIC_M = Contraction(roles=("m", "n", "k"), operand_dims=((0, 2), (2, 1)
                              elem_bytes=(4, 4), acc_bytes=4, input_type="f32")
 
 
-@pytest.mark.parametrize("bound", [1, 2, 3, 15, 16, 17, 100, 1000, 48 * 1024 / 2])
-def test_pow2_sum_le_is_exact(bound: float) -> None:
-    found = set(points(isl.Set("{ [a, b] : 0 <= a <= 18 and 0 <= b <= 18 and " + pow2_sum_le("a", "b", bound) + " }")))
-    expected = {(a, b) for a in range(19) for b in range(19) if 2**a + 2**b <= bound}
+@pytest.mark.parametrize("scales", [(1, 1), (3, 1), (1, 3), (3, 3)])
+@pytest.mark.parametrize("bound", [1, 2, 3, 4, 15, 16, 17, 100, 1000, 48 * 1024 / 2])
+def test_pow2_sum_le_is_exact(bound: float, scales: tuple[int, int]) -> None:
+    constraint = pow2_sum_le("a", "b", bound, *scales)
+    found = set(points(isl.Set("{ [a, b] : 0 <= a <= 18 and 0 <= b <= 18 and " + constraint + " }")))
+    expected = {(a, b) for a in range(19) for b in range(19) if scales[0] * 2**a + scales[1] * 2**b <= bound}
     assert found == expected
 
 
@@ -52,6 +54,30 @@ def test_gpu_constraints_hold_at_every_point() -> None:
         assert 1024 % c["BM"] == 0 and 1024 % c["BK"] == 0
         if c["MMA"]:
             assert c["WM"] % 16 == 0 and c["WN"] % 8 == 0 and c["BK"] % 16 == 0
+
+
+@pytest.mark.parametrize("m", [16, 96, 1000])
+def test_host_constraints_hold_at_every_point_and_six_row_blocks_are_offered(m: int) -> None:
+    """TM and RM take a factor of 3 together (m3): the registers, L1, L2 and shape bounds hold for the values."""
+    target = get_target("host")
+    op = Contraction(roles=("m", "n", "k"), operand_dims=((0, 2), (2, 1)), extents=(m, 1024, 512),
+                     elem_bytes=(4, 4), acc_bytes=4, input_type="f32")
+    space = target.space(op)
+    domain = space.universe_set()
+    for group, _ in space.groups:
+        domain = domain.intersect(space.group_set(group))
+    lanes = target.vector_bits // 32
+    register_blocks = set()
+    for point in points(fix_shape(space, domain, shape_exponents(op))):
+        c = space.value_of(point)
+        assert set(c) == {"TM", "TN", "TK", "RM", "RN"}
+        assert c["TM"] % c["RM"] == 0
+        assert c["RM"] * c["RN"] // lanes + c["RN"] // lanes <= target.vector_registers - 1
+        assert (c["RM"] + c["RN"]) * c["TK"] * 4 <= target.l1d_bytes
+        assert (c["TM"] * c["TK"] + c["TM"] * c["TN"]) * 4 <= target.l2_bytes / 2
+        assert c["TM"] <= max(6, 1 << (m - 1).bit_length())  # the padded extent, or a tile of 2 or 6 rows
+        register_blocks.add((c["RM"], c["RN"]))
+    assert {(6, 2 * lanes), (3, 2 * lanes), (4, 2 * lanes), (1, 4 * lanes)} <= register_blocks
 
 
 def test_dynamic_m_domain_is_shared_by_every_m() -> None:

@@ -11,6 +11,10 @@ Representation (one method, used everywhere):
   single footprint stay linear, hence exact and Presburger.
 - A capacity bound on a *sum* of two footprints (``2**a + 2**b <= C``) is
   encoded exactly by :func:`pow2_sum_le` as a small union over ``a - b``.
+- A space may also offer tiles of three times a power of two (a 6-row
+  register block): a 0/1 *factor* variable multiplies the knobs it names by
+  3, and the constraints that read those knobs are written for each of its
+  two values (``pow2_sum_le`` takes a scale per term).
 - Problem sizes enter as parameters ``LM, LN, LK, LB``: the ceiling of the
   log2 of each role's extent, and ``DM, DN, DK``: the exponent of the largest
   power of two dividing it. One domain then serves every shape, and
@@ -23,7 +27,7 @@ each group and name the group that emptied it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import islpy as isl
 import numpy as np
@@ -80,7 +84,10 @@ class Space:
     """A family's space before pruning, and its constraint groups in order.
 
     ``knobs`` maps each exponent variable to the symbol it encodes (``bm`` →
-    ``BM``); ``flags`` are 0/1 variables kept as values (``mma``).
+    ``BM``); ``flags`` are 0/1 variables kept as values (``mma``);
+    ``factors`` maps a 0/1 variable to the factor it applies, when 1, to the
+    knobs it names (``{"m3": (3, ("tm", "rm"))}``: ``TM = 3**m3 * 2**tm``).
+    A factor is not a symbol of its own: it shows only in the knobs' values.
     """
 
     kind: str
@@ -88,11 +95,12 @@ class Space:
     flags: dict[str, str]
     universe: str
     groups: tuple[tuple[str, str], ...]
+    factors: dict[str, tuple[int, tuple[str, ...]]] = field(default_factory=dict)
 
     @property
     def variables(self) -> list[str]:
         """The set's dimensions, in order."""
-        return [*self.knobs, *self.flags]
+        return [*self.knobs, *self.flags, *self.factors]
 
     @property
     def symbols(self) -> list[str]:
@@ -118,8 +126,13 @@ class Space:
         for column, var in enumerate(self.variables):
             if var in self.knobs:
                 values[self.knobs[var]] = np.left_shift(1, points[:, column])
-            else:
+            elif var in self.flags:
                 values[self.flags[var]] = points[:, column]
+        for column, var in enumerate(self.variables):
+            if var in self.factors:
+                factor, scaled = self.factors[var]
+                for knob in scaled:
+                    values[self.knobs[knob]] = values[self.knobs[knob]] * np.where(points[:, column] > 0, factor, 1)
         return values
 
     def value_of(self, point: tuple[int, ...]) -> dict[str, int]:
@@ -128,37 +141,42 @@ class Space:
         return {symbol: int(column[0]) for symbol, column in columns.items()}
 
 
-def pow2_sum_le(a: str, b: str, bound: float) -> str:
-    """Exact isl constraint for ``2**a + 2**b <= bound`` over integers a, b.
+def pow2_sum_le(a: str, b: str, bound: float, scale_a: int = 1, scale_b: int = 1) -> str:
+    """Exact isl constraint for ``scale_a * 2**a + scale_b * 2**b <= bound`` over integers a, b.
 
-    With d = a - b >= 0 the condition is ``a <= log2(bound / (1 + 2**-d))``,
-    whose floor changes for a handful of small d and is constant after; each
-    run of equal floors is one piece, and the case b > a mirrors it.
+    With d = a - b >= 0 the condition is
+    ``a <= log2(bound / (scale_a + scale_b * 2**-d))``, whose floor changes
+    for a handful of small d and is constant after; each run of equal floors
+    is one piece, and the case b > a mirrors it.
     """
-    if bound < 2:
+    if bound < scale_a + scale_b:
         return "false"
 
-    def cap(d: int) -> int:
-        return math.floor(math.log2(bound / (1 + 2.0**-d)) + 1e-12)
+    def cap(big_scale: int, small_scale: int, d: int) -> int:
+        return math.floor(math.log2(bound / (big_scale + small_scale * 2.0**-d)) + 1e-12)
 
     pieces = []
     horizon = 64  # 2**-64 no longer moves a floor of a double-precision log
-    for big, small in ((a, b), (b, a)):
-        start = 0 if big == a else 1
+    for big, small, big_scale, small_scale, start in ((a, b, scale_a, scale_b, 0), (b, a, scale_b, scale_a, 1)):
         d = start
         while d <= horizon:
             end = d
-            while end < horizon and cap(end + 1) == cap(d):
+            while end < horizon and cap(big_scale, small_scale, end + 1) == cap(big_scale, small_scale, d):
                 end += 1
             upper = "" if end == horizon else f" and ({big}) - ({small}) <= {end}"
-            pieces.append(f"(({big}) - ({small}) >= {d}{upper} and {big} <= {cap(d)})")
+            pieces.append(f"(({big}) - ({small}) >= {d}{upper} and {big} <= {cap(big_scale, small_scale, d)})")
             d = end + 1
     return "(" + " or ".join(pieces) + ")"
 
 
-def shape_fit(var: str, role: str, floor: int) -> str:
-    """A tile exponent ``var`` no larger than its role's padded extent, but never forced below ``floor``."""
-    return f"({var} <= {floor} or {var} <= {SHAPE_PARAMS[role]})"
+def shape_fit(var: str, role: str, floor: int, scale_log2: str = "0") -> str:
+    """A tile exponent ``var`` no larger than its role's padded extent, but never forced below ``floor``.
+
+    ``scale_log2`` is an upper bound on the log2 of a factor the tile carries
+    besides ``2**var`` (``2 * m3`` for a factor of 3 when ``m3 = 1``: an
+    exact bound, since the extent's exponent is an integer).
+    """
+    return f"({var} <= {floor} or {var} + {scale_log2} <= {SHAPE_PARAMS[role]})"
 
 
 def shape_param_bounds() -> str:

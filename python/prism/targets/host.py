@@ -54,6 +54,12 @@ COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + 
 # issue rate independent accumulators to keep the FMA units busy. Two loads
 # (or broadcasts) per cycle.
 FMA_LATENCY, LOAD_PORTS = 4, 2
+# With just latency x rate accumulators, every load or loop instruction that
+# slips leaves an FMA unit idle: a step then takes this much longer than the
+# latency. Measured 2026-12-01 on the development machine (2-core Zen 3, f32,
+# TN = TK = 256): 4x16 blocks (8 accumulators) took 1.09x the time of 6x16
+# (12) at 1024^3 and 1.10-1.13x at 2048^3.
+LATENCY_SLACK_CYCLES = 0.4
 # Cycles to load and store a micro-tile's accumulators and restart the K loop,
 # paid once per TK slice of every micro-tile, beyond the loads and stores.
 SLICE_OVERHEAD_CYCLES = 20
@@ -190,12 +196,12 @@ class HostTarget:
         """Cycles of one RM x RN micro-tile over one TK slice of K.
 
         Each k step issues RM*RN/lanes FMAs and RM broadcasts plus RN/lanes
-        loads; with fewer accumulators than FMA_LATENCY times the FMA issue
-        rate, the latency, not the units, sets the pace.
+        loads; with no more accumulators than FMA_LATENCY times the FMA
+        issue rate, the latency (and its slack), not the units, sets the pace.
         """
         accumulators = rm * rn / lanes
         per_step = np.maximum(np.maximum(accumulators / self.vector_fmas_per_cycle, (rm + rn / lanes) / LOAD_PORTS),
-                              FMA_LATENCY)
+                              FMA_LATENCY + LATENCY_SLACK_CYCLES)
         return tk * per_step + 2 * accumulators / LOAD_PORTS + SLICE_OVERHEAD_CYCLES
 
     def _lanes(self, op: Contraction) -> int:
@@ -265,7 +271,14 @@ def _run_bytes(op: Contraction, operand: int, values: KnobValues, s: dict[str, i
 
 
 def gemm_space(op: Contraction, target: HostTarget) -> Space:
-    """Cache tiles (TM, TN, TK) and register block (RM, RN) for the host CPU."""
+    """Cache tiles (TM, TN, TK) and register block (RM, RN) for the host CPU.
+
+    RM and TM are powers of two, or three times one (``m3 = 1``): a 6-row
+    block fills AVX2's sixteen registers with 12 accumulators, which keeps
+    more FMAs in flight than 4 rows (8 accumulators, just the FMA latency
+    times two units). TM takes the same factor, so that a block holds whole
+    micro-tiles.
+    """
     lanes_log2 = int(math.log2(target.vector_bits // (8 * op.acc_bytes)))
     # The direct kernel takes any register block and short K slices (decode
     # streams B best in slices of a few rows); the transform path needs
@@ -274,32 +287,40 @@ def gemm_space(op: Contraction, target: HostTarget) -> Space:
     # A one-row block streams whole rows of its task's columns (only a row of C stays in L1), so its tasks
     # may be as wide as N's share of one core.
     rm_min, tk_min = (0, 3) if direct_kernel(op) else (1, 4)
-    tn_max = "(tn <= 10 or (rm = 0 and tn <= 12))" if direct_kernel(op) else "tn <= 10"
-    universe = (f"{shape_param_bounds()} and {rm_min} <= rm <= 4 and {lanes_log2} <= rn <= {lanes_log2 + 2}"
+    tn_max = "(tn <= 10 or (rm = 0 and m3 = 0 and tn <= 12))" if direct_kernel(op) else "tn <= 10"
+    universe = (f"{shape_param_bounds()} and {rm_min} <= rm <= 4 and 0 <= m3 <= 1 and rm + 2 * m3 <= 4"
+                f" and {lanes_log2} <= rn <= {lanes_log2 + 2}"
                 f" and rm <= tm <= 9 and rn <= tn and {tn_max} and {tk_min} <= tk <= 10")
     footprint = op.footprint_exponent
     reg_tiles = {"m": "rm", "n": "rn", "k": "tk"}
     cache_tiles = {"m": "tm", "n": "tn", "k": "tk"}
+
+    def by_factor(constraint) -> str:
+        """``constraint(scale)`` for the M tiles' factor: 1 when m3 = 0, 3 when m3 = 1."""
+        return f"((m3 = 0 and {constraint(1)}) or (m3 = 1 and {constraint(3)}))"
+
     # Accumulators (RM x RN/lanes vectors) plus one row of B and one broadcast
     # register must fit the vector register file.
     acc = f"rm + rn - {lanes_log2}"
     b_row = f"rn - {lanes_log2}"
     groups = (
-        ("registers", pow2_sum_le(acc, b_row, target.vector_registers - 1)),
+        ("registers", by_factor(lambda f: pow2_sum_le(acc, b_row, target.vector_registers - 1, scale_a=f))),
         # The loop order decides what each level must hold (see
         # prism.codegen.cpu): a B panel (TK x RN) is reused by every RM-high
         # row panel of the block, so it must stay in L1 beside the A panel
         # streaming through; the A slice (TM x TK) is reused by every column
         # panel and the C block (TM x TN) by every K slice, so both must stay
         # in L2, of which half is left to the B stream.
-        ("l1", pow2_sum_le(footprint(0, reg_tiles), footprint(1, reg_tiles), target.l1d_bytes)),
-        ("l2", pow2_sum_le(footprint(0, cache_tiles), op.output_footprint_exponent(cache_tiles),
-                           target.l2_bytes / 2)),
-        ("shape", " and ".join([shape_fit("tm", "m", 1), shape_fit("tn", "n", lanes_log2),
+        ("l1", by_factor(lambda f: pow2_sum_le(footprint(0, reg_tiles), footprint(1, reg_tiles), target.l1d_bytes,
+                                               scale_a=f))),
+        ("l2", by_factor(lambda f: pow2_sum_le(footprint(0, cache_tiles), op.output_footprint_exponent(cache_tiles),
+                                               target.l2_bytes / 2 / f))),
+        # 3 * 2**tm <= 2**LM exactly when tm + 2 <= LM.
+        ("shape", " and ".join([shape_fit("tm", "m", 1, scale_log2="2 * m3"), shape_fit("tn", "n", lanes_log2),
                                 shape_fit("tk", "k", 4)])),
     )
     return Space(kind="gemm", knobs={"tm": "TM", "tn": "TN", "tk": "TK", "rm": "RM", "rn": "RN"},
-                 flags={}, universe=universe, groups=groups)
+                 flags={}, universe=universe, groups=groups, factors={"m3": (3, ("tm", "rm"))})
 
 
 def _cpu_flags() -> set[str]:
