@@ -10,7 +10,7 @@
 //     symbols  the parameter names, e.g. ["BM", "BN", "BK", "WM", "WN", "MMA"]
 //     domain   the isl set of admissible parameter values, as text: over
 //              the log2 of each symbol, then any 0/1 factor variable that
-//              multiplies some of them (the host's m3: TM and RM times 3)
+//              multiplies some of them (the host's m3 and t3: RM and TM times 3)
 //     cost     the symbolic cost, as text
 //     stats    the space size after each pruning stage
 //   and, after prism-select, `choice`: a dictionary symbol -> value.

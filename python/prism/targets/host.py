@@ -44,11 +44,12 @@ if TYPE_CHECKING:
     from mlir import ir
 
 COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + "
-             "max(rounds * (ceil(TM/RM)*ceil(TN/RN)*ceil(K/TK) * kernel_cycles(RM, RN, TK) "
+             "max(rounds * (tiles(M, TM, RM)*tiles(N, TN, RN)*ceil(K/TK) * kernel_cycles(RM, RN, TK) "
              "+ [B panels: ceil(K/TK)*TK*TN/lanes if ceil(TM/RM) > 1]) / clock + task), "
              "(bytesA*ceil(N/TN) + bytesB*ceil(M/TM)*(1 + 128/run) + bytesC) / bandwidth * cores/busy); "
              "rounds = ceil(B*ceil(M/TM)*ceil(N/TN) / cores); busy = min(B*ceil(M/TM)*ceil(N/TN), cores), "
-             "or cores for one row of C (K split); run = bytes of B read contiguously (TN or RN wide, N at decode)")
+             "or cores for one row of C (K split); run = bytes of B read contiguously (TN or RN wide, N at decode); "
+             "tiles(M, TM, RM) = micro-tile rows per block, averaged over the blocks (the last one ragged)")
 
 # An FMA's latency in cycles (Zen 4 class): a micro-kernel needs latency x
 # issue rate independent accumulators to keep the FMA units busy. Two loads
@@ -141,7 +142,7 @@ class HostTarget:
         tn = np.minimum(values["TN"], ceil_div(s["n"], rn) * rn)
         tk = np.minimum(values["TK"], s["k"])
         lanes = self._lanes(op)
-        micro_tiles = ceil_div(tm, rm) * ceil_div(tn, rn)
+        micro_tiles = _inner_tiles_per_block(s["m"], tm, rm) * _inner_tiles_per_block(s["n"], tn, rn)
         block_cycles = micro_tiles * ceil_div(s["k"], tk) * self._micro_kernel_cycles(rm, rn, tk, lanes)
         run, direct = None, direct_kernel(op)
         if direct:
@@ -172,7 +173,9 @@ class HostTarget:
         s = problem_sizes(op, assumed)
         # Unpadded extents: the cost's tiles are at least these.
         tm, tn = np.minimum(values["TM"], s["m"]), np.minimum(values["TN"], s["n"])
-        block_cycles = tm * tn * s["k"] / (self._lanes(op) * self.vector_fmas_per_cycle)
+        # A block's rows and columns averaged over the blocks, as the cost counts them (the last ones ragged).
+        rows, columns = s["m"] / ceil_div(s["m"], tm), s["n"] / ceil_div(s["n"], tn)
+        block_cycles = rows * columns * s["k"] / (self._lanes(op) * self.vector_fmas_per_cycle)
         compute = self._rounds(tm, tn, s) * (block_cycles * self._cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
         phases = 0 if direct_kernel(op) else self._pack_seconds(op, values, s, strided=False)
         return phases + roofline(compute, self._kernel_memory_seconds(op, tm, tn, s))
@@ -258,6 +261,16 @@ class HostTarget:
         return moved / self._bandwidth(op, s)
 
 
+def _inner_tiles_per_block(extent: int, tile: Knob, inner: Knob) -> Knob:
+    """Inner tiles (micro-tile rows or columns) of one block, averaged over the blocks of ``extent``.
+
+    The last block holds only what is left of the extent: with M = 128, TM =
+    96 and RM = 6, 16 and 6 micro-tile rows, 11 on average.
+    """
+    whole, left = extent // tile, extent % tile
+    return (whole * ceil_div(tile, inner) + ceil_div(left, inner)) / ceil_div(extent, tile)
+
+
 def _run_bytes(op: Contraction, operand: int, values: KnobValues, s: dict[str, int]) -> Knob:
     """Contiguous bytes the pack reads from input ``operand`` before it jumps.
 
@@ -273,11 +286,14 @@ def _run_bytes(op: Contraction, operand: int, values: KnobValues, s: dict[str, i
 def gemm_space(op: Contraction, target: HostTarget) -> Space:
     """Cache tiles (TM, TN, TK) and register block (RM, RN) for the host CPU.
 
-    RM and TM are powers of two, or three times one (``m3 = 1``): a 6-row
-    block fills AVX2's sixteen registers with 12 accumulators, which keeps
-    more FMAs in flight than 4 rows (8 accumulators, just the FMA latency
-    times two units). TM takes the same factor, so that a block holds whole
-    micro-tiles.
+    RM is a power of two, or three times one (``m3 = 1``): a 6-row block
+    fills AVX2's sixteen registers with 12 accumulators, which keeps more
+    FMAs in flight than 4 rows (8 accumulators, just the FMA latency times
+    two units). TM may then be three times a power of two as well
+    (``t3 = 1``), so that a block holds whole micro-tiles; a power of two
+    keeps a problem of that many rows in one block (measured on 128x4096x4096:
+    TM = 128 with RM = 6, 22 micro-tiles of which the last repeats two rows,
+    40.8 ms; TM = 96, two row blocks, 49.8 ms).
     """
     lanes_log2 = int(math.log2(target.vector_bits // (8 * op.acc_bytes)))
     # The direct kernel takes any register block and short K slices (decode
@@ -288,39 +304,40 @@ def gemm_space(op: Contraction, target: HostTarget) -> Space:
     # may be as wide as N's share of one core.
     rm_min, tk_min = (0, 3) if direct_kernel(op) else (1, 4)
     tn_max = "(tn <= 10 or (rm = 0 and m3 = 0 and tn <= 12))" if direct_kernel(op) else "tn <= 10"
-    universe = (f"{shape_param_bounds()} and {rm_min} <= rm <= 4 and 0 <= m3 <= 1 and rm + 2 * m3 <= 4"
-                f" and {lanes_log2} <= rn <= {lanes_log2 + 2}"
-                f" and rm <= tm <= 9 and rn <= tn and {tn_max} and {tk_min} <= tk <= 10")
+    # RM <= TM: 3 * 2**rm <= 2**tm exactly when rm + 2 <= tm.
+    universe = (f"{shape_param_bounds()} and {rm_min} <= rm <= 4 and 0 <= t3 <= m3 <= 1 and rm + 2 * m3 <= 4"
+                f" and {lanes_log2} <= rn <= {lanes_log2 + 2} and rm + 2 * (m3 - t3) <= tm <= 9"
+                f" and rn <= tn and {tn_max} and {tk_min} <= tk <= 10")
     footprint = op.footprint_exponent
     reg_tiles = {"m": "rm", "n": "rn", "k": "tk"}
     cache_tiles = {"m": "tm", "n": "tn", "k": "tk"}
 
-    def by_factor(constraint) -> str:
-        """``constraint(scale)`` for the M tiles' factor: 1 when m3 = 0, 3 when m3 = 1."""
-        return f"((m3 = 0 and {constraint(1)}) or (m3 = 1 and {constraint(3)}))"
+    def by_factor(factor: str, constraint) -> str:
+        """``constraint(scale)`` with the scale that the 0/1 variable ``factor`` gives: 1, or 3 when set."""
+        return f"(({factor} = 0 and {constraint(1)}) or ({factor} = 1 and {constraint(3)}))"
 
     # Accumulators (RM x RN/lanes vectors) plus one row of B and one broadcast
     # register must fit the vector register file.
     acc = f"rm + rn - {lanes_log2}"
     b_row = f"rn - {lanes_log2}"
     groups = (
-        ("registers", by_factor(lambda f: pow2_sum_le(acc, b_row, target.vector_registers - 1, scale_a=f))),
+        ("registers", by_factor("m3", lambda f: pow2_sum_le(acc, b_row, target.vector_registers - 1, scale_a=f))),
         # The loop order decides what each level must hold (see
         # prism.codegen.cpu): a B panel (TK x RN) is reused by every RM-high
         # row panel of the block, so it must stay in L1 beside the A panel
         # streaming through; the A slice (TM x TK) is reused by every column
         # panel and the C block (TM x TN) by every K slice, so both must stay
         # in L2, of which half is left to the B stream.
-        ("l1", by_factor(lambda f: pow2_sum_le(footprint(0, reg_tiles), footprint(1, reg_tiles), target.l1d_bytes,
-                                               scale_a=f))),
-        ("l2", by_factor(lambda f: pow2_sum_le(footprint(0, cache_tiles), op.output_footprint_exponent(cache_tiles),
-                                               target.l2_bytes / 2 / f))),
+        ("l1", by_factor("m3", lambda f: pow2_sum_le(footprint(0, reg_tiles), footprint(1, reg_tiles),
+                                                     target.l1d_bytes, scale_a=f))),
+        ("l2", by_factor("t3", lambda f: pow2_sum_le(footprint(0, cache_tiles),
+                                                     op.output_footprint_exponent(cache_tiles), target.l2_bytes / 2 / f))),
         # 3 * 2**tm <= 2**LM exactly when tm + 2 <= LM.
-        ("shape", " and ".join([shape_fit("tm", "m", 1, scale_log2="2 * m3"), shape_fit("tn", "n", lanes_log2),
+        ("shape", " and ".join([shape_fit("tm", "m", 1, scale_log2="2 * t3"), shape_fit("tn", "n", lanes_log2),
                                 shape_fit("tk", "k", 4)])),
     )
     return Space(kind="gemm", knobs={"tm": "TM", "tn": "TN", "tk": "TK", "rm": "RM", "rn": "RN"},
-                 flags={}, universe=universe, groups=groups, factors={"m3": (3, ("tm", "rm"))})
+                 flags={}, universe=universe, groups=groups, factors={"m3": (3, ("rm",)), "t3": (3, ("tm",))})
 
 
 def _cpu_flags() -> set[str]:
