@@ -9,7 +9,7 @@
 // CHECK:       func.func private @matmul_family0
 // CHECK-SAME:    attributes {prism.family_body}
 // CHECK-NEXT:    "prism.family"()
-// CHECK-SAME:      domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [tm, tn, tk, rm, rn, m3, t3
+// CHECK-SAME:      domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [tm, tn, tk{{( = [0-9]+)?}}, rm{{( = [0-9]+)?}}, rn{{( = [0-9]+)?}}, m3{{( = [0-9]+)?}}, t3
 // CHECK-SAME:      kind = "gemm"
 // CHECK-SAME:      stats = {space = {{[0-9]+}} : i64}
 // CHECK-SAME:      symbols = ["TM", "TN", "TK", "RM", "RN"]

@@ -10,7 +10,7 @@
 // GPU-SAME:      symbols = ["BM", "BN", "BK", "WM", "WN", "MMA"]
 // HOST-LABEL: func.func private @gemm_family0
 // HOST:         "prism.family"()
-// HOST-SAME:      domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [tm, tn, tk, rm, rn, m3, t3
+// HOST-SAME:      domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [tm, tn, tk{{( = [0-9]+)?}}, rm{{( = [0-9]+)?}}, rn{{( = [0-9]+)?}}, m3{{( = [0-9]+)?}}, t3
 // HOST-SAME:      stats = {l1 = {{[0-9]+}} : i64, l2 = {{[0-9]+}} : i64, registers = {{[0-9]+}} : i64, shape = {{[0-9]+}} : i64, space = {{[0-9]+}} : i64}
 func.func @gemm(%a: tensor<256x128xf16>, %b: tensor<128x64xf16>, %c: tensor<256x64xf32>) -> tensor<256x64xf32> {
   %0 = linalg.matmul ins(%a, %b : tensor<256x128xf16>, tensor<128x64xf16>) outs(%c : tensor<256x64xf32>) -> tensor<256x64xf32>
