@@ -320,6 +320,7 @@ def gemm_space(op: Contraction, target: HostTarget) -> Space:
     # register must fit the vector register file.
     acc = f"rm + rn - {lanes_log2}"
     b_row = f"rn - {lanes_log2}"
+    c_block = op.output_footprint_exponent(cache_tiles)
     groups = (
         ("registers", by_factor("m3", lambda f: pow2_sum_le(acc, b_row, target.vector_registers - 1, scale_a=f))),
         # The loop order decides what each level must hold (see
@@ -330,8 +331,7 @@ def gemm_space(op: Contraction, target: HostTarget) -> Space:
         # in L2, of which half is left to the B stream.
         ("l1", by_factor("m3", lambda f: pow2_sum_le(footprint(0, reg_tiles), footprint(1, reg_tiles),
                                                      target.l1d_bytes, scale_a=f))),
-        ("l2", by_factor("t3", lambda f: pow2_sum_le(footprint(0, cache_tiles),
-                                                     op.output_footprint_exponent(cache_tiles), target.l2_bytes / 2 / f))),
+        ("l2", by_factor("t3", lambda f: pow2_sum_le(footprint(0, cache_tiles), c_block, target.l2_bytes / 2 / f))),
         # 3 * 2**tm <= 2**LM exactly when tm + 2 <= LM.
         ("shape", " and ".join([shape_fit("tm", "m", 1, scale_log2="2 * t3"), shape_fit("tn", "n", lanes_log2),
                                 shape_fit("tk", "k", 4)])),

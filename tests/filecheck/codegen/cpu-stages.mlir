@@ -8,14 +8,21 @@
 // RUN: prism-opt %s -p prism-lower-cpu{threads=2} --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s --check-prefix=PANELS
 
 // On tensors: the matmul is gone; each worker runs a share of the 16x32 blocks of C; the task copies its
-// 16x32 slice of B into two 16-wide panels, then a 4x16 micro-tile (8 accumulators of 8 lanes) runs
-// over each K slice, the first starting from C's init (the argument %c: not a fill of zero).
+// 16x32 slice of B into two 16-wide panels, 8 rows side by side (then any rows left one by one), then a
+// 4x16 micro-tile (8 accumulators of 8 lanes) runs over each K slice, the first starting from C's init
+// (the argument %c: not a fill of zero).
 // TILE: IR Dump After cpu-tile
 // TILE: func.func @mm(
 // TILE-NOT: linalg.matmul
 // TILE: scf.parallel
 // TILE: scf.for
 // TILE: scf.for {{.*}} step %c16
+// TILE: scf.for %[[KK:.*]] = %c0 to %{{.*}} step %c8
+// TILE: scf.for %[[JP:.*]] = %c0 to %{{.*}} step %c1
+// TILE: vector.store {{.*}}[%{{.*}}, %c0, %[[JP]], %[[KK]], %c0] : memref<{{[0-9]+}}x1x2x16x16xf32>, vector<8xf32>
+// TILE-COUNT-15: vector.store {{.*}} : memref<{{[0-9]+}}x1x2x16x16xf32>, vector<8xf32>
+// TILE: } else {
+// TILE: scf.for {{.*}} step %c1
 // TILE: vector.store {{.*}} : memref<{{[0-9]+}}x1x2x16x16xf32>, vector<8xf32>
 // TILE: scf.for {{.*}} step %c4
 // TILE: scf.if
