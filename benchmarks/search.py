@@ -320,7 +320,7 @@ def predicted(families: list[Family], choices: list[Choice]) -> float:
 def in_pruned(families: list[Family], choices: list[Choice]) -> bool:
     """Whether every family's choice survives Prism's pruning."""
     for family, choice in zip(families, choices, strict=True):
-        point = tuple(int(math.log2(choice[family.space.knobs[v]])) for v in family.space.variables)
+        point = family.space.point_of(choice)
         if point not in family.pruned:
             return False
     return True

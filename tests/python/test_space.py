@@ -78,8 +78,19 @@ def test_host_constraints_hold_at_every_point_and_six_row_blocks_are_offered(m: 
         assert (c["TM"] * c["TK"] + c["TM"] * c["TN"]) * 4 <= target.l2_bytes / 2
         assert c["TM"] <= max(6, 1 << (m - 1).bit_length())  # the padded extent, or a tile of 2 or 6 rows
         register_blocks.add((c["TM"], c["RM"], c["RN"]))
+        assert space.point_of(c) == point
     assert {(6, 2 * lanes), (3, 2 * lanes), (4, 2 * lanes), (1, 4 * lanes)} <= {b[1:] for b in register_blocks}
     assert (16, 6, 2 * lanes) in register_blocks and (12, 6, 2 * lanes) in register_blocks
+
+
+def test_point_of_refuses_values_outside_the_space() -> None:
+    space = get_target("host").space(GEMM_DYNAMIC_M)
+    good = {"TM": 96, "TN": 256, "TK": 256, "RM": 6, "RN": 16}
+    assert space.value_of(space.point_of(good)) == good
+    with pytest.raises(ValueError, match="TN = 96"):
+        space.point_of({**good, "TN": 96})
+    with pytest.raises(ValueError, match="RM = 5"):
+        space.point_of({**good, "RM": 5})
 
 
 def test_dynamic_m_domain_is_shared_by_every_m() -> None:

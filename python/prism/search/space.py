@@ -140,6 +140,30 @@ class Space:
         columns = self.values_of(np.asarray([point], dtype=np.int64))
         return {symbol: int(column[0]) for symbol, column in columns.items()}
 
+    def point_of(self, values: dict[str, int]) -> tuple[int, ...]:
+        """The point (exponent form) whose symbol values are ``values``: the inverse of :meth:`value_of`.
+
+        Raises ValueError for values no point has (a knob neither a power of two nor, where a factor
+        applies, that factor times one).
+        """
+        found: dict[str, int] = {}
+        for var, (factor, scaled) in self.factors.items():
+            multiples = {values[self.knobs[knob]] % factor == 0 for knob in scaled}
+            if len(multiples) != 1:
+                raise ValueError(f"{', '.join(self.knobs[k] for k in scaled)} take the factor {factor} together")
+            found[var] = int(multiples.pop())
+        for var, symbol in self.knobs.items():
+            value = values[symbol]
+            for factor_var, (factor, scaled) in self.factors.items():
+                if var in scaled and found[factor_var]:
+                    value //= factor
+            if value < 1 or value & (value - 1):
+                raise ValueError(f"{symbol} = {values[symbol]} is not a tile of this space")
+            found[var] = value.bit_length() - 1
+        for var, symbol in self.flags.items():
+            found[var] = int(values[symbol])
+        return tuple(found[var] for var in self.variables)
+
 
 def pow2_sum_le(a: str, b: str, bound: float, scale_a: int = 1, scale_b: int = 1) -> str:
     """Exact isl constraint for ``scale_a * 2**a + scale_b * 2**b <= bound`` over integers a, b.
