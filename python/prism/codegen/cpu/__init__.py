@@ -22,8 +22,10 @@ contraction gets a data-tiling schedule written in the transform dialect:
    the K loop so that it lives in registers.
 
 With ``PACK = 0`` the same loop nest runs on the unpacked operands, with
-masked vectors at ragged edges. Every other op takes the generic path:
-bufferization, then loops.
+masked vectors at ragged edges. Attention (its six ops: two contractions, a
+row max, exp, a row sum and a division) becomes one online-softmax kernel
+that never stores the scores (:mod:`.attention`). Every other op takes the
+generic path: bufferization, then loops.
 
 Before::
 
@@ -41,8 +43,8 @@ attribute (a ``TypeAttr``), which :mod:`prism.codegen.runtime` reads.
 
 The stages, each printable with ``--print-ir-after=NAME``:
 
-- ``cpu-tile``: the GEMM kernels and the schedule above on tensors (packs, blocks, micro-kernels,
-  vectorized pack transposes), and the prepared weights' functions;
+- ``cpu-tile``: the attention and GEMM kernels and the schedule above on tensors (packs, blocks,
+  micro-kernels, vectorized pack transposes), and the prepared weights' functions;
 - ``cpu-bufferize``: one-shot bufferization, with C micro-tiles hoisted into registers, and rank-2
   copies as parallel vector loops;
 - ``cpu-vector``: vector ops down to the 1-D form LLVM takes;
@@ -56,6 +58,7 @@ from mlir import ir
 
 from prism.codegen.checks import check_module
 from prism.codegen.cpu import rewrites, tasks
+from prism.codegen.cpu.attention import fuse_attention
 from prism.codegen.cpu.kernel import KERNEL_NAME, inline_kernel
 from prism.codegen.cpu.prepare import Planned, prepare_weights
 from prism.codegen.cpu.schedule import (
@@ -95,9 +98,11 @@ class CpuLowering(Lowering):
     )
 
     def tile(self, module: ir.Module) -> None:
-        """Schedule every contraction (see :mod:`.schedule`), then vectorize the pack transposes."""
+        """Fuse attention (:mod:`.attention`), schedule every contraction (see :mod:`.schedule`), then vectorize
+        the pack transposes."""
         check_module(module)
         rewrites.record_signatures(module)
+        fuse_attention(module, self.lanes, self.threads, self.ctx)
         gemms: list[CpuGemm] = []  # the transform path's, in tag order
         planned: list[Planned] = []
 

@@ -100,7 +100,7 @@ class KernelPlan:
         return not self.pack and not self.prepacked and self.rm == 1
 
 
-class _Text:
+class MlirText:
     """Lines of MLIR with fresh SSA names."""
 
     def __init__(self) -> None:
@@ -134,7 +134,7 @@ class _Kernel:
     """Writes the text of one kernel (see :func:`kernel_text`)."""
 
     def __init__(self, plan: KernelPlan):
-        self.plan, self.t = plan, _Text()
+        self.plan, self.t = plan, MlirText()
         self.rank = 3 if plan.batch else 2
         self.vec = f"vector<{plan.lanes}x{F32}>"
         self.dyn = _memref(self.rank)

@@ -1,0 +1,191 @@
+"""The host's attention kernel: recognized from its six ops, checked against float64, and left alone on a near miss."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from mlir import ir
+
+import prism
+from prism.codegen.cpu import CpuLowering
+from prism.codegen.cpu.attention import match_attention
+from prism.codegen.runtime import jit
+from prism.infra.ir import make_context
+from prism.infra.passbase import PassContext
+
+NINF = "0xFF800000"
+
+
+def attention_text(batch: tuple[int | None, ...], sq: int | None, skv: int | None, d: int, dv: int,
+                   scale: float | None = None, max_init: str = NINF, extra_use: bool = False) -> str:
+    """softmax(scale * q k^T) v over batch dims ``batch`` as six linalg.generic ops (None: a dynamic size)."""
+    scale = 1 / math.sqrt(d) if scale is None else scale
+    dims = "".join("?x" if n is None else f"{n}x" for n in batch)
+    letters = "".join(f"b{i}, " for i in range(len(batch)))
+
+    def t(*shape: int | None) -> str:
+        return "tensor<" + dims + "".join("?x" if n is None else f"{n}x" for n in shape) + "f32>"
+
+    def maps(*parts: str, loops: str) -> str:
+        return ", ".join(f"affine_map<({letters}{loops}) -> ({letters}{p})>" for p in parts)
+
+    par = ", ".join(['"parallel"'] * (len(batch) + 2))
+    par_row = ", ".join(['"parallel"'] * (len(batch) + 1))
+    q, k, v = t(sq, d), t(skv, d), t(skv, dv)
+    s, row, o = t(sq, skv), t(sq), t(sq, dv)
+    dyn = [f"%n{i}" for i, n in enumerate(batch) if n is None]
+    size_ops = [f"  %n{i} = tensor.dim %q, %c{i} : {q}" for i, n in enumerate(batch) if n is None]
+    consts = {i for i, n in enumerate(batch) if n is None}
+    nb = len(batch)
+    if sq is None:
+        size_ops.append(f"  %sq = tensor.dim %q, %c{nb} : {q}")
+        consts.add(nb)
+    if skv is None:
+        size_ops.append(f"  %skv = tensor.dim %k, %c{nb} : {k}")
+        consts.add(nb)
+    s_sizes = ", ".join(dyn + (["%sq"] if sq is None else []) + (["%skv"] if skv is None else []))
+    row_sizes = ", ".join(dyn + (["%sq"] if sq is None else []))
+    results = f"{o}, {s}" if extra_use else o
+    returned = "%out, %p : " + f"{o}, {s}" if extra_use else f"%out : {o}"
+    return "\n".join([
+        f"func.func @attention(%q: {q}, %k: {k}, %v: {v}) -> ({results}) {{",
+        *[f"  %c{i} = arith.constant {i} : index" for i in sorted(consts)],
+        *size_ops,
+        "  %zero = arith.constant 0.0 : f32",
+        f"  %ninit = arith.constant {max_init} : f32",
+        f"  %scale = arith.constant {scale!r} : f32",
+        f"  %se = tensor.empty({s_sizes}) : {s}",
+        f"  %s0 = linalg.fill ins(%zero : f32) outs(%se : {s}) -> {s}",
+        f"  %s = linalg.generic {{indexing_maps = [{maps('i, c', 'j, c', 'i, j', loops='i, j, c')}], "
+        f"iterator_types = [{par}, \"reduction\"]}} ins(%q, %k : {q}, {k}) outs(%s0 : {s}) {{",
+        "  ^bb0(%a: f32, %b: f32, %acc: f32):",
+        "    %x = arith.mulf %a, %b : f32", "    %y = arith.addf %acc, %x : f32", "    linalg.yield %y : f32",
+        f"  }} -> {s}",
+        f"  %re = tensor.empty({row_sizes}) : {row}",
+        f"  %m0 = linalg.fill ins(%ninit : f32) outs(%re : {row}) -> {row}",
+        f"  %l0 = linalg.fill ins(%zero : f32) outs(%re : {row}) -> {row}",
+        f"  %m = linalg.generic {{indexing_maps = [{maps('i, j', 'i', loops='i, j')}], "
+        f"iterator_types = [{par_row}, \"reduction\"]}} ins(%s : {s}) outs(%m0 : {row}) {{",
+        "  ^bb0(%a: f32, %acc: f32):", "    %y = arith.maximumf %acc, %a : f32", "    linalg.yield %y : f32",
+        f"  }} -> {row}",
+        f"  %p = linalg.generic {{indexing_maps = [{maps('i, j', 'i', 'i, j', loops='i, j')}], "
+        f"iterator_types = [{par}]}} ins(%s, %m : {s}, {row}) outs(%se : {s}) {{",
+        "  ^bb0(%a: f32, %b: f32, %out: f32):",
+        "    %x = arith.subf %a, %b : f32", "    %y = arith.mulf %x, %scale : f32", "    %z = math.exp %y : f32",
+        "    linalg.yield %z : f32",
+        f"  }} -> {s}",
+        f"  %l = linalg.generic {{indexing_maps = [{maps('i, j', 'i', loops='i, j')}], "
+        f"iterator_types = [{par_row}, \"reduction\"]}} ins(%p : {s}) outs(%l0 : {row}) {{",
+        "  ^bb0(%a: f32, %acc: f32):", "    %y = arith.addf %acc, %a : f32", "    linalg.yield %y : f32",
+        f"  }} -> {row}",
+        f"  %oe = tensor.empty({row_sizes}) : {o}",
+        f"  %o0 = linalg.fill ins(%zero : f32) outs(%oe : {o}) -> {o}",
+        f"  %o = linalg.generic {{indexing_maps = [{maps('i, j', 'j, e', 'i, e', loops='i, e, j')}], "
+        f"iterator_types = [{par}, \"reduction\"]}} ins(%p, %v : {s}, {v}) outs(%o0 : {o}) {{",
+        "  ^bb0(%a: f32, %b: f32, %acc: f32):",
+        "    %x = arith.mulf %a, %b : f32", "    %y = arith.addf %acc, %x : f32", "    linalg.yield %y : f32",
+        f"  }} -> {o}",
+        f"  %out = linalg.generic {{indexing_maps = [{maps('i, e', 'i', 'i, e', loops='i, e')}], "
+        f"iterator_types = [{par}]}} ins(%o, %l : {o}, {row}) outs(%oe : {o}) {{",
+        "  ^bb0(%a: f32, %b: f32, %out: f32):", "    %y = arith.divf %a, %b : f32", "    linalg.yield %y : f32",
+        f"  }} -> {o}",
+        f"  return {returned}",
+        "}",
+    ])
+
+
+def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
+    s = q.astype(np.float64) @ np.swapaxes(k.astype(np.float64), -1, -2)
+    p = np.exp((s - s.max(axis=-1, keepdims=True)) * scale)
+    return (p @ v.astype(np.float64)) / p.sum(axis=-1, keepdims=True)
+
+
+def lower(text: str, threads: int = 2):
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        stages = CpuLowering(threads, PassContext(), 256)
+        stages.tile(module)
+        tiled = str(module)
+        for _, _, method in stages.STAGES[1:]:
+            getattr(stages, method)(module)
+        return tiled, jit(module, "attention")
+
+
+# Sequence lengths 1, 77 and 1000 (ragged query and key blocks), several batch dimensions, a head size of 16
+# (one vector pair), a value size other than the query's, dynamic sizes, and three workers.
+@pytest.mark.parametrize("batch, sq, skv, d, dv, threads, dynamic", [
+    ((2, 3), 1, 77, 64, 64, 2, False),  # decode: one query row per head
+    ((1, 2), 77, 77, 64, 64, 2, False),
+    ((1,), 1000, 1000, 32, 32, 2, False),
+    ((2,), 5, 13, 16, 8, 3, False),  # Dv = one vector: 1-vector register blocks
+    ((2, 2), 50, 130, 64, 64, 2, True),  # every size dynamic but the head dims
+    ((), 7, 200, 16, 16, 1, False),  # no batch dimension
+])
+def test_attention_kernel_matches_float64(rng: np.random.Generator, batch, sq, skv, d, dv, threads,
+                                          dynamic) -> None:
+    shape = tuple(None for _ in batch) if dynamic else batch
+    text = attention_text(shape, None if dynamic else sq, None if dynamic else skv, d, dv)
+    tiled, fn = lower(text, threads)
+    assert "linalg.generic" not in tiled and "math.exp" not in tiled  # one kernel; exp by its polynomial
+    q = rng.standard_normal((*batch, sq, d), dtype=np.float32)
+    k = rng.standard_normal((*batch, skv, d), dtype=np.float32)
+    v = rng.standard_normal((*batch, skv, dv), dtype=np.float32)
+    result = fn(q, k, v)
+    # Softmax weights within a few ulp of f32 each (the exp polynomial, the online rescaling), summed over
+    # the keys: the output is a convex combination of rows of V, so errors scale with V's magnitude.
+    np.testing.assert_allclose(result, reference(q, k, v, 1 / math.sqrt(d)), rtol=0, atol=2e-5 * np.abs(v).max())
+
+
+def test_attention_allocates_no_score_matrix() -> None:
+    """The scores live in one BQ x BKV block per worker; no buffer holds S x S (or any S-long row of scores)."""
+    tiled, _ = lower(attention_text((1, 2), 512, 512, 64, 64))
+    allocated = [re.search(r"(?:memref|tensor)<([0-9?x]*)f32>", line).group(1).split("x")[:-1]
+                 for line in tiled.splitlines() if "memref.alloc" in line or "tensor.empty" in line]
+    assert ["2", "48", "64"] in allocated  # a block of scores per worker
+    assert not any(shape.count("512") >= 2 or "262144" in shape for shape in allocated), allocated
+
+
+def test_large_scores_do_not_overflow(rng: np.random.Generator) -> None:
+    """Scores far beyond exp's range (up to a few hundred): the running maximum keeps every exponent <= 0, as
+    the max subtraction does. f32 scores of that size carry absolute errors near 1e-4 (so do the weights,
+    relatively), hence the tolerance."""
+    q = rng.standard_normal((1, 40, 16), dtype=np.float32) * 5
+    k = rng.standard_normal((1, 90, 16), dtype=np.float32) * 5
+    v = rng.standard_normal((1, 90, 16), dtype=np.float32)
+    _, fn = lower(attention_text((1,), 40, 90, 16, 16, scale=1.0))
+    result = fn(q, k, v)
+    assert np.isfinite(result).all()
+    np.testing.assert_allclose(result, reference(q, k, v, 1.0), rtol=0, atol=1e-3 * np.abs(v).max())
+
+
+@pytest.mark.parametrize("change", ["max from zero", "negative scale", "scores returned"])
+def test_a_near_miss_is_left_to_the_generic_path(rng: np.random.Generator, change: str) -> None:
+    """A chain that is not exactly attention keeps its six ops, and still computes what it says."""
+    options = {"max from zero": {"max_init": "0.0"}, "negative scale": {"scale": -0.25},
+               "scores returned": {"extra_use": True}}[change]
+    text = attention_text((2,), 9, 21, 16, 16, **options)
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        assert all(match_attention(op.operation) is None for op in module.body.operations[0].regions[0].blocks[0])
+    tiled, fn = lower(text)
+    assert tiled.count("linalg.generic") >= 4
+    q, k, v = (rng.standard_normal((2, n, 16), dtype=np.float32) for n in (9, 21, 21))
+    result = fn(q, k, v)
+    out = result[0] if change == "scores returned" else result
+    scale = options.get("scale", 0.25)
+    s = q.astype(np.float64) @ np.swapaxes(k, -1, -2)
+    top = np.maximum(s.max(axis=-1, keepdims=True), 0.0) if change == "max from zero" else s.max(-1, keepdims=True)
+    p = np.exp((s - top) * scale)
+    np.testing.assert_allclose(out, (p @ v) / p.sum(-1, keepdims=True), rtol=0, atol=2e-5)
+
+
+def test_compile_fuses_attention_end_to_end(rng: np.random.Generator) -> None:
+    """Through prism.compile (lift, explore, select, verify) the chain still reaches the kernel."""
+    text = attention_text((2, 4), 33, 70, 32, 32)
+    compiled = prism.compile(text, target="host")
+    q, k, v = (rng.standard_normal((2, 4, n, 32), dtype=np.float32) for n in (33, 70, 70))
+    np.testing.assert_allclose(compiled.jit("attention")(q, k, v), reference(q, k, v, 1 / math.sqrt(32)),
+                               rtol=0, atol=2e-5 * np.abs(v).max())
