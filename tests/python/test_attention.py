@@ -123,6 +123,8 @@ def lower(text: str, threads: int = 2):
     ((2,), 5, 13, 16, 8, 3, False),  # Dv = one vector: 1-vector register blocks
     ((2, 2), 50, 130, 64, 64, 2, True),  # every size dynamic but the head dims
     ((), 7, 200, 16, 16, 1, False),  # no batch dimension
+    ((2,), 3, 33, 20, 32, 2, False),  # one-row blocks: dot products over K's rows, a head size of 2.5 vectors
+    ((3,), 9, 40, 20, 16, 2, False),  # register blocks over K^T with a head size of 20
 ])
 def test_attention_kernel_matches_float64(rng: np.random.Generator, batch, sq, skv, d, dv, threads,
                                           dynamic) -> None:

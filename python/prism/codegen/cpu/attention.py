@@ -73,6 +73,12 @@ class AttentionPlan:
     workers: int
 
     @property
+    def direct_scores(self) -> bool:
+        """Scores as dot products over K's rows where it lies (one-row blocks: a few query rows, decode):
+        a query row reads each key once, so transposing K would only add a pass over it."""
+        return self.rm == 1
+
+    @property
     def batch_rank(self) -> int:
         return ir.RankedTensorType.parse(self.q_type).rank - 2
 
@@ -108,7 +114,9 @@ def plan_attention(match: AttentionMatch, lanes: int, workers: int) -> Attention
     rm = 6 if rows is None or rows >= 6 else 1
     bq = 48 if rows is None or rows >= 48 else -(-rows // rm) * rm
     value_dim = ir.RankedTensorType(match.v.type).shape[-1]
-    rn = 2 * lanes if value_dim % (2 * lanes) == 0 else lanes
+    # One-row blocks keep only RN/lanes accumulators: wider ones read each row of V in fewer passes.
+    widths = (4 * lanes, 2 * lanes, lanes) if rm == 1 else (2 * lanes, lanes)
+    rn = next(w for w in widths if value_dim % w == 0)
     kv = ir.RankedTensorType(match.k.type).shape[-2]
     bkv = 64 if ir.ShapedType.is_dynamic_size(kv) else min(64, -(-kv // rn) * rn)
     bkv = max(rn, bkv - bkv % rn)
@@ -394,8 +402,9 @@ class _Attention:
         self.skv = t.value(f"memref.dim {self.k}, {t.const(nb)} : {self.dyn}", "skv")
         bkv = t.const(p.bkv)
         kv_blocks = t.value(f"arith.ceildivui {self.skv}, {bkv} : index", "nkb")
-        self.kt = t.value(f"memref.alloc({flat}, {kv_blocks}) {{alignment = 64 : i64}} : {self.kt_type}", "kt")
-        self._transpose_k(kv_blocks)
+        if not p.direct_scores:
+            self.kt = t.value(f"memref.alloc({flat}, {kv_blocks}) {{alignment = 64 : i64}} : {self.kt_type}", "kt")
+            self._transpose_k(kv_blocks)
         sizes = [*self.batch, self.sq, t.const(p.value_dim)]
         self.out = t.value(f"memref.alloc({', '.join(sizes)}) {{alignment = 64 : i64}} : {self.dyn}", "out")
         self.s = t.value(f"memref.alloc() {{alignment = 64 : i64}} : {self.s_type}", "sblk")
@@ -452,11 +461,11 @@ class _Attention:
         return worker, begin, end
 
     def exp(self, x: str) -> str:
-        """exp of a vector, by Cephes' polynomial (within 2 ulp of f32); 0 below _EXP_FLOOR, and for -inf."""
+        """exp of a vector of values <= 0 (or NaN), by Cephes' polynomial (within 2 ulp of f32); 0 below
+        _EXP_FLOOR (where the exponent bits would wrap), and for -inf; NaN stays NaN. No clamp is needed:
+        every argument here is a score minus a running maximum, times a positive scale."""
         t, vec = self.t, self.vec
         low = t.value(f"arith.cmpf olt, {x}, {self._splat(_EXP_FLOOR)} : {vec}", "under")
-        x = t.value(f"arith.maximumf {x}, {self._splat(_EXP_FLOOR)} : {vec}", "x")
-        x = t.value(f"arith.minimumf {x}, {self._splat(88.3762626647949)} : {vec}", "x")
         half_up = t.value(f"vector.fma {x}, {self._splat(math.log2(math.e))}, {self._splat(0.5)} : {vec}")
         n = t.value(f"math.floor {half_up} : {vec}", "n")
         r = t.value(f"vector.fma {n}, {self._splat(-_LN2_HI)}, {x} : {vec}", "r")
@@ -573,11 +582,42 @@ class _Attention:
         self._close()
         return [f"{out}#{i}" for i in range(len(acc))]
 
+    def _scores_direct(self) -> None:
+        """S = Q_blk K_blk^T row by row, each score a dot product of a query row and a key row (vectors along
+        the head dimension, summed across at the end)."""
+        p, t = self.plan, self.t
+        r, c = t.fresh("r"), t.fresh("kc")
+        self._open(f"scf.for {r} = {self.c0} to {t.const(p.bq)} step {self.c1}")
+        row = self._row(r)
+        offsets = [t.const(d) for d in range(0, p.head_dim - p.head_dim % p.lanes, p.lanes)]
+        query = [t.value(f"vector.load {self.q}[{', '.join([*self.bi, row, o])}] : {self.dyn}, {self.vec}", "qv")
+                 for o in offsets]
+        self._open(f"scf.for {c} = {self.c0} to {self.nkv} step {self.c1}")
+        j = t.value(f"arith.addi {self.j0}, {c} : index", "j")
+        total = None
+        for o, x in zip(offsets, query, strict=True):
+            key = t.value(f"vector.load {self.k}[{', '.join([*self.bi, j, o])}] : {self.dyn}, {self.vec}", "kv")
+            total = (t.value(f"arith.mulf {x}, {key} : {self.vec}", "dp") if total is None
+                     else t.value(f"vector.fma {x}, {key}, {total} : {self.vec}", "dp"))
+        score = (t.value(f"vector.reduction <add>, {total} : {self.vec} into {F32}", "sc") if total is not None
+                 else self._f(0.0))
+        for d in range(len(offsets) * p.lanes, p.head_dim):  # a head size that is not a multiple of the lanes
+            index = t.const(d)
+            x = t.value(f"memref.load {self.q}[{', '.join([*self.bi, row, index])}] : {self.dyn}", "qs")
+            y = t.value(f"memref.load {self.k}[{', '.join([*self.bi, j, index])}] : {self.dyn}", "ks")
+            score = t.value(f"math.fma {x}, {y}, {score} : {F32}", "sc")
+        t.add(f"memref.store {score}, {self.s}[{self.w}, {r}, {c}] : {self.s_type}")
+        self._close()
+        self._close()
+
     def _scores(self) -> None:
         """S = Q_blk K_blk^T, in RM x RN blocks over the head dimension."""
         p, t = self.plan, self.t
+        if p.direct_scores:
+            self._scores_direct()
+            return
         nv = p.rn // p.lanes
-        r0, c0 = t.fresh("r0"), t.fresh("c0")
+        r0, c0 = t.fresh("r0"), t.fresh("col")
         self._open(f"scf.for {r0} = {self.c0} to {t.const(p.bq)} step {t.const(p.rm)}")
         locals_ = [r0] + [t.value(f"arith.addi {r0}, {t.const(r)} : index", "lr") for r in range(1, p.rm)]
         rows = [self._row(local) for local in locals_]
@@ -607,16 +647,18 @@ class _Attention:
         r = t.fresh("r")
         self._open(f"scf.for {r} = {self.c0} to {t.const(p.bq)} step {self.c1}")
         # Columns past the end of K weigh nothing.
-        tail = t.fresh("c")
+        tail = t.fresh("tail")
         self._open(f"scf.for {tail} = {self.nkv} to {t.const(p.bkv)} step {self.c1}")
         t.add(f"memref.store {self._f(-math.inf)}, {self.s}[{self.w}, {r}, {tail}] : {self.s_type}")
         self._close()
         offsets = [t.const(c) for c in range(0, p.bkv, p.lanes)]
         scores = [t.value(f"vector.load {self.s}[{self.w}, {r}, {o}] : {self.s_type}, {vec}", "sv") for o in offsets]
+        # maxnum ignores NaN (one instruction fewer than maximum's NaN propagation); a NaN score still makes
+        # its row NaN, through exp.
         top = scores[0]
         for x in scores[1:]:
-            top = t.value(f"arith.maximumf {top}, {x} : {vec}", "mx")
-        top = t.value(f"vector.reduction <maximumf>, {top} : {vec} into {F32}", "mx")
+            top = t.value(f"arith.maxnumf {top}, {x} : {vec}", "mx")
+        top = t.value(f"vector.reduction <maxnumf>, {top} : {vec} into {F32}", "mx")
         old = t.value(f"memref.load {self.m}[{self.w}, {r}] : {self.row_type}", "mo")
         new = t.value(f"arith.maximumf {old}, {top} : {F32}", "mn")
         new_vec = t.value(f"vector.broadcast {new} : {F32} to {vec}", "mv")

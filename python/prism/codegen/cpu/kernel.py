@@ -110,6 +110,8 @@ class MlirText:
         self.depth = 0
 
     def fresh(self, hint: str = "v") -> str:
+        if hint == "c":
+            raise ValueError("the hint 'c' would make names like those of index constants (%c16)")
         self._count += 1
         return f"%{hint}{self._count}"
 
