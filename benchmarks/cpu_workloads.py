@@ -17,7 +17,7 @@ import numpy as np
 
 LAYER_SHAPES = ((1, 4096), (8, 1024), (8, 2048), (8, 4096), (16, 1024), (16, 4096), (128, 4096))
 ATTENTION_SHAPES = ((2, 8, 1, 1024, 128), (2, 8, 128, 1024, 128), (2, 32, 1, 1024, 128), (4, 8, 1, 1024, 128),
-                    (1, 16, 512, 512, 64), (1, 16, 2048, 2048, 64))
+                    (1, 16, 512, 512, 64), (1, 16, 2048, 2048, 64), (1, 16, 1, 4096, 64))
 LORA_RANK = 16
 EPS = 1e-6
 # The --quick smoke test: small shapes, and every family of the geomean rows but RMSNorm+MLP.

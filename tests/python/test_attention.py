@@ -146,7 +146,8 @@ def test_attention_allocates_no_score_matrix() -> None:
     tiled, _ = lower(attention_text((1, 2), 512, 512, 64, 64))
     allocated = [re.search(r"(?:memref|tensor)<([0-9?x]*)f32>", line).group(1).split("x")[:-1]
                  for line in tiled.splitlines() if "memref.alloc" in line or "tensor.empty" in line]
-    assert ["2", "48", "64"] in allocated  # a block of scores per worker
+    assert any(len(shape) == 3 and shape[0] == "2" and int(shape[1]) * int(shape[2]) < 512 * 64
+               for shape in allocated if "?" not in shape)  # a block of scores per worker
     assert not any(shape.count("512") >= 2 or "262144" in shape for shape in allocated), allocated
 
 
