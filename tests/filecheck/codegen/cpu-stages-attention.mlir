@@ -1,0 +1,192 @@
+// Attention written as its six ops (prism.codegen.cpu.attention): cpu-tile replaces them with one kernel
+// whose scores live in a per-worker block; the last function, which is not exactly attention (its row
+// maximum starts from 0, not -inf), keeps its ops.
+// RUN: prism-opt %s --split-input-file -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s
+// RUN: prism-opt %s --split-input-file -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-llvm -o /dev/null 2>&1 | filecheck %s --check-prefix=LLVM
+
+// Prefill: K transposed once into [batch][key blocks][d][128] by one parallel loop; then the tasks, each a
+// block of 54 query rows (100 rows in two blocks): a 54 x 128 block of scores per worker, its row maximum
+// and sum as vector reductions, and no exp call (a polynomial). No buffer of 100 x 300 scores.
+// CHECK-LABEL: func.func @prefill(
+// CHECK-NOT:     linalg.generic
+// CHECK:         memref.alloc() {{.*}} : memref<2x3x64x128xf32>
+// CHECK:         scf.parallel
+// CHECK-DAG:     memref.alloc() {{.*}} : memref<2x54x128xf32>
+// CHECK-DAG:     memref.alloc() {{.*}} : memref<2x54x64xf32>
+// CHECK:         scf.parallel
+// CHECK:         vector.fma
+// CHECK:         vector.reduction <maxnumf>
+// CHECK:         arith.bitcast {{.*}} : vector<8xi32> to vector<8xf32>
+// CHECK:         vector.reduction <add>
+// CHECK:         vector.fma
+// CHECK-NOT:     math.exp
+// CHECK-NOT:     100x300
+// CHECK:         return
+// LLVM-LABEL:  llvm.func @prefill(
+// LLVM:          llvm.call @prism_parallel_for(
+func.func @prefill(%q: tensor<1x2x100x64xf32>, %k: tensor<1x2x300x64xf32>, %v: tensor<1x2x300x64xf32>) -> (tensor<1x2x100x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninit = arith.constant 0xFF800000 : f32
+  %scale = arith.constant 0.125 : f32
+  %se = tensor.empty() : tensor<1x2x100x300xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%se : tensor<1x2x100x300xf32>) -> tensor<1x2x100x300xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b0, b1, i, j, c) -> (b0, b1, i, c)>, affine_map<(b0, b1, i, j, c) -> (b0, b1, j, c)>, affine_map<(b0, b1, i, j, c) -> (b0, b1, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<1x2x100x64xf32>, tensor<1x2x300x64xf32>) outs(%s0 : tensor<1x2x100x300xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %x = arith.mulf %a, %b : f32
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<1x2x100x300xf32>
+  %re = tensor.empty() : tensor<1x2x100xf32>
+  %m0 = linalg.fill ins(%ninit : f32) outs(%re : tensor<1x2x100xf32>) -> tensor<1x2x100xf32>
+  %l0 = linalg.fill ins(%zero : f32) outs(%re : tensor<1x2x100xf32>) -> tensor<1x2x100xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(b0, b1, i, j) -> (b0, b1, i, j)>, affine_map<(b0, b1, i, j) -> (b0, b1, i)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%s : tensor<1x2x100x300xf32>) outs(%m0 : tensor<1x2x100xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %y = arith.maximumf %acc, %a : f32
+    linalg.yield %y : f32
+  } -> tensor<1x2x100xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(b0, b1, i, j) -> (b0, b1, i, j)>, affine_map<(b0, b1, i, j) -> (b0, b1, i)>, affine_map<(b0, b1, i, j) -> (b0, b1, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %m : tensor<1x2x100x300xf32>, tensor<1x2x100xf32>) outs(%se : tensor<1x2x100x300xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %x = arith.subf %a, %b : f32
+    %y = arith.mulf %x, %scale : f32
+    %z = math.exp %y : f32
+    linalg.yield %z : f32
+  } -> tensor<1x2x100x300xf32>
+  %l = linalg.generic {indexing_maps = [affine_map<(b0, b1, i, j) -> (b0, b1, i, j)>, affine_map<(b0, b1, i, j) -> (b0, b1, i)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%p : tensor<1x2x100x300xf32>) outs(%l0 : tensor<1x2x100xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %y = arith.addf %acc, %a : f32
+    linalg.yield %y : f32
+  } -> tensor<1x2x100xf32>
+  %oe = tensor.empty() : tensor<1x2x100x64xf32>
+  %o0 = linalg.fill ins(%zero : f32) outs(%oe : tensor<1x2x100x64xf32>) -> tensor<1x2x100x64xf32>
+  %o = linalg.generic {indexing_maps = [affine_map<(b0, b1, i, e, j) -> (b0, b1, i, j)>, affine_map<(b0, b1, i, e, j) -> (b0, b1, j, e)>, affine_map<(b0, b1, i, e, j) -> (b0, b1, i, e)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<1x2x100x300xf32>, tensor<1x2x300x64xf32>) outs(%o0 : tensor<1x2x100x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %x = arith.mulf %a, %b : f32
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<1x2x100x64xf32>
+  %out = linalg.generic {indexing_maps = [affine_map<(b0, b1, i, e) -> (b0, b1, i, e)>, affine_map<(b0, b1, i, e) -> (b0, b1, i)>, affine_map<(b0, b1, i, e) -> (b0, b1, i, e)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%o, %l : tensor<1x2x100x64xf32>, tensor<1x2x100xf32>) outs(%oe : tensor<1x2x100x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %y = arith.divf %a, %b : f32
+    linalg.yield %y : f32
+  } -> tensor<1x2x100x64xf32>
+  return %out : tensor<1x2x100x64xf32>
+}
+
+// -----
+
+// Decode (one query row): scores are dot products over K's rows, so K is not transposed: the first
+// allocation is the result, and there is one parallel loop.
+// CHECK-LABEL: func.func @decode(
+// CHECK-NOT:     linalg.generic
+// CHECK-NOT:     x32x96xf32>
+// CHECK:         memref.alloc() {{.*}} : memref<2x1x96xf32>
+// CHECK:         scf.parallel
+// CHECK-NOT:     scf.parallel
+// CHECK:         vector.reduction <add>
+// CHECK:         return
+
+func.func @decode(%q: tensor<2x1x32xf32>, %k: tensor<2x77x32xf32>, %v: tensor<2x77x32xf32>) -> (tensor<2x1x32xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninit = arith.constant 0xFF800000 : f32
+  %scale = arith.constant 0.17677669529663687 : f32
+  %se = tensor.empty() : tensor<2x1x77xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%se : tensor<2x1x77xf32>) -> tensor<2x1x77xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b0, i, j, c) -> (b0, i, c)>, affine_map<(b0, i, j, c) -> (b0, j, c)>, affine_map<(b0, i, j, c) -> (b0, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x1x32xf32>, tensor<2x77x32xf32>) outs(%s0 : tensor<2x1x77xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %x = arith.mulf %a, %b : f32
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<2x1x77xf32>
+  %re = tensor.empty() : tensor<2x1xf32>
+  %m0 = linalg.fill ins(%ninit : f32) outs(%re : tensor<2x1xf32>) -> tensor<2x1xf32>
+  %l0 = linalg.fill ins(%zero : f32) outs(%re : tensor<2x1xf32>) -> tensor<2x1xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(b0, i, j) -> (b0, i, j)>, affine_map<(b0, i, j) -> (b0, i)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%s : tensor<2x1x77xf32>) outs(%m0 : tensor<2x1xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %y = arith.maximumf %acc, %a : f32
+    linalg.yield %y : f32
+  } -> tensor<2x1xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(b0, i, j) -> (b0, i, j)>, affine_map<(b0, i, j) -> (b0, i)>, affine_map<(b0, i, j) -> (b0, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s, %m : tensor<2x1x77xf32>, tensor<2x1xf32>) outs(%se : tensor<2x1x77xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %x = arith.subf %a, %b : f32
+    %y = arith.mulf %x, %scale : f32
+    %z = math.exp %y : f32
+    linalg.yield %z : f32
+  } -> tensor<2x1x77xf32>
+  %l = linalg.generic {indexing_maps = [affine_map<(b0, i, j) -> (b0, i, j)>, affine_map<(b0, i, j) -> (b0, i)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%p : tensor<2x1x77xf32>) outs(%l0 : tensor<2x1xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %y = arith.addf %acc, %a : f32
+    linalg.yield %y : f32
+  } -> tensor<2x1xf32>
+  %oe = tensor.empty() : tensor<2x1x32xf32>
+  %o0 = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x1x32xf32>) -> tensor<2x1x32xf32>
+  %o = linalg.generic {indexing_maps = [affine_map<(b0, i, e, j) -> (b0, i, j)>, affine_map<(b0, i, e, j) -> (b0, j, e)>, affine_map<(b0, i, e, j) -> (b0, i, e)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x1x77xf32>, tensor<2x77x32xf32>) outs(%o0 : tensor<2x1x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %x = arith.mulf %a, %b : f32
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<2x1x32xf32>
+  %out = linalg.generic {indexing_maps = [affine_map<(b0, i, e) -> (b0, i, e)>, affine_map<(b0, i, e) -> (b0, i)>, affine_map<(b0, i, e) -> (b0, i, e)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%o, %l : tensor<2x1x32xf32>, tensor<2x1xf32>) outs(%oe : tensor<2x1x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %y = arith.divf %a, %b : f32
+    linalg.yield %y : f32
+  } -> tensor<2x1x32xf32>
+  return %out : tensor<2x1x32xf32>
+}
+
+// -----
+
+// Not attention: the six generics stay, and take the generic path.
+// CHECK-LABEL: func.func @near_miss(
+// CHECK-COUNT-3: linalg.generic
+// CHECK:         math.exp
+// CHECK-COUNT-3: linalg.generic
+// CHECK-NOT:     scf.parallel
+// CHECK:         return
+
+func.func @near_miss(%q: tensor<2x9x16xf32>, %k: tensor<2x21x16xf32>, %v: tensor<2x21x16xf32>) -> (tensor<2x9x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninit = arith.constant 0.0 : f32
+  %scale = arith.constant 0.25 : f32
+  %se = tensor.empty() : tensor<2x9x21xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%se : tensor<2x9x21xf32>) -> tensor<2x9x21xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b0, i, j, c) -> (b0, i, c)>, affine_map<(b0, i, j, c) -> (b0, j, c)>, affine_map<(b0, i, j, c) -> (b0, i, j)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x9x16xf32>, tensor<2x21x16xf32>) outs(%s0 : tensor<2x9x21xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %x = arith.mulf %a, %b : f32
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<2x9x21xf32>
+  %re = tensor.empty() : tensor<2x9xf32>
+  %m0 = linalg.fill ins(%ninit : f32) outs(%re : tensor<2x9xf32>) -> tensor<2x9xf32>
+  %l0 = linalg.fill ins(%zero : f32) outs(%re : tensor<2x9xf32>) -> tensor<2x9xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(b0, i, j) -> (b0, i, j)>, affine_map<(b0, i, j) -> (b0, i)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%s : tensor<2x9x21xf32>) outs(%m0 : tensor<2x9xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %y = arith.maximumf %acc, %a : f32
+    linalg.yield %y : f32
+  } -> tensor<2x9xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(b0, i, j) -> (b0, i, j)>, affine_map<(b0, i, j) -> (b0, i)>, affine_map<(b0, i, j) -> (b0, i, j)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s, %m : tensor<2x9x21xf32>, tensor<2x9xf32>) outs(%se : tensor<2x9x21xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %x = arith.subf %a, %b : f32
+    %y = arith.mulf %x, %scale : f32
+    %z = math.exp %y : f32
+    linalg.yield %z : f32
+  } -> tensor<2x9x21xf32>
+  %l = linalg.generic {indexing_maps = [affine_map<(b0, i, j) -> (b0, i, j)>, affine_map<(b0, i, j) -> (b0, i)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%p : tensor<2x9x21xf32>) outs(%l0 : tensor<2x9xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %y = arith.addf %acc, %a : f32
+    linalg.yield %y : f32
+  } -> tensor<2x9xf32>
+  %oe = tensor.empty() : tensor<2x9x16xf32>
+  %o0 = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x9x16xf32>) -> tensor<2x9x16xf32>
+  %o = linalg.generic {indexing_maps = [affine_map<(b0, i, e, j) -> (b0, i, j)>, affine_map<(b0, i, e, j) -> (b0, j, e)>, affine_map<(b0, i, e, j) -> (b0, i, e)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%p, %v : tensor<2x9x21xf32>, tensor<2x21x16xf32>) outs(%o0 : tensor<2x9x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %x = arith.mulf %a, %b : f32
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<2x9x16xf32>
+  %out = linalg.generic {indexing_maps = [affine_map<(b0, i, e) -> (b0, i, e)>, affine_map<(b0, i, e) -> (b0, i)>, affine_map<(b0, i, e) -> (b0, i, e)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%o, %l : tensor<2x9x16xf32>, tensor<2x9xf32>) outs(%oe : tensor<2x9x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %y = arith.divf %a, %b : f32
+    linalg.yield %y : f32
+  } -> tensor<2x9x16xf32>
+  return %out : tensor<2x9x16xf32>
+}
