@@ -192,3 +192,62 @@ def test_compile_fuses_attention_end_to_end(rng: np.random.Generator) -> None:
     q, k, v = (rng.standard_normal((2, 4, n, 32), dtype=np.float32) for n in (33, 70, 70))
     np.testing.assert_allclose(compiled.jit("attention")(q, k, v), reference(q, k, v, 1 / math.sqrt(32)),
                                rtol=0, atol=2e-5 * np.abs(v).max())
+
+
+SOFTMAX_ATTENTION = """
+#q = affine_map<(b, i, j, c) -> (b, i, c)>
+#k = affine_map<(b, i, j, c) -> (b, j, c)>
+#s = affine_map<(b, i, j, c) -> (b, i, j)>
+#id = affine_map<(b, i, j) -> (b, i, j)>
+func.func @attention(%q: tensor<2x{sq}x16xf32>, %k: tensor<2x{skv}x16xf32>, %v: tensor<2x{skv}x24xf32>)
+    -> tensor<2x{sq}x24xf32> {{
+  %zero = arith.constant 0.0 : f32
+  %c = arith.constant 0.25 : f32
+  %se = tensor.empty() : tensor<2x{sq}x{skv}xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%se : tensor<2x{sq}x{skv}xf32>) -> tensor<2x{sq}x{skv}xf32>
+  %s = linalg.generic {{indexing_maps = [#q, #k, #s],
+                        iterator_types = ["parallel", "parallel", "parallel", "reduction"]}}
+      ins(%q, %k : tensor<2x{sq}x16xf32>, tensor<2x{skv}x16xf32>) outs(%s0 : tensor<2x{sq}x{skv}xf32>) {{
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %x = arith.mulf %a, %b : f32
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  }} -> tensor<2x{sq}x{skv}xf32>
+  %scaled = linalg.generic {{indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel"]}}
+      ins(%s : tensor<2x{sq}x{skv}xf32>) outs(%se : tensor<2x{sq}x{skv}xf32>) {{
+  ^bb0(%a: f32, %o: f32):
+    %x = arith.mulf %a, %c : f32
+    linalg.yield %x : f32
+  }} -> tensor<2x{sq}x{skv}xf32>
+  %p = linalg.softmax dimension(2) ins(%scaled : tensor<2x{sq}x{skv}xf32>) outs(%se : tensor<2x{sq}x{skv}xf32>)
+      -> tensor<2x{sq}x{skv}xf32>
+  %oe = tensor.empty() : tensor<2x{sq}x24xf32>
+  %o0 = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x{sq}x24xf32>) -> tensor<2x{sq}x24xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x{sq}x{skv}xf32>, tensor<2x{skv}x24xf32>)
+      outs(%o0 : tensor<2x{sq}x24xf32>) -> tensor<2x{sq}x24xf32>
+  return %o : tensor<2x{sq}x24xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize("sq, skv", [(1, 77), (9, 21), (100, 300)])
+def test_attention_through_linalg_softmax_is_fused(rng: np.random.Generator, sq: int, skv: int) -> None:
+    """Another style: the scores scaled by their own op, linalg.softmax (decomposed at cpu-tile: its maximum
+    starts from NaN under maxnum), and a named batch_matmul after the division."""
+    tiled, fn = lower(SOFTMAX_ATTENTION.format(sq=sq, skv=skv))
+    assert "linalg." not in tiled
+    q, k = (rng.standard_normal((2, n, 16), dtype=np.float32) for n in (sq, skv))
+    v = rng.standard_normal((2, skv, 24), dtype=np.float32)
+    np.testing.assert_allclose(fn(q, k, v), reference(q, k, v, 0.25), rtol=0, atol=2e-5 * np.abs(v).max())
+
+
+@pytest.mark.parametrize("shape, dim", [((4, 77), 1), ((5, 3, 9), 1), ((1, 6), 0)])
+def test_linalg_softmax_lowers_on_the_host(rng: np.random.Generator, shape: tuple[int, ...], dim: int) -> None:
+    """linalg.softmax alone (no attention around it) is decomposed and runs as loops."""
+    t = f"tensor<{'x'.join(map(str, shape))}xf32>"
+    text = (f"func.func @attention(%x: {t}) -> {t} {{\n  %e = tensor.empty() : {t}\n"
+            f"  %r = linalg.softmax dimension({dim}) ins(%x : {t}) outs(%e : {t}) -> {t}\n  return %r : {t}\n}}\n")
+    _, fn = lower(text)
+    x = rng.standard_normal(shape, dtype=np.float32) * 4
+    e = np.exp(x.astype(np.float64) - x.max(axis=dim, keepdims=True))
+    np.testing.assert_allclose(fn(x), e / e.sum(axis=dim, keepdims=True), rtol=1e-5, atol=1e-7)

@@ -82,6 +82,12 @@ class Script:
                  f": ({ANY}) -> ({ANY}, {ANY})")
         return tiled, loop
 
+    def decompose(self, op: str) -> str:
+        """Rewrite each op of ``op`` that aggregates others (``linalg.softmax``) as the ops it stands for."""
+        handle = self.fresh()
+        self.add(f"{handle} = transform.structured.decompose_interface {op} : ({ANY}) -> {ANY}")
+        return handle
+
     def vectorize(self, op: str, vector_sizes: list[int] | None = None, named_contraction: bool = False) -> None:
         """Vectorize ``op`` (masked to ``vector_sizes`` when given)."""
         sizes = f" vector_sizes {vector_sizes}" if vector_sizes else ""

@@ -62,9 +62,11 @@ from prism.codegen.cpu.attention import fuse_attention
 from prism.codegen.cpu.kernel import KERNEL_NAME, inline_kernel
 from prism.codegen.cpu.prepare import Planned, prepare_weights
 from prism.codegen.cpu.schedule import (
+    AGGREGATE_OPS,
     CpuGemm,
     CpuSchedule,
     collect_gemms,
+    decompose_script,
     gemm_script,
     kernel_plan,
     kernel_serves_as_written,
@@ -102,6 +104,8 @@ class CpuLowering(Lowering):
         the pack transposes."""
         check_module(module)
         rewrites.record_signatures(module)
+        if _contains(module, AGGREGATE_OPS):
+            apply_script(module, decompose_script(), "decomposition of aggregate ops")
         fuse_attention(module, self.lanes, self.threads, self.ctx)
         gemms: list[CpuGemm] = []  # the transform path's, in tag order
         planned: list[Planned] = []
@@ -153,6 +157,18 @@ class CpuLowering(Lowering):
         run_passes(module, rewrites.TO_LLVM, "conversion to LLVM")
         tasks.define_launches(module)
         rewrites.check_lowered(module)
+
+
+def _contains(module: ir.Module, names: tuple[str, ...]) -> bool:
+    found = False
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal found
+        found = op.name in names
+        return ir.WalkResult.INTERRUPT if found else ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
 
 
 def lower(module: ir.Module, ctx: PassContext, threads: int, vector_bits: int = 256) -> None:

@@ -13,7 +13,12 @@ number, shared by every operand, in the same order)::
 
 where each intermediate feeds only the chain's next ops, every tensor is
 f32, and the head dimensions (k and e) are static, e a multiple of the
-vector width. The six ops become one kernel with FlashAttention's online
+vector width. Also recognized: the division before the second product,
+``o = sum_j (p / l)[.., i, j] * v[.., j, e]``, scores scaled by an op of
+their own (``s * c'`` before the maximum; the scales multiply), ``exp(s - m)``
+(c = 1), a maximum from the lowest f32 or (under maxnum) from NaN, and named
+``linalg.matmul``/``batch_matmul`` for the products: the forms
+``linalg.softmax`` decomposes into at ``cpu-tile``. The six ops become one kernel with FlashAttention's online
 softmax (Dao et al., 2022): per task, a block of BQ query rows of one head
 walks K and V in blocks of BKV rows, keeping a running row maximum ``m``,
 a running row sum ``l`` and an unnormalized output block ``O``:
@@ -191,12 +196,20 @@ def _erase_unused(ops: list[ir.Operation]) -> None:
 # Recognition
 
 
-def _generic(value: ir.Value, inputs: int) -> ir.Operation | None:
-    """The linalg.generic producing ``value`` with ``inputs`` inputs and one result, or None."""
+# Named contractions whose indexing maps the matcher reads like a generic's (their bodies are mulf, addf).
+_NAMED_CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul")
+
+
+def _generic(value: ir.Value, inputs: int, named: bool = False) -> ir.Operation | None:
+    """The linalg.generic (or, with ``named``, named contraction) producing ``value`` with ``inputs`` inputs and
+    one result, all f32 tensors; else None."""
     if isinstance(value.owner, ir.Block):
         return None
     op = value.owner.operation
-    if op.name != "linalg.generic" or len(op.results) != 1 or len(op.operands) != inputs + 1:
+    kinds = ("linalg.generic", *_NAMED_CONTRACTIONS) if named else ("linalg.generic",)
+    if op.name not in kinds or len(op.results) != 1 or len(op.operands) != inputs + 1:
+        return None
+    if "indexing_maps" not in op.attributes:
         return None
     if not all(isinstance(v.type, ir.RankedTensorType) and str(ir.ShapedType(v.type).element_type) == F32
                for v in [*op.operands, *op.results]):
@@ -258,8 +271,11 @@ def _binary(body: list[ir.Operation], yielded: ir.Value, names: tuple[str, ...],
 def _contraction(op: ir.Operation) -> tuple[list[int], int, int, int] | None:
     """(batch, row, column, reduced) loops of ``out[.., r, c] += x[.., r, red] * y[.., ?, ?]`` with a zero init."""
     maps = _maps(op)
-    reduced = _reductions(op)
-    if None in maps or len(reduced) != 1 or _filled(op.operands[2]) != 0.0:
+    if None in maps or _filled(op.operands[2]) != 0.0:
+        return None
+    loops = ir.AffineMapAttr(ir.ArrayAttr(op.attributes["indexing_maps"])[0]).value.n_dims
+    reduced = [d for d in range(loops) if d not in maps[2]]
+    if len(reduced) != 1 or ("iterator_types" in op.attributes and _reductions(op) != reduced):
         return None
     ops, yielded, args = _body(op)
     if len(ops) != 2 or ops[0].name != "arith.mulf" or ops[1].name != "arith.addf":
@@ -277,12 +293,13 @@ def _contraction(op: ir.Operation) -> tuple[list[int], int, int, int] | None:
 
 
 def _row_reduction(op: ir.Operation, names: tuple[str, ...], init: float) -> bool:
-    """``out[.., i] = fold_j x[.., i, j]`` over the last loop, from ``init``."""
+    """``out[.., i] = fold_j x[.., i, j]`` over the last loop, from ``init`` (NaN matches NaN)."""
     maps = _maps(op)
     loops = len(ir.ArrayAttr(op.attributes["iterator_types"]))
     if maps != [list(range(loops)), list(range(loops - 1))] or _reductions(op) != [loops - 1]:
         return False
-    if _filled(op.operands[1]) != init:
+    start = _filled(op.operands[1])
+    if start is None or not (start == init or (math.isnan(start) and math.isnan(init))):
         return False
     ops, yielded, args = _body(op)
     return _binary(ops, yielded, names, args[0], args[1])
@@ -300,6 +317,11 @@ def _exp_scale(op: ir.Operation) -> float | None:
     """c, for a body ``exp((x - row) * c)`` with c a positive constant; else None."""
     ops, yielded, args = _body(op)
     ops = [o for o in ops if o.name != "arith.constant"]
+    if [o.name for o in ops] == ["arith.subf", "math.exp"]:  # exp(x - row): c = 1
+        sub, exp = ops
+        if not (_is(sub.operands[0], args[0]) and _is(sub.operands[1], args[1])):
+            return None
+        return 1.0 if _is(exp.operands[0], sub.results[0]) and _is(yielded, exp.results[0]) else None
     if len(ops) != 3 or [o.name for o in ops] != ["arith.subf", "arith.mulf", "math.exp"]:
         return None
     sub, mul, exp = ops
@@ -317,56 +339,101 @@ def _exp_scale(op: ir.Operation) -> float | None:
     return scale
 
 
-def _only_users(value: ir.Value, users: tuple[ir.Operation, ...]) -> bool:
-    found = [use.owner for use in value.uses]
-    return len(found) == len(users) and all(any(u == w for w in users) for u in found)
+def _scaled(op: ir.Operation) -> float | None:
+    """c, for an elementwise generic ``x * c`` (one input, c a positive finite constant); else None."""
+    maps = _maps(op)
+    if len(op.operands) != 2 or maps[0] != maps[1] or sorted(maps[0] or [None]) != list(range(len(maps[0] or []))) \
+            or _reductions(op):
+        return None
+    ops, yielded, args = _body(op)
+    ops = [o for o in ops if o.name != "arith.constant"]
+    if len(ops) != 1 or ops[0].name != "arith.mulf" or not _is(yielded, ops[0].results[0]):
+        return None
+    factors = [f for f in ops[0].operands if not _is(f, args[0])]
+    scale = _constant(factors[0]) if len(factors) == 1 else None
+    return scale if scale is not None and scale > 0 and math.isfinite(scale) else None
+
+
+def _divides_rows(op: ir.Operation) -> bool:
+    """``x[.., i, j] / row[.., i]``, elementwise."""
+    if not _row_broadcast(op):
+        return False
+    ops, yielded, args = _body(op)
+    return len(ops) == 1 and ops[0].name == "arith.divf" and _is(yielded, ops[0].results[0]) \
+        and _is(ops[0].operands[0], args[0]) and _is(ops[0].operands[1], args[1])
+
+
+# The row maximum may start from -inf, from the lowest finite f32, or, with maxnum, from NaN (which maxnum
+# ignores: linalg.softmax's decomposition): for finite scores all give the same maximum.
+_MAXIMA = ("arith.maximumf", "arith.maxnumf")
+_MAX_INITS = ((_MAXIMA, -math.inf), (_MAXIMA, -3.4028234663852886e38), (("arith.maxnumf",), math.nan))
 
 
 def match_attention(op: ir.Operation) -> AttentionMatch | None:
-    """The attention chain ending at ``op`` (the ``o / sums`` op), or None; see the module docstring."""
-    if op.name != "linalg.generic":
+    """The attention chain ending at ``op``, or None; see the module docstring.
+
+    Two orders are recognized: ``(P V) / l`` (the division last, as prism-explore leaves it) and ``(P / l) V``
+    (as linalg.softmax decomposes); the scores may be scaled before the row maximum by an elementwise
+    ``x * c`` (the scales multiply).
+    """
+    if op.name not in ("linalg.generic", *_NAMED_CONTRACTIONS) or len(op.results) != 1:
         return None
-    out = _generic(op.results[0], 2) if op.results else None
-    if out is None or not _row_broadcast(out):
+    last = op
+    if last.name == "linalg.generic" and _divides_rows(last):  # (P V) / l
+        product, sums = _generic(last.operands[0], 2, named=True), _generic(last.operands[1], 1)
+        if product is None or sums is None:
+            return None
+        weights = _generic(sums.operands[0], 2)
+        if weights is None or not _is(product.operands[0], weights.results[0]):
+            return None
+        normalized = None
+    else:  # (P / l) V
+        product = last
+        normalized = _generic(product.operands[0], 2)
+        if normalized is None or not _divides_rows(normalized):
+            return None
+        sums, weights = _generic(normalized.operands[1], 1), _generic(normalized.operands[0], 2)
+        if sums is None or weights is None or not _is(sums.operands[0], weights.results[0]):
+            return None
+    if not _row_reduction(sums, ("arith.addf",), 0.0) or not _row_broadcast(weights):
         return None
-    ops, yielded, args = _body(out)
-    if len(ops) != 1 or ops[0].name != "arith.divf" or not _is(yielded, ops[0].results[0]) \
-            or not (_is(ops[0].operands[0], args[0]) and _is(ops[0].operands[1], args[1])):
+    scale = _exp_scale(weights)
+    producer = weights.operands[0]
+    scaling = _generic(producer, 1)
+    factor = _scaled(scaling) if scaling is not None else None
+    scores = _generic(scaling.operands[0] if factor is not None else producer, 2, named=True)
+    top = _generic(weights.operands[1], 1)
+    if scale is None or scores is None or top is None:
         return None
-    o, sums = _generic(out.operands[0], 2), _generic(out.operands[1], 1)
-    if o is None or sums is None or not _row_reduction(sums, ("arith.addf",), 0.0):
+    x = scaling if factor is not None else scores  # what the row maximum and exp read
+    if not _is(top.operands[0], x.results[0]):
         return None
-    p = _generic(sums.operands[0], 2)
-    if p is None or not _is(o.operands[0], p.results[0]) or not _row_broadcast(p):
+    if not any(_row_reduction(top, names, init) for names, init in _MAX_INITS):
         return None
-    scale = _exp_scale(p)
-    s, m = _generic(p.operands[0], 2), _generic(p.operands[1], 1)
-    if scale is None or s is None or m is None or not _is(m.operands[0], s.results[0]):
+    scale *= factor if factor is not None else 1.0
+    found = _contraction(scores), _contraction(product)
+    if found[0] is None or found[1] is None:
         return None
-    if not _row_reduction(m, ("arith.maximumf", "arith.maxnumf"), -math.inf):
-        return None
-    scores, values = _contraction(s), _contraction(o)
-    if scores is None or values is None:
-        return None
-    batch, i, j, red = scores
-    maps_s = _maps(s)
+    batch, i, j, red = found[0]
+    maps_s = _maps(scores)
     if maps_s[0] != [*batch, i, red] or maps_s[1] != [*batch, j, red]:
         return None
     # o[.., i, e] = sum_j p[.., i, j] v[.., j, e]
-    batch_o, i_o, e_o, j_o = values
-    maps_o = _maps(o)
+    batch_o, i_o, e_o, j_o = found[1]
+    maps_o = _maps(product)
     if maps_o[0] != [*batch_o, i_o, j_o] or maps_o[1] != [*batch_o, j_o, e_o] or len(batch_o) != len(batch):
         return None
-    q, k, v = s.operands[0], s.operands[1], o.operands[1]
-    shapes = [ir.RankedTensorType(x.type).shape for x in (q, k, v)]
+    q, k, v = scores.operands[0], scores.operands[1], product.operands[1]
+    shapes = [ir.RankedTensorType(value.type).shape for value in (q, k, v)]
     if any(ir.ShapedType.is_dynamic_size(shape[-1]) for shape in shapes):
         return None
-    chain = (s, m, p, sums, o, out)
-    if not (_only_users(s.results[0], (m, p)) and _only_users(m.results[0], (p,))
-            and _only_users(p.results[0], (sums, o)) and _only_users(sums.results[0], (out,))
-            and _only_users(o.results[0], (out,))):
-        return None
-    return AttentionMatch(chain, q, k, v, scale)
+    chain = [scores, *([scaling] if factor is not None else []), top, weights, sums]
+    chain += [product, last] if normalized is None else [normalized, product]
+    # Every intermediate is read by the chain alone (it disappears with it).
+    for o in chain[:-1]:
+        if not all(any(use.owner == c for c in chain) for use in o.results[0].uses):
+            return None
+    return AttentionMatch(tuple(chain), q, k, v, scale)
 
 
 # ---------------------------------------------------------------------------------------------------------------
