@@ -1,6 +1,6 @@
 // Attention written as its six ops (prism.codegen.cpu.attention): cpu-tile replaces them with one kernel
-// whose scores live in a per-worker block; the last function, which is not exactly attention (its row
-// maximum starts from 0, not -inf), keeps its ops.
+// whose scores live in a per-worker block; @near_miss, which is not exactly attention (its row maximum
+// starts from 0, not -inf), keeps its ops; linalg.softmax is decomposed, and fused when it is attention's.
 // RUN: prism-opt %s --split-input-file -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s
 // RUN: prism-opt %s --split-input-file -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-llvm -o /dev/null 2>&1 | filecheck %s --check-prefix=LLVM
 
@@ -189,4 +189,71 @@ func.func @near_miss(%q: tensor<2x9x16xf32>, %k: tensor<2x21x16xf32>, %v: tensor
     linalg.yield %y : f32
   } -> tensor<2x9x16xf32>
   return %out : tensor<2x9x16xf32>
+}
+
+// -----
+
+// Attention through linalg.softmax, its scores scaled by an op of their own and the division before a named
+// batch_matmul: the same kernel (6-row blocks over K^T).
+// CHECK-LABEL: func.func @through_softmax(
+// CHECK-NOT:     linalg.
+// CHECK:         scf.parallel
+// CHECK:         scf.parallel
+// CHECK:         vector.reduction <maxnumf>
+// CHECK-NOT:     linalg.
+// CHECK:         return
+#q = affine_map<(b, i, j, c) -> (b, i, c)>
+#k = affine_map<(b, i, j, c) -> (b, j, c)>
+#s = affine_map<(b, i, j, c) -> (b, i, j)>
+#id = affine_map<(b, i, j) -> (b, i, j)>
+func.func @through_softmax(%q: tensor<2x9x16xf32>, %k: tensor<2x21x16xf32>, %v: tensor<2x21x24xf32>)
+    -> tensor<2x9x24xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = arith.constant 0.25 : f32
+  %se = tensor.empty() : tensor<2x9x21xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%se : tensor<2x9x21xf32>) -> tensor<2x9x21xf32>
+  %s = linalg.generic {indexing_maps = [#q, #k, #s],
+                        iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<2x9x16xf32>, tensor<2x21x16xf32>) outs(%s0 : tensor<2x9x21xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %x = arith.mulf %a, %b : f32
+    %y = arith.addf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<2x9x21xf32>
+  %scaled = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<2x9x21xf32>) outs(%se : tensor<2x9x21xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %x = arith.mulf %a, %c : f32
+    linalg.yield %x : f32
+  } -> tensor<2x9x21xf32>
+  %p = linalg.softmax dimension(2) ins(%scaled : tensor<2x9x21xf32>) outs(%se : tensor<2x9x21xf32>)
+      -> tensor<2x9x21xf32>
+  %oe = tensor.empty() : tensor<2x9x24xf32>
+  %o0 = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x9x24xf32>) -> tensor<2x9x24xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x9x21xf32>, tensor<2x21x24xf32>)
+      outs(%o0 : tensor<2x9x24xf32>) -> tensor<2x9x24xf32>
+  return %o : tensor<2x9x24xf32>
+}
+
+// -----
+
+// linalg.softmax alone: decomposed into a row max (maxnum from NaN), exp of the difference, a row sum and a
+// division, which take the generic path.
+// CHECK-LABEL: func.func @softmax(
+// CHECK-NOT:     linalg.softmax
+// CHECK:         linalg.fill ins(%{{.*}} : f32)
+// CHECK:         linalg.generic
+// CHECK:         arith.maxnumf
+// CHECK:         linalg.generic
+// CHECK:         math.exp
+// CHECK:         linalg.generic
+// CHECK:         arith.addf
+// CHECK:         linalg.generic
+// CHECK:         arith.divf
+// CHECK-NOT:     linalg.softmax
+// CHECK:         return
+func.func @softmax(%x: tensor<4x77xf32>) -> tensor<4x77xf32> {
+  %e = tensor.empty() : tensor<4x77xf32>
+  %r = linalg.softmax dimension(1) ins(%x : tensor<4x77xf32>) outs(%e : tensor<4x77xf32>) -> tensor<4x77xf32>
+  return %r : tensor<4x77xf32>
 }
