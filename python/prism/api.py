@@ -39,7 +39,8 @@ class CompiledModule:
     Attributes:
         mlir: the optimized module as MLIR text (tensor level, annotated linalg).
         target: the target name it was optimized for.
-        report: the search report (target, families with funnel and choice).
+        report: the search report (target, families with funnel and choice; with ``emit="report"`` for the
+            host, ``kernels``: per function, each kernel the code generator makes and the ops it runs).
         ptx: PTX text per GPU module for GPU targets (None for the host).
     """
 
@@ -225,6 +226,8 @@ def compile(source: Source, target: str = "host", emit: str | None = None, pipel
     optimized = str(compilation.module)
     located = compilation.module.operation.get_asm(enable_debug_info=True)
     ptx = None
+    if emit == "report":
+        compilation.report_kernels()
     if emit == "ptx":
         compilation.lower()
         ptx = dict(compilation.ctx.artifacts["ptx"])

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
-from prism.infra.errors import PipelineError, TargetError
+from prism.infra.errors import PipelineError, PrismError, TargetError
 from prism.infra.passbase import Pass, PassContext
 from prism.infra.pipeline import Step, parse_pipeline, run_pipeline
 from prism.passes.verify import ORIGINAL
@@ -46,6 +46,16 @@ class Compilation:
         if "lowered" not in self.ctx.artifacts:
             self.run(parse_pipeline(get_target(self.target).lowering()))
 
+    def report_kernels(self) -> None:
+        """Add the kernels the target's code generator makes of the module, where it says (the host does)."""
+        kernels = getattr(get_target(self.target), "kernels", None)
+        if kernels is None or "kernels" in self.ctx.report:
+            return
+        try:
+            self.ctx.report["kernels"] = kernels(self.module)
+        except PrismError as error:
+            self.ctx.report["kernels_error"] = str(error)
+
     def report_json(self) -> str:
         """The report as deterministic JSON text."""
         return json.dumps(self.ctx.report, indent=2, sort_keys=True) + "\n"
@@ -56,6 +66,7 @@ class Compilation:
         if kind == "mlir":
             return str(self.module)
         if kind == "report":
+            self.report_kernels()
             return self.report_json()
         self.lower()
         return ptx_text(self.ctx.artifacts["ptx"]) if kind == "ptx" else str(self.module)

@@ -22,7 +22,8 @@ def funnel_table(report: dict) -> list[str]:
 
 
 def summarize(report: dict) -> list[str]:
-    """Lines describing each explored function (rewritten or not), then each family: its funnel and its choice."""
+    """Lines describing each explored function (rewritten or not), the kernels of each function (host), then
+    each family: its funnel and its choice."""
     lines = []
     for found in report.get("explorations", []):
         verdict = ("rewritten" + (f", {found['prepared']} value(s) prepared once" if found["prepared"] else "")
@@ -30,6 +31,10 @@ def summarize(report: dict) -> list[str]:
         lines.append(f"{report['target']:>5} @{found['function']}: {verdict}; predicted "
                      f"{found['predicted_seconds'] * 1e6:.1f} -> {found['variant_seconds'] * 1e6:.1f} us per call "
                      f"({found['e_classes']} e-classes, {found['costed']} programs costed)")
+    for entry in report.get("kernels", []):
+        kinds = ", ".join(k["kind"] + (f" ({len(k['ops'])} ops)" if len(k["ops"]) > 1 else "")
+                          for k in entry["kernels"])
+        lines.append(f"{report['target']:>5} {entry['function']}: {entry['count']} kernel(s): {kinds}")
     for family in report.get("families", []):
         funnel = " -> ".join(f"{s['stage']} {s['size']}" for s in family["funnel"])
         choice = ", ".join(f"{k}={v}" for k, v in family["choice"].items())

@@ -15,6 +15,7 @@ from prism.codegen.cpu.attention import match_attention
 from prism.codegen.runtime import jit
 from prism.infra.ir import make_context
 from prism.infra.passbase import PassContext
+from prism.summary import summarize
 
 NINF = "0xFF800000"
 
@@ -251,3 +252,19 @@ def test_linalg_softmax_lowers_on_the_host(rng: np.random.Generator, shape: tupl
     x = rng.standard_normal(shape, dtype=np.float32) * 4
     e = np.exp(x.astype(np.float64) - x.max(axis=dim, keepdims=True))
     np.testing.assert_allclose(fn(x), e / e.sum(axis=dim, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_the_report_names_the_kernels_and_the_ops_fused_into_them() -> None:
+    """--emit=report (here through the API) lists, per function, each kernel and the ops it runs."""
+    report = prism.compile(attention_text((2,), 33, 70, 32, 32), target="host", emit="report").report
+    assert " host @attention: 1 kernel(s): attention (6 ops)" in summarize(report)
+    fused = report["kernels"]
+    assert [(f["function"], f["count"]) for f in fused] == [("@attention", 1)]
+    kernel = fused[0]["kernels"][0]
+    assert kernel["kind"] == "attention" and len(kernel["ops"]) == 6
+    assert all(op.startswith(("linalg.generic at ", "linalg.matmul at ", "linalg.batch_matmul at "))
+               for op in kernel["ops"])
+    missed = prism.compile(attention_text((2,), 9, 21, 16, 16, max_init="0.0"), target="host",
+                           emit="report").report["kernels"]
+    kinds = [k["kind"] for k in missed[0]["kernels"]]
+    assert "attention" not in kinds and kinds.count("loops") >= 4

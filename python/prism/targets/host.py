@@ -189,6 +189,12 @@ class HostTarget:
         fits = moved <= self.l3_bytes / 2
         return moved / (self.cache_bytes_per_s if fits else self.dram_bytes_per_s)
 
+    def kernels(self, module: ir.Module) -> list[dict]:
+        """Per function, the kernels the host code generator makes of ``module`` and the ops each runs."""
+        from prism.codegen.cpu import kernel_report  # the code generator, loaded only when asked
+
+        return kernel_report(module, self.cores, self.vector_bits)
+
     def measure(self, body: ir.Operation, choice: dict[str, int], assume: int) -> float:
         """Compile ``body`` under ``choice`` for this machine and time it (see :mod:`prism.search.measure`)."""
         from prism.search.measure import measure_seconds  # the code generator, loaded only to measure

@@ -54,11 +54,13 @@ The stages, each printable with ``--print-ir-after=NAME``:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mlir import ir
 
 from prism.codegen.checks import check_module
 from prism.codegen.cpu import rewrites, tasks
-from prism.codegen.cpu.attention import fuse_attention
+from prism.codegen.cpu.attention import describe_ops, fuse_attention
 from prism.codegen.cpu.kernel import KERNEL_NAME, inline_kernel
 from prism.codegen.cpu.prepare import Planned, prepare_weights
 from prism.codegen.cpu.schedule import (
@@ -106,7 +108,8 @@ class CpuLowering(Lowering):
         rewrites.record_signatures(module)
         if _contains(module, AGGREGATE_OPS):
             apply_script(module, decompose_script(), "decomposition of aggregate ops")
-        fuse_attention(module, self.lanes, self.threads, self.ctx)
+        kernels = [Kernel("attention", ops[0], ops[1:]) for ops in fuse_attention(module, self.lanes, self.threads,
+                                                                                  self.ctx)]
         gemms: list[CpuGemm] = []  # the transform path's, in tag order
         planned: list[Planned] = []
 
@@ -123,11 +126,16 @@ class CpuLowering(Lowering):
             else:
                 planned.append(Planned(gemm, plan, written_path=kernel_serves_as_written(gemm, plan)))
         prepare_weights(module, planned, self.ctx, self.lanes)
+        for gemm in gemms:
+            kernels.append(Kernel("gemm (transform path)", *_described(gemm.op)))
         for p in planned:
+            kernels.append(Kernel("gemm" if p.written_path else "gemm (transform path)", *_described(p.op)))
             if p.written_path:
                 inline_kernel(p.op, p.plan)
             else:
                 to_transform_path(p.gemm)
+        kernels += [Kernel("loops", *_described(op)) for op in _generic_path_ops(module)]
+        self.ctx.report["kernels"] = _by_function(module, kernels)
         apply_script(module, gemm_script(gemms), "tiling and vectorization")
         rewrites.forward_copies_into_empty(module)
         tiles = tag_transposes(module)
@@ -159,6 +167,55 @@ class CpuLowering(Lowering):
         rewrites.check_lowered(module)
 
 
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel the host code runs: its kind, its function, and the ops it runs (``name at file:line:col``)."""
+
+    kind: str
+    function: str
+    ops: list[str]
+
+
+def _described(op: ir.Operation) -> tuple[str, list[str]]:
+    function, *ops = describe_ops(_function_of(op), [op])
+    return function, ops
+
+
+def _function_of(op: ir.Operation) -> ir.Operation:
+    while op.name != "func.func":
+        op = op.parent
+    return op
+
+
+def _generic_path_ops(module: ir.Module) -> list[ir.Operation]:
+    """The linalg ops left for the generic path (each a loop nest of its own), in walk order: every op but
+    the transform path's contractions, dead ops, and fills read only by kernels (their inits)."""
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if not op.name.startswith("linalg.") or op.name == "linalg.yield" or attrs.CPU_CONTRACTION_TAG in op.attributes:
+            return ir.WalkResult.ADVANCE
+        users = [use.owner.operation for result in op.results for use in result.uses]
+        if op.results and not users:
+            return ir.WalkResult.SKIP
+        if op.name == "linalg.fill" and all(
+                not u.name.startswith("linalg.") or attrs.CPU_CONTRACTION_TAG in u.attributes for u in users):
+            return ir.WalkResult.SKIP
+        found.append(op)
+        return ir.WalkResult.SKIP
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
+def _by_function(module: ir.Module, kernels: list[Kernel]) -> list[dict]:
+    """The report's ``kernels``: per function, in module order, its kernels and the ops each runs."""
+    names = [f"@{ir.StringAttr(op.attributes['sym_name']).value}" for op in module.body.operations
+             if op.operation.name == "func.func"]
+    return [{"function": name, "count": len(mine), "kernels": [{"kind": k.kind, "ops": k.ops} for k in mine]}
+            for name in names if (mine := [k for k in kernels if k.function == name])]
+
+
 def _contains(module: ir.Module, names: tuple[str, ...]) -> bool:
     found = False
 
@@ -171,6 +228,15 @@ def _contains(module: ir.Module, names: tuple[str, ...]) -> bool:
     return found
 
 
+def kernel_report(module: ir.Module, threads: int, vector_bits: int = 256) -> list[dict]:
+    """The report's ``kernels`` for ``module``: what cpu-tile makes of a copy of it (``module`` is unchanged)."""
+    ctx = PassContext()
+    with module.context, ir.Location.unknown():
+        copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
+        CpuLowering(threads, ctx, vector_bits).tile(copy)
+    return ctx.report["kernels"]
+
+
 def lower(module: ir.Module, ctx: PassContext, threads: int, vector_bits: int = 256) -> None:
     """Lower ``module`` in place to the LLVM dialect, ready for :func:`prism.codegen.runtime.jit`.
 
@@ -181,4 +247,4 @@ def lower(module: ir.Module, ctx: PassContext, threads: int, vector_bits: int = 
 
 STAGE_NAMES = CpuLowering.stage_names()
 
-__all__ = ["STAGE_NAMES", "CpuGemm", "CpuLowering", "CpuSchedule", "lower"]
+__all__ = ["STAGE_NAMES", "CpuGemm", "CpuLowering", "CpuSchedule", "kernel_report", "lower"]

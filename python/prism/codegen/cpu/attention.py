@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from prism.codegen.cpu.kernel import F32, MlirText, inline_function
+from prism.infra.diagnostics import display_location
 from prism.infra.passbase import PassContext
 from prism.search.family import map_dims
 
@@ -137,9 +138,12 @@ def plan_attention(match: AttentionMatch, lanes: int, workers: int) -> Attention
                          bq, bkv, rm, rn, lanes, workers)
 
 
-def fuse_attention(module: ir.Module, lanes: int, workers: int, ctx: PassContext) -> int:
-    """Replace every attention chain in ``module`` by the online-softmax kernel; returns how many."""
-    found = 0
+def fuse_attention(module: ir.Module, lanes: int, workers: int, ctx: PassContext) -> list[list[str]]:
+    """Replace every attention chain in ``module`` by the online-softmax kernel.
+
+    Returns, per chain replaced, its function and ops as text (:func:`describe_ops`), read before they go.
+    """
+    found: list[list[str]] = []
     for func in module.body.operations:
         if func.operation.name != "func.func" or not func.regions[0].blocks:
             continue
@@ -151,6 +155,7 @@ def fuse_attention(module: ir.Module, lanes: int, workers: int, ctx: PassContext
                 plan = plan_attention(match, lanes, workers)
                 ctx.progress(f"cpu-tile: attention at {op.operation.location}: BQ={plan.bq}, BKV={plan.bkv}, "
                              f"{plan.rm}x{plan.rn} blocks")
+                found.append(describe_ops(func.operation, match.ops))
                 last = match.ops[-1]
                 feeding = [operand.owner.operation for chained in match.ops for operand in chained.operands
                            if not isinstance(operand.owner, ir.Block)]
@@ -158,8 +163,13 @@ def fuse_attention(module: ir.Module, lanes: int, workers: int, ctx: PassContext
                 for dead in reversed(match.ops[:-1]):
                     dead.erase()
                 _erase_unused(feeding)
-                found += 1
     return found
+
+
+def describe_ops(func: ir.Operation, ops) -> list[str]:
+    """``@function``, then each op as ``name at file:line:col``: what a report says of the ops a kernel runs."""
+    return [f"@{ir.StringAttr(func.attributes['sym_name']).value}",
+            *(f"{op.name} at {display_location(op.location)}" for op in ops)]
 
 
 # Ops that only make the chain's inits: erased with it once nothing else reads them (a dead fill of the S x S
