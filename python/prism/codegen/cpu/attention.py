@@ -472,9 +472,9 @@ class _Attention:
 
     def text(self) -> str:
         p, t = self.plan, self.t
-        self._open(f"func.func private @attention(%q: {p.q_type}, %k: {p.k_type}, %v: {p.v_type}) -> {p.out_type}")
+        self.t.open(f"func.func private @attention(%q: {p.q_type}, %k: {p.k_type}, %v: {p.v_type}) -> {p.out_type}")
         self.c0, self.c1 = t.const(0), t.const(1)
-        self.q, self.k, self.v = (self._buffer(arg, typ) for arg, typ in (("%q", p.q_type), ("%k", p.k_type),
+        self.q, self.k, self.v = (self.t.buffer(arg, typ, self.dyn) for arg, typ in (("%q", p.q_type), ("%k", p.k_type),
                                                                            ("%v", p.v_type)))
         nb = p.batch_rank
         self.batch = [t.value(f"memref.dim {self.q}, {t.const(d)} : {self.dyn}", "nb") for d in range(nb)]
@@ -500,24 +500,11 @@ class _Attention:
         cast = t.value(f"memref.cast {self.out} : {self.dyn} to {static}", "cs")
         result = t.value(f"bufferization.to_tensor {cast} restrict : {static} to {p.out_type}", "r")
         t.add(f"return {result} : {p.out_type}")
-        self._close()
+        self.t.close()
         constants = [f"  %c{n} = arith.constant {n} : index" for n in sorted(t.constants)]
         return "\n".join(t.lines[:1] + constants + t.lines[1:])
 
     # -- helpers ---------------------------------------------------------------------------------------------
-
-    def _buffer(self, arg: str, tensor: str) -> str:
-        static = tensor.replace("tensor<", "memref<")
-        buf = self.t.value(f"bufferization.to_buffer {arg} read_only : {tensor} to {static}", "m")
-        return self.t.value(f"memref.cast {buf} : {static} to {self.dyn}", "m")
-
-    def _open(self, header: str) -> None:
-        self.t.add(header + " {")
-        self.t.depth += 1
-
-    def _close(self, tail: str = "}") -> None:
-        self.t.depth -= 1
-        self.t.add(tail)
 
     def _f(self, value: float) -> str:
         return self.t.value(f"arith.constant {_f32(value)} : {F32}", "cf")
@@ -539,7 +526,7 @@ class _Attention:
         workers = t.const(self.plan.workers)
         share = t.value(f"arith.ceildivui {total}, {workers} : index", "share")
         worker = t.fresh("w")
-        self._open(f"scf.parallel ({worker}) = ({self.c0}) to ({workers}) step ({self.c1})")
+        self.t.open(f"scf.parallel ({worker}) = ({self.c0}) to ({workers}) step ({self.c1})")
         begin = t.value(f"arith.muli {worker}, {share} : index", "first")
         end = t.value(f"arith.minui {t.value(f'arith.addi {begin}, {share} : index')}, {total} : index", "end")
         return worker, begin, end
@@ -577,15 +564,15 @@ class _Attention:
         worker, begin, end = self._shares(total)
         del worker
         task = t.fresh("kt")
-        self._open(f"scf.for {task} = {begin} to {end} step {self.c1}")
+        self.t.open(f"scf.for {task} = {begin} to {end} step {self.c1}")
         fb = t.value(f"arith.divui {task}, {kv_blocks} : index", "fb")
         kb = t.value(f"arith.remui {task}, {kv_blocks} : index", "kb")
         j0 = t.value(f"arith.muli {kb}, {t.const(p.bkv)} : index", "j0")
         batch = self._batch_of(fb)
         d = t.fresh("d")
-        self._open(f"scf.for {d} = {self.c0} to {t.const(p.head_dim)} step {self.c1}")
+        self.t.open(f"scf.for {d} = {self.c0} to {t.const(p.head_dim)} step {self.c1}")
         jj = t.fresh("jj")
-        self._open(f"scf.for {jj} = {self.c0} to {t.const(p.bkv)} step {self.c1}")
+        self.t.open(f"scf.for {jj} = {self.c0} to {t.const(p.bkv)} step {self.c1}")
         j = t.value(f"arith.addi {j0}, {jj} : index", "j")
         inside = t.value(f"arith.cmpi ult, {j}, {self.skv} : index")
         value = t.fresh("kv")
@@ -593,13 +580,13 @@ class _Attention:
         t.depth += 1
         where = ", ".join([*batch, j, d])
         t.add(f"scf.yield {t.value(f'memref.load {self.k}[{where}] : {self.dyn}', 'x')} : {F32}")
-        self._close("} else {")
+        self.t.close("} else {")
         t.depth += 1
         t.add(f"scf.yield {self._f(0.0)} : {F32}")
-        self._close()
+        self.t.close()
         t.add(f"memref.store {value}, {self.kt}[{fb}, {kb}, {d}, {jj}] : {self.kt_type}")
         for _ in range(4):  # jj, d, the worker's task loop, the parallel loop
-            self._close()
+            self.t.close()
 
     def _tasks(self) -> None:
         p, t = self.plan, self.t
@@ -608,7 +595,7 @@ class _Attention:
         total = t.value(f"arith.muli {self.flat}, {q_blocks} : index", "tasks")
         self.w, begin, end = self._shares(total)
         task = t.fresh("task")
-        self._open(f"scf.for {task} = {begin} to {end} step {self.c1}")
+        self.t.open(f"scf.for {task} = {begin} to {end} step {self.c1}")
         self.fb = t.value(f"arith.divui {task}, {q_blocks} : index", "fb")
         self.bi = self._batch_of(self.fb)
         i0 = t.value(f"arith.muli {t.value(f'arith.remui {task}, {q_blocks} : index')}, {bq} : index", "i0")
@@ -617,7 +604,7 @@ class _Attention:
         self.last = t.value(f"arith.subi {i1}, {self.c1} : index", "last")
         self._start()
         j0 = t.fresh("j0")
-        self._open(f"scf.for {j0} = {self.c0} to {self.skv} step {t.const(p.bkv)}")
+        self.t.open(f"scf.for {j0} = {self.c0} to {self.skv} step {t.const(p.bkv)}")
         self.j0 = j0
         self.kb = t.value(f"arith.divui {j0}, {t.const(p.bkv)} : index", "kb")
         self.nkv = t.value(f"arith.minui {t.value(f'arith.subi {self.skv}, {j0} : index')}, {t.const(p.bkv)} : index",
@@ -625,10 +612,10 @@ class _Attention:
         self._scores()
         self._softmax()
         self._values()
-        self._close()
+        self.t.close()
         self._finish(i1)
-        self._close()
-        self._close()
+        self.t.close()
+        self.t.close()
 
     def _row(self, local: str) -> str:
         """The query row of local row ``local``: rows past the block's end repeat its last row."""
@@ -638,13 +625,13 @@ class _Attention:
     def _start(self) -> None:
         p, t = self.plan, self.t
         r = t.fresh("r")
-        self._open(f"scf.for {r} = {self.c0} to {t.const(p.bq)} step {self.c1}")
+        self.t.open(f"scf.for {r} = {self.c0} to {t.const(p.bq)} step {self.c1}")
         t.add(f"memref.store {self._f(-math.inf)}, {self.m}[{self.w}, {r}] : {self.row_type}")
         t.add(f"memref.store {self._f(0.0)}, {self.l}[{self.w}, {r}] : {self.row_type}")
         zero = self._splat(0.0)
         for e in range(0, p.value_dim, p.lanes):
             t.add(f"vector.store {zero}, {self.o}[{self.w}, {r}, {t.const(e)}] : {self.o_type}, {self.vec}")
-        self._close()
+        self.t.close()
 
     def _block_product(self, rows: list[str], load_a, load_b, steps: str, init: list[str]) -> list[str]:
         """RM x RN accumulators: ``acc[r][v] += a(r, step) * b(step)[v]`` over ``steps``."""
@@ -663,7 +650,7 @@ class _Attention:
             for v in range(nv):
                 updated.append(t.value(f"vector.fma {broadcast}, {b[v]}, {acc[r * nv + v]} : {self.vec}", "f"))
         t.add(f"scf.yield {', '.join(updated)} : {types}")
-        self._close()
+        self.t.close()
         return [f"{out}#{i}" for i in range(len(acc))]
 
     def _scores_direct(self) -> None:
@@ -671,12 +658,12 @@ class _Attention:
         the head dimension, summed across at the end)."""
         p, t = self.plan, self.t
         r, c = t.fresh("r"), t.fresh("kc")
-        self._open(f"scf.for {r} = {self.c0} to {t.const(p.bq)} step {self.c1}")
+        self.t.open(f"scf.for {r} = {self.c0} to {t.const(p.bq)} step {self.c1}")
         row = self._row(r)
         offsets = [t.const(d) for d in range(0, p.head_dim - p.head_dim % p.lanes, p.lanes)]
         query = [t.value(f"vector.load {self.q}[{', '.join([*self.bi, row, o])}] : {self.dyn}, {self.vec}", "qv")
                  for o in offsets]
-        self._open(f"scf.for {c} = {self.c0} to {self.nkv} step {self.c1}")
+        self.t.open(f"scf.for {c} = {self.c0} to {self.nkv} step {self.c1}")
         j = t.value(f"arith.addi {self.j0}, {c} : index", "j")
         total = None
         for o, x in zip(offsets, query, strict=True):
@@ -691,8 +678,8 @@ class _Attention:
             y = t.value(f"memref.load {self.k}[{', '.join([*self.bi, j, index])}] : {self.dyn}", "ks")
             score = t.value(f"math.fma {x}, {y}, {score} : {F32}", "sc")
         t.add(f"memref.store {score}, {self.s}[{self.w}, {r}, {c}] : {self.s_type}")
-        self._close()
-        self._close()
+        self.t.close()
+        self.t.close()
 
     def _scores(self) -> None:
         """S = Q_blk K_blk^T, in RM x RN blocks over the head dimension."""
@@ -702,10 +689,10 @@ class _Attention:
             return
         nv = p.rn // p.lanes
         r0, c0 = t.fresh("r0"), t.fresh("col")
-        self._open(f"scf.for {r0} = {self.c0} to {t.const(p.bq)} step {t.const(p.rm)}")
+        self.t.open(f"scf.for {r0} = {self.c0} to {t.const(p.bq)} step {t.const(p.rm)}")
         locals_ = [r0] + [t.value(f"arith.addi {r0}, {t.const(r)} : index", "lr") for r in range(1, p.rm)]
         rows = [self._row(local) for local in locals_]
-        self._open(f"scf.for {c0} = {self.c0} to {t.const(p.bkv)} step {t.const(p.rn)}")
+        self.t.open(f"scf.for {c0} = {self.c0} to {t.const(p.bkv)} step {t.const(p.rn)}")
         columns = [c0] + [t.value(f"arith.addi {c0}, {t.const(v * p.lanes)} : index", "jc") for v in range(1, nv)]
         zero = self._splat(0.0)
 
@@ -722,19 +709,19 @@ class _Attention:
                 col = t.value(f"arith.addi {c0}, {t.const(v * p.lanes)} : index", "sc") if v else c0
                 t.add(f"vector.store {acc[r * nv + v]}, {self.s}[{self.w}, {local}, {col}] : {self.s_type}, "
                       f"{self.vec}")
-        self._close()
-        self._close()
+        self.t.close()
+        self.t.close()
 
     def _softmax(self) -> None:
         """Per row of S: the new running maximum, P = exp((S - m') c) in place of S, l and alpha."""
         p, t, vec = self.plan, self.t, self.vec
         r = t.fresh("r")
-        self._open(f"scf.for {r} = {self.c0} to {t.const(p.bq)} step {self.c1}")
+        self.t.open(f"scf.for {r} = {self.c0} to {t.const(p.bq)} step {self.c1}")
         # Columns past the end of K weigh nothing.
         tail = t.fresh("tail")
-        self._open(f"scf.for {tail} = {self.nkv} to {t.const(p.bkv)} step {self.c1}")
+        self.t.open(f"scf.for {tail} = {self.nkv} to {t.const(p.bkv)} step {self.c1}")
         t.add(f"memref.store {self._f(-math.inf)}, {self.s}[{self.w}, {r}, {tail}] : {self.s_type}")
-        self._close()
+        self.t.close()
         offsets = [t.const(c) for c in range(0, p.bkv, p.lanes)]
         scores = [t.value(f"vector.load {self.s}[{self.w}, {r}, {o}] : {self.s_type}, {vec}", "sv") for o in offsets]
         # maxnum ignores NaN (one instruction fewer than maximum's NaN propagation); a NaN score still makes
@@ -762,16 +749,16 @@ class _Attention:
         t.add(f"memref.store {after}, {self.l}[{self.w}, {r}] : {self.row_type}")
         t.add(f"memref.store {new}, {self.m}[{self.w}, {r}] : {self.row_type}")
         t.add(f"memref.store {alpha}, {self.alpha}[{self.w}, {r}] : {self.row_type}")
-        self._close()
+        self.t.close()
 
     def _values(self) -> None:
         """O = alpha O + P V_blk, in RM x RN blocks over the block's rows of V."""
         p, t = self.plan, self.t
         nv = p.rn // p.lanes
         r0, e0 = t.fresh("r0"), t.fresh("e0")
-        self._open(f"scf.for {r0} = {self.c0} to {t.const(p.bq)} step {t.const(p.rm)}")
+        self.t.open(f"scf.for {r0} = {self.c0} to {t.const(p.bq)} step {t.const(p.rm)}")
         locals_ = [r0] + [t.value(f"arith.addi {r0}, {t.const(r)} : index", "lr") for r in range(1, p.rm)]
-        self._open(f"scf.for {e0} = {self.c0} to {t.const(p.value_dim)} step {t.const(p.rn)}")
+        self.t.open(f"scf.for {e0} = {self.c0} to {t.const(p.value_dim)} step {t.const(p.rn)}")
         columns = [e0] + [t.value(f"arith.addi {e0}, {t.const(v * p.lanes)} : index", "ec") for v in range(1, nv)]
         init = []
         for local in locals_:
@@ -794,15 +781,15 @@ class _Attention:
             for v, col in enumerate(columns):
                 t.add(f"vector.store {acc[r * nv + v]}, {self.o}[{self.w}, {local}, {col}] : {self.o_type}, "
                       f"{self.vec}")
-        self._close()
-        self._close()
+        self.t.close()
+        self.t.close()
 
     def _finish(self, i1: str) -> None:
         """out = O / l for the block's rows."""
         p, t = self.plan, self.t
         count = t.value(f"arith.subi {i1}, {self.i0} : index", "rows")
         r = t.fresh("r")
-        self._open(f"scf.for {r} = {self.c0} to {count} step {self.c1}")
+        self.t.open(f"scf.for {r} = {self.c0} to {count} step {self.c1}")
         row = t.value(f"arith.addi {self.i0}, {r} : index", "g")
         total = t.value(f"memref.load {self.l}[{self.w}, {r}] : {self.row_type}", "l")
         total = t.value(f"vector.broadcast {total} : {F32} to {self.vec}", "lv")
@@ -810,7 +797,7 @@ class _Attention:
             x = t.value(f"vector.load {self.o}[{self.w}, {r}, {t.const(e)}] : {self.o_type}, {self.vec}", "ov")
             y = t.value(f"arith.divf {x}, {total} : {self.vec}", "y")
             t.add(f"vector.store {y}, {self.out}[{', '.join([*self.bi, row, t.const(e)])}] : {self.dyn}, {self.vec}")
-        self._close()
+        self.t.close()
 
 
 def attention_text(plan: AttentionPlan) -> str:

@@ -127,6 +127,22 @@ class MlirText:
         self.constants.add(n)
         return f"%c{n}"
 
+    def open(self, header: str) -> None:
+        """A line that opens a region (``header {``); what follows is indented."""
+        self.add(header + " {")
+        self.depth += 1
+
+    def close(self, tail: str = "}") -> None:
+        """The line that closes the innermost region (or, with ``} else {``, opens its sibling)."""
+        self.depth -= 1
+        self.add(tail)
+
+    def buffer(self, arg: str, tensor: str, dyn: str) -> str:
+        """The tensor argument ``arg`` as a read-only buffer, cast to the dynamic memref type ``dyn``."""
+        static = tensor.replace("tensor<", "memref<")
+        buf = self.value(f"bufferization.to_buffer {arg} read_only : {tensor} to {static}", "m")
+        return self.value(f"memref.cast {buf} : {static} to {dyn}", "m")
+
 
 def _memref(rank: int) -> str:
     return f"memref<{'x'.join('?' * rank)}x{F32}>"
@@ -147,38 +163,25 @@ class _Kernel:
 
     def text(self) -> str:
         p, t = self.plan, self.t
-        self._open(f"func.func private @{p.name}(%a: {p.a_type}, %b: {p.b_type}, %c: {p.c_type}) -> {p.c_type}")
+        self.t.open(f"func.func private @{p.name}(%a: {p.a_type}, %b: {p.b_type}, %c: {p.c_type}) -> {p.c_type}")
         self.c0, self.c1 = t.const(0), t.const(1)
         dims = [t.const(i) for i in range(self.rank)]
         # Sizes come from C (M, N) and A (K): a prepacked B's panels are padded.
         sizes = [t.value(f"tensor.dim %c, {dims[i]} : {p.c_type}", "s") for i in range(self.rank)]
         self.m, self.n = sizes[-2], sizes[-1]
         self.k = t.value(f"tensor.dim %a, {dims[-1]} : {p.a_type}", "K")
-        self.a = self._buffer("%a", p.a_type, self.dyn)
-        self.b = self._buffer("%b", p.b_type, self.b_dyn)
-        self.c_in = None if p.zero_init else self._buffer("%c", p.c_type, self.dyn)
+        self.a = self.t.buffer("%a", p.a_type, self.dyn)
+        self.b = self.t.buffer("%b", p.b_type, self.b_dyn)
+        self.c_in = None if p.zero_init else self.t.buffer("%c", p.c_type, self.dyn)
         self.c = t.value(f"memref.alloc({', '.join(sizes)}) {{alignment = 64 : i64}} : {self.dyn}", "C")
         self._tasks(sizes[0] if p.batch else None)
         c_static = p.c_type.replace("tensor<", "memref<")
         cast = t.value(f"memref.cast {self.c} : {self.dyn} to {c_static}", "cs")
         result = t.value(f"bufferization.to_tensor {cast} restrict : {c_static} to {p.c_type}", "r")
         t.add(f"return {result} : {p.c_type}")
-        self._close()
+        self.t.close()
         constants = [f"  %c{n} = arith.constant {n} : index" for n in sorted(t.constants)]
         return "\n".join(t.lines[:1] + constants + t.lines[1:])
-
-    def _buffer(self, arg: str, tensor: str, dyn: str) -> str:
-        static = tensor.replace("tensor<", "memref<")
-        buf = self.t.value(f"bufferization.to_buffer {arg} read_only : {tensor} to {static}", "m")
-        return self.t.value(f"memref.cast {buf} : {static} to {dyn}", "m")
-
-    def _open(self, header: str) -> None:
-        self.t.add(header + " {")
-        self.t.depth += 1
-
-    def _close(self, tail: str = "}") -> None:
-        self.t.depth -= 1
-        self.t.add(tail)
 
     def _tasks(self, batches: str | None) -> None:
         """The parallel loop over blocks of C, and a K-slice loop in each."""
@@ -201,14 +204,14 @@ class _Kernel:
         # Each worker's share: of K (every task) when K is split, else of the tasks (all of K).
         share = t.value(f"arith.ceildivui {self.k if self.split else tasks}, {workers} : index", "share")
         self.worker = t.fresh("w")
-        self._open(f"scf.parallel ({self.worker}) = ({self.c0}) to ({workers}) step ({self.c1})")
+        self.t.open(f"scf.parallel ({self.worker}) = ({self.c0}) to ({workers}) step ({self.c1})")
         begin = t.value(f"arith.muli {self.worker}, {share} : index", "first")
         whole = self.k if self.split else tasks
         end = t.value(f"arith.minui {t.value(f'arith.addi {begin}, {share} : index')}, {whole} : index", "end")
         first, last = (self.c0, tasks) if self.split else (begin, end)
         k_first, k_last = (begin, end) if self.split else (self.c0, self.k)
         task = flat = t.fresh("task")
-        self._open(f"scf.for {task} = {first} to {last} step {self.c1}")
+        self.t.open(f"scf.for {task} = {first} to {last} step {self.c1}")
         if batches:
             self.bi = [t.value(f"arith.divui {task}, {per_batch} : index", "bi")]
             task = t.value(f"arith.remui {task}, {per_batch} : index", "t")
@@ -231,13 +234,13 @@ class _Kernel:
         if p.streams:
             self._stream_init(i0, i1, j1)
         self.p0 = t.fresh("p0")
-        self._open(f"scf.for {self.p0} = {k_first} to {k_last} step {tk}")
+        self.t.open(f"scf.for {self.p0} = {k_first} to {k_last} step {tk}")
         p1 = t.value(f"arith.minui {t.value(f'arith.addi {self.p0}, {tk} : index')}, {k_last} : index", "p1")
         self.kc = t.value(f"arith.subi {p1}, {self.p0} : index", "kc")
         if p.streams:
             self._stream(i0, i1, j1)
             for _ in range(3):  # p0, the worker's task loop, the parallel loop
-                self._close()
+                self.t.close()
             if self.split:
                 self._add_partials()
             return
@@ -245,25 +248,25 @@ class _Kernel:
         if p.pack:
             self.slice = t.value(f"arith.divui {self.p0}, {tk} : index", "slice")
             if p.reuse_panels:
-                self._open(f"scf.if {self.fresh}")
+                self.t.open(f"scf.if {self.fresh}")
             self._pack(j1)
             if p.reuse_panels:
-                self._close()
+                self.t.close()
         jr = t.fresh("jr")
-        self._open(f"scf.for {jr} = {self.j0} to {j1} step {self.rn}")
+        self.t.open(f"scf.for {jr} = {self.j0} to {j1} step {self.rn}")
         full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {jr}, {self.rn} : index')}, {self.n} : index", "full")
         ir_ = t.fresh("ir")
-        self._open(f"scf.for {ir_} = {i0} to {i1} step {self.rm}")
+        self.t.open(f"scf.for {ir_} = {i0} to {i1} step {self.rm}")
         rows = [t.value(f"arith.minui {t.value(f'arith.addi {ir_}, {t.const(r)} : index')}, {self.last_row} : index",
                         "row") for r in range(p.rm)]
-        self._open(f"scf.if {full}")
+        self.t.open(f"scf.if {full}")
         self._micro_tile(rows, jr, in_bounds=True)
-        self._close("} else {")
+        self.t.close("} else {")
         self.t.depth += 1
         self._micro_tile(rows, jr, in_bounds=False)
-        self._close()
+        self.t.close()
         for _ in range(5):  # ir, jr, p0, the worker's task loop, the parallel loop
-            self._close()
+            self.t.close()
 
     def _vectors(self, j1: str, body) -> None:
         """``body(columns, in_bounds)`` over the task's columns: RN/lanes vectors at a time (independent
@@ -276,13 +279,13 @@ class _Kernel:
             whole = t.value(f"arith.muli {t.value(f'arith.divui {width}, {size} : index')}, {size} : index")
             end = t.value(f"arith.addi {start}, {whole} : index", "jw")
             col = t.fresh("col")
-            self._open(f"scf.for {col} = {start} to {end} step {size}")
+            self.t.open(f"scf.for {col} = {start} to {end} step {size}")
             body(self._columns(col)[:step // p.lanes], True)
-            self._close()
+            self.t.close()
             start = end
-        self._open(f"scf.if {t.value(f'arith.cmpi ult, {start}, {j1} : index')}")
+        self.t.open(f"scf.if {t.value(f'arith.cmpi ult, {start}, {j1} : index')}")
         body([start], False)
-        self._close()
+        self.t.close()
 
     def _partials_type(self) -> str:
         return f"memref<{self.plan.workers}x?x?x{F32}>"
@@ -302,11 +305,11 @@ class _Kernel:
         vectors = t.value(f"arith.ceildivui {self.n}, {step} : index")
         share = t.value(f"arith.muli {vectors}, {lanes} : index", "nshare")
         worker = t.fresh("w")
-        self._open(f"scf.parallel ({worker}) = ({self.c0}) to ({workers}) step ({self.c1})")
+        self.t.open(f"scf.parallel ({worker}) = ({self.c0}) to ({workers}) step ({self.c1})")
         self.j0 = t.value(f"arith.minui {t.value(f'arith.muli {worker}, {share} : index')}, {self.n} : index", "j0")
         j1 = t.value(f"arith.minui {t.value(f'arith.addi {self.j0}, {share} : index')}, {self.n} : index", "j1")
         row = t.fresh("row")
-        self._open(f"scf.for {row} = {self.c0} to {self.m} step {self.c1}")
+        self.t.open(f"scf.for {row} = {self.c0} to {self.m} step {self.c1}")
 
         def add(columns: list[str], in_bounds: bool) -> None:
             for col in columns:
@@ -318,14 +321,14 @@ class _Kernel:
                 self._write(total, self.c, [row, col], in_bounds)
 
         self._vectors(j1, add)
-        self._close()
-        self._close()
+        self.t.close()
+        self.t.close()
 
     def _stream_init(self, i0: str, i1: str, j1: str) -> None:
         """Set the task's tile of C to its init (zeros, or the init operand); the K slices then accumulate."""
         t = self.t
         row = t.fresh("row")
-        self._open(f"scf.for {row} = {i0} to {i1} step {self.c1}")
+        self.t.open(f"scf.for {row} = {i0} to {i1} step {self.c1}")
 
         def start(columns: list[str], in_bounds: bool) -> None:
             for col in columns:
@@ -335,7 +338,7 @@ class _Kernel:
                 self._write(value, target, at, in_bounds, target_type)
 
         self._vectors(j1, start)
-        self._close()
+        self.t.close()
 
     def _stream(self, i0: str, i1: str, j1: str) -> None:
         """The task's tile of C, updated from STREAM_DEPTH rows of B at a time (then one at a time for the
@@ -350,11 +353,11 @@ class _Kernel:
         main = t.value(f"arith.muli {t.value(f'arith.divui {self.kc}, {depth} : index')}, {depth} : index", "kw")
         for start, end, step, count in ((self.c0, main, depth, STREAM_DEPTH), (main, self.kc, self.c1, 1)):
             kk = t.fresh("kk")
-            self._open(f"scf.for {kk} = {start} to {end} step {step}")
+            self.t.open(f"scf.for {kk} = {start} to {end} step {step}")
             first = t.value(f"arith.addi {self.p0}, {kk} : index", "kg")
             ks = [first] + [t.value(f"arith.addi {first}, {t.const(u)} : index", "kg") for u in range(1, count)]
             row = t.fresh("row")
-            self._open(f"scf.for {row} = {i0} to {i1} step {self.c1}")
+            self.t.open(f"scf.for {row} = {i0} to {i1} step {self.c1}")
             scalars = [t.value(f"memref.load {self.a}[{', '.join([*self.bi, row, k])}] : {self.dyn}", "s") for k in ks]
             broadcasts = [t.value(f"vector.broadcast {x} : {F32} to {self.vec}", "bc") for x in scalars]
 
@@ -376,8 +379,8 @@ class _Kernel:
                     self._write(total, target, at, in_bounds, target_type)
 
             self._vectors(j1, update)
-            self._close()
-            self._close()
+            self.t.close()
+            self.t.close()
 
     def _panel_slice(self) -> str:
         """The panels' slice index of the current K slice."""
@@ -429,14 +432,14 @@ class _Kernel:
         depth = t.const(PACK_DEPTH)
         groups = t.value(f"arith.muli {t.value(f'arith.divui {self.kc}, {depth} : index')}, {depth} : index", "kw")
         kk = t.fresh("kk")
-        self._open(f"scf.for {kk} = {self.c0} to {groups} step {depth}")
+        self.t.open(f"scf.for {kk} = {self.c0} to {groups} step {depth}")
         self._pack_rows(count, [kk] + [t.value(f"arith.addi {kk}, {t.const(r)} : index", "kk")
                                        for r in range(1, PACK_DEPTH)])
-        self._close()
+        self.t.close()
         kk = t.fresh("kk")
-        self._open(f"scf.for {kk} = {groups} to {self.kc} step {self.c1}")
+        self.t.open(f"scf.for {kk} = {groups} to {self.kc} step {self.c1}")
         self._pack_rows(count, [kk])
-        self._close()
+        self.t.close()
 
     def _pack_rows(self, count: str, rows: list[str]) -> None:
         """Copy rows ``rows`` of the K slice into the panels, panel by panel across all of them."""
@@ -444,22 +447,22 @@ class _Kernel:
         offsets = [t.const(v * lanes) for v in range(self.plan.rn // lanes)]
         kgs = [t.value(f"arith.addi {self.p0}, {kk} : index", "kg") for kk in rows]
         jp = t.fresh("jp")
-        self._open(f"scf.for {jp} = {self.c0} to {count} step {self.c1}")
+        self.t.open(f"scf.for {jp} = {self.c0} to {count} step {self.c1}")
         col0 = t.value(f"arith.addi {self.j0}, {t.value(f'arith.muli {jp}, {self.rn} : index')} : index", "col")
         full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {col0}, {self.rn} : index')}, {self.n} : index")
         for in_bounds in (True, False):
             if in_bounds:
-                self._open(f"scf.if {full}")
+                self.t.open(f"scf.if {full}")
             else:
-                self._close("} else {")
+                self.t.close("} else {")
                 t.depth += 1
             for kk, kg in zip(rows, kgs, strict=True):
                 for col, offset in zip(self._columns(col0), offsets, strict=True):
                     x = self._read(self.b, self.b_dyn, [*self.bi, kg, col], in_bounds)
                     t.add(f"vector.store {x}, {self.panels}[{self.worker}, {self._panel_slice()}, {jp}, {kk}, "
                           f"{offset}] : {self.panel_type}, {self.vec}")
-        self._close()
-        self._close()
+        self.t.close()
+        self.t.close()
 
     def _micro_tile(self, rows: list[str], jr: str, in_bounds: bool) -> None:
         """RM x RN accumulators over the K slice, then added into C."""
@@ -477,11 +480,11 @@ class _Kernel:
             starts = [self._read(self.c_in, self.dyn, [*self.bi, row, col], in_bounds)
                       for row in rows for col in columns]
         t.add(f"scf.yield {', '.join(starts)} : {acc_types}")
-        self._close("} else {")
+        self.t.close("} else {")
         t.depth += 1
         loaded = [self._read(self.c, self.dyn, [*self.bi, row, col], in_bounds) for row in rows for col in columns]
         t.add(f"scf.yield {', '.join(loaded)} : {acc_types}")
-        self._close()
+        self.t.close()
         kk, acc = t.fresh("kk"), [t.fresh("acc") for _ in range(p.rm * nv)]
         out = t.fresh("out")
         iter_args = ", ".join(f"{a} = {init}#{i}" for i, a in enumerate(acc))
@@ -497,7 +500,7 @@ class _Kernel:
             for v in range(nv):
                 updated.append(t.value(f"vector.fma {broadcast}, {b_vectors[v]}, {acc[r * nv + v]} : {self.vec}", "f"))
         t.add(f"scf.yield {', '.join(updated)} : {acc_types}")
-        self._close()
+        self.t.close()
         for r, row in enumerate(rows):
             for v, col in enumerate(columns):
                 self._write(f"{out}#{r * nv + v}", self.c, [*self.bi, row, col], in_bounds)
