@@ -150,8 +150,8 @@ def fuse_attention(module: ir.Module, lanes: int, workers: int, ctx: PassContext
         for block in func.regions[0].blocks:
             for op in list(block.operations):
                 match = match_attention(op.operation)
-                if match is None:
-                    continue
+                if match is None or ir.RankedTensorType(match.v.type).shape[-1] % lanes:
+                    continue  # not attention, or rows of V that are not whole vectors: the generic path
                 plan = plan_attention(match, lanes, workers)
                 ctx.progress(f"cpu-tile: attention at {op.operation.location}: BQ={plan.bq}, BKV={plan.bkv}, "
                              f"{plan.rm}x{plan.rn} blocks")
