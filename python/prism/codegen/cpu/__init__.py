@@ -54,6 +54,7 @@ The stages, each printable with ``--print-ir-after=NAME``:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from mlir import ir
@@ -61,6 +62,7 @@ from mlir import ir
 from prism.codegen.checks import check_module
 from prism.codegen.cpu import rewrites, tasks
 from prism.codegen.cpu.attention import describe_ops, fuse_attention
+from prism.codegen.cpu.epilogue import match_epilogue
 from prism.codegen.cpu.kernel import KERNEL_NAME, inline_kernel
 from prism.codegen.cpu.prepare import Planned, prepare_weights
 from prism.codegen.cpu.schedule import (
@@ -129,11 +131,21 @@ class CpuLowering(Lowering):
         for gemm in gemms:
             kernels.append(Kernel("gemm (transform path)", *_described(gemm.op)))
         for p in planned:
-            kernels.append(Kernel("gemm" if p.written_path else "gemm (transform path)", *_described(p.op)))
-            if p.written_path:
-                inline_kernel(p.op, p.plan)
-            else:
+            if not p.written_path:
+                kernels.append(Kernel("gemm (transform path)", *_described(p.op)))
                 to_transform_path(p.gemm)
+                continue
+            fused = None if p.plan.streams or p.plan.prepacked else match_epilogue(p.op)
+            if fused is None:
+                kernels.append(Kernel("gemm", *_described(p.op)))
+                inline_kernel(p.op, p.plan)
+                continue
+            # The kernel replaces the consumer, whose inputs the GEMM's dominate; the GEMM goes with it.
+            function, ops = _described(p.op)
+            kernels.append(Kernel("gemm + epilogue", function, ops + _described(fused.op)[1]))
+            plan = dataclasses.replace(p.plan, epilogue=fused.epilogue)
+            inline_kernel(fused.op, plan, [*p.op.operands, *fused.inputs])
+            p.op.erase()
         kernels += [Kernel("loops", *_described(op)) for op in _generic_path_ops(module)]
         self.ctx.report["kernels"] = _by_function(module, kernels)
         apply_script(module, gemm_script(gemms), "tiling and vectorization")

@@ -44,12 +44,11 @@ ragged last query block repeat its last row (computed, never stored).
 from __future__ import annotations
 
 import math
-import struct
 from dataclasses import dataclass
 
 from mlir import ir
 
-from prism.codegen.cpu.kernel import F32, MlirText, inline_function
+from prism.codegen.cpu.kernel import F32, MlirText, f32_literal, inline_function
 from prism.infra.diagnostics import display_location
 from prism.infra.passbase import PassContext
 from prism.search.family import map_dims
@@ -450,11 +449,6 @@ def match_attention(op: ir.Operation) -> AttentionMatch | None:
 # The kernel
 
 
-def _f32(value: float) -> str:
-    """An f32 constant as MLIR text, exactly (hexadecimal bits)."""
-    return f"0x{struct.unpack('<I', struct.pack('<f', value))[0]:08X}"
-
-
 class _Attention:
     """Writes the text of one attention kernel (see :func:`attention_text`)."""
 
@@ -507,10 +501,10 @@ class _Attention:
     # -- helpers ---------------------------------------------------------------------------------------------
 
     def _f(self, value: float) -> str:
-        return self.t.value(f"arith.constant {_f32(value)} : {F32}", "cf")
+        return self.t.value(f"arith.constant {f32_literal(value)} : {F32}", "cf")
 
     def _splat(self, value: float) -> str:
-        return self.t.value(f"arith.constant dense<{_f32(value)}> : {self.vec}", "cv")
+        return self.t.value(f"arith.constant dense<{f32_literal(value)}> : {self.vec}", "cv")
 
     def _batch_of(self, flat: str) -> list[str]:
         """The batch indices of a flat batch index (the last dimension fastest)."""

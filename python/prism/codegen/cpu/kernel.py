@@ -31,6 +31,9 @@ A contraction ``C[b, m, n] (+)= sum_k A[b, m, k] * B[b, k, n]`` over f32
 
 A is read in place (a micro-tile's RM rows are RM sequential streams), and
 C is written once per K slice, so no phase runs before or after the kernel.
+With an ``epilogue`` (:mod:`.epilogue`), the last K slice stores the
+epilogue's value of each accumulator vector instead, reading its other
+inputs per row, per column or per element.
 
 With a one-row block (``RM = 1``, decode), step 4 changes order: the task's
 tile of C starts at its init, and then takes STREAM_DEPTH rows of B at a
@@ -54,6 +57,7 @@ RM = 4, RN = 16, PACK = 1`` the op becomes::
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from mlir import ir
@@ -67,6 +71,27 @@ STREAM_DEPTH = 8
 # the 2-core Zen 3: 1 row 11.4 ms, 4 rows 9.3, 8 rows 9.2, 16 rows 11.8 (numpy 9.4-9.7).
 PACK_DEPTH = 8
 KERNEL_NAME = "gemm"  # the name of a kernel while it is text; it is always inlined
+
+
+# The operand kinds of an epilogue: the C tile's own value, or an input read per row (indexed by the batch
+# and the row), per column (by the column alone) or per element (batch, row, column).
+EPILOGUE_KINDS = ("row", "column", "element")
+# The scalar ops an epilogue may hold, each with the same name on vectors.
+EPILOGUE_OPS = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf", "arith.minimumf",
+                "arith.negf", "math.exp", "math.sqrt", "math.rsqrt")
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """An elementwise function of C's element and of other inputs, applied as C is stored for the last time.
+
+    ``inputs`` holds each extra input's (kind, tensor type); ``ops`` the body, in order, as
+    (op name, operands), an operand being ``("c",)``, ``("input", i)``, ``("value", j)`` (the result of op
+    j) or ``("constant", x)``; the last op's result is stored.
+    """
+
+    inputs: tuple[tuple[str, str], ...]
+    ops: tuple[tuple[str, tuple[tuple, ...]], ...]
 
 
 @dataclass(frozen=True)
@@ -92,6 +117,8 @@ class KernelPlan:
     # With pack: tasks run column block by column block, and a worker keeps the panels of all of K for its
     # column block, copying them only when its column block changes (needs a static K).
     reuse_panels: bool = False
+    # An elementwise consumer run on each C tile as the last K slice stores it (see Epilogue).
+    epilogue: Epilogue | None = None
 
     @property
     def streams(self) -> bool:
@@ -144,6 +171,11 @@ class MlirText:
         return self.value(f"memref.cast {buf} : {static} to {dyn}", "m")
 
 
+def f32_literal(value: float) -> str:
+    """An f32 constant as MLIR text, exactly (its bits in hexadecimal; also for inf and NaN)."""
+    return f"0x{struct.unpack('<I', struct.pack('<f', value))[0]:08X}"
+
+
 def _memref(rank: int) -> str:
     return f"memref<{'x'.join('?' * rank)}x{F32}>"
 
@@ -163,7 +195,9 @@ class _Kernel:
 
     def text(self) -> str:
         p, t = self.plan, self.t
-        self.t.open(f"func.func private @{p.name}(%a: {p.a_type}, %b: {p.b_type}, %c: {p.c_type}) -> {p.c_type}")
+        extra = "".join(f", %x{i}: {typ}" for i, (_, typ) in enumerate(p.epilogue.inputs)) if p.epilogue else ""
+        self.t.open(f"func.func private @{p.name}(%a: {p.a_type}, %b: {p.b_type}, %c: {p.c_type}{extra}) "
+                    f"-> {p.c_type}")
         self.c0, self.c1 = t.const(0), t.const(1)
         dims = [t.const(i) for i in range(self.rank)]
         # Sizes come from C (M, N) and A (K): a prepacked B's panels are padded.
@@ -173,6 +207,8 @@ class _Kernel:
         self.a = self.t.buffer("%a", p.a_type, self.dyn)
         self.b = self.t.buffer("%b", p.b_type, self.b_dyn)
         self.c_in = None if p.zero_init else self.t.buffer("%c", p.c_type, self.dyn)
+        self.extras = [self.t.buffer(f"%x{i}", typ, _memref(ir.RankedTensorType.parse(typ).rank))
+                       for i, (_, typ) in enumerate(p.epilogue.inputs)] if p.epilogue else []
         self.c = t.value(f"memref.alloc({', '.join(sizes)}) {{alignment = 64 : i64}} : {self.dyn}", "C")
         self._tasks(sizes[0] if p.batch else None)
         c_static = p.c_type.replace("tensor<", "memref<")
@@ -245,6 +281,8 @@ class _Kernel:
                 self._add_partials()
             return
         self.first = t.value(f"arith.cmpi eq, {self.p0}, {self.c0} : index", "first")
+        if p.epilogue:
+            self.last_slice = t.value(f"arith.cmpi eq, {p1}, {k_last} : index", "lastk")
         if p.pack:
             self.slice = t.value(f"arith.divui {self.p0}, {tk} : index", "slice")
             if p.reuse_panels:
@@ -501,9 +539,46 @@ class _Kernel:
                 updated.append(t.value(f"vector.fma {broadcast}, {b_vectors[v]}, {acc[r * nv + v]} : {self.vec}", "f"))
         t.add(f"scf.yield {', '.join(updated)} : {acc_types}")
         self.t.close()
+        if p.epilogue:
+            t.open(f"scf.if {self.last_slice}")
+            for r, row in enumerate(rows):
+                for v, col in enumerate(columns):
+                    value = self._epilogue(f"{out}#{r * nv + v}", row, col, in_bounds)
+                    self._write(value, self.c, [*self.bi, row, col], in_bounds)
+            t.close("} else {")
+            t.depth += 1
         for r, row in enumerate(rows):
             for v, col in enumerate(columns):
                 self._write(f"{out}#{r * nv + v}", self.c, [*self.bi, row, col], in_bounds)
+        if p.epilogue:
+            t.close()
+
+    def _epilogue(self, c: str, row: str, col: str, in_bounds: bool) -> str:
+        """The epilogue's value for the vector ``c`` of C at ``row`` and columns from ``col``."""
+        t, epilogue = self.t, self.plan.epilogue
+        inputs = []
+        for (kind, typ), buffer in zip(epilogue.inputs, self.extras, strict=True):
+            memref_type = _memref(ir.RankedTensorType.parse(typ).rank)
+            if kind == "row":
+                scalar = t.value(f"memref.load {buffer}[{', '.join([*self.bi, row])}] : {memref_type}", "xr")
+                inputs.append(t.value(f"vector.broadcast {scalar} : {F32} to {self.vec}", "xv"))
+            else:
+                where = [col] if kind == "column" else [*self.bi, row, col]
+                inputs.append(self._read(buffer, memref_type, where, in_bounds))
+        values: list[str] = []
+
+        def operand(ref: tuple) -> str:
+            if ref[0] == "c":
+                return c
+            if ref[0] == "input":
+                return inputs[ref[1]]
+            if ref[0] == "value":
+                return values[ref[1]]
+            return t.value(f"arith.constant dense<{f32_literal(ref[1])}> : {self.vec}", "xc")
+
+        for name, refs in epilogue.ops:
+            values.append(t.value(f"{name} {', '.join(operand(r) for r in refs)} : {self.vec}", "xe"))
+        return values[-1]
 
     def _b_row(self, kk: str, kg: str, jr: str, columns: list[str], in_bounds: bool) -> list[str]:
         """The RN-wide row of B at k, as RN/lanes vectors."""

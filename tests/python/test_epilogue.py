@@ -1,0 +1,113 @@
+"""Epilogues: an elementwise consumer of a GEMM runs on each C tile as the kernel stores it (codegen/cpu/epilogue)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from mlir import ir
+
+from prism.codegen.cpu import CpuLowering
+from prism.codegen.runtime import jit
+from prism.infra.ir import make_context
+from prism.infra.passbase import PassContext
+
+# K = 300 in five slices of 64, N = 45 in a ragged last column block and micro-tile.
+CHOICE = '{prism.roles = ["m", "n", "k"], prism.choice = {TM = 16, TN = 32, TK = 64, RM = 4, RN = 16, PACK = 1}}'
+ID, ROW, COL = "affine_map<(i, j) -> (i, j)>", "affine_map<(i, j) -> (i)>", "affine_map<(i, j) -> (j)>"
+M, N, K = 37, 45, 300
+
+
+def source(extras: list[tuple[str, str, str]], body: list[str], dynamic_m: bool = False, init: bool = False,
+           reads_out: bool = False, second_use: bool = False) -> str:
+    """``@f(a, b, [c0,] extras...)``: a matmul, then a generic over its result and ``extras`` (name, type, map)
+    whose block arguments are ``%x`` (C), the extras' names, and ``%o``; ``body`` ends defining ``%r``."""
+    m = "?" if dynamic_m else str(M)
+    a, b, c = f"tensor<{m}x{K}xf32>", f"tensor<{K}x{N}xf32>", f"tensor<{m}x{N}xf32>"
+    args = [f"%a: {a}", f"%b: {b}", *([f"%c0: {c}"] if init else []),
+            *[f"%{name}: {typ.replace('M', m)}" for name, typ, _ in extras]]
+    results = f"{c}, {c}" if second_use else c
+    lines = [f"func.func @f({', '.join(args)}) -> ({results}) {{",
+             "  %i0 = arith.constant 0 : index", f"  %d = tensor.dim %a, %i0 : {a}",
+             "  %zero = arith.constant 0.0 : f32", f"  %e = tensor.empty({'%d' if dynamic_m else ''}) : {c}"]
+    if not init:
+        lines.append(f"  %c0 = linalg.fill ins(%zero : f32) outs(%e : {c}) -> {c}")
+    ins = ", ".join(["%mm", *[f"%{name}" for name, _, _ in extras]])
+    types = ", ".join([c, *[typ.replace("M", m) for _, typ, _ in extras]])
+    maps = ", ".join([ID, *[amap for _, _, amap in extras], ID])
+    block = ", ".join(["%x: f32", *[f"%{name}_v: f32" for name, _, _ in extras], "%o: f32"])
+    body = [line.replace("%o_use", "%o") for line in body]
+    lines += [f"  %mm = linalg.matmul {CHOICE} ins(%a, %b : {a}, {b}) outs(%c0 : {c}) -> {c}",
+              f'  %y = linalg.generic {{indexing_maps = [{maps}], iterator_types = ["parallel", "parallel"]}} '
+              f"ins({ins} : {types}) outs(%e : {c}) {{",
+              f"  ^bb0({block}):", *[f"    {line}" for line in body],
+              *(["    %r2 = arith.addf %r, %o : f32", "    linalg.yield %r2 : f32"] if reads_out
+                else ["    linalg.yield %r : f32"]),
+              f"  }} -> {c}",
+              f"  return %y{', %mm' if second_use else ''} : {results}", "}"]
+    return "\n".join(lines)
+
+
+def lower(text: str, threads: int = 2):
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        stages = CpuLowering(threads, PassContext(), 256)
+        stages.tile(module)
+        tiled = str(module)
+        for _, _, method in stages.STAGES[1:]:
+            getattr(stages, method)(module)
+        return tiled, jit(module, "f")
+
+
+def inputs(rng: np.random.Generator):
+    return rng.standard_normal((M, K), dtype=np.float32), rng.standard_normal((K, N), dtype=np.float32)
+
+
+@pytest.mark.parametrize("dynamic_m, threads", [(False, 2), (True, 3)])
+def test_row_scale(rng: np.random.Generator, dynamic_m: bool, threads: int) -> None:
+    """RMSNorm after the matmul, y = (a @ b) * r[i]: the consumer runs inside the kernel."""
+    tiled, fn = lower(source([("rs", "tensor<Mxf32>", ROW)], ["%r = arith.mulf %x, %rs_v : f32"], dynamic_m), threads)
+    assert "linalg.generic" not in tiled and "linalg.matmul" not in tiled
+    a, b = inputs(rng)
+    r = rng.standard_normal(M, dtype=np.float32)
+    np.testing.assert_allclose(fn(a, b, r), (a.astype(np.float64) @ b) * r[:, None], rtol=1e-5, atol=1e-4)
+
+
+def test_bias_and_activation(rng: np.random.Generator) -> None:
+    """A column bias, a constant from inside the body and one from outside, and exp: exp((a @ b + bias) * 0.05)."""
+    body = ["%s = arith.constant 0.05 : f32", "%t = arith.addf %x, %bias_v : f32", "%u = arith.mulf %t, %s : f32",
+            "%r = math.exp %u : f32"]
+    tiled, fn = lower(source([("bias", f"tensor<{N}xf32>", COL)], body))
+    assert "linalg.generic" not in tiled
+    a, b = inputs(rng)
+    bias = rng.standard_normal(N, dtype=np.float32)
+    np.testing.assert_allclose(fn(a, b, bias), np.exp(((a.astype(np.float64) @ b) + bias) * 0.05), rtol=2e-5)
+
+
+def test_residual_onto_an_init(rng: np.random.Generator) -> None:
+    """C starts at an argument, and a residual of C's shape is added: y = max(c0 + a @ b + res, 0)."""
+    body = ["%t = arith.addf %x, %res_v : f32", "%r = arith.maximumf %t, %zero : f32"]
+    tiled, fn = lower(source([("res", f"tensor<Mx{N}xf32>", ID)], body, init=True))
+    assert "linalg.generic" not in tiled
+    a, b = inputs(rng)
+    c0, res = (rng.standard_normal((M, N), dtype=np.float32) for _ in range(2))
+    np.testing.assert_allclose(fn(a, b, c0, res), np.maximum(c0 + a.astype(np.float64) @ b + res, 0), rtol=1e-5,
+                               atol=1e-4)
+
+
+@pytest.mark.parametrize("change", ["reads its output", "result used twice"])
+def test_a_consumer_that_does_not_fit_stays_a_loop(rng: np.random.Generator, change: str) -> None:
+    kind = {"reads its output": {"reads_out": True}, "result used twice": {"second_use": True}}[change]
+    tiled, fn = lower(source([("rs", "tensor<Mxf32>", ROW)], ["%r = arith.mulf %x, %rs_v : f32"], **kind))
+    assert "linalg.generic" in tiled
+    a, b = inputs(rng)
+    r = rng.standard_normal(M, dtype=np.float32)
+    product = a.astype(np.float64) @ b
+    result = fn(a, b, r)
+    if change == "result used twice":
+        np.testing.assert_allclose(result[1], product, rtol=1e-5, atol=1e-4)
+        result = result[0]
+    # With the output read, the body adds the init (%e, uninitialized): only the shape is checked there.
+    if change == "result used twice":
+        np.testing.assert_allclose(result, product * r[:, None], rtol=1e-5, atol=1e-4)
+    else:
+        assert result.shape == (M, N)
