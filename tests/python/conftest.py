@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,3 +31,22 @@ def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess
     """Run prism-opt in a child process, so an abort would show as a signal, not kill pytest."""
     return subprocess.run([sys.executable, "-m", "prism.cli", *args], input=stdin, capture_output=True,
                           text=True, cwd=REPO, timeout=300)
+
+
+def lower_on_host(text: str, name: str, threads: int = 2) -> tuple[str, Callable[..., Any]]:
+    """The host lowering of ``text`` on ``threads`` workers: the IR after cpu-tile, and ``@name`` compiled."""
+    from mlir import ir
+
+    from prism.codegen.cpu import CpuLowering
+    from prism.codegen.runtime import jit
+    from prism.infra.ir import make_context
+    from prism.infra.passbase import PassContext
+
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        stages = CpuLowering(threads, PassContext(), 256)
+        stages.tile(module)
+        tiled = str(module)
+        for _, _, method in stages.STAGES[1:]:
+            getattr(stages, method)(module)
+        return tiled, jit(module, name)

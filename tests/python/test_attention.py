@@ -10,11 +10,9 @@ import pytest
 from mlir import ir
 
 import prism
-from prism.codegen.cpu import CpuLowering
+from conftest import lower_on_host
 from prism.codegen.cpu.attention import match_attention
-from prism.codegen.runtime import jit
 from prism.infra.ir import make_context
-from prism.infra.passbase import PassContext
 from prism.summary import summarize
 
 NINF = "0xFF800000"
@@ -105,14 +103,7 @@ def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.n
 
 
 def lower(text: str, threads: int = 2):
-    with make_context(), ir.Location.unknown():
-        module = ir.Module.parse(text)
-        stages = CpuLowering(threads, PassContext(), 256)
-        stages.tile(module)
-        tiled = str(module)
-        for _, _, method in stages.STAGES[1:]:
-            getattr(stages, method)(module)
-        return tiled, jit(module, "attention")
+    return lower_on_host(text, "attention", threads)
 
 
 # Sequence lengths 1, 77 and 1000 (ragged query and key blocks), several batch dimensions, a head size of 16

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from mlir import ir
 
-from prism.codegen.cpu import CpuLowering
-from prism.codegen.runtime import jit
-from prism.infra.ir import make_context
-from prism.infra.passbase import PassContext
+from conftest import lower_on_host
 
 # K = 300 in five slices of 64, N = 45 in a ragged last column block and micro-tile.
 CHOICE = '{prism.roles = ["m", "n", "k"], prism.choice = {TM = 16, TN = 32, TK = 64, RM = 4, RN = 16, PACK = 1}}'
@@ -48,14 +44,7 @@ def source(extras: list[tuple[str, str, str]], body: list[str], dynamic_m: bool 
 
 
 def lower(text: str, threads: int = 2):
-    with make_context(), ir.Location.unknown():
-        module = ir.Module.parse(text)
-        stages = CpuLowering(threads, PassContext(), 256)
-        stages.tile(module)
-        tiled = str(module)
-        for _, _, method in stages.STAGES[1:]:
-            getattr(stages, method)(module)
-        return tiled, jit(module, "f")
+    return lower_on_host(text, "f", threads)
 
 
 def inputs(rng: np.random.Generator):

@@ -21,6 +21,12 @@ SCRIPT_LOCATION = "prism transform script"
 NOTE_LINES = 40  # diagnostics may dump whole kernels; keep the head
 
 
+def describe_ops(func: ir.Operation, ops) -> list[str]:
+    """``@function``, then each op as ``name at file:line:col``: how a report names the ops a kernel runs."""
+    return [f"@{ir.StringAttr(func.attributes['sym_name']).value}",
+            *(f"{op.name} at {display_location(op.location)}" for op in ops)]
+
+
 def display_location(location: ir.Location | str, filename: str | None = None) -> str:
     """``file:line:col`` for a file location; the MLIR spelling otherwise.
 

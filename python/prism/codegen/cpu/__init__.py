@@ -61,7 +61,7 @@ from mlir import ir
 
 from prism.codegen.checks import check_module
 from prism.codegen.cpu import rewrites, tasks
-from prism.codegen.cpu.attention import describe_ops, fuse_attention
+from prism.codegen.cpu.attention import fuse_attention
 from prism.codegen.cpu.epilogue import match_epilogue
 from prism.codegen.cpu.kernel import KERNEL_NAME, inline_kernel
 from prism.codegen.cpu.prepare import Planned, prepare_weights
@@ -80,6 +80,7 @@ from prism.codegen.cpu.schedule import (
 from prism.codegen.stages import Lowering, run_stages
 from prism.codegen.upstream import apply_script, run_passes
 from prism.infra import attrs
+from prism.infra.diagnostics import describe_ops
 from prism.infra.errors import PipelineError
 from prism.infra.passbase import PassContext
 

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from prism.codegen.cpu.kernel import F32, MlirText, f32_literal, inline_function
-from prism.infra.diagnostics import display_location
+from prism.infra.diagnostics import describe_ops
 from prism.infra.passbase import PassContext
 from prism.search.family import map_dims
 
@@ -165,10 +165,6 @@ def fuse_attention(module: ir.Module, lanes: int, workers: int, ctx: PassContext
     return found
 
 
-def describe_ops(func: ir.Operation, ops) -> list[str]:
-    """``@function``, then each op as ``name at file:line:col``: what a report says of the ops a kernel runs."""
-    return [f"@{ir.StringAttr(func.attributes['sym_name']).value}",
-            *(f"{op.name} at {display_location(op.location)}" for op in ops)]
 
 
 # Ops that only make the chain's inits: erased with it once nothing else reads them (a dead fill of the S x S
@@ -194,7 +190,7 @@ def _erase_unused(ops: list[ir.Operation]) -> None:
         unused = next((op for op in pending if not any(len(list(r.uses)) for r in op.results)), None)
         if unused is None:
             return
-        pending = [op for op in pending if not op == unused]
+        pending = [op for op in pending if op != unused]
         for operand in unused.operands:
             if not isinstance(operand.owner, ir.Block):
                 add(operand.owner.operation)
@@ -251,10 +247,6 @@ def _produced(value: ir.Value, name: str) -> ir.Operation | None:
     return owner.operation if owner.operation.name == name else None
 
 
-def _is(value: ir.Value, other: ir.Value) -> bool:
-    return value == other
-
-
 def _constant(value: ir.Value) -> float | None:
     op = _produced(value, "arith.constant")
     if op is None or not isinstance(op.attributes["value"], ir.FloatAttr):
@@ -271,10 +263,10 @@ def _filled(value: ir.Value) -> float | None:
 def _binary(body: list[ir.Operation], yielded: ir.Value, names: tuple[str, ...], a: ir.Value,
             b: ir.Value) -> bool:
     """The body is one commutative op (of ``names``) on ``a`` and ``b``."""
-    if len(body) != 1 or body[0].name not in names or not _is(yielded, body[0].results[0]):
+    if len(body) != 1 or body[0].name not in names or yielded != body[0].results[0]:
         return False
     x, y = body[0].operands
-    return (_is(x, a) and _is(y, b)) or (_is(x, b) and _is(y, a))
+    return (x == a and y == b) or (x == b and y == a)
 
 
 def _contraction(op: ir.Operation) -> tuple[list[int], int, int, int] | None:
@@ -291,7 +283,7 @@ def _contraction(op: ir.Operation) -> tuple[list[int], int, int, int] | None:
         return None
     product = ops[0]
     x, y = product.operands
-    if not ((_is(x, args[0]) and _is(y, args[1])) or (_is(x, args[1]) and _is(y, args[0]))):
+    if not ((x == args[0] and y == args[1]) or (x == args[1] and y == args[0])):
         return None
     if not _binary(ops[1:], yielded, ("arith.addf",), args[2], product.results[0]):
         return None
@@ -328,22 +320,22 @@ def _exp_scale(op: ir.Operation) -> float | None:
     ops = [o for o in ops if o.name != "arith.constant"]
     if [o.name for o in ops] == ["arith.subf", "math.exp"]:  # exp(x - row): c = 1
         sub, exp = ops
-        if not (_is(sub.operands[0], args[0]) and _is(sub.operands[1], args[1])):
+        if sub.operands[0] != args[0] or sub.operands[1] != args[1]:
             return None
-        return 1.0 if _is(exp.operands[0], sub.results[0]) and _is(yielded, exp.results[0]) else None
+        return 1.0 if exp.operands[0] == sub.results[0] and yielded == exp.results[0] else None
     if len(ops) != 3 or [o.name for o in ops] != ["arith.subf", "arith.mulf", "math.exp"]:
         return None
     sub, mul, exp = ops
-    if not (_is(sub.operands[0], args[0]) and _is(sub.operands[1], args[1])):
+    if sub.operands[0] != args[0] or sub.operands[1] != args[1]:
         return None
     factors = list(mul.operands)
-    if not any(_is(f, sub.results[0]) for f in factors):
+    if not any(f == sub.results[0] for f in factors):
         return None
-    others = [f for f in factors if not _is(f, sub.results[0])]
+    others = [f for f in factors if f != sub.results[0]]
     scale = _constant(others[0]) if len(others) == 1 else None
     if scale is None or not scale > 0 or not math.isfinite(scale):
         return None
-    if not (_is(exp.operands[0], mul.results[0]) and _is(yielded, exp.results[0])):
+    if exp.operands[0] != mul.results[0] or yielded != exp.results[0]:
         return None
     return scale
 
@@ -356,9 +348,9 @@ def _scaled(op: ir.Operation) -> float | None:
         return None
     ops, yielded, args = _body(op)
     ops = [o for o in ops if o.name != "arith.constant"]
-    if len(ops) != 1 or ops[0].name != "arith.mulf" or not _is(yielded, ops[0].results[0]):
+    if len(ops) != 1 or ops[0].name != "arith.mulf" or yielded != ops[0].results[0]:
         return None
-    factors = [f for f in ops[0].operands if not _is(f, args[0])]
+    factors = [f for f in ops[0].operands if f != args[0]]
     scale = _constant(factors[0]) if len(factors) == 1 else None
     return scale if scale is not None and scale > 0 and math.isfinite(scale) else None
 
@@ -368,8 +360,8 @@ def _divides_rows(op: ir.Operation) -> bool:
     if not _row_broadcast(op):
         return False
     ops, yielded, args = _body(op)
-    return len(ops) == 1 and ops[0].name == "arith.divf" and _is(yielded, ops[0].results[0]) \
-        and _is(ops[0].operands[0], args[0]) and _is(ops[0].operands[1], args[1])
+    return len(ops) == 1 and ops[0].name == "arith.divf" and yielded == ops[0].results[0] \
+        and ops[0].operands[0] == args[0] and ops[0].operands[1] == args[1]
 
 
 # The row maximum may start from -inf, from the lowest finite f32, or, with maxnum, from NaN (which maxnum
@@ -393,7 +385,7 @@ def match_attention(op: ir.Operation) -> AttentionMatch | None:
         if product is None or sums is None:
             return None
         weights = _generic(sums.operands[0], 2)
-        if weights is None or not _is(product.operands[0], weights.results[0]):
+        if weights is None or product.operands[0] != weights.results[0]:
             return None
         normalized = None
     else:  # (P / l) V
@@ -402,7 +394,7 @@ def match_attention(op: ir.Operation) -> AttentionMatch | None:
         if normalized is None or not _divides_rows(normalized):
             return None
         sums, weights = _generic(normalized.operands[1], 1), _generic(normalized.operands[0], 2)
-        if sums is None or weights is None or not _is(sums.operands[0], weights.results[0]):
+        if sums is None or weights is None or sums.operands[0] != weights.results[0]:
             return None
     if not _row_reduction(sums, ("arith.addf",), 0.0) or not _row_broadcast(weights):
         return None
@@ -415,7 +407,7 @@ def match_attention(op: ir.Operation) -> AttentionMatch | None:
     if scale is None or scores is None or top is None:
         return None
     x = scaling if factor is not None else scores  # what the row maximum and exp read
-    if not _is(top.operands[0], x.results[0]):
+    if top.operands[0] != x.results[0]:
         return None
     if not any(_row_reduction(top, names, init) for names, init in _MAX_INITS):
         return None
@@ -495,8 +487,7 @@ class _Attention:
         result = t.value(f"bufferization.to_tensor {cast} restrict : {static} to {p.out_type}", "r")
         t.add(f"return {result} : {p.out_type}")
         self.t.close()
-        constants = [f"  %c{n} = arith.constant {n} : index" for n in sorted(t.constants)]
-        return "\n".join(t.lines[:1] + constants + t.lines[1:])
+        return t.function_text()
 
     # -- helpers ---------------------------------------------------------------------------------------------
 

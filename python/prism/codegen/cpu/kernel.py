@@ -154,6 +154,11 @@ class MlirText:
         self.constants.add(n)
         return f"%c{n}"
 
+    def function_text(self) -> str:
+        """The lines written, the first a function's header, with the index constants defined after it."""
+        constants = [f"  %c{n} = arith.constant {n} : index" for n in sorted(self.constants)]
+        return "\n".join(self.lines[:1] + constants + self.lines[1:])
+
     def open(self, header: str) -> None:
         """A line that opens a region (``header {``); what follows is indented."""
         self.add(header + " {")
@@ -216,8 +221,7 @@ class _Kernel:
         result = t.value(f"bufferization.to_tensor {cast} restrict : {c_static} to {p.c_type}", "r")
         t.add(f"return {result} : {p.c_type}")
         self.t.close()
-        constants = [f"  %c{n} = arith.constant {n} : index" for n in sorted(t.constants)]
-        return "\n".join(t.lines[:1] + constants + t.lines[1:])
+        return t.function_text()
 
     def _tasks(self, batches: str | None) -> None:
         """The parallel loop over blocks of C, and a K-slice loop in each."""
