@@ -170,7 +170,8 @@ def test_a_near_miss_is_left_to_the_generic_path(rng: np.random.Generator, chang
             assert all(match_attention(op.operation) is None
                        for op in module.body.operations[0].regions[0].blocks[0])
     tiled, fn = lower(text)
-    assert tiled.count("linalg.generic") >= 4
+    # Both contractions stay; the row ops around them become row kernels, whose exp is math.exp.
+    assert tiled.count("linalg.generic") >= 2 and "math.exp" in tiled
     q, k = (rng.standard_normal((2, n, 16), dtype=np.float32) for n in (9, 21))
     v = rng.standard_normal((2, 21, dv), dtype=np.float32)
     result = fn(q, k, v)
@@ -263,4 +264,5 @@ def test_the_report_names_the_kernels_and_the_ops_fused_into_them() -> None:
     missed = prism.compile(attention_text((2,), 9, 21, 16, 16, max_init="0.0"), target="host",
                            emit="report").report["kernels"]
     kinds = [k["kind"] for k in missed[0]["kernels"]]
-    assert "attention" not in kinds and kinds.count("loops") >= 4
+    # Its contractions are GEMMs again, and its max, exp and sum one row kernel.
+    assert "attention" not in kinds and "rows" in kinds and len(kinds) >= 3

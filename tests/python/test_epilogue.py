@@ -85,9 +85,18 @@ def test_residual_onto_an_init(rng: np.random.Generator) -> None:
 
 @pytest.mark.parametrize("change", ["reads its output", "result used twice"])
 def test_a_consumer_that_does_not_fit_stays_a_loop(rng: np.random.Generator, change: str) -> None:
+    from mlir import ir
+
+    from prism.codegen.cpu import kernel_report
+    from prism.infra.ir import make_context
+
     kind = {"reads its output": {"reads_out": True}, "result used twice": {"second_use": True}}[change]
-    tiled, fn = lower(source([("rs", "tensor<Mxf32>", ROW)], ["%r = arith.mulf %x, %rs_v : f32"], **kind))
-    assert "linalg.generic" in tiled
+    text = source([("rs", "tensor<Mxf32>", ROW)], ["%r = arith.mulf %x, %rs_v : f32"], **kind)
+    with make_context(), ir.Location.unknown():
+        (function,) = kernel_report(ir.Module.parse(text), 2)
+    # The GEMM is a kernel of its own; the consumer a loop nest, or a row kernel where it fits one.
+    assert [k["kind"] for k in function["kernels"]] == ["gemm", "loops" if change == "reads its output" else "rows"]
+    tiled, fn = lower(text)
     a, b = inputs(rng)
     r = rng.standard_normal(M, dtype=np.float32)
     product = a.astype(np.float64) @ b
@@ -100,3 +109,44 @@ def test_a_consumer_that_does_not_fit_stays_a_loop(rng: np.random.Generator, cha
         np.testing.assert_allclose(result, product * r[:, None], rtol=1e-5, atol=1e-4)
     else:
         assert result.shape == (M, N)
+
+
+def swiglu_source(m: str, choice: str = CHOICE) -> str:
+    """``@f(a, wg, wu) = silu(a @ wg) * (a @ wu)``: two GEMMs of one A, both read by one elementwise op."""
+    a, b, c = f"tensor<{m}x{K}xf32>", f"tensor<{K}x{N}xf32>", f"tensor<{m}x{N}xf32>"
+    return "\n".join([
+        f"func.func @f(%a: {a}, %wg: {b}, %wu: {b}) -> {c} {{",
+        "  %i0 = arith.constant 0 : index", f"  %d = tensor.dim %a, %i0 : {a}",
+        "  %zero = arith.constant 0.0 : f32", "  %one = arith.constant 1.0 : f32",
+        f"  %e = tensor.empty({'%d' if m == '?' else ''}) : {c}",
+        f"  %c0 = linalg.fill ins(%zero : f32) outs(%e : {c}) -> {c}",
+        f"  %g = linalg.matmul {choice} ins(%a, %wg : {a}, {b}) outs(%c0 : {c}) -> {c}",
+        f"  %u = linalg.matmul {choice} ins(%a, %wu : {a}, {b}) outs(%c0 : {c}) -> {c}",
+        f'  %y = linalg.generic {{indexing_maps = [{ID}, {ID}, {ID}], iterator_types = ["parallel", "parallel"]}} '
+        f"ins(%g, %u : {c}, {c}) outs(%e : {c}) {{",
+        "  ^bb0(%x: f32, %up: f32, %o: f32):",
+        "    %n = arith.negf %x : f32", "    %ex = math.exp %n : f32", "    %den = arith.addf %one, %ex : f32",
+        "    %s = arith.divf %x, %den : f32", "    %r = arith.mulf %s, %up : f32", "    linalg.yield %r : f32",
+        f"  }} -> {c}", f"  return %y : {c}", "}"])
+
+
+@pytest.mark.parametrize("m, rows", [("37", M), ("?", M), ("?", 1), ("3", 3)])
+def test_dual_gemm(rng: np.random.Generator, m: str, rows: int) -> None:
+    """SwiGLU's gate and up: one kernel computes both products, RN/2 columns of each per micro-tile, K in five
+    slices, the second product's partial sums kept between them; a ragged N; panels copied (37 rows) or B
+    read in place (3 rows, one row panel)."""
+    from mlir import ir
+
+    from prism.codegen.cpu import kernel_report
+    from prism.infra.ir import make_context
+
+    text = swiglu_source(m)
+    with make_context(), ir.Location.unknown():
+        (function,) = kernel_report(ir.Module.parse(text), 2)
+    assert [k["kind"] for k in function["kernels"]] == ["dual gemm + epilogue"]
+    tiled, fn = lower(text, 3)
+    assert "linalg." not in tiled
+    a = rng.standard_normal((rows, K), dtype=np.float32)
+    wg, wu = (rng.standard_normal((K, N), dtype=np.float32) * 0.2 for _ in range(2))
+    g, u = a.astype(np.float64) @ wg, a.astype(np.float64) @ wu
+    np.testing.assert_allclose(fn(a, wg, wu), g / (1 + np.exp(-g)) * u, rtol=1e-5, atol=1e-5)

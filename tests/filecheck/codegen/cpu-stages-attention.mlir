@@ -1,6 +1,6 @@
 // Attention written as its six ops (prism.codegen.cpu.attention): cpu-tile replaces them with one kernel
 // whose scores live in a per-worker block; @near_miss, which is not exactly attention (its row maximum
-// starts from 0, not -inf), keeps its ops; linalg.softmax is decomposed, and fused when it is attention's.
+// starts from 0, not -inf), keeps its contractions; linalg.softmax is decomposed, and fused when it is attention's.
 // RUN: prism-opt %s --split-input-file -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s
 // RUN: prism-opt %s --split-input-file -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-llvm -o /dev/null 2>&1 | filecheck %s --check-prefix=LLVM
 
@@ -135,12 +135,16 @@ func.func @decode(%q: tensor<2x1x32xf32>, %k: tensor<2x77x32xf32>, %v: tensor<2x
 
 // -----
 
-// Not attention: the six generics stay, and take the generic path.
+// Not attention: the two contractions stay generics, and take the generic path; the row maximum (from 0),
+// exp and row sum around them are one row kernel, the division another (codegen/cpu/rows).
 // CHECK-LABEL: func.func @near_miss(
-// CHECK-COUNT-3: linalg.generic
-// CHECK:         math.exp
-// CHECK-COUNT-3: linalg.generic
-// CHECK-NOT:     scf.parallel
+// CHECK:         linalg.generic
+// CHECK:         vector.reduction <maximumf>, %{{.*}}, %[[ZERO:.*]] : vector<8xf32> into f32
+// CHECK:         math.exp %{{.*}} : vector<8xf32>
+// CHECK:         vector.reduction <add>
+// CHECK:         linalg.generic
+// CHECK:         arith.divf %{{.*}} : vector<8xf32>
+// CHECK-NOT:     linalg.generic
 // CHECK:         return
 
 func.func @near_miss(%q: tensor<2x9x16xf32>, %k: tensor<2x21x16xf32>, %v: tensor<2x21x16xf32>) -> (tensor<2x9x16xf32>) {
@@ -238,19 +242,19 @@ func.func @through_softmax(%q: tensor<2x9x16xf32>, %k: tensor<2x21x16xf32>, %v: 
 // -----
 
 // linalg.softmax alone: decomposed into a row max (maxnum from NaN), exp of the difference, a row sum and a
-// division, which take the generic path.
+// division, which become one row kernel of three sweeps per row: the maximum; exp, kept in a scratch row,
+// and its sum; the division.
 // CHECK-LABEL: func.func @softmax(
-// CHECK-NOT:     linalg.softmax
-// CHECK:         linalg.fill ins(%{{.*}} : f32)
-// CHECK:         linalg.generic
-// CHECK:         arith.maxnumf
-// CHECK:         linalg.generic
-// CHECK:         math.exp
-// CHECK:         linalg.generic
-// CHECK:         arith.addf
-// CHECK:         linalg.generic
-// CHECK:         arith.divf
-// CHECK-NOT:     linalg.softmax
+// CHECK-NOT:     linalg.
+// CHECK:         memref.alloc() {{.*}} : memref<1x77xf32>
+// CHECK:         arith.maxnumf %{{.*}} : vector<8xf32>
+// CHECK:         vector.reduction <maxnumf>
+// CHECK:         math.exp %{{.*}} : vector<8xf32>
+// CHECK-NEXT:    vector.store
+// CHECK-NEXT:    arith.addf
+// CHECK:         vector.reduction <add>
+// CHECK:         arith.divf %{{.*}} : vector<8xf32>
+// CHECK-NOT:     linalg.
 // CHECK:         return
 func.func @softmax(%x: tensor<4x77xf32>) -> tensor<4x77xf32> {
   %e = tensor.empty() : tensor<4x77xf32>

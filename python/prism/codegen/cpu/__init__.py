@@ -62,9 +62,10 @@ from mlir import ir
 from prism.codegen.checks import check_module
 from prism.codegen.cpu import rewrites, tasks
 from prism.codegen.cpu.attention import fuse_attention
-from prism.codegen.cpu.epilogue import match_epilogue
-from prism.codegen.cpu.kernel import KERNEL_NAME, inline_kernel
+from prism.codegen.cpu.epilogue import EpilogueMatch, as_dual, match_epilogue
+from prism.codegen.cpu.kernel import KERNEL_NAME, erase_unused_inits, inline_kernel
 from prism.codegen.cpu.prepare import Planned, prepare_weights
+from prism.codegen.cpu.rows import fuse_rows
 from prism.codegen.cpu.schedule import (
     AGGREGATE_OPS,
     CpuGemm,
@@ -128,10 +129,14 @@ class CpuLowering(Lowering):
                 to_transform_path(gemm)  # tagged before prepare_weights, which leaves their functions alone
             else:
                 planned.append(Planned(gemm, plan, written_path=kernel_serves_as_written(gemm, plan)))
-        prepare_weights(module, planned, self.ctx, self.lanes)
+        kernels += [Kernel(kind, ops[0], ops[1:]) for kind, ops in prepare_weights(module, planned, self.ctx,
+                                                                                   self.lanes)]
         for gemm in gemms:
             kernels.append(Kernel("gemm (transform path)", *_described(gemm.op)))
-        for p in planned:
+        seconds: list[Planned] = []  # GEMMs computed as a dual GEMM's second product
+        for i, p in enumerate(planned):
+            if any(p is q for q in seconds):
+                continue
             if not p.written_path:
                 kernels.append(Kernel("gemm (transform path)", *_described(p.op)))
                 to_transform_path(p.gemm)
@@ -143,10 +148,30 @@ class CpuLowering(Lowering):
                 continue
             # The kernel replaces the consumer, whose inputs the GEMM's dominate; the GEMM goes with it.
             function, ops = _described(p.op)
-            kernels.append(Kernel("gemm + epilogue", function, ops + _described(fused.op)[1]))
             plan = dataclasses.replace(p.plan, epilogue=fused.epilogue)
-            inline_kernel(fused.op, plan, [*p.op.operands, *fused.inputs])
+            second = _dual_partner(p, fused, planned[i + 1:])
+            if second is None:
+                kernels.append(Kernel("gemm + epilogue", function, ops + _described(fused.op)[1]))
+                inline_kernel(fused.op, plan, [*p.op.operands, *fused.inputs])
+                p.op.erase()
+                continue
+            q, index = second
+            seconds.append(q)
+            fused = as_dual(fused, index)
+            kernels.append(Kernel("dual gemm + epilogue", function,
+                                  ops + _described(q.op)[1] + _described(fused.op)[1]))
+            # A micro-tile covers RN/2 columns of each product, and a task half its columns: its panels keep
+            # their size.
+            step = plan.rn // 2
+            plan = dataclasses.replace(plan, epilogue=fused.epilogue, dual=q.plan.b_type,
+                                       tn=max(step, plan.tn // 2 // step * step))
+            inline_kernel(fused.op, plan, [*p.op.operands, q.op.operands[1], *fused.inputs])
+            init = q.op.operands[2]
             p.op.erase()
+            q.op.erase()
+            if not isinstance(init.owner, ir.Block):
+                erase_unused_inits([init.owner.operation])
+        kernels += [Kernel("rows", ops[0], ops[1:]) for ops in fuse_rows(module, self.lanes, self.threads)]
         kernels += [Kernel("loops", *_described(op)) for op in _generic_path_ops(module)]
         self.ctx.report["kernels"] = _by_function(module, kernels)
         apply_script(module, gemm_script(gemms), "tiling and vectorization")
@@ -178,6 +203,22 @@ class CpuLowering(Lowering):
         run_passes(module, rewrites.TO_LLVM, "conversion to LLVM")
         tasks.define_launches(module)
         rewrites.check_lowered(module)
+
+
+def _dual_partner(p: Planned, fused: EpilogueMatch, later: list[Planned]) -> tuple[Planned, int] | None:
+    """A kernel GEMM of ``later`` whose result is the epilogue's input ``index`` and which can be computed with
+    ``p``'s as one dual GEMM (the same A, a B of the same type, both from zero, read by the epilogue alone),
+    and that index; or None."""
+    if p.plan.zero_init is False or (p.plan.rn // p.plan.lanes) % 2:
+        return None
+    for index, value in enumerate(fused.inputs):
+        q = next((q for q in later if q.op.results[0] == value), None)
+        if q is None or not q.written_path or q.plan.streams or q.plan.prepacked or not q.plan.zero_init:
+            continue
+        if q.op.operands[0] == p.op.operands[0] and q.plan.b_type == p.plan.b_type \
+                and q.plan.c_type == p.plan.c_type and len(list(value.uses)) == 1:
+            return q, index
+    return None
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,8 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from prism.codegen.cpu.kernel import F32, MlirText, f32_literal, inline_function
+from prism.codegen.cpu.kernel import (F32, MlirText, erase_unused_inits, f32_literal, filled_constant,
+                                     inline_function)
 from prism.infra.diagnostics import describe_ops
 from prism.infra.passbase import PassContext
 from prism.search.family import map_dims
@@ -161,40 +162,8 @@ def fuse_attention(module: ir.Module, lanes: int, workers: int, ctx: PassContext
                 inline_function(last, attention_text(plan), [match.q, match.k, match.v])
                 for dead in reversed(match.ops[:-1]):
                     dead.erase()
-                _erase_unused(feeding)
+                erase_unused_inits(feeding)
     return found
-
-
-
-
-# Ops that only make the chain's inits: erased with it once nothing else reads them (a dead fill of the S x S
-# scores would still be bufferized into an allocation).
-_INIT_OPS = ("linalg.fill", "tensor.empty", "tensor.dim", "arith.constant")
-
-
-def _erase_unused(ops: list[ir.Operation]) -> None:
-    """Erase those of ``ops`` (and then of their producers) that make inits and that nothing reads any more.
-
-    Only live ops are ever held: a producer is live while the op reading it is, and an op leaves the
-    pending list as it is erased.
-    """
-    pending: list[ir.Operation] = []
-
-    def add(op: ir.Operation) -> None:
-        if op.name in _INIT_OPS and not any(op == other for other in pending):
-            pending.append(op)
-
-    for op in ops:
-        add(op)
-    while True:
-        unused = next((op for op in pending if not any(len(list(r.uses)) for r in op.results)), None)
-        if unused is None:
-            return
-        pending = [op for op in pending if op != unused]
-        for operand in unused.operands:
-            if not isinstance(operand.owner, ir.Block):
-                add(operand.owner.operation)
-        unused.erase()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -254,12 +223,6 @@ def _constant(value: ir.Value) -> float | None:
     return ir.FloatAttr(op.attributes["value"]).value
 
 
-def _filled(value: ir.Value) -> float | None:
-    """The constant a ``linalg.fill`` fills ``value`` with, or None."""
-    op = _produced(value, "linalg.fill")
-    return None if op is None or len(op.operands) != 2 else _constant(op.operands[0])
-
-
 def _binary(body: list[ir.Operation], yielded: ir.Value, names: tuple[str, ...], a: ir.Value,
             b: ir.Value) -> bool:
     """The body is one commutative op (of ``names``) on ``a`` and ``b``."""
@@ -272,7 +235,7 @@ def _binary(body: list[ir.Operation], yielded: ir.Value, names: tuple[str, ...],
 def _contraction(op: ir.Operation) -> tuple[list[int], int, int, int] | None:
     """(batch, row, column, reduced) loops of ``out[.., r, c] += x[.., r, red] * y[.., ?, ?]`` with a zero init."""
     maps = _maps(op)
-    if None in maps or _filled(op.operands[2]) != 0.0:
+    if None in maps or filled_constant(op.operands[2]) != 0.0:
         return None
     loops = ir.AffineMapAttr(ir.ArrayAttr(op.attributes["indexing_maps"])[0]).value.n_dims
     reduced = [d for d in range(loops) if d not in maps[2]]
@@ -299,7 +262,7 @@ def _row_reduction(op: ir.Operation, names: tuple[str, ...], init: float) -> boo
     loops = len(ir.ArrayAttr(op.attributes["iterator_types"]))
     if maps != [list(range(loops)), list(range(loops - 1))] or _reductions(op) != [loops - 1]:
         return False
-    start = _filled(op.operands[1])
+    start = filled_constant(op.operands[1])
     if start is None or not (start == init or (math.isnan(start) and math.isnan(init))):
         return False
     ops, yielded, args = _body(op)

@@ -7,7 +7,7 @@ its result when that op is a ``linalg.generic`` with:
 - C among its inputs, read element for element (an identity map);
 - other f32 inputs read per row (batch and row: a row scale), per column
   (the column alone: a bias) or per element (a residual);
-- a body of EPILOGUE_OPS on those inputs and f32 constants, that does not
+- a body of ELEMENTWISE_OPS on those inputs and f32 constants, that does not
   read its output.
 
 Example: RMSNorm's row scale after the matmul, ``y = (x W) * r[i]``, runs
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from prism.codegen.cpu.kernel import EPILOGUE_OPS, F32, Epilogue
+from prism.codegen.cpu.kernel import ELEMENTWISE_OPS, F32, Epilogue
 from prism.search.family import map_dims
 
 
@@ -72,9 +72,43 @@ def match_epilogue(gemm: ir.Operation) -> EpilogueMatch | None:
         values.append(value)
     if ("c",) not in refs.values():
         return None
-    ops: list[tuple[str, tuple[tuple, ...]]] = []
     body = [o.operation for o in block.operations]
     terminator = body.pop()
+    ops = elementwise_program(body, refs)
+    if ops is None or len(terminator.operands) != 1 or not ops \
+            or refs.get(terminator.operands[0]) != ("value", len(ops) - 1):
+        return None
+    return EpilogueMatch(op, Epilogue(tuple(inputs), tuple(ops)), tuple(values))
+
+
+Program = list[tuple[str, tuple[tuple, ...]]]
+
+
+def as_dual(match: EpilogueMatch, index: int) -> EpilogueMatch:
+    """``match`` with its input ``index`` read as a dual GEMM's second product, ``("c2",)``: the input is the
+    result of a GEMM with the same A, which the kernel computes alongside (see ``KernelPlan.dual``)."""
+
+    def ref(r: tuple) -> tuple:
+        if r[0] != "input":
+            return r
+        return ("c2",) if r[1] == index else ("input", r[1] - (r[1] > index))
+
+    ops = tuple((name, tuple(ref(r) for r in refs)) for name, refs in match.epilogue.ops)
+    inputs = tuple(x for i, x in enumerate(match.epilogue.inputs) if i != index)
+    return EpilogueMatch(match.op, Epilogue(inputs, ops), tuple(v for i, v in enumerate(match.inputs) if i != index))
+
+
+def elementwise_program(body: list[ir.Operation], refs: dict[ir.Value, tuple],
+                        captures: list[ir.Value] | None = None) -> Program | None:
+    """The ops of a linalg body (without its yield) as an elementwise program (see :class:`Epilogue`), or None.
+
+    ``refs`` maps the block arguments the program may read to their references; it gains an entry per
+    value defined. Only ELEMENTWISE_OPS on f32, with no attribute but fastmath flags (which only relax
+    and are dropped), and f32 constants, inside the body or captured from outside, are accepted. With
+    ``captures``, other f32 values from outside the op are accepted too: each is appended to it once and
+    read as ``("scalar", i)``.
+    """
+    ops: Program = []
     for inner in body:
         if inner.name == "arith.constant":
             constant = _f32_constant(inner)
@@ -82,23 +116,25 @@ def match_epilogue(gemm: ir.Operation) -> EpilogueMatch | None:
                 return None
             refs[inner.results[0]] = ("constant", constant)
             continue
-        if inner.name not in EPILOGUE_OPS or len(inner.results) != 1 or str(inner.results[0].type) != F32:
+        if inner.name not in ELEMENTWISE_OPS or len(inner.results) != 1 or str(inner.results[0].type) != F32:
             return None
-        if not all(name == "fastmath" for name in inner.attributes):  # flags that only relax; dropped
+        if not all(name == "fastmath" for name in inner.attributes):
             return None
         operands = []
         for operand in inner.operands:
             ref = refs.get(operand)
             if ref is None:
                 ref = _captured(operand)
+            if ref is None and captures is not None and str(operand.type) == F32:
+                if operand not in captures:
+                    captures.append(operand)
+                ref = ("scalar", captures.index(operand))
             if ref is None:
                 return None
             operands.append(ref)
         refs[inner.results[0]] = ("value", len(ops))
         ops.append((inner.name, tuple(operands)))
-    if len(terminator.operands) != 1 or not ops or refs.get(terminator.operands[0]) != ("value", len(ops) - 1):
-        return None
-    return EpilogueMatch(op, Epilogue(tuple(inputs), tuple(ops)), tuple(values))
+    return ops
 
 
 def _f32_constant(op: ir.Operation) -> float | None:

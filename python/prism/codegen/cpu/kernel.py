@@ -76,9 +76,10 @@ KERNEL_NAME = "gemm"  # the name of a kernel while it is text; it is always inli
 # The operand kinds of an epilogue: the C tile's own value, or an input read per row (indexed by the batch
 # and the row), per column (by the column alone) or per element (batch, row, column).
 EPILOGUE_KINDS = ("row", "column", "element")
-# The scalar ops an epilogue may hold, each with the same name on vectors.
-EPILOGUE_OPS = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf", "arith.minimumf",
-                "arith.negf", "math.exp", "math.sqrt", "math.rsqrt")
+# The scalar ops an elementwise program (an epilogue, a row kernel's op) may hold, each with the same name on
+# vectors.
+ELEMENTWISE_OPS = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf", "arith.minimumf",
+                   "arith.maxnumf", "arith.minnumf", "arith.negf", "math.exp", "math.sqrt", "math.rsqrt")
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,15 @@ class KernelPlan:
     reuse_panels: bool = False
     # An elementwise consumer run on each C tile as the last K slice stores it (see Epilogue).
     epilogue: Epilogue | None = None
+    # A dual GEMM: the type of a second B, of B's shape, whose product with the same A the epilogue reads as
+    # ("c2",) (SwiGLU's gate and up). A micro-tile then holds RN/2 columns of each product, and a second
+    # buffer keeps the second product's partial sums between K slices.
+    dual: str | None = None
+
+    @property
+    def width(self) -> int:
+        """The columns of C that one micro-tile covers."""
+        return self.rn // 2 if self.dual else self.rn
 
     @property
     def streams(self) -> bool:
@@ -169,6 +179,24 @@ class MlirText:
         self.depth -= 1
         self.add(tail)
 
+    def program(self, ops: tuple | list, operand, typ: str) -> str:
+        """Write the elementwise program ``ops`` (see :class:`Epilogue`) on values of type ``typ`` (f32 or a
+        vector of it) and return its last value; ``operand(ref)`` gives the value of an ``("input", i)`` or
+        ``("c",)`` reference."""
+        values: list[str] = []
+
+        def ref(r: tuple) -> str:
+            if r[0] == "value":
+                return values[r[1]]
+            if r[0] == "constant":
+                literal = f32_literal(r[1])
+                return self.value(f"arith.constant {f'dense<{literal}>' if typ != F32 else literal} : {typ}", "xc")
+            return operand(r)
+
+        for name, refs in ops:
+            values.append(self.value(f"{name} {', '.join(ref(r) for r in refs)} : {typ}", "xe"))
+        return values[-1]
+
     def buffer(self, arg: str, tensor: str, dyn: str) -> str:
         """The tensor argument ``arg`` as a read-only buffer, cast to the dynamic memref type ``dyn``."""
         static = tensor.replace("tensor<", "memref<")
@@ -196,11 +224,12 @@ class _Kernel:
         self.b_dyn = _memref(self.rank + 1 if plan.prepacked else self.rank)
         # Each worker's panels: [slices][TN/RN][TK][RN], with one slice of K unless kept across tasks.
         slices = -(-ir.RankedTensorType.parse(plan.a_type).shape[-1] // plan.tk) if plan.reuse_panels else 1
-        self.panel_type = f"memref<{plan.workers}x{slices}x{plan.tn // plan.rn}x{plan.tk}x{plan.rn}x{F32}>"
+        self.panel_type = f"memref<{plan.workers}x{slices}x{plan.tn // plan.width}x{plan.tk}x{plan.rn}x{F32}>"
 
     def text(self) -> str:
         p, t = self.plan, self.t
-        extra = "".join(f", %x{i}: {typ}" for i, (_, typ) in enumerate(p.epilogue.inputs)) if p.epilogue else ""
+        extra = f", %b2: {p.dual}" if p.dual else ""
+        extra += "".join(f", %x{i}: {typ}" for i, (_, typ) in enumerate(p.epilogue.inputs)) if p.epilogue else ""
         self.t.open(f"func.func private @{p.name}(%a: {p.a_type}, %b: {p.b_type}, %c: {p.c_type}{extra}) "
                     f"-> {p.c_type}")
         self.c0, self.c1 = t.const(0), t.const(1)
@@ -211,10 +240,13 @@ class _Kernel:
         self.k = t.value(f"tensor.dim %a, {dims[-1]} : {p.a_type}", "K")
         self.a = self.t.buffer("%a", p.a_type, self.dyn)
         self.b = self.t.buffer("%b", p.b_type, self.b_dyn)
+        self.b2 = self.t.buffer("%b2", p.dual, self.b_dyn) if p.dual else None
         self.c_in = None if p.zero_init else self.t.buffer("%c", p.c_type, self.dyn)
         self.extras = [self.t.buffer(f"%x{i}", typ, _memref(ir.RankedTensorType.parse(typ).rank))
                        for i, (_, typ) in enumerate(p.epilogue.inputs)] if p.epilogue else []
         self.c = t.value(f"memref.alloc({', '.join(sizes)}) {{alignment = 64 : i64}} : {self.dyn}", "C")
+        self.c2 = t.value(f"memref.alloc({', '.join(sizes)}) {{alignment = 64 : i64}} : {self.dyn}", "C") \
+            if p.dual else None
         self._tasks(sizes[0] if p.batch else None)
         c_static = p.c_type.replace("tensor<", "memref<")
         cast = t.value(f"memref.cast {self.c} : {self.dyn} to {c_static}", "cs")
@@ -227,7 +259,7 @@ class _Kernel:
         """The parallel loop over blocks of C, and a K-slice loop in each."""
         p, t = self.plan, self.t
         tm, tn, tk = t.const(p.tm), t.const(p.tn), t.const(p.tk)
-        self.rm, self.rn = t.const(p.rm), t.const(p.rn)
+        self.rm, self.width = t.const(p.rm), t.const(p.width)
         mt = t.value(f"arith.ceildivui {self.m}, {tm} : index", "mt")
         nt = t.value(f"arith.ceildivui {self.n}, {tn} : index", "nt")
         per_batch = t.value(f"arith.muli {mt}, {nt} : index", "blocks")
@@ -295,8 +327,9 @@ class _Kernel:
             if p.reuse_panels:
                 self.t.close()
         jr = t.fresh("jr")
-        self.t.open(f"scf.for {jr} = {self.j0} to {j1} step {self.rn}")
-        full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {jr}, {self.rn} : index')}, {self.n} : index", "full")
+        self.t.open(f"scf.for {jr} = {self.j0} to {j1} step {self.width}")
+        full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {jr}, {self.width} : index')}, {self.n} : index",
+                       "full")
         ir_ = t.fresh("ir")
         self.t.open(f"scf.for {ir_} = {i0} to {i1} step {self.rm}")
         rows = [t.value(f"arith.minui {t.value(f'arith.addi {ir_}, {t.const(r)} : index')}, {self.last_row} : index",
@@ -429,10 +462,15 @@ class _Kernel:
         return self.slice if self.plan.reuse_panels else self.c0
 
     def _columns(self, base: str) -> list[str]:
-        """The column of each of the RN/lanes vectors from ``base``."""
-        lanes = self.plan.lanes
-        return [base if v == 0 else self.t.value(f"arith.addi {base}, {self.t.const(v * lanes)} : index", "col")
-                for v in range(self.plan.rn // lanes)]
+        """The column of each of the RN/lanes vectors from ``base`` (of a dual GEMM: each half's the same)."""
+        lanes, count = self.plan.lanes, self.plan.width // self.plan.lanes
+        columns = [base if v == 0 else self.t.value(f"arith.addi {base}, {self.t.const(v * lanes)} : index", "col")
+                   for v in range(count)]
+        return columns * (self.plan.rn // self.plan.width)
+
+    def _second(self, v: int, first: str, second: str | None) -> str:
+        """Of a dual GEMM's two buffers, the one vector ``v`` of a micro-tile belongs to."""
+        return second if second is not None and v >= self.plan.width // self.plan.lanes else first
 
     def _mask(self, memref: str, memref_type: str, indices: list[str]) -> str:
         """The lanes of a vector at ``indices`` that lie inside the memref's last dimension."""
@@ -470,7 +508,7 @@ class _Kernel:
         by side, and its stores fill consecutive rows of each panel."""
         t = self.t
         width = t.value(f"arith.subi {j1}, {self.j0} : index")
-        count = t.value(f"arith.ceildivui {width}, {self.rn} : index", "np")
+        count = t.value(f"arith.ceildivui {width}, {self.width} : index", "np")
         depth = t.const(PACK_DEPTH)
         groups = t.value(f"arith.muli {t.value(f'arith.divui {self.kc}, {depth} : index')}, {depth} : index", "kw")
         kk = t.fresh("kk")
@@ -490,8 +528,8 @@ class _Kernel:
         kgs = [t.value(f"arith.addi {self.p0}, {kk} : index", "kg") for kk in rows]
         jp = t.fresh("jp")
         self.t.open(f"scf.for {jp} = {self.c0} to {count} step {self.c1}")
-        col0 = t.value(f"arith.addi {self.j0}, {t.value(f'arith.muli {jp}, {self.rn} : index')} : index", "col")
-        full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {col0}, {self.rn} : index')}, {self.n} : index")
+        col0 = t.value(f"arith.addi {self.j0}, {t.value(f'arith.muli {jp}, {self.width} : index')} : index", "col")
+        full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {col0}, {self.width} : index')}, {self.n} : index")
         for in_bounds in (True, False):
             if in_bounds:
                 self.t.open(f"scf.if {full}")
@@ -499,8 +537,8 @@ class _Kernel:
                 self.t.close("} else {")
                 t.depth += 1
             for kk, kg in zip(rows, kgs, strict=True):
-                for col, offset in zip(self._columns(col0), offsets, strict=True):
-                    x = self._read(self.b, self.b_dyn, [*self.bi, kg, col], in_bounds)
+                for v, (col, offset) in enumerate(zip(self._columns(col0), offsets, strict=True)):
+                    x = self._read(self._second(v, self.b, self.b2), self.b_dyn, [*self.bi, kg, col], in_bounds)
                     t.add(f"vector.store {x}, {self.panels}[{self.worker}, {self._panel_slice()}, {jp}, {kk}, "
                           f"{offset}] : {self.panel_type}, {self.vec}")
         self.t.close()
@@ -524,7 +562,8 @@ class _Kernel:
         t.add(f"scf.yield {', '.join(starts)} : {acc_types}")
         self.t.close("} else {")
         t.depth += 1
-        loaded = [self._read(self.c, self.dyn, [*self.bi, row, col], in_bounds) for row in rows for col in columns]
+        loaded = [self._read(self._second(v, self.c, self.c2), self.dyn, [*self.bi, row, col], in_bounds)
+                  for row in rows for v, col in enumerate(columns)]
         t.add(f"scf.yield {', '.join(loaded)} : {acc_types}")
         self.t.close()
         kk, acc = t.fresh("kk"), [t.fresh("acc") for _ in range(p.rm * nv)]
@@ -544,21 +583,25 @@ class _Kernel:
         t.add(f"scf.yield {', '.join(updated)} : {acc_types}")
         self.t.close()
         if p.epilogue:
+            # A dual GEMM's epilogue takes each vector of the first product with its partner of the second.
+            half = p.width // p.lanes
             t.open(f"scf.if {self.last_slice}")
             for r, row in enumerate(rows):
-                for v, col in enumerate(columns):
-                    value = self._epilogue(f"{out}#{r * nv + v}", row, col, in_bounds)
+                for v, col in enumerate(columns[:half] if p.dual else columns):
+                    second = f"{out}#{r * nv + v + half}" if p.dual else None
+                    value = self._epilogue(f"{out}#{r * nv + v}", second, row, col, in_bounds)
                     self._write(value, self.c, [*self.bi, row, col], in_bounds)
             t.close("} else {")
             t.depth += 1
         for r, row in enumerate(rows):
             for v, col in enumerate(columns):
-                self._write(f"{out}#{r * nv + v}", self.c, [*self.bi, row, col], in_bounds)
+                self._write(f"{out}#{r * nv + v}", self._second(v, self.c, self.c2), [*self.bi, row, col], in_bounds)
         if p.epilogue:
             t.close()
 
-    def _epilogue(self, c: str, row: str, col: str, in_bounds: bool) -> str:
-        """The epilogue's value for the vector ``c`` of C at ``row`` and columns from ``col``."""
+    def _epilogue(self, c: str, c2: str | None, row: str, col: str, in_bounds: bool) -> str:
+        """The epilogue's value for the vector ``c`` of C (and ``c2`` of a dual GEMM's second product) at
+        ``row`` and columns from ``col``."""
         t, epilogue = self.t, self.plan.epilogue
         inputs = []
         for (kind, typ), buffer in zip(epilogue.inputs, self.extras, strict=True):
@@ -569,34 +612,24 @@ class _Kernel:
             else:
                 where = [col] if kind == "column" else [*self.bi, row, col]
                 inputs.append(self._read(buffer, memref_type, where, in_bounds))
-        values: list[str] = []
-
-        def operand(ref: tuple) -> str:
-            if ref[0] == "c":
-                return c
-            if ref[0] == "input":
-                return inputs[ref[1]]
-            if ref[0] == "value":
-                return values[ref[1]]
-            return t.value(f"arith.constant dense<{f32_literal(ref[1])}> : {self.vec}", "xc")
-
-        for name, refs in epilogue.ops:
-            values.append(t.value(f"{name} {', '.join(operand(r) for r in refs)} : {self.vec}", "xe"))
-        return values[-1]
+        products = {"c": c, "c2": c2}
+        return t.program(epilogue.ops, lambda ref: products[ref[0]] if ref[0] in products else inputs[ref[1]],
+                         self.vec)
 
     def _b_row(self, kk: str, kg: str, jr: str, columns: list[str], in_bounds: bool) -> list[str]:
         """The RN-wide row of B at k, as RN/lanes vectors."""
         p, t = self.plan, self.t
         offsets = [t.const(v * p.lanes) for v in range(p.rn // p.lanes)]
         if p.pack:
-            jp = t.value(f"arith.divui {t.value(f'arith.subi {jr}, {self.j0} : index')}, {self.rn} : index", "jp")
+            jp = t.value(f"arith.divui {t.value(f'arith.subi {jr}, {self.j0} : index')}, {self.width} : index", "jp")
             return [t.value(f"vector.load {self.panels}[{self.worker}, {self._panel_slice()}, {jp}, {kk}, {o}] "
                             f": {self.panel_type}, {self.vec}", "y") for o in offsets]
         if p.prepacked:
-            jp = t.value(f"arith.divui {jr}, {self.rn} : index", "jp")
+            jp = t.value(f"arith.divui {jr}, {self.width} : index", "jp")
             return [t.value(f"vector.load {self.b}[{', '.join([*self.bi, jp, kg, o])}] : {self.b_dyn}, {self.vec}",
                             "y") for o in offsets]
-        return [self._read(self.b, self.b_dyn, [*self.bi, kg, col], in_bounds) for col in columns]
+        return [self._read(self._second(v, self.b, self.b2), self.b_dyn, [*self.bi, kg, col], in_bounds)
+                for v, col in enumerate(columns)]
 
 
 def kernel_text(plan: KernelPlan) -> str:
@@ -617,17 +650,65 @@ def inline_kernel(op: ir.Operation, plan: KernelPlan, operands: list[ir.Value] |
 
 def inline_function(op: ir.Operation, text: str, operands: list[ir.Value]) -> None:
     """Replace ``op`` (no result or one) by the body of the single function in ``text``, applied to ``operands``."""
-    with op.location:
+    returned = inline_body(op, text, operands)
+    if len(op.results):
+        op.results[0].replace_all_uses_with(returned[0])
+    op.erase()
+
+
+def inline_body(anchor: ir.Operation, text: str, operands: list[ir.Value]) -> list[ir.Value]:
+    """Insert the body of the single function in ``text``, applied to ``operands``, before ``anchor``; return
+    the values it returns."""
+    with anchor.location:
         parsed = ir.Module.parse(text)
         body = parsed.body.operations[0].regions[0].blocks[0]
         for argument, operand in zip(body.arguments, operands, strict=True):
             argument.replace_all_uses_with(operand)
         *ops, terminator = list(body.operations)
         for inner in ops:
-            inner.operation.move_before(op)
-        if len(op.results):
-            op.results[0].replace_all_uses_with(terminator.operands[0])
-        op.erase()
+            inner.operation.move_before(anchor)
+        return list(terminator.operands)
+
+
+def filled_constant(value: ir.Value) -> float | None:
+    """The f32 constant that a ``linalg.fill`` fills ``value`` with, or None."""
+    if isinstance(value.owner, ir.Block) or value.owner.operation.name != "linalg.fill":
+        return None
+    scalar = value.owner.operation.operands[0]
+    if isinstance(scalar.owner, ir.Block) or scalar.owner.operation.name != "arith.constant":
+        return None
+    attr = scalar.owner.operation.attributes["value"]
+    return ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else None
+
+
+# Ops that only make inits: erased with the ops that a kernel replaced once nothing else reads them (a dead
+# fill of attention's S x S scores would still be bufferized into an allocation).
+_INIT_OPS = ("linalg.fill", "tensor.empty", "tensor.dim", "arith.constant")
+
+
+def erase_unused_inits(ops: list[ir.Operation]) -> None:
+    """Erase those of ``ops`` (and then of their producers) that make inits and that nothing reads any more.
+
+    Only live ops are ever held: a producer is live while the op reading it is, and an op leaves the
+    pending list as it is erased.
+    """
+    pending: list[ir.Operation] = []
+
+    def add(op: ir.Operation) -> None:
+        if op.name in _INIT_OPS and not any(op == other for other in pending):
+            pending.append(op)
+
+    for op in ops:
+        add(op)
+    while True:
+        unused = next((op for op in pending if not any(len(list(r.uses)) for r in op.results)), None)
+        if unused is None:
+            return
+        pending = [op for op in pending if op != unused]
+        for operand in unused.operands:
+            if not isinstance(operand.owner, ir.Block):
+                add(operand.owner.operation)
+        unused.erase()
 
 
 def packed_type(b_type: str, rn: int) -> str | None:

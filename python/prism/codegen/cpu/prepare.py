@@ -41,6 +41,7 @@ from mlir import ir
 from prism.codegen.cpu.kernel import KernelPlan, inline_function, inline_kernel, pack_text, packed_type
 from prism.codegen.cpu.schedule import CpuGemm
 from prism.infra import attrs
+from prism.infra.diagnostics import describe_ops
 from prism.infra.passbase import PassContext
 
 _WRITABLE = "bufferization.writable"
@@ -91,11 +92,14 @@ def _weight_index(func: ir.Operation, planned: Planned) -> int | None:
     return b.arg_number if attrs.INVARIANT in _arg_attrs(func)[b.arg_number] else None
 
 
-def prepare_weights(module: ir.Module, planned: list[Planned], ctx: PassContext, lanes: int) -> None:
+def prepare_weights(module: ir.Module, planned: list[Planned], ctx: PassContext,
+                    lanes: int) -> list[tuple[str, list[str]]]:
     """Split every public function whose invariant weights feed kernels (see the module docstring).
 
     Inlines the kernels of the @f_apply copies; those of ``planned`` themselves are left to the caller.
+    Returns each kernel inlined, as its kind and its function and op (:func:`describe_ops`).
     """
+    inlined: list[tuple[str, list[str]]] = []
     symbols = {_name(op.operation) for op in module.body.operations if "sym_name" in op.operation.attributes}
     funcs = [op.operation for op in module.body.operations if op.operation.name == "func.func"
              and len(op.operation.regions[0].blocks) and "sym_visibility" not in op.operation.attributes]
@@ -113,7 +117,8 @@ def prepare_weights(module: ir.Module, planned: list[Planned], ctx: PassContext,
             continue
         if _tagged(func, attrs.CPU_CONTRACTION_TAG):
             continue  # their tags would be copied too; such functions keep packing per call
-        _split(module, func, [p for p, _ in mine], dict((id(p), index) for p, index in hoisted), lanes)
+        inlined += _split(module, func, [p for p, _ in mine], dict((id(p), index) for p, index in hoisted), lanes)
+    return inlined
 
 
 _PREPARED_TAG = "prism.prepared_id"  # marks the hoisted contractions while @f is copied
@@ -133,11 +138,13 @@ def _tagged(func: ir.Operation, tag: str) -> list[ir.Operation]:
 
 
 def _split(module: ir.Module, func: ir.Operation, planned: list[Planned], weights: dict[int, int],
-           lanes: int) -> None:
+           lanes: int) -> list[tuple[str, list[str]]]:
     """Add @f_apply (a copy of ``func`` whose kernels read packed weights) and @f_prepare; mark ``func``.
 
     ``planned`` are the kernels of ``func``; ``weights`` maps (by ``id``) those whose B is a weight to its index.
+    Returns the kernels of @f_apply, as :func:`prepare_weights` does.
     """
+    inlined: list[tuple[str, list[str]]] = []
     hoisted = [(p, weights[id(p)]) for p in planned if id(p) in weights]
     name = _name(func)
     ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
@@ -155,8 +162,10 @@ def _split(module: ir.Module, func: ir.Operation, planned: list[Planned], weight
         copies = {ir.IntegerAttr(op.attributes[_PREPARED_TAG]).value: op for op in _tagged(apply, _PREPARED_TAG)}
         block = apply.regions[0].blocks[0]
         packed_args = [block.add_argument(ir.Type.parse(t), func.location) for t in packed_types]
+        apply.attributes["sym_name"] = ir.StringAttr.get(f"{name}_apply")
         for k, p in enumerate(planned):
             copy = copies[k]
+            inlined.append(("gemm" if id(p) not in weights else "gemm (prepared weight)", describe_ops(apply, [copy])))
             if id(p) not in weights:
                 inline_kernel(copy, p.plan)
                 continue
@@ -164,7 +173,6 @@ def _split(module: ir.Module, func: ir.Operation, planned: list[Planned], weight
             plan = replace(p.plan, prepacked=True, pack=False, b_type=str(arg.type))
             inline_kernel(copy, plan, [copy.operands[0], arg, copy.operands[2]])
         apply_type = ir.FunctionType.get([*ftype.inputs, *(a.type for a in packed_args)], list(ftype.results))
-        apply.attributes["sym_name"] = ir.StringAttr.get(f"{name}_apply")
         apply.attributes["function_type"] = ir.TypeAttr.get(apply_type)
         apply.attributes[attrs.SIGNATURE] = ir.TypeAttr.get(apply_type)
         apply.attributes["arg_attrs"] = ir.ArrayAttr.get(
@@ -178,6 +186,7 @@ def _split(module: ir.Module, func: ir.Operation, planned: list[Planned], weight
         prepare.detach_from_parent()
         module.body.append(prepare)
         _inline_packs(prepare, [str(ftype.inputs[i]) for i, _ in packs], [rn for _, rn in packs], lanes)
+    return inlined
 
 
 def _inline_packs(prepare: ir.Operation, types: list[str], widths: list[int], lanes: int) -> None:

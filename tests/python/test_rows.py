@@ -1,0 +1,191 @@
+"""Row kernels: elementwise ops and last-axis reductions fused row by row, vectorized and threaded
+(codegen/cpu/rows), checked against float64 numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import lower_on_host
+
+MAPS = {"all": "affine_map<(i, j) -> (i, j)>", "row": "affine_map<(i, j) -> (i)>",
+        "col": "affine_map<(i, j) -> (j)>", "vec": "affine_map<(i) -> (i)>"}
+
+
+def generic(out: str, maps: list[str], iterators: list[str], ins: list[tuple[str, str]], init: str, typ: str,
+            body: list[str]) -> list[str]:
+    """A linalg.generic; its block arguments are ``%a0``, ``%a1``, ... and ``%acc``; ``body`` defines ``%r``."""
+    block = ", ".join([f"%a{i}: f32" for i in range(len(ins))] + ["%acc: f32"])
+    kinds = ", ".join(f'"{it}"' for it in iterators)
+    return [f"%{out} = linalg.generic {{indexing_maps = [{', '.join(MAPS[m] for m in maps)}], "
+            f"iterator_types = [{kinds}]}} ins({', '.join(n for n, _ in ins)} : {', '.join(t for _, t in ins)}) "
+            f"outs({init} : {typ}) {{",
+            f"^bb0({block}):", *[f"  {line}" for line in body], "  linalg.yield %r : f32", f"}} -> {typ}"]
+
+
+def rmsnorm(rows: str, cols: str, eps: float = 1e-6) -> str:
+    """``@f(x, g) = x * rsqrt(mean(x^2) + eps) * g`` over ``rows x cols`` (either may be ``?``)."""
+    full, row, col = f"tensor<{rows}x{cols}xf32>", f"tensor<{rows}xf32>", f"tensor<{cols}xf32>"
+    dyn = "%n" if rows == "?" else ""
+    lines = [f"func.func @f(%x: {full}, %g: {col}) -> {full} {{",
+             "%c0 = arith.constant 0 : index", "%c1 = arith.constant 1 : index",
+             f"%n = tensor.dim %x, %c0 : {full}", f"%d = tensor.dim %x, %c1 : {full}",
+             "%di = arith.index_cast %d : index to i64", "%df = arith.uitofp %di : i64 to f32",
+             "%zero = arith.constant 0.0 : f32", f"%eps = arith.constant {eps:.9e} : f32",
+             f"%re = tensor.empty({dyn}) : {row}", f"%rz = linalg.fill ins(%zero : f32) outs(%re : {row}) -> {row}",
+             *generic("ss", ["all", "row"], ["parallel", "reduction"], [("%x", full)], "%rz", row,
+                      ["%sq = arith.mulf %a0, %a0 : f32", "%r = arith.addf %acc, %sq : f32"]),
+             *generic("s", ["vec", "vec"], ["parallel"], [("%ss", row)], "%re", row,
+                      ["%m = arith.divf %a0, %df : f32", "%t = arith.addf %m, %eps : f32", "%r = math.rsqrt %t : f32"]),
+             f"%e = tensor.empty({', '.join(v for v, s in (('%n', rows), ('%d', cols)) if s == '?')}) : {full}",
+             *generic("y", ["all", "row", "col", "all"], ["parallel", "parallel"],
+                      [("%x", full), ("%s", row), ("%g", col)], "%e", full,
+                      ["%t = arith.mulf %a0, %a1 : f32", "%r = arith.mulf %t, %a2 : f32"]),
+             f"return %y : {full}", "}"]
+    return "\n".join(lines)
+
+
+def softmax(rows: int, cols: int) -> str:
+    """``@f(x) = softmax(x)`` over the last axis, as four generics (max, exp, sum, division)."""
+    full, row = f"tensor<{rows}x{cols}xf32>", f"tensor<{rows}xf32>"
+    return "\n".join([
+        f"func.func @f(%x: {full}) -> {full} {{",
+        "%zero = arith.constant 0.0 : f32", "%ninf = arith.constant 0xFF800000 : f32",
+        f"%re = tensor.empty() : {row}", f"%rm = linalg.fill ins(%ninf : f32) outs(%re : {row}) -> {row}",
+        f"%rz = linalg.fill ins(%zero : f32) outs(%re : {row}) -> {row}", f"%e = tensor.empty() : {full}",
+        *generic("m", ["all", "row"], ["parallel", "reduction"], [("%x", full)], "%rm", row,
+                 ["%r = arith.maximumf %acc, %a0 : f32"]),
+        *generic("p", ["all", "row", "all"], ["parallel", "parallel"], [("%x", full), ("%m", row)], "%e", full,
+                 ["%t = arith.subf %a0, %a1 : f32", "%r = math.exp %t : f32"]),
+        *generic("l", ["all", "row"], ["parallel", "reduction"], [("%p", full)], "%rz", row,
+                 ["%r = arith.addf %acc, %a0 : f32"]),
+        *generic("y", ["all", "row", "all"], ["parallel", "parallel"], [("%p", full), ("%l", row)], "%e", full,
+                 ["%r = arith.divf %a0, %a1 : f32"]),
+        f"return %y : {full}", "}"])
+
+
+def rmsnorm_reference(x: np.ndarray, g: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    x = x.astype(np.float64)
+    return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * g
+
+
+@pytest.mark.parametrize("rows, cols, threads", [(16, 1024, 2), (7, 77, 3), (1, 4096, 2), (130, 8, 2), (5, 3, 1)])
+def test_rmsnorm_is_one_kernel(rng: np.random.Generator, rows: int, cols: int, threads: int) -> None:
+    """Statistics, rsqrt and normalization run as one kernel, on ragged and tiny rows alike."""
+    tiled, fn = lower_on_host(rmsnorm(str(rows), str(cols)), "f", threads)
+    assert "linalg.generic" not in tiled
+    x = rng.standard_normal((rows, cols), dtype=np.float32) * 3
+    g = rng.standard_normal(cols, dtype=np.float32)
+    np.testing.assert_allclose(fn(x, g), rmsnorm_reference(x, g), rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("rows, cols", [("?", "1000"), ("?", "?"), ("33", "?")])
+def test_rmsnorm_dynamic(rng: np.random.Generator, rows: str, cols: str) -> None:
+    tiled, fn = lower_on_host(rmsnorm(rows, cols), "f", 2)
+    assert "linalg.generic" not in tiled
+    for n, d in ((1, 13), (33, 1000), (77, 64)):
+        if (rows != "?" and int(rows) != n) or (cols != "?" and int(cols) != d):
+            continue
+        x = rng.standard_normal((n, d), dtype=np.float32)
+        g = rng.standard_normal(d, dtype=np.float32)
+        np.testing.assert_allclose(fn(x, g), rmsnorm_reference(x, g), rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("rows, cols", [(16, 1024), (77, 1000), (1, 5)])
+def test_softmax_three_sweeps(rng: np.random.Generator, rows: int, cols: int) -> None:
+    """exp(x - m) is kept in a scratch row between its sweep and the division's; scores up to a few hundred."""
+    tiled, fn = lower_on_host(softmax(rows, cols), "f", 2)
+    assert "linalg.generic" not in tiled
+    x = rng.standard_normal((rows, cols), dtype=np.float32) * 100
+    x64 = x.astype(np.float64)
+    p = np.exp(x64 - x64.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(fn(x), p / p.sum(axis=-1, keepdims=True), rtol=2e-5, atol=1e-7)
+
+
+def test_three_dimensional_rows_and_outputs_read_elsewhere(rng: np.random.Generator) -> None:
+    """Rows of a 3-D tensor; the row sums and the elementwise values are both returned, the sum starting from
+    a row tensor argument; one input per column."""
+    full, row, col = "tensor<3x5x37xf32>", "tensor<3x5xf32>", "tensor<37xf32>"
+    maps3 = {"all3": "affine_map<(b, i, j) -> (b, i, j)>", "row3": "affine_map<(b, i, j) -> (b, i)>",
+             "col3": "affine_map<(b, i, j) -> (j)>"}
+    MAPS.update(maps3)
+    text = "\n".join([
+        f"func.func @f(%x: {full}, %bias: {col}, %start: {row}) -> ({full}, {row}) {{",
+        f"%e = tensor.empty() : {full}",
+        *generic("y", ["all3", "col3", "all3"], ["parallel"] * 3, [("%x", full), ("%bias", col)], "%e", full,
+                 ["%t = arith.addf %a0, %a1 : f32", "%r = arith.maximumf %t, %a0 : f32"]),
+        *generic("s", ["all3", "row3"], ["parallel", "parallel", "reduction"], [("%y", full)], "%start", row,
+                 ["%r = arith.addf %a0, %acc : f32"]),
+        f"return %y, %s : {full}, {row}", "}"])
+    tiled, fn = lower_on_host(text, "f", 2)
+    assert "linalg.generic" not in tiled
+    x = rng.standard_normal((3, 5, 37), dtype=np.float32)
+    bias = rng.standard_normal(37, dtype=np.float32)
+    start = rng.standard_normal((3, 5), dtype=np.float32)
+    y, s = fn(x, bias, start)
+    expected = np.maximum(x.astype(np.float64) + bias, x)
+    np.testing.assert_allclose(y, expected, rtol=1e-6)
+    np.testing.assert_allclose(s, start + expected.sum(axis=-1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["column reduction", "f64", "reads its output", "call in body"])
+def test_near_misses_stay_loops(rng: np.random.Generator, case: str) -> None:
+    """Ops outside the row-op form keep the generic path, and still compute the right values."""
+    full, row = "tensor<6x10xf32>", "tensor<6xf32>"
+    if case == "column reduction":
+        text = "\n".join([f"func.func @f(%x: {full}) -> tensor<10xf32> {{", "%zero = arith.constant 0.0 : f32",
+                          "%re = tensor.empty() : tensor<10xf32>",
+                          "%rz = linalg.fill ins(%zero : f32) outs(%re : tensor<10xf32>) -> tensor<10xf32>",
+                          *generic("s", ["all", "col"], ["reduction", "parallel"], [("%x", full)], "%rz",
+                                   "tensor<10xf32>", ["%r = arith.addf %acc, %a0 : f32"]),
+                          "return %s : tensor<10xf32>", "}"])
+        expected = lambda x: x.astype(np.float64).sum(axis=0)  # noqa: E731
+    elif case == "reads its output":
+        text = "\n".join([f"func.func @f(%x: {full}, %y: {full}) -> {full} {{",
+                          *generic("s", ["all", "all"], ["parallel", "parallel"], [("%x", full)], "%y", full,
+                                   ["%r = arith.addf %acc, %a0 : f32"]),
+                          f"return %s : {full}", "}"])
+        expected = None
+    elif case == "call in body":
+        text = "\n".join([f"func.func @f(%x: {full}) -> {full} {{", f"%e = tensor.empty() : {full}",
+                          *generic("s", ["all", "all"], ["parallel", "parallel"], [("%x", full)], "%e", full,
+                                   ["%r = math.tanh %a0 : f32"]),
+                          f"return %s : {full}", "}"])
+        expected = lambda x: np.tanh(x.astype(np.float64))  # noqa: E731
+    else:
+        f64, r64 = "tensor<6x10xf64>", "tensor<6xf64>"
+        text = "\n".join([f"func.func @f(%x: {f64}) -> {r64} {{", "%zero = arith.constant 0.0 : f64",
+                          f"%re = tensor.empty() : {r64}",
+                          f"%rz = linalg.fill ins(%zero : f64) outs(%re : {r64}) -> {r64}",
+                          f"%s = linalg.generic {{indexing_maps = [{MAPS['all']}, {MAPS['row']}], "
+                          f'iterator_types = ["parallel", "reduction"]}} ins(%x : {f64}) outs(%rz : {r64}) {{',
+                          "^bb0(%a: f64, %acc: f64):", "  %r = arith.addf %acc, %a : f64", "  linalg.yield %r : f64",
+                          f"}} -> {r64}", f"return %s : {r64}", "}"])
+        tiled, fn = lower_on_host(text, "f", 2)
+        assert "linalg.generic" in tiled
+        x = rng.standard_normal((6, 10))
+        np.testing.assert_allclose(fn(x), x.sum(axis=-1), rtol=1e-12)
+        return
+    tiled, fn = lower_on_host(text, "f", 2)
+    assert "linalg.generic" in tiled
+    x = rng.standard_normal((6, 10), dtype=np.float32)
+    if expected is None:
+        y = rng.standard_normal((6, 10), dtype=np.float32)
+        np.testing.assert_allclose(fn(x, y), x.astype(np.float64) + y, rtol=1e-6)
+    else:
+        np.testing.assert_allclose(fn(x), expected(x), rtol=1e-5)
+
+
+def test_report_names_row_kernels() -> None:
+    """RMSNorm is one ``rows`` kernel in the report, listing its three ops."""
+    from mlir import ir
+
+    from prism.codegen.cpu import kernel_report
+    from prism.infra.ir import make_context
+
+    with make_context(), ir.Location.unknown():
+        report = kernel_report(ir.Module.parse(rmsnorm("16", "64")), 2)
+    (function,) = report
+    assert function["function"] == "@f" and function["count"] == 1
+    (kernel,) = function["kernels"]
+    assert kernel["kind"] == "rows" and len(kernel["ops"]) == 3
