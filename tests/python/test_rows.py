@@ -131,7 +131,7 @@ def test_three_dimensional_rows_and_outputs_read_elsewhere(rng: np.random.Genera
 @pytest.mark.parametrize("case", ["column reduction", "f64", "reads its output", "call in body"])
 def test_near_misses_stay_loops(rng: np.random.Generator, case: str) -> None:
     """Ops outside the row-op form keep the generic path, and still compute the right values."""
-    full, row = "tensor<6x10xf32>", "tensor<6xf32>"
+    full = "tensor<6x10xf32>"
     if case == "column reduction":
         text = "\n".join([f"func.func @f(%x: {full}) -> tensor<10xf32> {{", "%zero = arith.constant 0.0 : f32",
                           "%re = tensor.empty() : tensor<10xf32>",
