@@ -74,6 +74,8 @@ IREE_FLAGS = {
 # The geomean rows: these layers of a model, at these row counts (decode to prefill).
 GEOMEAN_FAMILIES = ("rmsnorm-linear", "lora", "qkv", "swiglu")
 GEOMEAN_ROWS = (1, 16, 128)
+# The fused geomean: the workloads that fusion is for, at every shape, as written.
+FUSED_FAMILIES = ("swiglu", "rmsnorm-mlp", "rmsnorm-linear", "qk-norm-attention")
 BANDWIDTH_ROWS = 16  # at most this many activation rows: the weights' bytes bound the time
 
 
@@ -101,9 +103,10 @@ Build = Callable[[Workload, dict[str, np.ndarray]], Callable[[], Any]]
 
 @functools.lru_cache(maxsize=1)
 def _prism_compile(workload: Workload) -> Any:
-    """The compiled module, or the error: both Prism contenders share one compilation, even a failed one."""
+    """The compiled module (with the kernels in its report), or the error: both Prism contenders share one
+    compilation, even a failed one."""
     try:
-        return prism.compile(workload.mlir, target="host")
+        return prism.compile(workload.mlir, target="host", emit="report")
     except prism.PrismError as error:
         return error
 
@@ -329,10 +332,15 @@ def run_workload(workload: Workload, args: argparse.Namespace, names: Sequence[s
         outcomes[name].times_ms = [round(t, 4) for t in times]
         progress(f"{workload.name}: {name} {statistics.median(times):.3f} ms ({outcomes[name].status})")
     record: dict[str, Any] = {
-        "name": workload.name, "family": workload.family, "rows": workload.rows, "flops": workload.flops,
+        "name": workload.name, "family": workload.family, "func": workload.func, "rows": workload.rows,
+        "flops": workload.flops,
         "bytes": workload.nbytes, "weights": [a.name for a in workload.weights],
         "contenders": {name: {**asdict(o), "median_ms": o.median_ms} for name, o in outcomes.items()},
     }
+    compiled = _prism_compile(workload)
+    if not isinstance(compiled, prism.PrismError):
+        # The kernels the host code runs, per function: as written, and each prepared or applied part.
+        record["kernels"] = {f["function"]: f["count"] for f in compiled.report.get("kernels", [])}
     ok = {name: o.median_ms for name, o in outcomes.items() if o.status == "ok"}
     best = min((name for name in BASELINES if name in ok), key=ok.__getitem__, default=None)
     record["best_baseline"] = best
@@ -364,6 +372,14 @@ def geomeans(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         result[name] = {"geomean_speedup": geomean(speedups), "workloads": len(speedups), "of": len(chosen),
                         "families": list(GEOMEAN_FAMILIES), "rows": list(GEOMEAN_ROWS)}
     return result
+
+
+def fused_geomean(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Prism's geomean speedup, as written, over the fused workloads (FUSED_FAMILIES) at every shape."""
+    chosen = [r for r in records if r["family"] in FUSED_FAMILIES]
+    speedups = [r["prism_speedup"] for r in chosen if r["prism_speedup"]]
+    return {"geomean_speedup": geomean(speedups), "workloads": len(speedups), "of": len(chosen),
+            "families": list(FUSED_FAMILIES)}
 
 
 def _ms(value: float | None) -> str:
@@ -400,9 +416,11 @@ def markdown(report: dict[str, Any]) -> str:
         "Times are in ms (median); speedup = best baseline / Prism. GB/s (rows ≤ 16): bytes of every argument / "
         "Prism's time, written / bound, next to the read bandwidth for a buffer of that size.",
         "",
+        "Kernels: how many the host code of the function as written runs (`--emit=report`).",
+        "",
         "| workload | best baseline | ms | Prism | speedup | Prism bound | speedup | "
-        + " | ".join(others) + " | GB/s (written / bound) | read GB/s |",
-        "|" + " --- |" * (9 + len(others)),
+        + " | ".join(others) + " | GB/s (written / bound) | read GB/s | kernels |",
+        "|" + " --- |" * (10 + len(others)),
     ]
     for r in report["workloads"]:
         c = r["contenders"]
@@ -413,13 +431,21 @@ def markdown(report: dict[str, Any]) -> str:
             _cell(c["prism-bound"]) if "prism-bound" in c else "", _speedup(r["prism-bound_speedup"]),
             *(_cell(c[n]) for n in others),
             gbps if "read_gbps" in r else "", f"{r['read_gbps']:.1f}" if "read_gbps" in r else "",
+            str(r.get("kernels", {}).get(f"@{r['func']}", "")) if "func" in r else "",
         ]) + " |")
     for column, (name, g) in zip((4, 6), report["geomeans"].items(), strict=True):
-        cells = [""] * (9 + len(others))
+        cells = [""] * (10 + len(others))
         cells[0] = (f"**geomean, {'bound' if name == 'prism-bound' else 'as written'}** "
                     f"({', '.join(GEOMEAN_FAMILIES)}; n ∈ {{{', '.join(map(str, GEOMEAN_ROWS))}}}; "
                     f"{g['workloads']} of {g['of']} workloads)")
         cells[column] = f"**{_speedup(g['geomean_speedup'])}**" if g["geomean_speedup"] else "n/a"
+        lines.append("| " + " | ".join(cells) + " |")
+    fused = report.get("fused_geomean")
+    if fused and fused["of"]:
+        cells = [""] * (10 + len(others))
+        cells[0] = (f"**geomean, fused workloads as written** ({', '.join(FUSED_FAMILIES)}; "
+                    f"{fused['workloads']} of {fused['of']} workloads)")
+        cells[4] = f"**{_speedup(fused['geomean_speedup'])}**" if fused["geomean_speedup"] else "n/a"
         lines.append("| " + " | ".join(cells) + " |")
     failures = [(r["name"], n, c["error"]) for r in report["workloads"] for n, c in r["contenders"].items()
                 if c["status"] == "failed"]
@@ -470,6 +496,7 @@ def write_outputs(report: dict[str, Any], out: Path, with_chart: bool) -> None:
     """cpu.json and cpu.md (after every workload, so that a long run leaves its results so far), and cpu.png."""
     out.mkdir(parents=True, exist_ok=True)
     report["geomeans"] = geomeans(report["workloads"])
+    report["fused_geomean"] = fused_geomean(report["workloads"])
     (out / "cpu.json").write_text(json.dumps(report, indent=1, allow_nan=False) + "\n")
     (out / "cpu.md").write_text(markdown(report))
     if with_chart:

@@ -18,6 +18,9 @@ import numpy as np
 LAYER_SHAPES = ((1, 4096), (8, 1024), (8, 2048), (8, 4096), (16, 1024), (16, 4096), (128, 4096))
 ATTENTION_SHAPES = ((2, 8, 1, 1024, 128), (2, 8, 128, 1024, 128), (2, 32, 1, 1024, 128), (4, 8, 1, 1024, 128),
                     (1, 16, 512, 512, 64), (1, 16, 2048, 2048, 64), (1, 16, 1, 4096, 64))
+# QK-norm attention (RMSNorm of each query and key over the head dimension first): prefill, a batch of
+# prompts, decode.
+QK_NORM_SHAPES = ((1, 16, 512, 512, 64), (2, 8, 128, 1024, 128), (1, 16, 1, 4096, 64))
 LORA_RANK = 16
 EPS = 1e-6
 # The --quick smoke test: small shapes, and every family of the geomean rows but RMSNorm+MLP.
@@ -332,20 +335,67 @@ ATTENTION_MAPS = {
     "s5": "(b, h, i, j, k) -> (b, h, i, j)", "all4": "(b, h, i, j) -> (b, h, i, j)",
     "row4": "(b, h, i, j) -> (b, h, i)", "v5": "(b, h, i, e, j) -> (b, h, j, e)",
     "p5": "(b, h, i, e, j) -> (b, h, i, j)", "o5": "(b, h, i, e, j) -> (b, h, i, e)",
+    "col4": "(b, h, i, j) -> (j)", "all3": "(b, h, i) -> (b, h, i)",
 }
 
 
 def attention(b: int, h: int, q: int, kv: int, d: int) -> Workload:
     """``softmax(Q K^T / sqrt(d)) V`` as linalg.generic ops: contraction, max, exp, sum, contraction, divide."""
     args = (Arg("q", (b, h, q, d)), Arg("k", (b, h, kv, d)), Arg("v", (b, h, kv, d)))
+    return Workload(f"attention-{b}x{h}x{q}x{kv}x{d}", "attention", "attention", args,
+                    _function("attention", args, [("out", (b, h, q, d))], _attention("q", "k", "v", args),
+                              ATTENTION_MAPS),
+                    _attention_array, 4 * b * h * q * kv * d, q)
+
+
+def qk_norm_attention(b: int, h: int, q: int, kv: int, d: int) -> Workload:
+    """Attention whose queries and keys are each RMSNorm-ed over the head dimension (gains gq, gk) first."""
+    args = (Arg("q", (b, h, q, d)), Arg("k", (b, h, kv, d)), Arg("v", (b, h, kv, d)),
+            Arg("gq", (d,), invariant=True, scale=0.1, offset=1.0), Arg("gk", (d,), invariant=True, scale=0.1,
+                                                                       offset=1.0))
+    body = [*_rmsnorm4("qn", "q", "gq", (b, h, q, d)), *_rmsnorm4("kn", "k", "gk", (b, h, kv, d)),
+            *_attention("qn", "kn", "v", args)]
+    return Workload(f"qk-norm-attention-{b}x{h}x{q}x{kv}x{d}", "qk-norm-attention", "qk_norm_attention", args,
+                    _function("qk_norm_attention", args, [("out", (b, h, q, d))], body, ATTENTION_MAPS),
+                    lambda ops, q, k, v, gq, gk: _attention_array(ops, _rmsnorm_array(ops, q, gq),
+                                                                  _rmsnorm_array(ops, k, gk), v),
+                    4 * b * h * q * kv * d, q)
+
+
+def _rmsnorm4(out: str, x: str, g: str, shape: tuple[int, int, int, int]) -> list[str]:
+    """RMSNorm over the last axis of a 4-D tensor (uses ATTENTION_MAPS)."""
+    rows, d = shape[:3], shape[3]
+    par, red = ["parallel"] * 3, ["reduction"]
+    return [
+        f"%{out}_inv_d = arith.constant {_f32(1 / d)} : f32",
+        f"%{out}_eps = arith.constant {_f32(EPS)} : f32",
+        f"%{out}_rows_empty = tensor.empty() : {_t(*rows)}",
+        f"%{out}_rows_zero = linalg.fill ins(%zero : f32) outs(%{out}_rows_empty : {_t(*rows)}) -> {_t(*rows)}",
+        *_generic(f"{out}_sum_sq", ["all4", "row4"], par + red, [(x, shape)], f"{out}_rows_zero", rows,
+                  ["%sq = arith.mulf %a0, %a0 : f32", "%r = arith.addf %acc, %sq : f32"]),
+        *_generic(f"{out}_scale", ["all3", "all3"], par, [(f"{out}_sum_sq", rows)], f"{out}_rows_empty", rows,
+                  [f"%mean = arith.mulf %a0, %{out}_inv_d : f32", f"%shifted = arith.addf %mean, %{out}_eps : f32",
+                   "%r = math.rsqrt %shifted : f32"]),
+        f"%{out}_empty = tensor.empty() : {_t(*shape)}",
+        *_generic(out, ["all4", "row4", "col4", "all4"], par + ["parallel"],
+                  [(x, shape), (f"{out}_scale", rows), (g, (d,))], f"{out}_empty", shape,
+                  ["%normed = arith.mulf %a0, %a1 : f32", "%r = arith.mulf %normed, %a2 : f32"]),
+    ]
+
+
+def _attention(q_name: str, k_name: str, v_name: str, args: Sequence[Arg]) -> list[str]:
+    """The six ops of attention over ``q_name``, ``k_name`` and ``v_name`` (shaped as ``args[:3]``), into %out."""
+    b, h, q, d = args[0].shape
+    kv = args[1].shape[2]
     scores, rows, out = (b, h, q, kv), (b, h, q), (b, h, q, d)
     par4, red = ["parallel"] * 4, ["reduction"]
-    body = [
+    return [
         "%ninf = arith.constant 0xFF800000 : f32",
         f"%scale = arith.constant {_f32(1 / math.sqrt(d))} : f32",
         f"%s_empty = tensor.empty() : {_t(*scores)}",
         f"%s_zero = linalg.fill ins(%zero : f32) outs(%s_empty : {_t(*scores)}) -> {_t(*scores)}",
-        *_generic("s", ["q5", "k5", "s5"], par4 + red, [("q", args[0].shape), ("k", args[1].shape)], "s_zero", scores,
+        *_generic("s", ["q5", "k5", "s5"], par4 + red, [(q_name, args[0].shape), (k_name, args[1].shape)], "s_zero",
+                  scores,
                   ["%prod = arith.mulf %a0, %a1 : f32", "%r = arith.addf %acc, %prod : f32"]),
         f"%row_empty = tensor.empty() : {_t(*rows)}",
         f"%row_ninf = linalg.fill ins(%ninf : f32) outs(%row_empty : {_t(*rows)}) -> {_t(*rows)}",
@@ -359,14 +409,11 @@ def attention(b: int, h: int, q: int, kv: int, d: int) -> Workload:
                   ["%r = arith.addf %acc, %a0 : f32"]),
         f"%o_empty = tensor.empty() : {_t(*out)}",
         f"%o_zero = linalg.fill ins(%zero : f32) outs(%o_empty : {_t(*out)}) -> {_t(*out)}",
-        *_generic("o", ["p5", "v5", "o5"], par4 + red, [("p", scores), ("v", args[2].shape)], "o_zero", out,
+        *_generic("o", ["p5", "v5", "o5"], par4 + red, [("p", scores), (v_name, args[2].shape)], "o_zero", out,
                   ["%prod = arith.mulf %a0, %a1 : f32", "%r = arith.addf %acc, %prod : f32"]),
         *_generic("out", ["all4", "row4", "all4"], par4, [("o", out), ("l", rows)], "o_empty", out,
                   ["%r = arith.divf %a0, %a1 : f32"]),
     ]
-    return Workload(f"attention-{b}x{h}x{q}x{kv}x{d}", "attention", "attention", args,
-                    _function("attention", args, [("out", out)], body, ATTENTION_MAPS), _attention_array,
-                    4 * b * h * q * kv * d, q)
 
 
 def _attention_array(ops: Ops, q: Any, k: Any, v: Any) -> tuple[Any]:
@@ -383,4 +430,5 @@ def all_workloads() -> list[Workload]:
         *(gemm(f"gemm-m{m}-4096", m, 4096, 4096) for m in (16, 128)),
         *(build(n, d) for build in (rmsnorm_linear, swiglu, rmsnorm_mlp, qkv, lora) for n, d in LAYER_SHAPES),
         *(attention(*shape) for shape in ATTENTION_SHAPES),
+        *(qk_norm_attention(*shape) for shape in QK_NORM_SHAPES),
     ]

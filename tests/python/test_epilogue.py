@@ -9,6 +9,8 @@ from conftest import lower_on_host
 
 # K = 300 in five slices of 64, N = 45 in a ragged last column block and micro-tile.
 CHOICE = '{prism.roles = ["m", "n", "k"], prism.choice = {TM = 16, TN = 32, TK = 64, RM = 4, RN = 16, PACK = 1}}'
+# One-row blocks: B streamed in place (KernelPlan.streams).
+STREAM = '{prism.roles = ["m", "n", "k"], prism.choice = {TM = 16, TN = 32, TK = 64, RM = 1, RN = 16, PACK = 0}}'
 ID, ROW, COL = "affine_map<(i, j) -> (i, j)>", "affine_map<(i, j) -> (i)>", "affine_map<(i, j) -> (j)>"
 M, N, K = 37, 45, 300
 
@@ -51,10 +53,15 @@ def inputs(rng: np.random.Generator):
     return rng.standard_normal((M, K), dtype=np.float32), rng.standard_normal((K, N), dtype=np.float32)
 
 
-@pytest.mark.parametrize("dynamic_m, threads", [(False, 2), (True, 3)])
-def test_row_scale(rng: np.random.Generator, dynamic_m: bool, threads: int) -> None:
-    """RMSNorm after the matmul, y = (a @ b) * r[i]: the consumer runs inside the kernel."""
-    tiled, fn = lower(source([("rs", "tensor<Mxf32>", ROW)], ["%r = arith.mulf %x, %rs_v : f32"], dynamic_m), threads)
+@pytest.mark.parametrize("dynamic_m, threads, choice", [(False, 2, CHOICE), (True, 3, CHOICE), (False, 2, "stream"),
+                                                        (True, 3, "stream")])
+def test_row_scale(rng: np.random.Generator, dynamic_m: bool, threads: int, choice: str) -> None:
+    """RMSNorm after the matmul, y = (a @ b) * r[i]: the consumer runs inside the kernel, also where one-row
+    blocks stream B."""
+    text = source([("rs", "tensor<Mxf32>", ROW)], ["%r = arith.mulf %x, %rs_v : f32"], dynamic_m)
+    if choice == "stream":
+        text = text.replace(CHOICE, STREAM)
+    tiled, fn = lower(text, threads)
     assert "linalg.generic" not in tiled and "linalg.matmul" not in tiled
     a, b = inputs(rng)
     r = rng.standard_normal(M, dtype=np.float32)
@@ -130,17 +137,21 @@ def swiglu_source(m: str, choice: str = CHOICE) -> str:
         f"  }} -> {c}", f"  return %y : {c}", "}"])
 
 
-@pytest.mark.parametrize("m, rows", [("37", M), ("?", M), ("?", 1), ("3", 3)])
-def test_dual_gemm(rng: np.random.Generator, m: str, rows: int) -> None:
+
+@pytest.mark.parametrize("m, rows, choice", [("37", M, CHOICE), ("?", M, CHOICE), ("?", 1, CHOICE), ("3", 3, CHOICE),
+                                             ("1", 1, STREAM), ("5", 5, STREAM), ("?", 7, STREAM)])
+def test_dual_gemm(rng: np.random.Generator, m: str, rows: int, choice: str) -> None:
     """SwiGLU's gate and up: one kernel computes both products, RN/2 columns of each per micro-tile, K in five
     slices, the second product's partial sums kept between them; a ragged N; panels copied (37 rows) or B
-    read in place (3 rows, one row panel)."""
+    read in place (3 rows, one row panel). One-row blocks stream both B's side by side: the workers split K
+    for a single row (then the epilogue runs as their sums are added), else each task's tile takes the
+    epilogue in a pass of its own."""
     from mlir import ir
 
     from prism.codegen.cpu import kernel_report
     from prism.infra.ir import make_context
 
-    text = swiglu_source(m)
+    text = swiglu_source(m, choice)
     with make_context(), ir.Location.unknown():
         (function,) = kernel_report(ir.Module.parse(text), 2)
     assert [k["kind"] for k in function["kernels"]] == ["dual gemm + epilogue"]

@@ -22,10 +22,14 @@ contraction gets a data-tiling schedule written in the transform dialect:
    the K loop so that it lives in registers.
 
 With ``PACK = 0`` the same loop nest runs on the unpacked operands, with
-masked vectors at ragged edges. Attention (its six ops: two contractions, a
-row max, exp, a row sum and a division) becomes one online-softmax kernel
-that never stores the scores (:mod:`.attention`). Every other op takes the
-generic path: bufferization, then loops.
+masked vectors at ragged edges. The one elementwise op that reads a kernel
+GEMM's result runs inside the kernel as its epilogue (:mod:`.epilogue`), and
+two GEMMs of one A that it reads both become one dual GEMM. Attention (its
+six ops: two contractions, a row max, exp, a row sum and a division) becomes
+one online-softmax kernel that never stores the scores (:mod:`.attention`).
+Elementwise ops and reductions over the last axis, over the same rows,
+become one row kernel per group, vectorized and threaded (:mod:`.rows`).
+Every other op takes the generic path: bufferization, then loops.
 
 Before::
 
@@ -141,7 +145,7 @@ class CpuLowering(Lowering):
                 kernels.append(Kernel("gemm (transform path)", *_described(p.op)))
                 to_transform_path(p.gemm)
                 continue
-            fused = None if p.plan.streams or p.plan.prepacked else match_epilogue(p.op)
+            fused = None if p.plan.prepacked else match_epilogue(p.op)
             if fused is None:
                 kernels.append(Kernel("gemm", *_described(p.op)))
                 inline_kernel(p.op, p.plan)
@@ -163,8 +167,8 @@ class CpuLowering(Lowering):
             # A micro-tile covers RN/2 columns of each product, and a task half its columns: its panels keep
             # their size.
             step = plan.rn // 2
-            plan = dataclasses.replace(plan, epilogue=fused.epilogue, dual=q.plan.b_type,
-                                       tn=max(step, plan.tn // 2 // step * step))
+            tn = plan.tn if plan.streams else max(step, plan.tn // 2 // step * step)
+            plan = dataclasses.replace(plan, epilogue=fused.epilogue, dual=q.plan.b_type, tn=tn)
             inline_kernel(fused.op, plan, [*p.op.operands, q.op.operands[1], *fused.inputs])
             init = q.op.operands[2]
             p.op.erase()
@@ -213,7 +217,8 @@ def _dual_partner(p: Planned, fused: EpilogueMatch, later: list[Planned]) -> tup
         return None
     for index, value in enumerate(fused.inputs):
         q = next((q for q in later if q.op.results[0] == value), None)
-        if q is None or not q.written_path or q.plan.streams or q.plan.prepacked or not q.plan.zero_init:
+        if q is None or not q.written_path or q.plan.prepacked or not q.plan.zero_init \
+                or q.plan.streams != p.plan.streams or q.plan.split_k != p.plan.split_k:
             continue
         if q.op.operands[0] == p.op.operands[0] and q.plan.b_type == p.plan.b_type \
                 and q.plan.c_type == p.plan.c_type and len(list(value.uses)) == 1:

@@ -33,7 +33,12 @@ A is read in place (a micro-tile's RM rows are RM sequential streams), and
 C is written once per K slice, so no phase runs before or after the kernel.
 With an ``epilogue`` (:mod:`.epilogue`), the last K slice stores the
 epilogue's value of each accumulator vector instead, reading its other
-inputs per row, per column or per element.
+inputs per row, per column or per element; a streaming kernel (below) takes
+one pass over its tile of C for it once K is summed, or applies it as the
+workers' partial sums are added. A ``dual`` GEMM computes two products of
+the same A (SwiGLU's gate and up) in one kernel for an epilogue that reads
+both: each micro-tile holds RN/2 columns of each, its panels interleave the
+two B's, and a second buffer keeps the second product's partial sums.
 
 With a one-row block (``RM = 1``, decode), step 4 changes order: the task's
 tile of C starts at its init, and then takes STREAM_DEPTH rows of B at a
@@ -271,8 +276,9 @@ class _Kernel:
         if p.pack:
             self.panels = t.value(f"memref.alloc() {{alignment = 64 : i64}} : {self.panel_type}", "panels")
         if self.split:
-            self.partials = t.value(f"memref.alloc({self.m}, {self.n}) {{alignment = 64 : i64}} : "
-                                    f"{self._partials_type()}", "part")
+            self.partials, self.partials2 = (
+                t.value(f"memref.alloc({self.m}, {self.n}) {{alignment = 64 : i64}} : {self._partials_type()}",
+                        "part") if product == 0 or p.dual else None for product in (0, 1))
         # Each worker's share: of K (every task) when K is split, else of the tasks (all of K).
         share = t.value(f"arith.ceildivui {self.k if self.split else tasks}, {workers} : index", "share")
         self.worker = t.fresh("w")
@@ -311,7 +317,10 @@ class _Kernel:
         self.kc = t.value(f"arith.subi {p1}, {self.p0} : index", "kc")
         if p.streams:
             self._stream(i0, i1, j1)
-            for _ in range(3):  # p0, the worker's task loop, the parallel loop
+            self.t.close()  # p0
+            if p.epilogue and not self.split:
+                self._stream_epilogue(i0, i1, j1)
+            for _ in range(2):  # the worker's task loop, the parallel loop
                 self.t.close()
             if self.split:
                 self._add_partials()
@@ -355,7 +364,7 @@ class _Kernel:
             end = t.value(f"arith.addi {start}, {whole} : index", "jw")
             col = t.fresh("col")
             self.t.open(f"scf.for {col} = {start} to {end} step {size}")
-            body(self._columns(col)[:step // p.lanes], True)
+            body(self._consecutive(col, step // p.lanes), True)
             self.t.close()
             start = end
         self.t.open(f"scf.if {t.value(f'arith.cmpi ult, {start}, {j1} : index')}")
@@ -365,11 +374,16 @@ class _Kernel:
     def _partials_type(self) -> str:
         return f"memref<{self.plan.workers}x?x?x{F32}>"
 
-    def _c_at(self, row: str, col: str) -> tuple[str, str, list[str]]:
-        """Where a streaming kernel accumulates C[row, col]: C, or this worker's partial sums when K is split."""
+    def _products(self) -> tuple[int, ...]:
+        """The products a kernel computes: 0, and 1 for a dual GEMM's second."""
+        return (0, 1) if self.plan.dual else (0,)
+
+    def _c_at(self, row: str, col: str, product: int = 0) -> tuple[str, str, list[str]]:
+        """Where a streaming kernel accumulates C[row, col] (of a dual GEMM's ``product``): C, or this worker's
+        partial sums when K is split."""
         if self.split:
-            return self.partials, self._partials_type(), [self.worker, row, col]
-        return self.c, self.dyn, [*self.bi, row, col]
+            return (self.partials2 if product else self.partials), self._partials_type(), [self.worker, row, col]
+        return (self.c2 if product else self.c), self.dyn, [*self.bi, row, col]
 
     def _add_partials(self) -> None:
         """C = its init + the workers' partial sums, columns shared among the workers."""
@@ -388,12 +402,17 @@ class _Kernel:
 
         def add(columns: list[str], in_bounds: bool) -> None:
             for col in columns:
-                total = (self._zero_vec() if self.c_in is None
-                         else self._read(self.c_in, self.dyn, [row, col], in_bounds))
-                for w in range(p.workers):
-                    part = self._read(self.partials, self._partials_type(), [t.const(w), row, col], in_bounds)
-                    total = t.value(f"arith.addf {total}, {part} : {self.vec}", "sum")
-                self._write(total, self.c, [row, col], in_bounds)
+                totals = []
+                for product, partials in zip(self._products(), (self.partials, self.partials2)):
+                    total = (self._zero_vec() if self.c_in is None or product
+                             else self._read(self.c_in, self.dyn, [row, col], in_bounds))
+                    for w in range(p.workers):
+                        part = self._read(partials, self._partials_type(), [t.const(w), row, col], in_bounds)
+                        total = t.value(f"arith.addf {total}, {part} : {self.vec}", "sum")
+                    totals.append(total)
+                value = (self._epilogue(totals[0], totals[1] if p.dual else None, row, col, in_bounds)
+                         if p.epilogue else totals[0])
+                self._write(value, self.c, [row, col], in_bounds)
 
         self._vectors(j1, add)
         self.t.close()
@@ -407,10 +426,11 @@ class _Kernel:
 
         def start(columns: list[str], in_bounds: bool) -> None:
             for col in columns:
-                target, target_type, at = self._c_at(row, col)
-                value = (self._zero_vec() if self.c_in is None or self.split
-                         else self._read(self.c_in, self.dyn, at, in_bounds))
-                self._write(value, target, at, in_bounds, target_type)
+                for product in self._products():
+                    target, target_type, at = self._c_at(row, col, product)
+                    value = (self._zero_vec() if self.c_in is None or self.split or product
+                             else self._read(self.c_in, self.dyn, at, in_bounds))
+                    self._write(value, target, at, in_bounds, target_type)
 
         self._vectors(j1, start)
         self.t.close()
@@ -439,34 +459,59 @@ class _Kernel:
             def update(columns: list[str], in_bounds: bool, ks: list[str] = ks,
                        broadcasts: list[str] = broadcasts, row: str = row) -> None:
                 # Two chains of FMAs per vector (even and odd rows of B), summed at the end: half the latency
-                # of one chain, so that the loads of the next columns overlap it.
+                # of one chain, so that the loads of the next columns overlap it. A dual GEMM's second
+                # product takes the same columns of its own B.
+                targets = [(product, col) for product in self._products() for col in columns]
                 chains: list[list[str | None]] = [
-                    [self._read(*self._c_at(row, col), in_bounds) for col in columns], [None] * len(columns)]
+                    [self._read(*self._c_at(row, col, product), in_bounds) for product, col in targets],
+                    [None] * len(targets)]
                 for u, (k, broadcast) in enumerate(zip(ks, broadcasts, strict=True)):
                     acc = chains[u % 2]
-                    for v, col in enumerate(columns):
-                        b = self._read(self.b, self.b_dyn, [*self.bi, k, col], in_bounds)
+                    for v, (product, col) in enumerate(targets):
+                        b = self._read(self.b2 if product else self.b, self.b_dyn, [*self.bi, k, col], in_bounds)
                         acc[v] = (t.value(f"arith.mulf {broadcast}, {b} : {self.vec}", "f") if acc[v] is None
                                   else t.value(f"vector.fma {broadcast}, {b}, {acc[v]} : {self.vec}", "f"))
-                for even, odd, col in zip(*chains, columns, strict=True):
+                for even, odd, (product, col) in zip(*chains, targets, strict=True):
                     total = even if odd is None else t.value(f"arith.addf {even}, {odd} : {self.vec}", "f")
-                    target, target_type, at = self._c_at(row, col)
+                    target, target_type, at = self._c_at(row, col, product)
                     self._write(total, target, at, in_bounds, target_type)
 
             self._vectors(j1, update)
             self.t.close()
             self.t.close()
 
+    def _stream_epilogue(self, i0: str, i1: str, j1: str) -> None:
+        """The epilogue over the task's tile of C, once its K slices are summed (a streaming kernel's tile is
+        updated in memory, row by row, so the epilogue takes a pass of its own over the tile, which is in
+        L1 or L2)."""
+        t = self.t
+        row = t.fresh("row")
+        t.open(f"scf.for {row} = {i0} to {i1} step {self.c1}")
+
+        def finish(columns: list[str], in_bounds: bool) -> None:
+            for col in columns:
+                at = [*self.bi, row, col]
+                second = self._read(self.c2, self.dyn, at, in_bounds) if self.plan.dual else None
+                value = self._epilogue(self._read(self.c, self.dyn, at, in_bounds), second, row, col, in_bounds)
+                self._write(value, self.c, at, in_bounds)
+
+        self._vectors(j1, finish)
+        t.close()
+
     def _panel_slice(self) -> str:
         """The panels' slice index of the current K slice."""
         return self.slice if self.plan.reuse_panels else self.c0
 
     def _columns(self, base: str) -> list[str]:
-        """The column of each of the RN/lanes vectors from ``base`` (of a dual GEMM: each half's the same)."""
-        lanes, count = self.plan.lanes, self.plan.width // self.plan.lanes
-        columns = [base if v == 0 else self.t.value(f"arith.addi {base}, {self.t.const(v * lanes)} : index", "col")
-                   for v in range(count)]
-        return columns * (self.plan.rn // self.plan.width)
+        """The column of each of the RN/lanes vectors of a micro-tile from ``base`` (of a dual GEMM's: each
+        half's the same)."""
+        return self._consecutive(base, self.plan.width // self.plan.lanes) * (self.plan.rn // self.plan.width)
+
+    def _consecutive(self, base: str, count: int) -> list[str]:
+        """The columns of ``count`` consecutive vectors from ``base``."""
+        lanes = self.plan.lanes
+        return [base if v == 0 else self.t.value(f"arith.addi {base}, {self.t.const(v * lanes)} : index", "col")
+                for v in range(count)]
 
     def _second(self, v: int, first: str, second: str | None) -> str:
         """Of a dual GEMM's two buffers, the one vector ``v`` of a micro-tile belongs to."""

@@ -174,6 +174,8 @@ class _Group:
             how == "full" and v in read for how, v in row_op.inputs)
         if not (connected or self.domain.has_static_shape):
             return None  # dynamic sizes: only ops that share a value are known to share the rows
+        if any(how == "column" and self.produced(v) is not None for how, v in row_op.inputs):
+            return None  # a row value of the group read per column: it needs every row first
         if str(row_op.domain) == self.row_type and not row_op.reduces \
                 and all(how == "full" for how, _ in row_op.inputs):
             return "scalar"
