@@ -53,16 +53,10 @@ from prism.infra.diagnostics import describe_ops
 from prism.infra.passbase import PassContext
 from prism.search.family import map_dims
 
-# The exp polynomial (Cephes' expf): exp(x) = 2**n * exp(r), n = round(x log2 e), r = x - n ln 2 in two parts.
-_LN2_HI, _LN2_LO = 0.693359375, -2.12194440e-4
-_EXP_COEFFS = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
-               5.0000001201e-1)
 # Query rows per task (about) and key rows per step. Measured on the 2-core Zen 3 (16 heads, d = 64, in
 # alternation): S = 512, BQ x BKV = 48 x 64 14.7 ms, 48 x 128 13.4, 96 x 128 12.9, 96 x 256 14.3, 192 x 128
 # 12.9; S = 2048, 48 x 64 211 ms, 48 x 128 185, 96 x 128 175.
 QUERY_ROWS, KEY_ROWS = 96, 128
-# Below this, exp(x) is under f32's smallest normal number: the polynomial yields 0.
-_EXP_FLOOR = -87.33654
 
 
 @dataclass(frozen=True)
@@ -411,7 +405,6 @@ class _Attention:
         self.rank = plan.batch_rank + 2
         self.dyn = f"memref<{'x'.join('?' * self.rank)}x{F32}>"
         self.vec = f"vector<{plan.lanes}x{F32}>"
-        self.ivec = f"vector<{plan.lanes}xi32>"
         w, bq, bkv, dv = plan.workers, plan.bq, plan.bkv, plan.value_dim
         self.s_type = f"memref<{w}x{bq}x{bkv}x{F32}>"
         self.o_type = f"memref<{w}x{bq}x{dv}x{F32}>"
@@ -457,7 +450,7 @@ class _Attention:
         return self.t.value(f"arith.constant {f32_literal(value)} : {F32}", "cf")
 
     def _splat(self, value: float) -> str:
-        return self.t.value(f"arith.constant dense<{f32_literal(value)}> : {self.vec}", "cv")
+        return self.t.splat(value, self.plan.lanes)
 
     def _batch_of(self, flat: str) -> list[str]:
         """The batch indices of a flat batch index (the last dimension fastest)."""
@@ -479,28 +472,9 @@ class _Attention:
         return worker, begin, end
 
     def exp(self, x: str) -> str:
-        """exp of a vector of values <= 0 (or NaN), by Cephes' polynomial (within 2 ulp of f32); 0 below
-        _EXP_FLOOR (where the exponent bits would wrap), and for -inf; NaN stays NaN. No clamp is needed:
-        every argument here is a score minus a running maximum, times a positive scale."""
-        t, vec = self.t, self.vec
-        low = t.value(f"arith.cmpf olt, {x}, {self._splat(_EXP_FLOOR)} : {vec}", "under")
-        half_up = t.value(f"vector.fma {x}, {self._splat(math.log2(math.e))}, {self._splat(0.5)} : {vec}")
-        n = t.value(f"math.floor {half_up} : {vec}", "n")
-        r = t.value(f"vector.fma {n}, {self._splat(-_LN2_HI)}, {x} : {vec}", "r")
-        r = t.value(f"vector.fma {n}, {self._splat(-_LN2_LO)}, {r} : {vec}", "r")
-        poly = self._splat(_EXP_COEFFS[0])
-        for coefficient in _EXP_COEFFS[1:]:
-            poly = t.value(f"vector.fma {poly}, {r}, {self._splat(coefficient)} : {vec}", "y")
-        r2 = t.value(f"arith.mulf {r}, {r} : {vec}", "r2")
-        y = t.value(f"vector.fma {poly}, {r2}, {r} : {vec}", "y")
-        y = t.value(f"arith.addf {y}, {self._splat(1.0)} : {vec}", "y")
-        ni = t.value(f"arith.fptosi {n} : {vec} to {self.ivec}", "ni")
-        bias = t.value(f"arith.constant dense<127> : {self.ivec}", "ci")
-        shift = t.value(f"arith.constant dense<23> : {self.ivec}", "ci")
-        bits = t.value(f"arith.shli {t.value(f'arith.addi {ni}, {bias} : {self.ivec}')}, {shift} : {self.ivec}")
-        power = t.value(f"arith.bitcast {bits} : {self.ivec} to {vec}", "pw")
-        y = t.value(f"arith.mulf {y}, {power} : {vec}", "e")
-        return t.value(f"arith.select {low}, {self._splat(0.0)}, {y} : vector<{self.plan.lanes}xi1>, {vec}", "e")
+        """exp of a vector of values <= 0 (or NaN): every argument here is a score minus a running maximum,
+        times a positive scale."""
+        return self.t.exp(x, self.plan.lanes, nonpositive=True)
 
     # -- phases ----------------------------------------------------------------------------------------------
 

@@ -62,6 +62,7 @@ RM = 4, RN = 16, PACK = 1`` the op becomes::
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass
 
@@ -76,6 +77,15 @@ STREAM_DEPTH = 8
 # the 2-core Zen 3: 1 row 11.4 ms, 4 rows 9.3, 8 rows 9.2, 16 rows 11.8 (numpy 9.4-9.7).
 PACK_DEPTH = 8
 KERNEL_NAME = "gemm"  # the name of a kernel while it is text; it is always inlined
+
+# exp on vectors, by Cephes' expf polynomial: exp(x) = 2**n * exp(r), n = round(x log2 e), r = x - n ln 2 (in
+# two parts). LLVM would call libm's expf once per lane.
+_LN2_HI, _LN2_LO = 0.693359375, -2.12194440e-4
+_EXP_COEFFS = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
+               5.0000001201e-1)
+# Below the floor, exp(x) is under f32's smallest normal number: 0 (the exponent bits would wrap). Above the
+# ceiling, ln of f32's largest number, it is +inf.
+EXP_FLOOR, EXP_CEILING = -87.33654, 88.72283935546875
 
 
 # The operand kinds of an epilogue: the C tile's own value, or an input read per row (indexed by the batch
@@ -199,8 +209,55 @@ class MlirText:
             return operand(r)
 
         for name, refs in ops:
-            values.append(self.value(f"{name} {', '.join(ref(r) for r in refs)} : {typ}", "xe"))
+            if name == "math.exp" and typ != F32:
+                values.append(self.exp(ref(refs[0]), int(typ[len("vector<"):typ.index("x")])))
+            else:
+                values.append(self.value(f"{name} {', '.join(ref(r) for r in refs)} : {typ}", "xe"))
         return values[-1]
+
+    def splat(self, value: float, lanes: int) -> str:
+        """A vector of ``lanes`` copies of the f32 ``value``."""
+        return self.value(f"arith.constant dense<{f32_literal(value)}> : vector<{lanes}x{F32}>", "xc")
+
+    def exp(self, x: str, lanes: int, nonpositive: bool = False) -> str:
+        """exp of a vector of f32, within 2 ulp: 0 below EXP_FLOOR (and for -inf), +inf above EXP_CEILING; NaN
+        stays NaN. With ``nonpositive`` (every lane <= 0 or NaN, as attention's scores minus their maximum),
+        the ceiling is not checked."""
+        vec, ivec, mask = f"vector<{lanes}x{F32}>", f"vector<{lanes}xi32>", f"vector<{lanes}xi1>"
+        low = self.value(f"arith.cmpf olt, {x}, {self.splat(EXP_FLOOR, lanes)} : {vec}", "under")
+        half_up = self.value(f"vector.fma {x}, {self.splat(math.log2(math.e), lanes)}, {self.splat(0.5, lanes)} "
+                             f": {vec}")
+        n = self.value(f"math.floor {half_up} : {vec}", "n")
+        r = self.value(f"vector.fma {n}, {self.splat(-_LN2_HI, lanes)}, {x} : {vec}", "r")
+        r = self.value(f"vector.fma {n}, {self.splat(-_LN2_LO, lanes)}, {r} : {vec}", "r")
+        poly = self.splat(_EXP_COEFFS[0], lanes)
+        for coefficient in _EXP_COEFFS[1:]:
+            poly = self.value(f"vector.fma {poly}, {r}, {self.splat(coefficient, lanes)} : {vec}", "y")
+        r2 = self.value(f"arith.mulf {r}, {r} : {vec}", "r2")
+        y = self.value(f"vector.fma {poly}, {r2}, {r} : {vec}", "y")
+        y = self.value(f"arith.addf {y}, {self.splat(1.0, lanes)} : {vec}", "y")
+        # 2**n as exponent bits. Over the full range, n is clamped to [-127, 128] first (NaN converts to a
+        # defined integer), and n = 128 (just below the ceiling) is 2**127 * 2.
+        if not nonpositive:
+            n = self.value(f"arith.minnumf {n}, {self.splat(128.0, lanes)} : {vec}", "n")
+            n = self.value(f"arith.maxnumf {n}, {self.splat(-127.0, lanes)} : {vec}", "n")
+        ni = self.value(f"arith.fptosi {n} : {vec} to {ivec}", "ni")
+
+        def power(exponent: str) -> str:
+            bias = self.value(f"arith.constant dense<127> : {ivec}", "ci")
+            shift = self.value(f"arith.constant dense<23> : {ivec}", "ci")
+            bits = self.value(f"arith.shli {self.value(f'arith.addi {exponent}, {bias} : {ivec}')}, {shift} : {ivec}")
+            return self.value(f"arith.bitcast {bits} : {ivec} to {vec}", "pw")
+
+        if nonpositive:
+            y = self.value(f"arith.mulf {y}, {power(ni)} : {vec}", "e")
+        else:
+            top = self.value(f"arith.minsi {ni}, {self.value(f'arith.constant dense<127> : {ivec}', 'ci')} : {ivec}")
+            y = self.value(f"arith.mulf {y}, {power(top)} : {vec}", "e")
+            y = self.value(f"arith.mulf {y}, {power(self.value(f'arith.subi {ni}, {top} : {ivec}'))} : {vec}", "e")
+            high = self.value(f"arith.cmpf ogt, {x}, {self.splat(EXP_CEILING, lanes)} : {vec}", "over")
+            y = self.value(f"arith.select {high}, {self.splat(math.inf, lanes)}, {y} : {mask}, {vec}", "e")
+        return self.value(f"arith.select {low}, {self.splat(0.0, lanes)}, {y} : {mask}, {vec}", "e")
 
     def buffer(self, arg: str, tensor: str, dyn: str) -> str:
         """The tensor argument ``arg`` as a read-only buffer, cast to the dynamic memref type ``dyn``."""
@@ -403,7 +460,8 @@ class _Kernel:
         def add(columns: list[str], in_bounds: bool) -> None:
             for col in columns:
                 totals = []
-                for product, partials in zip(self._products(), (self.partials, self.partials2)):
+                for product in self._products():
+                    partials = self.partials2 if product else self.partials
                     total = (self._zero_vec() if self.c_in is None or product
                              else self._read(self.c_in, self.dyn, [row, col], in_bounds))
                     for w in range(p.workers):
