@@ -347,7 +347,7 @@ def run_workload(workload: Workload, args: argparse.Namespace, names: Sequence[s
     record["best_baseline_ms"] = ok.get(best)
     for name in PRISM:
         record[f"{name}_speedup"] = ok[best] / ok[name] if best and name in ok else None
-    if workload.rows <= BANDWIDTH_ROWS:
+    if workload.rows <= BANDWIDTH_ROWS or workload.memory_bound:
         record["read_gbps"] = read_gbps(workload.nbytes, args.bandwidth_repeats)
         for name in PRISM:
             record[f"{name}_gbps"] = workload.nbytes / ok[name] / 1e6 if name in ok else None
@@ -413,8 +413,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"- IREE flags: default `{' '.join(IREE_FLAGS['iree'])}`; data tiling `{' '.join(IREE_FLAGS['iree-dt'])}`",
         f"- method: {meta['method']}",
         "",
-        "Times are in ms (median); speedup = best baseline / Prism. GB/s (rows ≤ 16): bytes of every argument / "
-        "Prism's time, written / bound, next to the read bandwidth for a buffer of that size.",
+        "Times are in ms (median); speedup = best baseline / Prism. GB/s (rows ≤ 16, and row ops alone): bytes of "
+        "every argument / Prism's time, written / bound, next to the read bandwidth for a buffer of that size.",
         "",
         "Kernels: how many the host code of the function as written runs (`--emit=report`).",
         "",

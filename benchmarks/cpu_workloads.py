@@ -21,6 +21,8 @@ ATTENTION_SHAPES = ((2, 8, 1, 1024, 128), (2, 8, 128, 1024, 128), (2, 32, 1, 102
 # QK-norm attention (RMSNorm of each query and key over the head dimension first): prefill, a batch of
 # prompts, decode.
 QK_NORM_SHAPES = ((1, 16, 512, 512, 64), (2, 8, 128, 1024, 128), (1, 16, 1, 4096, 64))
+# Row ops alone (no contraction): RMSNorm of a batch of rows, and a softmax over attention-sized score rows.
+ROW_SHAPES = {"rmsnorm": ((4096, 4096),), "softmax": ((16384, 1024),)}
 LORA_RANK = 16
 EPS = 1e-6
 # The --quick smoke test: small shapes, and every family of the geomean rows but RMSNorm+MLP.
@@ -128,6 +130,7 @@ class Workload:
         compute: ``compute(ops, *arrays)`` returns a tuple of outputs.
         flops: multiply-adds count 2, elementwise work is ignored.
         rows: the rows of activations per weight (M of a GEMM, queries per head for attention).
+        memory_bound: its bytes bound its time whatever ``rows`` is (row ops alone): report GB/s.
     """
 
     name: str
@@ -138,6 +141,7 @@ class Workload:
     compute: Callable[..., tuple[Any, ...]]
     flops: int
     rows: int
+    memory_bound: bool = False
 
     @property
     def weights(self) -> tuple[Arg, ...]:
@@ -286,6 +290,40 @@ def rmsnorm_linear(n: int, d: int) -> Workload:
                     lambda ops, x, g, w: (_rmsnorm_array(ops, x, g) @ w,), 2 * n * d * d, n)
 
 
+def rmsnorm(n: int, d: int) -> Workload:
+    """RMSNorm of the rows of x (gain g) alone: statistics, rsqrt, normalization."""
+    args = (Arg("x", (n, d)), _gamma(d))
+    return Workload(f"rmsnorm-{n}x{d}", "rmsnorm", "rmsnorm", args,
+                    _function("rmsnorm", args, [("y", (n, d))], _rmsnorm("y", "x", "g", n, d), ROW_MAPS),
+                    lambda ops, x, g: (_rmsnorm_array(ops, x, g),), 0, n, memory_bound=True)
+
+
+def softmax(n: int, d: int) -> Workload:
+    """A softmax over the rows of x, as four generics: max, exp of the difference, sum, division."""
+    args = (Arg("x", (n, d), scale=4.0),)
+    full, row, par, red = (n, d), (n,), ["parallel", "parallel"], ["parallel", "reduction"]
+    body = [
+        "%ninf = arith.constant 0xFF800000 : f32",
+        f"%row_empty = tensor.empty() : {_t(*row)}",
+        f"%row_ninf = linalg.fill ins(%ninf : f32) outs(%row_empty : {_t(*row)}) -> {_t(*row)}",
+        f"%row_zero = linalg.fill ins(%zero : f32) outs(%row_empty : {_t(*row)}) -> {_t(*row)}",
+        f"%e_empty = tensor.empty() : {_t(*full)}",
+        *_generic("m", ["rows", "row"], red, [("x", full)], "row_ninf", row, ["%r = arith.maximumf %acc, %a0 : f32"]),
+        *_generic("e", ["rows", "row", "rows"], par, [("x", full), ("m", row)], "e_empty", full,
+                  ["%shifted = arith.subf %a0, %a1 : f32", "%r = math.exp %shifted : f32"]),
+        *_generic("l", ["rows", "row"], red, [("e", full)], "row_zero", row, ["%r = arith.addf %acc, %a0 : f32"]),
+        *_generic("y", ["rows", "row", "rows"], par, [("e", full), ("l", row)], "e_empty", full,
+                  ["%r = arith.divf %a0, %a1 : f32"]),
+    ]
+
+    def compute(ops: Ops, x: Any) -> tuple[Any]:
+        e = ops.exp(x - ops.max_last(x))
+        return (e / ops.sum_last(e),)
+
+    return Workload(f"softmax-{n}x{d}", "softmax", "softmax", args,
+                    _function("softmax", args, [("y", full)], body, ROW_MAPS), compute, 0, n, memory_bound=True)
+
+
 def swiglu(n: int, d: int) -> Workload:
     """The SwiGLU MLP ``(silu(x @ wg) * (x @ wu)) @ wd``."""
     hidden = hidden_size(d)
@@ -431,4 +469,6 @@ def all_workloads() -> list[Workload]:
         *(build(n, d) for build in (rmsnorm_linear, swiglu, rmsnorm_mlp, qkv, lora) for n, d in LAYER_SHAPES),
         *(attention(*shape) for shape in ATTENTION_SHAPES),
         *(qk_norm_attention(*shape) for shape in QK_NORM_SHAPES),
+        *(rmsnorm(*shape) for shape in ROW_SHAPES["rmsnorm"]),
+        *(softmax(*shape) for shape in ROW_SHAPES["softmax"]),
     ]
