@@ -67,7 +67,7 @@ from prism.codegen.checks import check_module
 from prism.codegen.cpu import rewrites, tasks
 from prism.codegen.cpu.attention import fuse_attention
 from prism.codegen.cpu.epilogue import EpilogueMatch, as_dual, match_epilogue
-from prism.codegen.cpu.kernel import KERNEL_NAME, erase_unused_inits, inline_kernel
+from prism.codegen.cpu.kernel import KERNEL_NAME, inline_kernel
 from prism.codegen.cpu.prepare import Planned, prepare_weights
 from prism.codegen.cpu.rows import fuse_rows
 from prism.codegen.cpu.schedule import (
@@ -82,6 +82,7 @@ from prism.codegen.cpu.schedule import (
     tag_transposes,
     transpose_script,
 )
+from prism.codegen.cpu.text import erase_unused_inits
 from prism.codegen.stages import Lowering, run_stages
 from prism.codegen.upstream import apply_script, run_passes
 from prism.infra import attrs

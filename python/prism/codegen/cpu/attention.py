@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from prism.codegen.cpu.kernel import F32, MlirText, erase_unused_inits, f32_literal, filled_constant, inline_function
+from prism.codegen.cpu.text import F32, MlirText, erase_unused_inits, f32_literal, filled_constant, inline_function
 from prism.infra.diagnostics import describe_ops
 from prism.infra.passbase import PassContext
 from prism.search.family import map_dims

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from prism.codegen.cpu.kernel import ELEMENTWISE_OPS, F32, Epilogue
+from prism.codegen.cpu.kernel import ELEMENTWISE_OPS, Epilogue
+from prism.codegen.cpu.text import F32
 from prism.search.family import map_dims
 
 

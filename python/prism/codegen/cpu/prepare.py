@@ -38,8 +38,9 @@ from dataclasses import dataclass, replace
 
 from mlir import ir
 
-from prism.codegen.cpu.kernel import KernelPlan, inline_function, inline_kernel, pack_text, packed_type
+from prism.codegen.cpu.kernel import KernelPlan, inline_kernel, pack_text, packed_type
 from prism.codegen.cpu.schedule import CpuGemm
+from prism.codegen.cpu.text import inline_function
 from prism.infra import attrs
 from prism.infra.diagnostics import describe_ops
 from prism.infra.passbase import PassContext

@@ -9,7 +9,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, scf
 
-from prism.codegen.cpu.kernel import copy_text, inline_function
+from prism.codegen.cpu.kernel import copy_text
+from prism.codegen.cpu.text import inline_function
 from prism.codegen.transform import ANY, Script
 from prism.infra import attrs
 from prism.infra.errors import PassFailed, UnsupportedOp

@@ -1,0 +1,211 @@
+"""MLIR written as text, and put in place: the host kernels' common ground.
+
+The host kernels (:mod:`.kernel`, :mod:`.attention`, :mod:`.rows`) are
+written as MLIR text with :class:`MlirText`, parsed, and inlined where the
+ops they replace were (:func:`inline_function`, :func:`inline_body`); the
+inits that only those ops read go with them (:func:`erase_unused_inits`).
+Elementwise programs (see :class:`~prism.codegen.cpu.kernel.Epilogue`) are
+written on scalars or vectors by :meth:`MlirText.program`, with ``exp`` on
+vectors as a polynomial (:meth:`MlirText.exp`).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+from mlir import ir
+
+F32 = "f32"
+
+# exp on vectors, by Cephes' expf polynomial: exp(x) = 2**n * exp(r), n = round(x log2 e), r = x - n ln 2 (in
+# two parts). LLVM would call libm's expf once per lane.
+_LN2_HI, _LN2_LO = 0.693359375, -2.12194440e-4
+_EXP_COEFFS = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
+               5.0000001201e-1)
+# Below the floor, exp(x) is under f32's smallest normal number: 0 (the exponent bits would wrap). Above the
+# ceiling, ln of f32's largest number, it is +inf.
+EXP_FLOOR, EXP_CEILING = -87.33654, 88.72283935546875
+
+
+
+class MlirText:
+    """Lines of MLIR with fresh SSA names."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.constants: set[int] = set()  # index constants, defined once at the function's entry
+        self._count = 0
+        self.depth = 0
+
+    def fresh(self, hint: str = "v") -> str:
+        if hint == "c":
+            raise ValueError("the hint 'c' would make names like those of index constants (%c16)")
+        self._count += 1
+        return f"%{hint}{self._count}"
+
+    def add(self, line: str) -> None:
+        self.lines.append("  " * self.depth + line)
+
+    def value(self, expr: str, hint: str = "v") -> str:
+        name = self.fresh(hint)
+        self.add(f"{name} = {expr}")
+        return name
+
+    def const(self, n: int) -> str:
+        self.constants.add(n)
+        return f"%c{n}"
+
+    def function_text(self) -> str:
+        """The lines written, the first a function's header, with the index constants defined after it."""
+        constants = [f"  %c{n} = arith.constant {n} : index" for n in sorted(self.constants)]
+        return "\n".join(self.lines[:1] + constants + self.lines[1:])
+
+    def open(self, header: str) -> None:
+        """A line that opens a region (``header {``); what follows is indented."""
+        self.add(header + " {")
+        self.depth += 1
+
+    def close(self, tail: str = "}") -> None:
+        """The line that closes the innermost region (or, with ``} else {``, opens its sibling)."""
+        self.depth -= 1
+        self.add(tail)
+
+    def program(self, ops: tuple | list, operand, typ: str) -> str:
+        """Write the elementwise program ``ops`` (see :class:`~prism.codegen.cpu.kernel.Epilogue`) on values of
+        type ``typ`` (f32 or a vector of it) and return its last value; ``operand(ref)`` gives the value of
+        every other reference (``("input", i)``, ``("c",)``, ...)."""
+        values: list[str] = []
+
+        def ref(r: tuple) -> str:
+            if r[0] == "value":
+                return values[r[1]]
+            if r[0] == "constant":
+                literal = f32_literal(r[1])
+                return self.value(f"arith.constant {f'dense<{literal}>' if typ != F32 else literal} : {typ}", "xc")
+            return operand(r)
+
+        for name, refs in ops:
+            if name == "math.exp" and typ != F32:
+                values.append(self.exp(ref(refs[0]), int(typ[len("vector<"):typ.index("x")])))
+            else:
+                values.append(self.value(f"{name} {', '.join(ref(r) for r in refs)} : {typ}", "xe"))
+        return values[-1]
+
+    def splat(self, value: float, lanes: int) -> str:
+        """A vector of ``lanes`` copies of the f32 ``value``."""
+        return self.value(f"arith.constant dense<{f32_literal(value)}> : vector<{lanes}x{F32}>", "xc")
+
+    def exp(self, x: str, lanes: int, nonpositive: bool = False) -> str:
+        """exp of a vector of f32, within 2 ulp: 0 below EXP_FLOOR (and for -inf), +inf above EXP_CEILING; NaN
+        stays NaN. With ``nonpositive`` (every lane <= 0 or NaN, as attention's scores minus their maximum),
+        the ceiling is not checked."""
+        vec, ivec, mask = f"vector<{lanes}x{F32}>", f"vector<{lanes}xi32>", f"vector<{lanes}xi1>"
+        low = self.value(f"arith.cmpf olt, {x}, {self.splat(EXP_FLOOR, lanes)} : {vec}", "under")
+        half_up = self.value(f"vector.fma {x}, {self.splat(math.log2(math.e), lanes)}, {self.splat(0.5, lanes)} "
+                             f": {vec}")
+        n = self.value(f"math.floor {half_up} : {vec}", "n")
+        r = self.value(f"vector.fma {n}, {self.splat(-_LN2_HI, lanes)}, {x} : {vec}", "r")
+        r = self.value(f"vector.fma {n}, {self.splat(-_LN2_LO, lanes)}, {r} : {vec}", "r")
+        poly = self.splat(_EXP_COEFFS[0], lanes)
+        for coefficient in _EXP_COEFFS[1:]:
+            poly = self.value(f"vector.fma {poly}, {r}, {self.splat(coefficient, lanes)} : {vec}", "y")
+        r2 = self.value(f"arith.mulf {r}, {r} : {vec}", "r2")
+        y = self.value(f"vector.fma {poly}, {r2}, {r} : {vec}", "y")
+        y = self.value(f"arith.addf {y}, {self.splat(1.0, lanes)} : {vec}", "y")
+        # 2**n as exponent bits. Over the full range, n is clamped to [-127, 128] first (NaN converts to a
+        # defined integer), and n = 128 (just below the ceiling) is 2**127 * 2.
+        if not nonpositive:
+            n = self.value(f"arith.minnumf {n}, {self.splat(128.0, lanes)} : {vec}", "n")
+            n = self.value(f"arith.maxnumf {n}, {self.splat(-127.0, lanes)} : {vec}", "n")
+        ni = self.value(f"arith.fptosi {n} : {vec} to {ivec}", "ni")
+
+        def power(exponent: str) -> str:
+            bias = self.value(f"arith.constant dense<127> : {ivec}", "ci")
+            shift = self.value(f"arith.constant dense<23> : {ivec}", "ci")
+            bits = self.value(f"arith.shli {self.value(f'arith.addi {exponent}, {bias} : {ivec}')}, {shift} : {ivec}")
+            return self.value(f"arith.bitcast {bits} : {ivec} to {vec}", "pw")
+
+        if nonpositive:
+            y = self.value(f"arith.mulf {y}, {power(ni)} : {vec}", "e")
+        else:
+            top = self.value(f"arith.minsi {ni}, {self.value(f'arith.constant dense<127> : {ivec}', 'ci')} : {ivec}")
+            y = self.value(f"arith.mulf {y}, {power(top)} : {vec}", "e")
+            y = self.value(f"arith.mulf {y}, {power(self.value(f'arith.subi {ni}, {top} : {ivec}'))} : {vec}", "e")
+            high = self.value(f"arith.cmpf ogt, {x}, {self.splat(EXP_CEILING, lanes)} : {vec}", "over")
+            y = self.value(f"arith.select {high}, {self.splat(math.inf, lanes)}, {y} : {mask}, {vec}", "e")
+        return self.value(f"arith.select {low}, {self.splat(0.0, lanes)}, {y} : {mask}, {vec}", "e")
+
+    def buffer(self, arg: str, tensor: str, dyn: str) -> str:
+        """The tensor argument ``arg`` as a read-only buffer, cast to the dynamic memref type ``dyn``."""
+        static = tensor.replace("tensor<", "memref<")
+        buf = self.value(f"bufferization.to_buffer {arg} read_only : {tensor} to {static}", "m")
+        return self.value(f"memref.cast {buf} : {static} to {dyn}", "m")
+
+
+def f32_literal(value: float) -> str:
+    """An f32 constant as MLIR text, exactly (its bits in hexadecimal; also for inf and NaN)."""
+    return f"0x{struct.unpack('<I', struct.pack('<f', value))[0]:08X}"
+
+
+def inline_function(op: ir.Operation, text: str, operands: list[ir.Value]) -> None:
+    """Replace ``op`` (no result or one) by the body of the single function in ``text``, applied to ``operands``."""
+    returned = inline_body(op, text, operands)
+    if len(op.results):
+        op.results[0].replace_all_uses_with(returned[0])
+    op.erase()
+
+
+def inline_body(anchor: ir.Operation, text: str, operands: list[ir.Value]) -> list[ir.Value]:
+    """Insert the body of the single function in ``text``, applied to ``operands``, before ``anchor``; return
+    the values it returns."""
+    with anchor.location:
+        parsed = ir.Module.parse(text)
+        body = parsed.body.operations[0].regions[0].blocks[0]
+        for argument, operand in zip(body.arguments, operands, strict=True):
+            argument.replace_all_uses_with(operand)
+        *ops, terminator = list(body.operations)
+        for inner in ops:
+            inner.operation.move_before(anchor)
+        return list(terminator.operands)
+
+
+def filled_constant(value: ir.Value) -> float | None:
+    """The f32 constant that a ``linalg.fill`` fills ``value`` with, or None."""
+    if isinstance(value.owner, ir.Block) or value.owner.operation.name != "linalg.fill":
+        return None
+    scalar = value.owner.operation.operands[0]
+    if isinstance(scalar.owner, ir.Block) or scalar.owner.operation.name != "arith.constant":
+        return None
+    attr = scalar.owner.operation.attributes["value"]
+    return ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else None
+
+
+# Ops that only make inits: erased with the ops that a kernel replaced once nothing else reads them (a dead
+# fill of attention's S x S scores would still be bufferized into an allocation).
+_INIT_OPS = ("linalg.fill", "tensor.empty", "tensor.dim", "arith.constant")
+
+
+def erase_unused_inits(ops: list[ir.Operation]) -> None:
+    """Erase those of ``ops`` (and then of their producers) that make inits and that nothing reads any more.
+
+    Only live ops are ever held: a producer is live while the op reading it is, and an op leaves the
+    pending list as it is erased.
+    """
+    pending: list[ir.Operation] = []
+
+    def add(op: ir.Operation) -> None:
+        if op.name in _INIT_OPS and not any(op == other for other in pending):
+            pending.append(op)
+
+    for op in ops:
+        add(op)
+    while True:
+        unused = next((op for op in pending if not any(len(list(r.uses)) for r in op.results)), None)
+        if unused is None:
+            return
+        pending = [op for op in pending if op != unused]
+        for operand in unused.operands:
+            if not isinstance(operand.owner, ir.Block):
+                add(operand.owner.operation)
+        unused.erase()
