@@ -309,9 +309,8 @@ class _RowKernel:
         t = self.t = MlirText()
         self.vec = f"vector<{self.lanes}x{F32}>"
         self.mask_type = f"vector<{self.lanes}xi1>"
-        domain = str(self.group.domain)
-        row_type = self.group.row_type
-        out_types = [domain if self.members[i].role == "map" else row_type for i in self.outputs]
+        # Each output keeps its op's result type (which may be more static than the domain read from an input).
+        out_types = [str(self.members[i].row_op.op.results[0].type) for i in self.outputs]
         params = ", ".join(f"%x{k}: {v.type}" for k, (_, v) in enumerate(self.args))
         t.open(f"func.func private @rows({params}) -> ({', '.join(out_types)})")
         self.c0, self.c1 = t.const(0), t.const(1)
