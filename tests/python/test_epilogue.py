@@ -161,3 +161,20 @@ def test_dual_gemm(rng: np.random.Generator, m: str, rows: int, choice: str) -> 
     wg, wu = (rng.standard_normal((K, N), dtype=np.float32) * 0.2 for _ in range(2))
     g, u = a.astype(np.float64) @ wg, a.astype(np.float64) @ wu
     np.testing.assert_allclose(fn(a, wg, wu), g / (1 + np.exp(-g)) * u, rtol=1e-5, atol=1e-5)
+
+
+def test_row_scale_on_a_prepared_weight(rng: np.random.Generator) -> None:
+    """With B an invariant weight, @f_apply's kernel reads it packed once and still runs the row scale as its
+    epilogue; bound and plain calls agree with float64."""
+    import prism
+
+    text = source([("rs", "tensor<Mxf32>", ROW)], ["%r = arith.mulf %x, %rs_v : f32"]).replace(
+        f"%b: tensor<{K}x{N}xf32>", f"%b: tensor<{K}x{N}xf32> {{prism.invariant}}")
+    compiled = prism.compile(text, target="host", emit="report")
+    kinds = {f["function"]: [k["kind"] for k in f["kernels"]] for f in compiled.report["kernels"]}
+    assert kinds["@f"] == ["gemm + epilogue"] and kinds["@f_apply"] == ["gemm (prepared weight) + epilogue"]
+    a, b = inputs(rng)
+    r = rng.standard_normal(M, dtype=np.float32)
+    expected = (a.astype(np.float64) @ b) * r[:, None]
+    np.testing.assert_allclose(compiled.bind("f", b=b)(a, r), expected, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(compiled.jit("f")(a, b, r), expected, rtol=1e-5, atol=1e-4)

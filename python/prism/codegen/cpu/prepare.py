@@ -7,8 +7,8 @@ function ``@f`` becomes:
 
 - ``@f_prepare(weights...) -> packed...``: packs each such weight once;
 - ``@f_apply(args..., packed...)``: a copy of the body whose kernels read
-  the packed panels in place (every argument is still passed; the packed
-  weights are extra);
+  the packed panels in place, each with its epilogue as in ``@f`` (every
+  argument is still passed; the packed weights are extra);
 - ``@f(args...)`` itself is unchanged, its kernels reading the weights as
   they are: a call that packs a whole weight only to use it once would be
   slower. It carries ``prism.prepare_args``, the indices of the arguments
@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 
 from mlir import ir
 
+from prism.codegen.cpu.epilogue import match_epilogue
 from prism.codegen.cpu.kernel import KernelPlan, inline_kernel, pack_text, packed_type
 from prism.codegen.cpu.schedule import CpuGemm
 from prism.codegen.cpu.text import inline_function
@@ -172,7 +173,16 @@ def _split(module: ir.Module, func: ir.Operation, planned: list[Planned], weight
                 continue
             arg = packed_args[packs.index((weights[id(p)], p.plan.rn))]
             plan = replace(p.plan, prepacked=True, pack=False, b_type=str(arg.type))
-            inline_kernel(copy, plan, [copy.operands[0], arg, copy.operands[2]])
+            fused = match_epilogue(copy)
+            if fused is None:
+                inline_kernel(copy, plan, [copy.operands[0], arg, copy.operands[2]])
+                continue
+            # As in @f: the kernel replaces the one elementwise consumer, which runs as its epilogue.
+            kind, described = inlined.pop()
+            inlined.append((kind + " + epilogue", described + describe_ops(apply, [fused.op])[1:]))
+            inline_kernel(fused.op, replace(plan, epilogue=fused.epilogue),
+                          [copy.operands[0], arg, copy.operands[2], *fused.inputs])
+            copy.erase()
         apply_type = ir.FunctionType.get([*ftype.inputs, *(a.type for a in packed_args)], list(ftype.results))
         apply.attributes["function_type"] = ir.TypeAttr.get(apply_type)
         apply.attributes[attrs.SIGNATURE] = ir.TypeAttr.get(apply_type)
