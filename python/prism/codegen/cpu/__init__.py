@@ -66,7 +66,7 @@ from mlir import ir
 from prism.codegen.checks import check_module
 from prism.codegen.cpu import rewrites, tasks
 from prism.codegen.cpu.attention import fuse_attention
-from prism.codegen.cpu.epilogue import EpilogueMatch, as_dual, match_epilogue
+from prism.codegen.cpu.epilogue import EpilogueMatch, as_dual, inline_with_epilogue, match_epilogue
 from prism.codegen.cpu.kernel import KERNEL_NAME, inline_kernel
 from prism.codegen.cpu.prepare import Planned, prepare_weights
 from prism.codegen.cpu.rows import fuse_rows
@@ -146,19 +146,16 @@ class CpuLowering(Lowering):
                 kernels.append(Kernel("gemm (transform path)", *_described(p.op)))
                 to_transform_path(p.gemm)
                 continue
-            fused = None if p.plan.prepacked else match_epilogue(p.op)
+            fused = match_epilogue(p.op)
             if fused is None:
                 kernels.append(Kernel("gemm", *_described(p.op)))
                 inline_kernel(p.op, p.plan)
                 continue
-            # The kernel replaces the consumer, whose inputs the GEMM's dominate; the GEMM goes with it.
             function, ops = _described(p.op)
-            plan = dataclasses.replace(p.plan, epilogue=fused.epilogue)
             second = _dual_partner(p, fused, planned[i + 1:])
             if second is None:
                 kernels.append(Kernel("gemm + epilogue", function, ops + _described(fused.op)[1]))
-                inline_kernel(fused.op, plan, [*p.op.operands, *fused.inputs])
-                p.op.erase()
+                inline_with_epilogue(p.op, p.plan, list(p.op.operands), fused)
                 continue
             q, index = second
             seconds.append(q)
@@ -167,9 +164,9 @@ class CpuLowering(Lowering):
                                   ops + _described(q.op)[1] + _described(fused.op)[1]))
             # A micro-tile covers RN/2 columns of each product, and a task half its columns: its panels keep
             # their size.
-            step = plan.rn // 2
-            tn = plan.tn if plan.streams else max(step, plan.tn // 2 // step * step)
-            plan = dataclasses.replace(plan, epilogue=fused.epilogue, dual=q.plan.b_type, tn=tn)
+            step = p.plan.rn // 2
+            tn = p.plan.tn if p.plan.streams else max(step, p.plan.tn // 2 // step * step)
+            plan = dataclasses.replace(p.plan, epilogue=fused.epilogue, dual=q.plan.b_type, tn=tn)
             inline_kernel(fused.op, plan, [*p.op.operands, q.op.operands[1], *fused.inputs])
             init = q.op.operands[2]
             p.op.erase()
@@ -214,11 +211,11 @@ def _dual_partner(p: Planned, fused: EpilogueMatch, later: list[Planned]) -> tup
     """A kernel GEMM of ``later`` whose result is the epilogue's input ``index`` and which can be computed with
     ``p``'s as one dual GEMM (the same A, a B of the same type, both from zero, read by the epilogue alone),
     and that index; or None."""
-    if p.plan.zero_init is False or (p.plan.rn // p.plan.lanes) % 2:
+    if not p.plan.zero_init or (p.plan.rn // p.plan.lanes) % 2:
         return None
     for index, value in enumerate(fused.inputs):
         q = next((q for q in later if q.op.results[0] == value), None)
-        if q is None or not q.written_path or q.plan.prepacked or not q.plan.zero_init \
+        if q is None or not q.written_path or not q.plan.zero_init \
                 or q.plan.streams != p.plan.streams or q.plan.split_k != p.plan.split_k:
             continue
         if q.op.operands[0] == p.op.operands[0] and q.plan.b_type == p.plan.b_type \

@@ -437,10 +437,7 @@ class _Attention:
         self.m, self.l, self.alpha = (t.value(f"memref.alloc() {{alignment = 64 : i64}} : {self.row_type}", name)
                                       for name in ("mrow", "lrow", "alpha"))
         self._tasks()
-        static = p.out_type.replace("tensor<", "memref<")
-        cast = t.value(f"memref.cast {self.out} : {self.dyn} to {static}", "cs")
-        result = t.value(f"bufferization.to_tensor {cast} restrict : {static} to {p.out_type}", "r")
-        t.add(f"return {result} : {p.out_type}")
+        t.add(f"return {t.tensor_of(self.out, self.dyn, p.out_type)} : {p.out_type}")
         self.t.close()
         return t.function_text()
 

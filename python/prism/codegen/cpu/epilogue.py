@@ -17,11 +17,11 @@ nest that reads and writes the whole of C again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mlir import ir
 
-from prism.codegen.cpu.kernel import ELEMENTWISE_OPS, Epilogue
+from prism.codegen.cpu.kernel import ELEMENTWISE_OPS, Epilogue, KernelPlan, inline_kernel
 from prism.codegen.cpu.text import F32
 from prism.search.family import map_dims
 
@@ -83,6 +83,14 @@ def match_epilogue(gemm: ir.Operation) -> EpilogueMatch | None:
 
 
 Program = list[tuple[str, tuple[tuple, ...]]]
+
+
+def inline_with_epilogue(gemm: ir.Operation, plan: KernelPlan, operands: list[ir.Value],
+                         match: EpilogueMatch) -> None:
+    """Replace ``gemm`` (A, B and C are ``operands``) and its consumer by one kernel of ``plan`` that runs the
+    consumer as its epilogue. The kernel takes the consumer's place, which the consumer's inputs dominate."""
+    inline_kernel(match.op, replace(plan, epilogue=match.epilogue), [*operands, *match.inputs])
+    gemm.erase()
 
 
 def as_dual(match: EpilogueMatch, index: int) -> EpilogueMatch:

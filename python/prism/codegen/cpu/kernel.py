@@ -180,10 +180,7 @@ class _Kernel:
         self.c2 = t.value(f"memref.alloc({', '.join(sizes)}) {{alignment = 64 : i64}} : {self.dyn}", "C") \
             if p.dual else None
         self._tasks(sizes[0] if p.batch else None)
-        c_static = p.c_type.replace("tensor<", "memref<")
-        cast = t.value(f"memref.cast {self.c} : {self.dyn} to {c_static}", "cs")
-        result = t.value(f"bufferization.to_tensor {cast} restrict : {c_static} to {p.c_type}", "r")
-        t.add(f"return {result} : {p.c_type}")
+        t.add(f"return {t.tensor_of(self.c, self.dyn, p.c_type)} : {p.c_type}")
         self.t.close()
         return t.function_text()
 

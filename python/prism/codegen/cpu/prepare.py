@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 
 from mlir import ir
 
-from prism.codegen.cpu.epilogue import match_epilogue
+from prism.codegen.cpu.epilogue import inline_with_epilogue, match_epilogue
 from prism.codegen.cpu.kernel import KernelPlan, inline_kernel, pack_text, packed_type
 from prism.codegen.cpu.schedule import CpuGemm
 from prism.codegen.cpu.text import inline_function
@@ -180,9 +180,7 @@ def _split(module: ir.Module, func: ir.Operation, planned: list[Planned], weight
             # As in @f: the kernel replaces the one elementwise consumer, which runs as its epilogue.
             kind, described = inlined.pop()
             inlined.append((kind + " + epilogue", described + describe_ops(apply, [fused.op])[1:]))
-            inline_kernel(fused.op, replace(plan, epilogue=fused.epilogue),
-                          [copy.operands[0], arg, copy.operands[2], *fused.inputs])
-            copy.erase()
+            inline_with_epilogue(copy, plan, [copy.operands[0], arg, copy.operands[2]], fused)
         apply_type = ir.FunctionType.get([*ftype.inputs, *(a.type for a in packed_args)], list(ftype.results))
         apply.attributes["function_type"] = ir.TypeAttr.get(apply_type)
         apply.attributes[attrs.SIGNATURE] = ir.TypeAttr.get(apply_type)

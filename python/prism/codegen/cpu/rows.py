@@ -323,7 +323,7 @@ class _RowKernel:
                         for k, (how, v) in enumerate(self.args)]
         self.splats = {k: t.value(f"vector.broadcast %x{k} : {F32} to {self.vec}", "bc")
                        for k, (how, _) in enumerate(self.args) if how == "scalar"}
-        full, row = "memref<?x?xf32>", "memref<?xf32>"
+        full, row = _dynamic("memref", 2), _dynamic("memref", 1)
         self.stored: dict[int, tuple[str, str]] = {}  # member -> (buffer, "out" or "scratch")
         out_buffers = []
         for i in self.outputs:
@@ -355,32 +355,26 @@ class _RowKernel:
 
     def _buffer(self, k: int, how: str, tensor: str) -> str:
         """Argument ``k`` as a buffer: 2-D (rows x columns) when read whole, else 1-D."""
-        t = self.t
         rank = ir.RankedTensorType.parse(tensor).rank
-        buffer = t.buffer(f"%x{k}", tensor, f"memref<{'x'.join('?' * rank)}x{F32}>")
+        buffer = self.t.buffer(f"%x{k}", tensor, _dynamic("memref", rank))
         flat = 2 if how == "full" else 1
         if rank == flat:
             return buffer
-        groups = [list(range(rank - 1)), [rank - 1]] if flat == 2 else [list(range(rank))]
-        return t.value(f"memref.collapse_shape {buffer} {groups} : memref<{'x'.join('?' * rank)}x{F32}> into "
-                       f"memref<{'x'.join('?' * flat)}x{F32}>", "flat")
+        return self.t.value(f"memref.collapse_shape {buffer} {_flattening(rank, flat)} : {_dynamic('memref', rank)} "
+                            f"into {_dynamic('memref', flat)}", "flat")
 
     def _result(self, buffer: str, typ: str, sizes: list[str]) -> str:
         """An output buffer as a tensor of the op's type."""
         t = self.t
-        shape = ir.RankedTensorType.parse(typ).shape
-        flat = "tensor<?x?xf32>" if buffer_is_full(typ, self.group.domain) else "tensor<?xf32>"
-        memref = flat.replace("tensor<", "memref<")
-        value = t.value(f"bufferization.to_tensor {buffer} restrict : {memref} to {flat}", "r")
-        rank = len(shape)
-        flat_rank = 2 if flat == "tensor<?x?xf32>" else 1
-        if rank != flat_rank:
-            groups = [list(range(rank - 1)), [rank - 1]] if flat_rank == 2 else [list(range(rank))]
-            dynamic = f"tensor<{'x'.join('?' * rank)}x{F32}>"
-            value = t.value(f"tensor.expand_shape {value} {groups} output_shape [{', '.join(sizes[:rank])}] : "
-                            f"{flat} into {dynamic}", "r")
-            flat = dynamic
-        return t.value(f"tensor.cast {value} : {flat} to {typ}", "r")
+        rank = ir.RankedTensorType.parse(typ).rank
+        flat = 2 if rank == self.group.domain.rank else 1
+        value = t.value(f"bufferization.to_tensor {buffer} restrict : {_dynamic('memref', flat)} to "
+                        f"{_dynamic('tensor', flat)}", "r")
+        if rank != flat:
+            value = t.value(f"tensor.expand_shape {value} {_flattening(rank, flat)} output_shape "
+                            f"[{', '.join(sizes[:rank])}] : {_dynamic('tensor', flat)} into {_dynamic('tensor', rank)}",
+                            "r")
+        return t.value(f"tensor.cast {value} : {_dynamic('tensor', rank)} to {typ}", "r")
 
     def _rows_loop(self, out_buffers: list[str]) -> None:
         t = self.t
@@ -586,5 +580,11 @@ class _RowKernel:
                        f"{self.vec}")
 
 
-def buffer_is_full(typ: str, domain: ir.RankedTensorType) -> bool:
-    return ir.RankedTensorType.parse(typ).rank == domain.rank
+def _dynamic(kind: str, rank: int) -> str:
+    """The f32 tensor or memref type of ``rank`` dynamic dimensions."""
+    return f"{kind}<{'x'.join('?' * rank)}x{F32}>"
+
+
+def _flattening(rank: int, flat: int) -> list[list[int]]:
+    """The reassociation that flattens ``rank`` dimensions into rows x columns (``flat`` = 2) or rows (1)."""
+    return [list(range(rank - 1)), [rank - 1]] if flat == 2 else [list(range(rank))]

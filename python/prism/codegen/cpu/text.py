@@ -136,6 +136,13 @@ class MlirText:
             y = self.value(f"arith.select {high}, {self.splat(math.inf, lanes)}, {y} : {mask}, {vec}", "e")
         return self.value(f"arith.select {low}, {self.splat(0.0, lanes)}, {y} : {mask}, {vec}", "e")
 
+    def tensor_of(self, buffer: str, dyn: str, tensor: str) -> str:
+        """``buffer`` (of the dynamic memref type ``dyn``) as a value of type ``tensor``, which owns it: the
+        inverse of :meth:`buffer`."""
+        static = tensor.replace("tensor<", "memref<")
+        cast = self.value(f"memref.cast {buffer} : {dyn} to {static}", "cs")
+        return self.value(f"bufferization.to_tensor {cast} restrict : {static} to {tensor}", "r")
+
     def buffer(self, arg: str, tensor: str, dyn: str) -> str:
         """The tensor argument ``arg`` as a read-only buffer, cast to the dynamic memref type ``dyn``."""
         static = tensor.replace("tensor<", "memref<")
