@@ -160,7 +160,8 @@ def test_dual_gemm(rng: np.random.Generator, m: str, rows: int, choice: str) -> 
     a = rng.standard_normal((rows, K), dtype=np.float32)
     wg, wu = (rng.standard_normal((K, N), dtype=np.float32) * 0.2 for _ in range(2))
     g, u = a.astype(np.float64) @ wg, a.astype(np.float64) @ wu
-    np.testing.assert_allclose(fn(a, wg, wu), g / (1 + np.exp(-g)) * u, rtol=1e-5, atol=1e-5)
+    # The gate's f32 rounding (a few 1e-6 of values up to ~5 over K = 300) is multiplied by up's values.
+    np.testing.assert_allclose(fn(a, wg, wu), g / (1 + np.exp(-g)) * u, rtol=1e-5, atol=1e-4)
 
 
 def test_row_scale_on_a_prepared_weight(rng: np.random.Generator) -> None:
