@@ -14,6 +14,9 @@ After::
     %0 = linalg.matmul {prism.choice = {TM = 64 : i64, ...}, prism.roles = ["m", "n", "k"]}
            ins(%a, %b : ...) outs(%c : ...) -> ...
 
+An attention family's chain comes back with the choice on its first op, the
+scores' product (``prism.attention = {BQ = 96 : i64, ...}``).
+
 The annotations are discardable attributes: the IR stays plain linalg that any
 MLIR tool accepts, and prism-lower-cpu / prism-lower-gpu read them.
 """
@@ -29,7 +32,7 @@ from prism.infra.diagnostics import display_location
 from prism.infra.errors import PassFailed
 from prism.infra.ir import iter_ops
 from prism.infra.passbase import Pass, PassContext
-from prism.search.family import analyze_contraction, body_func, families, family_name
+from prism.search.family import annotate_payload, body_func, families, family_name, remap_operands
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,7 @@ def _inline(call: ir.Operation, family: ir.Operation) -> None:
     block = body_func(family).regions[0].blocks[0]
     mapping = dict(zip(block.arguments, call.operands, strict=True))
     returned: list[ir.Value] = []
+    clones: list[ir.Operation] = []
     with ir.InsertionPoint(call):
         for op in block.operations:
             if op.operation.name == attrs.FAMILY_OP:
@@ -71,15 +75,10 @@ def _inline(call: ir.Operation, family: ir.Operation) -> None:
                 returned = [mapping.get(v, v) for v in op.operands]
                 break
             clone = op.operation.clone()
-            for index, operand in enumerate(op.operands):
-                if operand in mapping:
-                    clone.operands[index] = mapping[operand]
+            remap_operands(clone, mapping)
             mapping.update(zip(op.results, clone.results, strict=True))
-            contraction = analyze_contraction(clone)
-            if contraction is not None:
-                roles = [ir.StringAttr.get(r) for r in contraction.roles]
-                clone.attributes[attrs.ROLES] = ir.ArrayAttr.get(roles)
-                clone.attributes[attrs.CHOICE] = family.attributes["choice"]
+            clones.append(clone)
+    annotate_payload(clones, ir.StringAttr(family.attributes["kind"]).value, family.attributes["choice"])
     for old, new in zip(call.results, returned, strict=True):
         old.replace_all_uses_with(new)
     call.erase()

@@ -1,4 +1,4 @@
-"""prism-lift: turn matmul-like linalg contractions into prism.family ops.
+"""prism-lift: turn matmul-like linalg contractions and attention chains into prism.family ops.
 
 Before::
 
@@ -17,33 +17,40 @@ After::
       return %0 : tensor<64x16xf32>
     }
 
-The family's domain is the unpruned space of its kind on the target; its
-parameters are symbols. Every other op is left as it is, with a remark.
+An attention chain (``softmax(c Q K^T) V``, see prism.search.attention)
+becomes one family of kind ``attention`` with all its ops, where the target
+has a schedule for it (the host); elsewhere its products are lifted as
+contractions. The family's domain is the unpruned space of its kind on the
+target; its parameters are symbols. Every other op is left as it is, with a
+remark.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import func
 
 from prism.infra import attrs
 from prism.infra.passbase import Pass, PassContext
-from prism.search.family import analyze_contraction, kind_of, make_int_dict, why_not_lifted
-from prism.search.space import Contraction, fix_shape, shape_exponents
-from prism.targets import Target, get_target, target_option
+from prism.search.attention import match_attention
+from prism.search.family import Problem, analyze_contraction, kind_of, make_int_dict, outline_family, why_not_lifted
+from prism.search.space import Space, fix_shape, shape_exponents
+from prism.targets import get_target, target_option
 
+# Ops that make an attention's inits: copied into its family's body, where its recognizer reads them.
+_INITS = ("arith.constant", "tensor.empty", "linalg.fill")
 # Linalg ops that only build operands: not worth a remark.
 _PLUMBING = {"linalg.fill", "linalg.copy"}
 
 
 @dataclass(frozen=True)
 class LiftPass(Pass):
-    """Lift each linalg contraction into a prism.family with symbolic tiles."""
+    """Lift each attention chain and linalg contraction into a prism.family with symbolic tiles."""
 
     NAME = "prism-lift"
-    SUMMARY = "Lift linalg contractions into prism.family ops with symbolic tile parameters"
+    SUMMARY = "Lift linalg contractions and attention chains into prism.family ops with symbolic tile parameters"
 
     target: str = target_option()
 
@@ -53,8 +60,17 @@ class LiftPass(Pass):
         for function in [op for op in module.body.operations if op.operation.name == "func.func"]:
             if _is_declaration_or_body(function):
                 continue
-            counter, remarked = 0, set()
-            for op in list(function.regions[0].blocks[0].operations):
+            names = (_fresh_name(f"{_sym_name(function)}_family{n}", taken) for n in itertools.count())
+            block = function.regions[0].blocks[0]
+            # Attention chains first: their products are not families of their own. A chain ends at the op
+            # visited, so the ops it erases were visited before it.
+            for op in list(block.operations):
+                match = match_attention(op.operation)
+                space = target.space(match.problem) if match is not None else None
+                if space is not None:
+                    outline_family(module, match.ops, next(names), _family(match.problem, space), copied=_INITS)
+            remarked = set()
+            for op in list(block.operations):
                 contraction = analyze_contraction(op.operation)
                 if contraction is None:
                     if _computes(op.operation) and op.operation.name not in remarked:
@@ -62,9 +78,7 @@ class LiftPass(Pass):
                         ctx.remark(op.operation.location, f"'{op.operation.name}' left unchanged: "
                                    f"{why_not_lifted(op.operation)}")
                     continue
-                name = _fresh_name(f"{_sym_name(function)}_family{counter}", taken)
-                counter += 1
-                _outline(module, op.operation, name, contraction, target)
+                outline_family(module, [op.operation], next(names), _family(contraction, target.space(contraction)))
 
 
 def _computes(op: ir.Operation) -> bool:
@@ -96,38 +110,14 @@ def _fresh_name(base: str, taken: set[str]) -> str:
     return name
 
 
-def _outline(module: ir.Module, op: ir.Operation, name: str, contraction: Contraction,
-             target: Target) -> None:
-    """Move ``op`` into a private payload function ``name`` headed by its family, and call it."""
-    operands = list(op.operands)
-    result_types = [r.type for r in op.results]
-    with op.context, op.location:
-        with ir.InsertionPoint(module.body):
-            body = func.FuncOp(name, ([v.type for v in operands], result_types), visibility="private")
-            body.attributes[attrs.FAMILY_BODY] = ir.UnitAttr.get()
-            block = body.add_entry_block()
-        with ir.InsertionPoint(block):
-            _create_family(contraction, target)
-            clone = op.clone()
-            for index, arg in enumerate(block.arguments):
-                clone.operands[index] = arg
-            func.ReturnOp(list(clone.results))
-        with ir.InsertionPoint(op):
-            call = func.CallOp(result_types, ir.FlatSymbolRefAttr.get(name), operands)
-        for old, new in zip(op.results, call.results, strict=True):
-            old.replace_all_uses_with(new)
-        op.erase()
-
-
-def _create_family(contraction: Contraction, target: Target) -> ir.Operation:
-    """A prism.family whose domain is the whole unpruned space of its kind."""
-    space = target.space(contraction)
+def _family(problem: Problem, space: Space) -> dict[str, ir.Attribute]:
+    """The attributes of a prism.family whose domain is the whole unpruned space of its kind."""
     universe = space.universe_set()
-    size = fix_shape(space, universe, shape_exponents(contraction)).count_val().to_python()
-    return ir.Operation.create(attrs.FAMILY_OP, attributes={
-        "kind": ir.StringAttr.get(kind_of(contraction)),
+    size = fix_shape(space, universe, shape_exponents(problem)).count_val().to_python()
+    return {
+        "kind": ir.StringAttr.get(kind_of(problem)),
         "symbols": ir.ArrayAttr.get([ir.StringAttr.get(s) for s in space.symbols]),
         "domain": ir.StringAttr.get(str(universe)),
         "cost": ir.StringAttr.get(""),
         "stats": make_int_dict({"space": size}),
-    })
+    }

@@ -27,7 +27,15 @@ from mlir import ir
 from prism.infra.diagnostics import display_location
 from prism.infra.errors import EmptySearchSpace
 from prism.infra.passbase import Pass, PassContext
-from prism.search.family import body_func, families, family_domain, family_name, make_int_dict, payload_contraction
+from prism.search.family import (
+    body_func,
+    families,
+    family_domain,
+    family_name,
+    family_space,
+    make_int_dict,
+    payload_problem,
+)
 from prism.search.search import FunnelStep, prune
 from prism.targets import get_target, target_option
 
@@ -44,8 +52,8 @@ class PrunePass(Pass):
     def run(self, module: ir.Module, ctx: PassContext) -> None:
         target = get_target(self.target or ctx.target)
         for family in families(module):
-            _, contraction = payload_contraction(body_func(family))
-            space = target.space(contraction)
+            contraction = payload_problem(body_func(family))
+            space = family_space(target, contraction, family)
             name = family_name(family)
 
             def empty(group: str, funnel: list[FunnelStep], name: str = name, family: ir.Operation = family) -> None:

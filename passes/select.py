@@ -32,9 +32,10 @@ from prism.search.family import (
     families,
     family_domain,
     family_name,
+    family_space,
     int_dict,
     make_int_dict,
-    payload_contraction,
+    payload_problem,
 )
 from prism.search.search import FunnelStep, Selection, candidates_at, select
 from prism.search.space import Space
@@ -59,8 +60,8 @@ class SelectPass(Pass):
             raise TargetError(f"measure={self.measure} runs candidates on this machine; "
                               f"it needs target=host, not '{target.name}'")
         for family in families(module):
-            _, contraction = payload_contraction(body_func(family))
-            space = target.space(contraction)
+            contraction = payload_problem(body_func(family))
+            space = family_space(target, contraction, family)
             began = time.perf_counter()
             try:
                 candidates = candidates_at(space, contraction, family_domain(family, space), self.assume)
@@ -73,7 +74,7 @@ class SelectPass(Pass):
             measured = self._measure(family, space, selection, target, ctx)
             best = min(measured, key=measured.get) if measured else selection.best
             family.attributes["choice"] = make_int_dict(space.value_of(best))
-            family.attributes["cost"] = ir.StringAttr.get(target.cost_text())
+            family.attributes["cost"] = ir.StringAttr.get(target.cost_text(contraction))
             funnel = [*_pruning_stages(family, space, ctx),
                       FunnelStep("bound", len(selection.points), searched),
                       FunnelStep("instantiated", max(len(measured), 1))]

@@ -25,7 +25,7 @@ from prism.codegen.runtime import jit as jit_module
 from prism.driver import Compilation, check_emit, check_targets, ptx_text, steps_for
 from prism.infra.errors import PrismError, TargetError
 from prism.infra.ir import SourceChunk, argument_names, make_context, parse_chunk, read_source_file, read_text
-from prism.search.family import body_func, families, family_domain, family_name, payload_contraction
+from prism.search.family import body_func, families, family_domain, family_name, family_space, payload_problem
 from prism.search.search import ShapeTable
 from prism.targets import get_target
 
@@ -186,8 +186,8 @@ def shape_tables(source: Source, target: str = "host", max_extent: int = 8192) -
     chip = get_target(target)
     tables = {}
     for family in families(compilation.module):
-        _, contraction = payload_contraction(body_func(family))
-        space = chip.space(contraction)
+        contraction = payload_problem(body_func(family))
+        space = family_space(chip, contraction, family)
         domain = family_domain(family, space)
         tables[family_name(family)] = ShapeTable.build(space, contraction, domain, chip, max_extent)
     return tables

@@ -11,8 +11,8 @@ from mlir import ir
 
 import prism
 from conftest import lower_on_host
-from prism.codegen.cpu.attention import match_attention
 from prism.infra.ir import make_context
+from prism.search.attention import match_attention
 from prism.summary import summarize
 
 NINF = "0xFF800000"

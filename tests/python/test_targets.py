@@ -16,6 +16,7 @@ import pytest
 
 import prism
 from prism import targets
+from prism.search.attention import Attention
 from prism.search.cost import KnobValues, ceil_div, problem_sizes, roofline, traffic_bytes
 from prism.search.space import Contraction, Space, pow2_sum_le, shape_param_bounds
 from prism.targets.host import host_target
@@ -47,7 +48,9 @@ class SquareBlockHost:
     def lowering(self) -> str:
         return "prism-lower-cpu{threads=1}"
 
-    def space(self, op: Contraction) -> Space:
+    def space(self, op: Contraction | Attention) -> Space | None:
+        if isinstance(op, Attention):
+            return None  # lifted as its products
         tiles = {"m": "tm", "n": "tn", "k": "tk"}
         universe = f"{shape_param_bounds()} and 3 <= tm <= 7 and tn = tm and 3 <= tk <= 7 and rm = 2 and rn = 4"
         groups = (("cache", pow2_sum_le(op.footprint_exponent(0, tiles), op.footprint_exponent(1, tiles),
@@ -67,7 +70,7 @@ class SquareBlockHost:
         tm, tn = values["TM"], values["TN"]
         return roofline(np.full(np.shape(tm), work / self.flops), traffic_bytes(op, tm, tn, s) / self.bandwidth)
 
-    def cost_text(self) -> str:
+    def cost_text(self, op: Contraction) -> str:
         return "roofline of padded square blocks"
 
     def pass_seconds(self, moved: int) -> float:

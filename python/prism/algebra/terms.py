@@ -29,7 +29,8 @@ from egglog import EGraph
 from mlir import ir
 
 from prism.algebra import ops
-from prism.search.family import analyze_contraction, map_dims
+from prism.infra.ir import map_dims
+from prism.search.family import analyze_contraction
 from prism.search.space import Contraction
 
 

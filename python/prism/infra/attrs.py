@@ -13,6 +13,8 @@ FAMILY_BODY = "prism.family_body"
 # On a contraction: each loop's role ("batch", "m", "n", "k"), and the chosen schedule.
 ROLES = "prism.roles"
 CHOICE = "prism.choice"
+# On the scores' product of an attention chain: the attention family's chosen schedule (BQ, BKV, RM, RN, KVS).
+ATTENTION_CHOICE = "prism.attention"
 # On an argument: a weight, the same on every call (prism-explore prepares values of it once).
 INVARIANT = "prism.invariant"
 # On prism-explore's _prepare and _apply functions: the function they implement together.

@@ -155,3 +155,24 @@ def argument_names(text: str) -> dict[str, list[str]]:
         found = [_ARG_NAME.match(part) for part in parts if part.strip()]
         names[match.group(1)] = [m.group(1) if m else f"arg{k}" for k, m in enumerate(found)]
     return names
+
+
+def filled_constant(value: ir.Value) -> float | None:
+    """The f32 constant that a ``linalg.fill`` fills ``value`` with, or None."""
+    if isinstance(value.owner, ir.Block) or value.owner.operation.name != "linalg.fill":
+        return None
+    scalar = value.owner.operation.operands[0]
+    if isinstance(scalar.owner, ir.Block) or scalar.owner.operation.name != "arith.constant":
+        return None
+    attr = scalar.owner.operation.attributes["value"]
+    return ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else None
+
+
+def map_dims(affine_map: ir.AffineMap) -> list[int] | None:
+    """Loop dimension read by each result of a projected-permutation map."""
+    dims = []
+    for expr in affine_map.results:
+        if not isinstance(expr, ir.AffineDimExpr):
+            return None
+        dims.append(expr.position)
+    return dims

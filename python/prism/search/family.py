@@ -1,28 +1,26 @@
-"""Reading and writing ``prism.family`` ops and the contractions inside them."""
+"""Reading and writing ``prism.family`` ops and what they compute: a contraction, or an attention chain."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import islpy as isl
 from mlir import ir
-from mlir.dialects import linalg
+from mlir.dialects import func, linalg
 
 from prism.infra import attrs
 from prism.infra.diagnostics import display_location
 from prism.infra.errors import PassFailed
-from prism.infra.ir import ELEMENT_BYTES, element_name
+from prism.infra.ir import ELEMENT_BYTES, element_name, map_dims
+from prism.search.attention import Attention, match_attention
 from prism.search.space import Contraction, Space
 
+if TYPE_CHECKING:
+    from prism.targets.base import Target
 
-def map_dims(affine_map: ir.AffineMap) -> list[int] | None:
-    """Loop dimension read by each result of a projected-permutation map."""
-    dims = []
-    for expr in affine_map.results:
-        if not isinstance(expr, ir.AffineDimExpr):
-            return None
-        dims.append(expr.position)
-    return dims
+# What a family computes.
+Problem = Contraction | Attention
 
 
 def analyze_contraction(op: ir.Operation) -> Contraction | None:
@@ -91,11 +89,119 @@ def contraction_roles(op: ir.Operation) -> list[str] | None:
     return list(contraction.roles) if contraction else None
 
 
-def kind_of(contraction: Contraction) -> str:
-    """The family kind: ``gemm`` or ``batch_gemm``."""
-    return "batch_gemm" if "batch" in contraction.roles else "gemm"
+def kind_of(problem: Problem) -> str:
+    """The family kind: ``gemm``, ``batch_gemm`` or ``attention``."""
+    if isinstance(problem, Attention):
+        return problem.kind
+    return "batch_gemm" if "batch" in problem.roles else "gemm"
 
 
+def outline_family(module: ir.Module, ops: Sequence[ir.Operation], name: str, family: dict[str, ir.Attribute],
+                   copied: tuple[str, ...] = ()) -> None:
+    """Move ``ops`` (of one block, each after its operands among them; the last one's result the only one read
+    elsewhere) into a private payload function ``name`` headed by a ``prism.family`` with the attributes
+    ``family``, and call it.
+
+    The values they read from outside become the function's arguments, but
+    for those made by ops named in ``copied`` (with what these read) and for
+    constants their bodies capture: such ops are copied into the function
+    (the recognizers read them there), and erased outside once unused.
+    """
+    last = ops[-1]
+    inner = {result for op in ops for result in op.results}
+    operands: list[ir.Value] = []
+    copies: list[ir.Operation] = []  # each after the copies it reads
+
+    def take(value: ir.Value, names: tuple[str, ...]) -> None:
+        if value in inner or value in operands:
+            return
+        if isinstance(value.owner, ir.Block) or value.owner.operation.name not in names:
+            operands.append(value)
+            return
+        producer = value.owner.operation
+        for operand in producer.operands:
+            take(operand, names)
+        copies.append(producer)
+        inner.update(producer.results)
+
+    for op in ops:
+        for value in op.operands:
+            take(value, copied)
+    for value in _captures(ops):
+        take(value, ("arith.constant", *copied))
+    result_types = [r.type for r in last.results]
+    with last.context, last.location:
+        with ir.InsertionPoint(module.body):
+            body = func.FuncOp(name, ([v.type for v in operands], result_types), visibility="private")
+            body.attributes[attrs.FAMILY_BODY] = ir.UnitAttr.get()
+            block = body.add_entry_block()
+        mapping = dict(zip(operands, block.arguments, strict=True))
+        with ir.InsertionPoint(block):
+            ir.Operation.create(attrs.FAMILY_OP, attributes=family)
+            for op in [*copies, *ops]:
+                clone = op.clone()
+                remap_operands(clone, mapping)
+                mapping.update(zip(op.results, clone.results, strict=True))
+            func.ReturnOp([mapping[r] for r in last.results])
+        with ir.InsertionPoint(last):
+            call = func.CallOp(result_types, ir.FlatSymbolRefAttr.get(name), operands)
+    for old, new in zip(last.results, call.results, strict=True):
+        old.replace_all_uses_with(new)
+    for op in reversed(ops):
+        op.erase()
+    for op in reversed(copies):
+        if all(next(iter(result.uses), None) is None for result in op.results):
+            op.erase()
+
+
+def _captures(ops: Sequence[ir.Operation]) -> list[ir.Value]:
+    """Values that ops nested in ``ops`` read from the block ``ops`` are in (or its function's arguments)."""
+    parent = ops[0].parent
+    found: list[ir.Value] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        for value in op.operands:
+            owner = value.owner
+            outer = owner.owner == parent if isinstance(owner, ir.Block) else owner.operation.parent == parent
+            if outer and value not in found:
+                found.append(value)
+        return ir.WalkResult.ADVANCE
+
+    for op in ops:
+        for region in op.regions:
+            for inner_block in region.blocks:
+                for inner in inner_block.operations:
+                    inner.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
+def remap_operands(op: ir.Operation, mapping: dict[ir.Value, ir.Value]) -> None:
+    """Replace every operand of ``op`` and of the ops nested in it (values their bodies capture) that
+    ``mapping`` names."""
+    def visit(inner: ir.Operation) -> ir.WalkResult:
+        for index, value in enumerate(inner.operands):
+            if value in mapping:
+                inner.operands[index] = mapping[value]
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+
+
+def annotate_payload(ops: Sequence[ir.Operation], kind: str, choice: ir.Attribute) -> None:
+    """Attach a family's ``choice`` to its payload ``ops`` (in order), where the lowerings read it.
+
+    A contraction gets its roles and the choice (``prism.roles``,
+    ``prism.choice``); an attention chain's first op, the scores' product,
+    gets ``prism.attention``.
+    """
+    if kind == "attention":
+        ops[0].attributes[attrs.ATTENTION_CHOICE] = choice
+        return
+    for op in ops:
+        contraction = analyze_contraction(op)
+        if contraction is not None:
+            op.attributes[attrs.ROLES] = ir.ArrayAttr.get([ir.StringAttr.get(r) for r in contraction.roles])
+            op.attributes[attrs.CHOICE] = choice
 
 
 def family_bodies(module: ir.Module) -> Iterator[ir.Operation]:
@@ -118,13 +224,35 @@ def body_func(family: ir.Operation) -> ir.Operation:
     return family.parent
 
 
-def payload_contraction(body: ir.Operation) -> tuple[ir.Operation, Contraction]:
-    """The contraction op inside a family body and its analysis."""
-    for op in body.regions[0].blocks[0].operations:
-        found = analyze_contraction(op.operation)
+def payload_problem(body: ir.Operation) -> Problem:
+    """What a family body computes: its attention chain, or its contraction.
+
+    Raises PassFailed when the body does not hold what its kind says.
+    """
+    ops = [op.operation for op in body.regions[0].blocks[0].operations]
+    kind = ir.StringAttr(ops[0].attributes["kind"]).value if ops and ops[0].name == attrs.FAMILY_OP else ""
+    where = display_location(body.location)
+    if kind == "attention":
+        returned = ops[-1].operands
+        match = None if len(returned) != 1 or isinstance(returned[0].owner, ir.Block) else match_attention(
+            returned[0].owner.operation)
+        if match is None:
+            raise PassFailed("an attention family's body does not compute an attention", location=where)
+        return match.problem
+    for op in ops:
+        found = analyze_contraction(op)
         if found is not None:
-            return op.operation, found
-    raise ValueError("family body holds no contraction")
+            return found
+    raise PassFailed("a family's body holds no contraction", location=where)
+
+
+def family_space(target: Target, problem: Problem, family: ir.Operation) -> Space:
+    """``target``'s space for ``family``, which computes ``problem``; PassFailed when the target has none."""
+    space = target.space(problem)
+    if space is None:
+        raise PassFailed(f"target '{target.name}' has no schedule for the {kind_of(problem)} family "
+                         f"'{family_name(family)}'", location=display_location(family.location))
+    return space
 
 
 def family_name(family: ir.Operation) -> str:

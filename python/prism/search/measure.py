@@ -16,9 +16,8 @@ from mlir import ir
 
 from prism.codegen import cpu
 from prism.codegen.runtime import describe_signature, jit
-from prism.infra import attrs
 from prism.infra.passbase import PassContext
-from prism.search.family import analyze_contraction, make_int_dict
+from prism.search.family import annotate_payload, make_int_dict
 
 CANDIDATE = "prism_candidate"
 
@@ -31,12 +30,11 @@ def _candidate_module(body: ir.Operation, choice: dict[str, int]) -> ir.Module:
     clone.attributes["sym_name"] = ir.StringAttr.get(CANDIDATE)
     del clone.attributes["sym_visibility"]
     block = clone.regions[0].blocks[0]
-    block.operations[0].erase()  # the prism.family header: the candidate is plain payload
-    for op in block.operations:
-        contraction = analyze_contraction(op.operation)
-        if contraction is not None:
-            op.attributes[attrs.ROLES] = ir.ArrayAttr.get([ir.StringAttr.get(r) for r in contraction.roles])
-            op.attributes[attrs.CHOICE] = make_int_dict(choice)
+    header = block.operations[0]  # the prism.family: the candidate is plain payload
+    kind = ir.StringAttr(header.attributes["kind"]).value
+    header.erase()
+    payload = [op.operation for op in block.operations][:-1]  # without the return
+    annotate_payload(payload, kind, make_int_dict(choice))
     return module
 
 

@@ -17,8 +17,12 @@ import numpy as np
 if TYPE_CHECKING:
     from mlir import ir
 
+    from prism.search.attention import Attention
     from prism.search.cost import KnobValues
     from prism.search.space import Contraction, Space
+
+    # What a family computes: a contraction, or an attention (softmax(c Q K^T) V).
+    Problem = Contraction | Attention
 
 # Keeping 80% of a copy bandwidth as the effective figure leaves room for
 # access patterns that are less friendly than a straight copy.
@@ -41,17 +45,21 @@ class Target(Protocol):
     def lowering(self) -> str:
         """The pass pipeline that lowers tuned Linalg to :attr:`artifact`, e.g. ``prism-lower-gpu{chip=sm_90}``."""
 
-    def space(self, op: Contraction) -> Space:
-        """The schedule space of ``op``: its knobs, their ranges and the constraint groups."""
+    def space(self, op: Problem) -> Space | None:
+        """The schedule space of ``op``: its knobs, their ranges and the constraint groups.
 
-    def seconds(self, op: Contraction, values: KnobValues, assumed: int = 1024) -> np.ndarray:
+        None when the target has no family for it (an attention that it runs
+        as its parts): prism-lift then lifts the parts.
+        """
+
+    def seconds(self, op: Problem, values: KnobValues, assumed: int = 1024) -> np.ndarray:
         """Predicted seconds of ``op`` under each schedule in ``values``; dynamic extents count as ``assumed``."""
 
-    def lower_bound(self, op: Contraction, values: KnobValues, assumed: int = 1024) -> np.ndarray:
-        """A bound below :meth:`seconds` that reads only the output tile of each schedule."""
+    def lower_bound(self, op: Problem, values: KnobValues, assumed: int = 1024) -> np.ndarray:
+        """A bound below :meth:`seconds` that reads few knobs of each schedule (a contraction's output tile)."""
 
-    def cost_text(self) -> str:
-        """The cost formula, as stored in a family's ``cost`` attribute."""
+    def cost_text(self, op: Problem) -> str:
+        """The cost formula of ``op``'s family, as stored in its ``cost`` attribute."""
 
     def pass_seconds(self, moved: int) -> float:
         """Predicted seconds of one loop nest (one kernel) that moves ``moved`` bytes through memory."""

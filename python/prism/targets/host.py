@@ -36,9 +36,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from prism.infra.errors import TargetError
+from prism.search.attention import Attention
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline, traffic_bytes
 from prism.search.space import Contraction, Space, pow2_sum_le, shape_fit, shape_param_bounds
 from prism.targets.base import BANDWIDTH_MARGIN
+from prism.targets.host_attention import COST_TEXT as ATTENTION_COST_TEXT
+from prism.targets.host_attention import attention_lower_bound, attention_seconds, attention_space
 
 if TYPE_CHECKING:
     from mlir import ir
@@ -119,6 +122,7 @@ class HostTarget:
 
     artifact = "llvm"
     runs_here = True
+    block_overhead_seconds = BLOCK_OVERHEAD_SECONDS
 
     @property
     def vector_fmas_per_cycle(self) -> float:
@@ -129,21 +133,23 @@ class HostTarget:
         """prism-lower-cpu on every core."""
         return f"prism-lower-cpu{{threads={self.cores}}}"
 
-    def space(self, op: Contraction) -> Space:
-        """Cache tiles (TM, TN, TK) and register block (RM, RN)."""
-        return gemm_space(op, self)
+    def space(self, op: Contraction | Attention) -> Space | None:
+        """Cache tiles (TM, TN, TK) and register block (RM, RN); for attention, see :mod:`.host_attention`."""
+        return attention_space(op, self) if isinstance(op, Attention) else gemm_space(op, self)
 
-    def seconds(self, op: Contraction, values: KnobValues, assumed: int = 1024) -> np.ndarray:
+    def seconds(self, op: Contraction | Attention, values: KnobValues, assumed: int = 1024) -> np.ndarray:
         """Predicted seconds of ``op`` scheduled by ``values`` (see the module docstring)."""
+        if isinstance(op, Attention):
+            return attention_seconds(self, op, values, assumed)
         s = problem_sizes(op, assumed)
         rm, rn = values["RM"], values["RN"]
         # A tile larger than its (padded) extent covers just that extent.
         tm = np.minimum(values["TM"], ceil_div(s["m"], rm) * rm)
         tn = np.minimum(values["TN"], ceil_div(s["n"], rn) * rn)
         tk = np.minimum(values["TK"], s["k"])
-        lanes = self._lanes(op)
+        lanes = self.lanes(op)
         micro_tiles = _inner_tiles_per_block(s["m"], tm, rm) * _inner_tiles_per_block(s["n"], tn, rn)
-        block_cycles = micro_tiles * ceil_div(s["k"], tk) * self._micro_kernel_cycles(rm, rn, tk, lanes)
+        block_cycles = micro_tiles * ceil_div(s["k"], tk) * self.micro_kernel_cycles(rm, rn, tk, lanes)
         run, direct = None, direct_kernel(op)
         if direct:
             # B panels are copied per task (one vector load and store each) when several row panels of several
@@ -163,26 +169,28 @@ class HostTarget:
         if direct and s["m"] == 1 and s["batch"] == 1:
             run = np.where(rm == 1, s["n"] * op.elem_bytes[1], run)
             busy = np.where(rm == 1, self.cores, busy)
-        compute = self._rounds(tm, tn, s) * (block_cycles * self._cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
+        compute = self._rounds(tm, tn, s) * (block_cycles * self.cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
         memory = self._kernel_memory_seconds(op, tm, tn, s, run=run) * self.cores / busy
         phases = 0 if direct else self._pack_seconds(op, values, s)
         return phases + roofline(compute, memory)
 
-    def lower_bound(self, op: Contraction, values: KnobValues, assumed: int = 1024) -> np.ndarray:
+    def lower_bound(self, op: Contraction | Attention, values: KnobValues, assumed: int = 1024) -> np.ndarray:
         """Reads TM and TN: exact traffic, unpadded work at the FMA peak, packing phases without their jumps."""
+        if isinstance(op, Attention):
+            return attention_lower_bound(self, op, values, assumed)
         s = problem_sizes(op, assumed)
         # Unpadded extents: the cost's tiles are at least these.
         tm, tn = np.minimum(values["TM"], s["m"]), np.minimum(values["TN"], s["n"])
         # A block's rows and columns averaged over the blocks, as the cost counts them (the last ones ragged).
         rows, columns = s["m"] / ceil_div(s["m"], tm), s["n"] / ceil_div(s["n"], tn)
-        block_cycles = rows * columns * s["k"] / (self._lanes(op) * self.vector_fmas_per_cycle)
-        compute = self._rounds(tm, tn, s) * (block_cycles * self._cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
+        block_cycles = rows * columns * s["k"] / (self.lanes(op) * self.vector_fmas_per_cycle)
+        compute = self._rounds(tm, tn, s) * (block_cycles * self.cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
         phases = 0 if direct_kernel(op) else self._pack_seconds(op, values, s, strided=False)
         return phases + roofline(compute, self._kernel_memory_seconds(op, tm, tn, s))
 
-    def cost_text(self) -> str:
-        """The host roofline with its packing phases, as text."""
-        return COST_TEXT
+    def cost_text(self, op: Contraction | Attention) -> str:
+        """The host roofline of ``op``'s family (with the packing phases of a contraction), as text."""
+        return ATTENTION_COST_TEXT if isinstance(op, Attention) else COST_TEXT
 
     def pass_seconds(self, moved: int) -> float:
         """One loop nest streaming ``moved`` bytes, from L3 when they fit half of it, else from DRAM."""
@@ -201,7 +209,7 @@ class HostTarget:
 
         return measure_seconds(body, choice, self.cores, assume, vector_bits=self.vector_bits)
 
-    def _micro_kernel_cycles(self, rm: Knob, rn: Knob, tk: Knob, lanes: int) -> Knob:
+    def micro_kernel_cycles(self, rm: Knob, rn: Knob, tk: Knob, lanes: int) -> Knob:
         """Cycles of one RM x RN micro-tile over one TK slice of K.
 
         Each k step issues RM*RN/lanes FMAs and RM broadcasts plus RN/lanes
@@ -213,12 +221,13 @@ class HostTarget:
                               FMA_LATENCY + LATENCY_SLACK_CYCLES)
         return tk * per_step + 2 * accumulators / LOAD_PORTS + SLICE_OVERHEAD_CYCLES
 
-    def _lanes(self, op: Contraction) -> int:
+    def lanes(self, op: Contraction | Attention) -> int:
+        """Vector lanes of the accumulator's type."""
         return self.vector_bits // (8 * op.acc_bytes)
 
-    def _cycle_seconds(self, op: Contraction) -> float:
+    def cycle_seconds(self, op: Contraction | Attention) -> float:
         """Seconds per cycle of one core, from its FMA rate (one FMA is 2 FLOP per lane)."""
-        per_cycle = 2 * self._lanes(op) * self.vector_fmas_per_cycle
+        per_cycle = 2 * self.lanes(op) * self.vector_fmas_per_cycle
         return per_cycle / (self.flops[op.input_type] / self.cores)
 
     def _rounds(self, tm: Knob, tn: Knob, s: dict[str, int]) -> Knob:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from prism.infra.errors import TargetError
+from prism.search.attention import Attention
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline, traffic_bytes
 from prism.search.space import Contraction, Space, pow2_sum_le, shape_fit, shape_param_bounds
 from prism.targets.base import BANDWIDTH_MARGIN
@@ -75,9 +76,10 @@ class GpuTarget:
         """prism-lower-gpu for this chip."""
         return f"prism-lower-gpu{{chip={self.chip}}}"
 
-    def space(self, op: Contraction) -> Space:
-        """Block tile (BM, BN, BK), warp tile (WM, WN) and tensor-core use (MMA)."""
-        return gemm_space(op, self)
+    def space(self, op: Contraction | Attention) -> Space | None:
+        """Block tile (BM, BN, BK), warp tile (WM, WN) and tensor-core use (MMA); no attention family (its
+        products are lifted as GEMMs)."""
+        return None if isinstance(op, Attention) else gemm_space(op, self)
 
     def seconds(self, op: Contraction, values: KnobValues, assumed: int = 1024) -> np.ndarray:
         """Predicted seconds of ``op`` scheduled by ``values``."""
@@ -105,7 +107,7 @@ class GpuTarget:
         memory = traffic_bytes(op, bm, bn, s) / self.dram_bytes_per_s
         return roofline(compute, memory) + LAUNCH_SECONDS
 
-    def cost_text(self) -> str:
+    def cost_text(self, op: Contraction) -> str:
         """The GPU roofline, as text."""
         return COST_TEXT
 

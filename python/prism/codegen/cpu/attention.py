@@ -1,31 +1,17 @@
 """Attention on the host: ``softmax(c * Q K^T) V`` in one pass over K and V, never storing the scores.
 
-Recognized at ``cpu-tile`` from its six ops on tensors, in the form that
-prism-lift and prism-explore leave (the batch dimensions ``..`` may be any
-number, shared by every operand, in the same order)::
-
-    s   = sum_k q[.., i, k] * k[.., j, k]     (init 0)
-    m   = max_j s[.., i, j]                   (init -inf)
-    p   = exp((s - m) * c)                    (c > 0, a constant)
-    l   = sum_j p[.., i, j]                   (init 0)
-    o   = sum_j p[.., i, j] * v[.., j, e]     (init 0)
-    out = o / l
-
-where each intermediate feeds only the chain's next ops, every tensor is
-f32, and the head dimensions (k and e) are static, e a multiple of the
-vector width. Also recognized: the division before the second product,
-``o = sum_j (p / l)[.., i, j] * v[.., j, e]``, scores scaled by an op of
-their own (``s * c'`` before the maximum; the scales multiply), ``exp(s - m)``
-(c = 1), a maximum from the lowest f32 or (under maxnum) from NaN, and named
-``linalg.matmul``/``batch_matmul`` for the products: the forms
-``linalg.softmax`` decomposes into at ``cpu-tile``. The six ops become one kernel with FlashAttention's online
-softmax (Dao et al., 2022): per task, a block of BQ query rows of one head
-walks K and V in blocks of BKV rows, keeping a running row maximum ``m``,
-a running row sum ``l`` and an unnormalized output block ``O``:
+The chains of :mod:`prism.search.attention` (as ``cpu-tile`` sees them, after
+``linalg.softmax`` is decomposed) whose value rows are whole vectors become
+one kernel with FlashAttention's online softmax (Dao et al., 2022). Per
+task, a block of BQ query rows of one head walks its share of K and V in
+blocks of BKV rows, keeping a running row maximum ``m``, a running row sum
+``l`` and an unnormalized output block ``O``:
 
 1. ``S = Q_blk K_blk^T`` (BQ x BKV) by RM x RN register blocks; K is
    transposed once per call into ``[batch][d][kv]`` (zero past the end), so
-   that the micro-kernel reads BKV-wide rows, as the GEMM kernel reads B;
+   that the micro-kernel reads BKV-wide rows, as the GEMM kernel reads B.
+   One-row blocks (RM = 1: a few query rows, decode) take each score as a dot
+   product over K's rows where they lie instead;
 2. per row: ``m' = max(m, max_j S)``, ``P = exp((S - m') c)`` (a vector
    polynomial; columns past the end of K are -inf, so they weigh 0),
    ``alpha = exp((m - m') c)``, ``l = alpha l + sum_j P``;
@@ -33,12 +19,21 @@ a running row sum ``l`` and an unnormalized output block ``O``:
 
 and at the end ``out = O / l``. The scores exist only as one BQ x BKV block
 per worker, in L2; nothing of size S x S is allocated. The result equals
-the six ops' in exact arithmetic for any row maximum: ``m`` cancels in
+the chain's in exact arithmetic for any row maximum: ``m`` cancels in
 ``o / l``.
 
-Tasks are ``batch x ceil(Sq / BQ)``, shared among the workers like the GEMM
-kernel's (:mod:`.kernel`): contiguous shares, per-worker scratch. Rows of a
-ragged last query block repeat its last row (computed, never stored).
+Tasks are ``batch x ceil(Sq / BQ) x KVS``, shared among the workers like the
+GEMM kernel's (:mod:`.kernel`): contiguous shares, per-worker scratch. Rows
+of a ragged last query block repeat its last row (computed, never stored).
+With KVS > 1 (flash-decoding: fewer query blocks than cores), each task
+takes one of KVS consecutive shares of the key blocks and leaves its
+``m``, ``l`` and ``O`` in a buffer; a second parallel phase merges the
+shares of each row: with ``M = max_s m_s`` and ``w_s = exp((m_s - M) c)``,
+``out = sum_s w_s O_s / sum_s w_s l_s``.
+
+The schedule (BQ, BKV, RM, RN, KVS) is the attention family's choice, which
+prism-instantiate leaves on the scores' product (``prism.attention``);
+without one, :func:`plan_attention` picks fixed tiles.
 """
 
 from __future__ import annotations
@@ -48,15 +43,19 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from prism.codegen.cpu.text import F32, MlirText, erase_unused_inits, f32_literal, filled_constant, inline_function
+from prism.codegen.cpu.text import F32, MlirText, erase_unused_inits, f32_literal, inline_function
+from prism.infra import attrs
 from prism.infra.diagnostics import describe_ops
+from prism.infra.errors import UnsupportedOp
 from prism.infra.passbase import PassContext
-from prism.search.family import map_dims
+from prism.search.attention import AttentionMatch, match_attention
 
-# Query rows per task (about) and key rows per step. Measured on the 2-core Zen 3 (16 heads, d = 64, in
-# alternation): S = 512, BQ x BKV = 48 x 64 14.7 ms, 48 x 128 13.4, 96 x 128 12.9, 96 x 256 14.3, 192 x 128
-# 12.9; S = 2048, 48 x 64 211 ms, 48 x 128 185, 96 x 128 175.
+# Query rows per task (about) and key rows per step, without a choice. Measured on the 2-core Zen 3 (16 heads,
+# d = 64, in alternation): S = 512, BQ x BKV = 48 x 64 14.7 ms, 48 x 128 13.4, 96 x 128 12.9, 96 x 256 14.3,
+# 192 x 128 12.9; S = 2048, 48 x 64 211 ms, 48 x 128 185, 96 x 128 175.
 QUERY_ROWS, KEY_ROWS = 96, 128
+# The knobs of a choice (the attention family's symbols).
+CHOICE_KEYS = ("BQ", "BKV", "RM", "RN", "KVS")
 
 
 @dataclass(frozen=True)
@@ -72,6 +71,7 @@ class AttentionPlan:
     bkv: int  # key/value rows per step (a multiple of rn)
     rm: int  # rows of a register block
     rn: int  # columns of a register block (a multiple of lanes)
+    splits: int  # shares of the key blocks, merged at the end (KVS)
     lanes: int
     workers: int
 
@@ -94,41 +94,53 @@ class AttentionPlan:
         return ir.RankedTensorType.parse(self.v_type).shape[-1]
 
 
-@dataclass(frozen=True)
-class AttentionMatch:
-    """The six ops of one attention, and what the kernel needs from them."""
-
-    ops: tuple[ir.Operation, ...]  # s, m, p, l, o, out: in the order they are defined
-    q: ir.Value
-    k: ir.Value
-    v: ir.Value
-    scale: float
+def read_choice(op: ir.Operation) -> dict[str, int] | None:
+    """The ``prism.attention`` choice on ``op`` (every key of CHOICE_KEYS, positive), or None without one."""
+    if attrs.ATTENTION_CHOICE not in op.attributes:
+        return None
+    attr, where = op.attributes[attrs.ATTENTION_CHOICE], str(op.location)
+    if not isinstance(attr, ir.DictAttr):
+        raise UnsupportedOp(f"{attrs.ATTENTION_CHOICE} must be a dictionary, got {attr}", location=where)
+    values = {}
+    for key in CHOICE_KEYS:
+        value = attr[key] if key in attr else None
+        if not isinstance(value, ir.IntegerAttr) or value.value < 1:
+            raise UnsupportedOp(f"{attrs.ATTENTION_CHOICE}.{key} must be a positive integer", location=where)
+        values[key] = value.value
+    return values
 
 
 def plan_attention(match: AttentionMatch, lanes: int, workers: int) -> AttentionPlan:
-    """Tiles for one attention: 6 x 2-vector register blocks, about QUERY_ROWS query rows and KEY_ROWS key
-    rows per block (fewer when short); one-row blocks (and wider ones) for fewer than 6 query rows.
+    """The kernel's tiles: the choice on the chain's first op, else fixed ones (6 x 2-vector register blocks,
+    about QUERY_ROWS query rows and KEY_ROWS key rows per block; one-row blocks, and wider ones, for fewer
+    than 6 query rows; one share of the keys).
 
-    A block of S (BQ x BKV) and one of O (BQ x Dv) stay in L2 beside a
-    BKV-row slice of K^T and of V, which stream through L1.
+    The query rows are evened out over ``ceil(Sq / BQ)`` blocks, so that the
+    last is not mostly repeats, and a block of keys is no longer than K.
+    Raises UnsupportedOp for a choice the kernel cannot run (RN not a
+    multiple of the vector lanes dividing the value size, BQ not a multiple of
+    RM, BKV not one of RN).
     """
-    q_type = ir.RankedTensorType(match.q.type)
-    sq = q_type.shape[-2]
-    rows = None if ir.ShapedType.is_dynamic_size(sq) else sq
-    rm = 6 if rows is None or rows >= 6 else 1
-    # About QUERY_ROWS rows per block, evened out over the blocks so that the last one is not mostly repeats.
-    blocks = 1 if rows is None else -(-rows // QUERY_ROWS)
-    bq = QUERY_ROWS if rows is None else -(-rows // (blocks * rm)) * rm
-    value_dim = ir.RankedTensorType(match.v.type).shape[-1]
-    # One-row blocks keep only RN/lanes accumulators: wider ones read each row of V in fewer passes.
-    widths = (4 * lanes, 2 * lanes, lanes) if rm == 1 else (2 * lanes, lanes)
-    rn = next(w for w in widths if value_dim % w == 0)
-    kv = ir.RankedTensorType(match.k.type).shape[-2]
-    bkv = KEY_ROWS if ir.ShapedType.is_dynamic_size(kv) else min(KEY_ROWS, -(-kv // rn) * rn)
-    bkv = max(rn, bkv - bkv % rn)
+    problem = match.problem
+    rows, value_dim = problem.queries, problem.value_dim
+    choice = read_choice(match.ops[0])
+    if choice is None:
+        rm = 6 if rows is None or rows >= 6 else 1
+        widths = (4 * lanes, 2 * lanes, lanes) if rm == 1 else (2 * lanes, lanes)
+        # One-row blocks keep only RN/lanes accumulators: wider ones read each row of V in fewer passes.
+        choice = {"BQ": QUERY_ROWS, "BKV": KEY_ROWS, "RM": rm, "RN": next(w for w in widths if value_dim % w == 0),
+                  "KVS": 1}
+    rm, rn = choice["RM"], choice["RN"]
+    if rn % lanes or value_dim % rn or choice["BQ"] % rm or choice["BKV"] % rn:
+        raise UnsupportedOp(f"{attrs.ATTENTION_CHOICE} {choice} does not fit a value size of {value_dim} in "
+                            f"vectors of {lanes} (RN must be a multiple of {lanes} dividing {value_dim}, BQ one of "
+                            "RM, BKV one of RN)", location=str(match.ops[0].location))
+    blocks = 1 if rows is None else -(-rows // choice["BQ"])
+    bq = choice["BQ"] if rows is None else -(-rows // (blocks * rm)) * rm
+    bkv = choice["BKV"] if problem.keys is None else min(choice["BKV"], -(-problem.keys // rn) * rn)
     out_type = str(match.ops[-1].results[0].type)
     return AttentionPlan(str(match.q.type), str(match.k.type), str(match.v.type), out_type, match.scale,
-                         bq, bkv, rm, rn, lanes, workers)
+                         bq, bkv, rm, rn, choice["KVS"], lanes, workers)
 
 
 def fuse_attention(module: ir.Module, lanes: int, workers: int, ctx: PassContext) -> list[list[str]]:
@@ -143,11 +155,11 @@ def fuse_attention(module: ir.Module, lanes: int, workers: int, ctx: PassContext
         for block in func.regions[0].blocks:
             for op in list(block.operations):
                 match = match_attention(op.operation)
-                if match is None or ir.RankedTensorType(match.v.type).shape[-1] % lanes:
+                if match is None or match.problem.value_dim % lanes:
                     continue  # not attention, or rows of V that are not whole vectors: the generic path
                 plan = plan_attention(match, lanes, workers)
                 ctx.progress(f"cpu-tile: attention at {op.operation.location}: BQ={plan.bq}, BKV={plan.bkv}, "
-                             f"{plan.rm}x{plan.rn} blocks")
+                             f"{plan.rm}x{plan.rn} blocks, {plan.splits} share(s) of the keys")
                 found.append(describe_ops(func.operation, match.ops))
                 last = match.ops[-1]
                 feeding = [operand.owner.operation for chained in match.ops for operand in chained.operands
@@ -157,240 +169,6 @@ def fuse_attention(module: ir.Module, lanes: int, workers: int, ctx: PassContext
                     dead.erase()
                 erase_unused_inits(feeding)
     return found
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Recognition
-
-
-# Named contractions whose indexing maps the matcher reads like a generic's (their bodies are mulf, addf).
-_NAMED_CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul")
-
-
-def _generic(value: ir.Value, inputs: int, named: bool = False) -> ir.Operation | None:
-    """The linalg.generic (or, with ``named``, named contraction) producing ``value`` with ``inputs`` inputs and
-    one result, all f32 tensors; else None."""
-    if isinstance(value.owner, ir.Block):
-        return None
-    op = value.owner.operation
-    kinds = ("linalg.generic", *_NAMED_CONTRACTIONS) if named else ("linalg.generic",)
-    if op.name not in kinds or len(op.results) != 1 or len(op.operands) != inputs + 1:
-        return None
-    if "indexing_maps" not in op.attributes:
-        return None
-    if not all(isinstance(v.type, ir.RankedTensorType) and str(ir.ShapedType(v.type).element_type) == F32
-               for v in [*op.operands, *op.results]):
-        return None
-    return op
-
-
-def _maps(op: ir.Operation) -> list[list[int] | None]:
-    return [map_dims(ir.AffineMapAttr(a).value) for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
-
-
-def _reductions(op: ir.Operation) -> list[int]:
-    return [d for d, it in enumerate(ir.ArrayAttr(op.attributes["iterator_types"])) if "reduction" in str(it)]
-
-
-def _body(op: ir.Operation) -> tuple[list[ir.Operation], ir.Value, list[ir.Value]]:
-    """The body's ops (without the yield), the yielded value, and the block arguments."""
-    block = op.regions[0].blocks[0]
-    ops = [o.operation for o in block.operations]
-    terminator = ops.pop()
-    if len(terminator.operands) != 1:
-        return [], terminator, list(block.arguments)
-    return ops, terminator.operands[0], list(block.arguments)
-
-
-def _produced(value: ir.Value, name: str) -> ir.Operation | None:
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        return None
-    return owner.operation if owner.operation.name == name else None
-
-
-def _constant(value: ir.Value) -> float | None:
-    op = _produced(value, "arith.constant")
-    if op is None or not isinstance(op.attributes["value"], ir.FloatAttr):
-        return None
-    return ir.FloatAttr(op.attributes["value"]).value
-
-
-def _binary(body: list[ir.Operation], yielded: ir.Value, names: tuple[str, ...], a: ir.Value,
-            b: ir.Value) -> bool:
-    """The body is one commutative op (of ``names``) on ``a`` and ``b``."""
-    if len(body) != 1 or body[0].name not in names or yielded != body[0].results[0]:
-        return False
-    x, y = body[0].operands
-    return (x == a and y == b) or (x == b and y == a)
-
-
-def _contraction(op: ir.Operation) -> tuple[list[int], int, int, int] | None:
-    """(batch, row, column, reduced) loops of ``out[.., r, c] += x[.., r, red] * y[.., ?, ?]`` with a zero init."""
-    maps = _maps(op)
-    if None in maps or filled_constant(op.operands[2]) != 0.0:
-        return None
-    loops = ir.AffineMapAttr(ir.ArrayAttr(op.attributes["indexing_maps"])[0]).value.n_dims
-    reduced = [d for d in range(loops) if d not in maps[2]]
-    if len(reduced) != 1 or ("iterator_types" in op.attributes and _reductions(op) != reduced):
-        return None
-    ops, yielded, args = _body(op)
-    if len(ops) != 2 or ops[0].name != "arith.mulf" or ops[1].name != "arith.addf":
-        return None
-    product = ops[0]
-    x, y = product.operands
-    if not ((x == args[0] and y == args[1]) or (x == args[1] and y == args[0])):
-        return None
-    if not _binary(ops[1:], yielded, ("arith.addf",), args[2], product.results[0]):
-        return None
-    out = maps[2]
-    if len(out) < 2 or reduced[0] in out:
-        return None
-    return out[:-2], out[-2], out[-1], reduced[0]
-
-
-def _row_reduction(op: ir.Operation, names: tuple[str, ...], init: float) -> bool:
-    """``out[.., i] = fold_j x[.., i, j]`` over the last loop, from ``init`` (NaN matches NaN)."""
-    maps = _maps(op)
-    loops = len(ir.ArrayAttr(op.attributes["iterator_types"]))
-    if maps != [list(range(loops)), list(range(loops - 1))] or _reductions(op) != [loops - 1]:
-        return False
-    start = filled_constant(op.operands[1])
-    if start is None or not (start == init or (math.isnan(start) and math.isnan(init))):
-        return False
-    ops, yielded, args = _body(op)
-    return _binary(ops, yielded, names, args[0], args[1])
-
-
-def _row_broadcast(op: ir.Operation) -> bool:
-    """Elementwise over all loops, its second input indexed by all but the last."""
-    maps = _maps(op)
-    loops = len(ir.ArrayAttr(op.attributes["iterator_types"]))
-    whole = list(range(loops))
-    return maps == [whole, whole[:-1], whole] and not _reductions(op)
-
-
-def _exp_scale(op: ir.Operation) -> float | None:
-    """c, for a body ``exp((x - row) * c)`` with c a positive constant; else None."""
-    ops, yielded, args = _body(op)
-    ops = [o for o in ops if o.name != "arith.constant"]
-    if [o.name for o in ops] == ["arith.subf", "math.exp"]:  # exp(x - row): c = 1
-        sub, exp = ops
-        if sub.operands[0] != args[0] or sub.operands[1] != args[1]:
-            return None
-        return 1.0 if exp.operands[0] == sub.results[0] and yielded == exp.results[0] else None
-    if len(ops) != 3 or [o.name for o in ops] != ["arith.subf", "arith.mulf", "math.exp"]:
-        return None
-    sub, mul, exp = ops
-    if sub.operands[0] != args[0] or sub.operands[1] != args[1]:
-        return None
-    factors = list(mul.operands)
-    if not any(f == sub.results[0] for f in factors):
-        return None
-    others = [f for f in factors if f != sub.results[0]]
-    scale = _constant(others[0]) if len(others) == 1 else None
-    if scale is None or not scale > 0 or not math.isfinite(scale):
-        return None
-    if exp.operands[0] != mul.results[0] or yielded != exp.results[0]:
-        return None
-    return scale
-
-
-def _scaled(op: ir.Operation) -> float | None:
-    """c, for an elementwise generic ``x * c`` (one input, c a positive finite constant); else None."""
-    maps = _maps(op)
-    if len(op.operands) != 2 or maps[0] != maps[1] or sorted(maps[0] or [None]) != list(range(len(maps[0] or []))) \
-            or _reductions(op):
-        return None
-    ops, yielded, args = _body(op)
-    ops = [o for o in ops if o.name != "arith.constant"]
-    if len(ops) != 1 or ops[0].name != "arith.mulf" or yielded != ops[0].results[0]:
-        return None
-    factors = [f for f in ops[0].operands if f != args[0]]
-    scale = _constant(factors[0]) if len(factors) == 1 else None
-    return scale if scale is not None and scale > 0 and math.isfinite(scale) else None
-
-
-def _divides_rows(op: ir.Operation) -> bool:
-    """``x[.., i, j] / row[.., i]``, elementwise."""
-    if not _row_broadcast(op):
-        return False
-    ops, yielded, args = _body(op)
-    return len(ops) == 1 and ops[0].name == "arith.divf" and yielded == ops[0].results[0] \
-        and ops[0].operands[0] == args[0] and ops[0].operands[1] == args[1]
-
-
-# The row maximum may start from -inf, from the lowest finite f32, or, with maxnum, from NaN (which maxnum
-# ignores: linalg.softmax's decomposition): for finite scores all give the same maximum.
-_MAXIMA = ("arith.maximumf", "arith.maxnumf")
-_MAX_INITS = ((_MAXIMA, -math.inf), (_MAXIMA, -3.4028234663852886e38), (("arith.maxnumf",), math.nan))
-
-
-def match_attention(op: ir.Operation) -> AttentionMatch | None:
-    """The attention chain ending at ``op``, or None; see the module docstring.
-
-    Two orders are recognized: ``(P V) / l`` (the division last, as prism-explore leaves it) and ``(P / l) V``
-    (as linalg.softmax decomposes); the scores may be scaled before the row maximum by an elementwise
-    ``x * c`` (the scales multiply).
-    """
-    if op.name not in ("linalg.generic", *_NAMED_CONTRACTIONS) or len(op.results) != 1:
-        return None
-    last = op
-    if last.name == "linalg.generic" and _divides_rows(last):  # (P V) / l
-        product, sums = _generic(last.operands[0], 2, named=True), _generic(last.operands[1], 1)
-        if product is None or sums is None:
-            return None
-        weights = _generic(sums.operands[0], 2)
-        if weights is None or product.operands[0] != weights.results[0]:
-            return None
-        normalized = None
-    else:  # (P / l) V
-        product = last
-        normalized = _generic(product.operands[0], 2)
-        if normalized is None or not _divides_rows(normalized):
-            return None
-        sums, weights = _generic(normalized.operands[1], 1), _generic(normalized.operands[0], 2)
-        if sums is None or weights is None or sums.operands[0] != weights.results[0]:
-            return None
-    if not _row_reduction(sums, ("arith.addf",), 0.0) or not _row_broadcast(weights):
-        return None
-    scale = _exp_scale(weights)
-    producer = weights.operands[0]
-    scaling = _generic(producer, 1)
-    factor = _scaled(scaling) if scaling is not None else None
-    scores = _generic(scaling.operands[0] if factor is not None else producer, 2, named=True)
-    top = _generic(weights.operands[1], 1)
-    if scale is None or scores is None or top is None:
-        return None
-    x = scaling if factor is not None else scores  # what the row maximum and exp read
-    if top.operands[0] != x.results[0]:
-        return None
-    if not any(_row_reduction(top, names, init) for names, init in _MAX_INITS):
-        return None
-    scale *= factor if factor is not None else 1.0
-    found = _contraction(scores), _contraction(product)
-    if found[0] is None or found[1] is None:
-        return None
-    batch, i, j, red = found[0]
-    maps_s = _maps(scores)
-    if maps_s[0] != [*batch, i, red] or maps_s[1] != [*batch, j, red]:
-        return None
-    # o[.., i, e] = sum_j p[.., i, j] v[.., j, e]
-    batch_o, i_o, e_o, j_o = found[1]
-    maps_o = _maps(product)
-    if maps_o[0] != [*batch_o, i_o, j_o] or maps_o[1] != [*batch_o, j_o, e_o] or len(batch_o) != len(batch):
-        return None
-    q, k, v = scores.operands[0], scores.operands[1], product.operands[1]
-    shapes = [ir.RankedTensorType(value.type).shape for value in (q, k, v)]
-    if any(ir.ShapedType.is_dynamic_size(shape[-1]) for shape in shapes):
-        return None
-    chain = [scores, *([scaling] if factor is not None else []), top, weights, sums]
-    chain += [product, last] if normalized is None else [normalized, product]
-    # Every intermediate is read by the chain alone (it disappears with it).
-    for o in chain[:-1]:
-        if not all(any(use.owner == c for c in chain) for use in o.results[0].uses):
-            return None
-    return AttentionMatch(tuple(chain), q, k, v, scale)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -410,6 +188,9 @@ class _Attention:
         self.o_type = f"memref<{w}x{bq}x{dv}x{F32}>"
         self.row_type = f"memref<{w}x{bq}x{F32}>"
         self.kt_type = f"memref<?x?x{plan.head_dim}x{plan.bkv}x{F32}>"
+        # Each share's m, l (per row) and O, by [share][flat batch][row]: with several shares of the keys.
+        self.kept_row_type = f"memref<{plan.splits}x?x?x{F32}>"
+        self.kept_o_type = f"memref<{plan.splits}x?x?x{dv}x{F32}>"
 
     def text(self) -> str:
         p, t = self.plan, self.t
@@ -436,6 +217,11 @@ class _Attention:
         self.o = t.value(f"memref.alloc() {{alignment = 64 : i64}} : {self.o_type}", "oblk")
         self.m, self.l, self.alpha = (t.value(f"memref.alloc() {{alignment = 64 : i64}} : {self.row_type}", name)
                                       for name in ("mrow", "lrow", "alpha"))
+        if p.splits > 1:
+            self.kept_m, self.kept_l = (t.value(f"memref.alloc({flat}, {self.sq}) {{alignment = 64 : i64}} : "
+                                                f"{self.kept_row_type}", name) for name in ("kmrow", "klrow"))
+            self.kept_o = t.value(f"memref.alloc({flat}, {self.sq}) {{alignment = 64 : i64}} : {self.kept_o_type}",
+                                  "ko")
         self._tasks()
         t.add(f"return {t.tensor_of(self.out, self.dyn, p.out_type)} : {p.out_type}")
         self.t.close()
@@ -508,32 +294,47 @@ class _Attention:
 
     def _tasks(self) -> None:
         p, t = self.plan, self.t
-        bq = t.const(p.bq)
+        bq, bkv = t.const(p.bq), t.const(p.bkv)
         q_blocks = t.value(f"arith.ceildivui {self.sq}, {bq} : index", "nqb")
-        total = t.value(f"arith.muli {self.flat}, {q_blocks} : index", "tasks")
+        # Task = (flat batch, query block, share of the keys), the share fastest.
+        blocks = t.value(f"arith.muli {self.flat}, {q_blocks} : index", "nblk")
+        total = t.value(f"arith.muli {blocks}, {t.const(p.splits)} : index", "tasks")
         self.w, begin, end = self._shares(total)
         task = t.fresh("task")
         self.t.open(f"scf.for {task} = {begin} to {end} step {self.c1}")
-        self.fb = t.value(f"arith.divui {task}, {q_blocks} : index", "fb")
+        self.split = t.value(f"arith.remui {task}, {t.const(p.splits)} : index", "ks")
+        block = t.value(f"arith.divui {task}, {t.const(p.splits)} : index", "blk")
+        self.fb = t.value(f"arith.divui {block}, {q_blocks} : index", "fb")
         self.bi = self._batch_of(self.fb)
-        i0 = t.value(f"arith.muli {t.value(f'arith.remui {task}, {q_blocks} : index')}, {bq} : index", "i0")
+        i0 = t.value(f"arith.muli {t.value(f'arith.remui {block}, {q_blocks} : index')}, {bq} : index", "i0")
         i1 = t.value(f"arith.minui {t.value(f'arith.addi {i0}, {bq} : index')}, {self.sq} : index", "i1")
         self.i0 = i0
         self.last = t.value(f"arith.subi {i1}, {self.c1} : index", "last")
+        # This share's keys: ceil(key blocks / KVS) blocks from its first (none past the end).
+        kv_blocks = t.value(f"arith.ceildivui {self.skv}, {bkv} : index", "nkb")
+        share = t.value(f"arith.ceildivui {kv_blocks}, {t.const(p.splits)} : index", "kshare")
+        chunk = t.value(f"arith.muli {share}, {bkv} : index", "kchunk")
+        first = t.value(f"arith.minui {t.value(f'arith.muli {self.split}, {chunk} : index')}, {self.skv} : index",
+                        "kfirst")
+        stop = t.value(f"arith.minui {t.value(f'arith.addi {first}, {chunk} : index')}, {self.skv} : index", "kend")
         self._start()
         j0 = t.fresh("j0")
-        self.t.open(f"scf.for {j0} = {self.c0} to {self.skv} step {t.const(p.bkv)}")
+        self.t.open(f"scf.for {j0} = {first} to {stop} step {bkv}")
         self.j0 = j0
-        self.kb = t.value(f"arith.divui {j0}, {t.const(p.bkv)} : index", "kb")
-        self.nkv = t.value(f"arith.minui {t.value(f'arith.subi {self.skv}, {j0} : index')}, {t.const(p.bkv)} : index",
-                           "nkv")
+        self.kb = t.value(f"arith.divui {j0}, {bkv} : index", "kb")
+        self.nkv = t.value(f"arith.minui {t.value(f'arith.subi {self.skv}, {j0} : index')}, {bkv} : index", "nkv")
         self._scores()
         self._softmax()
         self._values()
         self.t.close()
-        self._finish(i1)
+        if p.splits == 1:
+            self._finish(i1)
+        else:
+            self._keep_share(i1)
         self.t.close()
         self.t.close()
+        if p.splits > 1:
+            self._merge()
 
     def _row(self, local: str) -> str:
         """The query row of local row ``local``: rows past the block's end repeat its last row."""
@@ -715,6 +516,59 @@ class _Attention:
             x = t.value(f"vector.load {self.o}[{self.w}, {r}, {t.const(e)}] : {self.o_type}, {self.vec}", "ov")
             y = t.value(f"arith.divf {x}, {total} : {self.vec}", "y")
             t.add(f"vector.store {y}, {self.out}[{', '.join([*self.bi, row, t.const(e)])}] : {self.dyn}, {self.vec}")
+        self.t.close()
+
+    def _keep_share(self, i1: str) -> None:
+        """This share's m, l and O for the block's rows, into the buffers that :meth:`_merge` reads."""
+        p, t = self.plan, self.t
+        count = t.value(f"arith.subi {i1}, {self.i0} : index", "rows")
+        r = t.fresh("r")
+        self.t.open(f"scf.for {r} = {self.c0} to {count} step {self.c1}")
+        row = t.value(f"arith.addi {self.i0}, {r} : index", "g")
+        for kept, scratch in ((self.kept_m, self.m), (self.kept_l, self.l)):
+            value = t.value(f"memref.load {scratch}[{self.w}, {r}] : {self.row_type}", "x")
+            t.add(f"memref.store {value}, {kept}[{self.split}, {self.fb}, {row}] : {self.kept_row_type}")
+        for e in range(0, p.value_dim, p.lanes):
+            x = t.value(f"vector.load {self.o}[{self.w}, {r}, {t.const(e)}] : {self.o_type}, {self.vec}", "ov")
+            t.add(f"vector.store {x}, {self.kept_o}[{self.split}, {self.fb}, {row}, {t.const(e)}] : "
+                  f"{self.kept_o_type}, {self.vec}")
+        self.t.close()
+
+    def _merge(self) -> None:
+        """out = sum_s w_s O_s / sum_s w_s l_s with w_s = exp((m_s - M) c), M = max_s m_s, row by row."""
+        p, t, vec = self.plan, self.t, self.vec
+        rows = t.value(f"arith.muli {self.flat}, {self.sq} : index", "mrows")
+        _, begin, end = self._shares(rows)
+        g = t.fresh("g")
+        self.t.open(f"scf.for {g} = {begin} to {end} step {self.c1}")
+        fb = t.value(f"arith.divui {g}, {self.sq} : index", "fb")
+        row = t.value(f"arith.remui {g}, {self.sq} : index", "i")
+        where = [t.const(s) for s in range(p.splits)]
+        maxima = [t.value(f"memref.load {self.kept_m}[{s}, {fb}, {row}] : {self.kept_row_type}", "ms") for s in where]
+        top = maxima[0]
+        for m in maxima[1:]:
+            top = t.value(f"arith.maximumf {top}, {m} : {F32}", "mx")
+        top_vec = t.value(f"vector.broadcast {top} : {F32} to {vec}", "mv")
+        scale_vec = self._splat(p.scale)
+        weights = []
+        for m in maxima:
+            gap = t.value(f"arith.subf {t.value(f'vector.broadcast {m} : {F32} to {vec}')}, {top_vec} : {vec}")
+            weights.append(self.exp(t.value(f"arith.mulf {gap}, {scale_vec} : {vec}", "gap")))
+        total = None
+        for s, w in zip(where, weights, strict=True):
+            share = t.value(f"memref.load {self.kept_l}[{s}, {fb}, {row}] : {self.kept_row_type}", "ls")
+            share = t.value(f"arith.mulf {w}, {t.value(f'vector.broadcast {share} : {F32} to {vec}')} : {vec}")
+            total = share if total is None else t.value(f"arith.addf {total}, {share} : {vec}", "lt")
+        batch = self._batch_of(fb)
+        for e in range(0, p.value_dim, p.lanes):
+            column, acc = t.const(e), None
+            for s, w in zip(where, weights, strict=True):
+                x = t.value(f"vector.load {self.kept_o}[{s}, {fb}, {row}, {column}] : {self.kept_o_type}, {vec}", "os")
+                acc = (t.value(f"arith.mulf {w}, {x} : {vec}", "oa") if acc is None
+                       else t.value(f"vector.fma {w}, {x}, {acc} : {vec}", "oa"))
+            y = t.value(f"arith.divf {acc}, {total} : {vec}", "y")
+            t.add(f"vector.store {y}, {self.out}[{', '.join([*batch, row, column])}] : {self.dyn}, {vec}")
+        self.t.close()
         self.t.close()
 
 

@@ -41,10 +41,10 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from prism.codegen.cpu.epilogue import Program, elementwise_program
-from prism.codegen.cpu.text import F32, MlirText, erase_unused_inits, f32_literal, filled_constant, inline_body
+from prism.codegen.cpu.text import F32, MlirText, erase_unused_inits, f32_literal, inline_body
 from prism.infra import attrs
 from prism.infra.diagnostics import describe_ops
-from prism.search.family import map_dims
+from prism.infra.ir import filled_constant, map_dims
 
 # The ops a reduce may combine with, each with its vector.reduction kind and neutral element.
 COMBINERS = {

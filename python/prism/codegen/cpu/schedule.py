@@ -16,8 +16,9 @@ from prism.codegen.cpu.kernel import KernelPlan
 from prism.codegen.transform import ANY, Script
 from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
+from prism.infra.ir import map_dims
 from prism.infra.passbase import PassContext
-from prism.search.family import analyze_contraction, map_dims
+from prism.search.family import analyze_contraction
 from prism.targets.host import panels_kept
 
 _ROLES = ("batch", "m", "n", "k")

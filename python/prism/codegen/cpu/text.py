@@ -177,17 +177,6 @@ def inline_body(anchor: ir.Operation, text: str, operands: list[ir.Value]) -> li
         return list(terminator.operands)
 
 
-def filled_constant(value: ir.Value) -> float | None:
-    """The f32 constant that a ``linalg.fill`` fills ``value`` with, or None."""
-    if isinstance(value.owner, ir.Block) or value.owner.operation.name != "linalg.fill":
-        return None
-    scalar = value.owner.operation.operands[0]
-    if isinstance(scalar.owner, ir.Block) or scalar.owner.operation.name != "arith.constant":
-        return None
-    attr = scalar.owner.operation.attributes["value"]
-    return ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else None
-
-
 # Ops that only make inits: erased with the ops that a kernel replaced once nothing else reads them (a dead
 # fill of attention's S x S scores would still be bufferized into an allocation).
 _INIT_OPS = ("linalg.fill", "tensor.empty", "tensor.dim", "arith.constant")

@@ -1,0 +1,335 @@
+"""Attention in Linalg: ``softmax(c * Q K^T) V`` recognized from its ops, and the problem it poses.
+
+Recognized on tensors, in the forms that users, prism-explore and
+linalg.softmax's decomposition leave (the batch dimensions ``..`` may be
+any number, shared by every operand, in the same order)::
+
+    s   = sum_k q[.., i, k] * k[.., j, k]     (init 0)
+    m   = max_j s[.., i, j]                   (init -inf)
+    p   = exp((s - m) * c)                    (c > 0, a constant)
+    l   = sum_j p[.., i, j]                   (init 0)
+    o   = sum_j p[.., i, j] * v[.., j, e]     (init 0)
+    out = o / l
+
+where each intermediate feeds only the chain's next ops, every tensor is
+f32, and the head dimensions (k and e) are static. Also recognized: the
+division before the second product, ``o = sum_j (p / l)[.., i, j] * v[.., j, e]``;
+scores scaled by an op of their own (``s * c'`` before the maximum; the
+scales multiply); ``exp(s - m)`` (c = 1); a maximum from the lowest f32 or
+(under maxnum) from NaN; ``linalg.softmax`` over the last dimension in place
+of the maximum, exp, sum and division; and named ``linalg.matmul`` /
+``batch_matmul`` for the products.
+
+prism-lift makes each chain one family (:class:`Attention` is what the
+search knows of it); the host's code generator replaces it by one kernel
+(:mod:`prism.codegen.cpu.attention`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mlir import ir
+
+from prism.infra.ir import filled_constant, map_dims
+
+F32 = "f32"
+
+
+@dataclass(frozen=True)
+class Attention:
+    """What the search needs to know about one attention: its sizes (None where dynamic).
+
+    Its loops take the roles of a contraction's, so that shapes enter its
+    space as a GEMM's do (``LB``, ``LM``, ``LN``, ``LK``): the heads are the
+    batch, the query rows ``m``, the key rows ``n`` and the head dimension ``k``.
+    """
+
+    batch: int | None  # the product of the batch dimensions
+    queries: int | None
+    keys: int | None
+    head_dim: int
+    value_dim: int
+
+    roles = ("batch", "m", "n", "k")
+    kind = "attention"
+    input_type = "f32"  # its operands', and what it accumulates in
+    acc_bytes = 4
+
+    def extent(self, role: str) -> int | None:
+        """The extent of ``role`` (see the class docstring); None if dynamic."""
+        return {"batch": self.batch, "m": self.queries, "n": self.keys, "k": self.head_dim}[role]
+
+
+@dataclass(frozen=True)
+class AttentionMatch:
+    """The ops of one attention, and what the kernel needs from them."""
+
+    ops: tuple[ir.Operation, ...]  # the scores' product first, the result's op last
+    q: ir.Value
+    k: ir.Value
+    v: ir.Value
+    scale: float  # c, in exp((s - m) * c)
+
+    @property
+    def problem(self) -> Attention:
+        """Its sizes, for the search."""
+        q, k, v = (ir.RankedTensorType(value.type).shape for value in (self.q, self.k, self.v))
+        dynamic = ir.ShapedType.is_dynamic_size
+        batch = None if any(dynamic(n) for n in q[:-2]) else math.prod(q[:-2])
+        return Attention(batch, None if dynamic(q[-2]) else q[-2], None if dynamic(k[-2]) else k[-2], q[-1], v[-1])
+
+
+# Named contractions whose indexing maps the matcher reads like a generic's (their bodies are mulf, addf).
+_NAMED_CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul")
+
+
+def _generic(value: ir.Value, inputs: int, named: bool = False) -> ir.Operation | None:
+    """The linalg.generic (or, with ``named``, named contraction) producing ``value`` with ``inputs`` inputs and
+    one result, all f32 tensors; else None."""
+    if isinstance(value.owner, ir.Block):
+        return None
+    op = value.owner.operation
+    kinds = ("linalg.generic", *_NAMED_CONTRACTIONS) if named else ("linalg.generic",)
+    if op.name not in kinds or len(op.results) != 1 or len(op.operands) != inputs + 1:
+        return None
+    if "indexing_maps" not in op.attributes:
+        return None
+    if not all(isinstance(v.type, ir.RankedTensorType) and str(ir.ShapedType(v.type).element_type) == F32
+               for v in [*op.operands, *op.results]):
+        return None
+    return op
+
+
+def _maps(op: ir.Operation) -> list[list[int] | None]:
+    return [map_dims(ir.AffineMapAttr(a).value) for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def _reductions(op: ir.Operation) -> list[int]:
+    return [d for d, it in enumerate(ir.ArrayAttr(op.attributes["iterator_types"])) if "reduction" in str(it)]
+
+
+def _body(op: ir.Operation) -> tuple[list[ir.Operation], ir.Value, list[ir.Value]]:
+    """The body's ops (without the yield), the yielded value, and the block arguments."""
+    block = op.regions[0].blocks[0]
+    ops = [o.operation for o in block.operations]
+    terminator = ops.pop()
+    if len(terminator.operands) != 1:
+        return [], terminator, list(block.arguments)
+    return ops, terminator.operands[0], list(block.arguments)
+
+
+def _produced(value: ir.Value, name: str) -> ir.Operation | None:
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return None
+    return owner.operation if owner.operation.name == name else None
+
+
+def _constant(value: ir.Value) -> float | None:
+    op = _produced(value, "arith.constant")
+    if op is None or not isinstance(op.attributes["value"], ir.FloatAttr):
+        return None
+    return ir.FloatAttr(op.attributes["value"]).value
+
+
+def _binary(body: list[ir.Operation], yielded: ir.Value, names: tuple[str, ...], a: ir.Value,
+            b: ir.Value) -> bool:
+    """The body is one commutative op (of ``names``) on ``a`` and ``b``."""
+    if len(body) != 1 or body[0].name not in names or yielded != body[0].results[0]:
+        return False
+    x, y = body[0].operands
+    return (x == a and y == b) or (x == b and y == a)
+
+
+def _contraction(op: ir.Operation) -> tuple[list[int], int, int, int] | None:
+    """(batch, row, column, reduced) loops of ``out[.., r, c] += x[.., r, red] * y[.., ?, ?]`` with a zero init."""
+    maps = _maps(op)
+    if None in maps or filled_constant(op.operands[2]) != 0.0:
+        return None
+    loops = ir.AffineMapAttr(ir.ArrayAttr(op.attributes["indexing_maps"])[0]).value.n_dims
+    reduced = [d for d in range(loops) if d not in maps[2]]
+    if len(reduced) != 1 or ("iterator_types" in op.attributes and _reductions(op) != reduced):
+        return None
+    ops, yielded, args = _body(op)
+    if len(ops) != 2 or ops[0].name != "arith.mulf" or ops[1].name != "arith.addf":
+        return None
+    product = ops[0]
+    x, y = product.operands
+    if not ((x == args[0] and y == args[1]) or (x == args[1] and y == args[0])):
+        return None
+    if not _binary(ops[1:], yielded, ("arith.addf",), args[2], product.results[0]):
+        return None
+    out = maps[2]
+    if len(out) < 2 or reduced[0] in out:
+        return None
+    return out[:-2], out[-2], out[-1], reduced[0]
+
+
+def _row_reduction(op: ir.Operation, names: tuple[str, ...], init: float) -> bool:
+    """``out[.., i] = fold_j x[.., i, j]`` over the last loop, from ``init`` (NaN matches NaN)."""
+    maps = _maps(op)
+    loops = len(ir.ArrayAttr(op.attributes["iterator_types"]))
+    if maps != [list(range(loops)), list(range(loops - 1))] or _reductions(op) != [loops - 1]:
+        return False
+    start = filled_constant(op.operands[1])
+    if start is None or not (start == init or (math.isnan(start) and math.isnan(init))):
+        return False
+    ops, yielded, args = _body(op)
+    return _binary(ops, yielded, names, args[0], args[1])
+
+
+def _row_broadcast(op: ir.Operation) -> bool:
+    """Elementwise over all loops, its second input indexed by all but the last."""
+    maps = _maps(op)
+    loops = len(ir.ArrayAttr(op.attributes["iterator_types"]))
+    whole = list(range(loops))
+    return maps == [whole, whole[:-1], whole] and not _reductions(op)
+
+
+def _exp_scale(op: ir.Operation) -> float | None:
+    """c, for a body ``exp((x - row) * c)`` with c a positive constant; else None."""
+    ops, yielded, args = _body(op)
+    ops = [o for o in ops if o.name != "arith.constant"]
+    if [o.name for o in ops] == ["arith.subf", "math.exp"]:  # exp(x - row): c = 1
+        sub, exp = ops
+        if sub.operands[0] != args[0] or sub.operands[1] != args[1]:
+            return None
+        return 1.0 if exp.operands[0] == sub.results[0] and yielded == exp.results[0] else None
+    if len(ops) != 3 or [o.name for o in ops] != ["arith.subf", "arith.mulf", "math.exp"]:
+        return None
+    sub, mul, exp = ops
+    if sub.operands[0] != args[0] or sub.operands[1] != args[1]:
+        return None
+    factors = list(mul.operands)
+    if not any(f == sub.results[0] for f in factors):
+        return None
+    others = [f for f in factors if f != sub.results[0]]
+    scale = _constant(others[0]) if len(others) == 1 else None
+    if scale is None or not scale > 0 or not math.isfinite(scale):
+        return None
+    if exp.operands[0] != mul.results[0] or yielded != exp.results[0]:
+        return None
+    return scale
+
+
+def _scaled(op: ir.Operation) -> float | None:
+    """c, for an elementwise generic ``x * c`` (one input, c a positive finite constant); else None."""
+    maps = _maps(op)
+    if len(op.operands) != 2 or maps[0] != maps[1] or sorted(maps[0] or [None]) != list(range(len(maps[0] or []))) \
+            or _reductions(op):
+        return None
+    ops, yielded, args = _body(op)
+    ops = [o for o in ops if o.name != "arith.constant"]
+    if len(ops) != 1 or ops[0].name != "arith.mulf" or yielded != ops[0].results[0]:
+        return None
+    factors = [f for f in ops[0].operands if f != args[0]]
+    scale = _constant(factors[0]) if len(factors) == 1 else None
+    return scale if scale is not None and scale > 0 and math.isfinite(scale) else None
+
+
+def _divides_rows(op: ir.Operation) -> bool:
+    """``x[.., i, j] / row[.., i]``, elementwise."""
+    if not _row_broadcast(op):
+        return False
+    ops, yielded, args = _body(op)
+    return len(ops) == 1 and ops[0].name == "arith.divf" and yielded == ops[0].results[0] \
+        and ops[0].operands[0] == args[0] and ops[0].operands[1] == args[1]
+
+
+# The row maximum may start from -inf, from the lowest finite f32, or, with maxnum, from NaN (which maxnum
+# ignores: linalg.softmax's decomposition): for finite scores all give the same maximum.
+_MAXIMA = ("arith.maximumf", "arith.maxnumf")
+_MAX_INITS = ((_MAXIMA, -math.inf), (_MAXIMA, -3.4028234663852886e38), (("arith.maxnumf",), math.nan))
+
+
+def _softmax(product: ir.Operation) -> ir.Operation | None:
+    """The ``linalg.softmax`` over the last dimension (of f32 tensors) whose result ``product`` reads first."""
+    op = _produced(product.operands[0], "linalg.softmax")
+    if op is None or len(op.results) != 1:
+        return None
+    if not all(isinstance(v.type, ir.RankedTensorType) and str(ir.ShapedType(v.type).element_type) == F32
+               for v in [*op.operands, *op.results]):
+        return None
+    dimension = op.attributes["dimension"]
+    rank = ir.RankedTensorType(op.operands[0].type).rank
+    return op if isinstance(dimension, ir.IntegerAttr) and ir.IntegerAttr(dimension).value == rank - 1 else None
+
+
+def _normalization(last: ir.Operation) -> tuple[list[ir.Operation], ir.Operation, ir.Value, float] | None:
+    """The ops from the scores to the result ``last``: (those ops in order; the second product among them; the
+    value they normalize; c)."""
+    if last.name == "linalg.generic" and _divides_rows(last):  # (P V) / l
+        product, sums = _generic(last.operands[0], 2, named=True), _generic(last.operands[1], 1)
+        if product is None or sums is None:
+            return None
+        weights = _generic(sums.operands[0], 2)
+        if weights is None or product.operands[0] != weights.results[0]:
+            return None
+        tail = [product, last]
+    else:
+        product = last
+        softmax = _softmax(product)
+        if softmax is not None:  # linalg.softmax(x) V
+            return [softmax, product], product, softmax.operands[0], 1.0
+        normalized = _generic(product.operands[0], 2)  # (P / l) V
+        if normalized is None or not _divides_rows(normalized):
+            return None
+        sums, weights = _generic(normalized.operands[1], 1), _generic(normalized.operands[0], 2)
+        if sums is None or weights is None or sums.operands[0] != weights.results[0]:
+            return None
+        tail = [normalized, product]
+    if not _row_reduction(sums, ("arith.addf",), 0.0) or not _row_broadcast(weights):
+        return None
+    scale = _exp_scale(weights)
+    top = _generic(weights.operands[1], 1)
+    x = weights.operands[0]
+    if scale is None or top is None or top.operands[0] != x:
+        return None
+    if not any(_row_reduction(top, names, init) for names, init in _MAX_INITS):
+        return None
+    return [top, weights, sums, *tail], product, x, scale
+
+
+def match_attention(op: ir.Operation) -> AttentionMatch | None:
+    """The attention chain ending at ``op``, or None; see the module docstring.
+
+    Three forms are recognized: ``(P V) / l`` (the division last, as prism-explore leaves it), ``(P / l) V``
+    (as linalg.softmax decomposes) and ``softmax(x) V``; the scores may be scaled before the row maximum by an
+    elementwise ``x * c`` (the scales multiply).
+    """
+    if op.name not in ("linalg.generic", *_NAMED_CONTRACTIONS) or len(op.results) != 1:
+        return None
+    found = _normalization(op)
+    if found is None:
+        return None
+    normalization, product, x, scale = found
+    scaling = _generic(x, 1)
+    factor = _scaled(scaling) if scaling is not None else None
+    scores = _generic(scaling.operands[0] if factor is not None else x, 2, named=True)
+    if scores is None:
+        return None
+    scale *= factor if factor is not None else 1.0
+    found = _contraction(scores), _contraction(product)
+    if found[0] is None or found[1] is None:
+        return None
+    batch, i, j, red = found[0]
+    maps_s = _maps(scores)
+    if maps_s[0] != [*batch, i, red] or maps_s[1] != [*batch, j, red]:
+        return None
+    # o[.., i, e] = sum_j p[.., i, j] v[.., j, e]
+    batch_o, i_o, e_o, j_o = found[1]
+    maps_o = _maps(product)
+    if maps_o[0] != [*batch_o, i_o, j_o] or maps_o[1] != [*batch_o, j_o, e_o] or len(batch_o) != len(batch):
+        return None
+    q, k, v = scores.operands[0], scores.operands[1], product.operands[1]
+    shapes = [ir.RankedTensorType(value.type).shape for value in (q, k, v)]
+    if any(ir.ShapedType.is_dynamic_size(shape[-1]) for shape in shapes):
+        return None
+    chain = [scores, *([scaling] if factor is not None else []), *normalization]
+    # Every intermediate is read by the chain alone (it disappears with it).
+    for o in chain[:-1]:
+        if not all(any(use.owner == c for c in chain) for use in o.results[0].uses):
+            return None
+    return AttentionMatch(tuple(chain), q, k, v, scale)

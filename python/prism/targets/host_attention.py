@@ -1,0 +1,147 @@
+"""The host's attention family: its schedule space and its cost, derived like the GEMM's.
+
+The family is the online-softmax kernel of :mod:`prism.codegen.cpu.attention`.
+Its knobs:
+- BQ, the query rows of one task (a power of two, or three times one);
+- BKV, the key rows of one step;
+- RM x RN, the register block of both products (RM = 1 takes each score as a
+  dot product over K's rows, and skips the transposition of K);
+- KVS, the shares the keys are split into, each its own task, merged at the
+  end (flash-decoding: for fewer query blocks than cores).
+
+Constraints: the register block fits the vector registers as the GEMM's
+does; a task's blocks of S, O and Q (BQ x (BKV + d + Dv) floats) fit half
+of L2, and so does the block of K and V one step reads (BKV x (d + Dv)); BQ
+and BKV no larger than their padded extents, KVS no more than the key
+blocks; RN a multiple of the lanes that divides Dv.
+
+The cost follows the kernel: per task and step of BKV keys, the scores
+(RM x RN micro-tiles over d, or BQ x BKV dot products), the softmax of each
+row (an exp polynomial per vector), and ``P V`` (micro-tiles over BKV), in
+rounds of tasks over the cores; the transposition of K and the merge of the
+shares are phases of their own. Memory: K and V once per query block, Q and
+the output once, and each share's partial output twice.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline
+from prism.search.space import Space, pow2_sum_le, shape_param_bounds
+
+if TYPE_CHECKING:
+    from prism.search.attention import Attention
+    from prism.targets.host import HostTarget
+
+COST_TEXT = ("transpose(K, if RM > 1) + merge(if KVS > 1) + max(ceil(tasks / cores) * (steps * (scores + softmax + "
+             "values) + rows * Dv / lanes * 2) / clock + task), (B*ceil(Sq/BQ)*Skv*(d + Dv) + B*Sq*(d + Dv) + "
+             "[2*B*Sq*KVS*Dv]) * 4 / bandwidth * cores/busy); tasks = B*ceil(Sq/BQ)*KVS, "
+             "steps = ceil(ceil(Skv/BKV)/KVS), rows = ceil(Sq/ceil(Sq/BQ)/RM)*RM, "
+             "scores = rows/RM*BKV/RN*kernel_cycles(RM, RN, d) (RM > 1) or rows*BKV*(d/lanes/2 + 4), "
+             "softmax = rows*(BKV/lanes*10 + 30), values = rows/RM*Dv/RN*kernel_cycles(RM, RN, BKV)")
+
+# Cycles of one score as a dot product (one-row blocks), beyond its loads: the reduction across the lanes and
+# the store.
+DOT_CYCLES = 4
+# Cycles of one vector of the softmax (the subtraction, scale and exp polynomial, the store and the sum),
+# and of each row's own work per step (its maximum, alpha, l).
+SOFTMAX_VECTOR_CYCLES = 10
+SOFTMAX_ROW_CYCLES = 30
+# Cycles per element of the transposition of K (a scalar load, a bounds check and a store).
+TRANSPOSE_CYCLES = 2
+# The most shares of the keys, and query rows of a task (before the factor of 3): 2**4 and 2**8.
+MAX_SPLIT_LOG2, MAX_QUERY_LOG2 = 4, 8
+MAX_KEY_LOG2 = 9
+
+
+def _valuation(n: int) -> int:
+    return (n & -n).bit_length() - 1
+
+
+def attention_space(op: Attention, target: HostTarget) -> Space | None:
+    """The schedule space of ``op`` on ``target`` (see the module docstring); None when the kernel cannot run it
+    (a value size that is not a whole number of vectors)."""
+    lanes_log2 = int(math.log2(target.vector_bits // 32))
+    rn_max = min(lanes_log2 + 2, _valuation(op.value_dim))
+    if rn_max < lanes_log2:
+        return None
+    row_floats = op.head_dim + op.value_dim
+    half_l2 = target.l2_bytes / 2
+    universe = (f"{shape_param_bounds()} and 0 <= rm <= 3 and 0 <= m3 <= q3 <= 1 and rm + 2 * m3 <= 3"
+                f" and rm <= bq <= {MAX_QUERY_LOG2} and {lanes_log2} <= rn <= {rn_max} and rn <= bkv <= {MAX_KEY_LOG2}"
+                f" and 0 <= ks <= {MAX_SPLIT_LOG2}")
+
+    def by_factor(factor: str, constraint) -> str:
+        return f"(({factor} = 0 and {constraint(1)}) or ({factor} = 1 and {constraint(3)}))"
+
+    key_rows_log2 = math.floor(math.log2(half_l2 / (row_floats * 4)))
+    groups = (
+        ("registers", by_factor("m3", lambda f: pow2_sum_le(f"rm + rn - {lanes_log2}", f"rn - {lanes_log2}",
+                                                            target.vector_registers - 1, scale_a=f))),
+        # BQ x BKV scores + BQ x (d + Dv) of Q and O, 4 bytes each; and the step's BKV x (d + Dv) of K and V.
+        ("l2", by_factor("q3", lambda f: pow2_sum_le("bq + bkv + 2", "bq + 2", half_l2, scale_a=f,
+                                                     scale_b=f * row_floats)) + f" and bkv <= {key_rows_log2}"),
+        # 3 * 2**bq <= 2**LM exactly when bq + 2 <= LM.
+        ("shape", "bq + 2 * q3 <= LM and (bkv <= rn or bkv <= LN) and (ks = 0 or ks + bkv <= LN)"),
+    )
+    return Space(kind="attention", knobs={"bq": "BQ", "bkv": "BKV", "rm": "RM", "rn": "RN", "ks": "KVS"},
+                 flags={}, universe=universe, groups=groups, factors={"q3": (3, ("bq",)), "m3": (3, ("rm",))})
+
+
+def _shape(op: Attention, values: KnobValues, assumed: int) -> dict[str, Knob]:
+    """Sizes, and the kernel's tiles as its plan makes them: query rows evened out over the blocks, a block of
+    keys no longer than the keys."""
+    s = problem_sizes(op, assumed)
+    rm, rn = values["RM"], values["RN"]
+    blocks = ceil_div(s["m"], values["BQ"])
+    return {**s, "dv": op.value_dim, "blocks": blocks, "rows": ceil_div(ceil_div(s["m"], blocks), rm) * rm,
+            "bkv": np.minimum(values["BKV"], ceil_div(s["n"], rn) * rn), "tasks": s["batch"] * blocks * values["KVS"]}
+
+
+def _traffic(op: Attention, s: dict[str, Knob], splits: Knob) -> Knob:
+    """Bytes moved: K and V once per query block, Q and the output once, each share's output written and read."""
+    rows = s["batch"] * s["m"]
+    kept = np.where(splits > 1, 2 * rows * splits * s["dv"], 0)
+    return 4 * (s["batch"] * s["blocks"] * s["n"] * (s["k"] + s["dv"]) + rows * (s["k"] + s["dv"]) + kept)
+
+
+def _bandwidth(target: HostTarget, s: dict[str, Knob]) -> float:
+    """L3's when K and V fit half of it, else DRAM's."""
+    working_set = 4 * s["batch"] * s["n"] * (s["k"] + s["dv"])
+    return target.cache_bytes_per_s if working_set <= target.l3_bytes / 2 else target.dram_bytes_per_s
+
+
+def attention_seconds(target: HostTarget, op: Attention, values: KnobValues, assumed: int) -> np.ndarray:
+    """Predicted seconds of ``op`` scheduled by ``values`` (see the module docstring)."""
+    s = _shape(op, values, assumed)
+    rm, rn, splits = values["RM"], values["RN"], values["KVS"]
+    lanes, rows, bkv, d, dv = target.lanes(op), s["rows"], s["bkv"], s["k"], s["dv"]
+    micro = target.micro_kernel_cycles
+    dot = np.maximum(ceil_div(d, lanes) / 2, ceil_div(d, lanes) / target.vector_fmas_per_cycle) + DOT_CYCLES
+    scores = np.where(rm == 1, rows * bkv * dot, rows / rm * ceil_div(bkv, rn) * micro(rm, rn, d, lanes))
+    softmax = rows * (ceil_div(bkv, lanes) * SOFTMAX_VECTOR_CYCLES + SOFTMAX_ROW_CYCLES)
+    products = rows / rm * (dv / rn) * micro(rm, rn, bkv, lanes)
+    steps = ceil_div(ceil_div(s["n"], bkv), splits)
+    task = steps * (scores + softmax + products) + rows * dv / lanes * 2
+    clock = target.cycle_seconds(op)
+    compute = ceil_div(s["tasks"], target.cores) * (task * clock + target.block_overhead_seconds)
+    transpose = np.where(rm > 1, s["batch"] * ceil_div(s["n"], bkv) * bkv * d * TRANSPOSE_CYCLES * clock
+                         / target.cores + target.block_overhead_seconds, 0)
+    merge = np.where(splits > 1, s["batch"] * s["m"] * splits * (dv / lanes * 2 + SOFTMAX_VECTOR_CYCLES) * clock
+                     / target.cores + target.block_overhead_seconds, 0)
+    busy = np.minimum(s["tasks"], target.cores)
+    memory = _traffic(op, s, splits) / _bandwidth(target, s) * target.cores / busy
+    return transpose + merge + roofline(compute, memory)
+
+
+def attention_lower_bound(target: HostTarget, op: Attention, values: KnobValues, assumed: int) -> np.ndarray:
+    """Below :func:`attention_seconds`: both products' unpadded work at the FMA peak of every core, and the
+    traffic with every core busy."""
+    s = _shape(op, values, assumed)
+    work = 2 * s["batch"] * s["m"] * s["n"] * (s["k"] + s["dv"])
+    compute = np.full(np.shape(values["BQ"]), work / target.flops[op.input_type])
+    return roofline(compute, _traffic(op, s, values["KVS"]) / _bandwidth(target, s))
