@@ -191,11 +191,15 @@ def annotate_payload(ops: Sequence[ir.Operation], kind: str, choice: ir.Attribut
     """Attach a family's ``choice`` to its payload ``ops`` (in order), where the lowerings read it.
 
     A contraction gets its roles and the choice (``prism.roles``,
-    ``prism.choice``); an attention chain's first op, the scores' product,
-    gets ``prism.attention``.
+    ``prism.choice``); an attention chain, which ends at the last of ``ops``,
+    gets ``prism.attention`` on its scores' product.
     """
     if kind == "attention":
-        ops[0].attributes[attrs.ATTENTION_CHOICE] = choice
+        match = match_attention(ops[-1])
+        if match is None:
+            raise PassFailed("an attention family's body does not compute an attention",
+                             location=display_location(ops[-1].location))
+        match.ops[0].attributes[attrs.ATTENTION_CHOICE] = choice
         return
     for op in ops:
         contraction = analyze_contraction(op)

@@ -10,15 +10,16 @@ Its knobs:
   end (flash-decoding: for fewer query blocks than cores).
 
 Constraints: the register block fits the vector registers as the GEMM's
-does; a task's blocks of S, O and Q (BQ x (BKV + d + Dv) floats) fit half
+does; RM rows of P and a BKV x RN panel of V (what one register block of
+``P V`` reads) fit L1; a task's blocks of S, O and Q (BQ x (BKV + d + Dv) floats) fit half
 of L2, and so does the block of K and V one step reads (BKV x (d + Dv)); BQ
 and BKV no larger than their padded extents, KVS no more than the key
 blocks; RN a multiple of the lanes that divides Dv.
 
 The cost follows the kernel: per task and step of BKV keys, the scores
-(RM x RN micro-tiles over d, or BQ x BKV dot products), the softmax of each
-row (an exp polynomial per vector), and ``P V`` (micro-tiles over BKV), in
-rounds of tasks over the cores; the transposition of K and the merge of the
+(RM x RN micro-tiles over d, or BQ x BKV dot products) and the softmax of
+each row (an exp polynomial per vector); ``P V`` by micro-tiles over the
+task's keys; all in rounds of tasks over the cores; the transposition of K and the merge of the
 shares are phases of their own. Memory: K and V once per query block, Q and
 the output once, and each share's partial output twice.
 """
@@ -37,12 +38,13 @@ if TYPE_CHECKING:
     from prism.search.attention import Attention
     from prism.targets.host import HostTarget
 
-COST_TEXT = ("transpose(K, if RM > 1) + merge(if KVS > 1) + max(ceil(tasks / cores) * (steps * (scores + softmax + "
-             "values) + rows * Dv / lanes * 2) / clock + task), (B*ceil(Sq/BQ)*Skv*(d + Dv) + B*Sq*(d + Dv) + "
+COST_TEXT = ("transpose(K, if RM > 1) + merge(if KVS > 1) + max(ceil(tasks / cores) * (steps * (scores + softmax) "
+             "+ values + rows * Dv / lanes * 2) / clock + task), (B*ceil(Sq/BQ)*Skv*(d + Dv) + B*Sq*(d + Dv) + "
              "[2*B*Sq*KVS*Dv]) * 4 / bandwidth * cores/busy); tasks = B*ceil(Sq/BQ)*KVS, "
-             "steps = ceil(ceil(Skv/BKV)/KVS), rows = ceil(Sq/ceil(Sq/BQ)/RM)*RM, "
+             "steps = ceil(ceil(Skv/BKV)/KVS), keys = min(steps*BKV, Skv), rows = ceil(Sq/ceil(Sq/BQ)/RM)*RM, "
              "scores = rows/RM*BKV/RN*kernel_cycles(RM, RN, d) (RM > 1) or rows*BKV*(d/lanes/2 + 4), "
-             "softmax = rows*(BKV/lanes*10 + 30), values = rows/RM*Dv/RN*kernel_cycles(RM, RN, BKV)")
+             "softmax = rows*(BKV/lanes*10 + 30), "
+             "values = rows/RM*Dv/RN*(kernel_cycles(RM, RN, keys) + (steps - 1)*kernel_cycles(RM, RN, 0))")
 
 # Cycles of one score as a dot product (one-row blocks), beyond its loads: the reduction across the lanes and
 # the store.
@@ -82,6 +84,8 @@ def attention_space(op: Attention, target: HostTarget) -> Space | None:
     groups = (
         ("registers", by_factor("m3", lambda f: pow2_sum_le(f"rm + rn - {lanes_log2}", f"rn - {lanes_log2}",
                                                             target.vector_registers - 1, scale_a=f))),
+        # P V reads RM rows of P and a BKV x RN panel of V, for each RM x RN block: both stay in L1.
+        ("l1", by_factor("m3", lambda f: pow2_sum_le("bkv + rn + 2", "bkv + rm + 2", target.l1d_bytes, scale_b=f))),
         # BQ x BKV scores + BQ x (d + Dv) of Q and O, 4 bytes each; and the step's BKV x (d + Dv) of K and V.
         ("l2", by_factor("q3", lambda f: pow2_sum_le("bq + bkv + 2", "bq + 2", half_l2, scale_a=f,
                                                      scale_b=f * row_floats)) + f" and bkv <= {key_rows_log2}"),
@@ -124,9 +128,11 @@ def attention_seconds(target: HostTarget, op: Attention, values: KnobValues, ass
     dot = np.maximum(ceil_div(d, lanes) / 2, ceil_div(d, lanes) / target.vector_fmas_per_cycle) + DOT_CYCLES
     scores = np.where(rm == 1, rows * bkv * dot, rows / rm * ceil_div(bkv, rn) * micro(rm, rn, d, lanes))
     softmax = rows * (ceil_div(bkv, lanes) * SOFTMAX_VECTOR_CYCLES + SOFTMAX_ROW_CYCLES)
-    products = rows / rm * (dv / rn) * micro(rm, rn, bkv, lanes)
     steps = ceil_div(ceil_div(s["n"], bkv), splits)
-    task = steps * (scores + softmax + products) + rows * dv / lanes * 2
+    # P V runs over the keys there are; the scores and softmax over whole blocks of BKV.
+    keys = np.minimum(steps * bkv, s["n"])
+    products = rows / rm * (dv / rn) * (micro(rm, rn, keys, lanes) + (steps - 1) * micro(rm, rn, 0, lanes))
+    task = steps * (scores + softmax) + products + rows * dv / lanes * 2
     clock = target.cycle_seconds(op)
     compute = ceil_div(s["tasks"], target.cores) * (task * clock + target.block_overhead_seconds)
     transpose = np.where(rm > 1, s["batch"] * ceil_div(s["n"], bkv) * bkv * d * TRANSPOSE_CYCLES * clock

@@ -132,7 +132,8 @@ def plan_attention(match: AttentionMatch, lanes: int, workers: int) -> Attention
                   "KVS": 1}
     rm, rn = choice["RM"], choice["RN"]
     if rn % lanes or value_dim % rn or choice["BQ"] % rm or choice["BKV"] % rn:
-        raise UnsupportedOp(f"{attrs.ATTENTION_CHOICE} {choice} does not fit a value size of {value_dim} in "
+        chosen = ", ".join(f"{key} = {value}" for key, value in choice.items())
+        raise UnsupportedOp(f"{attrs.ATTENTION_CHOICE} {{{chosen}}} does not fit a value size of {value_dim} in "
                             f"vectors of {lanes} (RN must be a multiple of {lanes} dividing {value_dim}, BQ one of "
                             "RM, BKV one of RN)", location=str(match.ops[0].location))
     blocks = 1 if rows is None else -(-rows // choice["BQ"])
