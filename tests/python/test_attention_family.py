@@ -29,6 +29,37 @@ def with_choice(text: str, **choice: int) -> str:
     return marked
 
 
+def causal_text(batch: tuple[int | None, ...], sq: int | None, skv: int | None, d: int, offset: int,
+                form: str = "keep") -> str:
+    """:func:`attention_text` with a causal mask on its scores: key j kept for query i when ``j <= i + offset``,
+    written as a select of the scores where ``j <= i + offset`` (``keep``) or of -inf where ``j > i + offset``
+    (``drop``)."""
+    text = attention_text(batch, sq, skv, d, d)
+    nb = len(batch)
+    scores = "tensor<" + "".join("?x" if n is None else f"{n}x" for n in (*batch, sq, skv)) + "f32>"
+    loops = ", ".join(f"d{i}" for i in range(nb + 2))
+    identity = f"affine_map<({loops}) -> ({loops})>"
+    select = {"keep": "%c = arith.cmpi ule, %j, %ioff : index\n    %r = arith.select %c, %a, %ninf : f32",
+              "drop": "%c = arith.cmpi sgt, %j, %ioff : index\n    %r = arith.select %c, %ninf, %a : f32"}[form]
+    parallel = ", ".join(['"parallel"'] * (nb + 2))
+    mask = "\n".join([
+        f"  %sm = linalg.generic {{indexing_maps = [{identity}, {identity}], iterator_types = [{parallel}]}} "
+        f"ins(%s : {scores}) outs(%se : {scores}) {{",
+        "  ^bb0(%a: f32, %o: f32):", f"    %i = linalg.index {nb} : index", f"    %j = linalg.index {nb + 1} : index",
+        f"    %off = arith.constant {offset} : index", "    %ioff = arith.addi %i, %off : index",
+        "    %ninf = arith.constant 0xFF800000 : f32", f"    {select}", "    linalg.yield %r : f32", f"  }} -> {scores}", ""])
+    text = text.replace("ins(%s : ", "ins(%sm : ").replace("ins(%s, %m", "ins(%sm, %m")
+    return text.replace("  %re = tensor.empty(", mask + "  %re = tensor.empty(", 1)
+
+
+def causal_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, offset: int) -> np.ndarray:
+    s = q.astype(np.float64) @ np.swapaxes(k.astype(np.float64), -1, -2)
+    keep = np.arange(s.shape[-1])[None, :] <= np.arange(s.shape[-2])[:, None] + offset
+    s = np.where(keep, s, -np.inf)
+    p = np.exp((s - s.max(axis=-1, keepdims=True)) * scale)
+    return (p @ v.astype(np.float64)) / p.sum(axis=-1, keepdims=True)
+
+
 def families(text: str, target: str) -> list[str]:
     lifted = prism.compile(text, target=target, pipeline="prism-lift", emit="mlir").mlir
     return [line.split('kind = "')[1].split('"')[0] for line in lifted.splitlines() if '"prism.family"()' in line]
@@ -109,8 +140,9 @@ def test_decode_splits_the_keys_only_when_cores_would_idle() -> None:
 
 
 @pytest.mark.parametrize("op", [Attention(16, 512, 512, 64, 64), Attention(1, 1, 16384, 64, 64),
-                                Attention(None, None, 300, 32, 32), Attention(8, 77, None, 128, 64)],
-                         ids=["prefill", "one-head decode", "dynamic", "dynamic keys"])
+                                Attention(None, None, 300, 32, 32), Attention(8, 77, None, 128, 64),
+                                Attention(16, 512, 512, 64, 64, causal=0), Attention(2, 100, 300, 32, 32, causal=200)],
+                         ids=["prefill", "one-head decode", "dynamic", "dynamic keys", "causal", "causal offset"])
 @pytest.mark.parametrize("assume", [1, 100, 4096])
 def test_the_attention_bound_never_exceeds_its_cost(op: Attention, assume: int) -> None:
     target = get_target("host")
@@ -125,3 +157,49 @@ def test_a_value_size_of_no_whole_vector_has_no_family() -> None:
     """The kernel needs whole vectors of V's rows: without them the host lifts the products instead."""
     assert get_target("host").space(Attention(2, 8, 40, 16, 12)) is None
     assert families(attention_text((2,), 8, 40, 16, 12), "host") == ["batch_gemm", "batch_gemm"]
+
+
+# Sequence lengths 1, 77 and 1000; an offset (queries at the end of the keys); both ways of writing the mask;
+# shares of the keys (later shares empty for the first rows); a dynamic number of queries.
+@pytest.mark.parametrize("batch, sq, skv, d, offset, form, choice", [
+    ((2,), 77, 77, 32, 0, "keep", None),
+    ((2,), 50, 130, 16, 80, "drop", None),
+    ((1,), 1000, 1000, 32, 0, "keep", None),
+    ((2,), 40, 300, 32, 3, "keep", dict(BQ=24, BKV=32, RM=6, RN=16, KVS=4)),
+    ((2,), 1, 100, 32, 99, "drop", dict(BQ=1, BKV=32, RM=1, RN=32, KVS=4)),
+    ((3,), None, 60, 16, 0, "keep", None),
+])
+def test_causal_attention_matches_float64(batch, sq, skv, d, offset, form, choice, rng: np.random.Generator) -> None:
+    text = causal_text(batch, sq, skv, d, offset, form)
+    tiled, fn = lower_on_host(with_choice(text, **choice) if choice else text, "attention")
+    assert "linalg.index" not in tiled  # the mask is in the kernel
+    queries = 45 if sq is None else sq
+    q = rng.standard_normal((*batch, queries, d), dtype=np.float32)
+    k, v = (rng.standard_normal((*batch, skv, d), dtype=np.float32) for _ in range(2))
+    np.testing.assert_allclose(fn(q, k, v), causal_reference(q, k, v, 1 / math.sqrt(d), offset), rtol=0, atol=2e-5)
+
+
+def test_causal_attention_is_one_family_and_one_kernel(rng: np.random.Generator) -> None:
+    """Through prism.compile: lifted, selected and proven as one attention family; lowered as one kernel."""
+    text = causal_text((2, 4), 77, 77, 32, 0)
+    report = prism.compile(text, target="host", emit="report").report
+    assert [f["kind"] for f in report["families"]] == ["attention"]
+    assert [(k["count"], k["kernels"][0]["kind"], len(k["kernels"][0]["ops"])) for k in report["kernels"]] == [
+        (1, "attention", 7)]
+    q, k, v = (rng.standard_normal((2, 4, 77, 32), dtype=np.float32) for _ in range(3))
+    out = prism.compile(text, target="host").jit("attention")(q, k, v)
+    np.testing.assert_allclose(out, causal_reference(q, k, v, 1 / math.sqrt(32), 0), rtol=0, atol=2e-5)
+
+
+@pytest.mark.parametrize("change", ["j >= i", "negative offset", "mask of -1"])
+def test_a_mask_that_is_not_causal_keeps_its_ops(change: str, rng: np.random.Generator) -> None:
+    text = causal_text((2,), 9, 21, 16, 0)
+    text = {"j >= i": text.replace("arith.cmpi ule, %j, %ioff", "arith.cmpi uge, %j, %ioff"),
+            "negative offset": text.replace("%ioff = arith.addi %i, %off", "%ioff = arith.subi %i, %off").replace(
+                "arith.constant 0 : index", "arith.constant 1 : index"),
+            "mask of -1": text.replace("%ninf = arith.constant 0xFF800000", "%ninf = arith.constant -1.0")}[change]
+    tiled, fn = lower_on_host(text, "attention")
+    assert "linalg.index" in tiled or "scf.for" in tiled
+    with make_context():
+        module = ir.Module.parse(text)
+        assert not any(match_attention(op.operation) for op in module.body.operations[0].regions[0].blocks[0].operations)

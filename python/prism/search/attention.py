@@ -17,8 +17,11 @@ division before the second product, ``o = sum_j (p / l)[.., i, j] * v[.., j, e]`
 scores scaled by an op of their own (``s * c'`` before the maximum; the
 scales multiply); ``exp(s - m)`` (c = 1); a maximum from the lowest f32 or
 (under maxnum) from NaN; ``linalg.softmax`` over the last dimension in place
-of the maximum, exp, sum and division; and named ``linalg.matmul`` /
-``batch_matmul`` for the products.
+of the maximum, exp, sum and division; named ``linalg.matmul`` /
+``batch_matmul`` for the products; and a causal mask on the scores (before
+or after their scaling), an elementwise generic that keeps ``s[.., i, j]``
+where ``j <= i + o`` (o >= 0, a constant) and puts -inf elsewhere, its
+condition an ``arith.cmpi`` of ``linalg.index`` values (see :func:`_causal`).
 
 prism-lift makes each chain one family (:class:`Attention` is what the
 search knows of it); the host's code generator replaces it by one kernel
@@ -51,6 +54,7 @@ class Attention:
     keys: int | None
     head_dim: int
     value_dim: int
+    causal: int | None = None  # a causal mask's offset: key j is kept for query i when j <= i + causal
 
     roles = ("batch", "m", "n", "k")
     kind = "attention"
@@ -71,6 +75,7 @@ class AttentionMatch:
     k: ir.Value
     v: ir.Value
     scale: float  # c, in exp((s - m) * c)
+    causal: int | None = None  # with a causal mask: key j is kept for query i when j <= i + causal
 
     @property
     def problem(self) -> Attention:
@@ -78,7 +83,8 @@ class AttentionMatch:
         q, k, v = (ir.RankedTensorType(value.type).shape for value in (self.q, self.k, self.v))
         dynamic = ir.ShapedType.is_dynamic_size
         batch = None if any(dynamic(n) for n in q[:-2]) else math.prod(q[:-2])
-        return Attention(batch, None if dynamic(q[-2]) else q[-2], None if dynamic(k[-2]) else k[-2], q[-1], v[-1])
+        return Attention(batch, None if dynamic(q[-2]) else q[-2], None if dynamic(k[-2]) else k[-2], q[-1], v[-1],
+                         self.causal)
 
 
 # Named contractions whose indexing maps the matcher reads like a generic's (their bodies are mulf, addf).
@@ -229,6 +235,77 @@ def _scaled(op: ir.Operation) -> float | None:
     return scale if scale is not None and scale > 0 and math.isfinite(scale) else None
 
 
+def _index_term(value: ir.Value) -> tuple[int, int] | None:
+    """(loop, c) for ``linalg.index loop + c`` (c a constant, also as ``- c``, or 0); else None."""
+    index = _produced(value, "linalg.index")
+    if index is not None:
+        return ir.IntegerAttr(index.attributes["dim"]).value, 0
+    op = _produced(value, "arith.addi") or _produced(value, "arith.subi")
+    if op is None:
+        return None
+    for position, (term, other) in enumerate(((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0]))):
+        index, constant = _produced(term, "linalg.index"), _produced(other, "arith.constant")
+        if index is None or constant is None or not isinstance(constant.attributes["value"], ir.IntegerAttr):
+            continue
+        if op.name == "arith.subi" and position:
+            return None  # c - index
+        c = ir.IntegerAttr(constant.attributes["value"]).value
+        return ir.IntegerAttr(index.attributes["dim"]).value, -c if op.name == "arith.subi" else c
+    return None
+
+
+# cmpi predicates as (keep when true: j - i <= bound + shift, with the key on the left); the right-hand forms
+# follow by swapping sides.
+_KEEP = {"sle": 0, "ule": 0, "slt": -1, "ult": -1}
+_DROP = {"sgt": 0, "ugt": 0, "sge": -1, "uge": -1}
+_SWAPPED = {"sge": "sle", "uge": "ule", "sgt": "slt", "ugt": "ult", "sle": "sge", "ule": "uge", "slt": "sgt",
+            "ult": "ugt"}
+_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+
+
+def _causal(op: ir.Operation) -> int | None:
+    """The offset ``o`` of a causal mask, ``x[.., i, j]`` where ``j <= i + o`` and -inf elsewhere (o >= 0, so that
+    every row keeps a key); else None.
+
+    The mask is an elementwise generic over all loops with one input, whose
+    body compares ``linalg.index`` of the last two loops (plus constants)
+    with ``arith.cmpi`` and selects the input or a constant no greater than
+    -1e30 (-inf, the lowest f32: its exp is 0 next to any kept score).
+    """
+    maps = _maps(op)
+    loops = len(ir.ArrayAttr(op.attributes["iterator_types"]))
+    if len(op.operands) != 2 or maps != [list(range(loops))] * 2 or _reductions(op) or loops < 2:
+        return None
+    ops, yielded, args = _body(op)
+    select = _produced(yielded, "arith.select")
+    if select is None:
+        return None
+    condition, kept, dropped = select.operands
+    compare = _produced(condition, "arith.cmpi")
+    if compare is None:
+        return None
+    flip = kept != args[0]
+    if flip:
+        kept, dropped = dropped, kept
+    low = _constant(dropped)
+    if kept != args[0] or low is None or not low <= -1e30:
+        return None
+    predicate = _PREDICATES[ir.IntegerAttr(compare.attributes["predicate"]).value]
+    left, right = _index_term(compare.operands[0]), _index_term(compare.operands[1])
+    if left is None or right is None or (predicate.startswith("u") and min(left[1], right[1]) < 0):
+        return None  # an index minus a constant may wrap around in an unsigned comparison
+    if (left[0], right[0]) == (loops - 2, loops - 1):  # the query on the left: swap sides
+        left, right, predicate = right, left, _SWAPPED.get(predicate, predicate)
+    if (left[0], right[0]) != (loops - 1, loops - 2):
+        return None
+    table = _DROP if flip else _KEEP
+    if predicate not in table:
+        return None
+    # j + a <= i + b (+ shift)  <=>  j <= i + (b - a + shift)
+    offset = right[1] - left[1] + table[predicate]
+    return offset if offset >= 0 else None
+
+
 def _divides_rows(op: ir.Operation) -> bool:
     """``x[.., i, j] / row[.., i]``, elementwise."""
     if not _row_broadcast(op):
@@ -305,12 +382,22 @@ def match_attention(op: ir.Operation) -> AttentionMatch | None:
     if found is None:
         return None
     normalization, product, x, scale = found
-    scaling = _generic(x, 1)
-    factor = _scaled(scaling) if scaling is not None else None
-    scores = _generic(scaling.operands[0] if factor is not None else x, 2, named=True)
+    # Between the scores and the normalization: a scaling and a causal mask, at most one of each, in either order.
+    between: list[ir.Operation] = []
+    offset, scaled = None, False
+    while (op_x := _generic(x, 1)) is not None:
+        factor = None if scaled else _scaled(op_x)
+        if factor is not None:
+            scale, scaled = scale * factor, True
+        elif offset is None and (found_offset := _causal(op_x)) is not None:
+            offset = found_offset
+        else:
+            break
+        between.insert(0, op_x)
+        x = op_x.operands[0]
+    scores = _generic(x, 2, named=True)
     if scores is None:
         return None
-    scale *= factor if factor is not None else 1.0
     found = _contraction(scores), _contraction(product)
     if found[0] is None or found[1] is None:
         return None
@@ -327,9 +414,9 @@ def match_attention(op: ir.Operation) -> AttentionMatch | None:
     shapes = [ir.RankedTensorType(value.type).shape for value in (q, k, v)]
     if any(ir.ShapedType.is_dynamic_size(shape[-1]) for shape in shapes):
         return None
-    chain = [scores, *([scaling] if factor is not None else []), *normalization]
+    chain = [scores, *between, *normalization]
     # Every intermediate is read by the chain alone (it disappears with it).
     for o in chain[:-1]:
         if not all(any(use.owner == c for c in chain) for use in o.results[0].uses):
             return None
-    return AttentionMatch(tuple(chain), q, k, v, scale)
+    return AttentionMatch(tuple(chain), q, k, v, scale, offset)

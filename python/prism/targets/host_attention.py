@@ -102,15 +102,23 @@ def _shape(op: Attention, values: KnobValues, assumed: int) -> dict[str, Knob]:
     s = problem_sizes(op, assumed)
     rm, rn = values["RM"], values["RN"]
     blocks = ceil_div(s["m"], values["BQ"])
-    return {**s, "dv": op.value_dim, "blocks": blocks, "rows": ceil_div(ceil_div(s["m"], blocks), rm) * rm,
+    rows = ceil_div(ceil_div(s["m"], blocks), rm) * rm
+    # The keys a block of query rows reads: all, or under a causal mask those up to its last row (plus the
+    # offset), on average up to the middle block's.
+    keys = s["n"] if op.causal is None else np.minimum(s["n"], op.causal + (s["m"] + rows) / 2)
+    return {**s, "dv": op.value_dim, "blocks": blocks, "rows": rows, "keys": keys,
             "bkv": np.minimum(values["BKV"], ceil_div(s["n"], rn) * rn), "tasks": s["batch"] * blocks * values["KVS"]}
 
 
-def _traffic(op: Attention, s: dict[str, Knob], splits: Knob) -> Knob:
-    """Bytes moved: K and V once per query block, Q and the output once, each share's output written and read."""
+def _traffic(op: Attention, s: dict[str, Knob], splits: Knob, least: bool = False) -> Knob:
+    """Bytes moved: K and V (the keys read) once per query block, Q and the output once, each share's output
+    written and read. ``least``: a causal mask's keys read once, what any tiling reads at least."""
     rows = s["batch"] * s["m"]
     kept = np.where(splits > 1, 2 * rows * splits * s["dv"], 0)
-    return 4 * (s["batch"] * s["blocks"] * s["n"] * (s["k"] + s["dv"]) + rows * (s["k"] + s["dv"]) + kept)
+    keys = s["blocks"] * s["keys"]
+    if least and op.causal is not None:
+        keys = np.minimum(s["n"], op.causal + s["m"])
+    return 4 * (s["batch"] * keys * (s["k"] + s["dv"]) + rows * (s["k"] + s["dv"]) + kept)
 
 
 def _bandwidth(target: HostTarget, s: dict[str, Knob]) -> float:
@@ -128,9 +136,9 @@ def attention_seconds(target: HostTarget, op: Attention, values: KnobValues, ass
     dot = np.maximum(ceil_div(d, lanes) / 2, ceil_div(d, lanes) / target.vector_fmas_per_cycle) + DOT_CYCLES
     scores = np.where(rm == 1, rows * bkv * dot, rows / rm * ceil_div(bkv, rn) * micro(rm, rn, d, lanes))
     softmax = rows * (ceil_div(bkv, lanes) * SOFTMAX_VECTOR_CYCLES + SOFTMAX_ROW_CYCLES)
-    steps = ceil_div(ceil_div(s["n"], bkv), splits)
+    steps = ceil_div(ceil_div(s["keys"], bkv), splits)
     # P V runs over the keys there are; the scores and softmax over whole blocks of BKV.
-    keys = np.minimum(steps * bkv, s["n"])
+    keys = np.minimum(steps * bkv, s["keys"])
     products = rows / rm * (dv / rn) * (micro(rm, rn, keys, lanes) + (steps - 1) * micro(rm, rn, 0, lanes))
     task = steps * (scores + softmax) + products + rows * dv / lanes * 2
     clock = target.cycle_seconds(op)
@@ -148,6 +156,14 @@ def attention_lower_bound(target: HostTarget, op: Attention, values: KnobValues,
     """Below :func:`attention_seconds`: both products' unpadded work at the FMA peak of every core, and the
     traffic with every core busy."""
     s = _shape(op, values, assumed)
-    work = 2 * s["batch"] * s["m"] * s["n"] * (s["k"] + s["dv"])
+    work = 2 * s["batch"] * _pairs(op, s["m"], s["n"]) * (s["k"] + s["dv"])
     compute = np.full(np.shape(values["BQ"]), work / target.flops[op.input_type])
-    return roofline(compute, _traffic(op, s, values["KVS"]) / _bandwidth(target, s))
+    return roofline(compute, _traffic(op, s, values["KVS"], least=True) / _bandwidth(target, s))
+
+
+def _pairs(op: Attention, queries: int, keys: int) -> int:
+    """The (query, key) pairs that weigh: all, or under a causal mask, key j for query i when j <= i + offset."""
+    if op.causal is None:
+        return queries * keys
+    full = min(max(keys - op.causal, 0), queries)  # rows i < full keep i + offset + 1 keys, the others all
+    return full * (full - 1) // 2 + full * (op.causal + 1) + (queries - full) * keys

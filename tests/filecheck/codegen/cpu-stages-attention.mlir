@@ -262,3 +262,76 @@ func.func @softmax(%x: tensor<4x77xf32>) -> tensor<4x77xf32> {
   %r = linalg.softmax dimension(1) ins(%x : tensor<4x77xf32>) outs(%e : tensor<4x77xf32>) -> tensor<4x77xf32>
   return %r : tensor<4x77xf32>
 }
+
+// -----
+
+// A causal mask (key j kept for query i when j <= i) between the scores and linalg.softmax joins the kernel,
+// whose choice (from prism-select, here written by hand) splits the keys into 2 shares: each share's m, l
+// and O go to buffers of 2 shares that a second parallel loop merges. No buffer of 40 x 40 scores.
+// CHECK-LABEL: func.func @causal(
+// CHECK-NOT:     linalg.index
+// CHECK:         memref.alloc() {{.*}} : memref<2x2x40xf32>
+// CHECK:         memref.alloc() {{.*}} : memref<2x2x40x16xf32>
+// CHECK:         scf.parallel
+// CHECK:         arith.cmpf oeq
+// CHECK:         scf.parallel
+// CHECK-NOT:     40x40
+// CHECK:         return
+#map = affine_map<(b, i, j) -> (b, i, j)>
+func.func @causal(%q: tensor<2x40x16xf32>, %k: tensor<2x40x16xf32>, %v: tensor<2x40x16xf32>) -> tensor<2x40x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %se = tensor.empty() : tensor<2x40x40xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%se : tensor<2x40x40xf32>) -> tensor<2x40x40xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, c) -> (b, i, c)>, affine_map<(b, i, j, c) -> (b, j, c)>,
+                                            affine_map<(b, i, j, c) -> (b, i, j)>]
+      {prism.attention = {BQ = 48 : i64, BKV = 16 : i64, RM = 6 : i64, RN = 16 : i64, KVS = 2 : i64}}
+      ins(%q, %k : tensor<2x40x16xf32>, tensor<2x40x16xf32>) outs(%s0 : tensor<2x40x40xf32>) -> tensor<2x40x40xf32>
+  %masked = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<2x40x40xf32>) outs(%se : tensor<2x40x40xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %keep = arith.cmpi ule, %j, %i : index
+    %r = arith.select %keep, %x, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x40x40xf32>
+  %p = linalg.softmax dimension(2) ins(%masked : tensor<2x40x40xf32>) outs(%se : tensor<2x40x40xf32>) -> tensor<2x40x40xf32>
+  %oe = tensor.empty() : tensor<2x40x16xf32>
+  %o0 = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x40x16xf32>) -> tensor<2x40x16xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x40x40xf32>, tensor<2x40x16xf32>)
+      outs(%o0 : tensor<2x40x16xf32>) -> tensor<2x40x16xf32>
+  return %o : tensor<2x40x16xf32>
+}
+
+// -----
+
+// Its near miss keeps the keys at or after the query (j >= i): not causal, so its ops stay (the mask among
+// them), as GEMMs and loops.
+// CHECK-LABEL: func.func @not_causal(
+// CHECK:         linalg.index
+#map = affine_map<(b, i, j) -> (b, i, j)>
+func.func @not_causal(%q: tensor<2x40x16xf32>, %k: tensor<2x40x16xf32>, %v: tensor<2x40x16xf32>) -> tensor<2x40x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %se = tensor.empty() : tensor<2x40x40xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%se : tensor<2x40x40xf32>) -> tensor<2x40x40xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, i, j, c) -> (b, i, c)>, affine_map<(b, i, j, c) -> (b, j, c)>,
+                                            affine_map<(b, i, j, c) -> (b, i, j)>]
+      ins(%q, %k : tensor<2x40x16xf32>, tensor<2x40x16xf32>) outs(%s0 : tensor<2x40x40xf32>) -> tensor<2x40x40xf32>
+  %masked = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<2x40x40xf32>) outs(%se : tensor<2x40x40xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %keep = arith.cmpi uge, %j, %i : index
+    %r = arith.select %keep, %x, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x40x40xf32>
+  %p = linalg.softmax dimension(2) ins(%masked : tensor<2x40x40xf32>) outs(%se : tensor<2x40x40xf32>) -> tensor<2x40x40xf32>
+  %oe = tensor.empty() : tensor<2x40x16xf32>
+  %o0 = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x40x16xf32>) -> tensor<2x40x16xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x40x40xf32>, tensor<2x40x16xf32>)
+      outs(%o0 : tensor<2x40x16xf32>) -> tensor<2x40x16xf32>
+  return %o : tensor<2x40x16xf32>
+}

@@ -22,6 +22,11 @@ per worker, in L2; nothing of size S x S is allocated. The result equals
 the chain's in exact arithmetic for any row maximum: ``m`` cancels in
 ``o / l``.
 
+Under a causal mask (key j kept for query i when ``j <= i + o``), a block of
+query rows stops at its last row's last key, and the scores past each row's
+last key in a block are -inf; a row with no key yet in its share keeps
+``m = -inf`` and takes its exponents from 0, so that its weights are 0.
+
 Tasks are ``batch x ceil(Sq / BQ) x KVS``, shared among the workers like the
 GEMM kernel's (:mod:`.kernel`): contiguous shares, per-worker scratch. Rows
 of a ragged last query block repeat its last row (computed, never stored).
@@ -72,6 +77,7 @@ class AttentionPlan:
     rm: int  # rows of a register block
     rn: int  # columns of a register block (a multiple of lanes)
     splits: int  # shares of the key blocks, merged at the end (KVS)
+    causal: int | None  # a causal mask's offset: key j is kept for query i when j <= i + causal
     lanes: int
     workers: int
 
@@ -141,7 +147,7 @@ def plan_attention(match: AttentionMatch, lanes: int, workers: int) -> Attention
     bkv = choice["BKV"] if problem.keys is None else min(choice["BKV"], -(-problem.keys // rn) * rn)
     out_type = str(match.ops[-1].results[0].type)
     return AttentionPlan(str(match.q.type), str(match.k.type), str(match.v.type), out_type, match.scale,
-                         bq, bkv, rm, rn, choice["KVS"], lanes, workers)
+                         bq, bkv, rm, rn, choice["KVS"], match.causal, lanes, workers)
 
 
 def fuse_attention(module: ir.Module, lanes: int, workers: int, ctx: PassContext) -> list[list[str]]:
@@ -318,6 +324,9 @@ class _Attention:
         first = t.value(f"arith.minui {t.value(f'arith.muli {self.split}, {chunk} : index')}, {self.skv} : index",
                         "kfirst")
         stop = t.value(f"arith.minui {t.value(f'arith.addi {first}, {chunk} : index')}, {self.skv} : index", "kend")
+        if p.causal is not None:  # no key past the block's last row (plus the offset)
+            stop = t.value(f"arith.minui {stop}, {t.value(f'arith.addi {i1}, {t.const(p.causal)} : index')} : index",
+                           "kend")
         self._start()
         j0 = t.fresh("j0")
         self.t.open(f"scf.for {j0} = {first} to {stop} step {bkv}")
@@ -437,9 +446,15 @@ class _Attention:
         p, t, vec = self.plan, self.t, self.vec
         r = t.fresh("r")
         self.t.open(f"scf.for {r} = {self.c0} to {t.const(p.bq)} step {self.c1}")
-        # Columns past the end of K weigh nothing.
+        # Columns past the end of K (or, with a causal mask, past the row's last key) weigh nothing.
+        kept = self.nkv
+        if p.causal is not None:
+            end = t.value(f"arith.addi {self._row(r)}, {t.const(p.causal + 1)} : index", "kend")
+            kept = t.value(f"arith.minui {t.value(f'arith.maxui {end}, {self.j0} : index')}, "
+                           f"{t.value(f'arith.addi {self.j0}, {self.nkv} : index')} : index", "kend")
+            kept = t.value(f"arith.subi {kept}, {self.j0} : index", "kept")
         tail = t.fresh("tail")
-        self.t.open(f"scf.for {tail} = {self.nkv} to {t.const(p.bkv)} step {self.c1}")
+        self.t.open(f"scf.for {tail} = {kept} to {t.const(p.bkv)} step {self.c1}")
         t.add(f"memref.store {self._f(-math.inf)}, {self.s}[{self.w}, {r}, {tail}] : {self.s_type}")
         self.t.close()
         offsets = [t.const(c) for c in range(0, p.bkv, p.lanes)]
@@ -452,7 +467,11 @@ class _Attention:
         top = t.value(f"vector.reduction <maxnumf>, {top} : {vec} into {F32}", "mx")
         old = t.value(f"memref.load {self.m}[{self.w}, {r}] : {self.row_type}", "mo")
         new = t.value(f"arith.maximumf {old}, {top} : {F32}", "mn")
-        new_vec = t.value(f"vector.broadcast {new} : {F32} to {vec}", "mv")
+        # A row with no key yet (a causal mask's, in a later share of the keys) keeps m = -inf: exponents are then
+        # taken from 0, so that its weights and alpha are 0 rather than NaN.
+        empty = t.value(f"arith.cmpf oeq, {new}, {self._f(-math.inf)} : {F32}", "none")
+        shift = t.value(f"arith.select {empty}, {self._f(0.0)}, {new} : {F32}", "ms")
+        new_vec = t.value(f"vector.broadcast {shift} : {F32} to {vec}", "mv")
         old_vec = t.value(f"vector.broadcast {old} : {F32} to {vec}", "mo")
         scale_vec = self._splat(p.scale)
         gap = t.value(f"arith.mulf {t.value(f'arith.subf {old_vec}, {new_vec} : {vec}')}, {scale_vec} : {vec}", "gap")
