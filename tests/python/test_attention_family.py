@@ -47,7 +47,8 @@ def causal_text(batch: tuple[int | None, ...], sq: int | None, skv: int | None, 
         f"ins(%s : {scores}) outs(%se : {scores}) {{",
         "  ^bb0(%a: f32, %o: f32):", f"    %i = linalg.index {nb} : index", f"    %j = linalg.index {nb + 1} : index",
         f"    %off = arith.constant {offset} : index", "    %ioff = arith.addi %i, %off : index",
-        "    %ninf = arith.constant 0xFF800000 : f32", f"    {select}", "    linalg.yield %r : f32", f"  }} -> {scores}", ""])
+        "    %ninf = arith.constant 0xFF800000 : f32", f"    {select}", "    linalg.yield %r : f32",
+        f"  }} -> {scores}", ""])
     text = text.replace("ins(%s : ", "ins(%sm : ").replace("ins(%s, %m", "ins(%sm, %m")
     return text.replace("  %re = tensor.empty(", mask + "  %re = tensor.empty(", 1)
 
@@ -202,4 +203,5 @@ def test_a_mask_that_is_not_causal_keeps_its_ops(change: str, rng: np.random.Gen
     assert "linalg.index" in tiled or "scf.for" in tiled
     with make_context():
         module = ir.Module.parse(text)
-        assert not any(match_attention(op.operation) for op in module.body.operations[0].regions[0].blocks[0].operations)
+        ops = module.body.operations[0].regions[0].blocks[0].operations
+        assert not any(match_attention(op.operation) for op in ops)
