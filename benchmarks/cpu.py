@@ -1,4 +1,4 @@
-"""Prism's host (CPU) code against numpy, torch, torch.compile and IREE llvm-cpu, all in one run.
+"""Prism's host (CPU) code against numpy, torch, torch.compile, torch's fused attention and IREE llvm-cpu, in one run.
 
 Usage:
 
@@ -8,12 +8,15 @@ Usage:
     .venv/bin/python benchmarks/cpu.py --list               # the workload names
 
 Each workload (``benchmarks/cpu_workloads.py``: GEMMs, RMSNorm+linear,
-SwiGLU, RMSNorm+MLP, QKV, LoRA, attention; all f32) is generated as MLIR
+SwiGLU, RMSNorm+MLP, QKV, LoRA, attention, causal and QK-norm attention,
+row ops; all f32) is generated as MLIR
 with its weights marked ``{prism.invariant}`` and run by every contender:
 
 - ``prism``: ``prism.compile(text, target="host").jit(NAME)``, called with every argument;
 - ``prism-bound``: ``compiled.bind(NAME, w=W, ...)``, called with the activations only;
 - ``numpy``, ``torch`` (eager, no grad), ``torch.compile`` (default mode; compilation not timed);
+- ``sdpa``, for attention workloads only: ``torch.nn.functional.scaled_dot_product_attention`` (``is_causal`` for
+  causal ones), after any prologue in torch eager;
 - ``iree`` and ``iree-dt``: the same MLIR through IREE's llvm-cpu backend, with default flags and with data
   tiling; weights are uploaded once as device arrays, activations passed as numpy arrays, results read back.
 
@@ -66,7 +69,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 PARTIAL_RESULTS = Path(__file__).resolve().parent.parent / "out" / "cpu"  # git ignores out/
 PACKAGES = ("prism", "numpy", "torch", "iree-base-compiler", "iree-base-runtime", "xtc-mlir-python-bindings")
 PRISM = ("prism", "prism-bound")
-BASELINES = ("numpy", "torch", "torch.compile", "iree", "iree-dt")
+BASELINES = ("numpy", "torch", "torch.compile", "sdpa", "iree", "iree-dt")
 IREE_FLAGS = {
     "iree": ["--iree-llvmcpu-target-cpu=host"],
     "iree-dt": ["--iree-llvmcpu-target-cpu=host", "--iree-opt-data-tiling"],
@@ -179,6 +182,24 @@ def _torch_build(compile_it: bool) -> Build:
     return build
 
 
+def build_sdpa(workload: Workload, inputs: dict[str, np.ndarray]) -> Callable[[], Any]:
+    """torch's fused attention (``scaled_dot_product_attention``, its default scale 1/sqrt(d)) on the workload's
+    q, k and v, whatever prologue made them done by torch eager."""
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    tensors = [torch.from_numpy(inputs[a.name]) for a in workload.args]
+
+    def call() -> tuple[Any]:
+        q, k, v = workload.attention(TorchOps, *tensors)
+        return (F.scaled_dot_product_attention(q, k, v, is_causal=workload.causal),)
+
+    return call
+
+
+# Contenders that only some workloads have: the others leave them out.
+APPLIES: dict[str, Callable[[Workload], bool]] = {"sdpa": lambda workload: workload.attention is not None}
+
 # iree.compiler's own MLIR bindings cannot be loaded beside Prism's (nanobind symbols clash), so it compiles in a
 # child process; compile_str itself runs the iree-compile tool anyway.
 IREE_COMPILE = """import sys, iree.compiler
@@ -229,6 +250,7 @@ CONTENDERS: dict[str, Build] = {
     "numpy": build_numpy,
     "torch": _torch_build(compile_it=False),
     "torch.compile": _torch_build(compile_it=True),
+    "sdpa": build_sdpa,
     **{name: _iree_build(flags) for name, flags in IREE_FLAGS.items()},
 }
 
@@ -262,6 +284,8 @@ def build_all(workload: Workload, inputs: dict[str, np.ndarray], reference: tupl
     _prism_compile.cache_clear()
     hazard = prism_hazard(workload, build_timeout) if build_timeout and set(PRISM) & set(names) else None
     for name in names:
+        if not APPLIES.get(name, lambda _: True)(workload):
+            continue
         outcome = outcomes[name] = Outcome()
         start = time.perf_counter()
         try:
@@ -429,7 +453,7 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {r['name']}", r["best_baseline"] or "none", _ms(r["best_baseline_ms"]),
             _cell(c["prism"]) if "prism" in c else "", _speedup(r["prism_speedup"]),
             _cell(c["prism-bound"]) if "prism-bound" in c else "", _speedup(r["prism-bound_speedup"]),
-            *(_cell(c[n]) for n in others),
+            *(_cell(c[n]) if n in c else "–" for n in others),
             gbps if "read_gbps" in r else "", f"{r['read_gbps']:.1f}" if "read_gbps" in r else "",
             str(r.get("kernels", {}).get(f"@{r['func']}", "")) if "func" in r else "",
         ]) + " |")

@@ -18,6 +18,8 @@ import numpy as np
 LAYER_SHAPES = ((1, 4096), (8, 1024), (8, 2048), (8, 4096), (16, 1024), (16, 4096), (128, 4096))
 ATTENTION_SHAPES = ((2, 8, 1, 1024, 128), (2, 8, 128, 1024, 128), (2, 32, 1, 1024, 128), (4, 8, 1, 1024, 128),
                     (1, 16, 512, 512, 64), (1, 16, 2048, 2048, 64), (1, 16, 1, 4096, 64))
+# Causal attention (b, h, s, d): prefill of a prompt of s tokens.
+CAUSAL_SHAPES = ((1, 16, 512, 64), (1, 16, 2048, 64))
 # QK-norm attention (RMSNorm of each query and key over the head dimension first): prefill, a batch of
 # prompts, decode.
 QK_NORM_SHAPES = ((1, 16, 512, 512, 64), (2, 8, 128, 1024, 128), (1, 16, 1, 4096, 64))
@@ -63,6 +65,12 @@ class NumpyOps:
         """The last two axes swapped."""
         return x.swapaxes(-1, -2)
 
+    @staticmethod
+    def causal(x: Any) -> Any:
+        """-inf above the diagonal of the last two axes (key j after query i)."""
+        rows, columns = x.shape[-2:]
+        return np.where(np.arange(columns) <= np.arange(rows)[:, None], x, x.dtype.type(-np.inf))
+
 
 class TorchOps:
     """The same operations for torch tensors (torch is imported only by whoever uses this)."""
@@ -96,6 +104,14 @@ class TorchOps:
     def transpose_last(x: Any) -> Any:
         """The last two axes swapped."""
         return x.transpose(-1, -2)
+
+    @staticmethod
+    def causal(x: Any) -> Any:
+        """-inf above the diagonal of the last two axes (key j after query i)."""
+        import torch
+
+        rows, columns = x.shape[-2:]
+        return x.masked_fill(torch.ones(rows, columns, dtype=torch.bool).triu(1), float("-inf"))
 
 
 Ops = type[NumpyOps] | type[TorchOps]
@@ -131,6 +147,9 @@ class Workload:
         flops: multiply-adds count 2, elementwise work is ignored.
         rows: the rows of activations per weight (M of a GEMM, queries per head for attention).
         memory_bound: its bytes bound its time whatever ``rows`` is (row ops alone): report GB/s.
+        attention: for attention workloads, ``attention(ops, *arrays)`` gives the q, k and v of its attention
+            (after any prologue, QK-norm's), for the contenders that call a fused attention instead.
+        causal: its attention masks key j for query i when j > i.
     """
 
     name: str
@@ -142,6 +161,8 @@ class Workload:
     flops: int
     rows: int
     memory_bound: bool = False
+    attention: Callable[..., tuple[Any, Any, Any]] | None = None
+    causal: bool = False
 
     @property
     def weights(self) -> tuple[Arg, ...]:
@@ -383,7 +404,18 @@ def attention(b: int, h: int, q: int, kv: int, d: int) -> Workload:
     return Workload(f"attention-{b}x{h}x{q}x{kv}x{d}", "attention", "attention", args,
                     _function("attention", args, [("out", (b, h, q, d))], _attention("q", "k", "v", args),
                               ATTENTION_MAPS),
-                    _attention_array, 4 * b * h * q * kv * d, q)
+                    _attention_array, 4 * b * h * q * kv * d, q, attention=lambda ops, q, k, v: (q, k, v))
+
+
+def causal_attention(b: int, h: int, s: int, d: int) -> Workload:
+    """Attention over ``s`` queries and keys with a causal mask (key j for query i when j <= i) on the scores,
+    written with ``linalg.index``: half the pairs weigh."""
+    args = (Arg("q", (b, h, s, d)), Arg("k", (b, h, s, d)), Arg("v", (b, h, s, d)))
+    body = _attention("q", "k", "v", args, causal=True)
+    return Workload(f"causal-attention-{b}x{h}x{s}x{s}x{d}", "causal-attention", "attention", args,
+                    _function("attention", args, [("out", (b, h, s, d))], body, ATTENTION_MAPS),
+                    lambda ops, q, k, v: _attention_array(ops, q, k, v, causal=True), 2 * b * h * s * (s + 1) * d, s,
+                    attention=lambda ops, q, k, v: (q, k, v), causal=True)
 
 
 def qk_norm_attention(b: int, h: int, q: int, kv: int, d: int) -> Workload:
@@ -397,7 +429,8 @@ def qk_norm_attention(b: int, h: int, q: int, kv: int, d: int) -> Workload:
                     _function("qk_norm_attention", args, [("out", (b, h, q, d))], body, ATTENTION_MAPS),
                     lambda ops, q, k, v, gq, gk: _attention_array(ops, _rmsnorm_array(ops, q, gq),
                                                                   _rmsnorm_array(ops, k, gk), v),
-                    4 * b * h * q * kv * d, q)
+                    4 * b * h * q * kv * d, q,
+                    attention=lambda ops, q, k, v, gq, gk: (_rmsnorm_array(ops, q, gq), _rmsnorm_array(ops, k, gk), v))
 
 
 def _rmsnorm4(out: str, x: str, g: str, shape: tuple[int, int, int, int]) -> list[str]:
@@ -421,12 +454,17 @@ def _rmsnorm4(out: str, x: str, g: str, shape: tuple[int, int, int, int]) -> lis
     ]
 
 
-def _attention(q_name: str, k_name: str, v_name: str, args: Sequence[Arg]) -> list[str]:
-    """The six ops of attention over ``q_name``, ``k_name`` and ``v_name`` (shaped as ``args[:3]``), into %out."""
+def _attention(q_name: str, k_name: str, v_name: str, args: Sequence[Arg], causal: bool = False) -> list[str]:
+    """The six ops of attention over ``q_name``, ``k_name`` and ``v_name`` (shaped as ``args[:3]``), into %out;
+    with ``causal``, a seventh masks the scores (-inf where key j comes after query i)."""
     b, h, q, d = args[0].shape
     kv = args[1].shape[2]
     scores, rows, out = (b, h, q, kv), (b, h, q), (b, h, q, d)
     par4, red = ["parallel"] * 4, ["reduction"]
+    mask = [*_generic("sm", ["all4", "all4"], par4, [("s", scores)], "s_empty", scores,
+                      ["%i = linalg.index 2 : index", "%j = linalg.index 3 : index",
+                       "%keep = arith.cmpi ule, %j, %i : index", "%r = arith.select %keep, %a0, %ninf : f32"])]
+    s = "sm" if causal else "s"
     return [
         "%ninf = arith.constant 0xFF800000 : f32",
         f"%scale = arith.constant {_f32(1 / math.sqrt(d))} : f32",
@@ -435,12 +473,13 @@ def _attention(q_name: str, k_name: str, v_name: str, args: Sequence[Arg]) -> li
         *_generic("s", ["q5", "k5", "s5"], par4 + red, [(q_name, args[0].shape), (k_name, args[1].shape)], "s_zero",
                   scores,
                   ["%prod = arith.mulf %a0, %a1 : f32", "%r = arith.addf %acc, %prod : f32"]),
+        *(mask if causal else []),
         f"%row_empty = tensor.empty() : {_t(*rows)}",
         f"%row_ninf = linalg.fill ins(%ninf : f32) outs(%row_empty : {_t(*rows)}) -> {_t(*rows)}",
         f"%row_zero = linalg.fill ins(%zero : f32) outs(%row_empty : {_t(*rows)}) -> {_t(*rows)}",
-        *_generic("m", ["all4", "row4"], par4[:3] + red, [("s", scores)], "row_ninf", rows,
+        *_generic("m", ["all4", "row4"], par4[:3] + red, [(s, scores)], "row_ninf", rows,
                   ["%r = arith.maximumf %acc, %a0 : f32"]),
-        *_generic("p", ["all4", "row4", "all4"], par4, [("s", scores), ("m", rows)], "s_empty", scores,
+        *_generic("p", ["all4", "row4", "all4"], par4, [(s, scores), ("m", rows)], "s_empty", scores,
                   ["%shifted = arith.subf %a0, %a1 : f32", "%scaled = arith.mulf %shifted, %scale : f32",
                    "%r = math.exp %scaled : f32"]),
         *_generic("l", ["all4", "row4"], par4[:3] + red, [("p", scores)], "row_zero", rows,
@@ -454,8 +493,10 @@ def _attention(q_name: str, k_name: str, v_name: str, args: Sequence[Arg]) -> li
     ]
 
 
-def _attention_array(ops: Ops, q: Any, k: Any, v: Any) -> tuple[Any]:
+def _attention_array(ops: Ops, q: Any, k: Any, v: Any, causal: bool = False) -> tuple[Any]:
     s = (q @ ops.transpose_last(k)) * (1 / math.sqrt(q.shape[-1]))
+    if causal:
+        s = ops.causal(s)
     p = ops.exp(s - ops.max_last(s))
     return ((p / ops.sum_last(p)) @ v,)
 
@@ -468,6 +509,7 @@ def all_workloads() -> list[Workload]:
         *(gemm(f"gemm-m{m}-4096", m, 4096, 4096) for m in (16, 128)),
         *(build(n, d) for build in (rmsnorm_linear, swiglu, rmsnorm_mlp, qkv, lora) for n, d in LAYER_SHAPES),
         *(attention(*shape) for shape in ATTENTION_SHAPES),
+        *(causal_attention(*shape) for shape in CAUSAL_SHAPES),
         *(qk_norm_attention(*shape) for shape in QK_NORM_SHAPES),
         *(rmsnorm(*shape) for shape in ROW_SHAPES["rmsnorm"]),
         *(softmax(*shape) for shape in ROW_SHAPES["softmax"]),
