@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
@@ -18,7 +19,7 @@ import prism
 from conftest import REPO
 from prism.algebra import laws
 from prism.algebra.egraph import Budget, prove, read_graph, saturate
-from prism.algebra.explore import Exploration, Variant, explore, replace_function
+from prism.algebra.explore import Exploration, ProgramCost, Variant, explore, replace_function
 from prism.algebra.terms import A, Program, to_egglog, translate
 from prism.driver import Compilation
 from prism.infra.errors import PrismError
@@ -328,3 +329,61 @@ def test_apply_marks_prepared_and_passed_through_weights_invariant() -> None:
                      r"%arg2: tensor<8x8xf32> \{prism.invariant\}\)", text), text
     assert "prism.apply_args = array<i64: 0, 1, -1>, prism.prepare_args = array<i64: 2, 3>" in text
     assert [p.name for p in prism.verify(source, text)] == ["qkv", "qkv_prepare + @qkv_apply"]
+
+
+# x (16 x 1024) times w (1024 x 2048), and what reads the product.
+X, W, W2, ROW, COLUMN, BATCH_COLUMN = A.arg(0), A.arg(1), A.arg(2), A.arg(3), A.arg(4), A.arg(5)
+SHAPES = [(16, 1024), (1024, 2048), (1024, 2048), (16,), (2048,), (16, 2048)]
+
+
+def cost(target: str, *results) -> float:
+    return ProgramCost(get_target(target), "f32", SHAPES).seconds(results)
+
+
+def test_the_host_counts_epilogues_and_dual_products_a_gpu_does_not() -> None:
+    """A row scale, a bias or a residual read by nothing but its pointwise consumer runs on the host kernel's
+    tiles (no pass over the product); two products of x read by one consumer (SwiGLU's gate and up) run as
+    one kernel, costed as one product of twice the columns. A GPU pays each as written."""
+    product = A.matmul(X, W)
+    row, column = A.broadcast(ROW, 1, 2048), A.broadcast(COLUMN, 0, 16)
+    for target, fuses in (("host", True), ("h200", False)):
+        model, alone = ProgramCost(get_target(target), "f32", SHAPES), cost(target, product)
+        c_bytes = 4 * 16 * 2048
+        for consumer, read in ((A.mul(product, row), 4 * 16), (A.add(product, column), 4 * 2048),
+                               (A.add(product, BATCH_COLUMN), c_bytes)):
+            # Fused, it reads its other input; else it also reads the product and writes its result.
+            moved = read if fuses else read + 2 * c_bytes
+            assert math.isclose(cost(target, consumer), alone + model.pass_seconds(moved), rel_tol=1e-9)
+        gated = A.mul(A.exp(A.matmul(X, W)), A.matmul(X, W2))
+        both = ProgramCost(get_target(target), "f32", SHAPES).product_seconds((16, 1024), (1024, 4096))
+        assert math.isclose(cost(target, gated), both, rel_tol=1e-9) == fuses
+    # Not an epilogue: a product read twice, and a scale per column of another shape than the product's loops.
+    twice = A.add(A.mul(product, row), product)
+    assert cost("host", twice) > cost("host", product) * 1.0001
+    other = A.mul(product, A.broadcast(A.arg(6), 1, 2048))
+    shapes = [*SHAPES, (16,)]
+    assert ProgramCost(get_target("host"), "f32", shapes).seconds([other]) < cost("host", product) * 1.001
+
+
+def test_a_scale_the_kernel_cannot_read_is_not_an_epilogue() -> None:
+    """The host's epilogues read other inputs per element, per row or per column; a scale per batch and column
+    of a batched product (QK-norm's key scale after the scores) is a pass of its own."""
+    q, k, scale = A.arg(0), A.arg(1), A.arg(2)
+    shapes = [(4, 128, 64), (4, 64, 256), (4, 256)]
+    product = A.matmul(q, k)
+    scaled = A.mul(product, A.broadcast(scale, 1, 128))
+    model = ProgramCost(get_target("host"), "f32", shapes)
+    assert model.seconds([scaled]) > model.seconds([product]) * 1.01
+
+
+def test_the_rmsnorm_scale_moves_after_the_product_where_it_is_an_epilogue() -> None:
+    """Without invariant weights, RMSNorm's row scale after the product costs a pass of its own on a GPU, so
+    the program stays as written there; on the host it is the product's epilogue, and the moved form (x * gamma,
+    the product, the scale on its tiles) is taken: it moves no more bytes than the written one."""
+    source = (WORKLOADS / "rmsnorm_matmul.mlir").read_text()
+    assert not explored(source, "h200")[1]["explorations"][0]["rewritten"]
+    text, report = explored(source, "host")
+    found = report["explorations"][0]
+    assert found["rewritten"] and found["variant_seconds"] <= found["predicted_seconds"]
+    written = function(text, "rmsnorm_matmul")
+    assert "math.rsqrt" in written[written.index("linalg.matmul"):], "the row scale comes after the product"

@@ -44,6 +44,7 @@ class SquareBlockHost:
 
     artifact = "llvm"
     runs_here = True
+    fusion = frozenset()
 
     def lowering(self) -> str:
         return "prism-lower-cpu{threads=1}"

@@ -191,6 +191,9 @@ class ProgramCost:
         """The predicted time of one call, the longest chain of materialized ops it runs, and its size."""
         results = list(results)
         fused = to_mlir.fused_terms(results)
+        uses = to_mlir.use_counts(results)
+        epilogues = self._epilogues(fused, uses)
+        absorbed = {product for products in epilogues.values() for product in products[1:]}
         total = 0.0
         depth: dict[Term, int] = {}
 
@@ -200,11 +203,10 @@ class ProgramCost:
                 depth[term] = below + (term not in fused and term.op not in ("arg", "splat", "slice_"))
             return depth[term]
 
-        uses = to_mlir.use_counts(results)
         for term in uses:
-            if term in fused or term.op in ("arg", "splat"):
+            if term in fused or term in absorbed or term.op in ("arg", "splat"):
                 continue
-            total += self._materialized(term, fused, is_result=term in results)
+            total += self._materialized(term, fused, epilogues, is_result=term in results)
         return total, max((chain(term) for term in results), default=0), len(uses)
 
     def product_seconds(self, a: tuple[int, ...], b: tuple[int, ...]) -> float:
@@ -219,27 +221,80 @@ class ProgramCost:
         """One loop nest that moves ``moved`` bytes through memory."""
         return self.target.pass_seconds(moved)
 
-    def _reads(self, term: Term, fused: set[Term]) -> int:
-        """Bytes a generic computing ``term`` reads: each input of it and of its fused operands, once."""
-        inputs: set[Term] = set()
-        stack = list(term.args)
+    def _inputs(self, term: Term, fused: set[Term]) -> list[Term]:
+        """The tensors a generic computing ``term`` reads: each input of it and of its fused operands, once, in
+        the order of its operands."""
+        inputs: list[Term] = []
+        stack = list(reversed(term.args))
         while stack:
             operand = stack.pop()
             if operand in fused:
-                stack.extend(operand.args)
-            elif operand.op != "splat":
-                inputs.add(operand)
-        return sum(self._size(operand) for operand in inputs)
+                stack.extend(reversed(operand.args))
+            elif operand.op != "splat" and operand not in inputs:
+                inputs.append(operand)
+        return inputs
 
-    def _materialized(self, term: Term, fused: set[Term], is_result: bool) -> float:
+    def _epilogues(self, fused: set[Term], uses: dict[Term, int]) -> dict[Term, tuple[Term, ...]]:
+        """The pointwise terms that the target's GEMM kernels run as their epilogue, each with the products whose
+        kernel runs it (see Target.fusion).
+
+        A pointwise term is a product's epilogue when it reads the product
+        element for element and is its only reader, and reads its other
+        inputs per element, per row (the batch and row loops) or per column
+        (the last loop alone): as the host's kernels take them. With "dual",
+        a second such product of the same left operand, with a right operand
+        of the same shape, joins the first in one kernel.
+        """
+        if "epilogue" not in self.target.fusion or self.element != "f32":
+            return {}
+        found: dict[Term, tuple[Term, ...]] = {}
+        for term in uses:
+            if term in fused or term.op not in to_mlir.POINTWISE or self.shapes(term) is None:
+                continue
+            loops = tuple(range(len(self.shapes(term))))
+            reads = self._reads_as(term, fused, loops)
+            products = [operand for operand, along in reads
+                        if operand.op == "matmul" and uses[operand] == 1 and along == loops]
+            others = [along for operand, along in reads if operand not in products]
+            if not products or any(along not in (loops, loops[:-1], loops[-1:]) for along in others):
+                continue
+            first = products[0]
+            second = next((p for p in products[1:] if "dual" in self.target.fusion and p.args[0] == first.args[0]
+                           and self.shapes(p.args[1]) == self.shapes(first.args[1])), None)
+            found[term] = (first,) if second is None else (first, second)
+        return found
+
+    def _reads_as(self, term: Term, fused: set[Term], loops: tuple[int, ...]) -> list[tuple[Term, tuple[int, ...]]]:
+        """The inputs of the generic computing ``term`` (over ``loops``), each with the loops it varies along
+        (all but those a fused broadcast adds), in the order of its operands."""
+        found: list[tuple[Term, tuple[int, ...]]] = []
+        stack = [(operand, loops) for operand in reversed(term.args)]
+        while stack:
+            operand, along = stack.pop()
+            if operand in fused and operand.op == "broadcast":
+                stack.append((operand.args[0], along[:operand.attrs[0]] + along[operand.attrs[0] + 1:]))
+            elif operand in fused:
+                stack.extend((arg, along) for arg in reversed(operand.args))
+            elif operand.op != "splat" and (operand, along) not in found:
+                found.append((operand, along))
+        return found
+
+    def _materialized(self, term: Term, fused: set[Term], epilogues: dict[Term, tuple[Term, ...]],
+                      is_result: bool) -> float:
         op = term.op
+        if term in epilogues:  # run on the product's tiles: it reads its other inputs, and its kernel stores it
+            return self.pass_seconds(sum(self._size(i) for i in self._inputs(term, fused) if i not in epilogues[term]))
+        dual = next((products for products in epilogues.values() if products[0] == term and len(products) == 2), None)
+        if dual is not None:  # one kernel of both products: as one product of twice the columns
+            a, b = (self.shapes(arg) for arg in term.args)
+            return self.product_seconds(a, (*b[:-1], 2 * b[-1]))
         if op == "matmul":
             return self.product_seconds(*(self.shapes(arg) for arg in term.args))
         if op == "slice_":  # a view; only a returned slice is copied out
             return self.pass_seconds(2 * self._size(term)) if is_result else 0.0
         if op in ("transpose", "concat"):
             return self.pass_seconds(sum(self._size(arg) for arg in term.args) + self._size(term))
-        return self.pass_seconds(self._reads(term, fused) + self._size(term))
+        return self.pass_seconds(sum(self._size(i) for i in self._inputs(term, fused)) + self._size(term))
 
 
 @dataclass

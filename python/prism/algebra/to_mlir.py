@@ -46,6 +46,8 @@ _REDUCE_OPS = {"reduce_sum": ("arith.addf", 0.0), "reduce_max": ("arith.maximumf
 _LOOPS = "abcdefgh"
 # Operators computed inside a consumer's generic when they have one use.
 FUSIBLE = frozenset({*_BINARY_OPS, *_UNARY_OPS, "broadcast"})
+# Operators applied element by element: a product's epilogue may be one.
+POINTWISE = frozenset({*_BINARY_OPS, *_UNARY_OPS})
 
 
 def use_counts(results: list[Term]) -> dict[Term, int]:

@@ -33,6 +33,10 @@ class Target(Protocol):
     """A machine Prism optimizes for (see the module docstring)."""
 
     name: str
+    # What its code generator fuses, for the cost of whole programs (prism-explore): "epilogue", the one
+    # pointwise consumer of a product (its only reader) runs on the product's tiles; "dual", two products of one
+    # left operand that such a consumer reads run as one kernel.
+    fusion: frozenset[str]
 
     @property
     def artifact(self) -> str:

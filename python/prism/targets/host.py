@@ -123,6 +123,7 @@ class HostTarget:
     artifact = "llvm"
     runs_here = True
     block_overhead_seconds = BLOCK_OVERHEAD_SECONDS
+    fusion = frozenset({"epilogue", "dual"})  # f32 products (see prism.codegen.cpu.epilogue)
 
     @property
     def vector_fmas_per_cycle(self) -> float:

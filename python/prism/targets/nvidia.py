@@ -71,6 +71,7 @@ class GpuTarget:
 
     artifact = "ptx"
     runs_here = False
+    fusion = frozenset()  # each elementwise op is a kernel of its own
 
     def lowering(self) -> str:
         """prism-lower-gpu for this chip."""
