@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 
 COST_TEXT = ("transpose(K, if RM > 1) + merge(if KVS > 1) + max(ceil(tasks / cores) * (steps * (scores + softmax "
              "+ BKV*(d + Dv)*4/8) + values + rows * Dv / lanes * 2) / clock + task), "
-             "(B*ceil(Sq/BQ)*Skv*(d + Dv) + B*Sq*(d + Dv) + [2*B*Sq*KVS*Dv]) * 4 / bandwidth * cores/busy); tasks = B*ceil(Sq/BQ)*KVS, "
+             "(B*ceil(Sq/BQ)*Skv*(d + Dv) + B*Sq*(d + Dv) + [2*B*Sq*KVS*Dv]) * 4 / bandwidth * cores/busy); "
+             "tasks = B*ceil(Sq/BQ)*KVS, "
              "steps = ceil(ceil(Skv/BKV)/KVS), keys = min(steps*BKV, Skv), rows = ceil(Sq/ceil(Sq/BQ)/RM)*RM, "
              "scores = rows/RM*BKV/RN*kernel_cycles(RM, RN, d) (RM > 1) or rows*BKV*(d/lanes/2 + 4), "
              "softmax = rows*(BKV/lanes*10 + 30), "
