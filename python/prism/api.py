@@ -10,7 +10,7 @@ extents and returns tables that choose a schedule per size in microseconds.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,12 +42,15 @@ class CompiledModule:
         report: the search report (target, families with funnel and choice; with ``emit="report"`` for the
             host, ``kernels``: per function, each kernel the code generator makes and the ops it runs).
         ptx: PTX text per GPU module for GPU targets (None for the host).
+        iree: with ``emit="iree"``, the module as IREE input: each tuned contraction with IREE's
+            ``compilation_info`` (see :mod:`prism.codegen.iree`); else None.
     """
 
     mlir: str
     target: str
     report: dict[str, Any]
     ptx: dict[str, str] | None = None
+    iree: str | None = None
     source: str = "<compiled>"
     _located: str = field(default="", repr=False)  # ``mlir`` with the source's locations, for jit()'s errors
     _jitted: dict[str | None, Callable[..., Any]] = field(default_factory=dict, repr=False)
@@ -69,6 +72,21 @@ class CompiledModule:
         if name not in self._jitted:
             self._jitted[name] = jit_module(self._lowered(), name)
         return self._jitted[name]
+
+    def iree_function(self, name: str, flags: Sequence[str] = ()) -> Callable[..., Any]:
+        """Function ``name`` of :attr:`iree` compiled by IREE (``iree-compile`` with ``flags``, for the target's
+        IREE backend) and loaded in IREE's runtime: a callable over numpy arrays.
+
+        Needs ``iree-base-compiler`` and ``iree-base-runtime`` (the test and
+        bench extras); raises TargetError without them, or when IREE refuses
+        the module.
+        """
+        if self.iree is None:
+            raise TargetError("no IREE module was produced: compile with emit='iree'")
+        from prism.codegen import iree  # loaded only when asked
+
+        backend = get_target(self.target).iree_backend
+        return iree.load(iree.compile_vmfb(self.iree, backend, flags), name)
 
     def bind(self, name: str, **arrays: Any) -> BoundFunction:
         """Fix some arguments of function ``name`` once (weights), and return a callable over the others.
@@ -202,7 +220,8 @@ def compile(source: Source, target: str = "host", emit: str | None = None, pipel
             (copied, never modified).
         target: ``"h200"``, ``"h100"``, ``"a100"`` or ``"host"``.
         emit: ``"mlir"`` or ``"report"`` stop after the search (``.ptx`` is
-            None); ``"ptx"`` also lowers to PTX and needs a GPU target. The
+            None); ``"ptx"`` also lowers to PTX and needs a GPU target;
+            ``"iree"`` also writes ``.iree``, the module as IREE input. The
             default is ``"ptx"`` for GPU targets and ``"mlir"`` for the host,
             whose code is built on demand by :meth:`CompiledModule.jit`.
         pipeline: a pass pipeline string; ``prism-optimize`` by default.
@@ -214,8 +233,8 @@ def compile(source: Source, target: str = "host", emit: str | None = None, pipel
     if not isinstance(pipeline, str | None):
         raise PrismError(f"pipeline must be a pass pipeline string, not {type(pipeline).__name__}")
     emit = emit or ("ptx" if get_target(target).artifact == "ptx" else "mlir")
-    if emit not in ("mlir", "report", "ptx"):
-        raise TargetError(f"emit must be 'mlir', 'report' or 'ptx', not '{emit}'")
+    if emit not in ("mlir", "report", "ptx", "iree"):
+        raise TargetError(f"emit must be 'mlir', 'report', 'ptx' or 'iree', not '{emit}'")
     check_emit(emit, target)
     steps = steps_for(pipeline, "report")
     check_targets(steps, target, emit)
@@ -225,11 +244,13 @@ def compile(source: Source, target: str = "host", emit: str | None = None, pipel
     compilation.run(steps)
     optimized = str(compilation.module)
     located = compilation.module.operation.get_asm(enable_debug_info=True)
-    ptx = None
+    ptx = iree = None
     if emit == "report":
         compilation.report_kernels()
+    if emit == "iree":
+        iree = compilation.emit("iree")
     if emit == "ptx":
         compilation.lower()
         ptx = dict(compilation.ctx.artifacts["ptx"])
-    return CompiledModule(mlir=optimized, target=target, report=compilation.ctx.report, ptx=ptx, source=name,
+    return CompiledModule(mlir=optimized, target=target, report=compilation.ctx.report, ptx=ptx, iree=iree, source=name,
                           _located=located, _arg_names=argument_names(_read(source)[0]))

@@ -1,8 +1,8 @@
 """What ``prism-opt`` and ``prism.compile`` share: one compilation of one module.
 
 A compilation parses (or takes) a module, runs a pipeline of passes on it and
-produces the requested artifact: MLIR text, PTX, the LLVM-dialect module, or
-the JSON report. Which lowering a target needs is the target's answer
+produces the requested artifact: MLIR text, PTX, the LLVM-dialect module,
+the JSON report, or MLIR for IREE with its ``compilation_info``. Which lowering a target needs is the target's answer
 (``Target.lowering``); nothing here asks what kind of target it is.
 """
 
@@ -19,7 +19,7 @@ from prism.infra.pipeline import Step, parse_pipeline, run_pipeline
 from prism.passes.verify import ORIGINAL
 from prism.targets import get_target
 
-EMIT_KINDS = ("mlir", "ptx", "llvm", "report")
+EMIT_KINDS = ("mlir", "ptx", "llvm", "report", "iree")
 DEFAULT_PIPELINE = "prism-optimize"
 
 
@@ -68,6 +68,10 @@ class Compilation:
         if kind == "report":
             self.report_kernels()
             return self.report_json()
+        if kind == "iree":
+            from prism.codegen.iree import iree_text  # loaded only when asked
+
+            return iree_text(self.module, get_target(self.target), self.ctx)
         self.lower()
         return ptx_text(self.ctx.artifacts["ptx"]) if kind == "ptx" else str(self.module)
 
@@ -79,6 +83,9 @@ def check_emit(kind: str, target: str) -> None:
     artifact = get_target(target).artifact
     if kind == "ptx" and artifact != "ptx":
         raise TargetError(f"--emit=ptx needs a target that lowers to PTX; target '{target}' lowers to {artifact}")
+    if kind == "iree" and get_target(target).iree_backend is None:
+        raise TargetError(f"--emit=iree: Prism writes no IREE configuration for target '{target}' yet; "
+                          "use --target=host (IREE's llvm-cpu)")
 
 
 def check_targets(steps: list[Step], target: str, emit: str) -> None:

@@ -10,6 +10,7 @@ object of this shape (:func:`prism.targets.register`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -67,6 +68,15 @@ class Target(Protocol):
 
     def pass_seconds(self, moved: int) -> float:
         """Predicted seconds of one loop nest (one kernel) that moves ``moved`` bytes through memory."""
+
+    @property
+    def iree_backend(self) -> str | None:
+        """IREE's backend for this target (``llvm-cpu``), or None where Prism writes no IREE configuration."""
+
+    def iree_config(self, roles: Sequence[str], choice: dict[str, int]) -> tuple[str, list[str]]:
+        """IREE's ``compilation_info`` for a contraction whose loops have ``roles``, scheduled by ``choice`` (this
+        target's schema), as attribute text; and, in words, what of the choice IREE's configuration cannot
+        express (the text is then the nearest configuration)."""
 
     def measure(self, body: ir.Operation, choice: dict[str, int], assume: int) -> float:
         """Seconds of the family payload ``body`` run under ``choice`` (raises TargetError where it cannot run)."""

@@ -29,6 +29,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -188,6 +189,25 @@ class HostTarget:
         compute = self._rounds(tm, tn, s) * (block_cycles * self.cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
         phases = 0 if direct_kernel(op) else self._pack_seconds(op, values, s, strided=False)
         return phases + roofline(compute, self._kernel_memory_seconds(op, tm, tn, s))
+
+    iree_backend = "llvm-cpu"
+
+    def iree_config(self, roles: Sequence[str], choice: dict[str, int]) -> tuple[str, list[str]]:
+        """IREE's CPU double-tiling pipeline with Prism's tiles: a TM x TN block per workgroup (``distribution``)
+        and the RM x RN register block as its vector tile, K one step at a time as in Prism's micro-kernel.
+
+        IREE takes no K slice in this pipeline (a cache-level tile makes it
+        vectorize whole slices), so TK is left out, with B's panels.
+        """
+        tiles = {"batch": (1, 1, 0), "m": (choice["TM"], choice["RM"], 0), "n": (choice["TN"], choice["RN"], 0),
+                 "k": (0, 0, 1)}
+        levels = [[tiles[role][level] for role in roles] for level in range(3)]
+        names = ("distribution", "vector_common_parallel", "vector_reduction")
+        config = ", ".join(f"{name} = [{', '.join(map(str, sizes))}]" for name, sizes in zip(names, levels,
+                                                                                             strict=True))
+        text = (f"#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<{config}>, "
+                "translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>>>")
+        return text, [f"the K slice (TK = {choice['TK']}) and B's panels, which IREE's CPU pipeline does not take"]
 
     def cost_text(self, op: Contraction | Attention) -> str:
         """The host roofline of ``op``'s family (with the packing phases of a contraction), as text."""

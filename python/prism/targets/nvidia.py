@@ -15,6 +15,7 @@ once; :mod:`prism.codegen.gpu` reads them.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -107,6 +108,12 @@ class GpuTarget:
         compute = blocks * 2 * bm * bn * s["k"] / self._rate(op, values.get("MMA", 0))
         memory = traffic_bytes(op, bm, bn, s) / self.dram_bytes_per_s
         return roofline(compute, memory) + LAUNCH_SECONDS
+
+    iree_backend = None  # IREE's LLVMGPU configurations are not written yet
+
+    def iree_config(self, roles: Sequence[str], choice: dict[str, int]) -> tuple[str, list[str]]:
+        """Not written for GPUs yet: ``check_emit`` refuses ``--emit=iree`` before anything runs."""
+        raise TargetError(f"Prism writes no IREE configuration for '{self.name}' yet; use --target=host")
 
     def cost_text(self, op: Contraction) -> str:
         """The GPU roofline, as text."""

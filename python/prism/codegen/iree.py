@@ -1,0 +1,134 @@
+"""IREE export: tuned Linalg whose contractions carry IREE's ``compilation_info``, and a way to run it.
+
+``--emit=iree`` (``prism.compile(..., emit="iree")``) writes the module as
+prism-optimize leaves it (prism-explore's proven rewrites included), with
+each contraction that prism-select scheduled annotated with the
+``#iree_codegen.compilation_info`` its target makes of the choice
+(``Target.iree_config``): IREE's code generation then uses Prism's tiles
+instead of its own. Prism's own attributes (``prism.*``: choices, roles,
+``prism.invariant`` weights, the parts of prepared functions) are dropped. A
+choice IREE's configuration cannot express in full gets the nearest
+configuration and a remark; families IREE has no configuration for
+(attention, on the host) keep IREE's defaults, with a remark.
+
+IREE's attributes are not parsed here (its dialects are not registered in
+Prism's context): each op first carries the attribute's text in a string,
+which the printed module then spells as the attribute.
+
+:func:`compile_vmfb` and :func:`load` compile and run the text with
+``iree.compiler`` and ``iree.runtime`` (pinned in the ``test`` and
+``bench`` extras). ``iree.compiler`` runs in a child process: its own MLIR
+bindings cannot be loaded beside Prism's.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from mlir import ir
+
+from prism.infra import attrs
+from prism.infra.errors import TargetError
+from prism.infra.ir import iter_ops
+from prism.infra.passbase import PassContext
+from prism.targets.base import Target
+
+# The placeholder each annotated op carries until the module is printed.
+_PLACEHOLDER = "prism.iree_compilation_info"
+_SPELLED = re.compile(rf'{re.escape(_PLACEHOLDER)} = "([^"]*)"')
+
+
+def iree_text(module: ir.Module, target: Target, ctx: PassContext) -> str:
+    """``module`` (tuned, instantiated) as IREE input: see the module docstring."""
+    with module.context:
+        _annotate(module, target, ctx)
+        _drop_prism_attributes(module)
+    return _SPELLED.sub(r"compilation_info = \1", str(module))
+
+
+def _drop_prism_attributes(module: ir.Module) -> None:
+    """Remove Prism's own attributes (``prism.*``) from every op and function argument, but the placeholders."""
+    for op in iter_ops(module):
+        for name in list(op.attributes):
+            if name.startswith("prism.") and name != _PLACEHOLDER:
+                del op.attributes[name]
+        if "arg_attrs" in op.attributes:
+            kept = [ir.DictAttr.get({named.name: named.attr for named in (d[i] for i in range(len(d)))
+                                     if not named.name.startswith("prism.")})
+                    for d in map(ir.DictAttr, ir.ArrayAttr(op.attributes["arg_attrs"]))]
+            if any(len(attr) for attr in kept):
+                op.attributes["arg_attrs"] = ir.ArrayAttr.get(kept)
+            else:
+                del op.attributes["arg_attrs"]
+
+
+def _annotate(module: ir.Module, target: Target, ctx: PassContext) -> None:
+    """Each scheduled contraction's choice as the text of its IREE configuration (see :func:`iree_text`)."""
+    for op in iter_ops(module):
+        if attrs.ATTENTION_CHOICE in op.attributes:
+            ctx.remark(op.location, f"IREE has no configuration for an attention family on '{target.name}': "
+                                    "IREE's defaults apply to its ops")
+            del op.attributes[attrs.ATTENTION_CHOICE]
+        if attrs.CHOICE not in op.attributes or attrs.ROLES not in op.attributes:
+            continue
+        roles = [ir.StringAttr(r).value for r in ir.ArrayAttr(op.attributes[attrs.ROLES])]
+        chosen = ir.DictAttr(op.attributes[attrs.CHOICE])
+        choice = {chosen[i].name: ir.IntegerAttr(chosen[i].attr).value for i in range(len(chosen))}
+        config, unexpressed = target.iree_config(roles, choice)
+        for what in unexpressed:
+            ctx.remark(op.location, f"IREE's configuration cannot express {what}: the nearest one is emitted")
+        op.attributes[_PLACEHOLDER] = ir.StringAttr.get(config)
+        del op.attributes[attrs.CHOICE]
+        del op.attributes[attrs.ROLES]
+
+
+_COMPILE = """import sys, iree.compiler
+text = sys.stdin.read()
+sys.stdout.buffer.write(iree.compiler.compile_str(text, target_backends=[sys.argv[1]], extra_args=sys.argv[2:]))
+"""
+
+
+def compile_vmfb(text: str, backend: str = "llvm-cpu", flags: Sequence[str] = ()) -> bytes:
+    """The IREE module (``.vmfb``) of ``text`` for ``backend``, by ``iree.compiler`` in a child process.
+
+    Raises TargetError with iree-compile's errors when it refuses the text,
+    or when IREE is not installed.
+    """
+    child = subprocess.run([sys.executable, "-c", _COMPILE, backend, *flags], input=text.encode(),
+                           capture_output=True)
+    if child.returncode:
+        lines = child.stderr.decode(errors="replace").strip().splitlines()
+        if any("No module named 'iree" in line for line in lines):
+            raise TargetError("IREE is not installed: pip install iree-base-compiler==3.13.0 "
+                              "iree-base-runtime==3.13.0 (the test and bench extras pin them)")
+        errors = [line for line in lines if "error" in line] or lines[-20:]
+        raise TargetError("iree-compile refused the module:\n" + "\n".join(errors))
+    return child.stdout
+
+
+def load(vmfb: bytes, function: str, driver: str = "local-task") -> Callable[..., Any]:
+    """``function`` of a compiled IREE module, callable with numpy arrays; it returns numpy arrays (a tuple
+    when there are several results)."""
+    try:
+        import iree.runtime as runtime
+    except ImportError:
+        raise TargetError("IREE's runtime is not installed: pip install iree-base-runtime==3.13.0") from None
+    config = runtime.Config(driver)
+    context = runtime.SystemContext(config=config)
+    context.add_vm_module(runtime.VmModule.copy_buffer(context.instance, vmfb))
+    try:
+        entry = context.modules.module[function]
+    except KeyError:
+        raise TargetError(f"the IREE module has no function '{function}'") from None
+
+    def call(*arrays: Any) -> Any:
+        results = entry(*arrays)
+        if isinstance(results, tuple | list):
+            return tuple(r.to_host() for r in results)
+        return results.to_host()
+
+    return call

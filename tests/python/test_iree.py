@@ -1,0 +1,107 @@
+"""--emit=iree: Prism's choices as IREE's compilation_info, proven by IREE's own compiler and runtime."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import prism
+from conftest import REPO, run_cli
+from prism.codegen.iree import compile_vmfb
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from cpu_workloads import NumpyOps, Workload, attention, causal_attention, gemm, lora, qkv, rmsnorm_linear, swiglu  # noqa: E402
+
+# The layers of DESIGN section 9 at small, odd sizes (IREE compiles each in about a second).
+WORKLOADS = [gemm("gemm-37x96x50", 37, 96, 50), rmsnorm_linear(5, 96), swiglu(3, 64), qkv(7, 64), lora(5, 96),
+             attention(1, 2, 9, 33, 16), causal_attention(1, 2, 20, 16)]
+
+
+def inputs(workload: Workload, rng: np.random.Generator) -> list[np.ndarray]:
+    values = workload.inputs(rng)
+    return [values[a.name] for a in workload.args]
+
+
+@pytest.mark.parametrize("workload", WORKLOADS, ids=[w.name for w in WORKLOADS])
+def test_iree_runs_what_prism_configured_and_matches_float64(workload: Workload, rng: np.random.Generator) -> None:
+    compiled = prism.compile(workload.mlir, target="host", emit="iree")
+    configured = compiled.iree.count("compilation_info = #iree_codegen.compilation_info<")
+    assert configured == compiled.mlir.count("prism.choice") and "prism." not in compiled.iree
+    assert configured > 0 or workload.family.endswith("attention")  # IREE configures attention itself
+    arrays = inputs(workload, rng)
+    want = workload.compute(NumpyOps, *(a.astype(np.float64) for a in arrays))
+    have = compiled.iree_function(workload.func)(*arrays)
+    for got, expected in zip(have if isinstance(have, tuple) else (have,), want, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+
+
+DYNAMIC_M = """
+func.func @gemm(%a: tensor<?x96xf32>, %b: tensor<96x130xf32>) -> tensor<?x130xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x96xf32>
+  %e = tensor.empty(%m) : tensor<?x130xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<?x130xf32>) -> tensor<?x130xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<?x96xf32>, tensor<96x130xf32>) outs(%c : tensor<?x130xf32>)
+      -> tensor<?x130xf32>
+  return %r : tensor<?x130xf32>
+}
+"""
+
+
+def test_a_dynamic_size_runs_at_every_size(rng: np.random.Generator) -> None:
+    compiled = prism.compile(DYNAMIC_M, target="host", emit="iree")
+    assert "compilation_info" in compiled.iree
+    run = compiled.iree_function("gemm")
+    for m in (1, 77, 300):
+        a, b = rng.standard_normal((m, 96), np.float32), rng.standard_normal((96, 130), np.float32)
+        np.testing.assert_allclose(run(a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_iree_uses_prism_tiles_not_its_defaults(tmp_path: Path) -> None:
+    """IREE's dump of its configured executables shows the workgroup and vector tiles Prism chose."""
+    workload = gemm("gemm-200x96x130", 200, 96, 130)
+    compiled = prism.compile(workload.mlir, target="host", emit="iree")
+    (family,) = [f for f in compiled.report["families"] if f["kind"] == "gemm"]
+    choice = family["choice"]
+    compile_vmfb(compiled.iree, "llvm-cpu", [f"--iree-hal-dump-executable-configurations-to={tmp_path}"])
+    dumped = "".join(path.read_text() for path in tmp_path.iterdir())
+    assert f"distribution = [{choice['TM']}, {choice['TN']}, 0]" in dumped
+    assert f"vector_common_parallel = [{choice['RM']}, {choice['RN']}, 0]" in dumped
+
+
+def test_what_iree_cannot_take_is_remarked(tmp_path: Path) -> None:
+    source = tmp_path / "attention.mlir"
+    source.write_text(attention(1, 2, 9, 33, 16).mlir)
+    result = run_cli(str(source), "--target=host", "--emit=iree")
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"attention.mlir:\d+:\d+: remark: IREE has no configuration for an attention family",
+                     result.stderr)
+    gemm_source = tmp_path / "gemm.mlir"
+    gemm_source.write_text(gemm("g", 64, 64, 64).mlir)
+    result = run_cli(str(gemm_source), "--target=host", "--emit=iree")
+    assert "remark: IREE's configuration cannot express the K slice" in result.stderr
+
+
+def test_a_target_without_iree_configurations_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    with pytest.raises(prism.TargetError, match="no IREE configuration for target 'h200'"):
+        prism.compile(gemm("g", 64, 64, 64).mlir, target="h200", emit="iree")
+    source = tmp_path / "gemm.mlir"
+    source.write_text(gemm("g", 64, 64, 64).mlir)
+    result = run_cli(str(source), "--target=h200", "--emit=iree")
+    assert result.returncode == 1 and "error: " in result.stderr and "Traceback" not in result.stderr
+    with pytest.raises(prism.TargetError, match="compile with emit='iree'"):
+        prism.compile(gemm("g", 64, 64, 64).mlir, target="host").iree_function("gemm")
+
+
+def test_an_attribute_syntax_iree_does_not_take_is_a_clean_error() -> None:
+    """IREE's attributes change between versions (2022's ``tile_sizes`` no longer parse): iree-compile's
+    error comes back as a TargetError, never a crash."""
+    old = prism.compile(gemm("g", 64, 64, 64).mlir, target="host", emit="iree").iree
+    old = re.sub(r"#iree_cpu\.lowering_config<[^>]*>", "#iree_codegen.lowering_config<tile_sizes = [[64, 64, 0]]>", old)
+    with pytest.raises(prism.TargetError, match="iree-compile refused the module"):
+        compile_vmfb(old)
