@@ -18,7 +18,9 @@ with its weights marked ``{prism.invariant}`` and run by every contender:
 - ``sdpa``, for attention workloads only: ``torch.nn.functional.scaled_dot_product_attention`` (``is_causal`` for
   causal ones), after any prologue in torch eager;
 - ``iree`` and ``iree-dt``: the same MLIR through IREE's llvm-cpu backend, with default flags and with data
-  tiling; weights are uploaded once as device arrays, activations passed as numpy arrays, results read back.
+  tiling; weights are uploaded once as device arrays, activations passed as numpy arrays, results read back;
+- ``iree-prism``: what Prism writes for IREE (``emit="iree"``: its choices as ``compilation_info``) through
+  IREE with the default flags: not a baseline, it is compared with ``iree``.
 
 A contender that fails to build is recorded with its error and the run goes
 on; Prism is first built in a child process, so that a build that hangs
@@ -69,6 +71,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 PARTIAL_RESULTS = Path(__file__).resolve().parent.parent / "out" / "cpu"  # git ignores out/
 PACKAGES = ("prism", "numpy", "torch", "iree-base-compiler", "iree-base-runtime", "xtc-mlir-python-bindings")
 PRISM = ("prism", "prism-bound")
+# IREE with Prism's configurations: compared with IREE's defaults, not with the baselines.
+IREE_CONFIGURED = ("iree-prism",)
 BASELINES = ("numpy", "torch", "torch.compile", "sdpa", "iree", "iree-dt")
 IREE_FLAGS = {
     "iree": ["--iree-llvmcpu-target-cpu=host"],
@@ -221,13 +225,15 @@ def iree_compile(text: str, flags: Sequence[str]) -> bytes:
     return child.stdout
 
 
-def _iree_build(flags: Sequence[str]) -> Build:
-    """IREE llvm-cpu on the local-task driver: weights uploaded once, activations passed, results read back."""
+def _iree_build(flags: Sequence[str], configured: bool = False) -> Build:
+    """IREE llvm-cpu on the local-task driver: weights uploaded once, activations passed, results read back.
+    ``configured``: the module Prism writes for IREE (``emit="iree"``: its choices as compilation_info)."""
 
     def build(workload: Workload, inputs: dict[str, np.ndarray]) -> Callable[[], Any]:
         import iree.runtime as rt
 
-        vmfb = iree_compile(workload.mlir, flags)
+        text = prism.compile(workload.mlir, target="host", emit="iree").iree if configured else workload.mlir
+        vmfb = iree_compile(text, flags)
         config = rt.Config("local-task")
         context = rt.SystemContext(config=config)
         context.add_vm_module(rt.VmModule.copy_buffer(context.instance, vmfb))
@@ -252,6 +258,7 @@ CONTENDERS: dict[str, Build] = {
     "torch.compile": _torch_build(compile_it=True),
     "sdpa": build_sdpa,
     **{name: _iree_build(flags) for name, flags in IREE_FLAGS.items()},
+    "iree-prism": _iree_build(IREE_FLAGS["iree"], configured=True),
 }
 
 
@@ -423,7 +430,7 @@ def _speedup(value: float | None) -> str:
 def markdown(report: dict[str, Any]) -> str:
     """cpu.md: header, one row per workload, the geomean rows and the errors."""
     meta = report["meta"]
-    others = [n for n in BASELINES if n in meta["contenders"]]
+    others = [n for n in (*BASELINES, *IREE_CONFIGURED) if n in meta["contenders"]]
     lines = [
         "# Prism on the host CPU, against every baseline in one run",
         "",
@@ -471,6 +478,13 @@ def markdown(report: dict[str, Any]) -> str:
                     f"{fused['workloads']} of {fused['of']} workloads)")
         cells[4] = f"**{_speedup(fused['geomean_speedup'])}**" if fused["geomean_speedup"] else "n/a"
         lines.append("| " + " | ".join(cells) + " |")
+    ratios = [r["contenders"]["iree"]["median_ms"] / r["contenders"]["iree-prism"]["median_ms"]
+              for r in report["workloads"] if all(r["contenders"].get(n, {}).get("status") == "ok"
+                                                  for n in ("iree", "iree-prism"))]
+    if ratios:
+        lines += ["", f"IREE with Prism's configurations (`iree-prism`) against IREE's defaults (`iree`): "
+                  f"geomean {_speedup(geomean(ratios))} over {len(ratios)} workloads, from {_speedup(min(ratios))} "
+                  f"to {_speedup(max(ratios))}."]
     failures = [(r["name"], n, c["error"]) for r in report["workloads"] for n, c in r["contenders"].items()
                 if c["status"] == "failed"]
     if failures:

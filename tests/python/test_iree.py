@@ -12,6 +12,7 @@ import pytest
 import prism
 from conftest import REPO, run_cli
 from prism.codegen.iree import compile_vmfb
+from prism.targets.host import host_target
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from cpu_workloads import NumpyOps, Workload, attention, causal_attention, gemm, lora, qkv, rmsnorm_linear, swiglu  # noqa: E402
@@ -63,15 +64,17 @@ def test_a_dynamic_size_runs_at_every_size(rng: np.random.Generator) -> None:
 
 
 def test_iree_uses_prism_tiles_not_its_defaults(tmp_path: Path) -> None:
-    """IREE's dump of its configured executables shows the workgroup and vector tiles Prism chose."""
+    """IREE's dump of its configured executables shows the workgroup and vector tiles that the host target made
+    of Prism's choice, not IREE's own (64 x 64 workgroups of 8 x 8 vector tiles for this GEMM)."""
     workload = gemm("gemm-200x96x130", 200, 96, 130)
     compiled = prism.compile(workload.mlir, target="host", emit="iree")
     (family,) = [f for f in compiled.report["families"] if f["kind"] == "gemm"]
-    choice = family["choice"]
+    config, _ = host_target().iree_config(["m", "n", "k"], family["choice"])
+    tiles = re.findall(r"(distribution|vector_common_parallel) = (\[[0-9, ]*\])", config)
     compile_vmfb(compiled.iree, "llvm-cpu", [f"--iree-hal-dump-executable-configurations-to={tmp_path}"])
     dumped = "".join(path.read_text() for path in tmp_path.iterdir())
-    assert f"distribution = [{choice['TM']}, {choice['TN']}, 0]" in dumped
-    assert f"vector_common_parallel = [{choice['RM']}, {choice['RN']}, 0]" in dumped
+    assert len(tiles) == 2 and all(f"{name} = {sizes}" in dumped for name, sizes in tiles)
+    assert "vector_common_parallel = [8, 8, 0]" not in dumped
 
 
 def test_what_iree_cannot_take_is_remarked(tmp_path: Path) -> None:
