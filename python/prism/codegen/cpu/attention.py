@@ -337,10 +337,7 @@ class _Attention:
         self._softmax()
         self._values()
         self.t.close()
-        if p.splits == 1:
-            self._finish(i1)
-        else:
-            self._keep_share(i1)
+        self._finish(i1)
         self.t.close()
         self.t.close()
         if p.splits > 1:
@@ -524,34 +521,30 @@ class _Attention:
         self.t.close()
 
     def _finish(self, i1: str) -> None:
-        """out = O / l for the block's rows."""
+        """For the block's rows: out = O / l; with several shares of the keys, this share's m, l and O instead,
+        into the buffers that :meth:`_merge` reads."""
         p, t = self.plan, self.t
         count = t.value(f"arith.subi {i1}, {self.i0} : index", "rows")
         r = t.fresh("r")
         self.t.open(f"scf.for {r} = {self.c0} to {count} step {self.c1}")
         row = t.value(f"arith.addi {self.i0}, {r} : index", "g")
-        total = t.value(f"memref.load {self.l}[{self.w}, {r}] : {self.row_type}", "l")
-        total = t.value(f"vector.broadcast {total} : {F32} to {self.vec}", "lv")
+        shared = p.splits > 1
+        if shared:
+            for kept, scratch in ((self.kept_m, self.m), (self.kept_l, self.l)):
+                value = t.value(f"memref.load {scratch}[{self.w}, {r}] : {self.row_type}", "x")
+                t.add(f"memref.store {value}, {kept}[{self.split}, {self.fb}, {row}] : {self.kept_row_type}")
+        else:
+            total = t.value(f"memref.load {self.l}[{self.w}, {r}] : {self.row_type}", "l")
+            total = t.value(f"vector.broadcast {total} : {F32} to {self.vec}", "lv")
         for e in range(0, p.value_dim, p.lanes):
             x = t.value(f"vector.load {self.o}[{self.w}, {r}, {t.const(e)}] : {self.o_type}, {self.vec}", "ov")
-            y = t.value(f"arith.divf {x}, {total} : {self.vec}", "y")
-            t.add(f"vector.store {y}, {self.out}[{', '.join([*self.bi, row, t.const(e)])}] : {self.dyn}, {self.vec}")
-        self.t.close()
-
-    def _keep_share(self, i1: str) -> None:
-        """This share's m, l and O for the block's rows, into the buffers that :meth:`_merge` reads."""
-        p, t = self.plan, self.t
-        count = t.value(f"arith.subi {i1}, {self.i0} : index", "rows")
-        r = t.fresh("r")
-        self.t.open(f"scf.for {r} = {self.c0} to {count} step {self.c1}")
-        row = t.value(f"arith.addi {self.i0}, {r} : index", "g")
-        for kept, scratch in ((self.kept_m, self.m), (self.kept_l, self.l)):
-            value = t.value(f"memref.load {scratch}[{self.w}, {r}] : {self.row_type}", "x")
-            t.add(f"memref.store {value}, {kept}[{self.split}, {self.fb}, {row}] : {self.kept_row_type}")
-        for e in range(0, p.value_dim, p.lanes):
-            x = t.value(f"vector.load {self.o}[{self.w}, {r}, {t.const(e)}] : {self.o_type}, {self.vec}", "ov")
-            t.add(f"vector.store {x}, {self.kept_o}[{self.split}, {self.fb}, {row}, {t.const(e)}] : "
-                  f"{self.kept_o_type}, {self.vec}")
+            if shared:
+                t.add(f"vector.store {x}, {self.kept_o}[{self.split}, {self.fb}, {row}, {t.const(e)}] : "
+                      f"{self.kept_o_type}, {self.vec}")
+            else:
+                y = t.value(f"arith.divf {x}, {total} : {self.vec}", "y")
+                t.add(f"vector.store {y}, {self.out}[{', '.join([*self.bi, row, t.const(e)])}] : {self.dyn}, "
+                      f"{self.vec}")
         self.t.close()
 
     def _merge(self) -> None:
