@@ -108,3 +108,30 @@ def test_an_attribute_syntax_iree_does_not_take_is_a_clean_error() -> None:
     old = re.sub(r"#iree_cpu\.lowering_config<[^>]*>", "#iree_codegen.lowering_config<tile_sizes = [[64, 64, 0]]>", old)
     with pytest.raises(prism.TargetError, match="iree-compile refused the module"):
         compile_vmfb(old)
+
+
+# Other element types and layouts: f16 inputs accumulating in f32, a batch of products with B transposed.
+OTHER_STYLES = {
+    "f16": ([(37, 64), (64, 50)], np.float16, "tensor<37x50xf32>",
+            "linalg.matmul ins(%a, %b : tensor<37x64xf16>, tensor<64x50xf16>)"),
+    "batched, B transposed": ([(3, 37, 64), (3, 50, 64)], np.float32, "tensor<3x37x50xf32>",
+                              "linalg.batch_matmul indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, "
+                              "affine_map<(b, m, n, k) -> (b, n, k)>, affine_map<(b, m, n, k) -> (b, m, n)>] "
+                              "ins(%a, %b : tensor<3x37x64xf32>, tensor<3x50x64xf32>)"),
+}
+
+
+@pytest.mark.parametrize("style", OTHER_STYLES)
+def test_other_types_and_layouts_run_in_iree(style: str, rng: np.random.Generator) -> None:
+    shapes, dtype, result, product = OTHER_STYLES[style]
+    types = [f"tensor<{'x'.join(map(str, s))}x{'f16' if dtype == np.float16 else 'f32'}>" for s in shapes]
+    text = (f"func.func @f(%a: {types[0]}, %b: {types[1]}) -> {result} {{\n"
+            f"  %z = arith.constant 0.0 : f32\n  %e = tensor.empty() : {result}\n"
+            f"  %c = linalg.fill ins(%z : f32) outs(%e : {result}) -> {result}\n"
+            f"  %r = {product} outs(%c : {result}) -> {result}\n  return %r : {result}\n}}\n")
+    compiled = prism.compile(text, target="host", emit="iree")
+    assert "compilation_info" in compiled.iree
+    a, b = (rng.standard_normal(s).astype(dtype) for s in shapes)
+    b64 = b.astype(np.float64)
+    want = a.astype(np.float64) @ (b64 if dtype == np.float16 else np.swapaxes(b64, -1, -2))
+    np.testing.assert_allclose(compiled.iree_function("f")(a, b), want, rtol=1e-4, atol=1e-4)
