@@ -43,7 +43,8 @@ class CompiledModule:
             host, ``kernels``: per function, each kernel the code generator makes and the ops it runs).
         ptx: PTX text per GPU module for GPU targets (None for the host).
         iree: with ``emit="iree"``, the module as IREE input: each tuned contraction with IREE's
-            ``compilation_info`` (see :mod:`prism.codegen.iree`); else None.
+            ``compilation_info`` (see :mod:`prism.codegen.iree`); with ``emit="iree-spec"``, an IREE tuning
+            spec that gives the same contractions the same configurations; else None.
     """
 
     mlir: str
@@ -221,7 +222,8 @@ def compile(source: Source, target: str = "host", emit: str | None = None, pipel
         target: ``"h200"``, ``"h100"``, ``"a100"`` or ``"host"``.
         emit: ``"mlir"`` or ``"report"`` stop after the search (``.ptx`` is
             None); ``"ptx"`` also lowers to PTX and needs a GPU target;
-            ``"iree"`` also writes ``.iree``, the module as IREE input. The
+            ``"iree"`` also writes ``.iree``, the module as IREE input, and
+            ``"iree-spec"`` an IREE tuning spec there instead. The
             default is ``"ptx"`` for GPU targets and ``"mlir"`` for the host,
             whose code is built on demand by :meth:`CompiledModule.jit`.
         pipeline: a pass pipeline string; ``prism-optimize`` by default.
@@ -233,8 +235,8 @@ def compile(source: Source, target: str = "host", emit: str | None = None, pipel
     if not isinstance(pipeline, str | None):
         raise PrismError(f"pipeline must be a pass pipeline string, not {type(pipeline).__name__}")
     emit = emit or ("ptx" if get_target(target).artifact == "ptx" else "mlir")
-    if emit not in ("mlir", "report", "ptx", "iree"):
-        raise TargetError(f"emit must be 'mlir', 'report', 'ptx' or 'iree', not '{emit}'")
+    if emit not in ("mlir", "report", "ptx", "iree", "iree-spec"):
+        raise TargetError(f"emit must be 'mlir', 'report', 'ptx', 'iree' or 'iree-spec', not '{emit}'")
     check_emit(emit, target)
     steps = steps_for(pipeline, "report")
     check_targets(steps, target, emit)
@@ -247,8 +249,8 @@ def compile(source: Source, target: str = "host", emit: str | None = None, pipel
     ptx = iree = None
     if emit == "report":
         compilation.report_kernels()
-    if emit == "iree":
-        iree = compilation.emit("iree")
+    if emit in ("iree", "iree-spec"):
+        iree = compilation.emit(emit)
     if emit == "ptx":
         compilation.lower()
         ptx = dict(compilation.ctx.artifacts["ptx"])

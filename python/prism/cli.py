@@ -60,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="machine to optimize for (default: host)")
     parser.add_argument("--emit", default="mlir", choices=EMIT_KINDS,
                         help="what to write (default: mlir); iree: the tuned module with IREE's compilation_info "
-                             "on each scheduled contraction, for iree-compile (host: llvm-cpu)")
+                             "on each scheduled contraction, for iree-compile (host: llvm-cpu); iree-spec: the same "
+                             "configurations as an IREE tuning spec (--iree-codegen-tuning-spec-path)")
     parser.add_argument("--verify-against", metavar="ORIGINAL", default=None,
                         help="after the pipeline, prove every function equal to the one of the same name in "
                              "ORIGINAL (prism-verify{against=ORIGINAL}); exit 1 with a counterexample if not")

@@ -2,7 +2,8 @@
 
 A compilation parses (or takes) a module, runs a pipeline of passes on it and
 produces the requested artifact: MLIR text, PTX, the LLVM-dialect module,
-the JSON report, or MLIR for IREE with its ``compilation_info``. Which lowering a target needs is the target's answer
+the JSON report, or for IREE: MLIR with its ``compilation_info``, or a
+tuning spec. Which lowering a target needs is the target's answer
 (``Target.lowering``); nothing here asks what kind of target it is.
 """
 
@@ -19,7 +20,7 @@ from prism.infra.pipeline import Step, parse_pipeline, run_pipeline
 from prism.passes.verify import ORIGINAL
 from prism.targets import get_target
 
-EMIT_KINDS = ("mlir", "ptx", "llvm", "report", "iree")
+EMIT_KINDS = ("mlir", "ptx", "llvm", "report", "iree", "iree-spec")
 DEFAULT_PIPELINE = "prism-optimize"
 
 
@@ -68,10 +69,11 @@ class Compilation:
         if kind == "report":
             self.report_kernels()
             return self.report_json()
-        if kind == "iree":
-            from prism.codegen.iree import iree_text  # loaded only when asked
+        if kind in ("iree", "iree-spec"):
+            from prism.codegen import iree  # loaded only when asked
 
-            return iree_text(self.module, get_target(self.target), self.ctx)
+            write = iree.iree_text if kind == "iree" else iree.iree_spec_text
+            return write(self.module, get_target(self.target), self.ctx)
         self.lower()
         return ptx_text(self.ctx.artifacts["ptx"]) if kind == "ptx" else str(self.module)
 
@@ -83,8 +85,8 @@ def check_emit(kind: str, target: str) -> None:
     artifact = get_target(target).artifact
     if kind == "ptx" and artifact != "ptx":
         raise TargetError(f"--emit=ptx needs a target that lowers to PTX; target '{target}' lowers to {artifact}")
-    if kind == "iree" and get_target(target).iree_backend is None:
-        raise TargetError(f"--emit=iree: Prism writes no IREE configuration for target '{target}' yet; "
+    if kind in ("iree", "iree-spec") and get_target(target).iree_backend is None:
+        raise TargetError(f"--emit={kind}: Prism writes no IREE configuration for target '{target}' yet; "
                           "use --target=host (IREE's llvm-cpu)")
 
 

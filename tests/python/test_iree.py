@@ -11,7 +11,7 @@ import pytest
 
 import prism
 from conftest import REPO, run_cli
-from prism.codegen.iree import compile_vmfb
+from prism.codegen.iree import compile_vmfb, load
 from prism.targets.host import host_target
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -135,3 +135,31 @@ def test_other_types_and_layouts_run_in_iree(style: str, rng: np.random.Generato
     b64 = b.astype(np.float64)
     want = a.astype(np.float64) @ (b64 if dtype == np.float16 else np.swapaxes(b64, -1, -2))
     np.testing.assert_allclose(compiled.iree_function("f")(a, b), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("workload", [gemm("gemm-200x96x130", 200, 96, 130), swiglu(3, 64), attention(1, 2, 9, 33, 16)],
+                         ids=["gemm", "swiglu", "attention"])
+def test_a_tuning_spec_configures_the_program_as_written(workload: Workload, tmp_path: Path,
+                                                         rng: np.random.Generator) -> None:
+    """--emit=iree-spec: IREE compiles the program as written with the spec; each op that prism-optimize
+    scheduled and left as it was gets Prism's configuration, and the results match float64. (A spec with no
+    matcher, attention's, is valid and changes nothing.)"""
+    compiled = prism.compile(workload.mlir, target="host", emit="iree-spec")
+    spec = tmp_path / "spec.mlir"
+    spec.write_text(compiled.iree)
+    matchers = re.findall(r"named_sequence @match_\d+\(", compiled.iree)
+    assert compiled.iree.count("transform.iree.match.cast_compatible_dag_from_root") == len(matchers)
+    assert (len(matchers) > 0) == (workload.family != "attention")
+    dump = tmp_path / "configured"
+    vmfb = compile_vmfb(workload.mlir, "llvm-cpu", [f"--iree-codegen-tuning-spec-path={spec}",
+                                                    f"--iree-hal-dump-executable-configurations-to={dump}"])
+    if workload.family == "gemm":
+        (family,) = [f for f in compiled.report["families"] if f["kind"] == "gemm"]
+        config, _ = host_target().iree_config(["m", "n", "k"], family["choice"])
+        distribution = re.search(r"distribution = \[[0-9, ]*\]", config).group(0)
+        assert distribution in "".join(path.read_text() for path in dump.iterdir())
+    arrays = inputs(workload, rng)
+    want = workload.compute(NumpyOps, *(a.astype(np.float64) for a in arrays))
+    have = load(vmfb, workload.func)(*arrays)
+    for got, expected in zip(have if isinstance(have, tuple) else (have,), want, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())

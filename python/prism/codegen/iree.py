@@ -1,4 +1,5 @@
-"""IREE export: tuned Linalg whose contractions carry IREE's ``compilation_info``, and a way to run it.
+"""IREE export: tuned Linalg whose contractions carry IREE's ``compilation_info``, a tuning spec that gives
+them the same configurations, and a way to run either.
 
 ``--emit=iree`` (``prism.compile(..., emit="iree")``) writes the module as
 prism-optimize leaves it (prism-explore's proven rewrites included), with
@@ -10,6 +11,10 @@ instead of its own. Prism's own attributes (``prism.*``: choices, roles,
 choice IREE's configuration cannot express in full gets the nearest
 configuration and a remark; families IREE has no configuration for
 (attention, on the host) keep IREE's defaults, with a remark.
+
+``--emit=iree-spec`` writes the same configurations as a transform-dialect
+tuning spec instead (:func:`iree_spec_text`), for a module IREE compiles
+from elsewhere: ``iree-compile --iree-codegen-tuning-spec-path=SPEC``.
 
 IREE's attributes are not parsed here (its dialects are not registered in
 Prism's context): each op first carries the attribute's text in a string,
@@ -30,6 +35,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mlir import ir
+from mlir.dialects import func
 
 from prism.infra import attrs
 from prism.infra.errors import TargetError
@@ -66,13 +72,92 @@ def _drop_prism_attributes(module: ir.Module) -> None:
                 del op.attributes["arg_attrs"]
 
 
-def _annotate(module: ir.Module, target: Target, ctx: PassContext) -> None:
-    """Each scheduled contraction's choice as the text of its IREE configuration (see :func:`iree_text`)."""
+def iree_spec_text(module: ir.Module, target: Target, ctx: PassContext) -> str:
+    """A transform-dialect tuning spec (``--iree-codegen-tuning-spec-path``) that gives each contraction that
+    ``module`` (tuned, instantiated) schedules its IREE configuration, wherever IREE meets the same op.
+
+    One matcher per distinct op (its form and types, matched by
+    ``transform.iree.match.cast_compatible_dag_from_root``), all applied by
+    the ``@__kernel_config`` entry point of IREE's convention, which
+    annotates the op with its ``compilation_info``. The spec tunes the ops
+    as prism-optimize leaves them: an op that prism-explore rewrote matches
+    only in a module that has the rewritten form.
+    """
+    matchers: dict[tuple[str, str], str] = {}
+    with module.context:
+        for op, config in _configured(module, target, ctx):
+            matchers.setdefault((_matched_text(op), config), f"match_{len(matchers)}")
+    sequences = [_APPLY]
+    for (body, config), name in matchers.items():
+        sequences.append(_MATCHER.format(name=name, body=body, config=config))
+    if not matchers:  # nothing to configure: an entry point that changes nothing
+        return "module attributes {transform.with_named_sequence} {\n" + _EMPTY_ENTRY + "}\n"
+    entries = ",\n".join(f"        @{name} -> @apply_op_config" for name in matchers.values())
+    sequences.append(_ENTRY.format(entries=entries))
+    return ("module attributes {iree_codegen.tuning_spec_with_default_entrypoint, transform.with_named_sequence} {\n"
+            + "\n".join(sequences) + "}\n")
+
+
+_APPLY = """  transform.named_sequence @apply_op_config(%op: !transform.any_op {transform.readonly},
+                                           %config: !transform.any_param {transform.readonly}) {
+    transform.annotate %op "compilation_info" = %config : !transform.any_op, !transform.any_param
+    transform.yield
+  }
+"""
+_MATCHER = """  transform.named_sequence @{name}(%root: !transform.any_op {{transform.readonly}})
+      -> (!transform.any_op, !transform.any_param) {{
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {{
+{body}
+    }} : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %config = transform.param.constant {config} -> !transform.any_param
+    transform.yield %root, %config : !transform.any_op, !transform.any_param
+  }}
+"""
+_ENTRY = """  transform.named_sequence @__kernel_config(%variant: !transform.any_op {{transform.consumed}})
+      -> !transform.any_op attributes {{iree_codegen.tuning_spec_entrypoint}} {{
+    %res = transform.foreach_match in %variant
+{entries}
+      : (!transform.any_op) -> !transform.any_op
+    transform.yield %res : !transform.any_op
+  }}
+"""
+
+_EMPTY_ENTRY = """  transform.named_sequence @__kernel_config(%variant: !transform.any_op {transform.consumed})
+      -> !transform.any_op attributes {iree_codegen.tuning_spec_entrypoint} {
+    transform.yield %variant : !transform.any_op
+  }
+"""
+
+
+def _matched_text(op: ir.Operation) -> str:
+    """``op`` as the body of a DAG matcher: a block whose arguments are its operands, then the op alone, without
+    Prism's attributes."""
+    with ir.Location.unknown():
+        scratch = ir.Module.create()
+        with ir.InsertionPoint(scratch.body):
+            function = func.FuncOp("matched", ([v.type for v in op.operands], [r.type for r in op.results]))
+            block = function.add_entry_block()
+            with ir.InsertionPoint(block):
+                clone = op.clone()
+                for index, argument in enumerate(block.arguments):
+                    clone.operands[index] = argument
+                func.ReturnOp(list(clone.results))
+        for name in list(clone.attributes):
+            if name.startswith("prism."):
+                del clone.attributes[name]
+        arguments = ", ".join(f"%arg{i}: {v.type}" for i, v in enumerate(op.operands))
+        lines = str(clone).splitlines()
+    return "\n".join([f"    ^bb0({arguments}):", *(f"      {line}" for line in lines)])
+
+
+def _configured(module: ir.Module, target: Target, ctx: PassContext) -> list[tuple[ir.Operation, str]]:
+    """Each contraction ``module`` schedules, with the text of its IREE configuration; remarks for what the
+    configurations cannot express, and for attention families."""
+    found = []
     for op in iter_ops(module):
         if attrs.ATTENTION_CHOICE in op.attributes:
             ctx.remark(op.location, f"IREE has no configuration for an attention family on '{target.name}': "
                                     "IREE's defaults apply to its ops")
-            del op.attributes[attrs.ATTENTION_CHOICE]
         if attrs.CHOICE not in op.attributes or attrs.ROLES not in op.attributes:
             continue
         roles = [ir.StringAttr(r).value for r in ir.ArrayAttr(op.attributes[attrs.ROLES])]
@@ -81,6 +166,13 @@ def _annotate(module: ir.Module, target: Target, ctx: PassContext) -> None:
         config, unexpressed = target.iree_config(roles, choice)
         for what in unexpressed:
             ctx.remark(op.location, f"IREE's configuration cannot express {what}: the nearest one is emitted")
+        found.append((op, config))
+    return found
+
+
+def _annotate(module: ir.Module, target: Target, ctx: PassContext) -> None:
+    """Each scheduled contraction's choice as the text of its IREE configuration (see :func:`iree_text`)."""
+    for op, config in _configured(module, target, ctx):
         op.attributes[_PLACEHOLDER] = ir.StringAttr.get(config)
         del op.attributes[attrs.CHOICE]
         del op.attributes[attrs.ROLES]

@@ -1,5 +1,6 @@
 // RUN: prism-opt %s --target=host --emit=iree 2>/dev/null | filecheck %s
 // RUN: prism-opt %s --target=host --emit=iree 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
+// RUN: prism-opt %s --target=host --emit=iree-spec 2>/dev/null | filecheck %s --check-prefix=SPEC
 
 // --emit=iree: the tuned module, each scheduled contraction with IREE's compilation_info (Prism's block as
 // IREE's workgroup tile, its register block as IREE's vector tile), and none of Prism's own attributes.
@@ -7,6 +8,20 @@
 // CHECK-SAME:    %{{.*}}: tensor<37x96xf32>, %{{.*}}: tensor<96x50xf32>)
 // CHECK:         linalg.matmul {compilation_info = #iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<distribution = [{{[0-9]+}}, {{[0-9]+}}, 0], vector_common_parallel = [{{[0-9]+}}, {{[0-9]+}}, 0], vector_reduction = [0, 0, 1]>, translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>>>}
 // CHECK-NOT:     prism.
+// --emit=iree-spec: the same configuration as a tuning spec, matching the product by its form and types.
+// SPEC:      module attributes {iree_codegen.tuning_spec_with_default_entrypoint, transform.with_named_sequence}
+// SPEC:        transform.named_sequence @apply_op_config(
+// SPEC:          transform.annotate %op "compilation_info" = %config
+// SPEC:        transform.named_sequence @match_0(
+// SPEC:          transform.iree.match.cast_compatible_dag_from_root %root
+// SPEC-NEXT:     ^bb0(%arg0: tensor<37x96xf32>, %arg1: tensor<96x50xf32>, %arg2: tensor<37x50xf32>):
+// SPEC-NEXT:       linalg.matmul ins(%arg0, %arg1 : tensor<37x96xf32>, tensor<96x50xf32>) outs(%arg2 : tensor<37x50xf32>)
+// SPEC:          transform.param.constant #iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<distribution
+// SPEC:        transform.named_sequence @__kernel_config(
+// SPEC-NEXT:     -> !transform.any_op attributes {iree_codegen.tuning_spec_entrypoint}
+// SPEC:          transform.foreach_match in %variant
+// SPEC-NEXT:       @match_0 -> @apply_op_config
+// SPEC-NOT:    prism.
 // REMARK: emit-iree.mlir:[[# @LINE + 5]]:8: remark: IREE's configuration cannot express the K slice
 func.func @gemm(%x: tensor<37x96xf32>, %w: tensor<96x50xf32> {prism.invariant}) -> tensor<37x50xf32> {
   %zero = arith.constant 0.0 : f32
