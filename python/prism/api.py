@@ -75,8 +75,8 @@ class CompiledModule:
         return self._jitted[name]
 
     def iree_function(self, name: str, flags: Sequence[str] = ()) -> Callable[..., Any]:
-        """Function ``name`` of :attr:`iree` compiled by IREE (``iree-compile`` with ``flags``, for the target's
-        IREE backend) and loaded in IREE's runtime: a callable over numpy arrays.
+        """Function ``name`` of :attr:`iree` compiled by IREE (``iree-compile`` for the target's IREE backend and
+        machine, then ``flags``) and loaded in IREE's runtime: a callable over numpy arrays (on this host).
 
         Needs ``iree-base-compiler`` and ``iree-base-runtime`` (the test and
         bench extras); raises TargetError without them, or when IREE refuses
@@ -86,8 +86,8 @@ class CompiledModule:
             raise TargetError("no IREE module was produced: compile with emit='iree'")
         from prism.codegen import iree  # loaded only when asked
 
-        backend = get_target(self.target).iree_backend
-        return iree.load(iree.compile_vmfb(self.iree, backend, flags), name)
+        chip = get_target(self.target)
+        return iree.load(iree.compile_vmfb(self.iree, chip.iree_backend, [*chip.iree_flags, *flags]), name)
 
     def bind(self, name: str, **arrays: Any) -> BoundFunction:
         """Fix some arguments of function ``name`` once (weights), and return a callable over the others.

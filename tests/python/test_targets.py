@@ -45,6 +45,8 @@ class SquareBlockHost:
     artifact = "llvm"
     runs_here = True
     fusion = frozenset()
+    iree_backend = None  # no IREE configurations
+    iree_flags = ()
 
     def lowering(self) -> str:
         return "prism-lower-cpu{threads=1}"
@@ -118,3 +120,9 @@ def test_targets_are_known_by_name_and_registered_once(square_host: SquareBlockH
         targets.register(square_host)
     targets.unregister("host")
     assert targets.get_target("host") is host_target()
+
+
+def test_a_target_without_iree_configurations_is_refused_before_anything_runs(square_host: SquareBlockHost) -> None:
+    for emit in ("iree", "iree-spec"):
+        with pytest.raises(prism.TargetError, match=f"--emit={emit}: Prism writes no IREE configuration"):
+            prism.compile(GEMM, target=square_host.name, emit=emit)

@@ -10,7 +10,8 @@ instead of its own. Prism's own attributes (``prism.*``: choices, roles,
 ``prism.invariant`` weights, the parts of prepared functions) are dropped. A
 choice IREE's configuration cannot express in full gets the nearest
 configuration and a remark; families IREE has no configuration for
-(attention, on the host) keep IREE's defaults, with a remark.
+(attention) keep IREE's defaults, with a remark. The host writes IREE's
+llvm-cpu configurations, NVIDIA targets its cuda ones.
 
 ``--emit=iree-spec`` writes the same configurations as a transform-dialect
 tuning spec instead (:func:`iree_spec_text`), for a module IREE compiles

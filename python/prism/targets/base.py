@@ -71,7 +71,12 @@ class Target(Protocol):
 
     @property
     def iree_backend(self) -> str | None:
-        """IREE's backend for this target (``llvm-cpu``), or None where Prism writes no IREE configuration."""
+        """IREE's backend for this target (``llvm-cpu``, ``cuda``), or None where Prism writes no IREE
+        configuration."""
+
+    @property
+    def iree_flags(self) -> tuple[str, ...]:
+        """The iree-compile flags that select this machine within :attr:`iree_backend`."""
 
     def iree_config(self, roles: Sequence[str], choice: dict[str, int]) -> tuple[str, list[str]]:
         """IREE's ``compilation_info`` for a contraction whose loops have ``roles``, scheduled by ``choice`` (this

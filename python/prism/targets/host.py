@@ -191,6 +191,7 @@ class HostTarget:
         return phases + roofline(compute, self._kernel_memory_seconds(op, tm, tn, s))
 
     iree_backend = "llvm-cpu"
+    iree_flags = ("--iree-llvmcpu-target-cpu=host",)
 
     def iree_config(self, roles: Sequence[str], choice: dict[str, int]) -> tuple[str, list[str]]:
         """IREE's CPU double-tiling pipeline, as near Prism's choice as it runs well.

@@ -109,11 +109,38 @@ class GpuTarget:
         memory = traffic_bytes(op, bm, bn, s) / self.dram_bytes_per_s
         return roofline(compute, memory) + LAUNCH_SECONDS
 
-    iree_backend = None  # IREE's LLVMGPU configurations are not written yet
+    iree_backend = "cuda"
+
+    @property
+    def iree_flags(self) -> tuple[str, ...]:
+        """IREE's CUDA target for this chip."""
+        return (f"--iree-cuda-target={self.chip.removesuffix('a')}",)
 
     def iree_config(self, roles: Sequence[str], choice: dict[str, int]) -> tuple[str, list[str]]:
-        """Not written for GPUs yet: ``check_emit`` refuses ``--emit=iree`` before anything runs."""
-        raise TargetError(f"Prism writes no IREE configuration for '{self.name}' yet; use --target=host")
+        """IREE's GPU tile-and-fuse pipeline with Prism's block: a BM x BN workgroup, K in BK steps, A and B staged
+        in shared memory, and each warp's WM x WN tile spread over its 32 lanes (WM/4 x WN/8 elements a thread).
+
+        Tensor cores and pipeline stages are left to IREE: the names of
+        IREE's NVIDIA MMA intrinsics and its prefetch options are not mapped.
+        """
+        bm, bn, bk, wm, wn = (choice[key] for key in ("BM", "BN", "BK", "WM", "WN"))
+        tm, tn = max(1, wm // 4), max(1, wn // 8)
+        threads = (bm // tm) * (bn // tn)
+        tiles = {"batch": (1, 0, 1), "m": (bm, 0, tm), "n": (bn, 0, tn), "k": (0, bk, 0)}
+        levels = [[tiles[role][level] for role in roles] for level in range(3)]
+        config = ", ".join(f"{name} = [{', '.join(map(str, sizes))}]"
+                           for name, sizes in zip(("workgroup", "reduction", "thread"), levels, strict=True))
+        text = (f"#iree_codegen.compilation_info<lowering_config = #iree_gpu.lowering_config<{{{config}, "
+                "promote_operands = [0, 1]}>, translation_info = #iree_codegen.translation_info<pipeline = "
+                f"#iree_gpu.pipeline<TileAndFuse> workgroup_size = [{threads}, 1, 1] subgroup_size = 32>>")
+        unexpressed = []
+        if choice.get("MMA"):
+            unexpressed.append("tensor cores (MMA = 1): IREE chooses its own intrinsic")
+        if choice.get("STAGES", 1) > 1:
+            unexpressed.append(f"{choice['STAGES']} pipeline stages")
+        if wm % 4 or wn % 8 or threads != (bm // wm) * (bn // wn) * self.warp_size:
+            unexpressed.append(f"the warp tile {wm} x {wn} (threads take {tm} x {tn} elements each)")
+        return text, unexpressed
 
     def cost_text(self, op: Contraction) -> str:
         """The GPU roofline, as text."""

@@ -1,11 +1,8 @@
-// RUN: not prism-opt %s --target=h200 --emit=iree 2>&1 | filecheck %s
 // RUN: not prism-opt %s --target=host --emit=iree 2>&1 | filecheck %s --check-prefix=ATTR
-
-// A target Prism writes no IREE configuration for is refused before anything runs.
-// CHECK: error: --emit=iree: Prism writes no IREE configuration for target 'h200' yet
-// CHECK-NOT: Traceback
+// RUN: not prism-opt %s --target=h200 --emit=iree-spec 2>&1 | filecheck %s --check-prefix=ATTR
 
 // An input that already carries IREE's attributes is not Prism's to parse: an error at its place.
+// ATTR-NOT: Traceback
 // ATTR: emit-iree-invalid.mlir:[[# @LINE + 4]]:{{[0-9]+}}: error: {{.*}}unregistered dialect
 func.func @gemm(%x: tensor<8x8xf32>, %w: tensor<8x8xf32>) -> tensor<8x8xf32> {
   %zero = arith.constant 0.0 : f32
