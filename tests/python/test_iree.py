@@ -69,7 +69,7 @@ def test_iree_uses_prism_tiles_not_its_defaults(tmp_path: Path) -> None:
     workload = gemm("gemm-200x96x130", 200, 96, 130)
     compiled = prism.compile(workload.mlir, target="host", emit="iree")
     (family,) = [f for f in compiled.report["families"] if f["kind"] == "gemm"]
-    config, _ = host_target().iree_config(["m", "n", "k"], family["choice"])
+    config, _ = host_target().iree_config(["m", "n", "k"], [200, 130, 96], family["choice"])
     tiles = re.findall(r"(distribution|vector_common_parallel) = (\[[0-9, ]*\])", config)
     compile_vmfb(compiled.iree, "llvm-cpu", [f"--iree-hal-dump-executable-configurations-to={tmp_path}"])
     dumped = "".join(path.read_text() for path in tmp_path.iterdir())
@@ -179,7 +179,7 @@ def test_a_tuning_spec_configures_the_program_as_written(workload: Workload, tmp
                                                     f"--iree-hal-dump-executable-configurations-to={dump}"])
     if workload.family == "gemm":
         (family,) = [f for f in compiled.report["families"] if f["kind"] == "gemm"]
-        config, _ = host_target().iree_config(["m", "n", "k"], family["choice"])
+        config, _ = host_target().iree_config(["m", "n", "k"], [200, 130, 96], family["choice"])
         distribution = re.search(r"distribution = \[[0-9, ]*\]", config).group(0)
         assert distribution in "".join(path.read_text() for path in dump.iterdir())
     arrays = inputs(workload, rng)

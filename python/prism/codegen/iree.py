@@ -42,6 +42,7 @@ from prism.infra import attrs
 from prism.infra.errors import TargetError
 from prism.infra.ir import iter_ops
 from prism.infra.passbase import PassContext
+from prism.search.family import analyze_contraction
 from prism.targets.base import Target
 
 # The placeholder each annotated op carries until the module is printed.
@@ -164,7 +165,8 @@ def _configured(module: ir.Module, target: Target, ctx: PassContext) -> list[tup
         roles = [ir.StringAttr(r).value for r in ir.ArrayAttr(op.attributes[attrs.ROLES])]
         chosen = ir.DictAttr(op.attributes[attrs.CHOICE])
         choice = {chosen[i].name: ir.IntegerAttr(chosen[i].attr).value for i in range(len(chosen))}
-        config, unexpressed = target.iree_config(roles, choice)
+        extents = analyze_contraction(op).extents
+        config, unexpressed = target.iree_config(roles, extents, choice)
         for what in unexpressed:
             ctx.remark(op.location, f"IREE's configuration cannot express {what}: the nearest one is emitted")
         found.append((op, config))

@@ -78,10 +78,11 @@ class Target(Protocol):
     def iree_flags(self) -> tuple[str, ...]:
         """The iree-compile flags that select this machine within :attr:`iree_backend`."""
 
-    def iree_config(self, roles: Sequence[str], choice: dict[str, int]) -> tuple[str, list[str]]:
-        """IREE's ``compilation_info`` for a contraction whose loops have ``roles``, scheduled by ``choice`` (this
-        target's schema), as attribute text; and, in words, what of the choice IREE's configuration cannot
-        express (the text is then the nearest configuration)."""
+    def iree_config(self, roles: Sequence[str], extents: Sequence[int | None], choice: dict[str, int]
+                    ) -> tuple[str, list[str]]:
+        """IREE's ``compilation_info`` for a contraction whose loops have ``roles`` and ``extents`` (None where
+        dynamic), scheduled by ``choice`` (this target's schema), as attribute text; and, in words, what of the
+        choice IREE's configuration cannot express (the text is then the nearest configuration)."""
 
     def measure(self, body: ir.Operation, choice: dict[str, int], assume: int) -> float:
         """Seconds of the family payload ``body`` run under ``choice`` (raises TargetError where it cannot run)."""

@@ -193,24 +193,29 @@ class HostTarget:
     iree_backend = "llvm-cpu"
     iree_flags = ("--iree-llvmcpu-target-cpu=host",)
 
-    def iree_config(self, roles: Sequence[str], choice: dict[str, int]) -> tuple[str, list[str]]:
+    def iree_config(self, roles: Sequence[str], extents: Sequence[int | None], choice: dict[str, int]
+                    ) -> tuple[str, list[str]]:
         """IREE's CPU double-tiling pipeline, as near Prism's choice as it runs well.
 
         IREE's pipeline keeps the whole of K in each workgroup (a cache-level
         K tile makes it vectorize whole slices) and reads B where it lies, so
         TK and B's panels have no counterpart. Its vector tiles run well as
         powers of two: RM becomes the largest one not above it (6 rows become
-        4), K one step at a time as in Prism's micro-kernel. A workgroup holds
-        at most 8 x 4 of those tiles (TM x TN capped), which keeps its rows of
-        A and columns of B in cache without a K slice. Measured 2026-12-02 on
-        the 2-core Zen 3 (IREE 3.13, ms, in process): 512^3 5.6 against IREE's
-        default 6.2; 1024^3 44.5 against 63.6; 16 x 4096^2 115 against 129.
-        Prism's tiles as they are (96 x 256 blocks of 6 x 16) took 18.4 and
-        188 ms at 512^3 and 1024^3.
+        4), K one step at a time as in Prism's micro-kernel. A workgroup is 4
+        vector tiles wide (TN capped) and K/128 high, from 8 to 32 vector tiles
+        (TM capped): the longer K, the more rows share a workgroup's panel of B.
+        Measured 2026-12-02 on the 2-core Zen 3 (IREE 3.13, ms, in process;
+        workgroups of 4 x 16 tiles): 512^3, 32 x 64 5.6 against IREE's default
+        6.2; 1024^3, 32 x 64 44.5, 64 x 64 49.1, default 63.6; 2048^3, 64 x 64
+        713, 128 x 64 684, 32 x 64 853, default 737; 16 x 4096^2, 16 x 64 115
+        against 129. Prism's tiles as they are (96 x 256 blocks of 6 x 16) took
+        18.4 and 188 ms at 512^3 and 1024^3.
         """
         rm, rn = choice["RM"], choice["RN"]
         vm = min(1 << (rm.bit_length() - 1), 8)
-        wm, wn = max(vm, min(choice["TM"], 8 * vm) // vm * vm), min(choice["TN"], 4 * rn)
+        k = math.prod(extent or 1024 for extent, role in zip(extents, roles, strict=True) if role == "k")
+        rows = vm * min(max(k // 128, 8), 32)  # more rows share a longer panel of B
+        wm, wn = max(vm, min(choice["TM"], rows) // vm * vm), min(choice["TN"], 4 * rn)
         tiles = {"batch": (1, 1, 0), "m": (wm, vm, 0), "n": (wn, rn, 0), "k": (0, 0, 1)}
         levels = [[tiles[role][level] for role in roles] for level in range(3)]
         names = ("distribution", "vector_common_parallel", "vector_reduction")

@@ -116,7 +116,8 @@ class GpuTarget:
         """IREE's CUDA target for this chip."""
         return (f"--iree-cuda-target={self.chip.removesuffix('a')}",)
 
-    def iree_config(self, roles: Sequence[str], choice: dict[str, int]) -> tuple[str, list[str]]:
+    def iree_config(self, roles: Sequence[str], extents: Sequence[int | None], choice: dict[str, int]
+                    ) -> tuple[str, list[str]]:
         """IREE's GPU tile-and-fuse pipeline with Prism's block: a BM x BN workgroup, K in BK steps, A and B staged
         in shared memory, and each warp's WM x WN tile spread over its 32 lanes (WM/4 x WN/8 elements a thread).
 
