@@ -39,16 +39,18 @@ prism-verify, which ends prism-optimize.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mlir import ir
 
-from prism.algebra.egraph import Budget
-from prism.algebra.explore import BUDGET, Exploration, explorable, explore, replace_function
-from prism.algebra.prove import public_functions
-from prism.algebra.terms import translate
+from prism.algebra.budget import EXPLORATION as BUDGET
+from prism.algebra.budget import Budget
 from prism.infra import attrs
 from prism.infra.passbase import Pass, PassContext, option
 from prism.targets import get_target, target_option
+
+if TYPE_CHECKING:
+    from prism.algebra.explore import Exploration
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,11 @@ class ExplorePass(Pass):
     max_nodes: int = option(BUDGET.max_nodes, "e-nodes at which exploration stops", minimum=1, maximum=10_000_000)
 
     def run(self, module: ir.Module, ctx: PassContext) -> None:
+        # The algebra loads egglog: only pipelines that explore pay for it.
+        from prism.algebra.explore import explorable, explore, replace_function
+        from prism.algebra.prove import public_functions
+        from prism.algebra.terms import translate
+
         target = get_target(self.target or ctx.target)
         budget = Budget(BUDGET.seconds, self.max_nodes, self.iterations, BUDGET.match_limit)
         for name, func in public_functions(module).items():

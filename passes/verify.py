@@ -23,8 +23,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from prism.algebra.egraph import Budget
-from prism.algebra.prove import prove_modules
+from prism.algebra.budget import Budget
 from prism.infra.errors import PrismError
 from prism.infra.ir import SourceChunk, parse_chunk, read_source_file
 from prism.infra.passbase import Pass, PassContext, option
@@ -45,6 +44,8 @@ class VerifyPass(Pass):
     trials: int = option(3, "random inputs tried for a counterexample", minimum=0, maximum=1000)
 
     def run(self, module: ir.Module, ctx: PassContext) -> None:
+        from prism.algebra.prove import prove_modules  # loads egglog: only pipelines that prove pay for it
+
         original = self._original(module, ctx)
         budget = Budget(seconds=self.budget_ms / 1000, max_nodes=self.max_nodes)
         proofs = prove_modules(original, module, budget, self.trials)

@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlir import ir
 
-from prism.algebra.egraph import Budget
-from prism.algebra.prove import FunctionProof, prove_modules
+from prism.algebra.budget import Budget
 from prism.codegen.runtime import ArgumentError, BoundFunction, describe_signature
 from prism.codegen.runtime import bind as bind_module
 from prism.codegen.runtime import jit as jit_module
@@ -28,6 +27,9 @@ from prism.infra.ir import SourceChunk, argument_names, make_context, parse_chun
 from prism.search.family import body_func, families, family_domain, family_name, family_space, payload_problem
 from prism.search.search import ShapeTable
 from prism.targets import get_target
+
+if TYPE_CHECKING:
+    from prism.algebra.prove import FunctionProof
 
 Source = str | bytes | Path | ir.Module
 
@@ -182,6 +184,8 @@ def verify(original: Source, candidate: Source, budget_seconds: float = 5.0, tri
     if budget_seconds <= 0 or trials < 0:
         raise PrismError(f"budget_seconds must be positive and trials non-negative, got {budget_seconds} and {trials}")
     (before, _), (after, _) = _load(original), _load(candidate)
+    from prism.algebra.prove import prove_modules  # loads egglog: only proofs pay for it
+
     return prove_modules(before, after, Budget(seconds=budget_seconds), trials)
 
 

@@ -22,18 +22,9 @@ from dataclasses import dataclass, field
 from egglog import EGraph, Ruleset, back_off, eq, run
 
 from prism.algebra import laws as algebra_laws
+from prism.algebra.budget import Budget
 from prism.algebra.ops import Tensor, TensorList
 from prism.algebra.terms import Program, to_egglog
-
-
-@dataclass(frozen=True)
-class Budget:
-    """Limits of one proof attempt."""
-
-    seconds: float = 5.0
-    max_nodes: int = 100_000
-    iterations: int = 40
-    match_limit: int = 2_000  # per rule and iteration, before the back-off scheduler bans it
 
 
 @dataclass(frozen=True)
@@ -56,13 +47,15 @@ def _all_laws(names: tuple[str, ...] | None) -> Ruleset:
     return combined
 
 
-def prove(original: Program, candidate: Program, budget: Budget = Budget(),
+def prove(original: Program, candidate: Program, budget: Budget | None = None,
           rulesets: tuple[str, ...] | None = None) -> Proof:
-    """Try to prove that ``candidate`` computes the same results as ``original``, within ``budget``.
+    """Try to prove that ``candidate`` computes the same results as ``original``, within ``budget`` (the
+    default Budget without one).
 
     The two must have the same arguments (checked by the caller). Only the
     named rulesets run (all of them by default), beside the shape rules.
     """
+    budget = budget or Budget()
     began = time.perf_counter()
     with owned_egraph() as egraph:
         original.register_shapes(egraph)

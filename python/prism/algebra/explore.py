@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from prism.algebra import to_mlir
-from prism.algebra.egraph import Budget, Graph, Node, owned_egraph, read_graph, saturate
+from prism.algebra.budget import EXPLORATION, Budget
+from prism.algebra.egraph import Graph, Node, owned_egraph, read_graph, saturate
 from prism.algebra.terms import A, Program, Term, argument_indices, renamed_arguments, to_egglog
 from prism.infra import attrs
 from prism.infra.errors import EmptySearchSpace
@@ -48,9 +49,7 @@ from prism.search.space import Contraction
 from prism.targets.base import Target
 
 RULESETS = ("linear", "elementwise", "fusion", "scaling", "sharing")
-# Exploration needs a few rounds of the laws, not saturation: a fused product of three operands
-# appears in the third.
-BUDGET = Budget(seconds=30.0, max_nodes=20_000, iterations=6, match_limit=200)
+BUDGET = EXPLORATION
 _MAX_ROUNDS = 32
 # E-nodes one variant may try while completing a choice around cycles; the search backtracks, so without a
 # bound a cyclic e-graph makes it exponential. A count, not a time, so that the outcome is deterministic.

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from mlir import ir
 
-from prism.algebra.egraph import Budget, Proof, prove
+from prism.algebra.budget import Budget
+from prism.algebra.egraph import Proof, prove
 from prism.algebra.terms import translate
 from prism.codegen import cpu
 from prism.codegen.runtime import jit
