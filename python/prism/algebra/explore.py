@@ -192,7 +192,8 @@ class ProgramCost:
         fused = to_mlir.fused_terms(results)
         uses = to_mlir.use_counts(results)
         epilogues = self._epilogues(fused, uses)
-        absorbed = {product for products in epilogues.values() for product in products[1:]}
+        # A dual kernel's first product, mapped to its second (which costs nothing of its own).
+        duals = {products[0]: products[1] for products in epilogues.values() if len(products) == 2}
         total = 0.0
         depth: dict[Term, int] = {}
 
@@ -203,9 +204,9 @@ class ProgramCost:
             return depth[term]
 
         for term in uses:
-            if term in fused or term in absorbed or term.op in ("arg", "splat"):
+            if term in fused or term in duals.values() or term.op in ("arg", "splat"):
                 continue
-            total += self._materialized(term, fused, epilogues, is_result=term in results)
+            total += self._materialized(term, fused, epilogues, term in duals, is_result=term in results)
         return total, max((chain(term) for term in results), default=0), len(uses)
 
     def product_seconds(self, a: tuple[int, ...], b: tuple[int, ...]) -> float:
@@ -278,13 +279,12 @@ class ProgramCost:
                 found.append((operand, along))
         return found
 
-    def _materialized(self, term: Term, fused: set[Term], epilogues: dict[Term, tuple[Term, ...]],
+    def _materialized(self, term: Term, fused: set[Term], epilogues: dict[Term, tuple[Term, ...]], dual: bool,
                       is_result: bool) -> float:
         op = term.op
         if term in epilogues:  # run on the product's tiles: it reads its other inputs, and its kernel stores it
             return self.pass_seconds(sum(self._size(i) for i in self._inputs(term, fused) if i not in epilogues[term]))
-        dual = next((products for products in epilogues.values() if products[0] == term and len(products) == 2), None)
-        if dual is not None:  # one kernel of both products: as one product of twice the columns
+        if dual:  # one kernel of both products: as one product of twice the columns
             a, b = (self.shapes(arg) for arg in term.args)
             return self.product_seconds(a, (*b[:-1], 2 * b[-1]))
         if op == "matmul":

@@ -42,7 +42,7 @@ from prism.infra import attrs
 from prism.infra.errors import TargetError
 from prism.infra.ir import iter_ops
 from prism.infra.passbase import PassContext
-from prism.search.family import analyze_contraction
+from prism.search.family import analyze_contraction, int_dict
 from prism.targets.base import Target
 
 # The placeholder each annotated op carries until the module is printed.
@@ -160,13 +160,11 @@ def _configured(module: ir.Module, target: Target, ctx: PassContext) -> list[tup
         if attrs.ATTENTION_CHOICE in op.attributes:
             ctx.remark(op.location, f"IREE has no configuration for an attention family on '{target.name}': "
                                     "IREE's defaults apply to its ops")
-        if attrs.CHOICE not in op.attributes or attrs.ROLES not in op.attributes:
+        contraction = analyze_contraction(op) if attrs.CHOICE in op.attributes else None
+        if contraction is None:
             continue
-        roles = [ir.StringAttr(r).value for r in ir.ArrayAttr(op.attributes[attrs.ROLES])]
-        chosen = ir.DictAttr(op.attributes[attrs.CHOICE])
-        choice = {chosen[i].name: ir.IntegerAttr(chosen[i].attr).value for i in range(len(chosen))}
-        extents = analyze_contraction(op).extents
-        config, unexpressed = target.iree_config(roles, extents, choice)
+        config, unexpressed = target.iree_config(contraction.roles, contraction.extents,
+                                                 int_dict(op.attributes[attrs.CHOICE]))
         for what in unexpressed:
             ctx.remark(op.location, f"IREE's configuration cannot express {what}: the nearest one is emitted")
         found.append((op, config))
@@ -176,9 +174,7 @@ def _configured(module: ir.Module, target: Target, ctx: PassContext) -> list[tup
 def _annotate(module: ir.Module, target: Target, ctx: PassContext) -> None:
     """Each scheduled contraction's choice as the text of its IREE configuration (see :func:`iree_text`)."""
     for op, config in _configured(module, target, ctx):
-        op.attributes[_PLACEHOLDER] = ir.StringAttr.get(config)
-        del op.attributes[attrs.CHOICE]
-        del op.attributes[attrs.ROLES]
+        op.attributes[_PLACEHOLDER] = ir.StringAttr.get(config)  # Prism's own attributes go after
 
 
 _COMPILE = """import sys, iree.compiler

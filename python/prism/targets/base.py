@@ -25,6 +25,13 @@ if TYPE_CHECKING:
     # What a family computes: a contraction, or an attention (softmax(c Q K^T) V).
     Problem = Contraction | Attention
 
+def iree_tile_levels(roles: Sequence[str], tiles: dict[str, tuple[int, ...]], levels: Sequence[str]) -> str:
+    """IREE's tile lists of a lowering config (``distribution = [64, 64, 0], ...``): level ``i``, named
+    ``levels[i]``, takes ``tiles[role][i]`` for each loop's role, in loop order."""
+    return ", ".join(f"{name} = [{', '.join(str(tiles[role][i]) for role in roles)}]"
+                     for i, name in enumerate(levels))
+
+
 # Keeping 80% of a copy bandwidth as the effective figure leaves room for
 # access patterns that are less friendly than a straight copy.
 BANDWIDTH_MARGIN = 0.8

@@ -40,7 +40,7 @@ from prism.infra.errors import TargetError
 from prism.search.attention import Attention
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline, traffic_bytes
 from prism.search.space import Contraction, Space, pow2_sum_le, shape_fit, shape_param_bounds
-from prism.targets.base import BANDWIDTH_MARGIN
+from prism.targets.base import BANDWIDTH_MARGIN, iree_tile_levels
 from prism.targets.host_attention import COST_TEXT as ATTENTION_COST_TEXT
 from prism.targets.host_attention import attention_lower_bound, attention_seconds, attention_space
 
@@ -217,10 +217,7 @@ class HostTarget:
         rows = vm * min(max(k // 128, 8), 32)  # more rows share a longer panel of B
         wm, wn = max(vm, min(choice["TM"], rows) // vm * vm), min(choice["TN"], 4 * rn)
         tiles = {"batch": (1, 1, 0), "m": (wm, vm, 0), "n": (wn, rn, 0), "k": (0, 0, 1)}
-        levels = [[tiles[role][level] for role in roles] for level in range(3)]
-        names = ("distribution", "vector_common_parallel", "vector_reduction")
-        config = ", ".join(f"{name} = [{', '.join(map(str, sizes))}]"
-                           for name, sizes in zip(names, levels, strict=True))
+        config = iree_tile_levels(roles, tiles, ("distribution", "vector_common_parallel", "vector_reduction"))
         text = (f"#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<{config}>, "
                 "translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>>>")
         unexpressed = [f"the K slice (TK = {choice['TK']}) and B's panels (IREE keeps whole K in a workgroup)"]

@@ -25,7 +25,7 @@ from prism.infra.errors import TargetError
 from prism.search.attention import Attention
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline, traffic_bytes
 from prism.search.space import Contraction, Space, pow2_sum_le, shape_fit, shape_param_bounds
-from prism.targets.base import BANDWIDTH_MARGIN
+from prism.targets.base import BANDWIDTH_MARGIN, iree_tile_levels
 
 if TYPE_CHECKING:
     from mlir import ir
@@ -128,9 +128,7 @@ class GpuTarget:
         tm, tn = max(1, wm // 4), max(1, wn // 8)
         threads = (bm // tm) * (bn // tn)
         tiles = {"batch": (1, 0, 1), "m": (bm, 0, tm), "n": (bn, 0, tn), "k": (0, bk, 0)}
-        levels = [[tiles[role][level] for role in roles] for level in range(3)]
-        config = ", ".join(f"{name} = [{', '.join(map(str, sizes))}]"
-                           for name, sizes in zip(("workgroup", "reduction", "thread"), levels, strict=True))
+        config = iree_tile_levels(roles, tiles, ("workgroup", "reduction", "thread"))
         text = (f"#iree_codegen.compilation_info<lowering_config = #iree_gpu.lowering_config<{{{config}, "
                 "promote_operands = [0, 1]}>, translation_info = #iree_codegen.translation_info<pipeline = "
                 f"#iree_gpu.pipeline<TileAndFuse> workgroup_size = [{threads}, 1, 1] subgroup_size = 32>>")
