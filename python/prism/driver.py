@@ -83,6 +83,9 @@ def check_emit(kind: str, target: str) -> None:
     if kind not in EMIT_KINDS:
         raise TargetError(f"unknown emit kind '{kind}'; expected one of: {', '.join(EMIT_KINDS)}")
     artifact = get_target(target).artifact
+    if kind in ("ptx", "llvm") and artifact == "iree":
+        raise TargetError(f"--emit={kind}: Prism does not lower for target '{target}' itself; --emit=iree writes "
+                          "IREE's input with Prism's configurations")
     if kind == "ptx" and artifact != "ptx":
         raise TargetError(f"--emit=ptx needs a target that lowers to PTX; target '{target}' lowers to {artifact}")
     if kind in ("iree", "iree-spec") and get_target(target).iree_backend is None:

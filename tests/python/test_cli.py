@@ -41,7 +41,7 @@ def test_verifier_error_points_at_the_op(tmp_path) -> None:
     ("no-such-upstream-pass", "'no-such-upstream-pass' does not refer to a registered pass"),
     ("prism-prune{bogus=1}", "unknown option 'bogus' for pass 'prism-prune'; known options: target"),
     ("prism-select{assume=many}", "option 'assume' of 'prism-select' expects int, got 'many'"),
-    ("prism-lift{target=tpu}", "option 'target' must name a target (h200, h100, a100, host), got 'tpu'"),
+    ("prism-lift{target=tpu}", "option 'target' must name a target (h200, h100, a100, mi300x, host), got 'tpu'"),
     ("canonicalize{nope=1}", "no such option nope"),
 ])
 def test_bad_pipeline(pipeline: str, message: str) -> None:

@@ -12,6 +12,8 @@ import pytest
 import prism
 from conftest import REPO, run_cli
 from prism.codegen.iree import compile_vmfb, load
+from prism.search.space import Contraction
+from prism.targets import get_target
 from prism.targets.host import host_target
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -20,6 +22,12 @@ from cpu_workloads import NumpyOps, Workload, attention, causal_attention, gemm,
 # The layers of DESIGN section 9 at small, odd sizes (IREE compiles each in about a second).
 WORKLOADS = [gemm("gemm-37x96x50", 37, 96, 50), rmsnorm_linear(5, 96), swiglu(3, 64), qkv(7, 64), lora(5, 96),
              attention(1, 2, 9, 33, 16), causal_attention(1, 2, 20, 16)]
+
+
+def gemm_contraction(m: int, n: int, k: int) -> Contraction:
+    """An f32 GEMM of these sizes, as the search sees it."""
+    return Contraction(roles=("m", "n", "k"), operand_dims=((0, 2), (2, 1)), extents=(m, n, k), elem_bytes=(4, 4),
+                       acc_bytes=4, input_type="f32")
 
 
 def inputs(workload: Workload, rng: np.random.Generator) -> list[np.ndarray]:
@@ -69,7 +77,7 @@ def test_iree_uses_prism_tiles_not_its_defaults(tmp_path: Path) -> None:
     workload = gemm("gemm-200x96x130", 200, 96, 130)
     compiled = prism.compile(workload.mlir, target="host", emit="iree")
     (family,) = [f for f in compiled.report["families"] if f["kind"] == "gemm"]
-    config, _ = host_target().iree_config(["m", "n", "k"], [200, 130, 96], family["choice"])
+    config, _ = host_target().iree_config(gemm_contraction(200, 130, 96), family["choice"])
     tiles = re.findall(r"(distribution|vector_common_parallel) = (\[[0-9, ]*\])", config)
     compile_vmfb(compiled.iree, "llvm-cpu", [f"--iree-hal-dump-executable-configurations-to={tmp_path}"])
     dumped = "".join(path.read_text() for path in tmp_path.iterdir())
@@ -102,22 +110,59 @@ func.func @mm(%a: tensor<512x256xf16>, %b: tensor<256x512xf16>) -> tensor<512x51
 """
 
 
-def test_a_gpu_choice_is_iree_cuda_configuration(tmp_path: Path) -> None:
-    """For an NVIDIA target, the block becomes IREE's workgroup tile and BK its reduction tile: IREE compiles
-    the module for the A100 (sm_80) with them, as its dumped configuration shows. (IREE 3.13 cannot configure
-    sm_90 at all, with its own tiles either: 'missing GPU target'.)"""
-    compiled = prism.compile(GEMM_F16, target="a100", emit="iree")
+def dumped_configuration(text: str, backend: str, flags: list[str], folder: Path) -> tuple[bytes, str]:
+    """The executable IREE compiles ``text`` into, and the configurations it dumped on the way."""
+    vmfb = compile_vmfb(text, backend, [*flags, f"--iree-hal-dump-executable-configurations-to={folder}"])
+    return vmfb, "".join(path.read_text() for path in folder.iterdir())
+
+
+@pytest.mark.parametrize("name", ["a100", "h200"])
+def test_an_nvidia_choice_is_iree_cuda_configuration(name: str, tmp_path: Path) -> None:
+    """For an NVIDIA target, the block becomes IREE's workgroup tile, each warp's tile its subgroup tile and BK
+    its reduction tile, both counted in mma.sync intrinsics: IREE compiles the module with them, as its dumped
+    configuration shows, into PTX for the target's chip. The module names its device, so no flag is needed,
+    sm_90 included, which IREE 3.13 cannot name by flags."""
+    compiled = prism.compile(GEMM_F16, target=name, emit="iree")
     (family,) = compiled.report["families"]
     choice = family["choice"]
-    compile_vmfb(compiled.iree, "cuda", ["--iree-cuda-target=sm_80",
-                                         f"--iree-hal-dump-executable-configurations-to={tmp_path}"])
-    dumped = "".join(path.read_text() for path in tmp_path.iterdir())
+    assert choice["MMA"] == 1 and "hal.device.targets" in compiled.iree
+    vmfb, dumped = dumped_configuration(compiled.iree, "cuda", [], tmp_path)
     assert f"workgroup = [{choice['BM']}, {choice['BN']}, 0]" in dumped
-    assert f"reduction = [0, 0, {choice['BK']}]" in dumped
-    h200 = prism.compile(GEMM_F16, target="h200", emit="iree").iree
-    assert "#iree_gpu.pipeline<TileAndFuse>" in h200
-    with pytest.raises(prism.TargetError, match="missing GPU target"):
-        compile_vmfb(h200, "cuda", ["--iree-cuda-target=sm_90"])
+    assert f"subgroup = [{choice['WM'] // 16}, {choice['WN'] // 8}, 0]" in dumped
+    assert f"reduction = [0, 0, {choice['BK'] // 16}]" in dumped
+    assert "mma_kind = #iree_gpu.mma_layout<NV_MMA_SYNC_F32_16x8x16_F16>" in dumped
+    chip = get_target(name).chip
+    assert f".target {chip}".encode() in vmfb and b"mma.sync" in vmfb
+
+
+def test_the_amd_target_is_iree_rocm_configuration(tmp_path: Path) -> None:
+    """The MI300X is searched like the NVIDIA chips, with its own numbers (64-lane wavefronts, 64 KiB of LDS,
+    16x16x16 matrix cores); IREE compiles Prism's tiles for gfx942 with MFMA instructions."""
+    compiled = prism.compile(GEMM_F16, target="mi300x", emit="iree")
+    (family,) = compiled.report["families"]
+    choice = family["choice"]
+    vmfb, dumped = dumped_configuration(compiled.iree, "rocm", list(get_target("mi300x").iree_flags), tmp_path)
+    assert f"workgroup = [{choice['BM']}, {choice['BN']}, 0]" in dumped
+    assert f"reduction = [0, 0, {choice['BK'] // 16}]" in dumped
+    assert "MFMA_F32_16x16x16_F16" in dumped and "subgroup_size = 64" in dumped
+    assert b"gfx942" in vmfb
+
+
+def test_an_f32_gpu_choice_spreads_each_warp_tile_over_its_lanes(tmp_path: Path) -> None:
+    compiled = prism.compile(gemm("g", 64, 128, 96).mlir, target="a100", emit="iree")
+    (family,) = [f for f in compiled.report["families"] if f["kind"] == "gemm"]
+    choice = family["choice"]
+    _, dumped = dumped_configuration(compiled.iree, "cuda", [], tmp_path)
+    assert f"thread = [{choice['WM'] // 4}, {choice['WN'] // 8}, 0]" in dumped and "mma_kind" not in dumped
+
+
+def test_gpu_targets_refuse_to_lower_where_prism_cannot(tmp_path: Path) -> None:
+    source = tmp_path / "gemm.mlir"
+    source.write_text(GEMM_F16)
+    for emit in ("ptx", "llvm"):
+        result = run_cli(str(source), "--target=mi300x", f"--emit={emit}")
+        assert result.returncode == 1 and "Prism does not lower for target 'mi300x' itself" in result.stderr
+        assert "Traceback" not in result.stderr
 
 
 def test_without_an_iree_module_there_is_nothing_to_run() -> None:
@@ -179,7 +224,7 @@ def test_a_tuning_spec_configures_the_program_as_written(workload: Workload, tmp
                                                     f"--iree-hal-dump-executable-configurations-to={dump}"])
     if workload.family == "gemm":
         (family,) = [f for f in compiled.report["families"] if f["kind"] == "gemm"]
-        config, _ = host_target().iree_config(["m", "n", "k"], [200, 130, 96], family["choice"])
+        config, _ = host_target().iree_config(gemm_contraction(200, 130, 96), family["choice"])
         distribution = re.search(r"distribution = \[[0-9, ]*\]", config).group(0)
         assert distribution in "".join(path.read_text() for path in dump.iterdir())
     arrays = inputs(workload, rng)

@@ -11,7 +11,10 @@ instead of its own. Prism's own attributes (``prism.*``: choices, roles,
 choice IREE's configuration cannot express in full gets the nearest
 configuration and a remark; families IREE has no configuration for
 (attention) keep IREE's defaults, with a remark. The host writes IREE's
-llvm-cpu configurations, NVIDIA targets its cuda ones.
+llvm-cpu configurations, NVIDIA targets its cuda ones, the MI300X its rocm
+ones. Where the target gives IREE's device (``Target.iree_device``: the
+NVIDIA chips, sm_90 included, which IREE 3.13 cannot name by flags), the
+module names it in ``hal.device.targets`` and compiles without flags.
 
 ``--emit=iree-spec`` writes the same configurations as a transform-dialect
 tuning spec instead (:func:`iree_spec_text`), for a module IREE compiles
@@ -45,9 +48,10 @@ from prism.infra.passbase import PassContext
 from prism.search.family import analyze_contraction, int_dict
 from prism.targets.base import Target
 
-# The placeholder each annotated op carries until the module is printed.
-_PLACEHOLDER = "prism.iree_compilation_info"
-_SPELLED = re.compile(rf'{re.escape(_PLACEHOLDER)} = "([^"]*)"')
+# The placeholders that annotated ops, and the module, carry until it is printed, by the attribute each spells.
+_PLACEHOLDERS = {"prism.iree_compilation_info": "compilation_info", "prism.iree_device_targets": "hal.device.targets"}
+_SPELLED = re.compile(r'(prism\.iree_compilation_info|prism\.iree_device_targets) = "((?:[^"\\]|\\.)*)"')
+_ESCAPE = re.compile(r"\\([0-9A-Fa-f]{2})")  # how MLIR prints a quote or a backslash in a string: \22, \5C
 
 
 def iree_text(module: ir.Module, target: Target, ctx: PassContext) -> str:
@@ -55,14 +59,17 @@ def iree_text(module: ir.Module, target: Target, ctx: PassContext) -> str:
     with module.context:
         _annotate(module, target, ctx)
         _drop_prism_attributes(module)
-    return _SPELLED.sub(r"compilation_info = \1", str(module))
+        if target.iree_device is not None:
+            module.operation.attributes["prism.iree_device_targets"] = ir.StringAttr.get(f"[{target.iree_device}]")
+    return _SPELLED.sub(lambda m: f"{_PLACEHOLDERS[m[1]]} = {_ESCAPE.sub(lambda e: chr(int(e[1], 16)), m[2])}",
+                        str(module))
 
 
 def _drop_prism_attributes(module: ir.Module) -> None:
     """Remove Prism's own attributes (``prism.*``) from every op and function argument, but the placeholders."""
     for op in iter_ops(module):
         for name in list(op.attributes):
-            if name.startswith("prism.") and name != _PLACEHOLDER:
+            if name.startswith("prism.") and name not in _PLACEHOLDERS:
                 del op.attributes[name]
         if "arg_attrs" in op.attributes:
             kept = [ir.DictAttr.get({named.name: named.attr for named in (d[i] for i in range(len(d)))
@@ -86,6 +93,10 @@ def iree_spec_text(module: ir.Module, target: Target, ctx: PassContext) -> str:
     only in a module that has the rewritten form.
     """
     matchers: dict[tuple[str, str], str] = {}
+    if target.iree_device is not None and not target.iree_flags:
+        ctx.remark(module.operation.location, f"IREE cannot name {target.name}'s chip by flags: compile the program "
+                                              "the spec tunes with its device named in hal.device.targets, as "
+                                              "--emit=iree writes it")
     with module.context:
         for op, config in _configured(module, target, ctx):
             matchers.setdefault((_matched_text(op), config), f"match_{len(matchers)}")
@@ -163,8 +174,7 @@ def _configured(module: ir.Module, target: Target, ctx: PassContext) -> list[tup
         contraction = analyze_contraction(op) if attrs.CHOICE in op.attributes else None
         if contraction is None:
             continue
-        config, unexpressed = target.iree_config(contraction.roles, contraction.extents,
-                                                 int_dict(op.attributes[attrs.CHOICE]))
+        config, unexpressed = target.iree_config(contraction, int_dict(op.attributes[attrs.CHOICE]))
         for what in unexpressed:
             ctx.remark(op.location, f"IREE's configuration cannot express {what}: the nearest one is emitted")
         found.append((op, config))
@@ -174,7 +184,7 @@ def _configured(module: ir.Module, target: Target, ctx: PassContext) -> list[tup
 def _annotate(module: ir.Module, target: Target, ctx: PassContext) -> None:
     """Each scheduled contraction's choice as the text of its IREE configuration (see :func:`iree_text`)."""
     for op, config in _configured(module, target, ctx):
-        op.attributes[_PLACEHOLDER] = ir.StringAttr.get(config)  # Prism's own attributes go after
+        op.attributes["prism.iree_compilation_info"] = ir.StringAttr.get(config)  # Prism's own go after
 
 
 _COMPILE = """import sys, iree.compiler

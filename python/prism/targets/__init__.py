@@ -1,4 +1,5 @@
-"""The machines Prism optimizes for, by name: NVIDIA GPUs (:mod:`.nvidia`) and this host (:mod:`.host`).
+"""The machines Prism optimizes for, by name: NVIDIA GPUs (:mod:`.nvidia`), AMD GPUs through IREE (:mod:`.amd`)
+and this host (:mod:`.host`).
 
 ``register`` adds a target defined elsewhere (a test, a plugin); prune,
 select, exploration and the driver's lowering then use it like the built-in
@@ -11,12 +12,13 @@ from collections.abc import Callable
 
 from prism.infra.errors import TargetError
 from prism.infra.passbase import option
+from prism.targets.amd import AMD_TARGETS
 from prism.targets.base import Target
 from prism.targets.host import host_target
 from prism.targets.nvidia import GPU_TARGETS
 
 _TARGETS: dict[str, Callable[[], Target]] = {
-    **{name: (lambda target=target: target) for name, target in GPU_TARGETS.items()},
+    **{name: (lambda target=target: target) for name, target in {**GPU_TARGETS, **AMD_TARGETS}.items()},
     "host": host_target,
 }
 _BUILT_IN = frozenset(_TARGETS)

@@ -78,18 +78,24 @@ class Target(Protocol):
 
     @property
     def iree_backend(self) -> str | None:
-        """IREE's backend for this target (``llvm-cpu``, ``cuda``), or None where Prism writes no IREE
+        """IREE's backend for this target (``llvm-cpu``, ``cuda``, ``rocm``), or None where Prism writes no IREE
         configuration."""
 
     @property
     def iree_flags(self) -> tuple[str, ...]:
-        """The iree-compile flags that select this machine within :attr:`iree_backend`."""
+        """The iree-compile flags that select this machine within :attr:`iree_backend`, for a module that does
+        not name its device; empty where IREE cannot name the machine itself."""
 
-    def iree_config(self, roles: Sequence[str], extents: Sequence[int | None], choice: dict[str, int]
-                    ) -> tuple[str, list[str]]:
-        """IREE's ``compilation_info`` for a contraction whose loops have ``roles`` and ``extents`` (None where
-        dynamic), scheduled by ``choice`` (this target's schema), as attribute text; and, in words, what of the
-        choice IREE's configuration cannot express (the text is then the nearest configuration)."""
+    @property
+    def iree_device(self) -> str | None:
+        """The ``#hal.device.target`` (with its type) that ``--emit=iree`` writes into the module's
+        ``hal.device.targets``, so that IREE compiles for this machine whatever its flags say; None where the
+        flags name it."""
+
+    def iree_config(self, op: Contraction, choice: dict[str, int]) -> tuple[str, list[str]]:
+        """IREE's ``compilation_info`` for contraction ``op`` scheduled by ``choice`` (this target's schema), as
+        attribute text; and, in words, what of the choice IREE's configuration cannot express (the text is then
+        the nearest configuration)."""
 
     def measure(self, body: ir.Operation, choice: dict[str, int], assume: int) -> float:
         """Seconds of the family payload ``body`` run under ``choice`` (raises TargetError where it cannot run)."""

@@ -29,7 +29,6 @@ import json
 import math
 import os
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -192,9 +191,9 @@ class HostTarget:
 
     iree_backend = "llvm-cpu"
     iree_flags = ("--iree-llvmcpu-target-cpu=host",)
+    iree_device = None  # the flags name this machine
 
-    def iree_config(self, roles: Sequence[str], extents: Sequence[int | None], choice: dict[str, int]
-                    ) -> tuple[str, list[str]]:
+    def iree_config(self, op: Contraction, choice: dict[str, int]) -> tuple[str, list[str]]:
         """IREE's CPU double-tiling pipeline, as near Prism's choice as it runs well.
 
         IREE's pipeline keeps the whole of K in each workgroup (a cache-level
@@ -213,11 +212,11 @@ class HostTarget:
         """
         rm, rn = choice["RM"], choice["RN"]
         vm = min(1 << (rm.bit_length() - 1), 8)
-        k = math.prod(extent or 1024 for extent, role in zip(extents, roles, strict=True) if role == "k")
+        k = math.prod(extent or 1024 for extent, role in zip(op.extents, op.roles, strict=True) if role == "k")
         rows = vm * min(max(k // 128, 8), 32)  # more rows share a longer panel of B
         wm, wn = max(vm, min(choice["TM"], rows) // vm * vm), min(choice["TN"], 4 * rn)
         tiles = {"batch": (1, 1, 0), "m": (wm, vm, 0), "n": (wn, rn, 0), "k": (0, 0, 1)}
-        config = iree_tile_levels(roles, tiles, ("distribution", "vector_common_parallel", "vector_reduction"))
+        config = iree_tile_levels(op.roles, tiles, ("distribution", "vector_common_parallel", "vector_reduction"))
         text = (f"#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<{config}>, "
                 "translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>>>")
         unexpressed = [f"the K slice (TK = {choice['TK']}) and B's panels (IREE keeps whole K in a workgroup)"]

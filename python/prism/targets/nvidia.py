@@ -15,7 +15,6 @@ once; :mod:`prism.codegen.gpu` reads them.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -44,6 +43,13 @@ PTX_FEATURES = {"sm_80": "+ptx70", "sm_90": "+ptx80", "sm_90a": "+ptx80"}
 # Launch and tail overhead of one kernel, so that tiny problems prefer fewer blocks.
 LAUNCH_SECONDS = 3e-6
 
+# The CUDA chips IREE 3.13 knows by name (--iree-cuda-target); it knows none after sm_87, so a module for
+# sm_90 names its device itself (GpuTarget.iree_device).
+IREE_CUDA_CHIPS = frozenset({"sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87"})
+# IREE's tensor-core intrinsics with Prism's MMA shape (m16 n8 k16, mma.sync), by input and accumulator type.
+NVIDIA_INTRINSICS = {("f16", "f32"): "NV_MMA_SYNC_F32_16x8x16_F16", ("f16", "f16"): "NV_MMA_SYNC_F16_16x8x16_F16",
+                     ("bf16", "f32"): "NV_MMA_SYNC_F32_16x8x16_BF16"}
+
 COST_TEXT = ("max(waves * blocks_per_sm * 2*BM*BN*ceil(K/BK)*BK / (rate/SMs), "
              "(bytesA*ceil(N/BN) + bytesB*ceil(M/BM) + bytesC) / bandwidth); "
              "waves = ceil(B*ceil(M/BM)*ceil(N/BN) / (SMs*blocks_per_sm))")
@@ -69,6 +75,17 @@ class GpuTarget:
     flops: dict[str, float] = field(default_factory=dict)
     mma_shape: tuple[int, int, int] = MMA_SHAPE
     warp_size: int = WARP_SIZE
+    # Input types whose products may use the tensor cores (MMA = 1): Prism's own lowering reaches mma.sync
+    # for f16 only, upstream's vector-to-mma conversion does not take bf16 operands.
+    mma_types: tuple[str, ...] = ("f16",)
+    # The most shared memory a block's operand tiles may take: Prism's GPU code generator allocates it
+    # statically, which CUDA caps at 48 KiB.
+    shared_cap: int = STATIC_SHARED_BYTES
+    # IREE's names for what this chip has: its tensor-core intrinsics of MMA_SHAPE by (input, accumulator)
+    # type, and all of them, as its device description lists them.
+    iree_intrinsics: dict[tuple[str, str], str] = field(default_factory=lambda: dict(NVIDIA_INTRINSICS))
+    iree_all_intrinsics: tuple[str, ...] = (*NVIDIA_INTRINSICS.values(), "NV_WMMA_F32_16x16x16_F16",
+                                            "NV_WMMA_F16_16x16x16_F16")
 
     artifact = "ptx"
     runs_here = False
@@ -113,32 +130,69 @@ class GpuTarget:
 
     @property
     def iree_flags(self) -> tuple[str, ...]:
-        """IREE's CUDA target for this chip."""
-        return (f"--iree-cuda-target={self.chip.removesuffix('a')}",)
+        """IREE's CUDA target for this chip, for a module that does not name its device; none for a chip IREE
+        does not know (sm_90), whose modules must name it (:attr:`iree_device`)."""
+        return (f"--iree-cuda-target={self.chip}",) if self.chip in IREE_CUDA_CHIPS else ()
 
-    def iree_config(self, roles: Sequence[str], extents: Sequence[int | None], choice: dict[str, int]
-                    ) -> tuple[str, list[str]]:
+    @property
+    def iree_device(self) -> str:
+        """IREE's device for this chip with its limits, which ``--emit=iree`` writes into the module: IREE then
+        compiles for the chip whatever its flags say, sm_90 included, which it cannot name itself."""
+        executable = (f'#hal.executable.target<"cuda", "cuda-nvptx-fb", {{iree_codegen.target_info = '
+                      f'{self._iree_target(PTX_FEATURES[self.chip])}}}>')
+        return f'#hal.device.target<"cuda", [{executable}]> : !hal.device'
+
+    def _iree_target(self, features: str, extra: str = "") -> str:
+        """The ``#iree_gpu.target`` of this chip: its intrinsics, subgroup, workgroup and shared-memory limits."""
+        mma = ", ".join(f"<{name}>" for name in self.iree_all_intrinsics)
+        counts = ", ".join(str(c) for c in MAX_GRID)
+        return (f'#iree_gpu.target<arch = "{self.chip}", features = "{features}", wgp = <compute = '
+                "fp64|fp32|fp16|int64|int32|int16|int8, storage = b64|b32|b16|b8, subgroup = shuffle|arithmetic, "
+                f"dot = dp4xi8toi32, mma = [{mma}], subgroup_size_choices = [{self.warp_size}], max_workgroup_sizes "
+                f"= [1024, 1024, 1024], max_thread_count_per_workgroup = {self.max_threads_per_block}, "
+                f"max_workgroup_memory_bytes = {self.smem_per_block}, max_workgroup_counts = [{counts}]{extra}>>")
+
+    def iree_config(self, op: Contraction, choice: dict[str, int]) -> tuple[str, list[str]]:
         """IREE's GPU tile-and-fuse pipeline with Prism's block: a BM x BN workgroup, K in BK steps, A and B staged
-        in shared memory, and each warp's WM x WN tile spread over its 32 lanes (WM/4 x WN/8 elements a thread).
+        in shared memory (``promote_operands``).
 
-        Tensor cores and pipeline stages are left to IREE: the names of
-        IREE's NVIDIA MMA intrinsics and its prefetch options are not mapped.
+        With tensor cores (MMA = 1), each warp's WM x WN tile is IREE's
+        subgroup tile, counted in intrinsics, and BK its reduction tile, counted
+        the same way; the intrinsic is this chip's of Prism's MMA shape for the
+        operand types. Without them, the warp tile is spread over its lanes
+        (WM/4 x WN/8 elements a thread for 32 lanes, WM/8 x WN/8 for 64).
+        Pipeline stages have no counterpart: Prism's GPU space has none.
         """
         bm, bn, bk, wm, wn = (choice[key] for key in ("BM", "BN", "BK", "WM", "WN"))
-        tm, tn = max(1, wm // 4), max(1, wn // 8)
-        threads = (bm // tm) * (bn // tn)
-        tiles = {"batch": (1, 0, 1), "m": (bm, 0, tm), "n": (bn, 0, tn), "k": (0, bk, 0)}
-        config = iree_tile_levels(roles, tiles, ("workgroup", "reduction", "thread"))
-        text = (f"#iree_codegen.compilation_info<lowering_config = #iree_gpu.lowering_config<{{{config}, "
-                "promote_operands = [0, 1]}>, translation_info = #iree_codegen.translation_info<pipeline = "
-                f"#iree_gpu.pipeline<TileAndFuse> workgroup_size = [{threads}, 1, 1] subgroup_size = 32>>")
+        threads = (bm // wm) * (bn // wn) * self.warp_size
         unexpressed = []
-        if choice.get("MMA"):
-            unexpressed.append("tensor cores (MMA = 1): IREE chooses its own intrinsic")
-        if choice.get("STAGES", 1) > 1:
-            unexpressed.append(f"{choice['STAGES']} pipeline stages")
-        if wm % 4 or wn % 8 or threads != (bm // wm) * (bn // wn) * self.warp_size:
-            unexpressed.append(f"the warp tile {wm} x {wn} (threads take {tm} x {tn} elements each)")
+        accumulator = {2: "f16", 4: "f32"}.get(op.acc_bytes, "")
+        intrinsic = self.iree_intrinsics.get((op.input_type, accumulator)) if choice.get("MMA") else None
+        if choice.get("MMA") and intrinsic is None:
+            unexpressed.append(f"tensor cores for {op.input_type} into {accumulator or 'this type'}: the warps compute "
+                               "without them")
+        if intrinsic:
+            im, in_, ik = self.mma_shape
+            tiles = {"batch": (1, 0, 0), "m": (bm, 0, wm // im), "n": (bn, 0, wn // in_), "k": (0, bk // ik, 0)}
+            levels = ("workgroup", "reduction", "subgroup")
+            # IREE converts accumulating products for mma.sync itself only when told to.
+            extra = f"mma_kind = #iree_gpu.mma_layout<{intrinsic}>, " + (
+                "convert_acc_gemm, " if intrinsic.startswith("NV_MMA_SYNC") else "")
+        else:
+            lanes_m = 4 if self.warp_size == 32 else 8
+            lanes_n = self.warp_size // lanes_m
+            tm, tn = max(1, wm // lanes_m), max(1, wn // lanes_n)
+            tiles = {"batch": (1, 0, 1), "m": (bm, 0, tm), "n": (bn, 0, tn), "k": (0, bk, 0)}
+            levels = ("workgroup", "reduction", "thread")
+            extra = ""
+            if wm % lanes_m or wn % lanes_n:
+                unexpressed.append(f"the warp tile {wm} x {wn} (threads take {tm} x {tn} elements each)")
+                threads = (bm // tm) * (bn // tn)
+        config = iree_tile_levels(op.roles, tiles, levels)
+        text = (f"#iree_codegen.compilation_info<lowering_config = #iree_gpu.lowering_config<{{{config}, "
+                f"{extra}promote_operands = [0, 1]}}>, translation_info = #iree_codegen.translation_info<pipeline = "
+                f"#iree_gpu.pipeline<TileAndFuse> workgroup_size = [{threads}, 1, 1] "
+                f"subgroup_size = {self.warp_size}>>")
         return text, unexpressed
 
     def cost_text(self, op: Contraction) -> str:
@@ -161,9 +215,7 @@ class GpuTarget:
 def gemm_space(op: Contraction, target: GpuTarget, stages: int = 1) -> Space:
     """Block tile (BM, BN, BK), warp tile (WM, WN) and tensor-core use (MMA) for a GPU."""
     tiles = {"m": "bm", "n": "bn", "k": "bk"}
-    # The lowering reaches mma.sync for f16 only: upstream's vector-to-mma
-    # conversion does not take bf16 operands.
-    mma_ok = op.input_type == "f16"
+    mma_ok = op.input_type in target.mma_types
     universe = (f"{shape_param_bounds()} and 4 <= bm <= 8 and 4 <= bn <= 8 and 3 <= bk <= 6"
                 f" and 3 <= wm <= bm and 3 <= wn <= bn and 0 <= mma <= {1 if mma_ok else 0}")
     a_bytes = op.footprint_exponent(0, tiles)
@@ -177,7 +229,7 @@ def gemm_space(op: Contraction, target: GpuTarget, stages: int = 1) -> Space:
     groups = (
         ("threads", f"(bm - wm) + (bn - wn) + {warp_log2} <= {max_threads_log2} and (bm - wm) + (bn - wn) >= 1"),
         ("registers", f"wm + wn - {warp_log2} <= {acc_regs_log2}"),
-        ("shared_memory", pow2_sum_le(a_bytes, b_bytes, min(target.smem_per_block, STATIC_SHARED_BYTES) / stages)),
+        ("shared_memory", pow2_sum_le(a_bytes, b_bytes, min(target.smem_per_block, target.shared_cap) / stages)),
         ("tensor_core", f"mma = 0 or (wm >= {int(math.log2(mm))} and wn >= {int(math.log2(mn))}"
                         f" and bk >= {int(math.log2(mk))})"),
         # Shared-memory promotion copies operand tiles that are views of larger operands: without a batch,
