@@ -73,16 +73,22 @@ def test_a_dynamic_size_runs_at_every_size(rng: np.random.Generator) -> None:
 
 def test_iree_uses_prism_tiles_not_its_defaults(tmp_path: Path) -> None:
     """IREE's dump of its configured executables shows the workgroup and vector tiles that the host target made
-    of Prism's choice, not IREE's own (64 x 64 workgroups of 8 x 8 vector tiles for this GEMM)."""
-    workload = gemm("gemm-200x96x130", 200, 96, 130)
-    compiled = prism.compile(workload.mlir, target="host", emit="iree")
-    (family,) = [f for f in compiled.report["families"] if f["kind"] == "gemm"]
-    config, _ = host_target().iree_config(gemm_contraction(200, 130, 96), family["choice"])
-    tiles = re.findall(r"(distribution|vector_common_parallel) = (\[[0-9, ]*\])", config)
-    compile_vmfb(compiled.iree, "llvm-cpu", [f"--iree-hal-dump-executable-configurations-to={tmp_path}"])
-    dumped = "".join(path.read_text() for path in tmp_path.iterdir())
-    assert len(tiles) == 2 and all(f"{name} = {sizes}" in dumped for name, sizes in tiles)
-    assert "vector_common_parallel = [8, 8, 0]" not in dumped
+    of Prism's choice, not IREE's own: for a product of several row blocks, its packed operands' tiles and
+    workgroup on linalg.mmt4d; for one row block (a single row), the double-tiling pipeline's."""
+    for m, kind in ((200, "mmt4d"), (1, "matmul")):
+        workload = gemm(f"gemm-{m}x96x130", m, 96, 130)
+        compiled = prism.compile(workload.mlir, target="host", emit="iree")
+        (family,) = [f for f in compiled.report["families"] if f["kind"] == "gemm"]
+        op = gemm_contraction(m, 130, 96)
+        packed = host_target().iree_data_tiling(op, family["choice"])
+        assert (packed is not None) == (kind == "mmt4d") and f"linalg.{kind} {{compilation_info" in compiled.iree
+        config = packed[1] if packed else host_target().iree_config(op, family["choice"])[0]
+        tiles = re.findall(r"(distribution|vector_common_parallel) = (\[[0-9, ]*\])", config)
+        folder = tmp_path / kind
+        compile_vmfb(compiled.iree, "llvm-cpu", [f"--iree-hal-dump-executable-configurations-to={folder}"])
+        dumped = "".join(path.read_text() for path in folder.iterdir())
+        assert len(tiles) == 2 and all(f"{name} = {sizes}" in dumped for name, sizes in tiles)
+        assert "vector_common_parallel = [8, 8, 0]" not in dumped and f"linalg.{kind}" in dumped
 
 
 def test_what_iree_cannot_take_is_remarked(tmp_path: Path) -> None:
@@ -173,7 +179,7 @@ def test_without_an_iree_module_there_is_nothing_to_run() -> None:
 def test_an_attribute_syntax_iree_does_not_take_is_a_clean_error() -> None:
     """IREE's attributes change between versions (2022's ``tile_sizes`` no longer parse): iree-compile's
     error comes back as a TargetError, never a crash."""
-    old = prism.compile(gemm("g", 64, 64, 64).mlir, target="host", emit="iree").iree
+    old = prism.compile(gemm("g", 1, 64, 64).mlir, target="host", emit="iree").iree
     old = re.sub(r"#iree_cpu\.lowering_config<[^>]*>", "#iree_codegen.lowering_config<tile_sizes = [[64, 64, 0]]>", old)
     with pytest.raises(prism.TargetError, match="iree-compile refused the module"):
         compile_vmfb(old)

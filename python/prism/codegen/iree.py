@@ -36,11 +36,13 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mlir import ir
 from mlir.dialects import func
 
+from prism.codegen.cpu.text import inline_body
 from prism.infra import attrs
 from prism.infra.errors import TargetError
 from prism.infra.ir import iter_ops
@@ -98,7 +100,7 @@ def iree_spec_text(module: ir.Module, target: Target, ctx: PassContext) -> str:
                                               "the spec tunes with its device named in hal.device.targets, as "
                                               "--emit=iree writes it")
     with module.context:
-        for op, config in _configured(module, target, ctx):
+        for op, config, _ in _configured(module, target, ctx):
             matchers.setdefault((_matched_text(op), config), f"match_{len(matchers)}")
     sequences = [_APPLY]
     for (body, config), name in matchers.items():
@@ -163,9 +165,11 @@ def _matched_text(op: ir.Operation) -> str:
     return "\n".join([f"    ^bb0({arguments}):", *(f"      {line}" for line in lines)])
 
 
-def _configured(module: ir.Module, target: Target, ctx: PassContext) -> list[tuple[ir.Operation, str]]:
-    """Each contraction ``module`` schedules, with the text of its IREE configuration; remarks for what the
-    configurations cannot express, and for attention families."""
+def _configured(module: ir.Module, target: Target, ctx: PassContext, packing: bool = False
+                ) -> list[tuple[ir.Operation, str, Packing | None]]:
+    """Each contraction ``module`` schedules, with the text of its IREE configuration and, with ``packing``,
+    the packing the target asks for (``Target.iree_data_tiling``); remarks for what the configurations
+    cannot express, and for attention families."""
     found = []
     for op in iter_ops(module):
         if attrs.ATTENTION_CHOICE in op.attributes:
@@ -174,17 +178,101 @@ def _configured(module: ir.Module, target: Target, ctx: PassContext) -> list[tup
         contraction = analyze_contraction(op) if attrs.CHOICE in op.attributes else None
         if contraction is None:
             continue
-        config, unexpressed = target.iree_config(contraction, int_dict(op.attributes[attrs.CHOICE]))
+        choice = int_dict(op.attributes[attrs.CHOICE])
+        data_tiling = getattr(target, "iree_data_tiling", None) if packing else None
+        packed = data_tiling(contraction, choice) if data_tiling else None
+        if packed is None:
+            (config, unexpressed), packing = target.iree_config(contraction, choice), None
+        else:
+            tiles, config, unexpressed = packed
+            packing = Packing(contraction.operand_dims, contraction.roles, tiles)
         for what in unexpressed:
             ctx.remark(op.location, f"IREE's configuration cannot express {what}: the nearest one is emitted")
-        found.append((op, config))
+        found.append((op, config, packing))
     return found
 
 
 def _annotate(module: ir.Module, target: Target, ctx: PassContext) -> None:
-    """Each scheduled contraction's choice as the text of its IREE configuration (see :func:`iree_text`)."""
-    for op, config in _configured(module, target, ctx):
+    """Each scheduled contraction's choice as the text of its IREE configuration, on the product itself or on
+    the ``linalg.mmt4d`` of its packed operands (see :func:`iree_text`)."""
+    for op, config, packing in _configured(module, target, ctx, packing=True):
+        if packing is not None:
+            op = packing.rewrite(op)
         op.attributes["prism.iree_compilation_info"] = ir.StringAttr.get(config)  # Prism's own go after
+
+
+@dataclass(frozen=True)
+class Packing:
+    """A product rewritten for IREE's data-tiled pipeline: each operand packed into ``tiles`` (m0, n0, k0)
+    by ``linalg.pack``, ``linalg.mmt4d`` on the packed operands, and the result unpacked into C's layout.
+
+    Before (any layout of A, B and C, static or dynamic sizes; f32)::
+
+        %r = linalg.matmul ins(%a, %b : tensor<?x96xf32>, tensor<96x130xf32>) outs(%c : tensor<?x130xf32>)
+
+    After, with tiles (8, 8, 1)::
+
+        %pa = linalg.pack %a padding_value(%zero : f32) outer_dims_perm = [0, 1] inner_dims_pos = [0, 1]
+                  inner_tiles = [8, 1] into %ea : tensor<?x96xf32> -> tensor<?x96x8x1xf32>
+        %pb = linalg.pack %b ... outer_dims_perm = [1, 0] inner_dims_pos = [1, 0] inner_tiles = [8, 1]
+                  -> tensor<17x96x8x1xf32>
+        %pc = linalg.pack %c ... inner_tiles = [8, 8] -> tensor<?x17x8x8xf32>
+        %pr = linalg.mmt4d ins(%pa, %pb : ...) outs(%pc : ...)
+        %r = linalg.unpack %pr ... into %c : tensor<?x17x8x8xf32> -> tensor<?x130xf32>
+    """
+
+    operand_dims: tuple[tuple[int, ...], ...]  # the loops each operand's dimensions index, as the search has them
+    roles: tuple[str, ...]
+    tiles: tuple[int, int, int]
+
+    def rewrite(self, op: ir.Operation) -> ir.Operation:
+        """Replace ``op`` by the packed form; returns its ``linalg.mmt4d``."""
+        types = [ir.RankedTensorType(v.type) for v in op.operands]
+        c_dims = tuple(self._loops(ir.AffineMapAttr(ir.ArrayAttr(op.attributes["indexing_maps"])[2]).value))
+        dims = (*self.operand_dims[:2], c_dims)
+        tile = dict(zip("mnk", self.tiles, strict=True))
+        lines, packed = [], []
+        for index, (operand_type, loops, (outer, inner)) in enumerate(zip(types, dims, (("m", "k"), ("n", "k"),
+                                                                                         ("m", "n")), strict=True)):
+            position = {self.roles[loop]: p for p, loop in enumerate(loops)}
+            perm = [position[outer], position[inner]]
+            sizes = [(operand_type.get_dim_size(p), tile[role]) for p, role in zip(perm, (outer, inner), strict=True)]
+            dynamic, shape = [], []
+            for k, (size, step) in enumerate(sizes):
+                if ir.ShapedType.is_dynamic_size(size):
+                    lines += [f"  %i{index}_{k} = arith.constant {perm[k]} : index",
+                              f"  %d{index}_{k} = tensor.dim %x{index}, %i{index}_{k} : {operand_type}",
+                              f"  %t{index}_{k} = arith.constant {step} : index",
+                              f"  %o{index}_{k} = arith.ceildivsi %d{index}_{k}, %t{index}_{k} : index"]
+                    dynamic.append(f"%o{index}_{k}")
+                    shape.append("?")
+                else:
+                    shape.append(str(-(-size // step)))
+            packed_type = f"tensor<{'x'.join(shape)}x{tile[outer]}x{tile[inner]}x{operand_type.element_type}>"
+            packed.append(packed_type)
+            lines += [f"  %e{index} = tensor.empty({', '.join(dynamic)}) : {packed_type}",
+                      f"  %p{index} = linalg.pack %x{index} padding_value(%zero : {operand_type.element_type}) "
+                      f"outer_dims_perm = {perm} inner_dims_pos = {perm} inner_tiles = [{tile[outer]}, {tile[inner]}] "
+                      f"into %e{index} : {operand_type} -> {packed_type}"]
+        c_perm = [p for p, _ in sorted(((p, self.roles[loop]) for p, loop in enumerate(c_dims)),
+                                       key=lambda item: "mn".index(item[1]))]
+        lines += [f"  %r = linalg.mmt4d ins(%p0, %p1 : {packed[0]}, {packed[1]}) outs(%p2 : {packed[2]}) -> {packed[2]}",
+                  f"  %u = linalg.unpack %r outer_dims_perm = {c_perm} inner_dims_pos = {c_perm} inner_tiles = "
+                  f"[{tile['m']}, {tile['n']}] into %x2 : {packed[2]} -> {types[2]}",
+                  f"  return %u : {types[2]}"]
+        arguments = ", ".join(f"%x{i}: {t}" for i, t in enumerate(types))
+        text = (f"func.func @packed({arguments}) -> {types[2]} {{\n  %zero = arith.constant 0.0 : "
+                f"{types[0].element_type}\n" + "\n".join(lines) + "\n}")
+        anchor = op.operation
+        (result,) = inline_body(anchor, text, list(anchor.operands))
+        anchor.results[0].replace_all_uses_with(result)
+        anchor.erase()
+        return result.owner.operands[0].owner  # the unpack reads the mmt4d
+
+    @staticmethod
+    def _loops(affine_map: ir.AffineMap) -> list[int]:
+        """The loop each result of a projected-permutation map reads."""
+        return [ir.AffineDimExpr(result).position for result in affine_map.results]
 
 
 _COMPILE = """import sys, iree.compiler

@@ -200,21 +200,13 @@ class HostTarget:
         K tile makes it vectorize whole slices) and reads B where it lies, so
         TK and B's panels have no counterpart. Its vector tiles run well as
         powers of two: RM becomes the largest one not above it (6 rows become
-        4), K one step at a time as in Prism's micro-kernel. A workgroup is 4
-        vector tiles wide (TN capped) and K/128 high, from 8 to 32 vector tiles
-        (TM capped): the longer K, the more rows share a workgroup's panel of B.
-        Measured 2026-12-02 on the 2-core Zen 3 (IREE 3.13, ms, in process;
-        workgroups of 4 x 16 tiles): 512^3, 32 x 64 5.6 against IREE's default
-        6.2; 1024^3, 32 x 64 44.5, 64 x 64 49.1, default 63.6; 2048^3, 64 x 64
-        713, 128 x 64 684, 32 x 64 853, default 737; 16 x 4096^2, 16 x 64 115
-        against 129. Prism's tiles as they are (96 x 256 blocks of 6 x 16) took
-        18.4 and 188 ms at 512^3 and 1024^3.
+        4), K one step at a time as in Prism's micro-kernel. The workgroup is
+        :meth:`_iree_workgroup`'s. Prism's tiles as they are (96 x 256 blocks
+        of 6 x 16) took 18.4 and 188 ms at 512^3 and 1024^3 (IREE's default
+        6.2 and 63.6).
         """
         rm, rn = choice["RM"], choice["RN"]
-        vm = min(1 << (rm.bit_length() - 1), 8)
-        k = math.prod(extent or 1024 for extent, role in zip(op.extents, op.roles, strict=True) if role == "k")
-        rows = vm * min(max(k // 128, 8), 32)  # more rows share a longer panel of B
-        wm, wn = max(vm, min(choice["TM"], rows) // vm * vm), min(choice["TN"], 4 * rn)
+        vm, wm, wn = self._iree_workgroup(op, choice)
         tiles = {"batch": (1, 1, 0), "m": (wm, vm, 0), "n": (wn, rn, 0), "k": (0, 0, 1)}
         config = iree_tile_levels(op.roles, tiles, ("distribution", "vector_common_parallel", "vector_reduction"))
         text = (f"#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<{config}>, "
@@ -226,6 +218,61 @@ class HostTarget:
             unexpressed.append(f"TM x TN = {choice['TM']} x {choice['TN']} (a workgroup of {wm} x {wn}, whose rows "
                                "of A and columns of B stay in cache over the whole of K)")
         return text, unexpressed
+
+    def iree_data_tiling(self, op: Contraction, choice: dict[str, int]
+                         ) -> tuple[tuple[int, int, int], str, list[str]] | None:
+        """The inner tiles (m0, n0, k0) into which ``--emit=iree`` packs a product that IREE should run on
+        packed operands (``linalg.mmt4d``), with the ``compilation_info`` of that mmt4d and, in words, what of
+        the choice it cannot express; None to leave the product as it is.
+
+        Packed, like Prism's own kernel with several row blocks: an f32
+        product of static M above TM (each panel of B then serves several
+        row blocks) or of dynamic M, without a batch. Each operand is packed
+        once per call into lanes x lanes tiles (8 x 8 with AVX2, IREE's own
+        data-tiling tile), and the workgroup is :meth:`_iree_workgroup`'s.
+        Measured 2026-12-02 on the 2-core Zen 3 (IREE 3.13, ms, in process,
+        alternating), IREE's default against the packed form with IREE's own
+        workgroups and with these: 512^3 5.9, 4.7, -; 1024^3 54.6, 28.8-30.6,
+        25.5 (workgroups of 32 x 64); 2048^3 557, 315, -. At 16 x 4096^2 the
+        packed form lost (148 against 118: B is packed on every call for 16
+        rows).
+        """
+        if op.input_type != "f32" or op.acc_bytes != 4 or "batch" in op.roles:
+            return None
+        m = op.extent("m")
+        if m is not None and m <= choice["TM"]:
+            return None
+        lanes = self.lanes(op)
+        _, wm, wn = self._iree_workgroup(op, choice)
+        outer = [max(1, -(-wm // lanes)), max(1, wn // lanes), 0]
+        config = (f"#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<distribution = "
+                  f"{[*outer, 0, 0, 0]}, vector_common_parallel = [1, 1, 0, {lanes}, {lanes}, 0], vector_reduction "
+                  "= [0, 0, 1, 0, 0, 1]>, translation_info = #iree_codegen.translation_info<pipeline = "
+                  "#iree_cpu.pipeline<Mmt4dTilingExpert>>>")
+        unexpressed = [f"the K slice (TK = {choice['TK']}): IREE packs whole operands and keeps K in a workgroup"]
+        if (choice["RM"], choice["RN"]) != (lanes, lanes):
+            unexpressed.append(f"the register block {choice['RM']} x {choice['RN']} (IREE's packed tile is "
+                               f"{lanes} x {lanes})")
+        if (wm, wn) != (choice["TM"], choice["TN"]):
+            unexpressed.append(f"TM x TN = {choice['TM']} x {choice['TN']} (a workgroup of {wm} x {wn})")
+        return (lanes, lanes, 1), config, unexpressed
+
+    @staticmethod
+    def _iree_workgroup(op: Contraction, choice: dict[str, int]) -> tuple[int, int, int]:
+        """IREE's vector rows, and its workgroup's rows and columns, for Prism's ``choice``.
+
+        A workgroup is 4 vector tiles wide (TN capped) and K/128 high, from 8
+        to 32 vector tiles (TM capped): the longer K, the more rows share a
+        workgroup's panel of B. Measured 2026-12-02 on the 2-core Zen 3 (IREE
+        3.13, ms, in process; workgroups of 4 x 16 tiles): 512^3, 32 x 64 5.6
+        against IREE's default 6.2; 1024^3, 32 x 64 44.5, 64 x 64 49.1, default
+        63.6; 2048^3, 64 x 64 713, 128 x 64 684, 32 x 64 853, default 737;
+        16 x 4096^2, 16 x 64 115 against 129.
+        """
+        vm = min(1 << (choice["RM"].bit_length() - 1), 8)
+        k = math.prod(extent or 1024 for extent, role in zip(op.extents, op.roles, strict=True) if role == "k")
+        rows = vm * min(max(k // 128, 8), 32)
+        return vm, max(vm, min(choice["TM"], rows) // vm * vm), min(choice["TN"], 4 * choice["RN"])
 
     def cost_text(self, op: Contraction | Attention) -> str:
         """The host roofline of ``op``'s family (with the packing phases of a contraction), as text."""
