@@ -6,7 +6,10 @@ prism-optimize leaves it (prism-explore's proven rewrites included), with
 each contraction that prism-select scheduled annotated with the
 ``#iree_codegen.compilation_info`` its target makes of the choice
 (``Target.iree_config``): IREE's code generation then uses Prism's tiles
-instead of its own. Prism's own attributes (``prism.*``: choices, roles,
+instead of its own. Where the target packs a product
+(``Target.iree_data_tiling``: the host, for several row blocks), the product
+is rewritten on packed operands (:class:`Packing`: ``linalg.pack``,
+``linalg.mmt4d``, ``linalg.unpack``) and the configuration goes on its mmt4d. Prism's own attributes (``prism.*``: choices, roles,
 ``prism.invariant`` weights, the parts of prepared functions) are dropped. A
 choice IREE's configuration cannot express in full gets the nearest
 configuration and a remark; families IREE has no configuration for
@@ -179,8 +182,7 @@ def _configured(module: ir.Module, target: Target, ctx: PassContext, packing: bo
         if contraction is None:
             continue
         choice = int_dict(op.attributes[attrs.CHOICE])
-        data_tiling = getattr(target, "iree_data_tiling", None) if packing else None
-        packed = data_tiling(contraction, choice) if data_tiling else None
+        packed = target.iree_data_tiling(contraction, choice) if packing else None
         if packed is None:
             (config, unexpressed), packing = target.iree_config(contraction, choice), None
         else:

@@ -97,5 +97,11 @@ class Target(Protocol):
         attribute text; and, in words, what of the choice IREE's configuration cannot express (the text is then
         the nearest configuration)."""
 
+    def iree_data_tiling(self, op: Contraction, choice: dict[str, int]
+                         ) -> tuple[tuple[int, int, int], str, list[str]] | None:
+        """Where IREE should run contraction ``op`` on packed operands (``linalg.mmt4d``): the inner tiles
+        (m0, n0, k0), the mmt4d's ``compilation_info`` and what of the choice it cannot express; None to keep
+        the op as it is, configured by :meth:`iree_config`."""
+
     def measure(self, body: ir.Operation, choice: dict[str, int], assume: int) -> float:
         """Seconds of the family payload ``body`` run under ``choice`` (raises TargetError where it cannot run)."""

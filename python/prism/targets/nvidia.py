@@ -195,6 +195,10 @@ class GpuTarget:
                 f"subgroup_size = {self.warp_size}>>")
         return text, unexpressed
 
+    def iree_data_tiling(self, op: Contraction, choice: dict[str, int]) -> None:
+        """None: IREE's GPU pipeline takes each product as it is."""
+        return None
+
     def cost_text(self, op: Contraction) -> str:
         """The GPU roofline, as text."""
         return COST_TEXT

@@ -15,7 +15,7 @@
 // CHECK:         %[[U:.*]] = linalg.unpack %[[R]] outer_dims_perm = [0, 1] inner_dims_pos = [0, 1] inner_tiles = [[[L]], [[L]]] into %{{.*}} -> tensor<37x50xf32>
 // CHECK:         return %[[U]]
 // CHECK-LABEL: func.func @row(
-// CHECK:         linalg.matmul {compilation_info = #iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<distribution = [1, {{[0-9]+}}, 0], vector_common_parallel = [1, {{[0-9]+}}, 0], vector_reduction = [0, 0, 1]>, translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>>>}
+// CHECK:         linalg.matmul {compilation_info = #iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<distribution = [1, {{[0-9]+}}, 0], vector_common_parallel = [1, {{[0-9]+}}, 0], vector_reduction = [0, 0, 8]>, translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>>>}
 // CHECK-NOT:     prism.
 // --emit=iree-spec: the same configuration as a tuning spec, matching the product by its form and types.
 // SPEC:      module attributes {iree_codegen.tuning_spec_with_default_entrypoint, transform.with_named_sequence}
