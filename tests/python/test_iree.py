@@ -189,6 +189,10 @@ def test_an_attribute_syntax_iree_does_not_take_is_a_clean_error() -> None:
 OTHER_STYLES = {
     "f16": ([(37, 64), (64, 50)], np.float16, "tensor<37x50xf32>",
             "linalg.matmul ins(%a, %b : tensor<37x64xf16>, tensor<64x50xf16>)"),
+    "packed, B transposed": ([(200, 64), (50, 64)], np.float32, "tensor<200x50xf32>",
+                             "linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, "
+                             "affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>] "
+                             "ins(%a, %b : tensor<200x64xf32>, tensor<50x64xf32>)"),
     "batched, B transposed": ([(3, 37, 64), (3, 50, 64)], np.float32, "tensor<3x37x50xf32>",
                               "linalg.batch_matmul indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, "
                               "affine_map<(b, m, n, k) -> (b, n, k)>, affine_map<(b, m, n, k) -> (b, m, n)>] "
@@ -206,9 +210,10 @@ def test_other_types_and_layouts_run_in_iree(style: str, rng: np.random.Generato
             f"  %r = {product} outs(%c : {result}) -> {result}\n  return %r : {result}\n}}\n")
     compiled = prism.compile(text, target="host", emit="iree")
     assert "compilation_info" in compiled.iree
+    assert ("linalg.mmt4d" in compiled.iree) == style.startswith("packed")
     a, b = (rng.standard_normal(s).astype(dtype) for s in shapes)
     b64 = b.astype(np.float64)
-    want = a.astype(np.float64) @ (b64 if dtype == np.float16 else np.swapaxes(b64, -1, -2))
+    want = a.astype(np.float64) @ (b64 if dtype == np.float16 else np.swapaxes(b64, -1, -2))  # f16: B as is
     np.testing.assert_allclose(compiled.iree_function("f")(a, b), want, rtol=1e-4, atol=1e-4)
 
 

@@ -9,19 +9,22 @@ each contraction that prism-select scheduled annotated with the
 instead of its own. Where the target packs a product
 (``Target.iree_data_tiling``: the host, for several row blocks), the product
 is rewritten on packed operands (:class:`Packing`: ``linalg.pack``,
-``linalg.mmt4d``, ``linalg.unpack``) and the configuration goes on its mmt4d. Prism's own attributes (``prism.*``: choices, roles,
-``prism.invariant`` weights, the parts of prepared functions) are dropped. A
-choice IREE's configuration cannot express in full gets the nearest
-configuration and a remark; families IREE has no configuration for
+``linalg.mmt4d``, ``linalg.unpack``) and the configuration goes on its mmt4d.
+Prism's own attributes (``prism.*``: choices, roles, ``prism.invariant``
+weights, the parts of prepared functions) are dropped. A choice IREE's
+configuration cannot express in full gets the nearest configuration and a
+remark; families IREE has no configuration for
 (attention) keep IREE's defaults, with a remark. The host writes IREE's
 llvm-cpu configurations, NVIDIA targets its cuda ones, the MI300X its rocm
 ones. Where the target gives IREE's device (``Target.iree_device``: the
 NVIDIA chips, sm_90 included, which IREE 3.13 cannot name by flags), the
 module names it in ``hal.device.targets`` and compiles without flags.
 
-``--emit=iree-spec`` writes the same configurations as a transform-dialect
+``--emit=iree-spec`` writes the configurations as a transform-dialect
 tuning spec instead (:func:`iree_spec_text`), for a module IREE compiles
-from elsewhere: ``iree-compile --iree-codegen-tuning-spec-path=SPEC``.
+from elsewhere: ``iree-compile --iree-codegen-tuning-spec-path=SPEC``. A
+spec cannot change the program, so there every product keeps its form and
+its :meth:`Target.iree_config`.
 
 IREE's attributes are not parsed here (its dialects are not registered in
 Prism's context): each op first carries the attribute's text in a string,
@@ -258,7 +261,8 @@ class Packing:
                       f"into %e{index} : {operand_type} -> {packed_type}"]
         c_perm = [p for p, _ in sorted(((p, self.roles[loop]) for p, loop in enumerate(c_dims)),
                                        key=lambda item: "mn".index(item[1]))]
-        lines += [f"  %r = linalg.mmt4d ins(%p0, %p1 : {packed[0]}, {packed[1]}) outs(%p2 : {packed[2]}) -> {packed[2]}",
+        lines += [f"  %r = linalg.mmt4d ins(%p0, %p1 : {packed[0]}, {packed[1]}) outs(%p2 : {packed[2]}) "
+                  f"-> {packed[2]}",
                   f"  %u = linalg.unpack %r outer_dims_perm = {c_perm} inner_dims_pos = {c_perm} inner_tiles = "
                   f"[{tile['m']}, {tile['n']}] into %x2 : {packed[2]} -> {types[2]}",
                   f"  return %u : {types[2]}"]
