@@ -17,11 +17,24 @@ from prism.targets import get_target
 from prism.targets.host import host_target
 
 sys.path.insert(0, str(REPO / "benchmarks"))
-from cpu_workloads import NumpyOps, Workload, attention, causal_attention, gemm, lora, qkv, rmsnorm_linear, swiglu  # noqa: E402
+from cpu_workloads import (  # noqa: E402
+    NumpyOps,
+    Workload,
+    attention,
+    causal_attention,
+    gemm,
+    lora,
+    qk_norm_attention,
+    qkv,
+    rmsnorm_linear,
+    rmsnorm_mlp,
+    swiglu,
+)
 
-# The layers of DESIGN section 9 at small, odd sizes (IREE compiles each in about a second).
-WORKLOADS = [gemm("gemm-37x96x50", 37, 96, 50), rmsnorm_linear(5, 96), swiglu(3, 64), qkv(7, 64), lora(5, 96),
-             attention(1, 2, 9, 33, 16), causal_attention(1, 2, 20, 16)]
+# The workloads of DESIGN section 9 at small, odd sizes (IREE compiles each in about a second).
+WORKLOADS = [gemm("gemm-37x96x50", 37, 96, 50), rmsnorm_linear(5, 96), swiglu(3, 64), rmsnorm_mlp(3, 64), qkv(7, 64),
+             lora(5, 96), attention(1, 2, 9, 33, 16), causal_attention(1, 2, 20, 16),
+             qk_norm_attention(1, 2, 9, 33, 16)]
 
 
 def gemm_contraction(m: int, n: int, k: int) -> Contraction:
