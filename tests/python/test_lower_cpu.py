@@ -345,3 +345,40 @@ def test_jit_rejects_unlowered_module() -> None:
         module = ir.Module.parse(matmul_text(8, 8, 8, ""))
         with pytest.raises(PrismError, match="prism-lower-cpu"):
             jit(module)
+
+
+AXPY = """
+#id = affine_map<(i) -> (i)>
+func.func @axpy(%a: f32, %x: tensor<?xf32>, %y: tensor<?xf32>) -> (tensor<?xf32>, tensor<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?xf32>
+  %e = tensor.empty(%n) : tensor<?xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%x, %y : tensor<?xf32>, tensor<?xf32>) outs(%e : tensor<?xf32>) {
+  ^bb0(%u: f32, %v: f32, %o: f32):
+    %m = arith.mulf %a, %u : f32
+    %s = arith.addf %m, %v : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  return %r, %x : tensor<?xf32>, tensor<?xf32>
+}
+"""
+
+
+def test_a_call_takes_scalars_views_and_returns_several_results(rng: np.random.Generator) -> None:
+    """The call frame: a scalar passed by value, dynamic sizes, a strided view (copied first), two results
+    (one the input itself, returned as a copy), and the same function called again with other sizes."""
+    import prism
+
+    axpy = prism.compile(AXPY, target="host").jit("axpy")
+    for n, step in ((7, 1), (40, 3), (1, 1)):
+        x = rng.standard_normal(n * step).astype(np.float32)[::step]
+        y = rng.standard_normal(n).astype(np.float32)
+        r, same = axpy(np.float32(2.5), x, y)
+        np.testing.assert_allclose(r, 2.5 * x.astype(np.float64) + y, rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(same, x)
+        assert same.ctypes.data != x.ctypes.data
+    with pytest.raises(ArgumentError, match="expected a float32 scalar"):
+        axpy(np.ones(2, np.float32), x, y)
+    with pytest.raises(ArgumentError, match="expected dtype float32"):
+        axpy(1.0, x.astype(np.float64), y)

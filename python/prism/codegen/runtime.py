@@ -151,15 +151,6 @@ def describe_signature(module: ir.Module, name: str | None = None) -> Signature:
                      tuple(TensorSpec.from_type(t) for t in ftype.results))
 
 
-@functools.cache
-def _descriptor_type(rank: int, ctype: Any) -> type[ctypes.Structure]:
-    """The ranked memref descriptor struct (one class per rank and element type: making one costs ~30 us)."""
-    fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p), ("offset", ctypes.c_int64)]
-    if rank:
-        fields += [("sizes", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
-    return type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": fields})
-
-
 _SCALAR_CTYPES = {np.dtype(np.float16): ctypes.c_uint16, np.dtype(np.float32): ctypes.c_float,
                   np.dtype(np.float64): ctypes.c_double, np.dtype(np.int8): ctypes.c_int8,
                   np.dtype(np.int16): ctypes.c_int16, np.dtype(np.int32): ctypes.c_int32,
@@ -195,25 +186,21 @@ class JitFunction:
     def __init__(self, engine: ExecutionEngine, signature: Signature):
         self.signature = signature
         self._engine = engine  # keeps the compiled code alive
-        self._result_types = [_descriptor_type(len(r.shape or ()), _ctype(r.dtype)) for r in signature.results]
         if any(r.shape is None for r in signature.results):
             raise TargetError(f"@{signature.name}: scalar results are not supported; return a 0-d tensor")
-        if len(self._result_types) > 1:
-            fields = [(f"r{i}", t) for i, t in enumerate(self._result_types)]
-            self._results_type: type[ctypes.Structure] | None = type(
-                "Results", (ctypes.Structure,), {"_fields_": fields})
-        else:
-            self._results_type = self._result_types[0] if self._result_types else None
         address = engine.raw_lookup("_mlir_ciface_" + signature.name)
         if not address:
             raise TargetError(f"@{signature.name} has no C interface; was it lowered by prism-lower-cpu?")
         # raw_lookup yields the packed wrapper: void f(void **args), args[i] -> i-th C argument.
         self._entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
+        self._frame = _Frame(signature)
 
     def _check(self, args: tuple[Any, ...]) -> list[np.ndarray | Any]:
         sig = self.signature
         if len(args) != len(sig.inputs):
             raise ArgumentError(f"@{sig.name} takes {len(sig.inputs)} arguments, got {len(args)}")
+        if self._frame.accepts(args):
+            return list(args)
         return self.check_some(list(args), set(range(len(args))))
 
     def check_some(self, args: list[Any], which: set[int]) -> list[np.ndarray | Any]:
@@ -243,39 +230,22 @@ class JitFunction:
             checked.append(np.ascontiguousarray(array))
         return checked
 
-    def _descriptor(self, array: np.ndarray) -> ctypes.Structure:
-        desc = _descriptor_type(array.ndim, _ctype(array.dtype))()
-        desc.allocated = desc.aligned = array.__array_interface__["data"][0]
-        desc.offset = 0
-        if array.ndim:
-            desc.sizes[:] = array.shape
-            desc.strides[:] = [s // array.itemsize for s in array.strides]
-        return desc
-
     def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...] | None:
         """Run on ``args`` (numpy arrays and scalars); returns one array or a tuple of them."""
         checked = self._check(args)
-        descriptors = [self._descriptor(a) if isinstance(a, np.ndarray) else a for a in checked]  # kept alive
-        values: list[Any] = [ctypes.c_void_p(ctypes.addressof(d)) if isinstance(d, ctypes.Structure) else d
-                             for d in descriptors]
-        results = self._results_type() if self._results_type is not None else None
-        if results is not None:
-            values.insert(0, ctypes.c_void_p(ctypes.addressof(results)))
-        packed = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.addressof(v) for v in values])
-        self._entry(packed)
-        if results is None:
+        words, inputs = self._frame.fill(checked)  # the words stay alive until the call returns
+        self._entry(words.ctypes.data)
+        if not self.signature.results:
             return None
-        descs = [getattr(results, f"r{i}") for i in range(len(self._result_types))] \
-            if len(self._result_types) > 1 else [results]
-        inputs = {a.__array_interface__["data"][0] for a in checked if isinstance(a, np.ndarray)}
         blocks: dict[int, _Block] = {}
-        arrays = tuple(self._take(d, spec, inputs, blocks)
-                       for d, spec in zip(descs, self.signature.results, strict=True))
+        arrays = tuple(self._take(self._frame.result(words, i), spec, inputs, blocks)
+                       for i, spec in enumerate(self.signature.results))
         return arrays[0] if len(arrays) == 1 else arrays
 
     @staticmethod
-    def _take(desc: ctypes.Structure, spec: TensorSpec, inputs: set[int], blocks: dict[int, _Block]) -> np.ndarray:
-        """A result descriptor as a numpy array: a view of the callee's allocation, which it then owns.
+    def _take(desc: list[int], spec: TensorSpec, inputs: set[int], blocks: dict[int, _Block]) -> np.ndarray:
+        """A result descriptor (its words: allocated, aligned, offset, sizes, strides) as a numpy array: a view of
+        the callee's allocation, which it then owns.
 
         Several results may share one allocation (slices of one buffer): they
         share its :class:`_Block`, freed with the last of them. A result in an
@@ -283,19 +253,124 @@ class JitFunction:
         results) is copied and not freed.
         """
         rank = len(spec.shape or ())
-        shape = tuple(desc.sizes) if rank else ()
-        pointer = desc.allocated or 0
+        pointer, aligned, offset = desc[0], desc[1], desc[2]
+        shape = tuple(desc[3:3 + rank])
         owned = bool(pointer) and pointer not in inputs
         if owned and pointer not in blocks:
             blocks[pointer] = _Block(pointer)
         if any(n == 0 for n in shape):
             return np.zeros(shape, dtype=spec.dtype)
-        strides = tuple(n * spec.dtype.itemsize for n in desc.strides) if rank else ()
-        start = (desc.aligned or 0) + desc.offset * spec.dtype.itemsize
+        strides = tuple(n * spec.dtype.itemsize for n in desc[3 + rank:3 + 2 * rank])
+        start = aligned + offset * spec.dtype.itemsize
         interface = {"shape": shape, "strides": strides, "typestr": spec.dtype.str, "data": (start, False),
                      "version": 3}
         view = np.asarray(_View(interface, blocks[pointer] if owned else None))
         return view if owned else view.copy()
+
+
+
+class _Frame:
+    """The words one call passes to a function's packed C entry point, laid out once per function.
+
+    One int64 array holds, in order: the packed argument list (``void
+    **args``: the result slot first, when there are results, then one per
+    argument), a slot per value (a descriptor's address, or a scalar itself),
+    each argument's memref descriptor ``{allocated, aligned, offset,
+    sizes[r], strides[r]}``, and the results' descriptors, which the callee
+    fills. Static sizes and strides are written once, in a template that each
+    call copies; a call then writes the addresses and the dynamic extents.
+    Building ctypes structures per argument cost 30-50 us a call; this is a
+    few.
+    """
+
+    def __init__(self, signature: Signature):
+        self.specs = signature.inputs
+        results = [len(r.shape or ()) for r in signature.results]
+        values = len(self.specs) + (1 if results else 0)
+        self.slots = values
+        cursor = 2 * values
+        self.descriptors: list[int | None] = []  # word offset of each argument's descriptor (None: a scalar)
+        template: list[int] = []
+        for spec in self.specs:
+            if spec.shape is None:
+                self.descriptors.append(None)
+                continue
+            self.descriptors.append(cursor)
+            cursor += 3 + 2 * len(spec.shape)
+        self.results: list[int] = []
+        for rank in results:
+            self.results.append(cursor)
+            cursor += 3 + 2 * rank
+        self.result_ranks = results
+        template = [0] * cursor
+        # Addresses stored relative to the frame's start; fill() adds the start to these words.
+        self.relative = list(range(values))  # packed[i] -> slot i
+        for i in range(values):
+            template[i] = 8 * (values + i)
+        first = 1 if results else 0
+        if results:
+            template[values] = 8 * self.results[0]
+            self.relative.append(values)
+        for k, (spec, at) in enumerate(zip(self.specs, self.descriptors, strict=True)):
+            if at is None:
+                continue
+            template[values + first + k] = 8 * at
+            self.relative.append(values + first + k)
+            if spec.shape and None not in spec.shape:
+                rank = len(spec.shape)
+                template[at + 3:at + 3 + rank] = spec.shape
+                template[at + 3 + rank:at + 3 + 2 * rank] = _contiguous_strides(spec.shape)
+        self.template = np.array(template, dtype=np.int64)
+        self.relative_words = np.array(self.relative, dtype=np.int64)
+        self.first = first
+        self.static = [spec.shape is not None and None not in spec.shape for spec in self.specs]
+
+    def accepts(self, args: tuple[Any, ...]) -> bool:
+        """Whether ``args`` are arrays as the function takes them (dtype, shape, C order), to pass as they are."""
+        for arg, spec in zip(args, self.specs, strict=True):
+            if type(arg) is not np.ndarray or spec.shape is None or arg.dtype != spec.dtype:
+                return False
+            if not arg.flags.c_contiguous or len(arg.shape) != len(spec.shape):
+                return False
+            if any(want is not None and want != got for want, got in zip(spec.shape, arg.shape, strict=True)):
+                return False
+        return True
+
+    def fill(self, checked: list[np.ndarray | Any]) -> tuple[np.ndarray, set[int]]:
+        """The words of a call on ``checked`` arguments (arrays and ctypes scalars, as JitFunction checks them),
+        and the addresses of the arrays' data."""
+        words = self.template.copy()
+        pointers = set()
+        base = words.ctypes.data
+        words[self.relative_words] += base
+        for k, (value, at) in enumerate(zip(checked, self.descriptors, strict=True)):
+            if at is None:  # a scalar: its bytes in its slot, which the packed list points at
+                slot = self.slots + self.first + k
+                ctypes.memmove(base + 8 * slot, ctypes.addressof(value), ctypes.sizeof(value))
+                words[self.first + k] = base + 8 * slot
+                continue
+            pointer = value.ctypes.data
+            pointers.add(pointer)
+            words[at] = words[at + 1] = pointer
+            if not self.static[k]:
+                rank = value.ndim
+                words[at + 3:at + 3 + rank] = value.shape
+                words[at + 3 + rank:at + 3 + 2 * rank] = [n // value.itemsize for n in value.strides]
+        return words, pointers
+
+    def result(self, words: np.ndarray, index: int) -> list[int]:
+        """The words of result ``index``'s descriptor after the call."""
+        at = self.results[index]
+        return words[at:at + 3 + 2 * self.result_ranks[index]].tolist()
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> list[int]:
+    """The strides, in elements, of a C-contiguous array of ``shape``."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return strides[::-1]
 
 
 class _Block:
