@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from mlir import ir
 
 from prism.algebra.budget import Budget
-from prism.codegen.runtime import ArgumentError, BoundFunction, describe_signature
+from prism.codegen.runtime import ArgumentError, BoundFunction, compile_engine, describe_signature
 from prism.codegen.runtime import bind as bind_module
 from prism.codegen.runtime import jit as jit_module
 from prism.driver import Compilation, check_emit, check_targets, ptx_text, steps_for
@@ -57,6 +57,7 @@ class CompiledModule:
     source: str = "<compiled>"
     _located: str = field(default="", repr=False)  # ``mlir`` with the source's locations, for jit()'s errors
     _jitted: dict[str | None, Callable[..., Any]] = field(default_factory=dict, repr=False)
+    _compiled: tuple[ir.Module, Any] | None = field(default=None, repr=False)  # see _runtime()
     _arg_names: dict[str, list[str]] = field(default_factory=dict, repr=False)  # as the source spells them
 
     @property
@@ -73,7 +74,8 @@ class CompiledModule:
         numpy array, or a tuple of them when the function has several results.
         """
         if name not in self._jitted:
-            self._jitted[name] = jit_module(self._lowered(), name)
+            module, engine = self._runtime()
+            self._jitted[name] = jit_module(module, name, engine=engine)
         return self._jitted[name]
 
     def iree_function(self, name: str, flags: Sequence[str] = ()) -> Callable[..., Any]:
@@ -114,7 +116,7 @@ class CompiledModule:
         """
         if not isinstance(name, str):
             raise ArgumentError(f"bind() needs the function's name, not {name!r}")
-        module = self._lowered()
+        module, engine = self._runtime()
         signature = describe_signature(module, name)
         names = self._arg_names.get(name, [])
         names = names if len(names) == len(signature.inputs) else [f"arg{i}" for i in range(len(signature.inputs))]
@@ -126,7 +128,15 @@ class CompiledModule:
                 bound[int(key[3:])] = value
             else:
                 raise ArgumentError(f"@{name} has no argument '{key}'; its arguments are {', '.join(names)}")
-        return bind_module(module, name, bound, names)
+        return bind_module(module, name, bound, names, engine=engine)
+
+    def _runtime(self) -> tuple[ir.Module, Any]:
+        """The module lowered for this machine and its compiled code, made at the first jit() or bind() and
+        shared by all of them (lowering and compiling the module took 2.2 s per call before)."""
+        if self._compiled is None:
+            module = self._lowered()
+            self._compiled = (module, compile_engine(module, self.source))
+        return self._compiled
 
     def _lowered(self) -> ir.Module:
         """The optimized module lowered for this machine (a fresh copy each time)."""

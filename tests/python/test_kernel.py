@@ -153,6 +153,8 @@ def test_bound_weights_are_packed_once_and_rebinding_sees_new_values(rng: np.ran
         assert packed.shape[1] == 300 and packed.shape[0] * packed.shape[2] >= 200
     check(bound(x, v), v + x.astype(np.float64) @ w, 300)
     check(compiled.jit("f")(x, w, v), v + x.astype(np.float64) @ w, 300)
+    # Every jit() and bind() of one compiled module runs the same compiled code, compiled once.
+    assert compiled.jit("f")._engine is bound.function._engine
     # The caller changes the weight: the old binding refuses to run; a new one computes with the new values.
     w += 1.0
     with pytest.raises(prism.PrismError, match="changed after bind"):

@@ -56,7 +56,7 @@ from prism.infra.diagnostics import display_location
 from prism.infra.errors import PrismError, TargetError
 
 __all__ = ["ArgumentError", "BoundFunction", "JitFunction", "StaleBinding", "TensorSpec", "Signature", "bind",
-           "describe_signature", "jit"]
+           "compile_engine", "describe_signature", "jit"]
 
 _RUNTIME_LIBS = ("libmlir_c_runner_utils.so",)
 _libc = ctypes.CDLL(ctypes.util.find_library("c"))
@@ -437,7 +437,9 @@ def _declares(module: ir.Module, symbol: str) -> bool:
                for op in module.body.operations)
 
 
-def _engine(module: ir.Module, name: str, opt_level: int) -> ExecutionEngine:
+def compile_engine(module: ir.Module, what: str, opt_level: int = 3) -> ExecutionEngine:
+    """The compiled code of ``module`` (lowered by ``prism-lower-cpu``), for :func:`jit` and :func:`bind` of any
+    of its functions; ``what`` names it in errors (``@f``)."""
     if any(op.operation.name == "func.func" for op in module.body.operations):
         raise TargetError("the module still has func.func ops; run prism-lower-cpu before jit()")
     _check_linkable(module)
@@ -448,17 +450,19 @@ def _engine(module: ir.Module, name: str, opt_level: int) -> ExecutionEngine:
             engine.raw_register_runtime(pool.ENTRY, ctypes.c_void_p(pool.parallel_for_address()))
         engine.initialize()
     except (RuntimeError, ir.MLIRError) as e:
-        raise TargetError(f"could not JIT-compile @{name}: {e}") from None
+        raise TargetError(f"could not JIT-compile {what}: {e}") from None
     return engine
 
 
-def jit(module: ir.Module, name: str | None = None, *, opt_level: int = 3) -> JitFunction:
+def jit(module: ir.Module, name: str | None = None, *, opt_level: int = 3,
+        engine: ExecutionEngine | None = None) -> JitFunction:
     """Compile a module lowered by ``prism-lower-cpu`` and return function ``name`` as a callable.
 
-    ``name`` may be omitted when the module defines one function.
+    ``name`` may be omitted when the module defines one function. ``engine``: the module's code, compiled
+    already by :func:`compile_engine`.
     """
     signature = describe_signature(module, name)
-    return JitFunction(_engine(module, signature.name, opt_level), signature)
+    return JitFunction(engine or compile_engine(module, f"@{signature.name}", opt_level), signature)
 
 
 # A bound array's fingerprint samples 64 evenly spaced runs of 16 consecutive elements: 1024 elements from
@@ -546,7 +550,7 @@ class _Unbound:
 
 
 def bind(module: ir.Module, name: str, bound: dict[int, Any], names: list[str], *,
-         opt_level: int = 3) -> BoundFunction:
+         opt_level: int = 3, engine: ExecutionEngine | None = None) -> BoundFunction:
     """Compile ``module`` and fix arguments ``bound`` (by index) of function ``name``.
 
     When the function's weights are prepared (``prism.prepare_args``, see
@@ -558,4 +562,5 @@ def bind(module: ir.Module, name: str, bound: dict[int, Any], names: list[str], 
     ``names`` are the arguments' names, for messages.
     """
     signature = describe_signature(module, name)
-    return BoundFunction(_engine(module, signature.name, opt_level), module, signature.name, bound, names)
+    return BoundFunction(engine or compile_engine(module, f"@{signature.name}", opt_level), module, signature.name,
+                         bound, names)
