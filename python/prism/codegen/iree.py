@@ -171,9 +171,9 @@ def _matched_text(op: ir.Operation) -> str:
     return "\n".join([f"    ^bb0({arguments}):", *(f"      {line}" for line in lines)])
 
 
-def _configured(module: ir.Module, target: Target, ctx: PassContext, packing: bool = False
+def _configured(module: ir.Module, target: Target, ctx: PassContext, may_pack: bool = False
                 ) -> list[tuple[ir.Operation, str, Packing | None]]:
-    """Each contraction ``module`` schedules, with the text of its IREE configuration and, with ``packing``,
+    """Each contraction ``module`` schedules, with the text of its IREE configuration and, with ``may_pack``,
     the packing the target asks for (``Target.iree_data_tiling``); remarks for what the configurations
     cannot express, and for attention families."""
     found = []
@@ -185,9 +185,10 @@ def _configured(module: ir.Module, target: Target, ctx: PassContext, packing: bo
         if contraction is None:
             continue
         choice = int_dict(op.attributes[attrs.CHOICE])
-        packed = target.iree_data_tiling(contraction, choice) if packing else None
+        packed = target.iree_data_tiling(contraction, choice) if may_pack else None
+        packing = None
         if packed is None:
-            (config, unexpressed), packing = target.iree_config(contraction, choice), None
+            config, unexpressed = target.iree_config(contraction, choice)
         else:
             tiles, config, unexpressed = packed
             packing = Packing(contraction.operand_dims, contraction.roles, tiles)
@@ -200,7 +201,7 @@ def _configured(module: ir.Module, target: Target, ctx: PassContext, packing: bo
 def _annotate(module: ir.Module, target: Target, ctx: PassContext) -> None:
     """Each scheduled contraction's choice as the text of its IREE configuration, on the product itself or on
     the ``linalg.mmt4d`` of its packed operands (see :func:`iree_text`)."""
-    for op, config, packing in _configured(module, target, ctx, packing=True):
+    for op, config, packing in _configured(module, target, ctx, may_pack=True):
         if packing is not None:
             op = packing.rewrite(op)
         op.attributes["prism.iree_compilation_info"] = ir.StringAttr.get(config)  # Prism's own go after

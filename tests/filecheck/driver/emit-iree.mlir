@@ -16,6 +16,9 @@
 // CHECK:         return %[[U]]
 // CHECK-LABEL: func.func @row(
 // CHECK:         linalg.matmul {compilation_info = #iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<distribution = [1, {{[0-9]+}}, 0], vector_common_parallel = [1, {{[0-9]+}}, 0], vector_reduction = [0, 0, 8]>, translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>>>}
+// A product after one kept as it is is packed all the same.
+// CHECK-LABEL: func.func @tall(
+// CHECK:         linalg.mmt4d {compilation_info
 // CHECK-NOT:     prism.
 // --emit=iree-spec: the same configuration as a tuning spec, matching the product by its form and types.
 // SPEC:      module attributes {iree_codegen.tuning_spec_with_default_entrypoint, transform.with_named_sequence}
@@ -46,4 +49,12 @@ func.func @row(%x: tensor<1x96xf32>, %w: tensor<96x50xf32>) -> tensor<1x50xf32> 
   %c = linalg.fill ins(%zero : f32) outs(%e : tensor<1x50xf32>) -> tensor<1x50xf32>
   %y = linalg.matmul ins(%x, %w : tensor<1x96xf32>, tensor<96x50xf32>) outs(%c : tensor<1x50xf32>) -> tensor<1x50xf32>
   return %y : tensor<1x50xf32>
+}
+
+func.func @tall(%x: tensor<200x96xf32>, %w: tensor<96x50xf32>) -> tensor<200x50xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<200x50xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<200x50xf32>) -> tensor<200x50xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<200x96xf32>, tensor<96x50xf32>) outs(%c : tensor<200x50xf32>) -> tensor<200x50xf32>
+  return %y : tensor<200x50xf32>
 }
