@@ -268,7 +268,6 @@ class JitFunction:
         return view if owned else view.copy()
 
 
-
 class _Frame:
     """The words one call passes to a function's packed C entry point, laid out once per function.
 
@@ -290,7 +289,6 @@ class _Frame:
         self.slots = values
         cursor = 2 * values
         self.descriptors: list[int | None] = []  # word offset of each argument's descriptor (None: a scalar)
-        template: list[int] = []
         for spec in self.specs:
             if spec.shape is None:
                 self.descriptors.append(None)
@@ -303,25 +301,25 @@ class _Frame:
             cursor += 3 + 2 * rank
         self.result_ranks = results
         template = [0] * cursor
-        # Addresses stored relative to the frame's start; fill() adds the start to these words.
-        self.relative = list(range(values))  # packed[i] -> slot i
+        # Addresses are stored relative to the frame's start; fill() adds the start to these words.
+        relative = list(range(values))  # packed[i] -> slot i, which holds a scalar or a descriptor's address
         for i in range(values):
             template[i] = 8 * (values + i)
         first = 1 if results else 0
         if results:
             template[values] = 8 * self.results[0]
-            self.relative.append(values)
+            relative.append(values)
         for k, (spec, at) in enumerate(zip(self.specs, self.descriptors, strict=True)):
             if at is None:
                 continue
             template[values + first + k] = 8 * at
-            self.relative.append(values + first + k)
+            relative.append(values + first + k)
             if spec.shape and None not in spec.shape:
                 rank = len(spec.shape)
                 template[at + 3:at + 3 + rank] = spec.shape
                 template[at + 3 + rank:at + 3 + 2 * rank] = _contiguous_strides(spec.shape)
         self.template = np.array(template, dtype=np.int64)
-        self.relative_words = np.array(self.relative, dtype=np.int64)
+        self.relative_words = np.array(relative, dtype=np.int64)
         self.first = first
         self.static = [spec.shape is not None and None not in spec.shape for spec in self.specs]
 
@@ -347,7 +345,6 @@ class _Frame:
             if at is None:  # a scalar: its bytes in its slot, which the packed list points at
                 slot = self.slots + self.first + k
                 ctypes.memmove(base + 8 * slot, ctypes.addressof(value), ctypes.sizeof(value))
-                words[self.first + k] = base + 8 * slot
                 continue
             pointer = value.ctypes.data
             pointers.add(pointer)
