@@ -198,24 +198,32 @@ def test_an_attribute_syntax_iree_does_not_take_is_a_clean_error() -> None:
         compile_vmfb(old)
 
 
-# Other element types and layouts: f16 inputs accumulating in f32, a batch of products with B transposed.
+# Other element types and layouts: f16 inputs accumulating in f32, packed products with A or B transposed, a batch
+# of products with B transposed; each with its float64 reference.
+TRANSPOSED_A = ("affine_map<(m, n, k) -> (k, m)>", "affine_map<(m, n, k) -> (k, n)>")
+TRANSPOSED_B = ("affine_map<(m, n, k) -> (m, k)>", "affine_map<(m, n, k) -> (n, k)>")
 OTHER_STYLES = {
     "f16": ([(37, 64), (64, 50)], np.float16, "tensor<37x50xf32>",
-            "linalg.matmul ins(%a, %b : tensor<37x64xf16>, tensor<64x50xf16>)"),
+            "linalg.matmul ins(%a, %b : tensor<37x64xf16>, tensor<64x50xf16>)", lambda a, b: a @ b),
+    "packed, A transposed": ([(64, 200), (64, 50)], np.float32, "tensor<200x50xf32>",
+                             f"linalg.matmul indexing_maps = [{', '.join(TRANSPOSED_A)}, "
+                             "affine_map<(m, n, k) -> (m, n)>] ins(%a, %b : tensor<64x200xf32>, tensor<64x50xf32>)",
+                             lambda a, b: a.T @ b),
     "packed, B transposed": ([(200, 64), (50, 64)], np.float32, "tensor<200x50xf32>",
-                             "linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, "
-                             "affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>] "
-                             "ins(%a, %b : tensor<200x64xf32>, tensor<50x64xf32>)"),
+                             f"linalg.matmul indexing_maps = [{', '.join(TRANSPOSED_B)}, "
+                             "affine_map<(m, n, k) -> (m, n)>] ins(%a, %b : tensor<200x64xf32>, tensor<50x64xf32>)",
+                             lambda a, b: a @ b.T),
     "batched, B transposed": ([(3, 37, 64), (3, 50, 64)], np.float32, "tensor<3x37x50xf32>",
                               "linalg.batch_matmul indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, "
                               "affine_map<(b, m, n, k) -> (b, n, k)>, affine_map<(b, m, n, k) -> (b, m, n)>] "
-                              "ins(%a, %b : tensor<3x37x64xf32>, tensor<3x50x64xf32>)"),
+                              "ins(%a, %b : tensor<3x37x64xf32>, tensor<3x50x64xf32>)",
+                              lambda a, b: a @ np.swapaxes(b, -1, -2)),
 }
 
 
 @pytest.mark.parametrize("style", OTHER_STYLES)
 def test_other_types_and_layouts_run_in_iree(style: str, rng: np.random.Generator) -> None:
-    shapes, dtype, result, product = OTHER_STYLES[style]
+    shapes, dtype, result, product, reference = OTHER_STYLES[style]
     types = [f"tensor<{'x'.join(map(str, s))}x{'f16' if dtype == np.float16 else 'f32'}>" for s in shapes]
     text = (f"func.func @f(%a: {types[0]}, %b: {types[1]}) -> {result} {{\n"
             f"  %z = arith.constant 0.0 : f32\n  %e = tensor.empty() : {result}\n"
@@ -225,8 +233,7 @@ def test_other_types_and_layouts_run_in_iree(style: str, rng: np.random.Generato
     assert "compilation_info" in compiled.iree
     assert ("linalg.mmt4d" in compiled.iree) == style.startswith("packed")
     a, b = (rng.standard_normal(s).astype(dtype) for s in shapes)
-    b64 = b.astype(np.float64)
-    want = a.astype(np.float64) @ (b64 if dtype == np.float16 else np.swapaxes(b64, -1, -2))  # f16: B as is
+    want = reference(a.astype(np.float64), b.astype(np.float64))
     np.testing.assert_allclose(compiled.iree_function("f")(a, b), want, rtol=1e-4, atol=1e-4)
 
 
