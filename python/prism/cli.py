@@ -57,10 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--split-input-file", action="store_true",
                         help="process each '// -----' separated chunk on its own")
     parser.add_argument("--target", default="host", choices=target_names(),
-                        help="machine to optimize for (default: host)")
+                        help="machine to optimize for (default: host, this CPU); h200, h100 and a100 lower to "
+                             "PTX; mi300x (AMD gfx942) is searched here and compiled by IREE (--emit=iree)")
     parser.add_argument("--emit", default="mlir", choices=EMIT_KINDS,
                         help="what to write (default: mlir); iree: the tuned module with IREE's compilation_info "
-                             "on each scheduled contraction, for iree-compile (host: llvm-cpu); iree-spec: the same "
+                             "on each scheduled contraction, for iree-compile (host: llvm-cpu, products of several "
+                             "row blocks packed for its data-tiled pipeline; NVIDIA: cuda, the module naming its "
+                             "device; mi300x: rocm); iree-spec: the "
                              "configurations as an IREE tuning spec (--iree-codegen-tuning-spec-path)")
     parser.add_argument("--verify-against", metavar="ORIGINAL", default=None,
                         help="after the pipeline, prove every function equal to the one of the same name in "
