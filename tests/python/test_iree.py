@@ -154,16 +154,18 @@ def test_an_nvidia_choice_is_iree_cuda_configuration(name: str, tmp_path: Path) 
     assert f".target {chip}".encode() in vmfb and b"mma.sync" in vmfb
 
 
-def test_the_amd_target_is_iree_rocm_configuration(tmp_path: Path) -> None:
+@pytest.mark.parametrize("element", ["f16", "bf16"])
+def test_the_amd_target_is_iree_rocm_configuration(element: str, tmp_path: Path) -> None:
     """The MI300X is searched like the NVIDIA chips, with its own numbers (64-lane wavefronts, 64 KiB of LDS,
-    16x16x16 matrix cores); IREE compiles Prism's tiles for gfx942 with MFMA instructions."""
-    compiled = prism.compile(GEMM_F16, target="mi300x", emit="iree")
+    16x16x16 matrix cores, for bf16 too); IREE compiles Prism's tiles for gfx942 with MFMA instructions."""
+    compiled = prism.compile(GEMM_F16.replace("xf16>", f"x{element}>"), target="mi300x", emit="iree")
     (family,) = compiled.report["families"]
     choice = family["choice"]
+    assert choice["MMA"] == 1
     vmfb, dumped = dumped_configuration(compiled.iree, "rocm", list(get_target("mi300x").iree_flags), tmp_path)
     assert f"workgroup = [{choice['BM']}, {choice['BN']}, 0]" in dumped
     assert f"reduction = [0, 0, {choice['BK'] // 16}]" in dumped
-    assert "MFMA_F32_16x16x16_F16" in dumped and "subgroup_size = 64" in dumped
+    assert f"MFMA_F32_16x16x16_{element.upper()}" in dumped and "subgroup_size = 64" in dumped
     assert b"gfx942" in vmfb
 
 
