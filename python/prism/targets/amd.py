@@ -41,7 +41,7 @@ class AmdGpuTarget(GpuTarget):
     iree_device = None  # the flags name the chip
 
     def lowering(self) -> str:
-        """None: Prism's LLVM has no AMDGPU backend (see the module docstring)."""
+        """Refused with a TargetError: Prism's LLVM has no AMDGPU backend (see the module docstring)."""
         raise TargetError(f"Prism does not lower for target '{self.name}' ({self.chip}) itself: its LLVM has no "
                           "AMDGPU backend; --emit=iree writes IREE's input with Prism's configurations")
 
