@@ -226,7 +226,7 @@ def iree_compile(text: str, flags: Sequence[str]) -> bytes:
 
 
 @functools.cache
-def iree_config() -> Any:
+def shared_iree_config() -> Any:
     """One IREE device (local-task) for every IREE contender, as a program has: each device has its own
     workers, and those of one contender's device, still spinning, slowed the next contender by up to 3x
     (LoRA 16x1024, 2026-12-02)."""
@@ -244,7 +244,7 @@ def _iree_build(flags: Sequence[str], configured: bool = False) -> Build:
 
         text = prism.compile(workload.mlir, target="host", emit="iree").iree if configured else workload.mlir
         vmfb = iree_compile(text, flags)
-        config = iree_config()
+        config = shared_iree_config()
         context = rt.SystemContext(config=config)
         context.add_vm_module(rt.VmModule.copy_buffer(context.instance, vmfb))
         fn = context.modules.module[workload.func]

@@ -233,9 +233,10 @@ def compile(source: Source, target: str = "host", emit: str | None = None, pipel
     Args:
         source: MLIR text, a path to a ``.mlir`` file, or an ``mlir.ir.Module``
             (copied, never modified).
-        target: ``"h200"``, ``"h100"``, ``"a100"`` or ``"host"``.
+        target: ``"h200"``, ``"h100"``, ``"a100"``, ``"mi300x"`` (searched here, compiled by IREE: emit
+            ``"iree"`` or ``"iree-spec"``) or ``"host"``.
         emit: ``"mlir"`` or ``"report"`` stop after the search (``.ptx`` is
-            None); ``"ptx"`` also lowers to PTX and needs a GPU target;
+            None); ``"ptx"`` also lowers to PTX and needs an NVIDIA target;
             ``"iree"`` also writes ``.iree``, the module as IREE input, and
             ``"iree-spec"`` an IREE tuning spec there instead. The
             default is ``"ptx"`` for GPU targets and ``"mlir"`` for the host,

@@ -224,15 +224,7 @@ class ProgramCost:
     def _inputs(self, term: Term, fused: set[Term]) -> list[Term]:
         """The tensors a generic computing ``term`` reads: each input of it and of its fused operands, once, in
         the order of its operands."""
-        inputs: list[Term] = []
-        stack = list(reversed(term.args))
-        while stack:
-            operand = stack.pop()
-            if operand in fused:
-                stack.extend(reversed(operand.args))
-            elif operand.op != "splat" and operand not in inputs:
-                inputs.append(operand)
-        return inputs
+        return list(dict.fromkeys(operand for operand, _ in self._reads_as(term, fused, ())))
 
     def _epilogues(self, fused: set[Term], uses: dict[Term, int]) -> dict[Term, tuple[Term, ...]]:
         """The pointwise terms that the target's GEMM kernels run as their epilogue, each with the products whose

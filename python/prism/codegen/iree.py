@@ -51,7 +51,7 @@ from mlir.dialects import func
 from prism.codegen.cpu.text import inline_body
 from prism.infra import attrs
 from prism.infra.errors import TargetError
-from prism.infra.ir import iter_ops
+from prism.infra.ir import iter_ops, map_dims
 from prism.infra.passbase import PassContext
 from prism.search.family import analyze_contraction, int_dict
 from prism.targets.base import Target
@@ -191,7 +191,7 @@ def _configured(module: ir.Module, target: Target, ctx: PassContext, may_pack: b
             config, unexpressed = target.iree_config(contraction, choice)
         else:
             tiles, config, unexpressed = packed
-            packing = Packing(contraction.operand_dims, contraction.roles, tiles)
+            packing = Packing(contraction.roles, tiles)
         for what in unexpressed:
             ctx.remark(op.location, f"IREE's configuration cannot express {what}: the nearest one is emitted")
         found.append((op, config, packing))
@@ -227,15 +227,13 @@ class Packing:
         %r = linalg.unpack %pr ... into %c : tensor<?x17x8x8xf32> -> tensor<?x130xf32>
     """
 
-    operand_dims: tuple[tuple[int, ...], ...]  # the loops each operand's dimensions index, as the search has them
-    roles: tuple[str, ...]
+    roles: tuple[str, ...]  # each loop's, as the search has them
     tiles: tuple[int, int, int]
 
     def rewrite(self, op: ir.Operation) -> ir.Operation:
         """Replace ``op`` by the packed form; returns its ``linalg.mmt4d``."""
         types = [ir.RankedTensorType(v.type) for v in op.operands]
-        c_dims = tuple(self._loops(ir.AffineMapAttr(ir.ArrayAttr(op.attributes["indexing_maps"])[2]).value))
-        dims = (*self.operand_dims[:2], c_dims)
+        dims = [map_dims(ir.AffineMapAttr(m).value) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
         tile = dict(zip("mnk", self.tiles, strict=True))
         lines, packed = [], []
         for index, (operand_type, loops, (outer, inner)) in enumerate(zip(types, dims, (("m", "k"), ("n", "k"),
@@ -260,8 +258,7 @@ class Packing:
                       f"  %p{index} = linalg.pack %x{index} padding_value(%zero : {operand_type.element_type}) "
                       f"outer_dims_perm = {perm} inner_dims_pos = {perm} inner_tiles = [{tile[outer]}, {tile[inner]}] "
                       f"into %e{index} : {operand_type} -> {packed_type}"]
-        c_perm = [p for p, _ in sorted(((p, self.roles[loop]) for p, loop in enumerate(c_dims)),
-                                       key=lambda item: "mn".index(item[1]))]
+        c_perm = perm  # C's, the last packed: its M and N dimensions
         lines += [f"  %r = linalg.mmt4d ins(%p0, %p1 : {packed[0]}, {packed[1]}) outs(%p2 : {packed[2]}) "
                   f"-> {packed[2]}",
                   f"  %u = linalg.unpack %r outer_dims_perm = {c_perm} inner_dims_pos = {c_perm} inner_tiles = "
@@ -275,11 +272,6 @@ class Packing:
         anchor.results[0].replace_all_uses_with(result)
         anchor.erase()
         return result.owner.operands[0].owner  # the unpack reads the mmt4d
-
-    @staticmethod
-    def _loops(affine_map: ir.AffineMap) -> list[int]:
-        """The loop each result of a projected-permutation map reads."""
-        return [ir.AffineDimExpr(result).position for result in affine_map.results]
 
 
 _COMPILE = """import sys, iree.compiler

@@ -200,10 +200,9 @@ class HostTarget:
         K tile makes it vectorize whole slices) and reads B where it lies, so
         TK and B's panels have no counterpart. Its vector tiles run well as
         powers of two: RM becomes the largest one not above it (6 rows become
-        4). The workgroup is
-        :meth:`_iree_workgroup`'s. Prism's tiles as they are (96 x 256 blocks
-        of 6 x 16) took 18.4 and 188 ms at 512^3 and 1024^3 (IREE's default
-        6.2 and 63.6).
+        4). The workgroup is :meth:`_iree_workgroup`'s. Prism's tiles as they
+        are (96 x 256 blocks of 6 x 16) took 18.4 and 188 ms at 512^3 and
+        1024^3 (IREE's default 6.2 and 63.6).
         """
         rm, rn = choice["RM"], choice["RN"]
         vm, wm, wn = self._iree_workgroup(op, choice)
@@ -248,9 +247,9 @@ class HostTarget:
             return None
         lanes = self.lanes(op)
         _, wm, wn = self._iree_workgroup(op, choice)
-        outer = [max(1, -(-wm // lanes)), max(1, wn // lanes), 0]
+        distribution = [-(-wm // lanes), max(1, wn // lanes), 0, 0, 0, 0]  # outer tiles of M and N
         config = (f"#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<distribution = "
-                  f"{[*outer, 0, 0, 0]}, vector_common_parallel = [1, 1, 0, {lanes}, {lanes}, 0], vector_reduction "
+                  f"{distribution}, vector_common_parallel = [1, 1, 0, {lanes}, {lanes}, 0], vector_reduction "
                   "= [0, 0, 1, 0, 0, 1]>, translation_info = #iree_codegen.translation_info<pipeline = "
                   "#iree_cpu.pipeline<Mmt4dTilingExpert>>>")
         unexpressed = [f"the K slice (TK = {choice['TK']}): IREE packs whole operands and keeps K in a workgroup"]

@@ -139,18 +139,18 @@ class GpuTarget:
         """IREE's device for this chip with its limits, which ``--emit=iree`` writes into the module: IREE then
         compiles for the chip whatever its flags say, sm_90 included, which it cannot name itself."""
         executable = (f'#hal.executable.target<"cuda", "cuda-nvptx-fb", {{iree_codegen.target_info = '
-                      f'{self._iree_target(PTX_FEATURES[self.chip])}}}>')
+                      f'{self._iree_target()}}}>')
         return f'#hal.device.target<"cuda", [{executable}]> : !hal.device'
 
-    def _iree_target(self, features: str, extra: str = "") -> str:
+    def _iree_target(self) -> str:
         """The ``#iree_gpu.target`` of this chip: its intrinsics, subgroup, workgroup and shared-memory limits."""
         mma = ", ".join(f"<{name}>" for name in self.iree_all_intrinsics)
         counts = ", ".join(str(c) for c in MAX_GRID)
-        return (f'#iree_gpu.target<arch = "{self.chip}", features = "{features}", wgp = <compute = '
+        return (f'#iree_gpu.target<arch = "{self.chip}", features = "{PTX_FEATURES[self.chip]}", wgp = <compute = '
                 "fp64|fp32|fp16|int64|int32|int16|int8, storage = b64|b32|b16|b8, subgroup = shuffle|arithmetic, "
                 f"dot = dp4xi8toi32, mma = [{mma}], subgroup_size_choices = [{self.warp_size}], max_workgroup_sizes "
                 f"= [1024, 1024, 1024], max_thread_count_per_workgroup = {self.max_threads_per_block}, "
-                f"max_workgroup_memory_bytes = {self.smem_per_block}, max_workgroup_counts = [{counts}]{extra}>>")
+                f"max_workgroup_memory_bytes = {self.smem_per_block}, max_workgroup_counts = [{counts}]>>")
 
     def iree_config(self, op: Contraction, choice: dict[str, int]) -> tuple[str, list[str]]:
         """IREE's GPU tile-and-fuse pipeline with Prism's block: a BM x BN workgroup, K in BK steps, A and B staged
