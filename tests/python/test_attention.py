@@ -133,6 +133,36 @@ def test_attention_kernel_matches_float64(rng: np.random.Generator, batch, sq, s
     np.testing.assert_allclose(result, reference(q, k, v, 1 / math.sqrt(d)), rtol=0, atol=2e-5 * np.abs(v).max())
 
 
+def test_exp2_of_nonpositive_vectors() -> None:
+    """The kernel's softmax weights are 2**x on vectors of x <= 0 (base 2, the scale folded in): within 2 ulp of
+    float64's down to 2**-126, 0 below it and for -inf, 1 at 0, and NaN for NaN."""
+    from prism.codegen.cpu.text import MlirText
+
+    values = np.array([-np.inf, -300, -126.5, -126.01, -126, -125.5, -100.25, -64.5, -10.3, -1.5, -1, -0.5, -0.49,
+                       -0.25, -1e-3, -1e-7, 0, np.nan, *np.linspace(-3, 0, 61)], np.float32)
+    lanes, vectors = 8, -(-values.size // 8)
+    typ, vec = f"tensor<{vectors * lanes}xf32>", f"vector<{lanes}xf32>"
+    t = MlirText()
+    t.open(f"func.func @f(%x: {typ}) -> {typ}")
+    out = t.value(f"tensor.empty() : {typ}", "e")
+    pad = t.value("arith.constant 0.0 : f32", "p")
+    for i in range(vectors):
+        x = t.value(f"vector.transfer_read %x[{t.const(i * lanes)}], {pad} {{in_bounds = [true]}} : {typ}, {vec}")
+        y = t.exp2_nonpositive(x, lanes)
+        out = t.value(f"vector.transfer_write {y}, {out}[{t.const(i * lanes)}] {{in_bounds = [true]}} : {vec}, {typ}")
+    t.add(f"return {out} : {typ}")
+    t.close()
+    _, fn = lower_on_host(t.function_text(), "f", 1)
+    x = np.zeros(vectors * lanes, np.float32)
+    x[:values.size] = values
+    result = fn(x)[:values.size]
+    expected = np.exp2(values.astype(np.float64))
+    normal = values >= -126
+    np.testing.assert_allclose(result[normal], expected[normal], rtol=2.4e-7)
+    assert np.all(result[values < -126] == 0) and result[values == 0][0] == 1
+    assert np.isnan(result[np.isnan(values)]).all()
+
+
 def test_attention_allocates_no_score_matrix() -> None:
     """The scores live in one BQ x BKV block per worker; no buffer holds S x S (or any S-long row of scores)."""
     tiled, _ = lower(attention_text((1, 2), 512, 512, 64, 64))

@@ -261,10 +261,18 @@ class _Attention:
         end = t.value(f"arith.minui {t.value(f'arith.addi {begin}, {share} : index')}, {total} : index", "end")
         return worker, begin, end
 
-    def exp(self, x: str) -> str:
-        """exp of a vector of values <= 0 (or NaN): every argument here is a score minus a running maximum,
-        times a positive scale."""
-        return self.t.exp(x, self.plan.lanes, nonpositive=True)
+    def exp2(self, x: str) -> str:
+        """2**x of a vector of values <= 0 (or NaN): every argument here is a score minus a running maximum,
+        times a positive scale and log2(e)."""
+        return self.t.exp2_nonpositive(x, self.plan.lanes)
+
+    def _tree(self, op: str, values: list[str], hint: str) -> str:
+        """``op`` over ``values`` (vectors) as a balanced tree: independent chains for the out-of-order core."""
+        while len(values) > 1:
+            odd = values[-1:] if len(values) % 2 else []
+            values = [self.t.value(f"{op} {a}, {b} : {self.vec}", hint)
+                      for a, b in zip(values[0::2], values[1::2], strict=False)] + odd
+        return values[0]
 
     # -- phases ----------------------------------------------------------------------------------------------
 
@@ -458,9 +466,7 @@ class _Attention:
         scores = [t.value(f"vector.load {self.s}[{self.w}, {r}, {o}] : {self.s_type}, {vec}", "sv") for o in offsets]
         # maxnum ignores NaN (one instruction fewer than maximum's NaN propagation); a NaN score still makes
         # its row NaN, through exp.
-        top = scores[0]
-        for x in scores[1:]:
-            top = t.value(f"arith.maxnumf {top}, {x} : {vec}", "mx")
+        top = self._tree("arith.maxnumf", scores, "mx")
         top = t.value(f"vector.reduction <maxnumf>, {top} : {vec} into {F32}", "mx")
         old = t.value(f"memref.load {self.m}[{self.w}, {r}] : {self.row_type}", "mo")
         new = t.value(f"arith.maximumf {old}, {top} : {F32}", "mn")
@@ -468,17 +474,19 @@ class _Attention:
         # taken from 0, so that its weights and alpha are 0 rather than NaN.
         empty = t.value(f"arith.cmpf oeq, {new}, {self._f(-math.inf)} : {F32}", "none")
         shift = t.value(f"arith.select {empty}, {self._f(0.0)}, {new} : {F32}", "ms")
-        new_vec = t.value(f"vector.broadcast {shift} : {F32} to {vec}", "mv")
-        old_vec = t.value(f"vector.broadcast {old} : {F32} to {vec}", "mo")
-        scale_vec = self._splat(p.scale)
-        gap = t.value(f"arith.mulf {t.value(f'arith.subf {old_vec}, {new_vec} : {vec}')}, {scale_vec} : {vec}", "gap")
-        alpha = t.value(f"vector.extract {self.exp(gap)}[0] : {F32} from {vec}", "al")
-        total = None
+        # In base 2: exp((s - m) c) = 2**(s c log2(e) - m c log2(e)), one FMA per vector before the exponential.
+        rate = self.plan.scale * math.log2(math.e)
+        gap = t.value(f"arith.mulf {t.value(f'arith.subf {old}, {shift} : {F32}')}, {self._f(rate)} : {F32}", "gap")
+        gap = t.value(f"vector.broadcast {gap} : {F32} to {vec}", "gap")
+        alpha = t.value(f"vector.extract {self.exp2(gap)}[0] : {F32} from {vec}", "al")
+        offset = t.value(f"vector.broadcast {t.value(f'arith.mulf {shift}, {self._f(-rate)} : {F32}')} : {F32} "
+                         f"to {vec}", "mv")
+        rate_vec = self._splat(rate)
+        weights = []
         for o, x in zip(offsets, scores, strict=True):
-            shifted = t.value(f"arith.mulf {t.value(f'arith.subf {x}, {new_vec} : {vec}')}, {scale_vec} : {vec}", "z")
-            weight = self.exp(shifted)
-            t.add(f"vector.store {weight}, {self.s}[{self.w}, {r}, {o}] : {self.s_type}, {vec}")
-            total = weight if total is None else t.value(f"arith.addf {total}, {weight} : {vec}", "sum")
+            weights.append(self.exp2(t.value(f"vector.fma {x}, {rate_vec}, {offset} : {vec}", "z")))
+            t.add(f"vector.store {weights[-1]}, {self.s}[{self.w}, {r}, {o}] : {self.s_type}, {vec}")
+        total = self._tree("arith.addf", weights, "sum")
         row_sum = t.value(f"vector.reduction <add>, {total} : {vec} into {F32}", "rs")
         before = t.value(f"memref.load {self.l}[{self.w}, {r}] : {self.row_type}", "lo")
         after = t.value(f"arith.addf {t.value(f'arith.mulf {before}, {alpha} : {F32}')}, {row_sum} : {F32}", "ln")
@@ -561,12 +569,11 @@ class _Attention:
         top = maxima[0]
         for m in maxima[1:]:
             top = t.value(f"arith.maximumf {top}, {m} : {F32}", "mx")
-        top_vec = t.value(f"vector.broadcast {top} : {F32} to {vec}", "mv")
-        scale_vec = self._splat(p.scale)
+        rate = self._f(p.scale * math.log2(math.e))
         weights = []
         for m in maxima:
-            gap = t.value(f"arith.subf {t.value(f'vector.broadcast {m} : {F32} to {vec}')}, {top_vec} : {vec}")
-            weights.append(self.exp(t.value(f"arith.mulf {gap}, {scale_vec} : {vec}", "gap")))
+            gap = t.value(f"arith.mulf {t.value(f'arith.subf {m}, {top} : {F32}')}, {rate} : {F32}", "gap")
+            weights.append(self.exp2(t.value(f"vector.broadcast {gap} : {F32} to {vec}", "gap")))
         total = None
         for s, w in zip(where, weights, strict=True):
             share = t.value(f"memref.load {self.kept_l}[{s}, {fb}, {row}] : {self.kept_row_type}", "ls")
