@@ -8,6 +8,8 @@
 // CHECK-DAG: func.func @f_prepare(%arg0: tensor<300x200xf32> {{.*}}) -> tensor<13x300x16xf32>
 // CHECK-DAG: vector.maskedload {{.*}} : memref<300x200xf32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
 // CHECK-DAG: vector.load {{.*}} : memref<13x300x16xf32>, vector<8xf32>
+// One row block (TM = 8 covers the 5 rows): each micro-tile prefetches the next panel's row at its k.
+// CHECK-DAG: memref.prefetch {{.*}}[{{.*}}, {{.*}}, %c0], read, locality<3>, data : memref<13x300x16xf32>
 func.func @f(%x: tensor<5x300xf32>, %w: tensor<300x200xf32> {prism.invariant}) -> tensor<5x200xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<5x200xf32>
@@ -34,4 +36,20 @@ func.func @g(%x: tensor<5x300xf32>, %w: tensor<300x200xf32>, %v: tensor<300x?xf3
          -> tensor<5x200xf32>
   %s = linalg.matmul ins(%x, %v : tensor<5x300xf32>, tensor<300x?xf32>) outs(%c : tensor<5x?xf32>) -> tensor<5x?xf32>
   return %r, %s : tensor<5x200xf32>, tensor<5x?xf32>
+}
+
+// -----
+
+// Several row blocks (40 rows, TM = 8): the panels are read again from the caches, and nothing is prefetched.
+// CHECK-LABEL: IR Dump After cpu-tile
+// CHECK: func.func @h_apply(
+// CHECK-NOT: memref.prefetch
+// CHECK: func.func @h_prepare(
+func.func @h(%x: tensor<40x300xf32>, %w: tensor<300x200xf32> {prism.invariant}) -> tensor<40x200xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<40x200xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<40x200xf32>) -> tensor<40x200xf32>
+  %r = linalg.matmul {prism.roles = ["m", "n", "k"], prism.choice = {TM = 8, TN = 64, TK = 64, RM = 4, RN = 16}}
+         ins(%x, %w : tensor<40x300xf32>, tensor<300x200xf32>) outs(%init : tensor<40x200xf32>) -> tensor<40x200xf32>
+  return %r : tensor<40x200xf32>
 }

@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from mlir import ir
 
 from prism.codegen.cpu.epilogue import inline_with_epilogue, match_epilogue
-from prism.codegen.cpu.kernel import KernelPlan, inline_kernel, pack_text, packed_type
+from prism.codegen.cpu.kernel import KernelPlan, inline_kernel, pack_text, packed_type, prefetches_panels
 from prism.codegen.cpu.schedule import CpuGemm
 from prism.codegen.cpu.text import inline_function
 from prism.infra import attrs
@@ -173,6 +173,7 @@ def _split(module: ir.Module, func: ir.Operation, planned: list[Planned], weight
                 continue
             arg = packed_args[packs.index((weights[id(p)], p.plan.rn))]
             plan = replace(p.plan, prepacked=True, pack=False, b_type=str(arg.type))
+            plan = replace(plan, prefetch_panels=prefetches_panels(plan))
             fused = match_epilogue(copy)
             if fused is None:
                 inline_kernel(copy, plan, [copy.operands[0], arg, copy.operands[2]])
