@@ -118,14 +118,18 @@ def test_a_consumer_that_does_not_fit_stays_a_loop(rng: np.random.Generator, cha
         assert result.shape == (M, N)
 
 
-def swiglu_source(m: str, choice: str = CHOICE) -> str:
-    """``@f(a, wg, wu) = silu(a @ wg) * (a @ wu)``: two GEMMs of one A, both read by one elementwise op."""
-    a, b, c = f"tensor<{m}x{K}xf32>", f"tensor<{K}x{N}xf32>", f"tensor<{m}x{N}xf32>"
+def swiglu_source(m: str, choice: str = CHOICE, dynamic_weights: bool = False) -> str:
+    """``@f(a, wg, wu) = silu(a @ wg) * (a @ wu)``: two GEMMs of one A, both read by one elementwise op; with
+    ``dynamic_weights``, K and N are dynamic."""
+    k, n = ("?", "?") if dynamic_weights else (K, N)
+    a, b, c = f"tensor<{m}x{k}xf32>", f"tensor<{k}x{n}xf32>", f"tensor<{m}x{n}xf32>"
+    sizes = [size for size, dynamic in (("%d", m == "?"), ("%dn", dynamic_weights)) if dynamic]
     return "\n".join([
         f"func.func @f(%a: {a}, %wg: {b}, %wu: {b}) -> {c} {{",
         "  %i0 = arith.constant 0 : index", f"  %d = tensor.dim %a, %i0 : {a}",
+        "  %i1 = arith.constant 1 : index", f"  %dn = tensor.dim %wg, %i1 : {b}",
         "  %zero = arith.constant 0.0 : f32", "  %one = arith.constant 1.0 : f32",
-        f"  %e = tensor.empty({'%d' if m == '?' else ''}) : {c}",
+        f"  %e = tensor.empty({', '.join(sizes)}) : {c}",
         f"  %c0 = linalg.fill ins(%zero : f32) outs(%e : {c}) -> {c}",
         f"  %g = linalg.matmul {choice} ins(%a, %wg : {a}, {b}) outs(%c0 : {c}) -> {c}",
         f"  %u = linalg.matmul {choice} ins(%a, %wu : {a}, {b}) outs(%c0 : {c}) -> {c}",
@@ -161,6 +165,26 @@ def test_dual_gemm(rng: np.random.Generator, m: str, rows: int, choice: str) -> 
     wg, wu = (rng.standard_normal((K, N), dtype=np.float32) * 0.2 for _ in range(2))
     g, u = a.astype(np.float64) @ wg, a.astype(np.float64) @ wu
     # The gate's f32 rounding (a few 1e-6 of values up to ~5 over K = 300) is multiplied by up's values.
+    np.testing.assert_allclose(fn(a, wg, wu), g / (1 + np.exp(-g)) * u, rtol=1e-5, atol=1e-4)
+
+
+def test_dual_gemm_with_a_pipelined_copy(rng: np.random.Generator) -> None:
+    """SwiGLU's gate and up where the weights may not fit the caches (K and N dynamic): the copy of both B's
+    into the panels runs inside the micro-tiles of the slice before (KernelPlan.pipelined)."""
+    from mlir import ir
+
+    from prism.codegen.cpu import kernel_report
+    from prism.infra.ir import make_context
+
+    text = swiglu_source("16", CHOICE, dynamic_weights=True)
+    with make_context(), ir.Location.unknown():
+        (function,) = kernel_report(ir.Module.parse(text), 2)
+    assert [k["kind"] for k in function["kernels"]] == ["dual gemm + epilogue"]
+    tiled, fn = lower(text, 2)
+    assert "linalg." not in tiled and "memref.prefetch" in tiled
+    a = rng.standard_normal((16, K), dtype=np.float32)
+    wg, wu = (rng.standard_normal((K, N), dtype=np.float32) * 0.2 for _ in range(2))
+    g, u = a.astype(np.float64) @ wg, a.astype(np.float64) @ wu
     np.testing.assert_allclose(fn(a, wg, wu), g / (1 + np.exp(-g)) * u, rtol=1e-5, atol=1e-4)
 
 

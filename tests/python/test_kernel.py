@@ -105,6 +105,55 @@ def test_kernel_reuses_panels_across_row_blocks(rng: np.random.Generator, thread
     check(run(text, threads, a, b), a.astype(np.float64) @ b, 45)
 
 
+def dynamic_text(m: int | None, attrs: str, zero_init: bool = True) -> str:
+    """C = A @ B with N and K dynamic (and M too when None)."""
+    dm = "?" if m is None else m
+    a, b, c = f"tensor<{dm}x?xf32>", "tensor<?x?xf32>", f"tensor<{dm}x?xf32>"
+    if not zero_init:
+        return (f"func.func @mm(%a: {a}, %b: {b}, %init: {c}) -> {c} {{\n"
+                f"  %r = linalg.matmul {attrs} ins(%a, %b : {a}, {b}) outs(%init : {c}) -> {c}\n"
+                f"  return %r : {c}\n}}\n")
+    sizes = ("%m, %n" if m is None else "%n")
+    return (f"func.func @mm(%a: {a}, %b: {b}) -> {c} {{\n"
+            "  %i0 = arith.constant 0 : index\n  %i1 = arith.constant 1 : index\n"
+            f"  %m = tensor.dim %a, %i0 : {a}\n  %n = tensor.dim %b, %i1 : {b}\n"
+            f"  %zero = arith.constant 0.0 : f32\n  %e = tensor.empty({sizes}) : {c}\n"
+            f"  %init = linalg.fill ins(%zero : f32) outs(%e : {c}) -> {c}\n"
+            f"  %r = linalg.matmul {attrs} ins(%a, %b : {a}, {b}) outs(%init : {c}) -> {c}\n"
+            f"  return %r : {c}\n}}\n")
+
+
+# Where B may not fit the caches (here: N and K unknown), the copy into panels runs inside the micro-tiles of
+# the slice before (KernelPlan.pipelined). Cases: slices of unequal length (K = 45 = 16 + 16 + 13, so a short
+# slice precedes the next task's full one and the copy finishes after its micro-tiles), a ragged last column
+# block and panel (N = 203), tasks shared by 1-3 workers, fewer rows than TM, several row blocks (dynamic M),
+# and an init read by the first slice.
+@pytest.mark.parametrize("m, n, k, tiles, threads, zero_init", [
+    (16, 203, 45, (16, 64, 16, 4, 16), 2, True),
+    (16, 203, 45, (16, 64, 16, 4, 16), 3, True),
+    (7, 100, 300, (8, 32, 64, 4, 16), 1, True),
+    (12, 64, 40, (12, 32, 8, 6, 8), 2, False),
+    (None, 90, 70, (8, 32, 16, 4, 16), 2, True),
+])
+def test_kernel_pipelined_copy(rng: np.random.Generator, m: int | None, n: int, k: int, tiles: tuple, threads: int,
+                               zero_init: bool) -> None:
+    text = dynamic_text(m, choice(*tiles), zero_init)
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        CpuLowering(threads, PassContext(), 256).tile(module)
+        tiled = str(module)
+    tm, tn, tk, rm, rn = tiles
+    assert f"memref<{threads}x2x{tn // rn}x{tk}x{rn}xf32>" in tiled  # two panel buffers per worker
+    assert "memref.prefetch" in tiled
+    rows = 37 if m is None else m
+    a, b = rng.standard_normal((rows, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+    args, expected = (a, b), a.astype(np.float64) @ b
+    if not zero_init:
+        c0 = rng.standard_normal((rows, n), dtype=np.float32)
+        args, expected = (a, b, c0), expected + c0
+    check(run(text, threads, *args), expected, k)
+
+
 def test_kernel_batch(rng: np.random.Generator) -> None:
     text = """func.func @mm(%a: tensor<3x20x33xf32>, %b: tensor<3x33x24xf32>) -> tensor<3x20x24xf32> {
   %zero = arith.constant 0.0 : f32

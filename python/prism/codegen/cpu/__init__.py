@@ -89,6 +89,7 @@ from prism.infra import attrs
 from prism.infra.diagnostics import describe_ops
 from prism.infra.errors import PipelineError
 from prism.infra.passbase import PassContext
+from prism.targets.host import host_target
 
 
 class CpuLowering(Lowering):
@@ -129,7 +130,7 @@ class CpuLowering(Lowering):
 
         for gemm in collect_gemms(module, self.ctx):
             self.ctx.progress(f"cpu-tile: {gemm.op.name} at {gemm.op.location}: {gemm.schedule}")
-            plan = kernel_plan(gemm, KERNEL_NAME, self.lanes, self.threads)
+            plan = kernel_plan(gemm, KERNEL_NAME, self.lanes, self.threads, host_target().l3_bytes)
             if plan is None:
                 to_transform_path(gemm)  # tagged before prepare_weights, which leaves their functions alone
             else:

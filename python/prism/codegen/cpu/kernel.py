@@ -17,7 +17,13 @@ A contraction ``C[b, m, n] (+)= sum_k A[b, m, k] * B[b, k, n]`` over f32
    and keeps the panels of every K slice, ``[K/TK][TN/RN][TK][RN]``, copying
    them only when its column block changes, so B is copied about once rather
    than once per row block (512^3: 1.90 against 2.28 ms on the transform
-   path, which packs B once for all blocks). With ``PACK = 0`` the
+   path, which packs B once for all blocks). Where B streams from memory
+   rather than the caches, without a batch and with panels not kept, the
+   copy is ``pipelined``: the micro-tiles of each K slice copy the next
+   slice (or the worker's next task's first) into a second buffer, one
+   panel row every few k steps, prefetching what they will copy a few KiB
+   ahead, so that B streams while the micro-kernel computes rather than in
+   a phase of its own. With ``PACK = 0`` the
    micro-kernel reads B where it is, row by row: right when a task has a
    single row panel (small M, decode), where each element of B is read once
    and copying it would only add traffic. A ``prepacked`` B (a weight
@@ -76,6 +82,14 @@ from prism.codegen.cpu.text import F32, MlirText, inline_function
 STREAM_DEPTH = 8
 # Bytes of one cache line: a prefetch brings in one.
 CACHE_LINE = 64
+# A pipelined copy (KernelPlan.pipelined) prefetches the B it will copy this many bytes ahead (measured at
+# 16x4096x4096 on the 2-core Zen 3: 1 KiB 5.6 ms, 4 KiB 5.2, 8 KiB 5.2, 16 KiB 5.4; with no prefetch 7.8, as the
+# loads of the copy then wait for memory; the copy in a phase of its own 6.2).
+COPY_AHEAD_BYTES = 4096
+# A pipelined copy takes one panel row per this many k steps of a micro-tile at most (the k loop is unrolled
+# that many times); fewer where a row block has fewer micro-tiles, so that a slice's micro-tiles copy all of
+# the next slice.
+COPY_EVERY_MAX = 8
 # Rows of B that the copy into panels reads side by side (KernelPlan.pack): that many streams keep the loads
 # in flight where one row at a time restarts the prefetcher at every row. At 16x4096x4096 (TN = 1024) on
 # the 2-core Zen 3: 1 row 11.4 ms, 4 rows 9.3, 8 rows 9.2, 16 rows 11.8 (numpy 9.4-9.7).
@@ -129,6 +143,9 @@ class KernelPlan:
     # With pack: tasks run column block by column block, and a worker keeps the panels of all of K for its
     # column block, copying them only when its column block changes (needs a static K).
     reuse_panels: bool = False
+    # With pack (not reuse_panels, no batch): the copy of each K slice runs inside the micro-tiles of the slice
+    # before, into a second panel buffer (see _Kernel._pipeline).
+    pipelined: bool = False
     # An elementwise consumer run on each C tile as the last K slice stores it (see Epilogue).
     epilogue: Epilogue | None = None
     # A dual GEMM: the type of a second B, of B's shape, whose product with the same A the epilogue reads as
@@ -152,6 +169,12 @@ def _memref(rank: int) -> str:
     return f"memref<{'x'.join('?' * rank)}x{F32}>"
 
 
+def _dim(tensor_type: str, index: int) -> int | None:
+    """Dimension ``index`` of a ranked tensor type written as text (``tensor<16x?xf32>``), None if dynamic."""
+    size = tensor_type[tensor_type.index("<") + 1:].split("x")[:-1][index]
+    return None if size == "?" else int(size)
+
+
 class _Kernel:
     """Writes the text of one kernel (see :func:`kernel_text`)."""
 
@@ -163,6 +186,11 @@ class _Kernel:
         self.b_dyn = _memref(self.rank + 1 if plan.prepacked else self.rank)
         # Each worker's panels: [slices][TN/RN][TK][RN], with one slice of K unless kept across tasks.
         slices = -(-ir.RankedTensorType.parse(plan.a_type).shape[-1] // plan.tk) if plan.reuse_panels else 1
+        if plan.pipelined:  # the slice being read, and the next one being copied
+            slices = 2
+            rows = _dim(plan.c_type, -2)
+            tiles = -(-min(rows or plan.tm, plan.tm) // plan.rm)  # micro-tiles down a row block
+            self.copy_every = max(1, min(COPY_EVERY_MAX, tiles))
         self.panel_type = f"memref<{plan.workers}x{slices}x{plan.tn // plan.width}x{plan.tk}x{plan.rn}x{F32}>"
 
     def text(self) -> str:
@@ -259,7 +287,9 @@ class _Kernel:
         self.first = t.value(f"arith.cmpi eq, {self.p0}, {self.c0} : index", "first")
         if p.epilogue:
             self.last_slice = t.value(f"arith.cmpi eq, {p1}, {k_last} : index", "lastk")
-        if p.pack:
+        if p.pipelined:
+            self._pipeline(flat, first, last, nt, i0, i1, j1)
+        elif p.pack:
             self.slice = t.value(f"arith.divui {self.p0}, {tk} : index", "slice")
             if p.reuse_panels:
                 self.t.open(f"scf.if {self.fresh}")
@@ -274,14 +304,112 @@ class _Kernel:
         self.t.open(f"scf.for {ir_} = {i0} to {i1} step {self.rm}")
         rows = [t.value(f"arith.minui {t.value(f'arith.addi {ir_}, {t.const(r)} : index')}, {self.last_row} : index",
                         "row") for r in range(p.rm)]
+        if p.pipelined:  # this micro-tile's first unit of the copy: tiles are numbered down, then across
+            down = t.value(f"arith.divui {t.value(f'arith.subi {ir_}, {i0} : index')}, {self.rm} : index")
+            across = t.value(f"arith.divui {t.value(f'arith.subi {jr}, {self.j0} : index')}, {self.width} : index")
+            tile = t.value(f"arith.addi {t.value(f'arith.muli {across}, {self.tiles_down} : index')}, {down} : index")
+            self.first_unit = t.value(f"arith.muli {tile}, {self.units_per_tile} : index", "u0")
         self.t.open(f"scf.if {full}")
         self._micro_tile(rows, jr, in_bounds=True)
         self.t.close("} else {")
         self.t.depth += 1
         self._micro_tile(rows, jr, in_bounds=False)
         self.t.close()
-        for _ in range(5):  # ir, jr, p0, the worker's task loop, the parallel loop
+        self.t.close()  # ir
+        self.t.close()  # jr
+        if p.pipelined:  # units the micro-tiles had no k steps left for (a short slice before a long one)
+            copied = t.value(f"arith.muli {t.value(f'arith.muli {self.tiles_across}, {self.tiles_down} : index')}, "
+                             f"{self.units_per_tile} : index")
+            unit = t.fresh("u")
+            self.t.open(f"scf.for {unit} = {copied} to {self.units} step {self.c1}")
+            self._copy_unit(unit, prefetch=False)
             self.t.close()
+        for _ in range(3):  # p0, the worker's task loop, the parallel loop
+            self.t.close()
+
+    def _pipeline(self, flat: str, first: str, last: str, nt: str, i0: str, i1: str, j1: str) -> None:
+        """The pipelined copy's bookkeeping for the current K slice (see :attr:`KernelPlan.pipelined`).
+
+        The worker's slices alternate between the two panel buffers; its very
+        first slice is copied here, in a phase of its own. The next slice is
+        the task's next K slice, or the first of the worker's next task (whose
+        columns may differ). It is copied in units of one panel row (RN
+        floats of one row of B), numbered across the panels first, so that
+        the units read B's rows in order: unit ``u`` is row ``u // NP`` of
+        panel ``u % NP``, with NP = TN / RN panels (fewer at N's edge: the
+        units of missing panels are skipped).
+        """
+        p, t = self.plan, self.t
+        tk = t.const(p.tk)
+        slices = t.value(f"arith.ceildivui {self.k}, {tk} : index", "ns")
+        tasks_done = t.value(f"arith.subi {flat}, {first} : index")
+        done = t.value(f"arith.muli {tasks_done}, {slices} : index")
+        done = t.value(f"arith.addi {done}, {t.value(f'arith.divui {self.p0}, {tk} : index')} : index", "sl")
+        self.slice = t.value(f"arith.remui {done}, {t.const(2)} : index", "slot")
+        self.next_slot = t.value(f"arith.subi {self.c1}, {self.slice} : index", "slot")
+        self.t.open(f"scf.if {t.value(f'arith.cmpi eq, {done}, {self.c0} : index')}")
+        self._pack(j1)
+        self.t.close()
+        # The next slice: this task's next K slice, else the worker's next task's first (its column block).
+        following = t.value(f"arith.addi {self.p0}, {tk} : index", "kn")
+        within = t.value(f"arith.cmpi ult, {following}, {self.k} : index")
+        task = t.value(f"arith.addi {flat}, {self.c1} : index")
+        another = t.value(f"arith.cmpi ult, {task}, {last} : index")
+        j0 = t.value(f"arith.muli {t.value(f'arith.remui {task}, {nt} : index')}, {t.const(p.tn)} : index")
+        self.copy_row = t.value(f"arith.select {within}, {following}, {self.c0} : index", "kr")
+        self.copy_col = t.value(f"arith.select {within}, {self.j0}, {j0} : index", "kc")
+        end = t.value(f"arith.addi {self.copy_col}, {t.const(p.tn)} : index")
+        end = t.value(f"arith.minui {end}, {self.n} : index")
+        self.copy_panels = t.value(f"arith.ceildivui {t.value(f'arith.subi {end}, {self.copy_col} : index')}, "
+                                   f"{self.width} : index", "np")
+        rows = t.value(f"arith.minui {t.value(f'arith.subi {self.k}, {self.copy_row} : index')}, {tk} : index")
+        units = t.value(f"arith.muli {rows}, {t.const(p.tn // p.width)} : index")
+        self.units = t.value(f"arith.select {t.value(f'arith.ori {within}, {another} : i1')}, {units}, {self.c0} "
+                             f": index", "units")
+        # Each micro-tile of this slice copies one unit every copy_every k steps.
+        self.tiles_down = t.value(f"arith.ceildivui {t.value(f'arith.subi {i1}, {i0} : index')}, {self.rm} : index")
+        self.tiles_across = t.value(f"arith.ceildivui {t.value(f'arith.subi {j1}, {self.j0} : index')}, "
+                                    f"{self.width} : index")
+        self.units_per_tile = t.value(f"arith.divui {self.kc}, {t.const(self.copy_every)} : index", "upt")
+
+    def _copy_unit(self, unit: str, prefetch: bool) -> None:
+        """Copy unit ``unit`` of the next slice into the other panel buffer (see :meth:`_pipeline`), and
+        prefetch the one COPY_AHEAD_BYTES further on."""
+        p, t = self.plan, self.t
+        per_row = t.const(p.tn // p.width)
+        self.t.open(f"scf.if {t.value(f'arith.cmpi ult, {unit}, {self.units} : index')}")
+        if prefetch:
+            ahead = t.value(f"arith.addi {unit}, {t.const(max(1, COPY_AHEAD_BYTES // (p.rn * 4)))} : index")
+            row = t.value(f"arith.addi {self.copy_row}, {t.value(f'arith.divui {ahead}, {per_row} : index')} : index")
+            row = t.value(f"arith.minui {row}, {t.value(f'arith.subi {self.k}, {self.c1} : index')} : index")
+            col = t.value(f"arith.muli {t.value(f'arith.remui {ahead}, {per_row} : index')}, {self.width} : index")
+            col = t.value(f"arith.addi {self.copy_col}, {col} : index")
+            col = t.value(f"arith.minui {col}, {t.value(f'arith.subi {self.n}, {self.c1} : index')} : index")
+            for source in (self.b, self.b2) if p.dual else (self.b,):
+                for offset in range(0, p.width * 4, CACHE_LINE):
+                    at = t.value(f"arith.addi {col}, {t.const(offset // 4)} : index") if offset else col
+                    at = t.value(f"arith.minui {at}, {t.value(f'arith.subi {self.n}, {self.c1} : index')} : index") \
+                        if offset else at
+                    t.add(f"memref.prefetch {source}[{row}, {at}], read, locality<3>, data : {self.b_dyn}")
+        panel = t.value(f"arith.remui {unit}, {per_row} : index", "q")
+        self.t.open(f"scf.if {t.value(f'arith.cmpi ult, {panel}, {self.copy_panels} : index')}")
+        kk = t.value(f"arith.divui {unit}, {per_row} : index", "r")
+        row = t.value(f"arith.addi {self.copy_row}, {kk} : index", "kg")
+        col0 = t.value(f"arith.addi {self.copy_col}, {t.value(f'arith.muli {panel}, {self.width} : index')} : index")
+        full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {col0}, {self.width} : index')}, {self.n} : index")
+        for in_bounds in (True, False):
+            if in_bounds:
+                self.t.open(f"scf.if {full}")
+            else:
+                self.t.close("} else {")
+                t.depth += 1
+            for v, col in enumerate(self._columns(col0)):
+                x = self._read(self._second(v, self.b, self.b2), self.b_dyn, [row, col], in_bounds)
+                t.add(f"vector.store {x}, {self.panels}[{self.worker}, {self.next_slot}, {panel}, {kk}, "
+                      f"{t.const(v * p.lanes)}] : {self.panel_type}, {self.vec}")
+        self.t.close()
+        self.t.close()
+        self.t.close()
 
     def _vectors(self, j1: str, body) -> None:
         """``body(columns, in_bounds)`` over the task's columns: RN/lanes vectors at a time (independent
@@ -432,7 +560,7 @@ class _Kernel:
 
     def _panel_slice(self) -> str:
         """The panels' slice index of the current K slice."""
-        return self.slice if self.plan.reuse_panels else self.c0
+        return self.slice if self.plan.reuse_panels or self.plan.pipelined else self.c0
 
     def _columns(self, base: str) -> list[str]:
         """The column of each of the RN/lanes vectors of a micro-tile from ``base`` (of a dual GEMM's: each
@@ -543,48 +671,73 @@ class _Kernel:
                   for row in rows for v, col in enumerate(columns)]
         t.add(f"scf.yield {', '.join(loaded)} : {acc_types}")
         self.t.close()
+        self.next_panel = None
         if p.prefetch_panels and in_bounds:
             panels = t.value(f"memref.dim {self.b}, {t.const(len(self.bi))} : {self.b_dyn}", "np")
             following = t.value(f"arith.addi {t.value(f'arith.divui {jr}, {self.width} : index', 'jp')}, {self.c1} "
                                 f": index", "jp")
-            following = t.value(f"arith.minui {following}, {t.value(f'arith.subi {panels}, {self.c1} : index')} "
-                                f": index", "jp")
-        kk, acc = t.fresh("kk"), [t.fresh("acc") for _ in range(p.rm * nv)]
-        out = t.fresh("out")
-        iter_args = ", ".join(f"{a} = {init}#{i}" for i, a in enumerate(acc))
-        t.add(f"{out}:{p.rm * nv} = scf.for {kk} = {self.c0} to {self.kc} step {self.c1} "
-              f"iter_args({iter_args}) -> ({acc_types}) {{")
-        t.depth += 1
-        kg = t.value(f"arith.addi {self.p0}, {kk} : index", "kg")
-        b_vectors = self._b_row(kk, kg, jr, columns, in_bounds)
-        if p.prefetch_panels and in_bounds:  # the next panel's row k, a cache line at a time
-            for offset in range(0, p.rn * 4, CACHE_LINE):
-                where = ", ".join([*self.bi, following, kg, t.const(offset // 4)])
-                t.add(f"memref.prefetch {self.b}[{where}], read, locality<3>, data : {self.b_dyn}")
-        updated = []
-        for r, row in enumerate(rows):
-            scalar = t.value(f"memref.load {self.a}[{', '.join([*self.bi, row, kg])}] : {self.dyn}", "s")
-            broadcast = t.value(f"vector.broadcast {scalar} : {F32} to {self.vec}", "bc")
-            for v in range(nv):
-                updated.append(t.value(f"vector.fma {broadcast}, {b_vectors[v]}, {acc[r * nv + v]} : {self.vec}", "f"))
-        t.add(f"scf.yield {', '.join(updated)} : {acc_types}")
-        self.t.close()
+            self.next_panel = t.value(f"arith.minui {following}, {t.value(f'arith.subi {panels}, {self.c1} : index')} "
+                                      f": index", "jp")
+        starts = [f"{init}#{i}" for i in range(p.rm * nv)]
+        if p.pipelined:  # copy_every k steps per loop step, with one unit of the copy; then the rest of K
+            step = self.copy_every
+            whole = t.value(f"arith.muli {self.units_per_tile}, {t.const(step)} : index", "kw")
+            starts = self._k_loop(rows, jr, columns, in_bounds, starts, self.c0, whole, step)
+            out = self._k_loop(rows, jr, columns, in_bounds, starts, whole, self.kc, 1)
+        else:
+            out = self._k_loop(rows, jr, columns, in_bounds, starts, self.c0, self.kc, 1)
         if p.epilogue:
             # A dual GEMM's epilogue takes each vector of the first product with its partner of the second.
             half = p.width // p.lanes
             t.open(f"scf.if {self.last_slice}")
             for r, row in enumerate(rows):
                 for v, col in enumerate(columns[:half] if p.dual else columns):
-                    second = f"{out}#{r * nv + v + half}" if p.dual else None
-                    value = self._epilogue(f"{out}#{r * nv + v}", second, row, col, in_bounds)
+                    second = out[r * nv + v + half] if p.dual else None
+                    value = self._epilogue(out[r * nv + v], second, row, col, in_bounds)
                     self._write(value, self.c, [*self.bi, row, col], in_bounds)
             t.close("} else {")
             t.depth += 1
         for r, row in enumerate(rows):
             for v, col in enumerate(columns):
-                self._write(f"{out}#{r * nv + v}", self._second(v, self.c, self.c2), [*self.bi, row, col], in_bounds)
+                self._write(out[r * nv + v], self._second(v, self.c, self.c2), [*self.bi, row, col], in_bounds)
         if p.epilogue:
             t.close()
+
+    def _k_loop(self, rows: list[str], jr: str, columns: list[str], in_bounds: bool, init: list[str], begin: str,
+                end: str, step: int) -> list[str]:
+        """The accumulators ``init`` updated over k in [begin, end), ``step`` k at a time (unrolled); with a
+        step above 1, each loop step also copies one unit of the pipelined copy, the micro-tile's next."""
+        p, t = self.plan, self.t
+        nv = p.rn // p.lanes
+        types = ", ".join([self.vec] * len(init))
+        kk, acc, out = t.fresh("kk"), [t.fresh("acc") for _ in init], t.fresh("out")
+        iter_args = ", ".join(f"{a} = {i}" for a, i in zip(acc, init, strict=True))
+        t.add(f"{out}:{len(acc)} = scf.for {kk} = {begin} to {end} step {t.const(step)} "
+              f"iter_args({iter_args}) -> ({types}) {{")
+        t.depth += 1
+        if step > 1:
+            unit = t.value(f"arith.addi {self.first_unit}, {t.value(f'arith.divui {kk}, {t.const(step)} : index')} "
+                           f": index", "u")
+            self._copy_unit(unit, prefetch=True)
+        for sub in range(step):
+            k = t.value(f"arith.addi {kk}, {t.const(sub)} : index", "kk") if sub else kk
+            kg = t.value(f"arith.addi {self.p0}, {k} : index", "kg")
+            b_vectors = self._b_row(k, kg, jr, columns, in_bounds)
+            if self.next_panel:  # a prepacked B: the next panel's row k, a cache line at a time
+                for offset in range(0, p.rn * 4, CACHE_LINE):
+                    where = ", ".join([*self.bi, self.next_panel, kg, t.const(offset // 4)])
+                    t.add(f"memref.prefetch {self.b}[{where}], read, locality<3>, data : {self.b_dyn}")
+            updated = []
+            for r, row in enumerate(rows):
+                scalar = t.value(f"memref.load {self.a}[{', '.join([*self.bi, row, kg])}] : {self.dyn}", "s")
+                broadcast = t.value(f"vector.broadcast {scalar} : {F32} to {self.vec}", "bc")
+                for v in range(nv):
+                    updated.append(t.value(f"vector.fma {broadcast}, {b_vectors[v]}, {acc[r * nv + v]} : {self.vec}",
+                                           "f"))
+            acc = updated
+        t.add(f"scf.yield {', '.join(acc)} : {types}")
+        self.t.close()
+        return [f"{out}#{i}" for i in range(len(init))]
 
     def _epilogue(self, c: str, c2: str | None, row: str, col: str, in_bounds: bool) -> str:
         """The epilogue's value for the vector ``c`` of C (and ``c2`` of a dual GEMM's second product) at
