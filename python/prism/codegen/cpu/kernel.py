@@ -86,9 +86,10 @@ CACHE_LINE = 64
 # 16x4096x4096 on the 2-core Zen 3: 1 KiB 5.6 ms, 4 KiB 5.2, 8 KiB 5.2, 16 KiB 5.4; with no prefetch 7.8, as the
 # loads of the copy then wait for memory; the copy in a phase of its own 6.2).
 COPY_AHEAD_BYTES = 4096
-# A pipelined copy takes one panel row per this many k steps of a micro-tile at most (the k loop is unrolled
-# that many times); fewer where a row block has fewer micro-tiles, so that a slice's micro-tiles copy all of
-# the next slice.
+# A micro-tile of a pipelined copy takes one unit of the copy per this many k steps at most (its k loop is
+# unrolled that many times); a unit is the rows of as many panels as keep the copy spread over the whole slice
+# (two for 4 micro-tiles down a row block, four for 2): one panel row per k step took 8x4096x4096 from 0.93
+# to 0.80x numpy, as the bookkeeping of each unit then came every other k step.
 COPY_EVERY_MAX = 8
 # Rows of B that the copy into panels reads side by side (KernelPlan.pack): that many streams keep the loads
 # in flight where one row at a time restarts the prefetcher at every row. At 16x4096x4096 (TN = 1024) on
@@ -190,7 +191,10 @@ class _Kernel:
             slices = 2
             rows = _dim(plan.c_type, -2)
             tiles = -(-min(rows or plan.tm, plan.tm) // plan.rm)  # micro-tiles down a row block
-            self.copy_every = max(1, min(COPY_EVERY_MAX, tiles))
+            self.unit_panels = max(1, COPY_EVERY_MAX // tiles)
+            while (plan.tn // plan.width) % self.unit_panels:
+                self.unit_panels //= 2
+            self.copy_every = max(1, min(COPY_EVERY_MAX, self.unit_panels * tiles))
         self.panel_type = f"memref<{plan.workers}x{slices}x{plan.tn // plan.width}x{plan.tk}x{plan.rn}x{F32}>"
 
     def text(self) -> str:
@@ -333,11 +337,11 @@ class _Kernel:
         The worker's slices alternate between the two panel buffers; its very
         first slice is copied here, in a phase of its own. The next slice is
         the task's next K slice, or the first of the worker's next task (whose
-        columns may differ). It is copied in units of one panel row (RN
-        floats of one row of B), numbered across the panels first, so that
-        the units read B's rows in order: unit ``u`` is row ``u // NP`` of
-        panel ``u % NP``, with NP = TN / RN panels (fewer at N's edge: the
-        units of missing panels are skipped).
+        columns may differ). It is copied in units of one row of U panels
+        (U x RN floats of one row of B), numbered across the panels first, so
+        that the units read B's rows in order: unit ``u`` is row
+        ``u // (NP / U)`` of the U panels from ``u % (NP / U) * U``, with
+        NP = TN / RN panels (fewer at N's edge: missing panels are skipped).
         """
         p, t = self.plan, self.t
         tk = t.const(p.tk)
@@ -363,7 +367,7 @@ class _Kernel:
         self.copy_panels = t.value(f"arith.ceildivui {t.value(f'arith.subi {end}, {self.copy_col} : index')}, "
                                    f"{self.width} : index", "np")
         rows = t.value(f"arith.minui {t.value(f'arith.subi {self.k}, {self.copy_row} : index')}, {tk} : index")
-        units = t.value(f"arith.muli {rows}, {t.const(p.tn // p.width)} : index")
+        units = t.value(f"arith.muli {rows}, {t.const(p.tn // p.width // self.unit_panels)} : index")
         self.units = t.value(f"arith.select {t.value(f'arith.ori {within}, {another} : i1')}, {units}, {self.c0} "
                              f": index", "units")
         # Each micro-tile of this slice copies one unit every copy_every k steps.
@@ -376,40 +380,63 @@ class _Kernel:
         """Copy unit ``unit`` of the next slice into the other panel buffer (see :meth:`_pipeline`), and
         prefetch the one COPY_AHEAD_BYTES further on."""
         p, t = self.plan, self.t
-        per_row = t.const(p.tn // p.width)
+        count = self.unit_panels
+        per_row = t.const(p.tn // p.width // count)
         self.t.open(f"scf.if {t.value(f'arith.cmpi ult, {unit}, {self.units} : index')}")
+        last_col = t.value(f"arith.subi {self.n}, {self.c1} : index")
         if prefetch:
-            ahead = t.value(f"arith.addi {unit}, {t.const(max(1, COPY_AHEAD_BYTES // (p.rn * 4)))} : index")
+            ahead = t.value(f"arith.addi {unit}, {t.const(max(1, COPY_AHEAD_BYTES // (count * p.rn * 4)))} : index")
             row = t.value(f"arith.addi {self.copy_row}, {t.value(f'arith.divui {ahead}, {per_row} : index')} : index")
             row = t.value(f"arith.minui {row}, {t.value(f'arith.subi {self.k}, {self.c1} : index')} : index")
-            col = t.value(f"arith.muli {t.value(f'arith.remui {ahead}, {per_row} : index')}, {self.width} : index")
+            col = t.value(f"arith.muli {t.value(f'arith.remui {ahead}, {per_row} : index')}, "
+                          f"{t.const(count * p.width)} : index")
             col = t.value(f"arith.addi {self.copy_col}, {col} : index")
-            col = t.value(f"arith.minui {col}, {t.value(f'arith.subi {self.n}, {self.c1} : index')} : index")
             for source in (self.b, self.b2) if p.dual else (self.b,):
-                for offset in range(0, p.width * 4, CACHE_LINE):
+                for offset in range(0, count * p.width * 4, CACHE_LINE):
                     at = t.value(f"arith.addi {col}, {t.const(offset // 4)} : index") if offset else col
-                    at = t.value(f"arith.minui {at}, {t.value(f'arith.subi {self.n}, {self.c1} : index')} : index") \
-                        if offset else at
+                    at = t.value(f"arith.minui {at}, {last_col} : index")
                     t.add(f"memref.prefetch {source}[{row}, {at}], read, locality<3>, data : {self.b_dyn}")
-        panel = t.value(f"arith.remui {unit}, {per_row} : index", "q")
-        self.t.open(f"scf.if {t.value(f'arith.cmpi ult, {panel}, {self.copy_panels} : index')}")
         kk = t.value(f"arith.divui {unit}, {per_row} : index", "r")
         row = t.value(f"arith.addi {self.copy_row}, {kk} : index", "kg")
+        first = t.value(f"arith.muli {t.value(f'arith.remui {unit}, {per_row} : index')}, {t.const(count)} : index",
+                        "q")
+        # Every panel of the unit inside N (all but a ragged last column block's): no checks per panel.
+        inside = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {first}, {t.const(count)} : index')}, "
+                         f"{self.copy_panels} : index")
+        end = t.value(f"arith.muli {t.value(f'arith.addi {first}, {t.const(count)} : index')}, {self.width} : index")
+        end = t.value(f"arith.addi {self.copy_col}, {end} : index")
+        inside = t.value(f"arith.andi {inside}, {t.value(f'arith.cmpi ule, {end}, {self.n} : index')} : i1")
+        self.t.open(f"scf.if {inside}")
+        for j in range(count):
+            self._copy_panel_row(kk, row, first, j, in_bounds=True)
+        self.t.close("} else {")
+        t.depth += 1
+        for j in range(count):
+            panel = t.value(f"arith.addi {first}, {t.const(j)} : index", "q") if j else first
+            self.t.open(f"scf.if {t.value(f'arith.cmpi ult, {panel}, {self.copy_panels} : index')}")
+            col0 = t.value(f"arith.addi {self.copy_col}, {t.value(f'arith.muli {panel}, {self.width} : index')} "
+                           f": index")
+            full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {col0}, {self.width} : index')}, {self.n} "
+                           f": index")
+            self.t.open(f"scf.if {full}")
+            self._copy_panel_row(kk, row, first, j, in_bounds=True)
+            self.t.close("} else {")
+            t.depth += 1
+            self._copy_panel_row(kk, row, first, j, in_bounds=False)
+            self.t.close()
+            self.t.close()
+        self.t.close()
+        self.t.close()
+
+    def _copy_panel_row(self, kk: str, row: str, first: str, j: int, in_bounds: bool) -> None:
+        """Row ``kk`` of the next slice's panel ``first + j``: B's row ``row``, into the other panel buffer."""
+        p, t = self.plan, self.t
+        panel = t.value(f"arith.addi {first}, {t.const(j)} : index", "q") if j else first
         col0 = t.value(f"arith.addi {self.copy_col}, {t.value(f'arith.muli {panel}, {self.width} : index')} : index")
-        full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {col0}, {self.width} : index')}, {self.n} : index")
-        for in_bounds in (True, False):
-            if in_bounds:
-                self.t.open(f"scf.if {full}")
-            else:
-                self.t.close("} else {")
-                t.depth += 1
-            for v, col in enumerate(self._columns(col0)):
-                x = self._read(self._second(v, self.b, self.b2), self.b_dyn, [row, col], in_bounds)
-                t.add(f"vector.store {x}, {self.panels}[{self.worker}, {self.next_slot}, {panel}, {kk}, "
-                      f"{t.const(v * p.lanes)}] : {self.panel_type}, {self.vec}")
-        self.t.close()
-        self.t.close()
-        self.t.close()
+        for v, col in enumerate(self._columns(col0)):
+            x = self._read(self._second(v, self.b, self.b2), self.b_dyn, [row, col], in_bounds)
+            t.add(f"vector.store {x}, {self.panels}[{self.worker}, {self.next_slot}, {panel}, {kk}, "
+                  f"{t.const(v * p.lanes)}] : {self.panel_type}, {self.vec}")
 
     def _vectors(self, j1: str, body) -> None:
         """``body(columns, in_bounds)`` over the task's columns: RN/lanes vectors at a time (independent
