@@ -1,9 +1,10 @@
 // Where B may not stay in the caches (here K and N are unknown), the direct GEMM kernel copies each K slice
 // of B into panels inside the micro-tiles of the slice before (KernelPlan.pipelined): two panel buffers per
-// worker; the worker's first slice copied up front; each micro-tile's k loop taking 4 k at a time (the 4
-// micro-tiles down a row block of 16 rows) with one panel row of the next slice copied into the other buffer,
-// after a prefetch of the B it will copy 4 KiB ahead; then the rest of the slice's k, one at a time; then
-// any panel rows the micro-tiles had no k left for.
+// worker; the worker's first slice copied up front; each micro-tile's k loop taking 8 k at a time with one
+// unit of the copy: the rows of two panels of the next slice (the 4 micro-tiles down a row block of 16 rows
+// each take a share), copied into the other buffer after a prefetch of the B it will copy 4 KiB ahead (two
+// cache lines); then the rest of the slice's k, one at a time; then any units the micro-tiles had no k left
+// for.
 // RUN: prism-opt %s -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s
 
 // CHECK-LABEL: IR Dump After cpu-tile
@@ -20,11 +21,12 @@
 // The micro-tiles read the slice's buffer and copy the next slice into the other.
 // CHECK: scf.for {{.*}} step %c16
 // CHECK: scf.for {{.*}} step %c4
-// CHECK: scf.for {{.*}} step %c4 iter_args
+// CHECK: scf.for {{.*}} step %c8 iter_args
 // CHECK: scf.if
-// CHECK: memref.prefetch %{{.*}}[%{{.*}}, %{{.*}}], read, locality<3>, data : memref<?x?xf32>
-// CHECK: vector.store {{.*}}, %{{.*}}[%{{.*}}, %[[NEXT]], {{.*}}] : memref<2x2x4x32x16xf32>, vector<8xf32>
-// CHECK-COUNT-32: vector.fma
+// CHECK-COUNT-2: memref.prefetch %{{.*}}[%{{.*}}, %{{.*}}], read, locality<3>, data : memref<?x?xf32>
+// CHECK-COUNT-4: vector.store {{.*}}, %{{.*}}[%{{.*}}, %[[NEXT]], {{.*}}] : memref<2x2x4x32x16xf32>, vector<8xf32>
+// CHECK: } else {
+// CHECK-COUNT-64: vector.fma
 // CHECK: vector.load %{{.*}}[%{{.*}}, %[[SLOT]], {{.*}}] : memref<2x2x4x32x16xf32>, vector<8xf32>
 // CHECK: scf.for {{.*}} step %c1 iter_args
 // The copy's rest, after the slice's micro-tiles.
