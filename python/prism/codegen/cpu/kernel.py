@@ -20,10 +20,11 @@ A contraction ``C[b, m, n] (+)= sum_k A[b, m, k] * B[b, k, n]`` over f32
    path, which packs B once for all blocks). Where B streams from memory
    rather than the caches, without a batch and with panels not kept, the
    copy is ``pipelined``: the micro-tiles of each K slice copy the next
-   slice (or the worker's next task's first) into a second buffer, one
-   panel row every few k steps, prefetching what they will copy a few KiB
-   ahead, so that B streams while the micro-kernel computes rather than in
-   a phase of its own. With ``PACK = 0`` the
+   slice (or the worker's next task's first) into a second buffer, the
+   rows of a few panels every 8 k steps, prefetching what they will copy
+   4 KiB ahead, so that B streams while the micro-kernel computes rather
+   than in a phase of its own (16x4096x4096: 1.06 -> 1.3x numpy). With
+   ``PACK = 0`` the
    micro-kernel reads B where it is, row by row: right when a task has a
    single row panel (small M, decode), where each element of B is read once
    and copying it would only add traffic. A ``prepacked`` B (a weight
