@@ -26,9 +26,10 @@ _EXP_COEFFS = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-
 # Below the floor, exp(x) is under f32's smallest normal number: 0 (the exponent bits would wrap). Above the
 # ceiling, ln of f32's largest number, it is +inf.
 EXP_FLOOR, EXP_CEILING = -87.33654, 88.72283935546875
-# 2**f on [-1/2, 1/2], degree 6, fitted to the relative error (within 1.7 ulp in f32), constant term 1 first.
-_EXP2_COEFFS = (1.0, 6.931471824645996e-1, 2.4022646248340607e-1, 5.550329014658928e-2, 9.618519805371761e-3,
-                1.3399859890341759e-3, 1.5337577497120947e-4)
+# 2**f on [-1/2, 1/2], degree 6, fitted to the relative error (within 1.7 ulp in f32); highest degree first, as
+# _EXP_COEFFS.
+_EXP2_COEFFS = (1.5337577497120947e-4, 1.3399859890341759e-3, 9.618519805371761e-3, 5.550329014658928e-2,
+                2.4022646248340607e-1, 6.931471824645996e-1, 1.0)
 # Below this, 2**x is under f32's smallest normal number: 0.
 EXP2_FLOOR = -126.0
 
@@ -111,9 +112,7 @@ class MlirText:
         n = self.value(f"math.floor {half_up} : {vec}", "n")
         r = self.value(f"vector.fma {n}, {self.splat(-_LN2_HI, lanes)}, {x} : {vec}", "r")
         r = self.value(f"vector.fma {n}, {self.splat(-_LN2_LO, lanes)}, {r} : {vec}", "r")
-        poly = self.splat(_EXP_COEFFS[0], lanes)
-        for coefficient in _EXP_COEFFS[1:]:
-            poly = self.value(f"vector.fma {poly}, {r}, {self.splat(coefficient, lanes)} : {vec}", "y")
+        poly = self._polynomial(r, _EXP_COEFFS, lanes)
         r2 = self.value(f"arith.mulf {r}, {r} : {vec}", "r2")
         y = self.value(f"vector.fma {poly}, {r2}, {r} : {vec}", "y")
         y = self.value(f"arith.addf {y}, {self.splat(1.0, lanes)} : {vec}", "y")
@@ -136,6 +135,13 @@ class MlirText:
         y = self.value(f"arith.select {high}, {self.splat(math.inf, lanes)}, {y} : {mask}, {vec}", "e")
         return self.value(f"arith.select {low}, {self.splat(0.0, lanes)}, {y} : {mask}, {vec}", "e")
 
+    def _polynomial(self, x: str, coefficients: tuple[float, ...], lanes: int) -> str:
+        """The polynomial of ``coefficients`` (highest degree first) at the vector ``x``, by Horner's rule."""
+        poly = self.splat(coefficients[0], lanes)
+        for coefficient in coefficients[1:]:
+            poly = self.value(f"vector.fma {poly}, {x}, {self.splat(coefficient, lanes)} : vector<{lanes}x{F32}>", "y")
+        return poly
+
     def exp2_nonpositive(self, x: str, lanes: int) -> str:
         """2**x of a vector of f32 whose lanes are all <= 0 or NaN (attention's scores minus their running
         maximum, in base 2), within 2 ulp: 0 below EXP2_FLOOR (and for -inf); NaN stays NaN.
@@ -147,9 +153,7 @@ class MlirText:
         low = self.value(f"arith.cmpf olt, {x}, {self.splat(EXP2_FLOOR, lanes)} : {vec}", "under")
         n = self.value(f"math.roundeven {x} : {vec}", "n")
         f = self.value(f"arith.subf {x}, {n} : {vec}", "f")
-        poly = self.splat(_EXP2_COEFFS[-1], lanes)
-        for coefficient in reversed(_EXP2_COEFFS[:-1]):
-            poly = self.value(f"vector.fma {poly}, {f}, {self.splat(coefficient, lanes)} : {vec}", "y")
+        poly = self._polynomial(f, _EXP2_COEFFS, lanes)
         # n is in [-126, 0] wherever the result is kept, so adding n << 23 to the bits of poly (in [0.7, 1.5])
         # scales it by 2**n without leaving the normal numbers.
         ni = self.value(f"arith.fptosi {n} : {vec} to {ivec}", "ni")
