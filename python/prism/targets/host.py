@@ -152,8 +152,8 @@ class HostTarget:
         # Workers take contiguous shares of the blocks (row block by row block): unless one share holds a whole
         # row of column blocks, the first worker's blocks are all full-width, and it finishes last (N = 5632 in
         # blocks of 4096 gave one core 4096 columns and the other 1536: 6.2 ms, against 4.8 with TN = 512).
-        share = self._rounds(tm, tn, s)
-        columns = np.where(share < ceil_div(s["n"], tn), ceil_div(tn, rn), _inner_tiles_per_block(s["n"], tn, rn))
+        rounds = self._rounds(tm, tn, s)  # each worker's share of the blocks
+        columns = np.where(rounds < ceil_div(s["n"], tn), ceil_div(tn, rn), _inner_tiles_per_block(s["n"], tn, rn))
         micro_tiles = _inner_tiles_per_block(s["m"], tm, rm) * columns
         block_cycles = micro_tiles * ceil_div(s["k"], tk) * self.micro_kernel_cycles(rm, rn, tk, lanes)
         run, direct = None, direct_kernel(op)
@@ -175,7 +175,7 @@ class HostTarget:
         if direct and s["m"] == 1 and s["batch"] == 1:
             run = np.where(rm == 1, s["n"] * op.elem_bytes[1], run)
             busy = np.where(rm == 1, self.cores, busy)
-        compute = self._rounds(tm, tn, s) * (block_cycles * self.cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
+        compute = rounds * (block_cycles * self.cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
         memory = self._kernel_memory_seconds(op, tm, tn, s, run=run) * self.cores / busy
         phases = 0 if direct else self._pack_seconds(op, values, s)
         return phases + roofline(compute, memory)

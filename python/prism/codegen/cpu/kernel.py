@@ -409,31 +409,35 @@ class _Kernel:
         inside = t.value(f"arith.andi {inside}, {t.value(f'arith.cmpi ule, {end}, {self.n} : index')} : i1")
         self.t.open(f"scf.if {inside}")
         for j in range(count):
-            self._copy_panel_row(kk, row, first, j, in_bounds=True)
+            self._copy_panel_row(kk, row, *self._unit_panel(first, j), in_bounds=True)
         self.t.close("} else {")
         t.depth += 1
         for j in range(count):
-            panel = t.value(f"arith.addi {first}, {t.const(j)} : index", "q") if j else first
+            panel, col0 = self._unit_panel(first, j)
             self.t.open(f"scf.if {t.value(f'arith.cmpi ult, {panel}, {self.copy_panels} : index')}")
-            col0 = t.value(f"arith.addi {self.copy_col}, {t.value(f'arith.muli {panel}, {self.width} : index')} "
-                           f": index")
             full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {col0}, {self.width} : index')}, {self.n} "
                            f": index")
             self.t.open(f"scf.if {full}")
-            self._copy_panel_row(kk, row, first, j, in_bounds=True)
+            self._copy_panel_row(kk, row, panel, col0, in_bounds=True)
             self.t.close("} else {")
             t.depth += 1
-            self._copy_panel_row(kk, row, first, j, in_bounds=False)
+            self._copy_panel_row(kk, row, panel, col0, in_bounds=False)
             self.t.close()
             self.t.close()
         self.t.close()
         self.t.close()
 
-    def _copy_panel_row(self, kk: str, row: str, first: str, j: int, in_bounds: bool) -> None:
-        """Row ``kk`` of the next slice's panel ``first + j``: B's row ``row``, into the other panel buffer."""
-        p, t = self.plan, self.t
+    def _unit_panel(self, first: str, j: int) -> tuple[str, str]:
+        """Panel ``first + j`` of the next slice, and its first column of B."""
+        t = self.t
         panel = t.value(f"arith.addi {first}, {t.const(j)} : index", "q") if j else first
-        col0 = t.value(f"arith.addi {self.copy_col}, {t.value(f'arith.muli {panel}, {self.width} : index')} : index")
+        return panel, t.value(f"arith.addi {self.copy_col}, {t.value(f'arith.muli {panel}, {self.width} : index')} "
+                              f": index")
+
+    def _copy_panel_row(self, kk: str, row: str, panel: str, col0: str, in_bounds: bool) -> None:
+        """Row ``kk`` of the next slice's panel ``panel`` (from column ``col0``): B's row ``row``, into the other
+        panel buffer."""
+        p, t = self.plan, self.t
         for v, col in enumerate(self._columns(col0)):
             x = self._read(self._second(v, self.b, self.b2), self.b_dyn, [row, col], in_bounds)
             t.add(f"vector.store {x}, {self.panels}[{self.worker}, {self.next_slot}, {panel}, {kk}, "
@@ -811,10 +815,10 @@ def prefetches_panels(plan: KernelPlan) -> bool:
     ms, 16x4096x4096 6.0 -> 5.0, 128x4096x4096 27.5 -> 26.7 (numpy 5.3, 6.6,
     26.6); the 16-row layers 1.01-1.21x numpy before, 1.31-1.51x after. With
     several row blocks, panels are read again from the caches, and prefetching
-    them cost 1024^3 about 7% (14.5 -> 15.5 ms). Needs a context (reads C's type).
+    them cost 1024^3 about 7% (14.5 -> 15.5 ms).
     """
-    rows = ir.RankedTensorType.parse(plan.c_type).shape[-2]
-    return not ir.ShapedType.is_dynamic_size(rows) and rows <= plan.tm
+    rows = _dim(plan.c_type, -2)
+    return rows is not None and rows <= plan.tm
 
 
 def kernel_text(plan: KernelPlan) -> str:

@@ -172,8 +172,8 @@ def _split(module: ir.Module, func: ir.Operation, planned: list[Planned], weight
                 inline_kernel(copy, p.plan)
                 continue
             arg = packed_args[packs.index((weights[id(p)], p.plan.rn))]
-            plan = replace(p.plan, prepacked=True, pack=False, pipelined=False, b_type=str(arg.type))
-            plan = replace(plan, prefetch_panels=prefetches_panels(plan))
+            plan = replace(p.plan, prepacked=True, pack=False, pipelined=False, b_type=str(arg.type),
+                           prefetch_panels=prefetches_panels(p.plan))
             fused = match_epilogue(copy)
             if fused is None:
                 inline_kernel(copy, plan, [copy.operands[0], arg, copy.operands[2]])
