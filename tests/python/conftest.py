@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,20 @@ REPO = Path(__file__).resolve().parents[2]
 # runs they start, which inherit this).
 os.environ["PRISM_HOST_CONFIG"] = ""
 EXAMPLES = REPO / "examples"
+# The FileCheck tests' machine: 2 cores, AVX2, a 32 KiB L1d, 512 KiB L2 and 32 MiB L3.
+REFERENCE_HOST = REPO / "tests" / "filecheck" / "Inputs" / "host-avx2.json"
+
+
+@pytest.fixture
+def reference_host(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The host target is REFERENCE_HOST for the test, whatever machine runs it: for tests of a decision that
+    depends on the vector width or the caches. (The others run on this machine's description.)"""
+    from prism.targets.host import DESCRIPTION_VARIABLE, host_target
+
+    monkeypatch.setenv(DESCRIPTION_VARIABLE, str(REFERENCE_HOST))
+    host_target.cache_clear()
+    yield
+    host_target.cache_clear()  # before the environment is restored: the next call reads it again
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import prism
 from conftest import lower_on_host
 from prism.codegen.cpu.attention import plan_attention
 from prism.infra.ir import make_context
-from prism.search.attention import Attention, match_attention
+from prism.search.attention import Attention, attention_lanes, match_attention
 from prism.search.space import fix_shape, point_array, shape_exponents
 from prism.targets import get_target
 from prism.targets.host import host_target
@@ -155,9 +155,13 @@ def test_the_attention_bound_never_exceeds_its_cost(op: Attention, assume: int) 
 
 
 def test_a_value_size_of_no_whole_vector_has_no_family() -> None:
-    """The kernel needs whole vectors of V's rows: without them the host lifts the products instead."""
-    assert get_target("host").space(Attention(2, 8, 40, 16, 12)) is None
-    assert families(attention_text((2,), 8, 40, 16, 12), "host") == ["batch_gemm", "batch_gemm"]
+    """The kernel needs whole vectors of V's rows, of 4 lanes at least: without them the host lifts the products
+    instead. Narrower vectors than the machine's serve a value size that its own do not divide."""
+    assert get_target("host").space(Attention(2, 8, 40, 16, 10)) is None
+    assert families(attention_text((2,), 8, 40, 16, 10), "host") == ["batch_gemm", "batch_gemm"]
+    assert get_target("host").space(Attention(2, 8, 40, 16, 12)) is not None
+    assert [attention_lanes(dv, 16) for dv in (64, 48, 24, 12, 10)] == [16, 16, 8, 4, None]
+    assert [attention_lanes(dv, 8) for dv in (64, 24, 20, 6)] == [8, 8, 4, None]
 
 
 # Sequence lengths 1, 77 and 1000; an offset (queries at the end of the keys); both ways of writing the mask;

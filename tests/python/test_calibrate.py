@@ -1,4 +1,5 @@
-"""Host calibration: measured once into a file, then read by the host target; compilations time nothing."""
+"""Host calibration: measured once into a file, then read by the host target; compilations time nothing. A host
+description replaces what the target reads off this machine."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import EXAMPLES, REPO
-from prism.targets.host import CONFIG_VERSION, machine_name
+import pytest
+
+from conftest import EXAMPLES, REFERENCE_HOST, REPO
+from prism.infra.errors import TargetError
+from prism.targets.host import CONFIG_VERSION, DESCRIPTION_VARIABLE, Machine, host_target, machine_name
 
 
 def run(*args: str, config: Path | str) -> subprocess.CompletedProcess[str]:
@@ -59,3 +63,50 @@ def test_a_broken_or_foreign_calibration_is_a_clean_error(tmp_path: Path) -> Non
         result = run("-m", "prism.cli", str(EXAMPLES / "gemm.mlir"), "--emit=report", config=path)
         assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
         assert f"{path}: error: " in result.stderr and message in result.stderr, result.stderr
+
+
+def describe(path: Path, **changes: object) -> Path:
+    data = {**json.loads(REFERENCE_HOST.read_text()), **changes}
+    path.write_text(json.dumps({key: value for key, value in data.items() if value is not None}))
+    return path
+
+
+def test_a_host_description_replaces_what_is_read_off_this_machine(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """PRISM_HOST_DESCRIPTION: the vector width, cores and caches of the target are the file's, and a
+    calibration applies only if it was measured on the machine described."""
+    wide = describe(tmp_path / "wide.json", machine="wide", cores=3, vector_bits=512, l2_bytes=2 * 1024**2)
+    monkeypatch.setenv(DESCRIPTION_VARIABLE, str(wide))
+    monkeypatch.setenv("PRISM_HOST_CONFIG", "")
+    host_target.cache_clear()
+    try:
+        target = host_target()
+        assert (target.cores, target.vector_bits, target.vector_registers, target.l2_bytes) == (3, 512, 32, 2 * 1024**2)
+        assert target.lowering() == "prism-lower-cpu{threads=3}"
+        calibration = write_config(tmp_path / "here.json")  # measured on this machine, not on "wide"
+        monkeypatch.setenv("PRISM_HOST_CONFIG", str(calibration))
+        host_target.cache_clear()
+        with pytest.raises(TargetError, match="measured on .* not on this 'wide' with 3"):
+            host_target()
+        monkeypatch.setenv("PRISM_HOST_CONFIG", str(write_config(tmp_path / "wide-calibration.json", machine="wide",
+                                                                 cores=3, gflops=7.0)))
+        host_target.cache_clear()
+        assert host_target().flops["f32"] == 7e9
+    finally:
+        host_target.cache_clear()
+
+
+def test_a_broken_host_description_is_a_clean_error(tmp_path: Path) -> None:
+    cases = {"vector_bits is 384, not 128, 256 or 512": describe(tmp_path / "width.json", vector_bits=384),
+             "not a version-1 host description": describe(tmp_path / "fields.json", l3_bytes=None),
+             "the integers 'cores'": describe(tmp_path / "float.json", cores=2.0),
+             "holds a size that is not positive": describe(tmp_path / "zero.json", l1d_bytes=0),
+             "cannot read the host description": tmp_path / "missing.json"}
+    for message, path in cases.items():
+        with pytest.raises(TargetError, match=message):
+            Machine.read(path)
+        env = {**os.environ, "PRISM_HOST_CONFIG": "", DESCRIPTION_VARIABLE: str(path)}
+        result = subprocess.run([sys.executable, "-m", "prism.cli", str(EXAMPLES / "gemm.mlir")], capture_output=True,
+                                text=True, cwd=REPO, env=env, timeout=300)
+        assert result.returncode == 1 and "Traceback" not in result.stderr and not result.stdout, result.stderr
+        assert f"{path.name}: error:" in result.stderr and message.split("'")[0] in result.stderr, result.stderr

@@ -38,6 +38,18 @@ from mlir import ir
 from prism.infra.ir import filled_constant, map_dims
 
 F32 = "f32"
+# The narrowest vectors the attention kernel takes: 4 f32 lanes (128 bits, which every x86-64 and Arm core has).
+MIN_LANES = 4
+
+
+def attention_lanes(value_dim: int, lanes: int) -> int | None:
+    """The f32 lanes of the attention kernel's vectors for rows of ``value_dim`` values on a machine whose
+    vectors hold ``lanes``: the widest that divides ``value_dim``, from ``lanes`` down to MIN_LANES (on
+    AVX-512, a value size of 24 takes vectors of 8); None when none does (the chain then stays generic)."""
+    width = lanes
+    while width >= MIN_LANES and value_dim % width:
+        width //= 2
+    return width if width >= MIN_LANES else None
 
 
 @dataclass(frozen=True)

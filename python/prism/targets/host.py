@@ -1,7 +1,10 @@
 """The CPU Prism runs on: what it reads off the machine, the cache-blocked schedule space, and its cost.
 
-The machine is read from ``/proc/cpuinfo`` and the sysfs cache
-descriptions; its FMA rate and bandwidth are configured defaults for the
+The machine is read from ``/proc/cpuinfo``, the sysfs cache descriptions
+and the process's CPU affinity, or from the JSON file that
+``PRISM_HOST_DESCRIPTION`` names (:class:`Machine`: to compile for another
+machine, or to pin what the output depends on, as the FileCheck tests do);
+its FMA rate and bandwidth are configured defaults for the
 Zen 4 class of machine the project is developed on (an FMA ceiling of
 230 GFLOP/s f32 measured on 2 cores; two 256-bit FMA pipes per core), and
 can be overridden with environment variables ``PRISM_HOST_GFLOPS``,
@@ -36,7 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from prism.infra.errors import TargetError
-from prism.search.attention import Attention
+from prism.search.attention import Attention, attention_lanes
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline, traffic_bytes
 from prism.search.space import Contraction, Space, pow2_sum_le, shape_fit, shape_param_bounds
 from prism.targets.base import BANDWIDTH_MARGIN, iree_tile_levels
@@ -320,8 +323,10 @@ class HostTarget:
         return tk * per_step + 2 * accumulators / LOAD_PORTS + SLICE_OVERHEAD_CYCLES
 
     def lanes(self, op: Contraction | Attention) -> int:
-        """Vector lanes of the accumulator's type."""
-        return self.vector_bits // (8 * op.acc_bytes)
+        """Vector lanes of the accumulator's type (for attention, of the kernel's vectors: see
+        :func:`attention_lanes`)."""
+        lanes = self.vector_bits // (8 * op.acc_bytes)
+        return (attention_lanes(op.value_dim, lanes) or lanes) if isinstance(op, Attention) else lanes
 
     def cycle_seconds(self, op: Contraction | Attention) -> float:
         """Seconds per cycle of one core, from its FMA rate (one FMA is 2 FLOP per lane)."""
@@ -500,8 +505,8 @@ class Calibration:
     cache_gbps: float  # the same within half the L3
 
     @staticmethod
-    def read(path: Path) -> Calibration | None:
-        """The calibration at ``path`` (None without a file); TargetError if it is none, or not this machine's."""
+    def read(path: Path, machine: Machine) -> Calibration | None:
+        """The calibration at ``path`` (None without a file); TargetError if it is none, or not ``machine``'s."""
         try:
             data = json.loads(path.read_text())
         except FileNotFoundError:
@@ -516,7 +521,7 @@ class Calibration:
         found = Calibration(**{key: kind(data[key]) for key, kind in fields.items()})
         if min(found.gflops, found.dram_gbps, found.cache_gbps) <= 0 or found.cores < 1:
             raise TargetError("the host calibration holds a rate that is not positive", location=str(path))
-        here = (machine_name(), available_cores())
+        here = (machine.machine, machine.cores)
         if (found.machine, found.cores) != here:
             raise TargetError(f"the host calibration was measured on '{found.machine}' with {found.cores} cores, "
                               f"not on this '{here[0]}' with {here[1]}; rerun 'python -m prism.calibrate'",
@@ -545,6 +550,62 @@ def available_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+DESCRIPTION_VARIABLE = "PRISM_HOST_DESCRIPTION"
+DESCRIPTION_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What the host target reads off a machine: its name, cores, vector width and cache sizes."""
+
+    machine: str
+    cores: int
+    vector_bits: int  # 128 (SSE), 256 (AVX2) or 512 (AVX-512F)
+    l1d_bytes: int
+    l2_bytes: int
+    l3_bytes: int
+
+    @staticmethod
+    def here() -> Machine:
+        """This machine, from /proc/cpuinfo, sysfs and the process's CPU affinity."""
+        flags = _cpu_flags()
+        return Machine(machine=machine_name(), cores=available_cores(),
+                       vector_bits=512 if "avx512f" in flags else 256 if "avx2" in flags else 128,
+                       l1d_bytes=cache_size(1, "Data", 32 * 1024), l2_bytes=cache_size(2, "Unified", 1024 * 1024),
+                       l3_bytes=cache_size(3, "Unified", 32 * 1024**2))
+
+    @staticmethod
+    def read(path: Path) -> Machine:
+        """A machine described in JSON at ``path`` (see :func:`described_machine`); TargetError if it is not one."""
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise TargetError(f"cannot read the host description: {error}", location=str(path)) from None
+        kinds = {field.name: str if field.type == "str" else int for field in dataclasses.fields(Machine)}
+        fields = list(kinds)
+        if not isinstance(data, dict) or data.get("version") != DESCRIPTION_VERSION \
+                or set(data) != {*fields, "version"} or any(type(data[name]) is not kinds[name] for name in fields):
+            integers = ", ".join(repr(name) for name in fields if kinds[name] is int)
+            raise TargetError(f"not a version-{DESCRIPTION_VERSION} host description: a JSON object of exactly "
+                              f"'version' ({DESCRIPTION_VERSION}), 'machine' (a string) and the integers {integers}",
+                              location=str(path))
+        found = Machine(**{name: data[name] for name in fields})
+        if found.vector_bits not in (128, 256, 512):
+            raise TargetError(f"the host description's vector_bits is {found.vector_bits}, not 128, 256 or 512",
+                              location=str(path))
+        if min(found.cores, found.l1d_bytes, found.l2_bytes, found.l3_bytes) < 1:
+            raise TargetError("the host description holds a size that is not positive", location=str(path))
+        return found
+
+
+def described_machine() -> Machine:
+    """The machine to compile for: the one named by ``PRISM_HOST_DESCRIPTION`` (a JSON file holding
+    ``version`` (1) and every field of :class:`Machine`), else this one. A description compiles for another
+    machine, or pins what the output depends on whatever machine runs the compiler (the FileCheck tests do)."""
+    path = os.environ.get(DESCRIPTION_VARIABLE)
+    return Machine.read(Path(path)) if path else Machine.here()
+
+
 @functools.cache
 def host_target() -> HostTarget:
     """Describe the machine this process runs on.
@@ -555,11 +616,10 @@ def host_target() -> HostTarget:
     override both. Nothing is timed here, so outputs stay a function of the
     input and the configuration.
     """
-    flags = _cpu_flags()
-    vector_bits = 512 if "avx512f" in flags else 256 if "avx2" in flags else 128
-    cores = available_cores()
+    machine = described_machine()
+    vector_bits, cores = machine.vector_bits, machine.cores
     path = config_path()
-    calibration = Calibration.read(path) if path else None
+    calibration = Calibration.read(path, machine) if path else None
     # Two 256-bit FMA pipes per core at ~3.6 GHz: Zen 4 runs a 512-bit FMA on
     # both pipes at once, so AVX-512 doubles the lanes but not the rate.
     # 230 GFLOP/s f32 measured on 2 cores. Override where it differs.
@@ -571,9 +631,7 @@ def host_target() -> HostTarget:
     cache_gbps = calibration.cache_gbps if calibration else cores * 32 * 3.6
     return HostTarget(
         name="host", cores=cores,
-        l1d_bytes=cache_size(1, "Data", 32 * 1024),
-        l2_bytes=cache_size(2, "Unified", 1024 * 1024),
-        l3_bytes=cache_size(3, "Unified", 32 * 1024**2),
+        l1d_bytes=machine.l1d_bytes, l2_bytes=machine.l2_bytes, l3_bytes=machine.l3_bytes,
         vector_bits=vector_bits, vector_registers=32 if vector_bits == 512 else 16,
         fma_pipes=fma_pipes, fma_bits=fma_bits,
         # 16-bit inputs are widened to f32 and multiplied at its rate.

@@ -15,7 +15,8 @@ does; RM rows of P and a BKV x RN panel of V (what one register block of
 floats) and the block of K and V one step reads (BKV x (d + Dv)) fit half
 of L2 together; BQ
 and BKV no larger than their padded extents, KVS no more than the key
-blocks; RN a multiple of the lanes that divides Dv.
+blocks; RN a multiple of the kernel's lanes (the widest vector that
+divides Dv: :func:`~prism.search.attention.attention_lanes`) that divides Dv.
 
 The cost follows the kernel: per task and step of BKV keys, the scores
 (RM x RN micro-tiles over d, or BQ x BKV dot products), the softmax of
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from prism.search.attention import attention_lanes
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline
 from prism.search.space import Space, pow2_sum_le, shape_param_bounds
 
@@ -74,10 +76,10 @@ def _valuation(n: int) -> int:
 def attention_space(op: Attention, target: HostTarget) -> Space | None:
     """The schedule space of ``op`` on ``target`` (see the module docstring); None when the kernel cannot run it
     (a value size that is not a whole number of vectors)."""
-    lanes_log2 = int(math.log2(target.vector_bits // 32))
-    rn_max = min(lanes_log2 + 2, _valuation(op.value_dim))
-    if rn_max < lanes_log2:
+    if attention_lanes(op.value_dim, target.vector_bits // 32) is None:
         return None
+    lanes_log2 = int(math.log2(target.lanes(op)))
+    rn_max = min(lanes_log2 + 2, _valuation(op.value_dim))
     row_floats = op.head_dim + op.value_dim
     half_l2 = target.l2_bytes / 2
     universe = (f"{shape_param_bounds()} and 0 <= rm <= 3 and 0 <= m3 <= q3 <= 1 and rm + 2 * m3 <= 3"

@@ -53,7 +53,7 @@ from prism.infra import attrs
 from prism.infra.diagnostics import describe_ops
 from prism.infra.errors import UnsupportedOp
 from prism.infra.passbase import PassContext
-from prism.search.attention import AttentionMatch, match_attention
+from prism.search.attention import AttentionMatch, attention_lanes, match_attention
 
 # Query rows per task (about) and key rows per step, without a choice. Measured on the 2-core Zen 3 (16 heads,
 # d = 64, in alternation): S = 512, BQ x BKV = 48 x 64 14.7 ms, 48 x 128 13.4, 96 x 128 12.9, 96 x 256 14.3,
@@ -162,9 +162,10 @@ def fuse_attention(module: ir.Module, lanes: int, workers: int, ctx: PassContext
         for block in func.regions[0].blocks:
             for op in list(block.operations):
                 match = match_attention(op.operation)
-                if match is None or match.problem.value_dim % lanes:
+                width = attention_lanes(match.problem.value_dim, lanes) if match else None
+                if width is None:
                     continue  # not attention, or rows of V that are not whole vectors: the generic path
-                plan = plan_attention(match, lanes, workers)
+                plan = plan_attention(match, width, workers)
                 ctx.progress(f"cpu-tile: attention at {op.operation.location}: BQ={plan.bq}, BKV={plan.bkv}, "
                              f"{plan.rm}x{plan.rn} blocks, {plan.splits} share(s) of the keys")
                 found.append(describe_ops(func.operation, match.ops))
