@@ -4,12 +4,12 @@ The machine is read from ``/proc/cpuinfo``, the sysfs cache descriptions
 and the process's CPU affinity, or from the JSON file that
 ``PRISM_HOST_DESCRIPTION`` names (:class:`Machine`: to compile for another
 machine, or to pin what the output depends on, as the FileCheck tests do);
-its FMA rate and bandwidth are configured defaults for the
-Zen 4 class of machine the project is developed on (an FMA ceiling of
-230 GFLOP/s f32 measured on 2 cores; two 256-bit FMA pipes per core), and
-can be overridden with environment variables ``PRISM_HOST_GFLOPS``,
-``PRISM_HOST_GBPS`` and ``PRISM_HOST_FMA_BITS`` (512 for cores with
-full-width AVX-512 FMA units).
+its FMA rate and bandwidth come from the calibration file, else from
+configured defaults (two FMA pipes per core at ~3.6 GHz, each as wide as
+the machine's ``fma_bits``: 256 on a Zen 4 with AVX-512, which takes a
+512-bit FMA on both pipes at once, else the vector width), and can be
+overridden with environment variables ``PRISM_HOST_GFLOPS``,
+``PRISM_HOST_GBPS`` and ``PRISM_HOST_FMA_BITS``.
 
 The cost model follows the code generator that will run the contraction
 (see :mod:`prism.codegen.cpu`). An f32 contraction in the row-major layout
@@ -535,14 +535,19 @@ class Calibration:
                                    sort_keys=True) + "\n")
 
 
-def machine_name() -> str:
-    """The CPU's model name, from /proc/cpuinfo."""
+def _cpu_field(name: str) -> str | None:
+    """Field ``name`` of the first processor in /proc/cpuinfo (None without one)."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
-        return "unknown"
-    match = re.search(r"^model name\s*:\s*(.*)$", text, re.MULTILINE)
-    return match.group(1).strip() if match else "unknown"
+        return None
+    match = re.search(rf"^{re.escape(name)}\s*:\s*(.*)$", text, re.MULTILINE)
+    return match.group(1).strip() if match else None
+
+
+def machine_name() -> str:
+    """The CPU's model name, from /proc/cpuinfo."""
+    return _cpu_field("model name") or "unknown"
 
 
 def available_cores() -> int:
@@ -561,6 +566,7 @@ class Machine:
     machine: str
     cores: int
     vector_bits: int  # 128 (SSE), 256 (AVX2) or 512 (AVX-512F)
+    fma_bits: int  # the width of one FMA unit (two per core): a wider vector FMA takes several
     l1d_bytes: int
     l2_bytes: int
     l3_bytes: int
@@ -569,8 +575,12 @@ class Machine:
     def here() -> Machine:
         """This machine, from /proc/cpuinfo, sysfs and the process's CPU affinity."""
         flags = _cpu_flags()
-        return Machine(machine=machine_name(), cores=available_cores(),
-                       vector_bits=512 if "avx512f" in flags else 256 if "avx2" in flags else 128,
+        vector_bits = 512 if "avx512f" in flags else 256 if "avx2" in flags else 128
+        # Zen 4 (AMD family 25) runs a 512-bit FMA on both of its 256-bit units at once; Zen 5 (26) and the
+        # AVX-512 cores of Intel have 512-bit units.
+        fma_bits = 256 if vector_bits == 512 and _cpu_field("vendor_id") == "AuthenticAMD" \
+            and _cpu_field("cpu family") == "25" else vector_bits
+        return Machine(machine=machine_name(), cores=available_cores(), vector_bits=vector_bits, fma_bits=fma_bits,
                        l1d_bytes=cache_size(1, "Data", 32 * 1024), l2_bytes=cache_size(2, "Unified", 1024 * 1024),
                        l3_bytes=cache_size(3, "Unified", 32 * 1024**2))
 
@@ -590,9 +600,13 @@ class Machine:
                               f"'version' ({DESCRIPTION_VERSION}), 'machine' (a string) and the integers {integers}",
                               location=str(path))
         found = Machine(**{name: data[name] for name in fields})
-        if found.vector_bits not in (128, 256, 512):
-            raise TargetError(f"the host description's vector_bits is {found.vector_bits}, not 128, 256 or 512",
-                              location=str(path))
+        for name in ("vector_bits", "fma_bits"):
+            if getattr(found, name) not in (128, 256, 512):
+                raise TargetError(f"the host description's {name} is {getattr(found, name)}, not 128, 256 or 512",
+                                  location=str(path))
+        if found.fma_bits > found.vector_bits:
+            raise TargetError(f"the host description's fma_bits ({found.fma_bits}) is wider than its vectors "
+                              f"({found.vector_bits})", location=str(path))
         if min(found.cores, found.l1d_bytes, found.l2_bytes, found.l3_bytes) < 1:
             raise TargetError("the host description holds a size that is not positive", location=str(path))
         return found
@@ -620,10 +634,9 @@ def host_target() -> HostTarget:
     vector_bits, cores = machine.vector_bits, machine.cores
     path = config_path()
     calibration = Calibration.read(path, machine) if path else None
-    # Two 256-bit FMA pipes per core at ~3.6 GHz: Zen 4 runs a 512-bit FMA on
-    # both pipes at once, so AVX-512 doubles the lanes but not the rate.
-    # 230 GFLOP/s f32 measured on 2 cores. Override where it differs.
-    fma_pipes, fma_bits = 2, int(os.environ.get("PRISM_HOST_FMA_BITS", min(vector_bits, 256)))
+    # Two FMA pipes per core at ~3.6 GHz (on a Zen 4, whose 256-bit pipes take a 512-bit FMA together, 230
+    # GFLOP/s f32 measured on 2 cores). Override where it differs.
+    fma_pipes, fma_bits = 2, int(os.environ.get("PRISM_HOST_FMA_BITS", machine.fma_bits))
     default_gflops = calibration.gflops if calibration else cores * fma_pipes * 2 * (fma_bits // 32) * 3.6
     gflops = float(os.environ.get("PRISM_HOST_GFLOPS", default_gflops))
     gbps = float(os.environ.get("PRISM_HOST_GBPS", calibration.dram_gbps if calibration else 20.0))
