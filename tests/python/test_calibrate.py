@@ -14,7 +14,14 @@ import pytest
 
 from conftest import EXAMPLES, REFERENCE_HOST, REPO
 from prism.infra.errors import TargetError
-from prism.targets.host import CONFIG_VERSION, DESCRIPTION_VARIABLE, Machine, host_target, machine_name
+from prism.targets.host import (
+    CONFIG_VERSION,
+    DESCRIPTION_VARIABLE,
+    Machine,
+    described_machine,
+    host_target,
+    machine_name,
+)
 
 
 def run(*args: str, config: Path | str) -> subprocess.CompletedProcess[str]:
@@ -23,8 +30,10 @@ def run(*args: str, config: Path | str) -> subprocess.CompletedProcess[str]:
 
 
 def write_config(path: Path, **changes: object) -> Path:
-    cores = len(os.sched_getaffinity(0))
-    data = {"version": CONFIG_VERSION, "machine": machine_name(), "cores": cores, "gflops": 1.0,
+    """A calibration of the machine the host target describes (this one, unless PRISM_HOST_DESCRIPTION names
+    another)."""
+    machine = described_machine()
+    data = {"version": CONFIG_VERSION, "machine": machine.machine, "cores": machine.cores, "gflops": 1.0,
             "dram_gbps": 1.0, "cache_gbps": 2.0, **changes}
     path.write_text(json.dumps(data))
     return path
@@ -86,7 +95,7 @@ def test_a_host_description_replaces_what_is_read_off_this_machine(tmp_path: Pat
         # Two FMA pipes of the description's 256 bits: one 512-bit FMA per cycle, and the default rate to match.
         assert target.vector_fmas_per_cycle == 1 and target.flops["f32"] == 3 * 2 * 2 * 8 * 3.6e9
         assert target.lowering() == "prism-lower-cpu{threads=3}"
-        calibration = write_config(tmp_path / "here.json")  # measured on this machine, not on "wide"
+        calibration = write_config(tmp_path / "here.json", machine=machine_name())  # this machine, not "wide"
         monkeypatch.setenv("PRISM_HOST_CONFIG", str(calibration))
         host_target.cache_clear()
         with pytest.raises(TargetError, match="measured on .* not on this 'wide' with 3"):
