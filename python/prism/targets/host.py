@@ -521,10 +521,10 @@ class Calibration:
         found = Calibration(**{key: kind(data[key]) for key, kind in fields.items()})
         if min(found.gflops, found.dram_gbps, found.cache_gbps) <= 0 or found.cores < 1:
             raise TargetError("the host calibration holds a rate that is not positive", location=str(path))
-        here = (machine.machine, machine.cores)
-        if (found.machine, found.cores) != here:
+        if (found.machine, found.cores) != (machine.machine, machine.cores):
             raise TargetError(f"the host calibration was measured on '{found.machine}' with {found.cores} cores, "
-                              f"not on this '{here[0]}' with {here[1]}; rerun 'python -m prism.calibrate'",
+                              f"not on this '{machine.machine}' with {machine.cores}; "
+                              "rerun 'python -m prism.calibrate'",
                               location=str(path))
         return found
 
@@ -561,7 +561,7 @@ DESCRIPTION_VERSION = 1
 
 @dataclass(frozen=True)
 class Machine:
-    """What the host target reads off a machine: its name, cores, vector width and cache sizes."""
+    """What the host target reads off a machine: its name, cores, vector and FMA widths, and cache sizes."""
 
     machine: str
     cores: int
@@ -622,7 +622,8 @@ def described_machine() -> Machine:
 
 @functools.cache
 def host_target() -> HostTarget:
-    """Describe the machine this process runs on.
+    """Describe the machine to compile for: this one, unless PRISM_HOST_DESCRIPTION names another
+    (:func:`described_machine`).
 
     Rates come from the calibration file when there is one (see
     :func:`config_path`), else from configured defaults; the environment
