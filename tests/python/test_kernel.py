@@ -187,6 +187,33 @@ INVARIANT = """func.func @f(%x: tensor<{m}x300xf32>, %w: tensor<300x200xf32> {{p
 """
 
 
+def _mapping(array: np.ndarray) -> object:
+    """The object at the end of ``array``'s chain of bases (what a memoryview views, for one)."""
+    while isinstance(array, np.ndarray) and array.base is not None:
+        array = array.base
+    return array.obj if isinstance(array, memoryview) else array
+
+
+def test_a_large_prepared_weight_moves_to_huge_pages(rng: np.random.Generator, reference_host: None) -> None:
+    """A prepared weight of 4 MiB or more is copied once, at bind time, into memory advised for transparent huge
+    pages (an anonymous private mapping); a smaller one stays where the compiled code allocated it."""
+    import mmap
+
+    import prism
+    from prism.codegen.runtime import HUGE_PAGE_MIN_BYTES
+
+    for k, n, large in ((1024, 1024, True), (300, 200, False)):
+        compiled = prism.compile(INVARIANT.replace("300", str(k)).replace("200", str(n)).format(m=16), target="host")
+        x, v = rng.standard_normal((16, k), dtype=np.float32), rng.standard_normal((16, n), dtype=np.float32)
+        w = rng.standard_normal((k, n), dtype=np.float32)
+        bound = compiled.bind("f", w=w)
+        (packed,) = bound.prepared
+        assert (packed.nbytes >= HUGE_PAGE_MIN_BYTES) == large
+        assert isinstance(_mapping(packed), mmap.mmap) == large
+        assert packed.flags.c_contiguous and packed.ctypes.data % 64 == 0
+        check(bound(x, v), v + x.astype(np.float64) @ w, k)
+
+
 @pytest.mark.parametrize("m", [1, 7, 130])
 def test_bound_weights_are_packed_once_and_rebinding_sees_new_values(rng: np.random.Generator, m: int,
                                                                       reference_host: None) -> None:

@@ -42,6 +42,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import mmap
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -410,6 +411,33 @@ def _keep_large_blocks_in_heap() -> None:
         mallopt(m_trim_threshold, 1 << 30)
 
 
+# Prepared arrays of at least this many bytes move to transparent huge pages (numpy's threshold for its own).
+HUGE_PAGE_MIN_BYTES = 4 << 20
+
+
+def _in_huge_pages(array: np.ndarray) -> np.ndarray:
+    """``array``, when it is large, copied into memory advised for transparent huge pages; else itself.
+
+    A prepared weight lives as long as its binding and every call streams
+    it. The compiled code's malloc, held in the heap by
+    :func:`_keep_large_blocks_in_heap`, gives it 4 KiB pages, where numpy
+    advises huge pages for its own large arrays; over the TLB misses of 4 KiB
+    pages, 16-row products read a 64 MiB prepacked weight 4-11% slower
+    (measured on a 2-core Zen 5, in one process: 16x4096x4096 2.24 -> 2.16
+    and 2.32 -> 2.07 ms, RMSNorm+linear 16x4096 2.47 -> 2.29, SwiGLU 16x4096
+    16.7 -> 15.5). The copy is one pass over the weight, at bind time.
+    Where the platform has no MADV_HUGEPAGE, nothing changes.
+    """
+    if array.nbytes < HUGE_PAGE_MIN_BYTES or not hasattr(mmap, "MADV_HUGEPAGE"):
+        return array
+    # A private mapping: the kernel gives huge pages to anonymous private memory, not to shared memory.
+    region = mmap.mmap(-1, array.nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    region.madvise(mmap.MADV_HUGEPAGE)
+    copy = np.frombuffer(region, dtype=array.dtype, count=array.size).reshape(array.shape)
+    copy[...] = array
+    return copy
+
+
 def _check_linkable(module: ir.Module) -> None:
     """Refuse a module that calls a function defined neither in it, nor in the runtime libraries, nor in this process.
 
@@ -516,7 +544,7 @@ class BoundFunction:
             if set(prepare_args) <= set(bound):
                 prepare = JitFunction(engine, describe_signature(module, f"{sig.name}_prepare"))
                 result = prepare(*(self._bound[i] for i in prepare_args))
-                self.prepared = result if isinstance(result, tuple) else (result,)
+                self.prepared = tuple(_in_huge_pages(r) for r in (result if isinstance(result, tuple) else (result,)))
                 # @f_apply with everything but @f's free arguments bound (it may prepare further).
                 inner = {j: self.prepared[-origin - 1] if origin < 0 else self._bound[origin]
                          for j, origin in enumerate(self._apply_args) if origin < 0 or origin in bound}
