@@ -41,7 +41,14 @@ def _epilog() -> str:
     lines += ["", "Pass options go in braces: -p 'prism-lift,canonicalize,prism-prune{target=h200}'.",
               "Any upstream MLIR pass may appear in the pipeline.",
               "Without -p: --emit=mlir runs no pass; other --emit kinds run prism-optimize.",
-              "--print-ir-after takes a pass name or a code-generator stage (listed under its pass)."]
+              "--print-ir-after takes a pass name or a code-generator stage (listed under its pass).",
+              "",
+              "Environment (the host target):",
+              "  PRISM_HOST_DESCRIPTION  a JSON file describing the machine to compile for instead of this one",
+              "                          (version 1, machine, cores, vector_bits, fma_bits, l1d_bytes, l2_bytes,",
+              "                          l3_bytes)",
+              "  PRISM_HOST_CONFIG       the calibration file ('python -m prism.calibrate'); empty: none",
+              "  PRISM_HOST_GFLOPS, PRISM_HOST_GBPS, PRISM_HOST_FMA_BITS  override the rates and the FMA width"]
     return "\n".join(lines)
 
 

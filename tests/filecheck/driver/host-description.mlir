@@ -5,6 +5,7 @@
 // RUN: prism-opt %s -p prism-lower-cpu --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s --check-prefix=NARROW
 // RUN: env PRISM_HOST_DESCRIPTION=%S/../Inputs/host-avx512.json prism-opt %s -p 'prism-lift{target=host}' | filecheck %s --check-prefix=SPACE
 // RUN: prism-opt %s -p 'prism-lift{target=host}' | filecheck %s --check-prefix=SPACE8
+// RUN: prism-opt --help | filecheck %s --check-prefix=HELP
 
 // The two workers (the description's cores) split K; 16-lane vectors, none of 8.
 // WIDE: memref.alloc() {alignment = 64 : i64} : memref<2x1x100xf32>
@@ -17,6 +18,8 @@
 // SPACE-SAME: 4 <= rn <= 6
 // SPACE8: "prism.family"()
 // SPACE8-SAME: 3 <= rn <= 5
+// HELP: Environment (the host target):
+// HELP-NEXT: PRISM_HOST_DESCRIPTION  a JSON file describing the machine to compile for instead of this one
 func.func @decode(%x: tensor<1x60xf32>, %w: tensor<60x100xf32>) -> tensor<1x100xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<1x100xf32>
