@@ -79,7 +79,8 @@ from mlir import ir
 from prism.codegen.cpu.text import F32, MlirText, inline_function
 
 # Rows of B that a streaming kernel (KernelPlan.streams) reads together: that many sequential streams per
-# core, which is what keeps enough loads in flight to reach the memory bandwidth.
+# core, which is what keeps enough loads in flight to reach the memory bandwidth. At 1x4096x4096 on the 2-core
+# Zen 5, numpy / Prism over three processes each: 4 rows 1.08-1.11, 8 rows 1.09-1.20, 16 rows 0.82-1.02.
 STREAM_DEPTH = 8
 # Bytes of one cache line: a prefetch brings in one.
 CACHE_LINE = 64
