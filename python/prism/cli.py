@@ -45,8 +45,8 @@ def _epilog() -> str:
               "",
               "Environment (the host target):",
               "  PRISM_HOST_DESCRIPTION  a JSON file describing the machine to compile for instead of this one",
-              "                          (version 1, machine, cores, vector_bits, fma_bits, l1d_bytes, l2_bytes,",
-              "                          l3_bytes)",
+              "                          (version 1, machine, cores, vector_bits, fma_bits, l1d_bytes, l1d_ways,",
+              "                          l2_bytes, l3_bytes)",
               "  PRISM_HOST_CONFIG       the calibration file ('python -m prism.calibrate'); empty: none",
               "  PRISM_HOST_GFLOPS, PRISM_HOST_GBPS, PRISM_HOST_FMA_BITS  override the rates and the FMA width"]
     return "\n".join(lines)

@@ -70,6 +70,12 @@ LATENCY_SLACK_CYCLES = 0.4
 # Cycles to load and store a micro-tile's accumulators and restart the K loop,
 # paid once per TK slice of every micro-tile, beyond the loads and stores.
 SLICE_OVERHEAD_CYCLES = 20
+# The direct kernel's rows of A alias in one L1 set when K's stride is a whole number of ways (K a multiple of
+# 1024 f32 on a 48 KiB 12-way L1): with more rows than the set's ways less SET_RESERVED_WAYS (B's panel line
+# and C's), a micro-tile then runs SET_CONFLICT_FACTOR times slower. Measured on the 2-core Zen 5 at
+# 16x1024x1024 (TN = 512, TK = 256; fastest of 120 calls, three processes each): RM x RN = 16 x 16 0.257-0.276
+# ms, 12 x 32 0.181-0.240, 8 x 32 0.163-0.192. On the 8-way Zen 3, 6 x 16 blocks ran fastest.
+SET_RESERVED_WAYS, SET_CONFLICT_FACTOR = 2, 1.5
 # Handing one parallel block to a thread of the pool (a claimed chunk).
 BLOCK_OVERHEAD_SECONDS = 1e-6
 # Copying one vector of B into a panel: a load and a store.
@@ -113,6 +119,7 @@ class HostTarget:
     name: str
     cores: int
     l1d_bytes: int
+    l1d_ways: int
     l2_bytes: int
     l3_bytes: int
     vector_bits: int  # widest SIMD register: 512 with AVX-512F, 256 with AVX2
@@ -161,6 +168,11 @@ class HostTarget:
         block_cycles = micro_tiles * ceil_div(s["k"], tk) * self.micro_kernel_cycles(rm, rn, tk, lanes)
         run, direct = None, direct_kernel(op)
         if direct:
+            # The kernel reads A in place, RM rows K apart: where that stride is a whole number of L1 ways, every
+            # row's line falls in one set, and more rows than the set holds (beside B's and C's) evict each other.
+            way_bytes = self.l1d_bytes // self.l1d_ways
+            aliased = (s["k"] * op.elem_bytes[0] % way_bytes == 0) & (rm > self.l1d_ways - SET_RESERVED_WAYS)
+            block_cycles = np.where(aliased, block_cycles * SET_CONFLICT_FACTOR, block_cycles)
             # B panels are copied per task (one vector load and store each) when several row panels of several
             # rows read them; the copy reads rows of B TN wide, and so does a one-row block (it streams whole
             # rows of the task's columns), while a task with one row panel of several rows reads B RN wide.
@@ -467,18 +479,33 @@ def _cpu_flags() -> set[str]:
     return set(match.group(1).split()) if match else set()
 
 
-def cache_size(level: int, kind: str, default: int) -> int:
-    """Size of cpu0's cache at ``level`` of ``kind`` (Data/Unified), from sysfs."""
+def _cache_field(level: int, kind: str, field: str) -> str | None:
+    """Field ``field`` of cpu0's cache at ``level`` of ``kind`` (Data/Unified), from sysfs; None if unknown."""
     for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
         try:
             if int((index / "level").read_text()) != level or (index / "type").read_text().strip() != kind:
                 continue
-            size = (index / "size").read_text().strip()
+            return (index / field).read_text().strip()
         except (OSError, ValueError):
             continue
-        scale = {"K": 1024, "M": 1024**2}.get(size[-1], 1)
-        return int(size.rstrip("KM")) * scale
-    return default
+    return None
+
+
+def cache_size(level: int, kind: str, default: int) -> int:
+    """Size of cpu0's cache at ``level`` of ``kind`` (Data/Unified), from sysfs."""
+    size = _cache_field(level, kind, "size")
+    if not size:
+        return default
+    try:
+        return int(size.rstrip("KM")) * {"K": 1024, "M": 1024**2}.get(size[-1], 1)
+    except ValueError:
+        return default
+
+
+def l1d_ways(default: int = 8) -> int:
+    """The associativity of cpu0's L1 data cache, from sysfs."""
+    ways = _cache_field(1, "Data", "ways_of_associativity")
+    return int(ways) if ways and ways.isdigit() and int(ways) > 0 else default
 
 
 # The file written by ``python -m prism.calibrate``; PRISM_HOST_CONFIG names another ('' for none).
@@ -568,6 +595,7 @@ class Machine:
     vector_bits: int  # 128 (SSE), 256 (AVX2) or 512 (AVX-512F)
     fma_bits: int  # the width of one FMA unit (two per core): a wider vector FMA takes several
     l1d_bytes: int
+    l1d_ways: int  # the L1 data cache's associativity
     l2_bytes: int
     l3_bytes: int
 
@@ -581,7 +609,8 @@ class Machine:
         fma_bits = 256 if vector_bits == 512 and _cpu_field("vendor_id") == "AuthenticAMD" \
             and _cpu_field("cpu family") == "25" else vector_bits
         return Machine(machine=machine_name(), cores=available_cores(), vector_bits=vector_bits, fma_bits=fma_bits,
-                       l1d_bytes=cache_size(1, "Data", 32 * 1024), l2_bytes=cache_size(2, "Unified", 1024 * 1024),
+                       l1d_bytes=cache_size(1, "Data", 32 * 1024), l1d_ways=l1d_ways(),
+                       l2_bytes=cache_size(2, "Unified", 1024 * 1024),
                        l3_bytes=cache_size(3, "Unified", 32 * 1024**2))
 
     @staticmethod
@@ -607,7 +636,7 @@ class Machine:
         if found.fma_bits > found.vector_bits:
             raise TargetError(f"the host description's fma_bits ({found.fma_bits}) is wider than its vectors "
                               f"({found.vector_bits})", location=str(path))
-        if min(found.cores, found.l1d_bytes, found.l2_bytes, found.l3_bytes) < 1:
+        if min(found.cores, found.l1d_bytes, found.l1d_ways, found.l2_bytes, found.l3_bytes) < 1:
             raise TargetError("the host description holds a size that is not positive", location=str(path))
         return found
 
@@ -645,7 +674,8 @@ def host_target() -> HostTarget:
     cache_gbps = calibration.cache_gbps if calibration else cores * 32 * 3.6
     return HostTarget(
         name="host", cores=cores,
-        l1d_bytes=machine.l1d_bytes, l2_bytes=machine.l2_bytes, l3_bytes=machine.l3_bytes,
+        l1d_bytes=machine.l1d_bytes, l1d_ways=machine.l1d_ways, l2_bytes=machine.l2_bytes,
+        l3_bytes=machine.l3_bytes,
         vector_bits=vector_bits, vector_registers=32 if vector_bits == 512 else 16,
         fma_pipes=fma_pipes, fma_bits=fma_bits,
         # 16-bit inputs are widened to f32 and multiplied at its rate.

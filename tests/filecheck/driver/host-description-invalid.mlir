@@ -7,7 +7,7 @@
 
 // WIDTH: host-bad-width.json: error: the host description's vector_bits is 384, not 128, 256 or 512
 // WIDTH-NOT: Traceback
-// FIELDS: host-missing-field.json: error: not a version-1 host description: a JSON object of exactly 'version' (1), 'machine' (a string) and the integers 'cores', 'vector_bits', 'fma_bits', 'l1d_bytes', 'l2_bytes', 'l3_bytes'
+// FIELDS: host-missing-field.json: error: not a version-1 host description: a JSON object of exactly 'version' (1), 'machine' (a string) and the integers 'cores', 'vector_bits', 'fma_bits', 'l1d_bytes', 'l1d_ways', 'l2_bytes', 'l3_bytes'
 // MISSING: none.json: error: cannot read the host description: [Errno 2] No such file or directory
 func.func @f(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %c: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %r = linalg.matmul ins(%x, %w : tensor<4x8xf32>, tensor<8x8xf32>) outs(%c : tensor<4x8xf32>) -> tensor<4x8xf32>
