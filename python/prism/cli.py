@@ -9,7 +9,9 @@ exit with status 1; ``--debug`` adds the Python traceback.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+import textwrap
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +26,7 @@ from prism.infra.pipeline import Step
 from prism.passes import PASSES, PIPELINES, VerifyPass
 from prism.summary import funnel_table
 from prism.targets import target_names
+from prism.targets.host import DESCRIPTION_VERSION, Machine
 
 SPLIT_MARKER = "// -----\n"
 
@@ -45,8 +48,9 @@ def _epilog() -> str:
               "",
               "Environment (the host target):",
               "  PRISM_HOST_DESCRIPTION  a JSON file describing the machine to compile for instead of this one",
-              "                          (version 1, machine, cores, vector_bits, fma_bits, l1d_bytes, l1d_ways,",
-              "                          l2_bytes, l3_bytes)",
+              *textwrap.wrap(f"(version {DESCRIPTION_VERSION}, "
+                             f"{', '.join(field.name for field in dataclasses.fields(Machine))})", 96,
+                             initial_indent=" " * 26, subsequent_indent=" " * 26),
               "  PRISM_HOST_CONFIG       the calibration file ('python -m prism.calibrate'); empty: none",
               "  PRISM_HOST_GFLOPS, PRISM_HOST_GBPS, PRISM_HOST_FMA_BITS  override the rates and the FMA width"]
     return "\n".join(lines)

@@ -22,15 +22,26 @@ REFERENCE_HOST = REPO / "tests" / "filecheck" / "Inputs" / "host-avx2.json"
 
 
 @pytest.fixture
-def reference_host(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The host target is REFERENCE_HOST for the test, whatever machine runs it: for tests of a decision that
-    depends on the vector width or the caches. (The others run on this machine's description.)"""
+def describe_host(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Any]]:
+    """``describe_host(description, config="")``: for the rest of the test the host target is the machine the
+    description file names, with the calibration ``config`` ('' for none); returns the new host target."""
     from prism.targets.host import DESCRIPTION_VARIABLE, host_target
 
-    monkeypatch.setenv(DESCRIPTION_VARIABLE, str(REFERENCE_HOST))
-    host_target.cache_clear()
-    yield
+    def describe(description: Path, config: Path | str = "") -> Any:
+        monkeypatch.setenv(DESCRIPTION_VARIABLE, str(description))
+        monkeypatch.setenv("PRISM_HOST_CONFIG", str(config))
+        host_target.cache_clear()
+        return host_target()
+
+    yield describe
     host_target.cache_clear()  # before the environment is restored: the next call reads it again
+
+
+@pytest.fixture
+def reference_host(describe_host: Callable[..., Any]) -> None:
+    """The host target is REFERENCE_HOST for the test, whatever machine runs it: for tests of a decision that
+    depends on the vector width or the caches. (The others run on this machine's description.)"""
+    describe_host(REFERENCE_HOST)
 
 
 @pytest.fixture

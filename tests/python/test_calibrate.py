@@ -8,7 +8,9 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +21,6 @@ from prism.targets.host import (
     DESCRIPTION_VARIABLE,
     Machine,
     described_machine,
-    host_target,
     machine_name,
 )
 
@@ -82,30 +83,20 @@ def describe(path: Path, **changes: object) -> Path:
 
 
 def test_a_host_description_replaces_what_is_read_off_this_machine(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                   describe_host: Callable[..., Any]) -> None:
     """PRISM_HOST_DESCRIPTION: the vector width, cores and caches of the target are the file's, and a
     calibration applies only if it was measured on the machine described."""
     wide = describe(tmp_path / "wide.json", machine="wide", cores=3, vector_bits=512, l2_bytes=2 * 1024**2)
-    monkeypatch.setenv(DESCRIPTION_VARIABLE, str(wide))
-    monkeypatch.setenv("PRISM_HOST_CONFIG", "")
-    host_target.cache_clear()
-    try:
-        target = host_target()
-        assert (target.cores, target.vector_bits, target.vector_registers, target.l2_bytes) == (3, 512, 32, 2 * 1024**2)
-        # Two FMA pipes of the description's 256 bits: one 512-bit FMA per cycle, and the default rate to match.
-        assert target.vector_fmas_per_cycle == 1 and target.flops["f32"] == 3 * 2 * 2 * 8 * 3.6e9
-        assert target.lowering() == "prism-lower-cpu{threads=3}"
-        calibration = write_config(tmp_path / "here.json", machine=machine_name())  # this machine, not "wide"
-        monkeypatch.setenv("PRISM_HOST_CONFIG", str(calibration))
-        host_target.cache_clear()
-        with pytest.raises(TargetError, match="measured on .* not on this 'wide' with 3"):
-            host_target()
-        monkeypatch.setenv("PRISM_HOST_CONFIG", str(write_config(tmp_path / "wide-calibration.json", machine="wide",
-                                                                 cores=3, gflops=7.0)))
-        host_target.cache_clear()
-        assert host_target().flops["f32"] == 7e9
-    finally:
-        host_target.cache_clear()
+    target = describe_host(wide)
+    assert (target.cores, target.vector_bits, target.vector_registers, target.l2_bytes) == (3, 512, 32, 2 * 1024**2)
+    # Two FMA pipes of the description's 256 bits: one 512-bit FMA per cycle, and the default rate to match.
+    assert target.vector_fmas_per_cycle == 1 and target.flops["f32"] == 3 * 2 * 2 * 8 * 3.6e9
+    assert target.lowering() == "prism-lower-cpu{threads=3}"
+    calibration = write_config(tmp_path / "here.json", machine=machine_name())  # this machine, not "wide"
+    with pytest.raises(TargetError, match="measured on .* not on this 'wide' with 3"):
+        describe_host(wide, calibration)
+    wide_calibration = write_config(tmp_path / "wide-calibration.json", machine="wide", cores=3, gflops=7.0)
+    assert describe_host(wide, wide_calibration).flops["f32"] == 7e9
 
 
 def test_a_broken_host_description_is_a_clean_error(tmp_path: Path) -> None:

@@ -8,8 +8,9 @@ this file knows it exists.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pytest
@@ -128,34 +129,28 @@ def test_a_target_without_iree_configurations_is_refused_before_anything_runs(sq
             prism.compile(GEMM, target=square_host.name, emit=emit)
 
 
-def test_rows_of_a_that_alias_in_one_l1_set_cost_more(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rows_of_a_that_alias_in_one_l1_set_cost_more(describe_host: Callable[..., Any]) -> None:
     """The direct kernel reads RM rows of A, K apart. With K a multiple of the L1 way size (4 KiB of f32 on a
     48 KiB 12-way L1), more than ways - 2 rows evict each other: 16 x 16 register blocks cost more than 8 x 32
     at K = 1024, and the same at K = 1000, where the rows spread over the sets."""
     from conftest import REFERENCE_HOST
-    from prism.targets.host import DESCRIPTION_VARIABLE
 
-    monkeypatch.setenv(DESCRIPTION_VARIABLE, str(REFERENCE_HOST.with_name("host-avx512.json")))
-    host_target.cache_clear()
-    try:
-        host = host_target()
-        assert (host.l1d_bytes, host.l1d_ways) == (48 * 1024, 12)
+    host = describe_host(REFERENCE_HOST.with_name("host-avx512.json"))
+    assert (host.l1d_bytes, host.l1d_ways) == (48 * 1024, 12)
 
-        def ratio(k: int) -> float:
-            op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (16, 1024, k), (4, 4), 4, "f32")
-            blocks = {"TM": np.array([16, 16]), "TN": np.array([512, 512]), "TK": np.array([256, 256]),
-                      "RM": np.array([16, 8]), "RN": np.array([16, 32])}
-            tall, wide = host.seconds(op, blocks)
-            return float(tall / wide)
+    def ratio(k: int) -> float:
+        op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (16, 1024, k), (4, 4), 4, "f32")
+        blocks = {"TM": np.array([16, 16]), "TN": np.array([512, 512]), "TK": np.array([256, 256]),
+                  "RM": np.array([16, 8]), "RN": np.array([16, 32])}
+        tall, wide = host.seconds(op, blocks)
+        return float(tall / wide)
 
-        assert ratio(1024) > 1.3 and ratio(1000) < 1.1
-        lifted = prism.compile("""func.func @f(%x: tensor<16x1024xf32>, %w: tensor<1024x1024xf32>,
-                                  %c: tensor<16x1024xf32>) -> tensor<16x1024xf32> {
-          %r = linalg.matmul ins(%x, %w : tensor<16x1024xf32>, tensor<1024x1024xf32>) outs(%c : tensor<16x1024xf32>)
-            -> tensor<16x1024xf32>
-          return %r : tensor<16x1024xf32>
-        }""", target="host", emit="report").report
-        (family,) = lifted["families"]
-        assert family["choice"]["RM"] <= host.l1d_ways - 2, family["choice"]
-    finally:
-        host_target.cache_clear()
+    assert ratio(1024) > 1.3 and ratio(1000) < 1.1
+    lifted = prism.compile("""func.func @f(%x: tensor<16x1024xf32>, %w: tensor<1024x1024xf32>,
+                              %c: tensor<16x1024xf32>) -> tensor<16x1024xf32> {
+      %r = linalg.matmul ins(%x, %w : tensor<16x1024xf32>, tensor<1024x1024xf32>) outs(%c : tensor<16x1024xf32>)
+        -> tensor<16x1024xf32>
+      return %r : tensor<16x1024xf32>
+    }""", target="host", emit="report").report
+    (family,) = lifted["families"]
+    assert family["choice"]["RM"] <= host.l1d_ways - 2, family["choice"]

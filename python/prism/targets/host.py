@@ -471,12 +471,7 @@ def gemm_space(op: Contraction, target: HostTarget) -> Space:
 
 
 def _cpu_flags() -> set[str]:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    match = re.search(r"^flags\s*:\s*(.*)$", text, re.MULTILINE)
-    return set(match.group(1).split()) if match else set()
+    return set((_cpu_field("flags") or "").split())
 
 
 def _cache_field(level: int, kind: str, field: str) -> str | None:
@@ -562,13 +557,18 @@ class Calibration:
                                    sort_keys=True) + "\n")
 
 
+@functools.cache
+def _cpuinfo() -> str:
+    """/proc/cpuinfo, read once ('' where there is none)."""
+    try:
+        return Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
+
+
 def _cpu_field(name: str) -> str | None:
     """Field ``name`` of the first processor in /proc/cpuinfo (None without one)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return None
-    match = re.search(rf"^{re.escape(name)}\s*:\s*(.*)$", text, re.MULTILINE)
+    match = re.search(rf"^{re.escape(name)}\s*:\s*(.*)$", _cpuinfo(), re.MULTILINE)
     return match.group(1).strip() if match else None
 
 

@@ -76,9 +76,10 @@ def _valuation(n: int) -> int:
 def attention_space(op: Attention, target: HostTarget) -> Space | None:
     """The schedule space of ``op`` on ``target`` (see the module docstring); None when the kernel cannot run it
     (a value size that is not a whole number of vectors)."""
-    if attention_lanes(op.value_dim, target.vector_bits // 32) is None:
+    lanes = attention_lanes(op.value_dim, target.vector_bits // 32)
+    if lanes is None:
         return None
-    lanes_log2 = int(math.log2(target.lanes(op)))
+    lanes_log2 = int(math.log2(lanes))
     rn_max = min(lanes_log2 + 2, _valuation(op.value_dim))
     row_floats = op.head_dim + op.value_dim
     half_l2 = target.l2_bytes / 2
