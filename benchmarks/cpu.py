@@ -27,9 +27,9 @@ on; Prism is first built in a child process, so that a build that hangs
 (``--build-timeout``) or crashes is recorded too. Every result is compared
 with a float64 numpy reference; a wrong one is marked ``wrong`` and is never
 the best baseline. Contenders are timed in blocks of consecutive calls, each
-block after a pause and an untimed call, in alternating order over the
-rounds: OpenBLAS's threads spin for about 0.1 s after a numpy call and would
-slow whatever ran next. The figure is the median of all timed calls.
+block after a pause and untimed calls (``--warmup``), in alternating order
+over the rounds: OpenBLAS's threads spin for about 0.1 s after a numpy call
+and would slow whatever ran next. The figure is the median of all timed calls.
 
 Writes ``cpu.json`` (everything), ``cpu.md`` (the table) and ``cpu.png``
 (Prism's speedup over the best baseline) to ``--out``: ``benchmarks/results``
@@ -328,15 +328,23 @@ def build_all(workload: Workload, inputs: dict[str, np.ndarray], reference: tupl
     return outcomes, calls
 
 
-def time_blocks(calls: dict[str, Callable[[], Any]], repeats: int, rounds: int, pause: float) -> dict[str, list[float]]:
-    """Milliseconds per call: ``rounds`` blocks per contender, alternating the order, ``repeats`` calls in all."""
+def time_blocks(calls: dict[str, Callable[[], Any]], repeats: int, rounds: int, pause: float,
+                warmup: float) -> dict[str, list[float]]:
+    """Milliseconds per call: ``rounds`` blocks per contender, alternating the order, ``repeats`` calls in all.
+
+    Before each block, untimed calls for ``warmup`` seconds (one at least): they bring the operands back into the
+    caches after the other contenders, and the machine back to speed after the pause.
+    """
     per_block = max(1, math.ceil(repeats / rounds))
     times: dict[str, list[float]] = {name: [] for name in calls}
     order = list(calls)
     for round_index in range(rounds):
         for name in order if round_index % 2 == 0 else reversed(order):
             time.sleep(pause)
-            calls[name]()  # untimed: brings the operands back into the caches after the other contenders
+            start = time.perf_counter()
+            calls[name]()
+            while time.perf_counter() - start < warmup:
+                calls[name]()
             for _ in range(per_block):
                 start = time.perf_counter()
                 calls[name]()
@@ -369,7 +377,7 @@ def run_workload(workload: Workload, args: argparse.Namespace, names: Sequence[s
     outcomes, calls = build_all(workload, inputs, reference, names, args.tolerance, args.build_timeout)
     del reference
     gc.collect()
-    for name, times in time_blocks(calls, args.repeats, args.rounds, args.pause).items():
+    for name, times in time_blocks(calls, args.repeats, args.rounds, args.pause, args.warmup).items():
         outcomes[name].times_ms = [round(t, 4) for t in times]
         progress(f"{workload.name}: {name} {statistics.median(times):.3f} ms ({outcomes[name].status})")
     record: dict[str, Any] = {
@@ -576,6 +584,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     # moves the median (decode-4096 with bound weights, 2026-12-03: blocks of 2.1-2.2 ms and 1.5-1.7 ms).
     parser.add_argument("--rounds", type=int, default=4, help="blocks per contender, in alternating order (4)")
     parser.add_argument("--pause", type=float, default=0.2, help="seconds of sleep before each block (0.2)")
+    # After the pause the first calls run slow and speed up over ~10 ms (decode-4096, 2026-12-03: 1.9-2.5 ms, then
+    # 1.2-1.7 ms by the fifth call, numpy and Prism alike); one untimed call left the timed ones on that slope.
+    parser.add_argument("--warmup", type=float, default=0.05,
+                        help="seconds of untimed calls after each pause, one call at least (0.05)")
     parser.add_argument("--tolerance", type=float, default=1e-3,
                         help="a result is wrong when max|out - ref| > this x max|ref| (1e-3)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (0)")
@@ -593,6 +605,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.build_timeout = 120 if args.quick else 900
     if args.rounds < 1 or args.repeats < 1:
         parser.error("--rounds and --repeats must be positive")
+    if args.pause < 0 or args.warmup < 0:
+        parser.error("--pause and --warmup must not be negative")
     return args
 
 
@@ -618,11 +632,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "load_average": [round(load, 2) for load in os.getloadavg()],  # other work on the machine skews every figure
         "versions": versions(*PACKAGES), "torch_threads": torch.get_num_threads(), "command": command_line(),
         "contenders": names, "iree_flags": IREE_FLAGS, "tolerance": args.tolerance, "seed": args.seed,
-        "repeats": args.repeats, "rounds": args.rounds, "pause_s": args.pause,
+        "repeats": args.repeats, "rounds": args.rounds, "pause_s": args.pause, "warmup_s": args.warmup,
         "sgemm_n": sgemm_n, "sgemm_gflops": gemm_gflops(sgemm_n, args.bandwidth_repeats),
         "decode_weight_mib": decode_bytes >> 20, "decode_read_gbps": read_gbps(decode_bytes, args.bandwidth_repeats),
         "method": f"median of {args.repeats} calls per contender in {args.rounds} blocks (alternating order, "
-                  f"{args.pause} s pause and one untimed call before each); results within {args.tolerance:g} "
+                  f"{args.pause} s pause, then untimed calls for {args.warmup} s, one at least, before each); "
+                  f"results within {args.tolerance:g} "
                   "× max|reference| of a float64 numpy reference; read GB/s: a max-reduction over a buffer of the "
                   "workload's bytes on every core, fastest pass",
     }
