@@ -579,10 +579,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--list", action="store_true", help="print the selected workload names and exit")
     parser.add_argument("--contenders", metavar="REGEX", default=".",
                         help=f"run only the contenders this matches, of: {', '.join(CONTENDERS)}")
-    parser.add_argument("--repeats", type=int, help="timed calls per contender (default 12; 4 with --quick)")
-    # Four short blocks rather than two long ones: on a shared machine a slow spell that takes one block of two
-    # moves the median (decode-4096 with bound weights, 2026-12-03: blocks of 2.1-2.2 ms and 1.5-1.7 ms).
-    parser.add_argument("--rounds", type=int, default=4, help="blocks per contender, in alternating order (4)")
+    parser.add_argument("--repeats", type=int, help="timed calls per contender (default 24; 4 with --quick)")
+    # Many short blocks rather than a few long ones: on a shared machine a slow spell that takes one block of a
+    # few moves the median. At decode (1.2-1.8 ms a call), 4 blocks of 3 calls put rows at 0.98x and 1.32x numpy
+    # in one run that 20 blocks, in one process each, put at 1.14x and 1.13x (decode-4096, as written and bound,
+    # 2026-12-03); 2 blocks had put decode-4096 bound at 2.1-2.2 ms in one and 1.5-1.7 ms in the other.
+    parser.add_argument("--rounds", type=int, help="blocks per contender, in alternating order (8; 2 with --quick)")
     parser.add_argument("--pause", type=float, default=0.2, help="seconds of sleep before each block (0.2)")
     # After the pause the first calls run slow and speed up over ~10 ms (decode-4096, 2026-12-03: 1.9-2.5 ms, then
     # 1.2-1.7 ms by the fifth call, numpy and Prism alike); one untimed call left the timed ones on that slope.
@@ -598,7 +600,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, help="output folder (benchmarks/results; with --quick or --only out/cpu "
                         "in the repository, so that a partial run never replaces the recorded results)")
     args = parser.parse_args(argv)
-    args.repeats = args.repeats or (4 if args.quick else 12)
+    if args.repeats is None:
+        args.repeats = 4 if args.quick else 24
+    if args.rounds is None:
+        args.rounds = 2 if args.quick else 8
     args.out = args.out or (PARTIAL_RESULTS if args.quick or args.only else RESULTS)
     args.bandwidth_repeats = 3 if args.quick else 10
     if args.build_timeout is None:
