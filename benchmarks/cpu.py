@@ -581,9 +581,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help=f"run only the contenders this matches, of: {', '.join(CONTENDERS)}")
     parser.add_argument("--repeats", type=int, help="timed calls per contender (default 24; 4 with --quick)")
     # Many short blocks rather than a few long ones: on a shared machine a slow spell that takes one block of a
-    # few moves the median. At decode (1.2-1.8 ms a call), 4 blocks of 3 calls put rows at 0.98x and 1.32x numpy
-    # in one run that 20 blocks, in one process each, put at 1.14x and 1.13x (decode-4096, as written and bound,
-    # 2026-12-03); 2 blocks had put decode-4096 bound at 2.1-2.2 ms in one and 1.5-1.7 ms in the other.
+    # few moves the median. Decode-4096 (1.2-1.8 ms a call, 2026-12-03), as written and bound: 4 blocks of 3
+    # calls gave 0.98x and 1.32x numpy in one run, 20 blocks in one process 1.14x and 1.13x; with 2 blocks, one
+    # block had run at 2.1-2.2 ms and the other at 1.5-1.7 ms.
     parser.add_argument("--rounds", type=int, help="blocks per contender, in alternating order (8; 2 with --quick)")
     parser.add_argument("--pause", type=float, default=0.2, help="seconds of sleep before each block (0.2)")
     # After the pause the first calls run slow and speed up over ~10 ms (decode-4096, 2026-12-03: 1.9-2.5 ms, then
@@ -642,9 +642,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "decode_weight_mib": decode_bytes >> 20, "decode_read_gbps": read_gbps(decode_bytes, args.bandwidth_repeats),
         "method": f"median of {args.repeats} calls per contender in {args.rounds} blocks (alternating order, "
                   f"{args.pause} s pause, then untimed calls for {args.warmup} s, one at least, before each); "
-                  f"results within {args.tolerance:g} "
-                  "× max|reference| of a float64 numpy reference; read GB/s: a max-reduction over a buffer of the "
-                  "workload's bytes on every core, fastest pass",
+                  f"results within {args.tolerance:g} × max|reference| of a float64 numpy reference; read GB/s: "
+                  "a max-reduction over a buffer of the workload's bytes on every core, fastest pass",
     }
     report: dict[str, Any] = {"meta": meta, "workloads": []}
     for index, workload in enumerate(workloads, 1):
