@@ -154,3 +154,25 @@ def test_rows_of_a_that_alias_in_one_l1_set_cost_more(describe_host: Callable[..
     }""", target="host", emit="report").report
     (family,) = lifted["families"]
     assert family["choice"]["RM"] <= host.l1d_ways - 2, family["choice"]
+
+
+def test_the_worker_with_the_most_columns_of_b_sets_the_memory_time(describe_host: Callable[..., Any]) -> None:
+    """Workers take contiguous shares of the blocks: with N = 5632 in blocks of 4096, one of two cores reads
+    4096 columns of B and the other 1536, 1.45 times an even share; blocks of 512 leave it 1.09 times. The
+    8-row GEMM of SwiGLU 8x2048's gate then leaves TN = 4096 (measured 2026-12-03 on the 2-core Zen 5: 9.2 ms
+    for the layer with it, 6.7 with 4 x 64 register blocks and TN = 1024)."""
+    from conftest import REFERENCE_HOST
+
+    host = describe_host(REFERENCE_HOST.with_name("host-avx512.json"))
+    op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (8, 5632, 2048), (4, 4), 4, "f32")
+    streams = {"TM": np.array([8, 8]), "TN": np.array([4096, 512]), "TK": np.array([128, 128]),
+               "RM": np.array([1, 1]), "RN": np.array([64, 64])}
+    uneven, even = host.seconds(op, streams)
+    assert uneven > 1.2 * even
+    (family,) = prism.compile("""func.func @f(%x: tensor<8x2048xf32>, %w: tensor<2048x5632xf32>,
+                                 %c: tensor<8x5632xf32>) -> tensor<8x5632xf32> {
+      %r = linalg.matmul ins(%x, %w : tensor<8x2048xf32>, tensor<2048x5632xf32>) outs(%c : tensor<8x5632xf32>)
+        -> tensor<8x5632xf32>
+      return %r : tensor<8x5632xf32>
+    }""", target="host", emit="report").report["families"]
+    assert family["choice"]["TN"] <= 1024, family["choice"]  # 2048 leaves one core two blocks, 4096 columns
