@@ -17,7 +17,8 @@ runs the direct kernel: each task copies its slice of B into panels when
 more than one row panel reuses them (else it reads B in place, or streams
 it along whole rows for a one-row block), so that copy is part of the
 task's work, and B's reads pay for each jump between contiguous runs.
-Cores left without a block leave their share of the bandwidth unused;
+The memory time is that of the worker with the most columns of B, at its
+share of the bandwidth (cores left without a block leave theirs unused);
 one row of C splits K over every core. Other contractions run between a packing phase (both
 inputs read and written once) and an unpacking one (C read and written
 once), which do not overlap the kernel, so their memory time adds to its
