@@ -26,7 +26,7 @@ from prism.infra.pipeline import Step
 from prism.passes import PASSES, PIPELINES, VerifyPass
 from prism.summary import funnel_table
 from prism.targets import target_names
-from prism.targets.host import DESCRIPTION_VERSION, Machine
+from prism.targets.host import DESCRIPTION_VARIABLE, DESCRIPTION_VERSION, Machine
 
 SPLIT_MARKER = "// -----\n"
 
@@ -47,7 +47,7 @@ def _epilog() -> str:
               "--print-ir-after takes a pass name or a code-generator stage (listed under its pass).",
               "",
               "Environment (the host target):",
-              "  PRISM_HOST_DESCRIPTION  a JSON file describing the machine to compile for instead of this one",
+              f"  {DESCRIPTION_VARIABLE}  a JSON file describing the machine to compile for instead of this one",
               *textwrap.wrap(f"(version {DESCRIPTION_VERSION}, "
                              f"{', '.join(field.name for field in dataclasses.fields(Machine))})", 96,
                              initial_indent=" " * 26, subsequent_indent=" " * 26),

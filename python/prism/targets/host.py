@@ -363,7 +363,7 @@ class HostTarget:
         blocks (3072 columns, 1.09), which the cost had called a tie (2026-12-03, 2-core Zen 5).
         """
         row_blocks, nt = s["batch"] * ceil_div(s["m"], tm), ceil_div(s["n"], tn)
-        share = ceil_div(row_blocks * nt, self.cores)
+        share = self._rounds(tm, tn, s)  # the first worker's blocks
         busiest = share // nt * s["n"] + share % nt * np.minimum(tn, s["n"])
         return np.maximum(busiest * self.cores / (row_blocks * s["n"]), 1.0)
 
