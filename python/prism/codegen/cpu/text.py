@@ -16,6 +16,8 @@ import struct
 
 from mlir import ir
 
+from prism.codegen.text import TextBuilder
+
 F32 = "f32"
 
 # exp on vectors, by Cephes' expf polynomial: exp(x) = 2**n * exp(r), n = round(x log2 e), r = x - n ln 2 (in
@@ -34,38 +36,9 @@ _EXP2_COEFFS = (1.5337577497120947e-4, 1.3399859890341759e-3, 9.618519805371761e
 EXP2_FLOOR = -126.0
 
 
-
-class MlirText:
-    """Lines of MLIR with fresh SSA names."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.constants: set[int] = set()  # index constants, defined once at the function's entry
-        self._count = 0
-        self.depth = 0
-
-    def fresh(self, hint: str = "v") -> str:
-        if hint == "c":
-            raise ValueError("the hint 'c' would make names like those of index constants (%c16)")
-        self._count += 1
-        return f"%{hint}{self._count}"
-
-    def add(self, line: str) -> None:
-        self.lines.append("  " * self.depth + line)
-
-    def value(self, expr: str, hint: str = "v") -> str:
-        name = self.fresh(hint)
-        self.add(f"{name} = {expr}")
-        return name
-
-    def const(self, n: int) -> str:
-        self.constants.add(n)
-        return f"%c{n}"
-
-    def function_text(self) -> str:
-        """The lines written, the first a function's header, with the index constants defined after it."""
-        constants = [f"  %c{n} = arith.constant {n} : index" for n in sorted(self.constants)]
-        return "\n".join(self.lines[:1] + constants + self.lines[1:])
+class MlirText(TextBuilder):
+    """A host kernel's text: the builder of :mod:`prism.codegen.text` with elementwise programs on f32 scalars
+    and vectors."""
 
     def open(self, header: str) -> None:
         """A line that opens a region (``header {``); what follows is indented."""
