@@ -165,13 +165,21 @@ class TextBuilder:
             yield iv
 
     @contextmanager
-    def share(self, total: str, workers: int) -> Iterator[tuple[str, str, str]]:
+    def share(self, total: str, workers: int, multiple: str | None = None) -> Iterator[tuple[str, str, str]]:
         """One parallel iteration per worker, each over a contiguous share of ``[0, total)``: yields the
-        worker and its share's bounds ``(worker, begin, end)``, the last share shorter or empty."""
+        worker and its share's bounds ``(worker, begin, end)``, the last shares shorter or empty. With
+        ``multiple``, every share but the last is a multiple of it (whole vectors of columns)."""
         count = self.const(workers)
-        size = self.value(f"arith.ceildivui {total}, {count} : index", "share")
+        if multiple is None:
+            size = self.value(f"arith.ceildivui {total}, {count} : index", "share")
+        else:
+            step = self.value(f"arith.muli {count}, {multiple} : index")
+            size = self.value(f"arith.muli {self.value(f'arith.ceildivui {total}, {step} : index')}, {multiple} "
+                              ": index", "share")
         with self.parallel(self.const(0), count, self.const(1)) as worker:
             begin = self.value(f"arith.muli {worker}, {size} : index", "first")
+            if multiple is not None:  # rounded up, the shares may cover more than the range
+                begin = self.value(f"arith.minui {begin}, {total} : index", "first")
             end = self.value(f"arith.minui {self.value(f'arith.addi {begin}, {size} : index')}, {total} : index",
                              "end")
             yield worker, begin, end
