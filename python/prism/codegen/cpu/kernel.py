@@ -79,7 +79,6 @@ from dataclasses import dataclass
 from mlir import ir
 
 from prism.codegen.cpu.text import F32, MlirText, inline_function
-from prism.codegen.text import aligned_alloc
 
 # Rows of B that a streaming kernel (KernelPlan.streams) reads together: that many sequential streams per
 # core, which is what keeps enough loads in flight to reach the memory bandwidth. At 1x4096x4096 on the 2-core
@@ -842,28 +841,27 @@ def pack_text(name: str, b_type: str, rn: int, lanes: int) -> str:
     n = ir.RankedTensorType.parse(b_type).shape[1]
     vec, mask_type, memref = f"vector<{lanes}x{F32}>", f"vector<{lanes}xi1>", packed.replace("tensor<", "memref<")
     source = b_type.replace("tensor<", "memref<")
-    lines = [f"func.func private @{name}(%b: {b_type}) -> {packed} {{",
-             "  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index",
-             f"  %k = arith.constant {k} : index", f"  %n = arith.constant {n} : index",
-             f"  %panels = arith.constant {panels} : index", f"  %rn = arith.constant {rn} : index",
-             f"  %zv = arith.constant dense<0.0> : {vec}",
-             f"  %src = bufferization.to_buffer %b read_only : {b_type} to {source}",
-             f"  %out = {aligned_alloc(memref)}",
-             "  scf.parallel (%jp) = (%c0) to (%panels) step (%c1) {",
-             "    %base = arith.muli %jp, %rn : index",
-             "    scf.for %kk = %c0 to %k step %c1 {"]
-    for v in range(rn // lanes):
-        lines += [f"      %o{v} = arith.constant {v * lanes} : index",
-                  f"      %col{v} = arith.addi %base, %o{v} : index",
-                  f"      %left{v} = arith.subi %n, %col{v} : index",
-                  f"      %mask{v} = vector.create_mask %left{v} : {mask_type}",
-                  f"      %x{v} = vector.maskedload %src[%kk, %col{v}], %mask{v}, %zv : {source}, {mask_type}, "
-                  f"{vec} into {vec}",
-                  f"      vector.store %x{v}, %out[%jp, %kk, %o{v}] : {memref}, {vec}"]
-    lines += ["    }", "  }",
-              f"  %r = bufferization.to_tensor %out restrict : {memref} to {packed}",
-              f"  return %r : {packed}", "}"]
-    return "\n".join(lines)
+    t = MlirText()
+    with t.region(f"func.func private @{name}(%b: {b_type}) -> {packed}"):
+        c0, c1 = t.const(0), t.const(1)
+        rows, cols, count, width = (t.value(f"arith.constant {value} : index", hint)
+                                    for value, hint in ((k, "k"), (n, "n"), (panels, "panels"), (rn, "rn")))
+        zero = t.value(f"arith.constant dense<0.0> : {vec}", "zv")
+        src = t.value(f"bufferization.to_buffer %b read_only : {b_type} to {source}", "src")
+        out = t.alloc(memref, hint="out")
+        with t.parallel(c0, count, c1, "jp") as jp:
+            base = t.value(f"arith.muli {jp}, {width} : index", "base")
+            with t.for_(c0, rows, c1, "kk") as kk:
+                for v in range(rn // lanes):
+                    offset = t.value(f"arith.constant {v * lanes} : index", "o")
+                    col = t.value(f"arith.addi {base}, {offset} : index", "col")
+                    mask = t.value(f"vector.create_mask {t.value(f'arith.subi {cols}, {col} : index', 'left')} "
+                                   f": {mask_type}", "mask")
+                    x = t.value(f"vector.maskedload {src}[{kk}, {col}], {mask}, {zero} : {source}, {mask_type}, "
+                                f"{vec} into {vec}", "x")
+                    t.add(f"vector.store {x}, {out}[{jp}, {kk}, {offset}] : {memref}, {vec}")
+        t.add(f"return {t.value(f'bufferization.to_tensor {out} restrict : {memref} to {packed}', 'r')} : {packed}")
+    return t.function_text()
 
 
 def copy_text(source: str, target: str, lanes: int) -> str:
@@ -874,27 +872,23 @@ def copy_text(source: str, target: str, lanes: int) -> str:
     call into the runtime whenever either side is strided.
     """
     element = ir.MemRefType.parse(source).element_type
-    vec, mask = f"vector<{lanes}x{element}>", f"vector<{lanes}xi1>"
-    zero = "0.0" if isinstance(element, ir.FloatType) else "0"
-    return "\n".join([
-        f"func.func private @copy(%src: {source}, %dst: {target}) {{",
-        "  %c0 = arith.constant 0 : index",
-        "  %c1 = arith.constant 1 : index",
-        f"  %lanes = arith.constant {lanes} : index",
-        f"  %zero = arith.constant dense<{zero}> : {vec}",
-        f"  %rows = memref.dim %src, %c0 : {source}",
-        f"  %cols = memref.dim %src, %c1 : {source}",
-        "  %whole = arith.divui %cols, %lanes : index",
-        "  %full = arith.muli %whole, %lanes : index",
-        "  %left = arith.subi %cols, %full : index",
-        f"  %mask = vector.create_mask %left : {mask}",
-        "  scf.parallel (%i) = (%c0) to (%rows) step (%c1) {",
-        "    scf.for %j = %c0 to %full step %lanes {",
-        f"      %v = vector.load %src[%i, %j] : {source}, {vec}",
-        f"      vector.store %v, %dst[%i, %j] : {target}, {vec}",
-        "    }",
-        f"    %t = vector.maskedload %src[%i, %full], %mask, %zero : {source}, {mask}, {vec} into {vec}",
-        f"    vector.maskedstore %dst[%i, %full], %mask, %t : {target}, {mask}, {vec}",
-        "  }",
-        "  return",
-        "}"])
+    vec, mask_type = f"vector<{lanes}x{element}>", f"vector<{lanes}xi1>"
+    t = MlirText()
+    with t.region(f"func.func private @copy(%src: {source}, %dst: {target})"):
+        c0, c1 = t.const(0), t.const(1)
+        step = t.value(f"arith.constant {lanes} : index", "lanes")
+        zero = t.value(f"arith.constant dense<{'0.0' if isinstance(element, ir.FloatType) else '0'}> : {vec}", "zero")
+        rows = t.value(f"memref.dim %src, {c0} : {source}", "rows")
+        cols = t.value(f"memref.dim %src, {c1} : {source}", "cols")
+        full = t.round_down(cols, step, "full")
+        mask = t.value(f"vector.create_mask {t.value(f'arith.subi {cols}, {full} : index', 'left')} : {mask_type}",
+                       "mask")
+        with t.parallel(c0, rows, c1, "i") as i:
+            with t.for_(c0, full, step, "j") as j:
+                t.add(f"vector.store {t.value(f'vector.load %src[{i}, {j}] : {source}, {vec}', 'x')}, %dst[{i}, {j}] "
+                      f": {target}, {vec}")
+            rest = t.value(f"vector.maskedload %src[{i}, {full}], {mask}, {zero} : {source}, {mask_type}, {vec} "
+                           f"into {vec}", "x")
+            t.add(f"vector.maskedstore %dst[{i}, {full}], {mask}, {rest} : {target}, {mask_type}, {vec}")
+        t.add("return")
+    return t.function_text()

@@ -1,7 +1,8 @@
 """MLIR written as text, and put in place: the host kernels' common ground.
 
 The host kernels (:mod:`.kernel`, :mod:`.attention`, :mod:`.rows`) are
-written as MLIR text with :class:`MlirText`, parsed, and inlined where the
+written as MLIR text with :class:`MlirText` (the builder of
+:mod:`prism.codegen.text`, whose regions are ``with`` blocks), parsed, and inlined where the
 ops they replace were (:func:`inline_function`, :func:`inline_body`); the
 inits that only those ops read go with them (:func:`erase_unused_inits`).
 Elementwise programs (see :class:`~prism.codegen.cpu.kernel.Epilogue`) are
@@ -39,16 +40,6 @@ EXP2_FLOOR = -126.0
 class MlirText(TextBuilder):
     """A host kernel's text: the builder of :mod:`prism.codegen.text` with elementwise programs on f32 scalars
     and vectors."""
-
-    def open(self, header: str) -> None:
-        """A line that opens a region (``header {``); what follows is indented."""
-        self.add(header + " {")
-        self.depth += 1
-
-    def close(self, tail: str = "}") -> None:
-        """The line that closes the innermost region (or, with ``} else {``, opens its sibling)."""
-        self.depth -= 1
-        self.add(tail)
 
     def program(self, ops: tuple | list, operand, typ: str) -> str:
         """Write the elementwise program ``ops`` (see :class:`~prism.codegen.cpu.kernel.Epilogue`) on values of
