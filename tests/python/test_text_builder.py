@@ -166,3 +166,11 @@ def test_the_docstring_example_writes_a_valid_function(capsys: pytest.CaptureFix
     exec(textwrap.dedent(example), {"TextBuilder": TextBuilder})
     module = parse(capsys.readouterr().out)
     assert [op.operation.name for op in module.body.operations] == ["func.func"]
+
+
+def test_a_region_with_a_tail_and_the_plain_text() -> None:
+    t = TextBuilder()
+    with t.region("module"), t.region("func.func @f()", ' loc("here")'):
+        t.add("return")
+    assert t.text() == '\n'.join(["module {", "  func.func @f() {", "    return", '  } loc("here")', "}"])
+    parse(t.text())

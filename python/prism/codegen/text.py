@@ -84,6 +84,10 @@ class TextBuilder:
         self.constants.add(n)
         return f"%c{n}"
 
+    def text(self) -> str:
+        """The lines written."""
+        return "\n".join(self.lines)
+
     def function_text(self) -> str:
         """The lines written, the first a function's header, with the index constants defined after it."""
         constants = [f"  %c{n} = arith.constant {n} : index" for n in sorted(self.constants)]
@@ -92,14 +96,15 @@ class TextBuilder:
     # -- regions -------------------------------------------------------------------------------------------------
 
     @contextmanager
-    def region(self, header: str) -> Iterator[None]:
-        """A region of the op written as ``header``: ``header {``, the block's lines indented, ``}``."""
+    def region(self, header: str, tail: str = "") -> Iterator[None]:
+        """A region of the op written as ``header``: ``header {``, the block's lines indented, and ``}`` followed
+        by ``tail`` (what the op's syntax puts after its region: a type, a location)."""
         self.add(header + " {")
-        with self._body(branch=False):
+        with self._body(branch=False, tail=tail):
             yield
 
     @contextmanager
-    def _body(self, branch: bool) -> Iterator[None]:
+    def _body(self, branch: bool, tail: str = "") -> Iterator[None]:
         self.depth += 1
         self._branch_closed = None
         done = False
@@ -108,7 +113,7 @@ class TextBuilder:
             done = True
         finally:
             self.depth -= 1
-            self.add("}")
+            self.add("}" + tail)
             self._branch_closed = len(self.lines) - 1 if done and branch else None
 
     @contextmanager
