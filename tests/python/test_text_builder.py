@@ -154,10 +154,13 @@ def test_a_worker_share_is_a_parallel_loop_over_the_workers() -> None:
     parse(t.function_text())
 
 
-def test_round_down() -> None:
+def test_the_end_of_whole_steps() -> None:
     t = TextBuilder()
-    assert t.round_down("%n", "%c8", "w") == "%w2"
-    assert t.lines == ["%v1 = arith.divui %n, %c8 : index", "%w2 = arith.muli %v1, %c8 : index"]
+    assert t.whole_end("%n", "%c8", hint="w") == "%w2"
+    assert t.whole_end("%n", "%c8", lo="%j", hint="e") == "%e6"
+    assert t.lines == ["%v1 = arith.divui %n, %c8 : index", "%w2 = arith.muli %v1, %c8 : index",
+                       "%v3 = arith.subi %n, %j : index", "%v4 = arith.divui %v3, %c8 : index",
+                       "%v5 = arith.muli %v4, %c8 : index", "%e6 = arith.addi %j, %v5 : index"]
 
 
 def test_the_docstring_example_writes_a_valid_function(capsys: pytest.CaptureFixture[str]) -> None:

@@ -195,7 +195,10 @@ class TextBuilder:
         """A fresh ALIGNMENT-aligned buffer of ``memref_type`` (``sizes`` for its dynamic dimensions)."""
         return self.value(aligned_alloc(memref_type, sizes), hint)
 
-    def round_down(self, value: str, multiple: str, hint: str = "v") -> str:
-        """The index ``value`` rounded down to a multiple of ``multiple``."""
-        return self.value(f"arith.muli {self.value(f'arith.divui {value}, {multiple} : index')}, {multiple} : index",
-                          hint)
+    def whole_end(self, hi: str, step: str, lo: str | None = None, hint: str = "v") -> str:
+        """Where the whole steps of ``step`` from ``lo`` (0 by default) toward ``hi`` end: the bound of a loop
+        over whole vectors, whose rest (less than one step) is taken under a mask."""
+        if lo is None:
+            return self.value(f"arith.muli {self.value(f'arith.divui {hi}, {step} : index')}, {step} : index", hint)
+        whole = self.whole_end(self.value(f"arith.subi {hi}, {lo} : index"), step)
+        return self.value(f"arith.addi {lo}, {whole} : index", hint)

@@ -453,10 +453,8 @@ class _Kernel:
         t, p = self.t, self.plan
         start = self.j0
         for step in dict.fromkeys((p.rn, p.lanes)):
-            width = t.value(f"arith.subi {j1}, {start} : index")
             size = t.const(step)
-            whole = t.round_down(width, size)
-            end = t.value(f"arith.addi {start}, {whole} : index", "jw")
+            end = t.whole_end(j1, size, lo=start, hint="jw")
             with t.for_(start, end, size, "col") as col:
                 body(self._consecutive(col, step // p.lanes), True)
             start = end
@@ -525,7 +523,7 @@ class _Kernel:
         """
         t = self.t
         depth = t.const(STREAM_DEPTH)
-        main = t.round_down(self.kc, depth, "kw")
+        main = t.whole_end(self.kc, depth, hint="kw")
         for start, end, step, count in ((self.c0, main, depth, STREAM_DEPTH), (main, self.kc, self.c1, 1)):
             with t.for_(start, end, step, "kk") as kk:
                 first = t.value(f"arith.addi {self.p0}, {kk} : index", "kg")
@@ -631,7 +629,7 @@ class _Kernel:
         width = t.value(f"arith.subi {j1}, {self.j0} : index")
         count = t.value(f"arith.ceildivui {width}, {self.width} : index", "np")
         depth = t.const(PACK_DEPTH)
-        groups = t.round_down(self.kc, depth, "kw")
+        groups = t.whole_end(self.kc, depth, hint="kw")
         with t.for_(self.c0, groups, depth, "kk") as kk:
             self._pack_rows(count, [kk] + [t.value(f"arith.addi {kk}, {t.const(r)} : index", "kk")
                                            for r in range(1, PACK_DEPTH)])
@@ -880,7 +878,7 @@ def copy_text(source: str, target: str, lanes: int) -> str:
         zero = t.value(f"arith.constant dense<{'0.0' if isinstance(element, ir.FloatType) else '0'}> : {vec}", "zero")
         rows = t.value(f"memref.dim %src, {c0} : {source}", "rows")
         cols = t.value(f"memref.dim %src, {c1} : {source}", "cols")
-        full = t.round_down(cols, step, "full")
+        full = t.whole_end(cols, step, hint="full")
         mask = t.value(f"vector.create_mask {t.value(f'arith.subi {cols}, {full} : index', 'left')} : {mask_type}",
                        "mask")
         with t.parallel(c0, rows, c1, "i") as i:

@@ -433,11 +433,11 @@ class _RowKernel:
                               f" : {self.vec}", "nz") for i in reduces}
         chains = REDUCTION_CHAINS if reduces else 1
         step = chains * self.lanes
-        whole = t.round_down(self.cols, t.const(step), "cw")
+        whole = t.whole_end(self.cols, t.const(step), hint="cw")
         accs = self._loop(indices, self.c0, whole, chains, [[neutral[i] for i in reduces] for _ in range(chains)])
         vectors = whole
         if chains > 1:
-            vectors = t.round_down(self.cols, t.const(self.lanes), "cv")
+            vectors = t.whole_end(self.cols, t.const(self.lanes), hint="cv")
             accs[0] = self._loop(indices, whole, vectors, 1, [accs[0]])[0]
         accs[0] = self._tail(indices, vectors, accs[0], [neutral[i] for i in reduces])
         for r, i in enumerate(reduces):
