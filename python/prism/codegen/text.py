@@ -3,9 +3,11 @@
 A kernel is written line by line with fresh SSA names; a region opens with
 its op's header and closes when its ``with`` block ends, so the nesting of
 the text is the nesting of the Python code. Helpers name the idioms that
-kernels repeat: loops (:meth:`TextBuilder.for_`, :meth:`TextBuilder.parallel`),
-branches (:meth:`TextBuilder.if_`, :meth:`TextBuilder.else_`), a worker's
-share of a range (:meth:`TextBuilder.share`) and an aligned allocation
+kernels repeat: loops (:meth:`TextBuilder.for_`, :meth:`TextBuilder.for_carried`,
+:meth:`TextBuilder.parallel`), branches (:meth:`TextBuilder.if_`,
+:meth:`TextBuilder.else_`), a worker's share of a range
+(:meth:`TextBuilder.share`), the end of a range's whole vectors
+(:meth:`TextBuilder.whole_end`) and an aligned allocation
 (:meth:`TextBuilder.alloc`).
 
 Example::
