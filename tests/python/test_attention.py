@@ -145,15 +145,15 @@ def test_exp2_of_nonpositive_vectors() -> None:
     lanes, vectors = 8, -(-values.size // 8)
     typ, vec = f"tensor<{vectors * lanes}xf32>", f"vector<{lanes}xf32>"
     t = MlirText()
-    t.open(f"func.func @f(%x: {typ}) -> {typ}")
-    out = t.value(f"tensor.empty() : {typ}", "e")
-    pad = t.value("arith.constant 0.0 : f32", "p")
-    for i in range(vectors):
-        x = t.value(f"vector.transfer_read %x[{t.const(i * lanes)}], {pad} {{in_bounds = [true]}} : {typ}, {vec}")
-        y = t.exp2_nonpositive(x, lanes)
-        out = t.value(f"vector.transfer_write {y}, {out}[{t.const(i * lanes)}] {{in_bounds = [true]}} : {vec}, {typ}")
-    t.add(f"return {out} : {typ}")
-    t.close()
+    with t.region(f"func.func @f(%x: {typ}) -> {typ}"):
+        out = t.value(f"tensor.empty() : {typ}", "e")
+        pad = t.value("arith.constant 0.0 : f32", "p")
+        for i in range(vectors):
+            x = t.value(f"vector.transfer_read %x[{t.const(i * lanes)}], {pad} {{in_bounds = [true]}} : {typ}, {vec}")
+            y = t.exp2_nonpositive(x, lanes)
+            out = t.value(f"vector.transfer_write {y}, {out}[{t.const(i * lanes)}] {{in_bounds = [true]}} : {vec}, "
+                          f"{typ}")
+        t.add(f"return {out} : {typ}")
     _, fn = lower_on_host(t.function_text(), "f", 1)
     x = np.zeros(vectors * lanes, np.float32)
     x[:values.size] = values

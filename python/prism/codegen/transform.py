@@ -7,6 +7,7 @@ held across transforms (which MLIR invalidates).
 
 from __future__ import annotations
 
+from prism.codegen.text import TextBuilder
 from prism.infra.diagnostics import SCRIPT_LOCATION
 
 ANY = "!transform.any_op"
@@ -19,10 +20,12 @@ def sequence(body: list[str]) -> str:
     Every op is located at SCRIPT_LOCATION, so that a diagnostic from the
     script is recognized as Prism's own and reported at the payload op instead.
     """
-    lines = "\n".join(f"    {line} {_LOC}" for line in body)
-    return ("module attributes {transform.with_named_sequence} {\n"
-            f"  transform.named_sequence @__transform_main(%root: {ANY} {{transform.readonly}}) {{\n"
-            f"{lines}\n    transform.yield {_LOC}\n  }} {_LOC}\n}}\n")
+    t = TextBuilder()
+    with t.region("module attributes {transform.with_named_sequence}"), \
+            t.region(f"transform.named_sequence @__transform_main(%root: {ANY} {{transform.readonly}})", f" {_LOC}"):
+        for line in [*body, "transform.yield"]:
+            t.add(f"{line} {_LOC}")
+    return t.text() + "\n"
 
 
 def mapping(kind: str, rank: int) -> str:

@@ -202,38 +202,40 @@ class _Attention:
 
     def text(self) -> str:
         p, t = self.plan, self.t
-        self.t.open(f"func.func private @attention(%q: {p.q_type}, %k: {p.k_type}, %v: {p.v_type}) -> {p.out_type}")
-        self.c0, self.c1 = t.const(0), t.const(1)
-        self.q, self.k, self.v = (self.t.buffer(arg, typ, self.dyn) for arg, typ in (("%q", p.q_type), ("%k", p.k_type),
-                                                                           ("%v", p.v_type)))
-        nb = p.batch_rank
-        self.batch = [t.value(f"memref.dim {self.q}, {t.const(d)} : {self.dyn}", "nb") for d in range(nb)]
-        flat = self.c1
-        for size in self.batch:
-            flat = t.value(f"arith.muli {flat}, {size} : index", "nb")
-        self.flat = flat
-        self.sq = t.value(f"memref.dim {self.q}, {t.const(nb)} : {self.dyn}", "sq")
-        self.skv = t.value(f"memref.dim {self.k}, {t.const(nb)} : {self.dyn}", "skv")
-        bkv = t.const(p.bkv)
-        kv_blocks = t.value(f"arith.ceildivui {self.skv}, {bkv} : index", "nkb")
-        if not p.direct_scores:
-            self.kt = t.value(f"memref.alloc({flat}, {kv_blocks}) {{alignment = 64 : i64}} : {self.kt_type}", "kt")
-            self._transpose_k(kv_blocks)
-        sizes = [*self.batch, self.sq, t.const(p.value_dim)]
-        self.out = t.value(f"memref.alloc({', '.join(sizes)}) {{alignment = 64 : i64}} : {self.dyn}", "out")
-        self.s = t.value(f"memref.alloc() {{alignment = 64 : i64}} : {self.s_type}", "sblk")
-        self.o = t.value(f"memref.alloc() {{alignment = 64 : i64}} : {self.o_type}", "oblk")
-        self.m, self.l, self.alpha = (t.value(f"memref.alloc() {{alignment = 64 : i64}} : {self.row_type}", name)
-                                      for name in ("mrow", "lrow", "alpha"))
-        if p.splits > 1:
-            self.kept_m, self.kept_l = (t.value(f"memref.alloc({flat}, {self.sq}) {{alignment = 64 : i64}} : "
-                                                f"{self.kept_row_type}", name) for name in ("kmrow", "klrow"))
-            self.kept_o = t.value(f"memref.alloc({flat}, {self.sq}) {{alignment = 64 : i64}} : {self.kept_o_type}",
-                                  "ko")
-        self._tasks()
-        t.add(f"return {t.tensor_of(self.out, self.dyn, p.out_type)} : {p.out_type}")
-        self.t.close()
+        with t.region(f"func.func private @attention(%q: {p.q_type}, %k: {p.k_type}, %v: {p.v_type}) "
+                      f"-> {p.out_type}"):
+            self.c0, self.c1 = t.const(0), t.const(1)
+            self.q, self.k, self.v = (t.buffer(arg, typ, self.dyn)
+                                      for arg, typ in (("%q", p.q_type), ("%k", p.k_type), ("%v", p.v_type)))
+            nb = p.batch_rank
+            self.batch = [t.value(f"memref.dim {self.q}, {t.const(d)} : {self.dyn}", "nb") for d in range(nb)]
+            flat = self.c1
+            for size in self.batch:
+                flat = t.value(f"arith.muli {flat}, {size} : index", "nb")
+            self.flat = flat
+            self.sq = t.value(f"memref.dim {self.q}, {t.const(nb)} : {self.dyn}", "sq")
+            self.skv = t.value(f"memref.dim {self.k}, {t.const(nb)} : {self.dyn}", "skv")
+            kv_blocks = t.value(f"arith.ceildivui {self.skv}, {t.const(p.bkv)} : index", "nkb")
+            if not p.direct_scores:
+                self.kt = t.alloc(self.kt_type, [flat, kv_blocks], "kt")
+                self._transpose_k(kv_blocks)
+            self._allocate()
+            self._tasks()
+            t.add(f"return {t.tensor_of(self.out, self.dyn, p.out_type)} : {p.out_type}")
         return t.function_text()
+
+    def _allocate(self) -> None:
+        """The output, each worker's scratch (S, O, m, l, alpha) and, with several shares of the keys, what each
+        share leaves for the merge."""
+        p, t = self.plan, self.t
+        self.out = t.alloc(self.dyn, [*self.batch, self.sq, t.const(p.value_dim)], "out")
+        self.s = t.alloc(self.s_type, hint="sblk")
+        self.o = t.alloc(self.o_type, hint="oblk")
+        self.m, self.l, self.alpha = (t.alloc(self.row_type, hint=name) for name in ("mrow", "lrow", "alpha"))
+        if p.splits > 1:
+            self.kept_m, self.kept_l = (t.alloc(self.kept_row_type, [self.flat, self.sq], name)
+                                        for name in ("kmrow", "klrow"))
+            self.kept_o = t.alloc(self.kept_o_type, [self.flat, self.sq], "ko")
 
     # -- helpers ---------------------------------------------------------------------------------------------
 
@@ -251,16 +253,7 @@ class _Attention:
             rest = t.value(f"arith.divui {rest}, {size} : index", "bq")
         return indices[::-1]
 
-    def _shares(self, total: str) -> tuple[str, str, str]:
-        """One parallel iteration per worker over a contiguous share of ``total``: (worker, begin, end)."""
-        t = self.t
-        workers = t.const(self.plan.workers)
-        share = t.value(f"arith.ceildivui {total}, {workers} : index", "share")
-        worker = t.fresh("w")
-        self.t.open(f"scf.parallel ({worker}) = ({self.c0}) to ({workers}) step ({self.c1})")
-        begin = t.value(f"arith.muli {worker}, {share} : index", "first")
-        end = t.value(f"arith.minui {t.value(f'arith.addi {begin}, {share} : index')}, {total} : index", "end")
-        return worker, begin, end
+
 
     def exp2(self, x: str) -> str:
         """2**x of a vector of values <= 0 (or NaN): every argument here is a score minus a running maximum,
@@ -281,76 +274,66 @@ class _Attention:
         """K^T into ``kt[flat batch][d][j]``, zero for j past the end, one parallel task per BKV rows of a head."""
         p, t = self.plan, self.t
         total = t.value(f"arith.muli {self.flat}, {kv_blocks} : index", "kt_tasks")
-        worker, begin, end = self._shares(total)
-        del worker
-        task = t.fresh("kt")
-        self.t.open(f"scf.for {task} = {begin} to {end} step {self.c1}")
-        fb = t.value(f"arith.divui {task}, {kv_blocks} : index", "fb")
-        kb = t.value(f"arith.remui {task}, {kv_blocks} : index", "kb")
-        j0 = t.value(f"arith.muli {kb}, {t.const(p.bkv)} : index", "j0")
-        batch = self._batch_of(fb)
-        d = t.fresh("d")
-        self.t.open(f"scf.for {d} = {self.c0} to {t.const(p.head_dim)} step {self.c1}")
-        jj = t.fresh("jj")
-        self.t.open(f"scf.for {jj} = {self.c0} to {t.const(p.bkv)} step {self.c1}")
-        j = t.value(f"arith.addi {j0}, {jj} : index", "j")
-        inside = t.value(f"arith.cmpi ult, {j}, {self.skv} : index")
-        value = t.fresh("kv")
-        t.add(f"{value} = scf.if {inside} -> ({F32}) {{")
-        t.depth += 1
-        where = ", ".join([*batch, j, d])
-        t.add(f"scf.yield {t.value(f'memref.load {self.k}[{where}] : {self.dyn}', 'x')} : {F32}")
-        self.t.close("} else {")
-        t.depth += 1
-        t.add(f"scf.yield {self._f(0.0)} : {F32}")
-        self.t.close()
-        t.add(f"memref.store {value}, {self.kt}[{fb}, {kb}, {d}, {jj}] : {self.kt_type}")
-        for _ in range(4):  # jj, d, the worker's task loop, the parallel loop
-            self.t.close()
+        with t.share(total, p.workers) as (_, begin, end), t.for_(begin, end, self.c1, "kt") as task:
+            fb = t.value(f"arith.divui {task}, {kv_blocks} : index", "fb")
+            kb = t.value(f"arith.remui {task}, {kv_blocks} : index", "kb")
+            j0 = t.value(f"arith.muli {kb}, {t.const(p.bkv)} : index", "j0")
+            batch = self._batch_of(fb)
+            with t.for_(self.c0, t.const(p.head_dim), self.c1, "d") as d, \
+                    t.for_(self.c0, t.const(p.bkv), self.c1, "jj") as jj:
+                j = t.value(f"arith.addi {j0}, {jj} : index", "j")
+                inside = t.value(f"arith.cmpi ult, {j}, {self.skv} : index")
+                with t.if_(inside, [F32], "kv") as (value,):
+                    where = ", ".join([*batch, j, d])
+                    t.yield_([t.value(f"memref.load {self.k}[{where}] : {self.dyn}", "x")], [F32])
+                with t.else_():
+                    t.yield_([self._f(0.0)], [F32])
+                t.add(f"memref.store {value}, {self.kt}[{fb}, {kb}, {d}, {jj}] : {self.kt_type}")
 
     def _tasks(self) -> None:
         p, t = self.plan, self.t
-        bq, bkv = t.const(p.bq), t.const(p.bkv)
+        bq = t.const(p.bq)
         q_blocks = t.value(f"arith.ceildivui {self.sq}, {bq} : index", "nqb")
         # Task = (flat batch, query block, share of the keys), the share fastest.
         blocks = t.value(f"arith.muli {self.flat}, {q_blocks} : index", "nblk")
         total = t.value(f"arith.muli {blocks}, {t.const(p.splits)} : index", "tasks")
-        self.w, begin, end = self._shares(total)
-        task = t.fresh("task")
-        self.t.open(f"scf.for {task} = {begin} to {end} step {self.c1}")
-        self.split = t.value(f"arith.remui {task}, {t.const(p.splits)} : index", "ks")
-        block = t.value(f"arith.divui {task}, {t.const(p.splits)} : index", "blk")
-        self.fb = t.value(f"arith.divui {block}, {q_blocks} : index", "fb")
-        self.bi = self._batch_of(self.fb)
-        i0 = t.value(f"arith.muli {t.value(f'arith.remui {block}, {q_blocks} : index')}, {bq} : index", "i0")
-        i1 = t.value(f"arith.minui {t.value(f'arith.addi {i0}, {bq} : index')}, {self.sq} : index", "i1")
-        self.i0 = i0
-        self.last = t.value(f"arith.subi {i1}, {self.c1} : index", "last")
-        # This share's keys: ceil(key blocks / KVS) blocks from its first (none past the end).
+        with t.share(total, p.workers) as (self.w, begin, end), t.for_(begin, end, self.c1, "task") as task:
+            self.split = t.value(f"arith.remui {task}, {t.const(p.splits)} : index", "ks")
+            block = t.value(f"arith.divui {task}, {t.const(p.splits)} : index", "blk")
+            self.fb = t.value(f"arith.divui {block}, {q_blocks} : index", "fb")
+            self.bi = self._batch_of(self.fb)
+            i0 = t.value(f"arith.muli {t.value(f'arith.remui {block}, {q_blocks} : index')}, {bq} : index", "i0")
+            i1 = t.value(f"arith.minui {t.value(f'arith.addi {i0}, {bq} : index')}, {self.sq} : index", "i1")
+            self.i0 = i0
+            self.last = t.value(f"arith.subi {i1}, {self.c1} : index", "last")
+            first, stop = self._key_share(i1)
+            self._start()
+            with t.for_(first, stop, t.const(p.bkv), "j0") as self.j0:
+                self.kb = t.value(f"arith.divui {self.j0}, {t.const(p.bkv)} : index", "kb")
+                self.nkv = t.value(f"arith.minui {t.value(f'arith.subi {self.skv}, {self.j0} : index')}, "
+                                   f"{t.const(p.bkv)} : index", "nkv")
+                self._scores()
+                self._softmax()
+                self._values()
+            self._finish(i1)
+        if p.splits > 1:
+            self._merge()
+
+    def _key_share(self, i1: str) -> tuple[str, str]:
+        """This task's keys: ceil(key blocks / KVS) blocks from its share's first (none past the end; under a
+        causal mask, none past the block's last row plus the offset)."""
+        p, t = self.plan, self.t
+        bkv = t.const(p.bkv)
         kv_blocks = t.value(f"arith.ceildivui {self.skv}, {bkv} : index", "nkb")
         share = t.value(f"arith.ceildivui {kv_blocks}, {t.const(p.splits)} : index", "kshare")
         chunk = t.value(f"arith.muli {share}, {bkv} : index", "kchunk")
         first = t.value(f"arith.minui {t.value(f'arith.muli {self.split}, {chunk} : index')}, {self.skv} : index",
                         "kfirst")
         stop = t.value(f"arith.minui {t.value(f'arith.addi {first}, {chunk} : index')}, {self.skv} : index", "kend")
-        if p.causal is not None:  # no key past the block's last row (plus the offset)
+        if p.causal is not None:
             stop = t.value(f"arith.minui {stop}, {t.value(f'arith.addi {i1}, {t.const(p.causal)} : index')} : index",
                            "kend")
-        self._start()
-        j0 = t.fresh("j0")
-        self.t.open(f"scf.for {j0} = {first} to {stop} step {bkv}")
-        self.j0 = j0
-        self.kb = t.value(f"arith.divui {j0}, {bkv} : index", "kb")
-        self.nkv = t.value(f"arith.minui {t.value(f'arith.subi {self.skv}, {j0} : index')}, {bkv} : index", "nkv")
-        self._scores()
-        self._softmax()
-        self._values()
-        self.t.close()
-        self._finish(i1)
-        self.t.close()
-        self.t.close()
-        if p.splits > 1:
-            self._merge()
+        return first, stop
 
     def _row(self, local: str) -> str:
         """The query row of local row ``local``: rows past the block's end repeat its last row."""
@@ -359,62 +342,53 @@ class _Attention:
 
     def _start(self) -> None:
         p, t = self.plan, self.t
-        r = t.fresh("r")
-        self.t.open(f"scf.for {r} = {self.c0} to {t.const(p.bq)} step {self.c1}")
-        t.add(f"memref.store {self._f(-math.inf)}, {self.m}[{self.w}, {r}] : {self.row_type}")
-        t.add(f"memref.store {self._f(0.0)}, {self.l}[{self.w}, {r}] : {self.row_type}")
-        zero = self._splat(0.0)
-        for e in range(0, p.value_dim, p.lanes):
-            t.add(f"vector.store {zero}, {self.o}[{self.w}, {r}, {t.const(e)}] : {self.o_type}, {self.vec}")
-        self.t.close()
+        with t.for_(self.c0, t.const(p.bq), self.c1, "r") as r:
+            t.add(f"memref.store {self._f(-math.inf)}, {self.m}[{self.w}, {r}] : {self.row_type}")
+            t.add(f"memref.store {self._f(0.0)}, {self.l}[{self.w}, {r}] : {self.row_type}")
+            zero = self._splat(0.0)
+            for e in range(0, p.value_dim, p.lanes):
+                t.add(f"vector.store {zero}, {self.o}[{self.w}, {r}, {t.const(e)}] : {self.o_type}, {self.vec}")
 
     def _block_product(self, rows: list[str], load_a, load_b, steps: str, init: list[str]) -> list[str]:
         """RM x RN accumulators: ``acc[r][v] += a(r, step) * b(step)[v]`` over ``steps``."""
         p, t = self.plan, self.t
         nv = p.rn // p.lanes
-        types = ", ".join([self.vec] * (len(rows) * nv))
-        step, acc, out = t.fresh("kk"), [t.fresh("acc") for _ in range(len(rows) * nv)], t.fresh("out")
-        iter_args = ", ".join(f"{a} = {i}" for a, i in zip(acc, init, strict=True))
-        t.add(f"{out}:{len(acc)} = scf.for {step} = {self.c0} to {steps} step {self.c1} "
-              f"iter_args({iter_args}) -> ({types}) {{")
-        t.depth += 1
-        b = load_b(step)
-        updated = []
-        for r, row in enumerate(rows):
-            broadcast = t.value(f"vector.broadcast {load_a(row, step)} : {F32} to {self.vec}", "bc")
-            for v in range(nv):
-                updated.append(t.value(f"vector.fma {broadcast}, {b[v]}, {acc[r * nv + v]} : {self.vec}", "f"))
-        t.add(f"scf.yield {', '.join(updated)} : {types}")
-        self.t.close()
-        return [f"{out}#{i}" for i in range(len(acc))]
+        with t.for_carried(self.c0, steps, self.c1, init, self.vec, ("kk", "acc", "out")) as loop:
+            b = load_b(loop.iv)
+            updated = []
+            for r, row in enumerate(rows):
+                broadcast = t.value(f"vector.broadcast {load_a(row, loop.iv)} : {F32} to {self.vec}", "bc")
+                for v in range(nv):
+                    updated.append(t.value(f"vector.fma {broadcast}, {b[v]}, {loop.args[r * nv + v]} : {self.vec}",
+                                           "f"))
+            t.yield_(updated, [self.vec] * len(updated))
+        return loop.results
 
     def _scores_direct(self) -> None:
         """S = Q_blk K_blk^T row by row, each score a dot product of a query row and a key row (vectors along
         the head dimension, summed across at the end)."""
         p, t = self.plan, self.t
-        r, c = t.fresh("r"), t.fresh("kc")
-        self.t.open(f"scf.for {r} = {self.c0} to {t.const(p.bq)} step {self.c1}")
-        row = self._row(r)
-        offsets = [t.const(d) for d in range(0, p.head_dim - p.head_dim % p.lanes, p.lanes)]
-        query = [t.value(f"vector.load {self.q}[{', '.join([*self.bi, row, o])}] : {self.dyn}, {self.vec}", "qv")
-                 for o in offsets]
-        self.t.open(f"scf.for {c} = {self.c0} to {self.nkv} step {self.c1}")
-        j = t.value(f"arith.addi {self.j0}, {c} : index", "j")
-        total = None
-        for o, x in zip(offsets, query, strict=True):
-            key = t.value(f"vector.load {self.k}[{', '.join([*self.bi, j, o])}] : {self.dyn}, {self.vec}", "kv")
-            total = (t.value(f"arith.mulf {x}, {key} : {self.vec}", "dp") if total is None
-                     else t.value(f"vector.fma {x}, {key}, {total} : {self.vec}", "dp"))
-        score = (t.value(f"vector.reduction <add>, {total} : {self.vec} into {F32}", "sc") if total is not None
-                 else self._f(0.0))
-        for d in range(len(offsets) * p.lanes, p.head_dim):  # a head size that is not a multiple of the lanes
-            index = t.const(d)
-            x = t.value(f"memref.load {self.q}[{', '.join([*self.bi, row, index])}] : {self.dyn}", "qs")
-            y = t.value(f"memref.load {self.k}[{', '.join([*self.bi, j, index])}] : {self.dyn}", "ks")
-            score = t.value(f"math.fma {x}, {y}, {score} : {F32}", "sc")
-        t.add(f"memref.store {score}, {self.s}[{self.w}, {r}, {c}] : {self.s_type}")
-        self.t.close()
-        self.t.close()
+        with t.for_(self.c0, t.const(p.bq), self.c1, "r") as r:
+            row = self._row(r)
+            offsets = [t.const(d) for d in range(0, p.head_dim - p.head_dim % p.lanes, p.lanes)]
+            query = [t.value(f"vector.load {self.q}[{', '.join([*self.bi, row, o])}] : {self.dyn}, {self.vec}", "qv")
+                     for o in offsets]
+            with t.for_(self.c0, self.nkv, self.c1, "kc") as c:
+                j = t.value(f"arith.addi {self.j0}, {c} : index", "j")
+                total = None
+                for o, x in zip(offsets, query, strict=True):
+                    key = t.value(f"vector.load {self.k}[{', '.join([*self.bi, j, o])}] : {self.dyn}, {self.vec}",
+                                  "kv")
+                    total = (t.value(f"arith.mulf {x}, {key} : {self.vec}", "dp") if total is None
+                             else t.value(f"vector.fma {x}, {key}, {total} : {self.vec}", "dp"))
+                score = (t.value(f"vector.reduction <add>, {total} : {self.vec} into {F32}", "sc") if total is not None
+                         else self._f(0.0))
+                for d in range(len(offsets) * p.lanes, p.head_dim):  # a head size that is not a multiple of lanes
+                    index = t.const(d)
+                    x = t.value(f"memref.load {self.q}[{', '.join([*self.bi, row, index])}] : {self.dyn}", "qs")
+                    y = t.value(f"memref.load {self.k}[{', '.join([*self.bi, j, index])}] : {self.dyn}", "ks")
+                    score = t.value(f"math.fma {x}, {y}, {score} : {F32}", "sc")
+                t.add(f"memref.store {score}, {self.s}[{self.w}, {r}, {c}] : {self.s_type}")
 
     def _scores(self) -> None:
         """S = Q_blk K_blk^T, in RM x RN blocks over the head dimension."""
@@ -423,174 +397,164 @@ class _Attention:
             self._scores_direct()
             return
         nv = p.rn // p.lanes
-        r0, c0 = t.fresh("r0"), t.fresh("col")
-        self.t.open(f"scf.for {r0} = {self.c0} to {t.const(p.bq)} step {t.const(p.rm)}")
-        locals_ = [r0] + [t.value(f"arith.addi {r0}, {t.const(r)} : index", "lr") for r in range(1, p.rm)]
-        rows = [self._row(local) for local in locals_]
-        self.t.open(f"scf.for {c0} = {self.c0} to {t.const(p.bkv)} step {t.const(p.rn)}")
-        columns = [c0] + [t.value(f"arith.addi {c0}, {t.const(v * p.lanes)} : index", "jc") for v in range(1, nv)]
-        zero = self._splat(0.0)
+        with t.for_(self.c0, t.const(p.bq), t.const(p.rm), "r0") as r0:
+            locals_ = [r0] + [t.value(f"arith.addi {r0}, {t.const(r)} : index", "lr") for r in range(1, p.rm)]
+            rows = [self._row(local) for local in locals_]
+            with t.for_(self.c0, t.const(p.bkv), t.const(p.rn), "col") as c0:
+                columns = [c0] + [t.value(f"arith.addi {c0}, {t.const(v * p.lanes)} : index", "jc")
+                                  for v in range(1, nv)]
+                zero = self._splat(0.0)
 
-        def load_q(row: str, d: str) -> str:
-            return t.value(f"memref.load {self.q}[{', '.join([*self.bi, row, d])}] : {self.dyn}", "qs")
+                def load_q(row: str, d: str) -> str:
+                    return t.value(f"memref.load {self.q}[{', '.join([*self.bi, row, d])}] : {self.dyn}", "qs")
 
-        def load_kt(d: str) -> list[str]:
-            return [t.value(f"vector.load {self.kt}[{self.fb}, {self.kb}, {d}, {col}] : {self.kt_type}, {self.vec}",
-                            "kt") for col in columns]
+                def load_kt(d: str) -> list[str]:
+                    return [t.value(f"vector.load {self.kt}[{self.fb}, {self.kb}, {d}, {col}] : {self.kt_type}, "
+                                    f"{self.vec}", "kt") for col in columns]
 
-        acc = self._block_product(rows, load_q, load_kt, t.const(p.head_dim), [zero] * (p.rm * nv))
-        for r, local in enumerate(locals_):
-            for v in range(nv):
-                col = t.value(f"arith.addi {c0}, {t.const(v * p.lanes)} : index", "sc") if v else c0
-                t.add(f"vector.store {acc[r * nv + v]}, {self.s}[{self.w}, {local}, {col}] : {self.s_type}, "
-                      f"{self.vec}")
-        self.t.close()
-        self.t.close()
+                acc = self._block_product(rows, load_q, load_kt, t.const(p.head_dim), [zero] * (p.rm * nv))
+                for r, local in enumerate(locals_):
+                    for v in range(nv):
+                        col = t.value(f"arith.addi {c0}, {t.const(v * p.lanes)} : index", "sc") if v else c0
+                        t.add(f"vector.store {acc[r * nv + v]}, {self.s}[{self.w}, {local}, {col}] : {self.s_type}, "
+                              f"{self.vec}")
 
     def _softmax(self) -> None:
         """Per row of S: the new running maximum, P = exp((S - m') c) in place of S, l and alpha."""
         p, t, vec = self.plan, self.t, self.vec
-        r = t.fresh("r")
-        self.t.open(f"scf.for {r} = {self.c0} to {t.const(p.bq)} step {self.c1}")
-        # Columns past the end of K (or, with a causal mask, past the row's last key) weigh nothing.
-        kept = self.nkv
-        if p.causal is not None:
-            end = t.value(f"arith.addi {self._row(r)}, {t.const(p.causal + 1)} : index", "kend")
-            kept = t.value(f"arith.minui {t.value(f'arith.maxui {end}, {self.j0} : index')}, "
-                           f"{t.value(f'arith.addi {self.j0}, {self.nkv} : index')} : index", "kend")
-            kept = t.value(f"arith.subi {kept}, {self.j0} : index", "kept")
-        tail = t.fresh("tail")
-        self.t.open(f"scf.for {tail} = {kept} to {t.const(p.bkv)} step {self.c1}")
-        t.add(f"memref.store {self._f(-math.inf)}, {self.s}[{self.w}, {r}, {tail}] : {self.s_type}")
-        self.t.close()
-        offsets = [t.const(c) for c in range(0, p.bkv, p.lanes)]
-        scores = [t.value(f"vector.load {self.s}[{self.w}, {r}, {o}] : {self.s_type}, {vec}", "sv") for o in offsets]
-        # maxnum ignores NaN (one instruction fewer than maximum's NaN propagation); a NaN score still makes
-        # its row NaN, through exp.
-        top = self._tree("arith.maxnumf", scores, "mx")
-        top = t.value(f"vector.reduction <maxnumf>, {top} : {vec} into {F32}", "mx")
-        old = t.value(f"memref.load {self.m}[{self.w}, {r}] : {self.row_type}", "mo")
-        new = t.value(f"arith.maximumf {old}, {top} : {F32}", "mn")
-        # A row with no key yet (a causal mask's, in a later share of the keys) keeps m = -inf: exponents are then
-        # taken from 0, so that its weights and alpha are 0 rather than NaN.
-        empty = t.value(f"arith.cmpf oeq, {new}, {self._f(-math.inf)} : {F32}", "none")
-        shift = t.value(f"arith.select {empty}, {self._f(0.0)}, {new} : {F32}", "ms")
-        # In base 2: exp((s - m) c) = 2**(s c log2(e) - m c log2(e)), one FMA per vector before the exponential.
-        rate = self.plan.scale * math.log2(math.e)
-        gap = t.value(f"arith.mulf {t.value(f'arith.subf {old}, {shift} : {F32}')}, {self._f(rate)} : {F32}", "gap")
-        gap = t.value(f"vector.broadcast {gap} : {F32} to {vec}", "gap")
-        alpha = t.value(f"vector.extract {self.exp2(gap)}[0] : {F32} from {vec}", "al")
-        offset = t.value(f"vector.broadcast {t.value(f'arith.mulf {shift}, {self._f(-rate)} : {F32}')} : {F32} "
-                         f"to {vec}", "mv")
-        rate_vec = self._splat(rate)
-        weights = []
-        for o, x in zip(offsets, scores, strict=True):
-            weights.append(self.exp2(t.value(f"vector.fma {x}, {rate_vec}, {offset} : {vec}", "z")))
-            t.add(f"vector.store {weights[-1]}, {self.s}[{self.w}, {r}, {o}] : {self.s_type}, {vec}")
-        total = self._tree("arith.addf", weights, "sum")
-        row_sum = t.value(f"vector.reduction <add>, {total} : {vec} into {F32}", "rs")
-        before = t.value(f"memref.load {self.l}[{self.w}, {r}] : {self.row_type}", "lo")
-        after = t.value(f"arith.addf {t.value(f'arith.mulf {before}, {alpha} : {F32}')}, {row_sum} : {F32}", "ln")
-        t.add(f"memref.store {after}, {self.l}[{self.w}, {r}] : {self.row_type}")
-        t.add(f"memref.store {new}, {self.m}[{self.w}, {r}] : {self.row_type}")
-        t.add(f"memref.store {alpha}, {self.alpha}[{self.w}, {r}] : {self.row_type}")
-        self.t.close()
+        with t.for_(self.c0, t.const(p.bq), self.c1, "r") as r:
+            # Columns past the end of K (or, with a causal mask, past the row's last key) weigh nothing.
+            kept = self.nkv
+            if p.causal is not None:
+                end = t.value(f"arith.addi {self._row(r)}, {t.const(p.causal + 1)} : index", "kend")
+                kept = t.value(f"arith.minui {t.value(f'arith.maxui {end}, {self.j0} : index')}, "
+                               f"{t.value(f'arith.addi {self.j0}, {self.nkv} : index')} : index", "kend")
+                kept = t.value(f"arith.subi {kept}, {self.j0} : index", "kept")
+            with t.for_(kept, t.const(p.bkv), self.c1, "tail") as tail:
+                t.add(f"memref.store {self._f(-math.inf)}, {self.s}[{self.w}, {r}, {tail}] : {self.s_type}")
+            offsets = [t.const(c) for c in range(0, p.bkv, p.lanes)]
+            scores = [t.value(f"vector.load {self.s}[{self.w}, {r}, {o}] : {self.s_type}, {vec}", "sv")
+                      for o in offsets]
+            # maxnum ignores NaN (one instruction fewer than maximum's NaN propagation); a NaN score still makes
+            # its row NaN, through exp.
+            top = self._tree("arith.maxnumf", scores, "mx")
+            top = t.value(f"vector.reduction <maxnumf>, {top} : {vec} into {F32}", "mx")
+            old = t.value(f"memref.load {self.m}[{self.w}, {r}] : {self.row_type}", "mo")
+            new = t.value(f"arith.maximumf {old}, {top} : {F32}", "mn")
+            # A row with no key yet (a causal mask's, in a later share of the keys) keeps m = -inf: exponents are then
+            # taken from 0, so that its weights and alpha are 0 rather than NaN.
+            empty = t.value(f"arith.cmpf oeq, {new}, {self._f(-math.inf)} : {F32}", "none")
+            shift = t.value(f"arith.select {empty}, {self._f(0.0)}, {new} : {F32}", "ms")
+            # In base 2: exp((s - m) c) = 2**(s c log2(e) - m c log2(e)), one FMA per vector before the exponential.
+            rate = self.plan.scale * math.log2(math.e)
+            gap = t.value(f"arith.mulf {t.value(f'arith.subf {old}, {shift} : {F32}')}, {self._f(rate)} : {F32}", "gap")
+            gap = t.value(f"vector.broadcast {gap} : {F32} to {vec}", "gap")
+            alpha = t.value(f"vector.extract {self.exp2(gap)}[0] : {F32} from {vec}", "al")
+            offset = t.value(f"vector.broadcast {t.value(f'arith.mulf {shift}, {self._f(-rate)} : {F32}')} : {F32} "
+                             f"to {vec}", "mv")
+            rate_vec = self._splat(rate)
+            weights = []
+            for o, x in zip(offsets, scores, strict=True):
+                weights.append(self.exp2(t.value(f"vector.fma {x}, {rate_vec}, {offset} : {vec}", "z")))
+                t.add(f"vector.store {weights[-1]}, {self.s}[{self.w}, {r}, {o}] : {self.s_type}, {vec}")
+            total = self._tree("arith.addf", weights, "sum")
+            row_sum = t.value(f"vector.reduction <add>, {total} : {vec} into {F32}", "rs")
+            before = t.value(f"memref.load {self.l}[{self.w}, {r}] : {self.row_type}", "lo")
+            after = t.value(f"arith.addf {t.value(f'arith.mulf {before}, {alpha} : {F32}')}, {row_sum} : {F32}", "ln")
+            t.add(f"memref.store {after}, {self.l}[{self.w}, {r}] : {self.row_type}")
+            t.add(f"memref.store {new}, {self.m}[{self.w}, {r}] : {self.row_type}")
+            t.add(f"memref.store {alpha}, {self.alpha}[{self.w}, {r}] : {self.row_type}")
 
     def _values(self) -> None:
         """O = alpha O + P V_blk, in RM x RN blocks over the block's rows of V."""
         p, t = self.plan, self.t
         nv = p.rn // p.lanes
-        r0, e0 = t.fresh("r0"), t.fresh("e0")
-        self.t.open(f"scf.for {r0} = {self.c0} to {t.const(p.bq)} step {t.const(p.rm)}")
-        locals_ = [r0] + [t.value(f"arith.addi {r0}, {t.const(r)} : index", "lr") for r in range(1, p.rm)]
-        self.t.open(f"scf.for {e0} = {self.c0} to {t.const(p.value_dim)} step {t.const(p.rn)}")
-        columns = [e0] + [t.value(f"arith.addi {e0}, {t.const(v * p.lanes)} : index", "ec") for v in range(1, nv)]
-        init = []
-        for local in locals_:
-            alpha = t.value(f"memref.load {self.alpha}[{self.w}, {local}] : {self.row_type}", "al")
-            alpha = t.value(f"vector.broadcast {alpha} : {F32} to {self.vec}", "av")
-            for col in columns:
-                acc = t.value(f"vector.load {self.o}[{self.w}, {local}, {col}] : {self.o_type}, {self.vec}", "ov")
-                init.append(t.value(f"arith.mulf {acc}, {alpha} : {self.vec}", "ov"))
+        with t.for_(self.c0, t.const(p.bq), t.const(p.rm), "r0") as r0:
+            locals_ = [r0] + [t.value(f"arith.addi {r0}, {t.const(r)} : index", "lr") for r in range(1, p.rm)]
+            with t.for_(self.c0, t.const(p.value_dim), t.const(p.rn), "e0") as e0:
+                columns = [e0] + [t.value(f"arith.addi {e0}, {t.const(v * p.lanes)} : index", "ec")
+                                  for v in range(1, nv)]
+                init = []
+                for local in locals_:
+                    alpha = t.value(f"memref.load {self.alpha}[{self.w}, {local}] : {self.row_type}", "al")
+                    alpha = t.value(f"vector.broadcast {alpha} : {F32} to {self.vec}", "av")
+                    for col in columns:
+                        acc = t.value(f"vector.load {self.o}[{self.w}, {local}, {col}] : {self.o_type}, {self.vec}",
+                                      "ov")
+                        init.append(t.value(f"arith.mulf {acc}, {alpha} : {self.vec}", "ov"))
 
-        def load_p(local: str, c: str) -> str:
-            return t.value(f"memref.load {self.s}[{self.w}, {local}, {c}] : {self.s_type}", "ps")
+                def load_p(local: str, c: str) -> str:
+                    return t.value(f"memref.load {self.s}[{self.w}, {local}, {c}] : {self.s_type}", "ps")
 
-        def load_v(c: str) -> list[str]:
-            j = t.value(f"arith.addi {self.j0}, {c} : index", "j")
-            return [t.value(f"vector.load {self.v}[{', '.join([*self.bi, j, col])}] : {self.dyn}, {self.vec}", "vv")
-                    for col in columns]
+                def load_v(c: str) -> list[str]:
+                    j = t.value(f"arith.addi {self.j0}, {c} : index", "j")
+                    return [t.value(f"vector.load {self.v}[{', '.join([*self.bi, j, col])}] : {self.dyn}, "
+                                    f"{self.vec}", "vv") for col in columns]
 
-        acc = self._block_product(locals_, load_p, load_v, self.nkv, init)
-        for r, local in enumerate(locals_):
-            for v, col in enumerate(columns):
-                t.add(f"vector.store {acc[r * nv + v]}, {self.o}[{self.w}, {local}, {col}] : {self.o_type}, "
-                      f"{self.vec}")
-        self.t.close()
-        self.t.close()
+                acc = self._block_product(locals_, load_p, load_v, self.nkv, init)
+                for r, local in enumerate(locals_):
+                    for v, col in enumerate(columns):
+                        t.add(f"vector.store {acc[r * nv + v]}, {self.o}[{self.w}, {local}, {col}] : {self.o_type}, "
+                              f"{self.vec}")
 
     def _finish(self, i1: str) -> None:
         """For the block's rows: out = O / l; with several shares of the keys, this share's m, l and O instead,
         into the buffers that :meth:`_merge` reads."""
         p, t = self.plan, self.t
         count = t.value(f"arith.subi {i1}, {self.i0} : index", "rows")
-        r = t.fresh("r")
-        self.t.open(f"scf.for {r} = {self.c0} to {count} step {self.c1}")
-        row = t.value(f"arith.addi {self.i0}, {r} : index", "g")
-        shared = p.splits > 1
-        if shared:
-            for kept, scratch in ((self.kept_m, self.m), (self.kept_l, self.l)):
-                value = t.value(f"memref.load {scratch}[{self.w}, {r}] : {self.row_type}", "x")
-                t.add(f"memref.store {value}, {kept}[{self.split}, {self.fb}, {row}] : {self.kept_row_type}")
-        else:
-            total = t.value(f"memref.load {self.l}[{self.w}, {r}] : {self.row_type}", "l")
-            total = t.value(f"vector.broadcast {total} : {F32} to {self.vec}", "lv")
-        for e in range(0, p.value_dim, p.lanes):
-            x = t.value(f"vector.load {self.o}[{self.w}, {r}, {t.const(e)}] : {self.o_type}, {self.vec}", "ov")
+        with t.for_(self.c0, count, self.c1, "r") as r:
+            row = t.value(f"arith.addi {self.i0}, {r} : index", "g")
+            shared = p.splits > 1
             if shared:
-                t.add(f"vector.store {x}, {self.kept_o}[{self.split}, {self.fb}, {row}, {t.const(e)}] : "
-                      f"{self.kept_o_type}, {self.vec}")
+                for kept, scratch in ((self.kept_m, self.m), (self.kept_l, self.l)):
+                    value = t.value(f"memref.load {scratch}[{self.w}, {r}] : {self.row_type}", "x")
+                    t.add(f"memref.store {value}, {kept}[{self.split}, {self.fb}, {row}] : {self.kept_row_type}")
             else:
-                y = t.value(f"arith.divf {x}, {total} : {self.vec}", "y")
-                t.add(f"vector.store {y}, {self.out}[{', '.join([*self.bi, row, t.const(e)])}] : {self.dyn}, "
-                      f"{self.vec}")
-        self.t.close()
+                total = t.value(f"memref.load {self.l}[{self.w}, {r}] : {self.row_type}", "l")
+                total = t.value(f"vector.broadcast {total} : {F32} to {self.vec}", "lv")
+            for e in range(0, p.value_dim, p.lanes):
+                x = t.value(f"vector.load {self.o}[{self.w}, {r}, {t.const(e)}] : {self.o_type}, {self.vec}", "ov")
+                if shared:
+                    t.add(f"vector.store {x}, {self.kept_o}[{self.split}, {self.fb}, {row}, {t.const(e)}] : "
+                          f"{self.kept_o_type}, {self.vec}")
+                else:
+                    y = t.value(f"arith.divf {x}, {total} : {self.vec}", "y")
+                    t.add(f"vector.store {y}, {self.out}[{', '.join([*self.bi, row, t.const(e)])}] : {self.dyn}, "
+                          f"{self.vec}")
 
     def _merge(self) -> None:
         """out = sum_s w_s O_s / sum_s w_s l_s with w_s = exp((m_s - M) c), M = max_s m_s, row by row."""
         p, t, vec = self.plan, self.t, self.vec
         rows = t.value(f"arith.muli {self.flat}, {self.sq} : index", "mrows")
-        _, begin, end = self._shares(rows)
-        g = t.fresh("g")
-        self.t.open(f"scf.for {g} = {begin} to {end} step {self.c1}")
-        fb = t.value(f"arith.divui {g}, {self.sq} : index", "fb")
-        row = t.value(f"arith.remui {g}, {self.sq} : index", "i")
-        where = [t.const(s) for s in range(p.splits)]
-        maxima = [t.value(f"memref.load {self.kept_m}[{s}, {fb}, {row}] : {self.kept_row_type}", "ms") for s in where]
-        top = maxima[0]
-        for m in maxima[1:]:
-            top = t.value(f"arith.maximumf {top}, {m} : {F32}", "mx")
-        rate = self._f(p.scale * math.log2(math.e))
-        weights = []
-        for m in maxima:
-            gap = t.value(f"arith.mulf {t.value(f'arith.subf {m}, {top} : {F32}')}, {rate} : {F32}", "gap")
-            weights.append(self.exp2(t.value(f"vector.broadcast {gap} : {F32} to {vec}", "gap")))
-        total = None
-        for s, w in zip(where, weights, strict=True):
-            share = t.value(f"memref.load {self.kept_l}[{s}, {fb}, {row}] : {self.kept_row_type}", "ls")
-            share = t.value(f"arith.mulf {w}, {t.value(f'vector.broadcast {share} : {F32} to {vec}')} : {vec}")
-            total = share if total is None else t.value(f"arith.addf {total}, {share} : {vec}", "lt")
-        batch = self._batch_of(fb)
-        for e in range(0, p.value_dim, p.lanes):
-            column, acc = t.const(e), None
+        with t.share(rows, p.workers) as (_, begin, end), t.for_(begin, end, self.c1, "g") as g:
+            fb = t.value(f"arith.divui {g}, {self.sq} : index", "fb")
+            row = t.value(f"arith.remui {g}, {self.sq} : index", "i")
+            where = [t.const(s) for s in range(p.splits)]
+            maxima = [t.value(f"memref.load {self.kept_m}[{s}, {fb}, {row}] : {self.kept_row_type}", "ms")
+                      for s in where]
+            top = maxima[0]
+            for m in maxima[1:]:
+                top = t.value(f"arith.maximumf {top}, {m} : {F32}", "mx")
+            rate = self._f(p.scale * math.log2(math.e))
+            weights = []
+            for m in maxima:
+                gap = t.value(f"arith.mulf {t.value(f'arith.subf {m}, {top} : {F32}')}, {rate} : {F32}", "gap")
+                weights.append(self.exp2(t.value(f"vector.broadcast {gap} : {F32} to {vec}", "gap")))
+            total = None
             for s, w in zip(where, weights, strict=True):
-                x = t.value(f"vector.load {self.kept_o}[{s}, {fb}, {row}, {column}] : {self.kept_o_type}, {vec}", "os")
-                acc = (t.value(f"arith.mulf {w}, {x} : {vec}", "oa") if acc is None
-                       else t.value(f"vector.fma {w}, {x}, {acc} : {vec}", "oa"))
-            y = t.value(f"arith.divf {acc}, {total} : {vec}", "y")
-            t.add(f"vector.store {y}, {self.out}[{', '.join([*batch, row, column])}] : {self.dyn}, {vec}")
-        self.t.close()
-        self.t.close()
+                share = t.value(f"memref.load {self.kept_l}[{s}, {fb}, {row}] : {self.kept_row_type}", "ls")
+                share = t.value(f"arith.mulf {w}, {t.value(f'vector.broadcast {share} : {F32} to {vec}')} : {vec}")
+                total = share if total is None else t.value(f"arith.addf {total}, {share} : {vec}", "lt")
+            batch = self._batch_of(fb)
+            for e in range(0, p.value_dim, p.lanes):
+                column, acc = t.const(e), None
+                for s, w in zip(where, weights, strict=True):
+                    x = t.value(f"vector.load {self.kept_o}[{s}, {fb}, {row}, {column}] : {self.kept_o_type}, "
+                                f"{vec}", "os")
+                    acc = (t.value(f"arith.mulf {w}, {x} : {vec}", "oa") if acc is None
+                           else t.value(f"vector.fma {w}, {x}, {acc} : {vec}", "oa"))
+                y = t.value(f"arith.divf {acc}, {total} : {vec}", "y")
+                t.add(f"vector.store {y}, {self.out}[{', '.join([*batch, row, column])}] : {self.dyn}, {vec}")
 
 
 def attention_text(plan: AttentionPlan) -> str:

@@ -72,6 +72,8 @@ RM = 4, RN = 16, PACK = 1`` the op becomes::
 
 from __future__ import annotations
 
+import functools
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from mlir import ir
@@ -178,6 +180,19 @@ def _dim(tensor_type: str, index: int) -> int | None:
     return None if size == "?" else int(size)
 
 
+@dataclass(frozen=True)
+class _Tasks:
+    """A worker's loop over its tasks: the flat task index, the loop's bounds, the row and column blocks of C
+    (``mt``, ``nt``) and, with a batch, the blocks per batch."""
+
+    flat: str
+    first: str
+    last: str
+    mt: str
+    nt: str
+    per_batch: str | None
+
+
 class _Kernel:
     """Writes the text of one kernel (see :func:`kernel_text`)."""
 
@@ -203,72 +218,69 @@ class _Kernel:
         p, t = self.plan, self.t
         extra = f", %b2: {p.dual}" if p.dual else ""
         extra += "".join(f", %x{i}: {typ}" for i, (_, typ) in enumerate(p.epilogue.inputs)) if p.epilogue else ""
-        self.t.open(f"func.func private @{p.name}(%a: {p.a_type}, %b: {p.b_type}, %c: {p.c_type}{extra}) "
-                    f"-> {p.c_type}")
-        self.c0, self.c1 = t.const(0), t.const(1)
-        dims = [t.const(i) for i in range(self.rank)]
-        # Sizes come from C (M, N) and A (K): a prepacked B's panels are padded.
-        sizes = [t.value(f"tensor.dim %c, {dims[i]} : {p.c_type}", "s") for i in range(self.rank)]
-        self.m, self.n = sizes[-2], sizes[-1]
-        self.k = t.value(f"tensor.dim %a, {dims[-1]} : {p.a_type}", "K")
-        self.a = self.t.buffer("%a", p.a_type, self.dyn)
-        self.b = self.t.buffer("%b", p.b_type, self.b_dyn)
-        self.b2 = self.t.buffer("%b2", p.dual, self.b_dyn) if p.dual else None
-        self.c_in = None if p.zero_init else self.t.buffer("%c", p.c_type, self.dyn)
-        self.extras = [self.t.buffer(f"%x{i}", typ, _memref(ir.RankedTensorType.parse(typ).rank))
-                       for i, (_, typ) in enumerate(p.epilogue.inputs)] if p.epilogue else []
-        self.c = t.value(f"memref.alloc({', '.join(sizes)}) {{alignment = 64 : i64}} : {self.dyn}", "C")
-        self.c2 = t.value(f"memref.alloc({', '.join(sizes)}) {{alignment = 64 : i64}} : {self.dyn}", "C") \
-            if p.dual else None
-        self._tasks(sizes[0] if p.batch else None)
-        t.add(f"return {t.tensor_of(self.c, self.dyn, p.c_type)} : {p.c_type}")
-        self.t.close()
+        with t.region(f"func.func private @{p.name}(%a: {p.a_type}, %b: {p.b_type}, %c: {p.c_type}{extra}) "
+                      f"-> {p.c_type}"):
+            self.c0, self.c1 = t.const(0), t.const(1)
+            dims = [t.const(i) for i in range(self.rank)]
+            # Sizes come from C (M, N) and A (K): a prepacked B's panels are padded.
+            sizes = [t.value(f"tensor.dim %c, {dims[i]} : {p.c_type}", "s") for i in range(self.rank)]
+            self.m, self.n = sizes[-2], sizes[-1]
+            self.k = t.value(f"tensor.dim %a, {dims[-1]} : {p.a_type}", "K")
+            self.a = t.buffer("%a", p.a_type, self.dyn)
+            self.b = t.buffer("%b", p.b_type, self.b_dyn)
+            self.b2 = t.buffer("%b2", p.dual, self.b_dyn) if p.dual else None
+            self.c_in = None if p.zero_init else t.buffer("%c", p.c_type, self.dyn)
+            self.extras = [t.buffer(f"%x{i}", typ, _memref(ir.RankedTensorType.parse(typ).rank))
+                           for i, (_, typ) in enumerate(p.epilogue.inputs)] if p.epilogue else []
+            self.c = t.alloc(self.dyn, sizes, "C")
+            self.c2 = t.alloc(self.dyn, sizes, "C") if p.dual else None
+            self._tasks(sizes[0] if p.batch else None)
+            t.add(f"return {t.tensor_of(self.c, self.dyn, p.c_type)} : {p.c_type}")
         return t.function_text()
 
     def _tasks(self, batches: str | None) -> None:
-        """The parallel loop over blocks of C, and a K-slice loop in each."""
+        """The parallel loop over blocks of C, one iteration per worker, each running a contiguous share of the
+        tasks with its own B panel buffer (or, with K split, a share of K for every task)."""
         p, t = self.plan, self.t
-        tm, tn, tk = t.const(p.tm), t.const(p.tn), t.const(p.tk)
         self.rm, self.width = t.const(p.rm), t.const(p.width)
-        mt = t.value(f"arith.ceildivui {self.m}, {tm} : index", "mt")
-        nt = t.value(f"arith.ceildivui {self.n}, {tn} : index", "nt")
+        mt = t.value(f"arith.ceildivui {self.m}, {t.const(p.tm)} : index", "mt")
+        nt = t.value(f"arith.ceildivui {self.n}, {t.const(p.tn)} : index", "nt")
         per_batch = t.value(f"arith.muli {mt}, {nt} : index", "blocks")
         tasks = t.value(f"arith.muli {per_batch}, {batches} : index", "tasks") if batches else per_batch
-        # One parallel iteration per worker, each running a contiguous share
-        # of the tasks with its own B panel buffer.
-        workers = t.const(p.workers)
         self.split = p.streams and p.split_k and not p.batch
         if p.pack:
-            self.panels = t.value(f"memref.alloc() {{alignment = 64 : i64}} : {self.panel_type}", "panels")
+            self.panels = t.alloc(self.panel_type, hint="panels")
         if self.split:
-            self.partials, self.partials2 = (
-                t.value(f"memref.alloc({self.m}, {self.n}) {{alignment = 64 : i64}} : {self._partials_type()}",
-                        "part") if product == 0 or p.dual else None for product in (0, 1))
+            self.partials, self.partials2 = (t.alloc(self._partials_type(), [self.m, self.n], "part")
+                                             if product == 0 or p.dual else None for product in (0, 1))
         # Each worker's share: of K (every task) when K is split, else of the tasks (all of K).
-        share = t.value(f"arith.ceildivui {self.k if self.split else tasks}, {workers} : index", "share")
-        self.worker = t.fresh("w")
-        self.t.open(f"scf.parallel ({self.worker}) = ({self.c0}) to ({workers}) step ({self.c1})")
-        begin = t.value(f"arith.muli {self.worker}, {share} : index", "first")
-        whole = self.k if self.split else tasks
-        end = t.value(f"arith.minui {t.value(f'arith.addi {begin}, {share} : index')}, {whole} : index", "end")
-        first, last = (self.c0, tasks) if self.split else (begin, end)
-        k_first, k_last = (begin, end) if self.split else (self.c0, self.k)
-        task = flat = t.fresh("task")
-        self.t.open(f"scf.for {task} = {first} to {last} step {self.c1}")
-        if batches:
-            self.bi = [t.value(f"arith.divui {task}, {per_batch} : index", "bi")]
-            task = t.value(f"arith.remui {task}, {per_batch} : index", "t")
+        with t.share(self.k if self.split else tasks, p.workers) as (self.worker, begin, end):
+            first, last = (self.c0, tasks) if self.split else (begin, end)
+            k_range = (begin, end) if self.split else (self.c0, self.k)
+            with t.for_(first, last, self.c1, "task") as flat:
+                self._task(_Tasks(flat, first, last, mt, nt, per_batch if batches else None), k_range)
+        if self.split:
+            self._add_partials()
+
+    def _task(self, tasks: _Tasks, k_range: tuple[str, str]) -> None:
+        """One task: a block of C (of one batch), its K slices from ``k_range``."""
+        p, t = self.plan, self.t
+        task = tasks.flat
+        if tasks.per_batch:
+            self.bi = [t.value(f"arith.divui {task}, {tasks.per_batch} : index", "bi")]
+            task = t.value(f"arith.remui {task}, {tasks.per_batch} : index", "t")
         else:
             self.bi = []
         if p.reuse_panels:  # column-major: a worker's consecutive tasks share their column block
-            ti = t.value(f"arith.remui {task}, {mt} : index", "ti")
-            tj = t.value(f"arith.divui {task}, {mt} : index", "tj")
-            starts = t.value(f"arith.cmpi eq, {flat}, {first} : index")
+            ti = t.value(f"arith.remui {task}, {tasks.mt} : index", "ti")
+            tj = t.value(f"arith.divui {task}, {tasks.mt} : index", "tj")
+            starts = t.value(f"arith.cmpi eq, {tasks.flat}, {tasks.first} : index")
             top = t.value(f"arith.cmpi eq, {ti}, {self.c0} : index")
             self.fresh = t.value(f"arith.ori {starts}, {top} : i1", "fresh")
         else:
-            ti = t.value(f"arith.divui {task}, {nt} : index", "ti")
-            tj = t.value(f"arith.remui {task}, {nt} : index", "tj")
+            ti = t.value(f"arith.divui {task}, {tasks.nt} : index", "ti")
+            tj = t.value(f"arith.remui {task}, {tasks.nt} : index", "tj")
+        tm, tn = t.const(p.tm), t.const(p.tn)
         i0 = t.value(f"arith.muli {ti}, {tm} : index", "i0")
         i1 = t.value(f"arith.minui {t.value(f'arith.addi {i0}, {tm} : index')}, {self.m} : index", "i1")
         self.last_row = t.value(f"arith.subi {i1}, {self.c1} : index", "last")
@@ -276,64 +288,55 @@ class _Kernel:
         j1 = t.value(f"arith.minui {t.value(f'arith.addi {self.j0}, {tn} : index')}, {self.n} : index", "j1")
         if p.streams:
             self._stream_init(i0, i1, j1)
-        self.p0 = t.fresh("p0")
-        self.t.open(f"scf.for {self.p0} = {k_first} to {k_last} step {tk}")
-        p1 = t.value(f"arith.minui {t.value(f'arith.addi {self.p0}, {tk} : index')}, {k_last} : index", "p1")
-        self.kc = t.value(f"arith.subi {p1}, {self.p0} : index", "kc")
-        if p.streams:
-            self._stream(i0, i1, j1)
-            self.t.close()  # p0
-            if p.epilogue and not self.split:
-                self._stream_epilogue(i0, i1, j1)
-            for _ in range(2):  # the worker's task loop, the parallel loop
-                self.t.close()
-            if self.split:
-                self._add_partials()
-            return
+        k_first, k_last = k_range
+        with t.for_(k_first, k_last, t.const(p.tk), "p0") as self.p0:
+            p1 = t.value(f"arith.minui {t.value(f'arith.addi {self.p0}, {t.const(p.tk)} : index')}, {k_last} : index",
+                         "p1")
+            self.kc = t.value(f"arith.subi {p1}, {self.p0} : index", "kc")
+            if p.streams:
+                self._stream(i0, i1, j1)
+            else:
+                self._slice(tasks, i0, i1, j1, (p1, k_last))
+        if p.streams and p.epilogue and not self.split:
+            self._stream_epilogue(i0, i1, j1)
+
+    def _slice(self, tasks: _Tasks, i0: str, i1: str, j1: str, ends: tuple[str, str]) -> None:
+        """One K slice of a task's block (``ends``: where the slice and K end), by micro-tiles, with B's panels
+        copied first (or, pipelined, by the micro-tiles of the slice before)."""
+        p, t = self.plan, self.t
         self.first = t.value(f"arith.cmpi eq, {self.p0}, {self.c0} : index", "first")
         if p.epilogue:
-            self.last_slice = t.value(f"arith.cmpi eq, {p1}, {k_last} : index", "lastk")
+            self.last_slice = t.value(f"arith.cmpi eq, {ends[0]}, {ends[1]} : index", "lastk")
         if p.pipelined:
-            self._pipeline(flat, first, last, nt, i0, i1, j1)
+            self._pipeline(tasks, i0, i1, j1)
         elif p.pack:
-            self.slice = t.value(f"arith.divui {self.p0}, {tk} : index", "slice")
-            if p.reuse_panels:
-                self.t.open(f"scf.if {self.fresh}")
-            self._pack(j1)
-            if p.reuse_panels:
-                self.t.close()
-        jr = t.fresh("jr")
-        self.t.open(f"scf.for {jr} = {self.j0} to {j1} step {self.width}")
-        full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {jr}, {self.width} : index')}, {self.n} : index",
-                       "full")
-        ir_ = t.fresh("ir")
-        self.t.open(f"scf.for {ir_} = {i0} to {i1} step {self.rm}")
-        rows = [t.value(f"arith.minui {t.value(f'arith.addi {ir_}, {t.const(r)} : index')}, {self.last_row} : index",
-                        "row") for r in range(p.rm)]
-        if p.pipelined:  # this micro-tile's first unit of the copy: tiles are numbered down, then across
-            down = t.value(f"arith.divui {t.value(f'arith.subi {ir_}, {i0} : index')}, {self.rm} : index")
-            across = t.value(f"arith.divui {t.value(f'arith.subi {jr}, {self.j0} : index')}, {self.width} : index")
-            tile = t.value(f"arith.addi {t.value(f'arith.muli {across}, {self.tiles_down} : index')}, {down} : index")
-            self.first_unit = t.value(f"arith.muli {tile}, {self.units_per_tile} : index", "u0")
-        self.t.open(f"scf.if {full}")
-        self._micro_tile(rows, jr, in_bounds=True)
-        self.t.close("} else {")
-        self.t.depth += 1
-        self._micro_tile(rows, jr, in_bounds=False)
-        self.t.close()
-        self.t.close()  # ir
-        self.t.close()  # jr
+            self.slice = t.value(f"arith.divui {self.p0}, {t.const(p.tk)} : index", "slice")
+            with t.if_(self.fresh) if p.reuse_panels else nullcontext():
+                self._pack(j1)
+        with t.for_(self.j0, j1, self.width, "jr") as jr:
+            full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {jr}, {self.width} : index')}, {self.n} : index",
+                           "full")
+            with t.for_(i0, i1, self.rm, "ir") as ir_:
+                rows = [t.value(f"arith.minui {t.value(f'arith.addi {ir_}, {t.const(r)} : index')}, "
+                                f"{self.last_row} : index", "row") for r in range(p.rm)]
+                if p.pipelined:  # this micro-tile's first unit of the copy: tiles are numbered down, then across
+                    down = t.value(f"arith.divui {t.value(f'arith.subi {ir_}, {i0} : index')}, {self.rm} : index")
+                    across = t.value(f"arith.divui {t.value(f'arith.subi {jr}, {self.j0} : index')}, "
+                                     f"{self.width} : index")
+                    tile = t.value(f"arith.addi {t.value(f'arith.muli {across}, {self.tiles_down} : index')}, "
+                                   f"{down} : index")
+                    self.first_unit = t.value(f"arith.muli {tile}, {self.units_per_tile} : index", "u0")
+                with t.if_(full):
+                    self._micro_tile(rows, jr, in_bounds=True)
+                with t.else_():
+                    self._micro_tile(rows, jr, in_bounds=False)
         if p.pipelined:  # units the micro-tiles had no k steps left for (a short slice before a long one)
             copied = t.value(f"arith.muli {t.value(f'arith.muli {self.tiles_across}, {self.tiles_down} : index')}, "
                              f"{self.units_per_tile} : index")
-            unit = t.fresh("u")
-            self.t.open(f"scf.for {unit} = {copied} to {self.units} step {self.c1}")
-            self._copy_unit(unit, prefetch=False)
-            self.t.close()
-        for _ in range(3):  # p0, the worker's task loop, the parallel loop
-            self.t.close()
+            with t.for_(copied, self.units, self.c1, "u") as unit:
+                self._copy_unit(unit, prefetch=False)
 
-    def _pipeline(self, flat: str, first: str, last: str, nt: str, i0: str, i1: str, j1: str) -> None:
+    def _pipeline(self, tasks: _Tasks, i0: str, i1: str, j1: str) -> None:
         """The pipelined copy's bookkeeping for the current K slice (see :attr:`KernelPlan.pipelined`).
 
         The worker's slices alternate between the two panel buffers; its very
@@ -348,20 +351,19 @@ class _Kernel:
         p, t = self.plan, self.t
         tk = t.const(p.tk)
         slices = t.value(f"arith.ceildivui {self.k}, {tk} : index", "ns")
-        tasks_done = t.value(f"arith.subi {flat}, {first} : index")
+        tasks_done = t.value(f"arith.subi {tasks.flat}, {tasks.first} : index")
         done = t.value(f"arith.muli {tasks_done}, {slices} : index")
         done = t.value(f"arith.addi {done}, {t.value(f'arith.divui {self.p0}, {tk} : index')} : index", "sl")
         self.slice = t.value(f"arith.remui {done}, {t.const(2)} : index", "slot")
         self.next_slot = t.value(f"arith.subi {self.c1}, {self.slice} : index", "slot")
-        self.t.open(f"scf.if {t.value(f'arith.cmpi eq, {done}, {self.c0} : index')}")
-        self._pack(j1)
-        self.t.close()
+        with t.if_(t.value(f"arith.cmpi eq, {done}, {self.c0} : index")):
+            self._pack(j1)
         # The next slice: this task's next K slice, else the worker's next task's first (its column block).
         following = t.value(f"arith.addi {self.p0}, {tk} : index", "kn")
         within = t.value(f"arith.cmpi ult, {following}, {self.k} : index")
-        task = t.value(f"arith.addi {flat}, {self.c1} : index")
-        another = t.value(f"arith.cmpi ult, {task}, {last} : index")
-        j0 = t.value(f"arith.muli {t.value(f'arith.remui {task}, {nt} : index')}, {t.const(p.tn)} : index")
+        task = t.value(f"arith.addi {tasks.flat}, {self.c1} : index")
+        another = t.value(f"arith.cmpi ult, {task}, {tasks.last} : index")
+        j0 = t.value(f"arith.muli {t.value(f'arith.remui {task}, {tasks.nt} : index')}, {t.const(p.tn)} : index")
         self.copy_row = t.value(f"arith.select {within}, {following}, {self.c0} : index", "kr")
         self.copy_col = t.value(f"arith.select {within}, {self.j0}, {j0} : index", "kc")
         end = t.value(f"arith.addi {self.copy_col}, {t.const(p.tn)} : index")
@@ -384,49 +386,50 @@ class _Kernel:
         p, t = self.plan, self.t
         count = self.unit_panels
         per_row = t.const(p.tn // p.width // count)
-        self.t.open(f"scf.if {t.value(f'arith.cmpi ult, {unit}, {self.units} : index')}")
-        last_col = t.value(f"arith.subi {self.n}, {self.c1} : index")
-        if prefetch:
-            ahead = t.value(f"arith.addi {unit}, {t.const(max(1, COPY_AHEAD_BYTES // (count * p.rn * 4)))} : index")
-            row = t.value(f"arith.addi {self.copy_row}, {t.value(f'arith.divui {ahead}, {per_row} : index')} : index")
-            row = t.value(f"arith.minui {row}, {t.value(f'arith.subi {self.k}, {self.c1} : index')} : index")
-            col = t.value(f"arith.muli {t.value(f'arith.remui {ahead}, {per_row} : index')}, "
-                          f"{t.const(count * p.width)} : index")
-            col = t.value(f"arith.addi {self.copy_col}, {col} : index")
-            for source in (self.b, self.b2) if p.dual else (self.b,):
-                for offset in range(0, count * p.width * 4, CACHE_LINE):
-                    at = t.value(f"arith.addi {col}, {t.const(offset // 4)} : index") if offset else col
-                    at = t.value(f"arith.minui {at}, {last_col} : index")
-                    t.add(f"memref.prefetch {source}[{row}, {at}], read, locality<3>, data : {self.b_dyn}")
-        kk = t.value(f"arith.divui {unit}, {per_row} : index", "r")
-        row = t.value(f"arith.addi {self.copy_row}, {kk} : index", "kg")
-        first = t.value(f"arith.muli {t.value(f'arith.remui {unit}, {per_row} : index')}, {t.const(count)} : index",
-                        "q")
-        # Every panel of the unit inside N (all but a ragged last column block's): no checks per panel.
-        inside = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {first}, {t.const(count)} : index')}, "
-                         f"{self.copy_panels} : index")
-        end = t.value(f"arith.muli {t.value(f'arith.addi {first}, {t.const(count)} : index')}, {self.width} : index")
-        end = t.value(f"arith.addi {self.copy_col}, {end} : index")
-        inside = t.value(f"arith.andi {inside}, {t.value(f'arith.cmpi ule, {end}, {self.n} : index')} : i1")
-        self.t.open(f"scf.if {inside}")
-        for j in range(count):
-            self._copy_panel_row(kk, row, *self._unit_panel(first, j), in_bounds=True)
-        self.t.close("} else {")
-        t.depth += 1
-        for j in range(count):
-            panel, col0 = self._unit_panel(first, j)
-            self.t.open(f"scf.if {t.value(f'arith.cmpi ult, {panel}, {self.copy_panels} : index')}")
-            full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {col0}, {self.width} : index')}, {self.n} "
-                           f": index")
-            self.t.open(f"scf.if {full}")
-            self._copy_panel_row(kk, row, panel, col0, in_bounds=True)
-            self.t.close("} else {")
-            t.depth += 1
-            self._copy_panel_row(kk, row, panel, col0, in_bounds=False)
-            self.t.close()
-            self.t.close()
-        self.t.close()
-        self.t.close()
+        with t.if_(t.value(f"arith.cmpi ult, {unit}, {self.units} : index")):
+            last_col = t.value(f"arith.subi {self.n}, {self.c1} : index")
+            if prefetch:
+                self._prefetch_unit(unit, per_row, last_col)
+            kk = t.value(f"arith.divui {unit}, {per_row} : index", "r")
+            row = t.value(f"arith.addi {self.copy_row}, {kk} : index", "kg")
+            first = t.value(f"arith.muli {t.value(f'arith.remui {unit}, {per_row} : index')}, {t.const(count)} "
+                            f": index", "q")
+            # Every panel of the unit inside N (all but a ragged last column block's): no checks per panel.
+            inside = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {first}, {t.const(count)} : index')}, "
+                             f"{self.copy_panels} : index")
+            end = t.value(f"arith.muli {t.value(f'arith.addi {first}, {t.const(count)} : index')}, {self.width} "
+                          f": index")
+            end = t.value(f"arith.addi {self.copy_col}, {end} : index")
+            inside = t.value(f"arith.andi {inside}, {t.value(f'arith.cmpi ule, {end}, {self.n} : index')} : i1")
+            with t.if_(inside):
+                for j in range(count):
+                    self._copy_panel_row(kk, row, *self._unit_panel(first, j), in_bounds=True)
+            with t.else_():
+                for j in range(count):
+                    panel, col0 = self._unit_panel(first, j)
+                    with t.if_(t.value(f"arith.cmpi ult, {panel}, {self.copy_panels} : index")):
+                        full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {col0}, {self.width} : index')}, "
+                                       f"{self.n} : index")
+                        with t.if_(full):
+                            self._copy_panel_row(kk, row, panel, col0, in_bounds=True)
+                        with t.else_():
+                            self._copy_panel_row(kk, row, panel, col0, in_bounds=False)
+
+    def _prefetch_unit(self, unit: str, per_row: str, last_col: str) -> None:
+        """Prefetch the unit of the copy COPY_AHEAD_BYTES past ``unit``, a cache line at a time (clamped to B)."""
+        p, t = self.plan, self.t
+        count = self.unit_panels
+        ahead = t.value(f"arith.addi {unit}, {t.const(max(1, COPY_AHEAD_BYTES // (count * p.rn * 4)))} : index")
+        row = t.value(f"arith.addi {self.copy_row}, {t.value(f'arith.divui {ahead}, {per_row} : index')} : index")
+        row = t.value(f"arith.minui {row}, {t.value(f'arith.subi {self.k}, {self.c1} : index')} : index")
+        col = t.value(f"arith.muli {t.value(f'arith.remui {ahead}, {per_row} : index')}, "
+                      f"{t.const(count * p.width)} : index")
+        col = t.value(f"arith.addi {self.copy_col}, {col} : index")
+        for source in (self.b, self.b2) if p.dual else (self.b,):
+            for offset in range(0, count * p.width * 4, CACHE_LINE):
+                at = t.value(f"arith.addi {col}, {t.const(offset // 4)} : index") if offset else col
+                at = t.value(f"arith.minui {at}, {last_col} : index")
+                t.add(f"memref.prefetch {source}[{row}, {at}], read, locality<3>, data : {self.b_dyn}")
 
     def _unit_panel(self, first: str, j: int) -> tuple[str, str]:
         """Panel ``first + j`` of the next slice, and its first column of B."""
@@ -450,18 +453,13 @@ class _Kernel:
         t, p = self.t, self.plan
         start = self.j0
         for step in dict.fromkeys((p.rn, p.lanes)):
-            width = t.value(f"arith.subi {j1}, {start} : index")
             size = t.const(step)
-            whole = t.value(f"arith.muli {t.value(f'arith.divui {width}, {size} : index')}, {size} : index")
-            end = t.value(f"arith.addi {start}, {whole} : index", "jw")
-            col = t.fresh("col")
-            self.t.open(f"scf.for {col} = {start} to {end} step {size}")
-            body(self._consecutive(col, step // p.lanes), True)
-            self.t.close()
+            end = t.whole_end(j1, size, lo=start, hint="jw")
+            with t.for_(start, end, size, "col") as col:
+                body(self._consecutive(col, step // p.lanes), True)
             start = end
-        self.t.open(f"scf.if {t.value(f'arith.cmpi ult, {start}, {j1} : index')}")
-        body([start], False)
-        self.t.close()
+        with t.if_(t.value(f"arith.cmpi ult, {start}, {j1} : index")):
+            body([start], False)
 
     def _partials_type(self) -> str:
         return f"memref<{self.plan.workers}x?x?x{F32}>"
@@ -480,53 +478,40 @@ class _Kernel:
     def _add_partials(self) -> None:
         """C = its init + the workers' partial sums, columns shared among the workers."""
         t, p = self.t, self.plan
-        workers = t.const(p.workers)
-        lanes = t.const(p.lanes)
-        step = t.value(f"arith.muli {workers}, {lanes} : index")
-        vectors = t.value(f"arith.ceildivui {self.n}, {step} : index")
-        share = t.value(f"arith.muli {vectors}, {lanes} : index", "nshare")
-        worker = t.fresh("w")
-        self.t.open(f"scf.parallel ({worker}) = ({self.c0}) to ({workers}) step ({self.c1})")
-        self.j0 = t.value(f"arith.minui {t.value(f'arith.muli {worker}, {share} : index')}, {self.n} : index", "j0")
-        j1 = t.value(f"arith.minui {t.value(f'arith.addi {self.j0}, {share} : index')}, {self.n} : index", "j1")
-        row = t.fresh("row")
-        self.t.open(f"scf.for {row} = {self.c0} to {self.m} step {self.c1}")
+        with t.share(self.n, p.workers, t.const(p.lanes)) as (_, self.j0, j1), \
+                t.for_(self.c0, self.m, self.c1, "row") as row:
 
-        def add(columns: list[str], in_bounds: bool) -> None:
-            for col in columns:
-                totals = []
-                for product in self._products():
-                    partials = self.partials2 if product else self.partials
-                    total = (self._zero_vec() if self.c_in is None or product
-                             else self._read(self.c_in, self.dyn, [row, col], in_bounds))
-                    for w in range(p.workers):
-                        part = self._read(partials, self._partials_type(), [t.const(w), row, col], in_bounds)
-                        total = t.value(f"arith.addf {total}, {part} : {self.vec}", "sum")
-                    totals.append(total)
-                value = (self._epilogue(totals[0], totals[1] if p.dual else None, row, col, in_bounds)
-                         if p.epilogue else totals[0])
-                self._write(value, self.c, [row, col], in_bounds)
+            def add(columns: list[str], in_bounds: bool) -> None:
+                for col in columns:
+                    totals = []
+                    for product in self._products():
+                        partials = self.partials2 if product else self.partials
+                        total = (self._zero_vec() if self.c_in is None or product
+                                 else self._read(self.c_in, self.dyn, [row, col], in_bounds))
+                        for w in range(p.workers):
+                            part = self._read(partials, self._partials_type(), [t.const(w), row, col], in_bounds)
+                            total = t.value(f"arith.addf {total}, {part} : {self.vec}", "sum")
+                        totals.append(total)
+                    value = (self._epilogue(totals[0], totals[1] if p.dual else None, row, col, in_bounds)
+                             if p.epilogue else totals[0])
+                    self._write(value, self.c, [row, col], in_bounds)
 
-        self._vectors(j1, add)
-        self.t.close()
-        self.t.close()
+            self._vectors(j1, add)
 
     def _stream_init(self, i0: str, i1: str, j1: str) -> None:
         """Set the task's tile of C to its init (zeros, or the init operand); the K slices then accumulate."""
         t = self.t
-        row = t.fresh("row")
-        self.t.open(f"scf.for {row} = {i0} to {i1} step {self.c1}")
+        with t.for_(i0, i1, self.c1, "row") as row:
 
-        def start(columns: list[str], in_bounds: bool) -> None:
-            for col in columns:
-                for product in self._products():
-                    target, target_type, at = self._c_at(row, col, product)
-                    value = (self._zero_vec() if self.c_in is None or self.split or product
-                             else self._read(self.c_in, self.dyn, at, in_bounds))
-                    self._write(value, target, at, in_bounds, target_type)
+            def start(columns: list[str], in_bounds: bool) -> None:
+                for col in columns:
+                    for product in self._products():
+                        target, target_type, at = self._c_at(row, col, product)
+                        value = (self._zero_vec() if self.c_in is None or self.split or product
+                                 else self._read(self.c_in, self.dyn, at, in_bounds))
+                        self._write(value, target, at, in_bounds, target_type)
 
-        self._vectors(j1, start)
-        self.t.close()
+            self._vectors(j1, start)
 
     def _stream(self, i0: str, i1: str, j1: str) -> None:
         """The task's tile of C, updated from STREAM_DEPTH rows of B at a time (then one at a time for the
@@ -538,58 +523,54 @@ class _Kernel:
         """
         t = self.t
         depth = t.const(STREAM_DEPTH)
-        main = t.value(f"arith.muli {t.value(f'arith.divui {self.kc}, {depth} : index')}, {depth} : index", "kw")
+        main = t.whole_end(self.kc, depth, hint="kw")
         for start, end, step, count in ((self.c0, main, depth, STREAM_DEPTH), (main, self.kc, self.c1, 1)):
-            kk = t.fresh("kk")
-            self.t.open(f"scf.for {kk} = {start} to {end} step {step}")
-            first = t.value(f"arith.addi {self.p0}, {kk} : index", "kg")
-            ks = [first] + [t.value(f"arith.addi {first}, {t.const(u)} : index", "kg") for u in range(1, count)]
-            row = t.fresh("row")
-            self.t.open(f"scf.for {row} = {i0} to {i1} step {self.c1}")
-            scalars = [t.value(f"memref.load {self.a}[{', '.join([*self.bi, row, k])}] : {self.dyn}", "s") for k in ks]
-            broadcasts = [t.value(f"vector.broadcast {x} : {F32} to {self.vec}", "bc") for x in scalars]
+            with t.for_(start, end, step, "kk") as kk:
+                first = t.value(f"arith.addi {self.p0}, {kk} : index", "kg")
+                ks = [first] + [t.value(f"arith.addi {first}, {t.const(u)} : index", "kg") for u in range(1, count)]
+                with t.for_(i0, i1, self.c1, "row") as row:
+                    scalars = [t.value(f"memref.load {self.a}[{', '.join([*self.bi, row, k])}] : {self.dyn}", "s")
+                               for k in ks]
+                    broadcasts = [t.value(f"vector.broadcast {x} : {F32} to {self.vec}", "bc") for x in scalars]
+                    self._vectors(j1, functools.partial(self._stream_update, row, ks, broadcasts))
 
-            def update(columns: list[str], in_bounds: bool, ks: list[str] = ks,
-                       broadcasts: list[str] = broadcasts, row: str = row) -> None:
-                # Two chains of FMAs per vector (even and odd rows of B), summed at the end: half the latency
-                # of one chain, so that the loads of the next columns overlap it. A dual GEMM's second
-                # product takes the same columns of its own B.
-                targets = [(product, col) for product in self._products() for col in columns]
-                chains: list[list[str | None]] = [
-                    [self._read(*self._c_at(row, col, product), in_bounds) for product, col in targets],
-                    [None] * len(targets)]
-                for u, (k, broadcast) in enumerate(zip(ks, broadcasts, strict=True)):
-                    acc = chains[u % 2]
-                    for v, (product, col) in enumerate(targets):
-                        b = self._read(self.b2 if product else self.b, self.b_dyn, [*self.bi, k, col], in_bounds)
-                        acc[v] = (t.value(f"arith.mulf {broadcast}, {b} : {self.vec}", "f") if acc[v] is None
-                                  else t.value(f"vector.fma {broadcast}, {b}, {acc[v]} : {self.vec}", "f"))
-                for even, odd, (product, col) in zip(*chains, targets, strict=True):
-                    total = even if odd is None else t.value(f"arith.addf {even}, {odd} : {self.vec}", "f")
-                    target, target_type, at = self._c_at(row, col, product)
-                    self._write(total, target, at, in_bounds, target_type)
-
-            self._vectors(j1, update)
-            self.t.close()
-            self.t.close()
+    def _stream_update(self, row: str, ks: list[str], broadcasts: list[str], columns: list[str],
+                       in_bounds: bool) -> None:
+        """Row ``row`` of the tile at ``columns`` takes the rows ``ks`` of B (A's elements ``broadcasts``)."""
+        t = self.t
+        # Two chains of FMAs per vector (even and odd rows of B), summed at the end: half the latency of one
+        # chain, so that the loads of the next columns overlap it. A dual GEMM's second product takes the same
+        # columns of its own B.
+        targets = [(product, col) for product in self._products() for col in columns]
+        chains: list[list[str | None]] = [
+            [self._read(*self._c_at(row, col, product), in_bounds) for product, col in targets],
+            [None] * len(targets)]
+        for u, (k, broadcast) in enumerate(zip(ks, broadcasts, strict=True)):
+            acc = chains[u % 2]
+            for v, (product, col) in enumerate(targets):
+                b = self._read(self.b2 if product else self.b, self.b_dyn, [*self.bi, k, col], in_bounds)
+                acc[v] = (t.value(f"arith.mulf {broadcast}, {b} : {self.vec}", "f") if acc[v] is None
+                          else t.value(f"vector.fma {broadcast}, {b}, {acc[v]} : {self.vec}", "f"))
+        for even, odd, (product, col) in zip(*chains, targets, strict=True):
+            total = even if odd is None else t.value(f"arith.addf {even}, {odd} : {self.vec}", "f")
+            target, target_type, at = self._c_at(row, col, product)
+            self._write(total, target, at, in_bounds, target_type)
 
     def _stream_epilogue(self, i0: str, i1: str, j1: str) -> None:
         """The epilogue over the task's tile of C, once its K slices are summed (a streaming kernel's tile is
         updated in memory, row by row, so the epilogue takes a pass of its own over the tile, which is in
         L1 or L2)."""
         t = self.t
-        row = t.fresh("row")
-        t.open(f"scf.for {row} = {i0} to {i1} step {self.c1}")
+        with t.for_(i0, i1, self.c1, "row") as row:
 
-        def finish(columns: list[str], in_bounds: bool) -> None:
-            for col in columns:
-                at = [*self.bi, row, col]
-                second = self._read(self.c2, self.dyn, at, in_bounds) if self.plan.dual else None
-                value = self._epilogue(self._read(self.c, self.dyn, at, in_bounds), second, row, col, in_bounds)
-                self._write(value, self.c, at, in_bounds)
+            def finish(columns: list[str], in_bounds: bool) -> None:
+                for col in columns:
+                    at = [*self.bi, row, col]
+                    second = self._read(self.c2, self.dyn, at, in_bounds) if self.plan.dual else None
+                    value = self._epilogue(self._read(self.c, self.dyn, at, in_bounds), second, row, col, in_bounds)
+                    self._write(value, self.c, at, in_bounds)
 
-        self._vectors(j1, finish)
-        t.close()
+            self._vectors(j1, finish)
 
     def _panel_slice(self) -> str:
         """The panels' slice index of the current K slice."""
@@ -648,62 +629,42 @@ class _Kernel:
         width = t.value(f"arith.subi {j1}, {self.j0} : index")
         count = t.value(f"arith.ceildivui {width}, {self.width} : index", "np")
         depth = t.const(PACK_DEPTH)
-        groups = t.value(f"arith.muli {t.value(f'arith.divui {self.kc}, {depth} : index')}, {depth} : index", "kw")
-        kk = t.fresh("kk")
-        self.t.open(f"scf.for {kk} = {self.c0} to {groups} step {depth}")
-        self._pack_rows(count, [kk] + [t.value(f"arith.addi {kk}, {t.const(r)} : index", "kk")
-                                       for r in range(1, PACK_DEPTH)])
-        self.t.close()
-        kk = t.fresh("kk")
-        self.t.open(f"scf.for {kk} = {groups} to {self.kc} step {self.c1}")
-        self._pack_rows(count, [kk])
-        self.t.close()
+        groups = t.whole_end(self.kc, depth, hint="kw")
+        with t.for_(self.c0, groups, depth, "kk") as kk:
+            self._pack_rows(count, [kk] + [t.value(f"arith.addi {kk}, {t.const(r)} : index", "kk")
+                                           for r in range(1, PACK_DEPTH)])
+        with t.for_(groups, self.kc, self.c1, "kk") as kk:
+            self._pack_rows(count, [kk])
 
     def _pack_rows(self, count: str, rows: list[str]) -> None:
         """Copy rows ``rows`` of the K slice into the panels, panel by panel across all of them."""
+        t = self.t
+        kgs = [t.value(f"arith.addi {self.p0}, {kk} : index", "kg") for kk in rows]
+        with t.for_(self.c0, count, self.c1, "jp") as jp:
+            col0 = t.value(f"arith.addi {self.j0}, {t.value(f'arith.muli {jp}, {self.width} : index')} : index",
+                           "col")
+            full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {col0}, {self.width} : index')}, {self.n} "
+                           ": index")
+            with t.if_(full):
+                self._pack_stores(rows, kgs, jp, col0, in_bounds=True)
+            with t.else_():
+                self._pack_stores(rows, kgs, jp, col0, in_bounds=False)
+
+    def _pack_stores(self, rows: list[str], kgs: list[str], jp: str, col0: str, in_bounds: bool) -> None:
+        """Rows ``rows`` (of B: ``kgs``) of panel ``jp``, from B's column ``col0``."""
         t, lanes = self.t, self.plan.lanes
         offsets = [t.const(v * lanes) for v in range(self.plan.rn // lanes)]
-        kgs = [t.value(f"arith.addi {self.p0}, {kk} : index", "kg") for kk in rows]
-        jp = t.fresh("jp")
-        self.t.open(f"scf.for {jp} = {self.c0} to {count} step {self.c1}")
-        col0 = t.value(f"arith.addi {self.j0}, {t.value(f'arith.muli {jp}, {self.width} : index')} : index", "col")
-        full = t.value(f"arith.cmpi ule, {t.value(f'arith.addi {col0}, {self.width} : index')}, {self.n} : index")
-        for in_bounds in (True, False):
-            if in_bounds:
-                self.t.open(f"scf.if {full}")
-            else:
-                self.t.close("} else {")
-                t.depth += 1
-            for kk, kg in zip(rows, kgs, strict=True):
-                for v, (col, offset) in enumerate(zip(self._columns(col0), offsets, strict=True)):
-                    x = self._read(self._second(v, self.b, self.b2), self.b_dyn, [*self.bi, kg, col], in_bounds)
-                    t.add(f"vector.store {x}, {self.panels}[{self.worker}, {self._panel_slice()}, {jp}, {kk}, "
-                          f"{offset}] : {self.panel_type}, {self.vec}")
-        self.t.close()
-        self.t.close()
+        for kk, kg in zip(rows, kgs, strict=True):
+            for v, (col, offset) in enumerate(zip(self._columns(col0), offsets, strict=True)):
+                x = self._read(self._second(v, self.b, self.b2), self.b_dyn, [*self.bi, kg, col], in_bounds)
+                t.add(f"vector.store {x}, {self.panels}[{self.worker}, {self._panel_slice()}, {jp}, {kk}, "
+                      f"{offset}] : {self.panel_type}, {self.vec}")
 
     def _micro_tile(self, rows: list[str], jr: str, in_bounds: bool) -> None:
         """RM x RN accumulators over the K slice, then added into C."""
         p, t = self.plan, self.t
-        nv = p.rn // p.lanes
         columns = self._columns(jr)
-        acc_types = ", ".join([self.vec] * (p.rm * nv))
-        # The first K slice starts from C's init (zeros, or the init operand); later ones from C.
-        init = t.fresh("init")
-        t.add(f"{init}:{p.rm * nv} = scf.if {self.first} -> ({acc_types}) {{")
-        t.depth += 1
-        if self.c_in is None:
-            starts = [self._zero_vec()] * (p.rm * nv)
-        else:
-            starts = [self._read(self.c_in, self.dyn, [*self.bi, row, col], in_bounds)
-                      for row in rows for col in columns]
-        t.add(f"scf.yield {', '.join(starts)} : {acc_types}")
-        self.t.close("} else {")
-        t.depth += 1
-        loaded = [self._read(self._second(v, self.c, self.c2), self.dyn, [*self.bi, row, col], in_bounds)
-                  for row in rows for v, col in enumerate(columns)]
-        t.add(f"scf.yield {', '.join(loaded)} : {acc_types}")
-        self.t.close()
+        starts = self._tile_start(rows, columns, in_bounds)
         self.next_panel = None
         if p.prefetch_panels and in_bounds:
             panels = t.value(f"memref.dim {self.b}, {t.const(len(self.bi))} : {self.b_dyn}", "np")
@@ -711,7 +672,6 @@ class _Kernel:
                                 f": index", "jp")
             self.next_panel = t.value(f"arith.minui {following}, {t.value(f'arith.subi {panels}, {self.c1} : index')} "
                                       f": index", "jp")
-        starts = [f"{init}#{i}" for i in range(p.rm * nv)]
         if p.pipelined:  # copy_every k steps per loop step, with one unit of the copy; then the rest of K
             step = self.copy_every
             whole = t.value(f"arith.muli {self.units_per_tile}, {t.const(step)} : index", "kw")
@@ -720,21 +680,46 @@ class _Kernel:
         else:
             out = self._k_loop(rows, jr, columns, in_bounds, starts, self.c0, self.kc, 1)
         if p.epilogue:
-            # A dual GEMM's epilogue takes each vector of the first product with its partner of the second.
-            half = p.width // p.lanes
-            t.open(f"scf.if {self.last_slice}")
-            for r, row in enumerate(rows):
-                for v, col in enumerate(columns[:half] if p.dual else columns):
-                    second = out[r * nv + v + half] if p.dual else None
-                    value = self._epilogue(out[r * nv + v], second, row, col, in_bounds)
-                    self._write(value, self.c, [*self.bi, row, col], in_bounds)
-            t.close("} else {")
-            t.depth += 1
+            with t.if_(self.last_slice):
+                self._store_epilogue(rows, columns, out, in_bounds)
+            with t.else_():
+                self._store_tile(rows, columns, out, in_bounds)
+        else:
+            self._store_tile(rows, columns, out, in_bounds)
+
+    def _tile_start(self, rows: list[str], columns: list[str], in_bounds: bool) -> list[str]:
+        """The accumulators' values before the K slice: the first K slice starts from C's init (zeros, or the
+        init operand); later ones from C."""
+        p, t = self.plan, self.t
+        types = [self.vec] * (p.rm * p.rn // p.lanes)
+        with t.if_(self.first, types, "init") as starts:
+            if self.c_in is None:
+                t.yield_([self._zero_vec()] * len(types), types)
+            else:
+                t.yield_([self._read(self.c_in, self.dyn, [*self.bi, row, col], in_bounds)
+                          for row in rows for col in columns], types)
+        with t.else_():
+            t.yield_([self._read(self._second(v, self.c, self.c2), self.dyn, [*self.bi, row, col], in_bounds)
+                      for row in rows for v, col in enumerate(columns)], types)
+        return starts
+
+    def _store_tile(self, rows: list[str], columns: list[str], out: list[str], in_bounds: bool) -> None:
+        """The accumulators ``out`` into C (a dual GEMM's second product into its own buffer)."""
+        nv = self.plan.rn // self.plan.lanes
         for r, row in enumerate(rows):
             for v, col in enumerate(columns):
                 self._write(out[r * nv + v], self._second(v, self.c, self.c2), [*self.bi, row, col], in_bounds)
-        if p.epilogue:
-            t.close()
+
+    def _store_epilogue(self, rows: list[str], columns: list[str], out: list[str], in_bounds: bool) -> None:
+        """The epilogue's value of the accumulators ``out`` into C; a dual GEMM's takes each vector of the
+        first product with its partner of the second."""
+        p = self.plan
+        nv, half = p.rn // p.lanes, p.width // p.lanes
+        for r, row in enumerate(rows):
+            for v, col in enumerate(columns[:half] if p.dual else columns):
+                second = out[r * nv + v + half] if p.dual else None
+                value = self._epilogue(out[r * nv + v], second, row, col, in_bounds)
+                self._write(value, self.c, [*self.bi, row, col], in_bounds)
 
     def _k_loop(self, rows: list[str], jr: str, columns: list[str], in_bounds: bool, init: list[str], begin: str,
                 end: str, step: int) -> list[str]:
@@ -742,35 +727,30 @@ class _Kernel:
         step above 1, each loop step also copies one unit of the pipelined copy, the micro-tile's next."""
         p, t = self.plan, self.t
         nv = p.rn // p.lanes
-        types = ", ".join([self.vec] * len(init))
-        kk, acc, out = t.fresh("kk"), [t.fresh("acc") for _ in init], t.fresh("out")
-        iter_args = ", ".join(f"{a} = {i}" for a, i in zip(acc, init, strict=True))
-        t.add(f"{out}:{len(acc)} = scf.for {kk} = {begin} to {end} step {t.const(step)} "
-              f"iter_args({iter_args}) -> ({types}) {{")
-        t.depth += 1
-        if step > 1:
-            unit = t.value(f"arith.addi {self.first_unit}, {t.value(f'arith.divui {kk}, {t.const(step)} : index')} "
-                           f": index", "u")
-            self._copy_unit(unit, prefetch=True)
-        for sub in range(step):
-            k = t.value(f"arith.addi {kk}, {t.const(sub)} : index", "kk") if sub else kk
-            kg = t.value(f"arith.addi {self.p0}, {k} : index", "kg")
-            b_vectors = self._b_row(k, kg, jr, columns, in_bounds)
-            if self.next_panel:  # a prepacked B: the next panel's row k, a cache line at a time
-                for offset in range(0, p.rn * 4, CACHE_LINE):
-                    where = ", ".join([*self.bi, self.next_panel, kg, t.const(offset // 4)])
-                    t.add(f"memref.prefetch {self.b}[{where}], read, locality<3>, data : {self.b_dyn}")
-            updated = []
-            for r, row in enumerate(rows):
-                scalar = t.value(f"memref.load {self.a}[{', '.join([*self.bi, row, kg])}] : {self.dyn}", "s")
-                broadcast = t.value(f"vector.broadcast {scalar} : {F32} to {self.vec}", "bc")
-                for v in range(nv):
-                    updated.append(t.value(f"vector.fma {broadcast}, {b_vectors[v]}, {acc[r * nv + v]} : {self.vec}",
-                                           "f"))
-            acc = updated
-        t.add(f"scf.yield {', '.join(acc)} : {types}")
-        self.t.close()
-        return [f"{out}#{i}" for i in range(len(init))]
+        with t.for_carried(begin, end, t.const(step), init, self.vec, ("kk", "acc", "out")) as loop:
+            kk, acc = loop.iv, loop.args
+            if step > 1:
+                unit = t.value(f"arith.addi {self.first_unit}, {t.value(f'arith.divui {kk}, {t.const(step)} : index')} "
+                               f": index", "u")
+                self._copy_unit(unit, prefetch=True)
+            for sub in range(step):
+                k = t.value(f"arith.addi {kk}, {t.const(sub)} : index", "kk") if sub else kk
+                kg = t.value(f"arith.addi {self.p0}, {k} : index", "kg")
+                b_vectors = self._b_row(k, kg, jr, columns, in_bounds)
+                if self.next_panel:  # a prepacked B: the next panel's row k, a cache line at a time
+                    for offset in range(0, p.rn * 4, CACHE_LINE):
+                        where = ", ".join([*self.bi, self.next_panel, kg, t.const(offset // 4)])
+                        t.add(f"memref.prefetch {self.b}[{where}], read, locality<3>, data : {self.b_dyn}")
+                updated = []
+                for r, row in enumerate(rows):
+                    scalar = t.value(f"memref.load {self.a}[{', '.join([*self.bi, row, kg])}] : {self.dyn}", "s")
+                    broadcast = t.value(f"vector.broadcast {scalar} : {F32} to {self.vec}", "bc")
+                    for v in range(nv):
+                        updated.append(t.value(f"vector.fma {broadcast}, {b_vectors[v]}, {acc[r * nv + v]} "
+                                               f": {self.vec}", "f"))
+                acc = updated
+            t.yield_(acc, [self.vec] * len(acc))
+        return loop.results
 
     def _epilogue(self, c: str, c2: str | None, row: str, col: str, in_bounds: bool) -> str:
         """The epilogue's value for the vector ``c`` of C (and ``c2`` of a dual GEMM's second product) at
@@ -859,28 +839,27 @@ def pack_text(name: str, b_type: str, rn: int, lanes: int) -> str:
     n = ir.RankedTensorType.parse(b_type).shape[1]
     vec, mask_type, memref = f"vector<{lanes}x{F32}>", f"vector<{lanes}xi1>", packed.replace("tensor<", "memref<")
     source = b_type.replace("tensor<", "memref<")
-    lines = [f"func.func private @{name}(%b: {b_type}) -> {packed} {{",
-             "  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index",
-             f"  %k = arith.constant {k} : index", f"  %n = arith.constant {n} : index",
-             f"  %panels = arith.constant {panels} : index", f"  %rn = arith.constant {rn} : index",
-             f"  %zv = arith.constant dense<0.0> : {vec}",
-             f"  %src = bufferization.to_buffer %b read_only : {b_type} to {source}",
-             f"  %out = memref.alloc() {{alignment = 64 : i64}} : {memref}",
-             "  scf.parallel (%jp) = (%c0) to (%panels) step (%c1) {",
-             "    %base = arith.muli %jp, %rn : index",
-             "    scf.for %kk = %c0 to %k step %c1 {"]
-    for v in range(rn // lanes):
-        lines += [f"      %o{v} = arith.constant {v * lanes} : index",
-                  f"      %col{v} = arith.addi %base, %o{v} : index",
-                  f"      %left{v} = arith.subi %n, %col{v} : index",
-                  f"      %mask{v} = vector.create_mask %left{v} : {mask_type}",
-                  f"      %x{v} = vector.maskedload %src[%kk, %col{v}], %mask{v}, %zv : {source}, {mask_type}, "
-                  f"{vec} into {vec}",
-                  f"      vector.store %x{v}, %out[%jp, %kk, %o{v}] : {memref}, {vec}"]
-    lines += ["    }", "  }",
-              f"  %r = bufferization.to_tensor %out restrict : {memref} to {packed}",
-              f"  return %r : {packed}", "}"]
-    return "\n".join(lines)
+    t = MlirText()
+    with t.region(f"func.func private @{name}(%b: {b_type}) -> {packed}"):
+        c0, c1 = t.const(0), t.const(1)
+        rows, cols, count, width = (t.value(f"arith.constant {value} : index", hint)
+                                    for value, hint in ((k, "k"), (n, "n"), (panels, "panels"), (rn, "rn")))
+        zero = t.value(f"arith.constant dense<0.0> : {vec}", "zv")
+        src = t.value(f"bufferization.to_buffer %b read_only : {b_type} to {source}", "src")
+        out = t.alloc(memref, hint="out")
+        with t.parallel(c0, count, c1, "jp") as jp:
+            base = t.value(f"arith.muli {jp}, {width} : index", "base")
+            with t.for_(c0, rows, c1, "kk") as kk:
+                for v in range(rn // lanes):
+                    offset = t.value(f"arith.constant {v * lanes} : index", "o")
+                    col = t.value(f"arith.addi {base}, {offset} : index", "col")
+                    mask = t.value(f"vector.create_mask {t.value(f'arith.subi {cols}, {col} : index', 'left')} "
+                                   f": {mask_type}", "mask")
+                    x = t.value(f"vector.maskedload {src}[{kk}, {col}], {mask}, {zero} : {source}, {mask_type}, "
+                                f"{vec} into {vec}", "x")
+                    t.add(f"vector.store {x}, {out}[{jp}, {kk}, {offset}] : {memref}, {vec}")
+        t.add(f"return {t.value(f'bufferization.to_tensor {out} restrict : {memref} to {packed}', 'r')} : {packed}")
+    return t.function_text()
 
 
 def copy_text(source: str, target: str, lanes: int) -> str:
@@ -891,27 +870,23 @@ def copy_text(source: str, target: str, lanes: int) -> str:
     call into the runtime whenever either side is strided.
     """
     element = ir.MemRefType.parse(source).element_type
-    vec, mask = f"vector<{lanes}x{element}>", f"vector<{lanes}xi1>"
-    zero = "0.0" if isinstance(element, ir.FloatType) else "0"
-    return "\n".join([
-        f"func.func private @copy(%src: {source}, %dst: {target}) {{",
-        "  %c0 = arith.constant 0 : index",
-        "  %c1 = arith.constant 1 : index",
-        f"  %lanes = arith.constant {lanes} : index",
-        f"  %zero = arith.constant dense<{zero}> : {vec}",
-        f"  %rows = memref.dim %src, %c0 : {source}",
-        f"  %cols = memref.dim %src, %c1 : {source}",
-        "  %whole = arith.divui %cols, %lanes : index",
-        "  %full = arith.muli %whole, %lanes : index",
-        "  %left = arith.subi %cols, %full : index",
-        f"  %mask = vector.create_mask %left : {mask}",
-        "  scf.parallel (%i) = (%c0) to (%rows) step (%c1) {",
-        "    scf.for %j = %c0 to %full step %lanes {",
-        f"      %v = vector.load %src[%i, %j] : {source}, {vec}",
-        f"      vector.store %v, %dst[%i, %j] : {target}, {vec}",
-        "    }",
-        f"    %t = vector.maskedload %src[%i, %full], %mask, %zero : {source}, {mask}, {vec} into {vec}",
-        f"    vector.maskedstore %dst[%i, %full], %mask, %t : {target}, {mask}, {vec}",
-        "  }",
-        "  return",
-        "}"])
+    vec, mask_type = f"vector<{lanes}x{element}>", f"vector<{lanes}xi1>"
+    t = MlirText()
+    with t.region(f"func.func private @copy(%src: {source}, %dst: {target})"):
+        c0, c1 = t.const(0), t.const(1)
+        step = t.value(f"arith.constant {lanes} : index", "lanes")
+        zero = t.value(f"arith.constant dense<{'0.0' if isinstance(element, ir.FloatType) else '0'}> : {vec}", "zero")
+        rows = t.value(f"memref.dim %src, {c0} : {source}", "rows")
+        cols = t.value(f"memref.dim %src, {c1} : {source}", "cols")
+        full = t.whole_end(cols, step, hint="full")
+        mask = t.value(f"vector.create_mask {t.value(f'arith.subi {cols}, {full} : index', 'left')} : {mask_type}",
+                       "mask")
+        with t.parallel(c0, rows, c1, "i") as i:
+            with t.for_(c0, full, step, "j") as j:
+                t.add(f"vector.store {t.value(f'vector.load %src[{i}, {j}] : {source}, {vec}', 'x')}, %dst[{i}, {j}] "
+                      f": {target}, {vec}")
+            rest = t.value(f"vector.maskedload %src[{i}, {full}], {mask}, {zero} : {source}, {mask_type}, {vec} "
+                           f"into {vec}", "x")
+            t.add(f"vector.maskedstore %dst[{i}, {full}], {mask}, {rest} : {target}, {mask_type}, {vec}")
+        t.add("return")
+    return t.function_text()

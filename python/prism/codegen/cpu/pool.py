@@ -49,6 +49,8 @@ import platform
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
+from prism.codegen.text import ALIGNMENT
+
 ENTRY = "prism_parallel_for"
 DECLARATION = f"llvm.func @{ENTRY}(!llvm.ptr, !llvm.ptr, i64, i64)"
 CHUNKS_PER_THREAD = 4
@@ -89,20 +91,31 @@ def runtime_text(machine: str | None = None) -> str:
                 "    %r = llvm.call @syscall(%nr, %ep, %op, %all) vararg(!llvm.func<i64 (i64, ...)>) "
                 ": (i64, !llvm.ptr, i64, i64) -> i64")
     spin_ns = int(SPIN_SECONDS * 1e9)
-    return _TEMPLATE.format(hint=hint, sleep=sleep, wake=wake, spin_ns=spin_ns, clock=_CLOCK_MONOTONIC,
+    return _TEMPLATE.format(shared=_shared_globals(), job_fn=_cache_line_global("job_fn", "!llvm.ptr"), hint=hint,
+                            sleep=sleep, wake=wake, spin_ns=spin_ns, clock=_CLOCK_MONOTONIC,
                             every=_SPINS_PER_CLOCK_READ - 1, chunks=CHUNKS_PER_THREAD)
 
 
-# Globals: one cache line each for the words that threads write.
+# The words that threads write (name, type): each a global in a cache line of its own, as is the job's function.
+_SHARED_WORDS = (("counter", "i64"), ("pending", "i64"), ("epoch", "i32"), ("sleepers", "i32"), ("busy", "i32"),
+                 ("workers", "i64"))
+
+
+def _cache_line_global(name: str, typ: str, initial: str = "") -> str:
+    """An internal global ``@name`` of ``typ``, ALIGNMENT-aligned (a cache line), with ``initial`` as its
+    value (none for a global initialized by a region)."""
+    return f"llvm.mlir.global internal @{name}({initial}) {{alignment = {ALIGNMENT} : i64}} : {typ}"
+
+
+def _shared_globals() -> str:
+    """The globals that threads write (see _SHARED_WORDS), zero at the start."""
+    return "\n".join(f"  {_cache_line_global(name, typ, f'0 : {typ}')}" for name, typ in _SHARED_WORDS)
+
+
 _TEMPLATE = """
 module {{
-  llvm.mlir.global internal @counter(0 : i64) {{alignment = 64 : i64}} : i64
-  llvm.mlir.global internal @pending(0 : i64) {{alignment = 64 : i64}} : i64
-  llvm.mlir.global internal @epoch(0 : i32) {{alignment = 64 : i64}} : i32
-  llvm.mlir.global internal @sleepers(0 : i32) {{alignment = 64 : i64}} : i32
-  llvm.mlir.global internal @busy(0 : i32) {{alignment = 64 : i64}} : i32
-  llvm.mlir.global internal @workers(0 : i64) {{alignment = 64 : i64}} : i64
-  llvm.mlir.global internal @job_fn() {{alignment = 64 : i64}} : !llvm.ptr {{
+{shared}
+  {job_fn} {{
     %z = llvm.mlir.zero : !llvm.ptr
     llvm.return %z : !llvm.ptr
   }}

@@ -312,35 +312,38 @@ class _RowKernel:
         # Each output keeps its op's result type (which may be more static than the domain read from an input).
         out_types = [str(self.members[i].row_op.op.results[0].type) for i in self.outputs]
         params = ", ".join(f"%x{k}: {v.type}" for k, (_, v) in enumerate(self.args))
-        t.open(f"func.func private @rows({params}) -> ({', '.join(out_types)})")
-        self.c0, self.c1 = t.const(0), t.const(1)
-        sizes = self._sizes()
-        self.rows = sizes[0]
-        for size in sizes[1:-1]:
-            self.rows = t.value(f"arith.muli {self.rows}, {size} : index", "rows")
-        self.cols = sizes[-1]
-        self.buffers = [f"%x{k}" if how == "scalar" else self._buffer(k, how, str(v.type))
-                        for k, (how, v) in enumerate(self.args)]
-        self.splats = {k: t.value(f"vector.broadcast %x{k} : {F32} to {self.vec}", "bc")
-                       for k, (how, _) in enumerate(self.args) if how == "scalar"}
+        with t.region(f"func.func private @rows({params}) -> ({', '.join(out_types)})"):
+            self.c0, self.c1 = t.const(0), t.const(1)
+            sizes = self._sizes()
+            self.rows = sizes[0]
+            for size in sizes[1:-1]:
+                self.rows = t.value(f"arith.muli {self.rows}, {size} : index", "rows")
+            self.cols = sizes[-1]
+            self.buffers = [f"%x{k}" if how == "scalar" else self._buffer(k, how, str(v.type))
+                            for k, (how, v) in enumerate(self.args)]
+            self.splats = {k: t.value(f"vector.broadcast %x{k} : {F32} to {self.vec}", "bc")
+                           for k, (how, _) in enumerate(self.args) if how == "scalar"}
+            out_buffers = self._allocate()
+            self._rows_loop(out_buffers)
+            results = [self._result(buffer, typ, sizes) for buffer, typ in zip(out_buffers, out_types, strict=True)]
+            t.add(f"return {', '.join(results)} : {', '.join(out_types)}")
+        return t.function_text()
+
+    def _allocate(self) -> list[str]:
+        """The outputs' buffers (returned, in order) and the scratch rows (in ``self.stored``)."""
+        t = self.t
         full, row = _dynamic("memref", 2), _dynamic("memref", 1)
         self.stored: dict[int, tuple[str, str]] = {}  # member -> (buffer, "out" or "scratch")
         out_buffers = []
         for i in self.outputs:
             is_full = self.members[i].role == "map"
-            buffer = t.value(f"memref.alloc({self.rows}, {self.cols}) {{alignment = 64 : i64}} : {full}" if is_full
-                             else f"memref.alloc({self.rows}) {{alignment = 64 : i64}} : {row}", "o")
+            buffer = t.alloc(full, [self.rows, self.cols], "o") if is_full else t.alloc(row, [self.rows], "o")
             out_buffers.append(buffer)
             if is_full:
                 self.stored[i] = (buffer, "out")
         for i in self.scratch:
-            self.stored[i] = (t.value(f"memref.alloc({t.const(self.workers)}, {self.cols}) "
-                                      f"{{alignment = 64 : i64}} : {full}", "scr"), "scratch")
-        self._rows_loop(out_buffers)
-        results = [self._result(buffer, typ, sizes) for buffer, typ in zip(out_buffers, out_types, strict=True)]
-        t.add(f"return {', '.join(results)} : {', '.join(out_types)}")
-        t.close()
-        return t.function_text()
+            self.stored[i] = (t.alloc(full, [t.const(self.workers), self.cols], "scr"), "scratch")
+        return out_buffers
 
     def _sizes(self) -> list[str]:
         """Every dimension of the domain, as index values."""
@@ -378,29 +381,21 @@ class _RowKernel:
 
     def _rows_loop(self, out_buffers: list[str]) -> None:
         t = self.t
-        workers = t.const(self.workers)
-        share = t.value(f"arith.ceildivui {self.rows}, {workers} : index", "share")
-        self.worker = t.fresh("w")
-        t.open(f"scf.parallel ({self.worker}) = ({self.c0}) to ({workers}) step ({self.c1})")
-        first = t.value(f"arith.muli {self.worker}, {share} : index", "first")
-        last = t.value(f"arith.minui {t.value(f'arith.addi {first}, {share} : index')}, {self.rows} : index", "last")
-        self.row = t.fresh("row")
-        t.open(f"scf.for {self.row} = {first} to {last} step {self.c1}")
-        self.scalars: dict[int, str] = {}  # member (reduce or scalar) -> its value for this row
-        self.arg_scalars: dict[int, str] = {}  # row argument -> its value for this row
-        sweeps = max((m.sweep for m in self.members if m.role != "scalar"), default=-1) + 1
-        for sweep in range(sweeps + 1):
-            for i, m in enumerate(self.members):
-                if m.role == "scalar" and i not in self.scalars and m.sweep <= sweep:
-                    self.scalars[i] = t.program(m.row_op.program, lambda ref, m=m: self._scalar(m, ref), F32) \
-                        if m.row_op.program else self._scalar(m, m.row_op.result)
-            if sweep < sweeps:
-                self._sweep([i for i, m in enumerate(self.members) if m.role != "scalar" and m.sweep == sweep])
-        for i, buffer in zip(self.outputs, out_buffers, strict=True):
-            if self.members[i].role != "map":
-                t.add(f"memref.store {self.scalars[i]}, {buffer}[{self.row}] : memref<?xf32>")
-        t.close()
-        t.close()
+        with t.share(self.rows, self.workers) as (self.worker, first, last), \
+                t.for_(first, last, self.c1, "row") as self.row:
+            self.scalars: dict[int, str] = {}  # member (reduce or scalar) -> its value for this row
+            self.arg_scalars: dict[int, str] = {}  # row argument -> its value for this row
+            sweeps = max((m.sweep for m in self.members if m.role != "scalar"), default=-1) + 1
+            for sweep in range(sweeps + 1):
+                for i, m in enumerate(self.members):
+                    if m.role == "scalar" and i not in self.scalars and m.sweep <= sweep:
+                        self.scalars[i] = t.program(m.row_op.program, lambda ref, m=m: self._scalar(m, ref), F32) \
+                            if m.row_op.program else self._scalar(m, m.row_op.result)
+                if sweep < sweeps:
+                    self._sweep([i for i, m in enumerate(self.members) if m.role != "scalar" and m.sweep == sweep])
+            for i, buffer in zip(self.outputs, out_buffers, strict=True):
+                if self.members[i].role != "map":
+                    t.add(f"memref.store {self.scalars[i]}, {buffer}[{self.row}] : memref<?xf32>")
 
     def _row_value(self, value: ir.Value) -> str:
         """A value read per row (an argument or a reduce or scalar member) as this row's f32."""
@@ -438,14 +433,11 @@ class _RowKernel:
                               f" : {self.vec}", "nz") for i in reduces}
         chains = REDUCTION_CHAINS if reduces else 1
         step = chains * self.lanes
-        whole = t.value(f"arith.muli {t.value(f'arith.divui {self.cols}, {t.const(step)} : index')}, "
-                        f"{t.const(step)} : index", "cw")
+        whole = t.whole_end(self.cols, t.const(step), hint="cw")
         accs = self._loop(indices, self.c0, whole, chains, [[neutral[i] for i in reduces] for _ in range(chains)])
         vectors = whole
         if chains > 1:
-            lanes = t.const(self.lanes)
-            vectors = t.value(f"arith.muli {t.value(f'arith.divui {self.cols}, {lanes} : index')}, {lanes} : index",
-                              "cv")
+            vectors = t.whole_end(self.cols, t.const(self.lanes), hint="cv")
             accs[0] = self._loop(indices, whole, vectors, 1, [accs[0]])[0]
         accs[0] = self._tail(indices, vectors, accs[0], [neutral[i] for i in reduces])
         for r, i in enumerate(reduces):
@@ -471,26 +463,20 @@ class _RowKernel:
     def _loop(self, indices: list[int], start: str, end: str, chains: int, accs: list[list[str]]) -> list[list[str]]:
         """Columns ``start`` to ``end``, ``chains`` whole vectors at a time, each chain with its accumulators."""
         t = self.t
-        count = sum(len(a) for a in accs)
-        col = t.fresh("col")
         step = t.const(chains * self.lanes)
-        if not count:
-            t.open(f"scf.for {col} = {start} to {end} step {step}")
-            for chain in range(chains):
-                self._columns(indices, self._offset(col, chain), None, [])
-            t.close()
+        if not sum(len(a) for a in accs):
+            with t.for_(start, end, step, "col") as col:
+                for chain in range(chains):
+                    self._columns(indices, self._offset(col, chain), None, [])
             return accs
-        names = [[t.fresh("a") for _ in chain] for chain in accs]
-        out = t.fresh("acc")
-        types = ", ".join([self.vec] * count)
-        iter_args = ", ".join(f"{n} = {v}" for ns, vs in zip(names, accs, strict=True)
-                              for n, v in zip(ns, vs, strict=True))
-        t.open(f"{out}:{count} = scf.for {col} = {start} to {end} step {step} iter_args({iter_args}) -> ({types})")
-        updated = [self._columns(indices, self._offset(col, chain), None, names[chain]) for chain in range(chains)]
-        t.add(f"scf.yield {', '.join(v for chain in updated for v in chain)} : {types}")
-        t.close()
         per = len(accs[0])
-        return [[f"{out}#{chain * per + r}" for r in range(per)] for chain in range(chains)]
+        with t.for_carried(start, end, step, [v for chain in accs for v in chain], self.vec,
+                           ("col", "a", "acc")) as loop:
+            names = [loop.args[chain * per:(chain + 1) * per] for chain in range(chains)]
+            updated = [self._columns(indices, self._offset(loop.iv, chain), None, names[chain])
+                       for chain in range(chains)]
+            t.yield_([v for chain in updated for v in chain], [self.vec] * len(loop.args))
+        return [loop.results[chain * per:(chain + 1) * per] for chain in range(chains)]
 
     def _offset(self, col: str, chain: int) -> str:
         return col if chain == 0 else self.t.value(f"arith.addi {col}, {self.t.const(chain * self.lanes)} : index",
@@ -503,20 +489,15 @@ class _RowKernel:
         mask = t.value(f"vector.create_mask {t.value(f'arith.subi {self.cols}, {start} : index')} : "
                        f"{self.mask_type}", "mask")
         if not accs:
-            t.open(f"scf.if {ragged}")
-            self._columns(indices, start, mask, [])
-            t.close()
+            with t.if_(ragged):
+                self._columns(indices, start, mask, [])
             return accs
-        types = ", ".join([self.vec] * len(accs))
-        out = t.fresh("acc")
-        t.open(f"{out}:{len(accs)} = scf.if {ragged} -> ({types})")
-        updated = self._columns(indices, start, (mask, neutral), accs)
-        t.add(f"scf.yield {', '.join(updated)} : {types}")
-        t.close("} else {")
-        t.depth += 1
-        t.add(f"scf.yield {', '.join(accs)} : {types}")
-        t.close()
-        return [f"{out}#{r}" for r in range(len(accs))]
+        types = [self.vec] * len(accs)
+        with t.if_(ragged, types, "acc") as out:
+            t.yield_(self._columns(indices, start, (mask, neutral), accs), types)
+        with t.else_():
+            t.yield_(accs, types)
+        return out
 
     def _columns(self, indices: list[int], col: str, masked, accs: list[str]) -> list[str]:
         """Every member of ``indices`` at the vector of columns from ``col`` (``masked``: the tail's mask, or

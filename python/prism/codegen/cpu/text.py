@@ -1,7 +1,8 @@
 """MLIR written as text, and put in place: the host kernels' common ground.
 
 The host kernels (:mod:`.kernel`, :mod:`.attention`, :mod:`.rows`) are
-written as MLIR text with :class:`MlirText`, parsed, and inlined where the
+written as MLIR text with :class:`MlirText` (the builder of
+:mod:`prism.codegen.text`, whose regions are ``with`` blocks), parsed, and inlined where the
 ops they replace were (:func:`inline_function`, :func:`inline_body`); the
 inits that only those ops read go with them (:func:`erase_unused_inits`).
 Elementwise programs (see :class:`~prism.codegen.cpu.kernel.Epilogue`) are
@@ -15,6 +16,8 @@ import math
 import struct
 
 from mlir import ir
+
+from prism.codegen.text import TextBuilder
 
 F32 = "f32"
 
@@ -34,48 +37,9 @@ _EXP2_COEFFS = (1.5337577497120947e-4, 1.3399859890341759e-3, 9.618519805371761e
 EXP2_FLOOR = -126.0
 
 
-
-class MlirText:
-    """Lines of MLIR with fresh SSA names."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.constants: set[int] = set()  # index constants, defined once at the function's entry
-        self._count = 0
-        self.depth = 0
-
-    def fresh(self, hint: str = "v") -> str:
-        if hint == "c":
-            raise ValueError("the hint 'c' would make names like those of index constants (%c16)")
-        self._count += 1
-        return f"%{hint}{self._count}"
-
-    def add(self, line: str) -> None:
-        self.lines.append("  " * self.depth + line)
-
-    def value(self, expr: str, hint: str = "v") -> str:
-        name = self.fresh(hint)
-        self.add(f"{name} = {expr}")
-        return name
-
-    def const(self, n: int) -> str:
-        self.constants.add(n)
-        return f"%c{n}"
-
-    def function_text(self) -> str:
-        """The lines written, the first a function's header, with the index constants defined after it."""
-        constants = [f"  %c{n} = arith.constant {n} : index" for n in sorted(self.constants)]
-        return "\n".join(self.lines[:1] + constants + self.lines[1:])
-
-    def open(self, header: str) -> None:
-        """A line that opens a region (``header {``); what follows is indented."""
-        self.add(header + " {")
-        self.depth += 1
-
-    def close(self, tail: str = "}") -> None:
-        """The line that closes the innermost region (or, with ``} else {``, opens its sibling)."""
-        self.depth -= 1
-        self.add(tail)
+class MlirText(TextBuilder):
+    """A host kernel's text: the builder of :mod:`prism.codegen.text` with elementwise programs on f32 scalars
+    and vectors."""
 
     def program(self, ops: tuple | list, operand, typ: str) -> str:
         """Write the elementwise program ``ops`` (see :class:`~prism.codegen.cpu.kernel.Epilogue`) on values of
