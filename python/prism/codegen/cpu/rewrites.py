@@ -84,8 +84,9 @@ def check_byte_elements(module: ir.Module) -> None:
             element = ir.MemRefType(value.type).element_type if isinstance(value.type, ir.MemRefType) else None
             if isinstance(element, ir.IntegerType) and element.width < 8:
                 raise UnsupportedOp(f"'{op.name}' stores {value.type}: the host lowering has no buffers of "
-                                    f"{element} (from boolean tensors, or buffers returned from loops)",
-                                    location=str(op.location))
+                                    f"{element} (from boolean tensors, or buffers returned from loops); hold "
+                                    f"booleans in i8 tensors instead (arith.extui to i8, arith.trunci back to "
+                                    f"{element} inside the generic)", location=str(op.location))
 
 
 def flatten_parallel_loops(module: ir.Module) -> None:
