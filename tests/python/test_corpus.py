@@ -218,17 +218,41 @@ PROGRAMS: dict[str, Program] = {
                                    lambda x: softmax(x, 2)),
     "iree_stride_slice_i32": Program("stride_slice", args(), strided_slice),
     "iree_transpose_small_i32": Program("transpose_small", args(ints(-99, 99, 3, 3)), lambda x: x.T),
+    "iree_dynamic_pack_pad": Program("dynamic_pack_simple_pad_mode", args(ints(-99, 99, 4, 5)),
+                                     lambda x: np.pad(x, ((0, 2), (0, 1))).reshape(2, 3, 2, 3).transpose(0, 2, 1, 3)),
+    "iree_pack_pad_transpose_large": Program(
+        "static_pack_pad_transpose_inner_and_outer_dims_large", args(ints(-999, 999, 100, 250)),
+        lambda x: (np.pad(x, ((0, 28), (0, 6)), constant_values=42).reshape(4, 32, 16, 16).transpose(2, 0, 3, 1),) * 2),
+    "iree_unpack_transpose_large": Program(
+        "dynamic_unpack_transpose_inner_and_outer_dims_large",
+        args(ints(-999, 999, 16, 4, 16, 32), ints(-999, 999, 16, 4, 16, 32), lambda rng: np.int64(128),
+             lambda rng: np.int64(256)),
+        lambda a, b, m, n: tuple(x.transpose(1, 3, 0, 2).reshape(m, n) for x in (a, b))),
     "mlir_collapse_dynamic": Program("collapse_dynamic_shape", args(normal(2, 2, 3, 2)),
                                      lambda x: x.reshape(2, 6, 2)),
     "mlir_conv_1d_nwc_wcf": Program("conv_1d_nwc_wcf", args(normal(3, 8, 1), normal(3, 1, 1), normal(3, 6, 1)),
                                     lambda x, w, c: c + np.einsum(
                                         "nwck,kcf->nwf", np.lib.stride_tricks.sliding_window_view(x, 3, axis=1), w)),
+    "mlir_conv_2d_nchw_fchw_q": Program(
+        "conv", args(ints(-128, 128, 2, 2, 3, 3, dtype=I8), ints(-128, 128, 3, 2, 2, 2, dtype=I8),
+                     ints(-999, 999, 2, 3, 2, 2), lambda rng: np.int32(rng.integers(-128, 128)),
+                     lambda rng: np.int32(rng.integers(-128, 128))),
+        lambda x, w, c, xz, wz: c + conv_nchw(x - xz, w - wz)),
+    "mlir_depthwise_conv_1d_i32": Program(
+        "conv", args(ints(-99, 99, 1, 8, 6), ints(-99, 99, 2, 6), ints(-99, 99, 1, 7, 6)),
+        lambda x, w, c: c + x[:, :7] * w[0] + x[:, 1:] * w[1]),
     "mlir_elementwise_addf": Program("main", args(normal(3), normal(3)), np.add, refused=BUFFERIZATION),
     "mlir_generic_reduce_2d_i32": Program("generic_reduce_2d_i32", args(ints(-9999, 9999, 16, 1000)),
                                           lambda x: x.sum(axis=1)),
     "mlir_init_and_dot": Program("init_and_dot", args(normal(64), normal(64), normal()), init_and_dot),
     "mlir_insert_slice_multiple_uses": Program("main", args(normal(2), normal(1)),
                                                lambda c, v: (np.r_[v, c[1:]], np.r_[c[:1], v])),
+    "mlir_insert_slice_rank_reducing": Program("main", args(ints(-99, 99, 5)),
+                                               lambda x: np.pad(x[:, None], ((0, 0), (2, 0)))),
+    "mlir_matmul_i8_via_mmt4d": Program("matmul_via_mmt4d", args(ints(-128, 128, 7, 16, dtype=I8),
+                                                                 ints(-128, 128, 16, 13, dtype=I8),
+                                                                 ints(-9999, 9999, 7, 13)),
+                                        lambda a, b, c: c + a @ b),
     "mlir_matmul_transpose_a_dynamic": Program("matmul_transpose_a", args(normal(13, 7), normal(13, 9),
                                                                           normal(7, 9)),
                                                lambda a, b, c: c + a.T @ b),
@@ -241,6 +265,9 @@ PROGRAMS: dict[str, Program] = {
     "mlir_reduce_2d_dynamic": Program("reduce_2d_f32", args(normal(16, 1000)), lambda x: x.sum(axis=1)),
     "mlir_tensor_matmul": Program("main", args(normal(2, 3), normal(3, 4), normal(2, 4)), lambda a, b, c: c + a @ b),
     "mlir_tile_reduction_subf": Program("main", args(normal(2, 8)), lambda x: -x.sum(axis=1)),
+    "torch_mlir_eltwise_mul": Program("forward", args(normal(64, 128), normal(64, 128)), np.multiply),
+    "torch_mlir_linear_bias": Program("forward", args(normal(128, 64), normal(128), normal(32, 64)),
+                                      lambda w, b, x: (x @ w.T + b, x)),
 }
 
 

@@ -115,6 +115,7 @@ class CpuLowering(Lowering):
         """Fuse attention (:mod:`.attention`), schedule every contraction (see :mod:`.schedule`), then vectorize
         the pack transposes."""
         check_module(module)
+        rewrites.inline_calls(module)
         rewrites.record_signatures(module)
         if _contains(module, AGGREGATE_OPS):
             apply_script(module, decompose_script(), "decomposition of aggregate ops")

@@ -12,6 +12,7 @@ from mlir.dialects import arith, scf
 from prism.codegen.cpu.kernel import copy_text
 from prism.codegen.cpu.text import inline_function
 from prism.codegen.transform import ANY, Script
+from prism.codegen.upstream import run_passes
 from prism.infra import attrs
 from prism.infra.errors import PassFailed, UnsupportedOp
 from prism.infra.ir import iter_ops
@@ -51,6 +52,17 @@ def vector_script() -> str:
 BUFFERIZE = ("builtin.module(canonicalize, cse, loop-invariant-subset-hoisting, canonicalize, cse, "
               "one-shot-bufferize{bufferize-function-boundaries "
               "function-boundary-type-conversion=identity-layout-map}, canonicalize, cse, loop-invariant-code-motion)")
+
+
+# The program's own calls, inlined without canonicalizing (the unused private callees go with them): a tensor
+# returned across a call would make deallocation pass ownership flags, i1 buffers the host cannot hold.
+INLINE = 'builtin.module(inline{default-pipeline=""}, symbol-dce)'
+
+
+def inline_calls(module: ir.Module) -> None:
+    """Inline every ``func.call`` of the module (see INLINE); a module without calls is left as it is."""
+    if any(op.name == "func.call" for op in iter_ops(module)):
+        run_passes(module, INLINE, "inlining of calls")
 
 
 # scf.forall becomes scf.parallel here, and each parallel loop is then made
