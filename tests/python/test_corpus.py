@@ -151,6 +151,9 @@ PROGRAMS: dict[str, Program] = {
     "iree_expand_shape_i32": Program("expand_shape_i32", args(ints(-99, 99, 4)), lambda x: x.reshape(1, 4)),
     "iree_extract_slice_stride2_i32": Program("extract_slice_i32_offset1_size2_stride2", args(ints(-99, 99, 4)),
                                               lambda x: x[1::2]),
+    "iree_export_parameters_mlp": Program(
+        "main", args(normal(1, 2), normal(1, 2), normal(2, 2), normal(1, 2), normal(2, 2)),
+        lambda x, g3, g4, g5, g6: (x @ g6 + g5) @ g4 + g3),
     "iree_extract_slice_strided": Program("extract_slice_strided", args(),
                                           lambda: (index_grid(500, 750, 750)[20:120:2, 30:255:3],) * 2),
     "iree_fill_i64": Program("fill_i64", args(ints(-9, 9, 2, 3, dtype=np.int64)),
@@ -213,6 +216,8 @@ PROGRAMS: dict[str, Program] = {
                                     lambda x: softmax(x, 2), defect=ABORT_DYNAMIC),
     "iree_softmax_dynamic_reduction": Program("softmax_dynamic_reduction_N65_K1531", args(normal(65, 1531)),
                                               lambda x: softmax(x, 1)),
+    "iree_softmax_generic_dynamic": Program("softmax_dynamic", args(normal(3, 5, 40)), lambda x: softmax(x, 2),
+                                            defect=ABORT_DYNAMIC),
     "iree_softmax_generic_chain": Program("softmax", args(normal(12, 128, 128)), lambda x: softmax(x, 2)),
     "iree_softmax_static": Program("softmax_static_10x256x256xf32", args(normal(10, 256, 256)),
                                    lambda x: softmax(x, 2)),
@@ -238,10 +243,23 @@ PROGRAMS: dict[str, Program] = {
                      ints(-999, 999, 2, 3, 2, 2), lambda rng: np.int32(rng.integers(-128, 128)),
                      lambda rng: np.int32(rng.integers(-128, 128))),
         lambda x, w, c, xz, wz: c + conv_nchw(x - xz, w - wz)),
+    "mlir_conv_1d_nwc_wcf_dynamic": Program(
+        "conv_1d_nwc_wcf", args(normal(2, 9, 3), normal(3, 3, 4), normal(2, 7, 4)),
+        lambda x, w, c: c + np.einsum("nwck,kcf->nwf", np.lib.stride_tricks.sliding_window_view(x, 3, axis=1), w)),
     "mlir_depthwise_conv_1d_i32": Program(
         "conv", args(ints(-99, 99, 1, 8, 6), ints(-99, 99, 2, 6), ints(-99, 99, 1, 7, 6)),
         lambda x, w, c: c + x[:, :7] * w[0] + x[:, 1:] * w[1]),
+    "mlir_depthwise_conv_2d_hwcm_dilated": Program(
+        "depthwise_conv_2d_nhwc_hwcm_tensor_dilated", args(normal(2, 8, 9, 2), normal(2, 2, 2, 3)),
+        lambda x, w: sum(np.einsum("nhwc,cm->nhwcm", x[:, 2 * i:2 * i + 6, 2 * j:2 * j + 7], w[i, j])
+                         for i in range(2) for j in range(2))),
     "mlir_elementwise_addf": Program("main", args(normal(3), normal(3)), np.add, refused=BUFFERIZATION),
+    "mlir_elementwise_exp_3d": Program("unary_identity_exp", args(normal(8, 16, 32), normal(8, 16, 32)),
+                                       lambda a, _: np.exp(a)),
+    "mlir_elementwise_mul_5d_i32": Program("binary_identity_mul_5Di", args(*[ints(-999, 999, 1, 2, 3, 4, 5)] * 3),
+                                           lambda a, b, _: a * b),
+    "mlir_elementwise_tanh_projection": Program("unary_projection_tanh", args(normal(5, 16), normal(8, 16, 5)),
+                                                lambda a, _: np.broadcast_to(np.tanh(a).T, (8, 16, 5))),
     "mlir_generic_reduce_2d_i32": Program("generic_reduce_2d_i32", args(ints(-9999, 9999, 16, 1000)),
                                           lambda x: x.sum(axis=1)),
     "mlir_init_and_dot": Program("init_and_dot", args(normal(64), normal(64), normal()), init_and_dot),
@@ -262,6 +280,13 @@ PROGRAMS: dict[str, Program] = {
     "mlir_pack_mmt4d_unpack_i32": Program("mmt4d", args(ints(-99, 99, 7, 16), ints(-99, 99, 16, 13),
                                                         ints(-99, 99, 7, 13)), lambda a, b, c: c + a @ b),
     "mlir_padtensor_dynamic": Program("main", args(normal(1, 2, 3)), pad_dynamic),
+    "mlir_pooling_nhwc_max_i8": Program(
+        "pooling_nhwc_i8_max_tensor", args(ints(-128, 128, 1, 4, 4, 1, dtype=I8)),
+        lambda x: np.maximum(np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(1, 2)).max(axis=(4, 5)), 0)),
+    "mlir_pooling_nhwc_max_strided_dilated": Program(
+        "generalize_pooling_nhwc_max_f32", args(normal(1, 4, 16, 1), normal(2, 2), normal(1, 2, 4, 1)),
+        lambda x, _, c: np.maximum(c, np.max([x[:, i:i + 3:2, 2 * j:2 * j + 13:4] for i in range(2) for j in range(2)],
+                                             axis=0))),
     "mlir_reduce_2d_dynamic": Program("reduce_2d_f32", args(normal(16, 1000)), lambda x: x.sum(axis=1)),
     "mlir_tensor_matmul": Program("main", args(normal(2, 3), normal(3, 4), normal(2, 4)), lambda a, b, c: c + a @ b),
     "mlir_tile_reduction_subf": Program("main", args(normal(2, 8)), lambda x: -x.sum(axis=1)),
