@@ -115,6 +115,8 @@ I8 = np.int8
 BUFFERIZATION = "bufferization failed"
 # prism-explore's rewrite of a 0-d operand broadcast into a rank-1 generic drops the iteration space.
 EXPLORE_0D = "to match the result rank of indexing_map"
+# The host holds no buffers of sub-byte integers; the refusal says to hold them in i8.
+SUB_BYTE = "hold such values in i8 tensors instead"
 ABORT_DYNAMIC = "the host lowering aborts on a tensor of rank >= 3 with two or more dynamic dimensions"
 
 # name -> program. The defects known at the time of writing are recorded as their current located error.
@@ -163,6 +165,7 @@ PROGRAMS: dict[str, Program] = {
                                     lambda x, i: np.broadcast_to(x[i, np.arange(4)], (4, 4))),
     "iree_half_reduction_f16": Program("half_reduction_aligned", args(normal(2, 4096, dtype=np.float16)),
                                        lambda x: x.sum(axis=1), rtol=2e-2),
+    "iree_i4_to_f32": Program("i4_to_f32_1d", args(), lambda: np.arange(8.0), refused=SUB_BYTE),
     "iree_insert_slice_small_i32": Program("tensor_insert_slice_small", args(ints(-99, 99, 10, 10),
                                                                              ints(-99, 99, 5, 5)),
                                            lambda a, b: np.concatenate([a[:4], np.concatenate(
@@ -211,7 +214,7 @@ PROGRAMS: dict[str, Program] = {
                                defect="the host lowering's row fusion indexes the last loop of a 0-d generic"),
     "iree_select_i1": Program("select_with_binary", args(lambda rng: rng.integers(0, 2, 4).astype(bool),
                                                          ints(-99, 99, 4), ints(-99, 99, 4)), np.where,
-                              refused="hold booleans in i8 tensors instead"),
+                              refused=SUB_BYTE),
     "iree_softmax_dynamic": Program("softmax_dynamic_10x256x256xf32", args(normal(3, 5, 40)),
                                     lambda x: softmax(x, 2), defect=ABORT_DYNAMIC),
     "iree_softmax_dynamic_reduction": Program("softmax_dynamic_reduction_N65_K1531", args(normal(65, 1531)),

@@ -86,7 +86,7 @@ TO_LLVM = ("builtin.module("
 
 
 def check_byte_elements(module: ir.Module) -> None:
-    """Refuse buffers of sub-byte integers (i1), which this MLIR's memref-to-LLVM conversion aborts on.
+    """Refuse buffers of sub-byte integers (i1, i4), which this MLIR's memref-to-LLVM conversion aborts on.
 
     Boolean tensors of the program, and the ownership flags that deallocating
     buffers returned from loops needs, are both such buffers.
@@ -96,9 +96,10 @@ def check_byte_elements(module: ir.Module) -> None:
             element = ir.MemRefType(value.type).element_type if isinstance(value.type, ir.MemRefType) else None
             if isinstance(element, ir.IntegerType) and element.width < 8:
                 raise UnsupportedOp(f"'{op.name}' stores {value.type}: the host lowering has no buffers of "
-                                    f"{element} (from boolean tensors, or buffers returned from loops); hold "
-                                    f"booleans in i8 tensors instead (arith.extui to i8, arith.trunci back to "
-                                    f"{element} inside the generic)", location=str(op.location))
+                                    f"{element} (tensors of booleans or other sub-byte integers, or buffers "
+                                    f"returned from loops); hold such values in i8 tensors instead (arith.extui "
+                                    f"or arith.extsi to i8, arith.trunci back to {element} inside the generic)",
+                                    location=str(op.location))
 
 
 def flatten_parallel_loops(module: ir.Module) -> None:
