@@ -44,8 +44,17 @@ def normal(*shape: int, dtype: Any = np.float32) -> Callable[[np.random.Generato
     return lambda rng: rng.standard_normal(shape).astype(dtype)
 
 
+def uniform(low: float, high: float, *shape: int) -> Callable[[np.random.Generator], np.ndarray]:
+    return lambda rng: rng.uniform(low, high, shape).astype(np.float32)
+
+
 def ints(low: int, high: int, *shape: int, dtype: Any = np.int32) -> Callable[[np.random.Generator], np.ndarray]:
     return lambda rng: rng.integers(low, high, shape).astype(dtype)
+
+
+def an_i64(rng: np.random.Generator) -> np.int64:
+    """An i64 argument that the program ignores (torch-mlir passes the op's dim or dtype this way)."""
+    return np.int64(1)
 
 
 def args(*makers: Callable[[np.random.Generator], Any]) -> Callable[[np.random.Generator], list[Any]]:
@@ -117,6 +126,7 @@ BUFFERIZATION = "bufferization failed"
 EXPLORE_0D = "to match the result rank of indexing_map"
 # The host holds no buffers of sub-byte integers; the refusal says to hold them in i8.
 SUB_BYTE = "hold such values in i8 tensors instead"
+ROWS_0D = "the host lowering's row fusion indexes the last loop of a 0-d generic (IndexError)"
 ABORT_DYNAMIC = "the host lowering aborts on a tensor of rank >= 3 with two or more dynamic dimensions"
 
 # name -> program. The defects known at the time of writing are recorded as their current located error.
@@ -211,7 +221,7 @@ PROGRAMS: dict[str, Program] = {
     "iree_reduction_unaligned": Program("reduction_unaligned", args(normal(129, 384)), lambda x: x.sum(axis=1)),
     "iree_scalar_dag": Program("simpleDAG", args(normal(), normal(), normal(), normal()),
                                lambda a, b, c, d: (a + b, c * d - (a + b)),
-                               defect="the host lowering's row fusion indexes the last loop of a 0-d generic"),
+                               defect=ROWS_0D),
     "iree_select_i1": Program("select_with_binary", args(lambda rng: rng.integers(0, 2, 4).astype(bool),
                                                          ints(-99, 99, 4), ints(-99, 99, 4)), np.where,
                               refused=SUB_BYTE),
@@ -293,6 +303,51 @@ PROGRAMS: dict[str, Program] = {
     "mlir_reduce_2d_dynamic": Program("reduce_2d_f32", args(normal(16, 1000)), lambda x: x.sum(axis=1)),
     "mlir_tensor_matmul": Program("main", args(normal(2, 3), normal(3, 4), normal(2, 4)), lambda a, b, c: c + a @ b),
     "mlir_tile_reduction_subf": Program("main", args(normal(2, 8)), lambda x: -x.sum(axis=1)),
+    "torch_mlir_addcdiv": Program("main", args(normal(128, 128), normal(128, 1), uniform(1, 2, 1, 128)),
+                                  lambda x, a, b: x + a / b),
+    "torch_mlir_addmm": Program("main", args(normal(128, 128), normal(128, 256), normal(256, 128)),
+                                lambda x, a, b: x + a @ b),
+    "torch_mlir_batch_norm": Program("main", args(normal(128, 128), normal(128, 1), uniform(0.5, 2, 128, 1)),
+                                     lambda x, m, v: (x - m) / np.sqrt(v + 1e-5)),
+    "torch_mlir_bmm": Program("main", args(normal(8, 128, 8), normal(8, 8, 128)), lambda a, b: a @ b),
+    "torch_mlir_clamp": Program("main", args(normal(128, 128)), lambda x: np.clip(x, -0.5, 0.5)),
+    "torch_mlir_expand": Program("main", args(normal(128, 128), an_i64, an_i64, an_i64),
+                                 lambda x, *_: np.broadcast_to(x, (12, 128, 128))),
+    "torch_mlir_flip": Program("main", args(normal(128, 128), an_i64), lambda x, _: x[:, ::-1]),
+    "torch_mlir_gather": Program("main", args(normal(3, 2), an_i64, ints(0, 2, 3, 2, dtype=np.int64)),
+                                 lambda x, _, i: np.take_along_axis(x, i, axis=1)),
+    "torch_mlir_gelu": Program("main", args(normal(128, 128)), lambda x: x * (1 + erf(x / np.sqrt(2))) / 2,
+                               defect="math.erf has no host lowering (an error without a location)"),
+    "torch_mlir_gt_tensor": Program("main", args(normal(128, 128), normal(128, 128)), np.greater, refused=SUB_BYTE),
+    "torch_mlir_index_select": Program("main", args(normal(128, 128), an_i64, ints(0, 128, 4, dtype=np.int64)),
+                                       lambda x, _, i: x[i]),
+    "torch_mlir_layer_norm": Program("main", args(normal(256, 128), an_i64), lambda x, _: (
+        x - x.mean(axis=1, keepdims=True)) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)),
+    "torch_mlir_lerp_tensor": Program("main", args(normal(128, 128), normal(128, 128), normal(128, 128)),
+                                      lambda a, b, w: a + (b - a) * w),
+    "torch_mlir_linalg_vector_norm": Program("main", args(normal(128, 128)), lambda x: np.sqrt((x**2).sum()),
+                                             defect=ROWS_0D),
+    "torch_mlir_log_softmax": Program("main", args(normal(128, 128), an_i64), lambda x, _: x - x.max(axis=0) - np.log(
+        np.exp(x - x.max(axis=0)).sum(axis=0))),
+    "torch_mlir_meandim": Program("main", args(normal(128, 128), an_i64), lambda x, _: x.mean(axis=1)),
+    "torch_mlir_mish": Program("main", args(normal(128, 128)), lambda x: x * np.tanh(np.log1p(np.exp(x))),
+                               refused=SUB_BYTE),
+    "torch_mlir_nll_loss_forward": Program("main", args(normal(3, 5), ints(0, 5, 3, dtype=np.int64)),
+                                           lambda x, t: -x[np.arange(3), t].mean(), defect=ROWS_0D),
+    "torch_mlir_permute": Program("main", args(normal(128, 128), an_i64, an_i64), lambda x, *_: x.T),
+    "torch_mlir_prod": Program("main", args(uniform(0.9, 1.1, 128, 128), an_i64), lambda x, _: x.prod(axis=1)),
+    "torch_mlir_remainder": Program("main", args(normal(128, 128), uniform(0.5, 2, 128, 128)), np.fmod),
+    "torch_mlir_roll": Program("main", args(normal(128, 128), an_i64, an_i64, an_i64, an_i64),
+                               lambda x, *_: np.roll(x, (2, 1), axis=(0, 1))),
+    "torch_mlir_silu": Program("main", args(normal(128, 128)), lambda x: x / (1 + np.exp(-x))),
+    "torch_mlir_softmax": Program("main", args(normal(128, 128), an_i64), lambda x, _: softmax(x, 1)),
+    "torch_mlir_threshold_backward": Program("main", args(normal(128, 128), normal(128, 128), lambda rng: 0.1),
+                                             lambda g, x, _: np.where(x <= np.float32(0.1), 0, g)),
+    "torch_mlir_trace": Program("main", args(normal(128, 128)), lambda x: np.trace(x)),
+    "torch_mlir_tril": Program("main", args(normal(128, 128)), np.tril),
+    "torch_mlir_var": Program("main", args(normal(128, 128)), lambda x: x.var(ddof=1)),
+    "torch_mlir_where": Program("main", args(lambda rng: rng.integers(0, 2, (128, 128)).astype(bool),
+                                             normal(128, 128), normal(128, 128)), np.where, refused=SUB_BYTE),
     "torch_mlir_eltwise_mul": Program("forward", args(normal(64, 128), normal(64, 128)), np.multiply),
     "torch_mlir_linear_bias": Program("forward", args(normal(128, 64), normal(128), normal(32, 64)),
                                       lambda w, b, x: (x @ w.T + b, x)),
@@ -369,7 +424,7 @@ def test_every_corpus_file_is_listed() -> None:
 
 def test_every_corpus_file_names_its_source() -> None:
     for path in CORPUS.glob("*.mlir"):
-        head = path.read_text().splitlines()[:3]
+        head = path.read_text().splitlines()[:5]
         assert head[0].startswith("// Source: ") and any("Licence: Apache-2.0" in line for line in head), path.name
 
 
