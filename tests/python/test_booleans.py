@@ -67,3 +67,31 @@ def test_booleans_carried_by_a_loop_are_left_alone_and_refused_with_a_location()
     with pytest.raises(prism.PrismError) as raised:
         prism.compile(IN_A_LOOP, target="host").jit("loop")
     assert raised.value.location is not None and "xi1" in str(raised.value.notes) + str(raised.value)
+
+
+GATHERED_MASK = """
+func.func @gathered(%mask: tensor<4x3xi1>, %rows: tensor<5xi64>, %x: tensor<5x3xf32>) -> tensor<5x3xf32> {
+  %e = tensor.empty() : tensor<5x3xf32>
+  %zero = arith.constant 0.0 : f32
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>,
+                                        affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%rows, %x : tensor<5xi64>, tensor<5x3xf32>) outs(%e : tensor<5x3xf32>) {
+  ^bb0(%row: i64, %v: f32, %o: f32):
+    %i = arith.index_cast %row : i64 to index
+    %j = linalg.index 1 : index
+    %m = tensor.extract %mask[%i, %j] : tensor<4x3xi1>
+    %s = arith.select %m, %v, %zero : f32
+    linalg.yield %s : f32
+  } -> tensor<5x3xf32>
+  return %r : tensor<5x3xf32>
+}
+"""
+
+
+def test_a_generic_reads_a_boolean_tensor_it_captures(rng: np.random.Generator) -> None:
+    mask = rng.integers(0, 2, (4, 3)).astype(bool)
+    rows = rng.integers(0, 4, 5).astype(np.int64)
+    x = rng.standard_normal((5, 3), np.float32)
+    have = prism.compile(GATHERED_MASK, target="host").jit("gathered")(mask, rows, x)
+    np.testing.assert_array_equal(have, np.where(mask[rows], x, 0))

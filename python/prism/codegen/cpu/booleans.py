@@ -40,20 +40,26 @@ def _body_ops(func: ir.Operation) -> list[ir.Operation]:
     return [op.operation for op in func.regions[0].blocks[0].operations]
 
 
-def _nested_bool_tensors(op: ir.Operation) -> bool:
-    """Whether an op nested in ``op``'s regions has an i1 tensor result or operand."""
-    found = False
+def _nested(op: ir.Operation) -> list[ir.Operation]:
+    """The ops nested in ``op``'s regions, in pre-order."""
+    found: list[ir.Operation] = []
 
     def visit(inner: ir.Operation) -> ir.WalkResult:
-        nonlocal found
-        found = any(_is_bool_tensor(v.type) for v in [*inner.operands, *inner.results])
-        return ir.WalkResult.INTERRUPT if found else ir.WalkResult.ADVANCE
+        found.append(inner)
+        return ir.WalkResult.ADVANCE
 
     for region in op.regions:
         for block in region:
             for child in block:
-                child.operation.walk(visit)
+                child.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
     return found
+
+
+def _nested_bool_tensors(op: ir.Operation, allowed: frozenset[str] = frozenset()) -> bool:
+    """Whether an op nested in ``op``'s regions, other than the ``allowed`` ones, has an i1 tensor operand or
+    result."""
+    return any(inner.name not in allowed and any(_is_bool_tensor(v.type) for v in [*inner.operands, *inner.results])
+               for inner in _nested(op))
 
 
 def _widenable(func: ir.Operation) -> bool:
@@ -67,7 +73,8 @@ def _widenable(func: ir.Operation) -> bool:
             touched = True
             if op.name not in _RETYPED:
                 return False
-        if op.name != "linalg.generic" and _nested_bool_tensors(op):
+        # A generic's body may read a captured i1 tensor with tensor.extract (fixed like any other extract).
+        if _nested_bool_tensors(op, frozenset({"tensor.extract"} if op.name == "linalg.generic" else ())):
             return False
     return touched
 
@@ -125,6 +132,8 @@ def widen_booleans(module: ir.Module) -> None:
                     result.set_type(_as_bytes(result.type))
             if inner.name == "linalg.generic":
                 _fix_generic(inner)
+                for nested in _nested(inner):
+                    _fix_scalars(nested)
             else:
                 _fix_scalars(inner)
         ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
