@@ -66,6 +66,7 @@ from mlir import ir
 from prism.codegen.checks import check_module
 from prism.codegen.cpu import rewrites, tasks
 from prism.codegen.cpu.attention import fuse_attention
+from prism.codegen.cpu.booleans import widen_booleans
 from prism.codegen.cpu.epilogue import EpilogueMatch, as_dual, inline_with_epilogue, match_epilogue
 from prism.codegen.cpu.kernel import KERNEL_NAME, inline_kernel
 from prism.codegen.cpu.prepare import Planned, prepare_weights
@@ -115,7 +116,9 @@ class CpuLowering(Lowering):
         """Fuse attention (:mod:`.attention`), schedule every contraction (see :mod:`.schedule`), then vectorize
         the pack transposes."""
         check_module(module)
+        rewrites.inline_calls(module)
         rewrites.record_signatures(module)
+        widen_booleans(module)
         if _contains(module, AGGREGATE_OPS):
             apply_script(module, decompose_script(), "decomposition of aggregate ops")
         kernels = [Kernel("attention", ops[0], ops[1:]) for ops in fuse_attention(module, self.lanes, self.threads,

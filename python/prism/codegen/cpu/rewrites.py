@@ -12,6 +12,7 @@ from mlir.dialects import arith, scf
 from prism.codegen.cpu.kernel import copy_text
 from prism.codegen.cpu.text import inline_function
 from prism.codegen.transform import ANY, Script
+from prism.codegen.upstream import run_passes
 from prism.infra import attrs
 from prism.infra.errors import PassFailed, UnsupportedOp
 from prism.infra.ir import iter_ops
@@ -53,6 +54,17 @@ BUFFERIZE = ("builtin.module(canonicalize, cse, loop-invariant-subset-hoisting, 
               "function-boundary-type-conversion=identity-layout-map}, canonicalize, cse, loop-invariant-code-motion)")
 
 
+# The program's own calls, inlined without canonicalizing (the unused private callees go with them): a tensor
+# returned across a call would make deallocation pass ownership flags, i1 buffers the host cannot hold.
+INLINE = 'builtin.module(inline{default-pipeline=""}, symbol-dce)'
+
+
+def inline_calls(module: ir.Module) -> None:
+    """Inline every ``func.call`` of the module (see INLINE); a module without calls is left as it is."""
+    if any(op.name == "func.call" for op in iter_ops(module)):
+        run_passes(module, INLINE, "inlining of calls")
+
+
 # scf.forall becomes scf.parallel here, and each parallel loop is then made
 # one-dimensional (see flatten_parallel_loops), the form the thread pool's tasks take (see .tasks).
 FORALL_TO_PARALLEL = "builtin.module(func.func(scf-forall-to-parallel))"
@@ -74,7 +86,7 @@ TO_LLVM = ("builtin.module("
 
 
 def check_byte_elements(module: ir.Module) -> None:
-    """Refuse buffers of sub-byte integers (i1), which this MLIR's memref-to-LLVM conversion aborts on.
+    """Refuse buffers of sub-byte integers (i1, i4), which this MLIR's memref-to-LLVM conversion aborts on.
 
     Boolean tensors of the program, and the ownership flags that deallocating
     buffers returned from loops needs, are both such buffers.
@@ -84,7 +96,9 @@ def check_byte_elements(module: ir.Module) -> None:
             element = ir.MemRefType(value.type).element_type if isinstance(value.type, ir.MemRefType) else None
             if isinstance(element, ir.IntegerType) and element.width < 8:
                 raise UnsupportedOp(f"'{op.name}' stores {value.type}: the host lowering has no buffers of "
-                                    f"{element} (from boolean tensors, or buffers returned from loops)",
+                                    f"{element} (tensors of booleans or other sub-byte integers, or buffers "
+                                    f"returned from loops); hold such values in i8 tensors instead (arith.extui "
+                                    f"or arith.extsi to i8, arith.trunci back to {element} inside the generic)",
                                     location=str(op.location))
 
 

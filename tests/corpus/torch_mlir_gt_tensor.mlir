@@ -1,0 +1,14 @@
+// Source: llvm/torch-mlir test/python/fx_importer/iree_test/linalg-ir/Gt_Tensor.mlir (torch-mlir's
+// linalg-on-tensors output of aten's Gt_Tensor), pull request 3064, commit 2973688406b965512ae3216d8ada30fdee5f128c.
+// Licence: Apache-2.0 WITH LLVM-exception.
+// Adapted: the module around @main and its unused ml_program.global seed are dropped.
+#map = affine_map<(d0, d1) -> (d0, d1)>
+func.func @main(%arg0: tensor<128x128xf32>, %arg1: tensor<128x128xf32>) -> tensor<128x128xi1> {
+  %0 = tensor.empty() : tensor<128x128xi1>
+  %1 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%arg0, %arg1 : tensor<128x128xf32>, tensor<128x128xf32>) outs(%0 : tensor<128x128xi1>) {
+  ^bb0(%in: f32, %in_0: f32, %out: i1):
+    %2 = arith.cmpf ogt, %in, %in_0 : f32
+    linalg.yield %2 : i1
+  } -> tensor<128x128xi1>
+  return %1 : tensor<128x128xi1>
+}
