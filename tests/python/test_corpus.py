@@ -126,7 +126,6 @@ BUFFERIZATION = "bufferization failed"
 EXPLORE_0D = "to match the result rank of indexing_map"
 # The host holds no buffers of sub-byte integers; the refusal says to hold them in i8.
 SUB_BYTE = "hold such values in i8 tensors instead"
-ROWS_0D = "the host lowering's row fusion indexes the last loop of a 0-d generic (IndexError)"
 ABORT_DYNAMIC = "the host lowering aborts on a tensor of rank >= 3 with two or more dynamic dimensions"
 
 # name -> program. The defects known at the time of writing are recorded as their current located error.
@@ -220,8 +219,7 @@ PROGRAMS: dict[str, Program] = {
                                              lambda x: x.sum(axis=1)),
     "iree_reduction_unaligned": Program("reduction_unaligned", args(normal(129, 384)), lambda x: x.sum(axis=1)),
     "iree_scalar_dag": Program("simpleDAG", args(normal(), normal(), normal(), normal()),
-                               lambda a, b, c, d: (a + b, c * d - (a + b)),
-                               defect=ROWS_0D),
+                               lambda a, b, c, d: (a + b, c * d - (a + b))),
     "iree_select_i1": Program("select_with_binary", args(lambda rng: rng.integers(0, 2, 4).astype(bool),
                                                          ints(-99, 99, 4), ints(-99, 99, 4)), np.where),
     "iree_softmax_dynamic": Program("softmax_dynamic_10x256x256xf32", args(normal(3, 5, 40)),
@@ -327,8 +325,7 @@ PROGRAMS: dict[str, Program] = {
         x - x.mean(axis=1, keepdims=True)) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)),
     "torch_mlir_lerp_tensor": Program("main", args(normal(128, 128), normal(128, 128), normal(128, 128)),
                                       lambda a, b, w: a + (b - a) * w),
-    "torch_mlir_linalg_vector_norm": Program("main", args(normal(128, 128)), lambda x: np.sqrt((x**2).sum()),
-                                             defect=ROWS_0D),
+    "torch_mlir_linalg_vector_norm": Program("main", args(normal(128, 128)), lambda x: np.sqrt((x**2).sum())),
     "torch_mlir_log_softmax": Program("main", args(normal(128, 128), an_i64), lambda x, _: x - x.max(axis=0) - np.log(
         np.exp(x - x.max(axis=0)).sum(axis=0))),
     "torch_mlir_masked_fill_scalar": Program(
@@ -337,7 +334,7 @@ PROGRAMS: dict[str, Program] = {
     "torch_mlir_meandim": Program("main", args(normal(128, 128), an_i64), lambda x, _: x.mean(axis=1)),
     "torch_mlir_mish": Program("main", args(normal(128, 128)), lambda x: x * np.tanh(np.log1p(np.exp(x)))),
     "torch_mlir_nll_loss_forward": Program("main", args(normal(3, 5), ints(0, 5, 3, dtype=np.int64)),
-                                           lambda x, t: -x[np.arange(3), t].mean(), defect=ROWS_0D),
+                                           lambda x, t: -x[np.arange(3), t].mean()),
     "torch_mlir_permute": Program("main", args(normal(128, 128), an_i64, an_i64), lambda x, *_: x.T),
     "torch_mlir_prelu": Program("main", args(normal(128, 128), normal(128)), lambda x, w: np.where(x > 0, x, w * x)),
     "torch_mlir_prod": Program("main", args(uniform(0.9, 1.1, 128, 128), an_i64), lambda x, _: x.prod(axis=1)),

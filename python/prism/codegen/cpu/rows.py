@@ -93,9 +93,9 @@ def match_row_op(op: ir.Operation) -> RowOp | None:
     iterators = ["reduction" if "reduction" in str(it) else "parallel"
                  for it in ir.ArrayAttr(op.attributes["iterator_types"])]
     rank = len(iterators)
-    reduces = iterators[-1] == "reduction"
     if rank < 1 or "reduction" in iterators[:-1]:
         return None
+    reduces = iterators[-1] == "reduction"
     maps = [map_dims(ir.AffineMapAttr(a).value) for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
     whole = list(range(rank))
     if maps[-1] != (whole[:-1] if reduces else whole):
