@@ -1,4 +1,4 @@
-// RUN: not prism-opt %s -p prism-lower-cpu 2>&1 | filecheck %s
+// RUN: not prism-opt %s --split-input-file -p prism-lower-cpu 2>&1 | filecheck %s
 // RUN: not prism-opt %s -p 'prism-lower-cpu{threads=-1}' 2>&1 | filecheck %s --check-prefix=THREADS
 
 // A choice whose values are not integers is rejected at the op.
@@ -10,3 +10,15 @@ func.func @gemm(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>, %c: tensor<8x8xf32>) -
 }
 
 // THREADS: error: prism-lower-cpu: option 'threads' must be in [0, 1024], got -1
+
+// -----
+
+// A buffer expansion with two dynamic sizes in one group, which the lowering to LLVM would abort on, is
+// refused at the op.
+// CHECK: lower-cpu-invalid.mlir:[[# @LINE + 3]]:8: error: prism-lower-cpu: 'memref.expand_shape' gives dimensions [0, 1] of memref<?x?x8xf32> more than one dynamic size
+func.func @expand(%m: memref<?x8xf32>, %a: index, %b: index) -> f32 {
+  %c0 = arith.constant 0 : index
+  %r = memref.expand_shape %m [[0, 1], [2]] output_shape [%a, %b, 8] : memref<?x8xf32> into memref<?x?x8xf32>
+  %v = memref.load %r[%c0, %c0, %c0] : memref<?x?x8xf32>
+  return %v : f32
+}

@@ -63,7 +63,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from prism.codegen.checks import check_module
+from prism.codegen.checks import check_expansions, check_module, reshape_dynamic_expansions
 from prism.codegen.cpu import rewrites, tasks
 from prism.codegen.cpu.attention import fuse_attention
 from prism.codegen.cpu.epilogue import EpilogueMatch, as_dual, inline_with_epilogue, match_epilogue
@@ -115,6 +115,7 @@ class CpuLowering(Lowering):
         """Fuse attention (:mod:`.attention`), schedule every contraction (see :mod:`.schedule`), then vectorize
         the pack transposes."""
         check_module(module)
+        reshape_dynamic_expansions(module)
         rewrites.record_signatures(module)
         if _contains(module, AGGREGATE_OPS):
             apply_script(module, decompose_script(), "decomposition of aggregate ops")
@@ -203,6 +204,7 @@ class CpuLowering(Lowering):
         run_passes(module, rewrites.DEALLOCATE, "deallocation")
         rewrites.check_byte_elements(module)
         tasks.outline_parallel_loops(module, self.threads)
+        check_expansions(module)
         run_passes(module, rewrites.TO_LLVM, "conversion to LLVM")
         tasks.define_launches(module)
         rewrites.check_lowered(module)

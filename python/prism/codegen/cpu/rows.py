@@ -323,13 +323,13 @@ class _RowKernel:
                         for k, (how, v) in enumerate(self.args)]
         self.splats = {k: t.value(f"vector.broadcast %x{k} : {F32} to {self.vec}", "bc")
                        for k, (how, _) in enumerate(self.args) if how == "scalar"}
-        full, row = _dynamic("memref", 2), _dynamic("memref", 1)
+        full = _dynamic("memref", 2)
         self.stored: dict[int, tuple[str, str]] = {}  # member -> (buffer, "out" or "scratch")
-        out_buffers = []
+        out_buffers, wholes = [], []
         for i in self.outputs:
             is_full = self.members[i].role == "map"
-            buffer = t.value(f"memref.alloc({self.rows}, {self.cols}) {{alignment = 64 : i64}} : {full}" if is_full
-                             else f"memref.alloc({self.rows}) {{alignment = 64 : i64}} : {row}", "o")
+            whole, buffer = self._output(sizes if is_full else sizes[:-1], 2 if is_full else 1)
+            wholes.append(whole)
             out_buffers.append(buffer)
             if is_full:
                 self.stored[i] = (buffer, "out")
@@ -337,7 +337,7 @@ class _RowKernel:
             self.stored[i] = (t.value(f"memref.alloc({t.const(self.workers)}, {self.cols}) "
                                       f"{{alignment = 64 : i64}} : {full}", "scr"), "scratch")
         self._rows_loop(out_buffers)
-        results = [self._result(buffer, typ, sizes) for buffer, typ in zip(out_buffers, out_types, strict=True)]
+        results = [self._result(whole, typ) for whole, typ in zip(wholes, out_types, strict=True)]
         t.add(f"return {', '.join(results)} : {', '.join(out_types)}")
         t.close()
         return t.function_text()
@@ -363,18 +363,27 @@ class _RowKernel:
         return self.t.value(f"memref.collapse_shape {buffer} {_flattening(rank, flat)} : {_dynamic('memref', rank)} "
                             f"into {_dynamic('memref', flat)}", "flat")
 
-    def _result(self, buffer: str, typ: str, sizes: list[str]) -> str:
-        """An output buffer as a tensor of the op's type."""
-        t = self.t
+    def _output(self, sizes: list[str], flat: int) -> tuple[str, str]:
+        """An output buffer of ``sizes``, and its view as rows x columns (``flat`` = 2) or rows (1).
+
+        The buffer has the output's own rank and the kernel writes through a collapsed view: the tensor
+        returned then needs no expand_shape, which the lowering to LLVM cannot take with two dynamic sizes in
+        one group.
+        """
+        t, rank = self.t, len(sizes)
+        whole = t.value(f"memref.alloc({', '.join(sizes)}) {{alignment = 64 : i64}} : {_dynamic('memref', rank)}",
+                        "o")
+        if rank == flat:
+            return whole, whole
+        return whole, t.value(f"memref.collapse_shape {whole} {_flattening(rank, flat)} : "
+                              f"{_dynamic('memref', rank)} into {_dynamic('memref', flat)}", "o")
+
+    def _result(self, buffer: str, typ: str) -> str:
+        """An output buffer (of the output's rank) as a tensor of the op's type."""
         rank = ir.RankedTensorType.parse(typ).rank
-        flat = 2 if rank == self.group.domain.rank else 1
-        value = t.value(f"bufferization.to_tensor {buffer} restrict : {_dynamic('memref', flat)} to "
-                        f"{_dynamic('tensor', flat)}", "r")
-        if rank != flat:
-            value = t.value(f"tensor.expand_shape {value} {_flattening(rank, flat)} output_shape "
-                            f"[{', '.join(sizes[:rank])}] : {_dynamic('tensor', flat)} into {_dynamic('tensor', rank)}",
-                            "r")
-        return t.value(f"tensor.cast {value} : {_dynamic('tensor', rank)} to {typ}", "r")
+        value = self.t.value(f"bufferization.to_tensor {buffer} restrict : {_dynamic('memref', rank)} to "
+                             f"{_dynamic('tensor', rank)}", "r")
+        return self.t.value(f"tensor.cast {value} : {_dynamic('tensor', rank)} to {typ}", "r")
 
     def _rows_loop(self, out_buffers: list[str]) -> None:
         t = self.t
