@@ -88,6 +88,7 @@ from prism.codegen.upstream import apply_script, run_passes
 from prism.infra import attrs
 from prism.infra.diagnostics import describe_ops
 from prism.infra.errors import PipelineError
+from prism.infra.ir import normalize_elementwise
 from prism.infra.passbase import PassContext
 from prism.targets.host import host_target
 
@@ -115,6 +116,7 @@ class CpuLowering(Lowering):
         """Fuse attention (:mod:`.attention`), schedule every contraction (see :mod:`.schedule`), then vectorize
         the pack transposes."""
         check_module(module)
+        normalize_elementwise(module)
         reshape_dynamic_expansions(module)
         rewrites.record_signatures(module)
         if _contains(module, AGGREGATE_OPS):

@@ -49,6 +49,7 @@ from prism.codegen.gpu.plan import GpuGemm, GpuParallel, GpuSchedule, plan
 from prism.codegen.stages import Lowering, run_stages
 from prism.codegen.upstream import apply_script, run_passes
 from prism.infra.errors import PipelineError
+from prism.infra.ir import normalize_elementwise
 from prism.infra.passbase import PassContext
 from prism.targets.nvidia import PTX_FEATURES
 
@@ -87,6 +88,7 @@ class GpuLowering(Lowering):
     def tile(self, module: ir.Module) -> None:
         """Plan every kernel (see :mod:`.plan`), then tile it to blocks."""
         check_module(module)
+        normalize_elementwise(module)
         reshape_dynamic_expansions(module)
         self.contractions, self.parallels = plan(module)
         if not self.contractions and not self.parallels:
