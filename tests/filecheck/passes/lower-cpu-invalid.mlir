@@ -22,3 +22,17 @@ func.func @expand(%m: memref<?x8xf32>, %a: index, %b: index) -> f32 {
   %v = memref.load %r[%c0, %c0, %c0] : memref<?x?x8xf32>
   return %v : f32
 }
+
+// -----
+
+// An op left after the conversions to LLVM is named at the program's op it came from.
+// CHECK: lower-cpu-invalid.mlir:[[# @LINE + 5]]:10: error: prism-lower-cpu: 'arith.extf' has no lowering to LLVM on the host
+func.func @f8(%x: tensor<16xf8E4M3FN>) -> tensor<16xf32> {
+  %e = tensor.empty() : tensor<16xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]} ins(%x : tensor<16xf8E4M3FN>) outs(%e : tensor<16xf32>) {
+  ^bb0(%a: f8E4M3FN, %o: f32):
+    %y = arith.extf %a : f8E4M3FN to f32
+    linalg.yield %y : f32
+  } -> tensor<16xf32>
+  return %r : tensor<16xf32>
+}

@@ -207,6 +207,7 @@ class CpuLowering(Lowering):
         rewrites.check_byte_elements(module)
         tasks.outline_parallel_loops(module, self.threads)
         check_expansions(module)
+        rewrites.expand_math(module)
         run_passes(module, rewrites.TO_LLVM, "conversion to LLVM")
         tasks.define_launches(module)
         rewrites.check_lowered(module)
