@@ -17,14 +17,17 @@ relative tolerance that covers the implementation, and an absolute one only wher
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import mlir.dialects.math as math_dialect
 import numpy as np
 import pytest
 from mlir import ir
 
+from conftest import run_cli
 from prism.codegen.cpu import CpuLowering
 from prism.codegen.cpu.kernel import ELEMENTWISE_OPS
 from prism.codegen.runtime import compile_engine, jit
@@ -260,3 +263,15 @@ def test_vector_math_is_a_polynomial(lowered: dict[str, Lowered], name: str) -> 
     assert "vector<8xf32>" in function
     for call in (f"llvm.intr.{name}", f"@{name}f(", f"@{name}("):
         assert call not in function
+
+
+@pytest.mark.parametrize("name", ["sinf", "erff", "malloc"])
+def test_a_function_named_as_a_c_function_is_refused(tmp_path: Path, name: str) -> None:
+    """Lowered code calls libm (and malloc) by name: a function of the program under such a name would be linked
+    in its place, and the call would crash the process."""
+    source = tmp_path / "clash.mlir"
+    source.write_text(f"func.func @{name}(%a: tensor<37xf32>) -> tensor<37xf32> {{\n"
+                      "  %r = math.sin %a : tensor<37xf32>\n  return %r : tensor<37xf32>\n}\n")
+    result = run_cli(str(source), "-p", "prism-lower-cpu", "-o", os.devnull)
+    assert result.returncode == 1
+    assert f"clash.mlir:1:1: error: prism-lower-cpu: @{name} has the name of a C library function" in result.stderr

@@ -118,6 +118,7 @@ class CpuLowering(Lowering):
         check_module(module)
         normalize_elementwise(module)
         reshape_dynamic_expansions(module)
+        rewrites.check_function_names(module)
         rewrites.record_signatures(module)
         if _contains(module, AGGREGATE_OPS):
             apply_script(module, decompose_script(), "decomposition of aggregate ops")

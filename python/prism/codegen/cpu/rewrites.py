@@ -289,6 +289,25 @@ def _functions(module: ir.Module) -> list[ir.Operation]:
             if op.operation.name == "func.func" and len(op.operation.regions[0].blocks) > 0]
 
 
+# The C functions that lowered code calls by name: libm's (f64 and f32 forms) for math ops, and the C
+# library's for buffers. A function of the program defined under one of these names would be linked in
+# their place (a call of sinf with a tensor's descriptor crashes).
+_LIBM = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "cos", "cosh", "erf", "erfc",
+         "exp", "exp2", "expm1", "floor", "fma", "fmax", "fmin", "fmod", "log", "log10", "log1p", "log2", "pow",
+         "round", "roundeven", "sin", "sincos", "sinh", "sqrt", "tan", "tanh", "trunc")
+C_FUNCTIONS = frozenset([*(name + suffix for name in _LIBM for suffix in ("", "f")),
+                         "malloc", "free", "aligned_alloc", "memcpy", "memmove", "memset"])
+
+
+def check_function_names(module: ir.Module) -> None:
+    """Refuse, at the function, a defined function named as a C function that lowered code calls."""
+    for func in _functions(module):
+        name = ir.StringAttr(func.attributes["sym_name"]).value
+        if name in C_FUNCTIONS:
+            raise UnsupportedOp(f"@{name} has the name of a C library function that the host code calls; "
+                                "rename it", location=str(func.location))
+
+
 def record_signatures(module: ir.Module) -> None:
     """Keep each defined function's tensor-level type, ask for its C interface, and make its tensors read-only.
 
