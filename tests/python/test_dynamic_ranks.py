@@ -3,6 +3,7 @@ abort in the lowering shows as its exit status, not as a dead test run), checked
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_cli
 
 # The child: compile the program for the host, run @f on the saved inputs, save its results.
 CHILD = """
@@ -146,3 +147,13 @@ def test_expansion_of_two_dynamic_sizes(tmp_path: Path, rng: np.random.Generator
     x = rng.standard_normal((15, 8)).astype(np.float32)
     (r,) = run_on_host(tmp_path, text, [x, np.zeros(3, np.float32)])
     np.testing.assert_allclose(r, np.exp(x.astype(np.float64)).reshape(5, 3, 8), rtol=3e-7, atol=0)
+
+
+def test_the_gpu_lowering_takes_an_expansion_of_two_dynamic_sizes(tmp_path: Path) -> None:
+    """The GPU's host code reshapes too, rather than abort in the lowering of the expansion to LLVM."""
+    source = tmp_path / "expand.mlir"
+    source.write_text("func.func @f(%x: tensor<?x8xf32>, %a: index, %b: index) -> tensor<?x?x8xf32> {\n"
+                      "  %r = tensor.expand_shape %x [[0, 1], [2]] output_shape [%a, %b, 8] : tensor<?x8xf32> "
+                      "into tensor<?x?x8xf32>\n  return %r : tensor<?x?x8xf32>\n}\n")
+    result = run_cli(str(source), "--target=h200", "-p", "prism-lower-gpu", "-o", os.devnull)
+    assert result.returncode == 0, result.stderr
