@@ -118,7 +118,6 @@ class CpuLowering(Lowering):
         check_module(module)
         normalize_elementwise(module)
         reshape_dynamic_expansions(module)
-        rewrites.check_function_names(module)
         rewrites.record_signatures(module)
         if _contains(module, AGGREGATE_OPS):
             apply_script(module, decompose_script(), "decomposition of aggregate ops")
@@ -209,6 +208,7 @@ class CpuLowering(Lowering):
         tasks.outline_parallel_loops(module, self.threads)
         check_expansions(module)
         rewrites.expand_math(module)
+        rewrites.check_c_names(module)
         run_passes(module, rewrites.TO_LLVM, "conversion to LLVM")
         tasks.define_launches(module)
         rewrites.check_lowered(module)

@@ -289,21 +289,36 @@ def _functions(module: ir.Module) -> list[ir.Operation]:
             if op.operation.name == "func.func" and len(op.operation.regions[0].blocks) > 0]
 
 
-# The C functions that lowered code calls by name: libm's (f64 and f32 forms) for math ops, and the C
-# library's for buffers. A function of the program defined under one of these names would be linked in
-# their place (a call of sinf with a tensor's descriptor crashes).
+# The math ops that lowered code computes by calling libm (through LLVM's intrinsics or convert-math-to-libm),
+# under their own names: ``sinf`` for f32 (f16 and bf16 are computed in f32), ``sin`` for f64.
 _LIBM = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "cos", "cosh", "erf", "erfc",
-         "exp", "exp2", "expm1", "floor", "fma", "fmax", "fmin", "fmod", "log", "log10", "log1p", "log2", "pow",
-         "round", "roundeven", "sin", "sincos", "sinh", "sqrt", "tan", "tanh", "trunc")
-C_FUNCTIONS = frozenset([*(name + suffix for name in _LIBM for suffix in ("", "f")),
-                         "malloc", "free", "aligned_alloc", "memcpy", "memmove", "memset"])
+         "exp", "exp2", "expm1", "floor", "fma", "log", "log10", "log1p", "log2", "pow", "round", "roundeven", "sin",
+         "sinh", "sqrt", "tan", "tanh", "trunc")
+# Other C functions it calls, and the ops that call them.
+_C_LIBRARY = {"memref.alloc": ("malloc", "aligned_alloc"), "memref.dealloc": ("free",), "memref.copy": ("memcpy",)}
 
 
-def check_function_names(module: ir.Module) -> None:
-    """Refuse, at the function, a defined function named as a C function that lowered code calls."""
+def _c_functions_called(module: ir.Module) -> set[str]:
+    """The C functions that the lowering of ``module``'s ops to LLVM will call."""
+    called: set[str] = set()
+    for op in iter_ops(module):
+        base = "pow" if op.name == "math.powf" else op.name.removeprefix("math.")
+        if op.name.startswith("math.") and base in _LIBM and op.results:
+            typ = op.results[0].type
+            element = ir.ShapedType(typ).element_type if isinstance(typ, ir.ShapedType) else typ
+            called.add(base if str(element) == "f64" else base + "f")
+        called.update(_C_LIBRARY.get(op.name, ()))
+    return called
+
+
+def check_c_names(module: ir.Module) -> None:
+    """Refuse, at the function, a function of the program defined under the name of a C function that the
+    lowered code calls: the JIT would link it in that function's place (a call of sinf with a tensor's
+    descriptor crashes the process)."""
+    called = _c_functions_called(module)
     for func in _functions(module):
         name = ir.StringAttr(func.attributes["sym_name"]).value
-        if name in C_FUNCTIONS:
+        if name in called:
             raise UnsupportedOp(f"@{name} has the name of a C library function that the host code calls; "
                                 "rename it", location=str(func.location))
 
