@@ -2,10 +2,12 @@
 
 Each program is a function of one to three arguments built from random
 steps: products with any operand layout (``linalg.matmul``, a generic with a
-transposed operand, ``linalg.batch_matmul``), elementwise chains (named ops
-and generics), row reductions with their broadcast back, and transposes.
-Sizes are 1, odd or powers of two; element types f32, f16, or f16 inputs
-with f32 products; some functions have a dynamic leading dimension.
+transposed operand, ``linalg.batch_matmul``), elementwise chains (named ops,
+generics, and ``arith``/``math`` ops on whole tensors, erf and tanh among
+them), row reductions with their broadcast back, and transposes. Sizes are
+1, odd or powers of two; element types f32, f16, or f16 inputs with f32
+products; some functions have a dynamic leading dimension, and some are of
+rank 3 or 4 with several dynamic dimensions.
 
 Every program is compiled for the host and run on random inputs against a
 float64 numpy evaluation of the same steps, and compiled for an H200, whose
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import subprocess
@@ -82,8 +85,11 @@ class Program:
 class Builder:
     """Writes one function step by step, keeping each value's numpy meaning beside its MLIR."""
 
-    def __init__(self, rng: np.random.Generator, name: str, dynamic: bool):
+    def __init__(self, rng: np.random.Generator, name: str, dynamic: bool, extra: np.random.Generator | None = None):
         self.rng = rng
+        # The forms added after the recorded runs draw from their own stream, so that a seed's older forms
+        # stay as they were.
+        self.extra = extra or np.random.default_rng()
         self.name = name
         self.dynamic = dynamic
         self.lines: list[str] = []
@@ -105,16 +111,23 @@ class Builder:
         return value
 
     def empty(self, shape: tuple[int | None, ...], dtype: str) -> str:
-        """A tensor.empty of ``shape``; the dynamic dimension is read off the first argument."""
+        """A tensor.empty of ``shape``; each dynamic dimension is read off the first argument's (dynamic
+        dimensions lead, and every value keeps the first argument's)."""
         name = self.fresh()
-        sizes = ""
-        if None in shape:
-            zero, dim = self.fresh(), self.fresh()
-            self.lines.append(f"{zero} = arith.constant 0 : index")
-            first = self.args[0]
-            self.lines.append(f"{dim} = tensor.dim {first.name}, {zero} : {self.type(first.shape, first.dtype)}")
-            sizes = dim
-        self.lines.append(f"{name} = tensor.empty({sizes}) : {self.type(shape, dtype)}")
+        sizes = []
+        first = self.args[0]
+        for index in (i for i, d in enumerate(shape) if d is None):
+            constant, dim = self.fresh(), self.fresh()
+            self.lines.append(f"{constant} = arith.constant {index} : index")
+            self.lines.append(f"{dim} = tensor.dim {first.name}, {constant} : {self.type(first.shape, first.dtype)}")
+            sizes.append(dim)
+        self.lines.append(f"{name} = tensor.empty({', '.join(sizes)}) : {self.type(shape, dtype)}")
+        return name
+
+    def tensor_op(self, op: str, operands: list[Value], shape: tuple[int | None, ...], dtype: str) -> str:
+        """``op`` applied to whole tensors (``arith.addf %a, %b : tensor<...>``)."""
+        name = self.fresh()
+        self.lines.append(f"{name} = {op} {', '.join(v.name for v in operands)} : {self.type(shape, dtype)}")
         return name
 
     def zeros(self, shape: tuple[int | None, ...], dtype: str) -> str:
@@ -169,7 +182,7 @@ def product(b: Builder, x: Value, out_dtype: str) -> Value:
     shape = (*x.shape[:-1], n)
     init = b.zeros(shape, out_dtype)
     name = b.fresh()
-    if transposed or rng.integers(3) == 0:
+    if transposed or rng.integers(3) == 0 or rank > 3:
         m_dims = _dims(rank + 1)  # batch..., m, n, k
         lead, (mm, nn, kk) = m_dims[:-3], m_dims[-3:]
         a_map = ", ".join([*lead, mm, kk])
@@ -200,6 +213,11 @@ _BINARY = {"add": ("arith.addf", np.add), "sub": ("arith.subf", np.subtract), "m
            "max": ("arith.maximumf", np.maximum)}
 
 
+# Unary ops that stay bounded, whatever they are chained with.
+_UNARY = {"neg": ("arith.negf", np.negative), "erf": ("math.erf", np.vectorize(math.erf)),
+          "tanh": ("math.tanh", np.tanh)}
+
+
 def elementwise(b: Builder, x: Value) -> Value:
     """A binary op with a new argument of x's shape, or a unary one; a named op or a generic."""
     rng = b.rng
@@ -213,6 +231,9 @@ def elementwise(b: Builder, x: Value) -> Value:
             name = b.generic([(x, identity), (other, identity)], x.shape, x.dtype, ["parallel"] * rank, identity,
                              [f"%r = {op} %in0, %in1 : {x.dtype}"])
             b.steps.append(f"generic {kind}")
+        elif b.extra.random() < 0.4:
+            name = b.tensor_op(op, [x, other], x.shape, x.dtype)
+            b.steps.append(f"tensor {op}")
         else:
             name = b.fresh()
             named = {"add": "linalg.add", "sub": "linalg.sub", "mul": "linalg.mul", "max": "linalg.max"}[kind]
@@ -223,7 +244,18 @@ def elementwise(b: Builder, x: Value) -> Value:
         wx, wo = x.evaluate, other.evaluate
         return Value(name, x.shape, x.dtype, lambda inputs: fn(wx(inputs), wo(inputs)))
     unary = str(rng.choice(["exp", "neg"]))
-    if unary == "exp":
+    if b.extra.random() < 0.4:
+        unary = str(b.extra.choice(["neg", "erf", "tanh"]))
+        if b.extra.random() < 0.5:
+            op, fn = _UNARY[unary]
+            name = b.tensor_op(op, [x], x.shape, x.dtype)
+            b.steps.append(f"tensor {op}")
+            wx = x.evaluate
+            return Value(name, x.shape, x.dtype, lambda inputs: fn(wx(inputs)))
+    if unary in ("erf", "tanh"):
+        op, fn = _UNARY[unary]
+        body = [f"%r = {op} %in0 : {x.dtype}"]
+    elif unary == "exp":
         # exp of a scaled value: 0.25 keeps chains of products finite in f16.
         body = [f"%c = arith.constant 0.25 : {x.dtype}", f"%s = arith.mulf %in0, %c : {x.dtype}",
                 f"%r = math.exp %s : {x.dtype}"]
@@ -277,13 +309,22 @@ def transpose(b: Builder, x: Value) -> Value:
 def generate(seed: int) -> Program:
     """The program of ``seed``: the same seed gives the same program."""
     rng = np.random.default_rng(seed)
+    extra = np.random.default_rng([seed, 1])  # see Builder.extra
     dynamic = rng.random() < 0.2
     batched = not dynamic and rng.random() < 0.2
     style = str(rng.choice(["f32", "f32", "f16", "mixed"]))
     dtype = "f32" if style == "f32" else "f16"
-    b = Builder(rng, f"fuzz{seed}", dynamic)
+    b = Builder(rng, f"fuzz{seed}", dynamic, extra)
     shape = (None if dynamic else _size(rng), _size(rng))
-    x = b.arg(((_size(rng), *shape) if batched else shape), dtype)
+    shape = (_size(rng), *shape) if batched else shape
+    if not dynamic and extra.random() < 0.15:
+        # Rank 3 or 4 with several dynamic dimensions (leading), the last one static.
+        rank = int(extra.integers(3, 5))
+        lead = [None if extra.random() < 0.7 else _size(extra) for _ in range(rank - 1)]
+        lead[:2] = [None, None]
+        extra.shuffle(lead)
+        shape, dynamic = (*lead, shape[-1]), True
+    x = b.arg(shape, dtype)
     results = []
     for _ in range(int(rng.integers(1, 5))):
         step = str(rng.choice(["product", "product", "elementwise", "reduce", "transpose"]))

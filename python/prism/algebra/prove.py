@@ -31,7 +31,7 @@ from prism.codegen.runtime import jit
 from prism.infra import attrs
 from prism.infra.diagnostics import display_location
 from prism.infra.errors import PrismError, VerificationError
-from prism.infra.ir import make_context
+from prism.infra.ir import make_context, normalize_elementwise
 from prism.infra.passbase import PassContext
 from prism.targets.host import host_target
 
@@ -92,8 +92,13 @@ def prove_modules(original: ir.Module, candidate: ir.Module, budget: Budget | No
 
     Raises VerificationError for the first function that is missing, has
     another type, or cannot be proven (with a counterexample when ``trials``
-    random runs find one).
+    random runs find one). Both modules are first normalized in place
+    (elementwise ops on whole tensors as generics), so that either spelling
+    of one program has one translation.
     """
+    for module in (original, candidate):
+        with module.context:
+            normalize_elementwise(module)
     originals = public_functions(original)
     candidates = public_functions(candidate)
     compared = _comparable_functions(originals, candidates)

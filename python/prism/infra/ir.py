@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlir import ir
+from mlir import ir, passmanager
 
 from prism.dialects import load_prism_dialect
 from prism.infra.diagnostics import prism_error_from
@@ -107,6 +107,33 @@ def iter_ops(module: ir.Module) -> Iterator[ir.Operation]:
         yield op
         children = [child.operation for region in op.regions for block in region for child in block]
         stack.extend(reversed(children))
+
+
+# Elementwise ops on whole tensors as linalg.generic ops of their scalar op (upstream's rewrite).
+_ELEMENTWISE_TO_LINALG = "builtin.module(func.func(convert-elementwise-to-linalg))"
+
+
+def _tensor_elementwise(op: ir.Operation) -> bool:
+    """``op`` is an arith or math op (not a constant) on ranked tensors."""
+    return op.name.split(".")[0] in ("arith", "math") and op.name != "arith.constant" and any(
+        isinstance(v.type, ir.RankedTensorType) for v in [*op.operands, *op.results])
+
+
+def normalize_elementwise(module: ir.Module) -> None:
+    """Rewrite, in place, every elementwise ``arith`` and ``math`` op on whole tensors (``arith.addf %a, %b :
+    tensor<8x64xf32>``, ``math.erf`` on a tensor) as the ``linalg.generic`` that applies it to each element.
+
+    Every Prism pass and code generator reads Linalg: the algebra translates
+    generics, and bufferization has no rule for these ops. A module without
+    such ops is left untouched, so the call is cheap and may be repeated.
+    """
+    if not any(_tensor_elementwise(op) for op in iter_ops(module)):
+        return
+    try:
+        passmanager.PassManager.parse(_ELEMENTWISE_TO_LINALG, context=module.context).run(module.operation)
+    except ir.MLIRError as error:
+        raise prism_error_from(error, PassFailed, prefix="conversion of tensor arith and math ops to linalg "
+                                                         "failed: ") from None
 
 
 def check_ir(module: ir.Module, after: str) -> None:

@@ -63,7 +63,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from prism.codegen.checks import check_module
+from prism.codegen.checks import check_expansions, check_module, reshape_dynamic_expansions
 from prism.codegen.cpu import rewrites, tasks
 from prism.codegen.cpu.attention import fuse_attention
 from prism.codegen.cpu.booleans import widen_booleans
@@ -89,6 +89,7 @@ from prism.codegen.upstream import apply_script, run_passes
 from prism.infra import attrs
 from prism.infra.diagnostics import describe_ops
 from prism.infra.errors import PipelineError
+from prism.infra.ir import normalize_elementwise
 from prism.infra.passbase import PassContext
 from prism.targets.host import host_target
 
@@ -117,6 +118,8 @@ class CpuLowering(Lowering):
         the pack transposes."""
         check_module(module)
         rewrites.inline_calls(module)
+        normalize_elementwise(module)
+        reshape_dynamic_expansions(module)
         rewrites.record_signatures(module)
         widen_booleans(module)
         if _contains(module, AGGREGATE_OPS):
@@ -206,6 +209,9 @@ class CpuLowering(Lowering):
         run_passes(module, rewrites.DEALLOCATE, "deallocation")
         rewrites.check_byte_elements(module)
         tasks.outline_parallel_loops(module, self.threads)
+        check_expansions(module)
+        rewrites.expand_math(module)
+        rewrites.check_c_names(module)
         run_passes(module, rewrites.TO_LLVM, "conversion to LLVM")
         tasks.define_launches(module)
         rewrites.check_lowered(module)

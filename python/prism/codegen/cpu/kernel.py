@@ -107,7 +107,8 @@ EPILOGUE_KINDS = ("row", "column", "element")
 # The scalar ops an elementwise program (an epilogue, a row kernel's op) may hold, each with the same name on
 # vectors.
 ELEMENTWISE_OPS = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf", "arith.minimumf",
-                   "arith.maxnumf", "arith.minnumf", "arith.negf", "math.exp", "math.sqrt", "math.rsqrt")
+                   "arith.maxnumf", "arith.minnumf", "arith.negf", "math.exp", "math.sqrt", "math.rsqrt", "math.erf",
+                   "math.tanh")
 
 
 @dataclass(frozen=True)

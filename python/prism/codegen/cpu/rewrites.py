@@ -6,15 +6,18 @@ printing and reparsing.
 
 from __future__ import annotations
 
+import math
+
 from mlir import ir
 from mlir.dialects import arith, scf
+from mlir.dialects import math as math_ops
 
 from prism.codegen.cpu.kernel import copy_text
 from prism.codegen.cpu.text import inline_function
 from prism.codegen.transform import ANY, Script
 from prism.codegen.upstream import run_passes
 from prism.infra import attrs
-from prism.infra.errors import PassFailed, UnsupportedOp
+from prism.infra.errors import UnsupportedOp
 from prism.infra.ir import iter_ops
 
 _WRITABLE_ATTR = "bufferization.writable"
@@ -76,13 +79,90 @@ DEALLOCATE = ("builtin.module(ownership-based-buffer-deallocation, canonicalize,
               "bufferization-lower-deallocations, convert-bufferization-to-memref, func.func(convert-linalg-to-loops))")
 
 
-# Buffers and vectors to LLVM (parallel loops left in place run in order, as scf.for).
+# Buffers and vectors to LLVM (parallel loops left in place run in order, as scf.for). Every math op has a
+# way down: math on f16 and bf16 is computed in f32; ipowi becomes a generated function; clampf, isinf,
+# isnormal, expm1 and log1p are rewritten first (expand_math); the ops with an LLVM intrinsic take it; the
+# rest (erf, erfc, cbrt, acosh, asinh, atanh) become libm calls. The row and epilogue kernels write exp, erf
+# and tanh on vectors as polynomials (see .text), so no vector of them reaches a call per lane.
 TO_LLVM = ("builtin.module("
-           "func.func(convert-vector-to-scf{full-unroll=true}), "
-           "expand-strided-metadata, lower-affine, convert-scf-to-cf, canonicalize, "
-           "convert-vector-to-llvm, finalize-memref-to-llvm, convert-math-to-llvm, convert-arith-to-llvm, "
-           "convert-index-to-llvm, convert-cf-to-llvm, convert-func-to-llvm, convert-ub-to-llvm, "
-           "reconcile-unrealized-casts, canonicalize, cse)")
+           "func.func(convert-vector-to-scf{full-unroll=true}), math-extend-to-supported-types, "
+           "convert-math-to-funcs, expand-strided-metadata, lower-affine, convert-scf-to-cf, canonicalize, "
+           "convert-vector-to-llvm, finalize-memref-to-llvm, convert-math-to-llvm, convert-math-to-libm, "
+           "convert-arith-to-llvm, convert-index-to-llvm, convert-cf-to-llvm, convert-func-to-llvm, "
+           "convert-ub-to-llvm, reconcile-unrealized-casts, canonicalize, cse)")
+
+# The smallest normal number of each float type, by name.
+_SMALLEST_NORMAL = {"f16": 2.0 ** -14, "bf16": 2.0 ** -126, "f32": 2.0 ** -126, "f64": 2.0 ** -1022}
+_PRED = arith.CmpFPredicate
+
+
+def _splat(value: float, like: ir.Value) -> ir.Value:
+    """The float ``value`` as a constant of ``like``'s type (a float or a vector of floats)."""
+    if isinstance(like.type, ir.VectorType):
+        element = ir.VectorType(like.type).element_type
+        return arith.ConstantOp(like.type, ir.DenseElementsAttr.get_splat(like.type, ir.FloatAttr.get(element, value))
+                                ).result
+    return arith.ConstantOp(like.type, ir.FloatAttr.get(like.type, value)).result
+
+
+def _clampf(x: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
+    """``min(max(x, lo), hi)``."""
+    return arith.minimumf(arith.maximumf(x, lo), hi)
+
+
+def _isinf(x: ir.Value) -> ir.Value:
+    return arith.cmpf(_PRED.OEQ, math_ops.absf(x), _splat(math.inf, x))
+
+
+def _isnormal(x: ir.Value) -> ir.Value:
+    element = ir.VectorType(x.type).element_type if isinstance(x.type, ir.VectorType) else x.type
+    magnitude = math_ops.absf(x)
+    return arith.andi(arith.cmpf(_PRED.OGE, magnitude, _splat(_SMALLEST_NORMAL[str(element)], x)),
+                      arith.cmpf(_PRED.OLT, magnitude, _splat(math.inf, x)))
+
+
+def _expm1(x: ir.Value) -> ir.Value:
+    """Kahan's ``exp(x) - 1``: ``(u - 1) * x / log(u)`` with ``u = exp(x)``, which cancels the rounding of u
+    (x itself where u rounds to 1; -1 where u - 1 does; u where it is infinite)."""
+    u = math_ops.exp(x)
+    um1 = arith.subf(u, _splat(1.0, x))
+    scaled = arith.divf(arith.mulf(um1, x), math_ops.log(u))
+    result = arith.select(arith.cmpf(_PRED.OEQ, u, _splat(math.inf, x)), u, scaled)
+    result = arith.select(arith.cmpf(_PRED.OEQ, um1, _splat(-1.0, x)), um1, result)
+    return arith.select(arith.cmpf(_PRED.OEQ, u, _splat(1.0, x)), x, result)
+
+
+def _log1p(x: ir.Value) -> ir.Value:
+    """Kahan's ``log(1 + x)``: ``log(u) * x / (u - 1)`` with ``u = 1 + x``, which cancels the rounding of u (x
+    itself where u rounds to 1; log(u) where u is infinite)."""
+    u = arith.addf(x, _splat(1.0, x))
+    log_u = math_ops.log(u)
+    scaled = arith.divf(arith.mulf(log_u, x), arith.subf(u, _splat(1.0, x)))
+    result = arith.select(arith.cmpf(_PRED.OEQ, u, _splat(math.inf, x)), log_u, scaled)
+    return arith.select(arith.cmpf(_PRED.OEQ, u, _splat(1.0, x)), x, result)
+
+
+# The math ops that convert-math-to-llvm leaves (clampf, isinf, isnormal) or lowers imprecisely (expm1 as
+# exp(x) - 1, log1p as log(1 + x)), each as other ops.
+_EXPANSIONS = {"math.clampf": _clampf, "math.isinf": _isinf, "math.isnormal": _isnormal, "math.expm1": _expm1,
+               "math.log1p": _log1p}
+
+
+def expand_math(module: ir.Module) -> None:
+    """Rewrite the ops of ``_EXPANSIONS`` (scalars and vectors) as ops that lower to LLVM precisely; Kahan's
+    formulas on f16 and bf16 are computed in f32."""
+    for op in [op for op in iter_ops(module) if op.name in _EXPANSIONS]:
+        with ir.InsertionPoint(op), op.location:
+            typ = op.results[0].type
+            element = ir.VectorType(typ).element_type if isinstance(typ, ir.VectorType) else typ
+            if op.name in ("math.expm1", "math.log1p") and str(element) in ("f16", "bf16"):
+                f32 = ir.F32Type.get()
+                wide = ir.VectorType.get(ir.VectorType(typ).shape, f32) if isinstance(typ, ir.VectorType) else f32
+                result = arith.truncf(typ, _EXPANSIONS[op.name](arith.extf(wide, op.operands[0])))
+            else:
+                result = _EXPANSIONS[op.name](*op.operands)
+        op.results[0].replace_all_uses_with(result)
+        op.erase()
 
 
 def check_byte_elements(module: ir.Module) -> None:
@@ -223,6 +303,40 @@ def _functions(module: ir.Module) -> list[ir.Operation]:
             if op.operation.name == "func.func" and len(op.operation.regions[0].blocks) > 0]
 
 
+# The math ops that lowered code computes by calling libm (through LLVM's intrinsics or convert-math-to-libm),
+# under their own names: ``sinf`` for f32 (f16 and bf16 are computed in f32), ``sin`` for f64.
+_LIBM = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "cos", "cosh", "erf", "erfc",
+         "exp", "exp2", "expm1", "floor", "fma", "log", "log10", "log1p", "log2", "pow", "round", "roundeven", "sin",
+         "sinh", "sqrt", "tan", "tanh", "trunc")
+# Other C functions it calls, and the ops that call them.
+_C_LIBRARY = {"memref.alloc": ("malloc", "aligned_alloc"), "memref.dealloc": ("free",), "memref.copy": ("memcpy",)}
+
+
+def _c_functions_called(module: ir.Module) -> set[str]:
+    """The C functions that the lowering of ``module``'s ops to LLVM will call."""
+    called: set[str] = set()
+    for op in iter_ops(module):
+        base = "pow" if op.name == "math.powf" else op.name.removeprefix("math.")
+        if op.name.startswith("math.") and base in _LIBM and op.results:
+            typ = op.results[0].type
+            element = ir.ShapedType(typ).element_type if isinstance(typ, ir.ShapedType) else typ
+            called.add(base if str(element) == "f64" else base + "f")
+        called.update(_C_LIBRARY.get(op.name, ()))
+    return called
+
+
+def check_c_names(module: ir.Module) -> None:
+    """Refuse, at the function, a function of the program defined under the name of a C function that the
+    lowered code calls: the JIT would link it in that function's place (a call of sinf with a tensor's
+    descriptor crashes the process)."""
+    called = _c_functions_called(module)
+    for func in _functions(module):
+        name = ir.StringAttr(func.attributes["sym_name"]).value
+        if name in called:
+            raise UnsupportedOp(f"@{name} has the name of a C library function that the host code calls; "
+                                "rename it", location=str(func.location))
+
+
 def record_signatures(module: ir.Module) -> None:
     """Keep each defined function's tensor-level type, ask for its C interface, and make its tensors read-only.
 
@@ -246,14 +360,37 @@ def record_signatures(module: ir.Module) -> None:
 
 
 def check_lowered(module: ir.Module) -> None:
-    """Fail here, with names, rather than later inside the JIT on a half-lowered module."""
-    leftovers: set[str] = set()
+    """Fail here, at the first op left, rather than later inside the JIT on a half-lowered module.
 
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if not op.name.startswith("llvm.") and op.name != "builtin.module":
-            leftovers.add(op.name)
-        return ir.WalkResult.ADVANCE
+    The error is located at the program's op the leftover came from; an op of a kernel Prism wrote carries
+    no such location, and is shown at its function.
+    """
+    leftovers = [op for op in iter_ops(module) if not op.name.startswith("llvm.") and op.name != "builtin.module"]
+    if not leftovers:
+        return
+    # A cast the conversions left stands for an op they could not convert: name that op.
+    first = next((op for op in leftovers if op.name != "builtin.unrealized_conversion_cast"), leftovers[0])
+    names = sorted({op.name for op in leftovers})
+    function = _enclosing_function(first)
+    if function is None or not _generated(first.location):
+        raise UnsupportedOp(f"'{first.name}' has no lowering to LLVM on the host (ops left: {names})",
+                            location=str(first.location))
+    name = ir.StringAttr(function.attributes["sym_name"]).value
+    raise UnsupportedOp(f"'{first.name}' in a kernel Prism wrote for @{name} has no lowering to LLVM on the host "
+                        f"(ops left: {names})", location=str(function.location))
 
-    module.operation.walk(visit)
-    if leftovers:
-        raise PassFailed(f"ops left after lowering to LLVM: {sorted(leftovers)}")
+
+def _generated(location: ir.Location) -> bool:
+    """``location`` is not in the program: unknown, or in the text of a kernel Prism wrote (MLIR's ``-``)."""
+    text = str(location)
+    return text == "loc(unknown)" or text.startswith('loc("-":')
+
+
+def _enclosing_function(op: ir.Operation) -> ir.Operation | None:
+    """The ``llvm.func`` or ``func.func`` that holds ``op``, or None."""
+    while op.name not in ("llvm.func", "func.func"):
+        parent = op.parent
+        if parent is None:
+            return None
+        op = parent.operation
+    return op

@@ -323,27 +323,29 @@ class _RowKernel:
                             for k, (how, v) in enumerate(self.args)]
             self.splats = {k: t.value(f"vector.broadcast %x{k} : {F32} to {self.vec}", "bc")
                            for k, (how, _) in enumerate(self.args) if how == "scalar"}
-            out_buffers = self._allocate()
+            wholes, out_buffers = self._allocate(sizes)
             self._rows_loop(out_buffers)
-            results = [self._result(buffer, typ, sizes) for buffer, typ in zip(out_buffers, out_types, strict=True)]
+            results = [self._result(whole, typ) for whole, typ in zip(wholes, out_types, strict=True)]
             t.add(f"return {', '.join(results)} : {', '.join(out_types)}")
         return t.function_text()
 
-    def _allocate(self) -> list[str]:
-        """The outputs' buffers (returned, in order) and the scratch rows (in ``self.stored``)."""
+    def _allocate(self, sizes: list[str]) -> tuple[list[str], list[str]]:
+        """The outputs' buffers at their own rank and their row views (both in order), and the scratch rows (in
+        ``self.stored``)."""
         t = self.t
-        full, row = _dynamic("memref", 2), _dynamic("memref", 1)
+        full = _dynamic("memref", 2)
         self.stored: dict[int, tuple[str, str]] = {}  # member -> (buffer, "out" or "scratch")
-        out_buffers = []
+        out_buffers, wholes = [], []
         for i in self.outputs:
             is_full = self.members[i].role == "map"
-            buffer = t.alloc(full, [self.rows, self.cols], "o") if is_full else t.alloc(row, [self.rows], "o")
+            whole, buffer = self._output(sizes if is_full else sizes[:-1], 2 if is_full else 1)
+            wholes.append(whole)
             out_buffers.append(buffer)
             if is_full:
                 self.stored[i] = (buffer, "out")
         for i in self.scratch:
             self.stored[i] = (t.alloc(full, [t.const(self.workers), self.cols], "scr"), "scratch")
-        return out_buffers
+        return wholes, out_buffers
 
     def _sizes(self) -> list[str]:
         """Every dimension of the domain, as index values."""
@@ -366,18 +368,26 @@ class _RowKernel:
         return self.t.value(f"memref.collapse_shape {buffer} {_flattening(rank, flat)} : {_dynamic('memref', rank)} "
                             f"into {_dynamic('memref', flat)}", "flat")
 
-    def _result(self, buffer: str, typ: str, sizes: list[str]) -> str:
-        """An output buffer as a tensor of the op's type."""
-        t = self.t
+    def _output(self, sizes: list[str], flat: int) -> tuple[str, str]:
+        """An output buffer of ``sizes``, and its view as rows x columns (``flat`` = 2) or rows (1).
+
+        The buffer has the output's own rank and the kernel writes through a collapsed view: the tensor
+        returned then needs no expand_shape, which the lowering to LLVM cannot take with two dynamic sizes in
+        one group.
+        """
+        t, rank = self.t, len(sizes)
+        whole = t.alloc(_dynamic("memref", rank), sizes, "o")
+        if rank == flat:
+            return whole, whole
+        return whole, t.value(f"memref.collapse_shape {whole} {_flattening(rank, flat)} : "
+                              f"{_dynamic('memref', rank)} into {_dynamic('memref', flat)}", "o")
+
+    def _result(self, buffer: str, typ: str) -> str:
+        """An output buffer (of the output's rank) as a tensor of the op's type."""
         rank = ir.RankedTensorType.parse(typ).rank
-        flat = 2 if rank == self.group.domain.rank else 1
-        value = t.value(f"bufferization.to_tensor {buffer} restrict : {_dynamic('memref', flat)} to "
-                        f"{_dynamic('tensor', flat)}", "r")
-        if rank != flat:
-            value = t.value(f"tensor.expand_shape {value} {_flattening(rank, flat)} output_shape "
-                            f"[{', '.join(sizes[:rank])}] : {_dynamic('tensor', flat)} into {_dynamic('tensor', rank)}",
-                            "r")
-        return t.value(f"tensor.cast {value} : {_dynamic('tensor', rank)} to {typ}", "r")
+        value = self.t.value(f"bufferization.to_tensor {buffer} restrict : {_dynamic('memref', rank)} to "
+                             f"{_dynamic('tensor', rank)}", "r")
+        return self.t.value(f"tensor.cast {value} : {_dynamic('tensor', rank)} to {typ}", "r")
 
     def _rows_loop(self, out_buffers: list[str]) -> None:
         t = self.t

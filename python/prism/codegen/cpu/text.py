@@ -6,8 +6,9 @@ written as MLIR text with :class:`MlirText` (the builder of
 ops they replace were (:func:`inline_function`, :func:`inline_body`); the
 inits that only those ops read go with them (:func:`erase_unused_inits`).
 Elementwise programs (see :class:`~prism.codegen.cpu.kernel.Epilogue`) are
-written on scalars or vectors by :meth:`MlirText.program`, with ``exp`` on
-vectors as a polynomial (:meth:`MlirText.exp`).
+written on scalars or vectors by :meth:`MlirText.program`, with ``exp``, ``erf``
+and ``tanh`` on vectors as polynomials (:meth:`MlirText.exp`, :meth:`MlirText.erf`,
+:meth:`MlirText.tanh`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,21 @@ _EXP2_COEFFS = (1.5337577497120947e-4, 1.3399859890341759e-3, 9.618519805371761e
                 2.4022646248340607e-1, 6.931471824645996e-1, 1.0)
 # Below this, 2**x is under f32's smallest normal number: 0.
 EXP2_FLOOR = -126.0
+# erf on vectors (least-squares fits in float64, highest degree first), within 2.5 ulp in f32: below 1,
+# x P(x**2) (degree 6); from 1, 1 - exp(-x**2) erfcx(x), erfcx(x) = erfc(x) exp(x**2) a polynomial in x - 2.5
+# (degree 11); from 4 on, erf rounds to 1 in f32, and |x| is clamped to 4.
+_ERF_SMALL_COEFFS = (8.1482934199e-05, -8.0955785907e-04, 5.1976045411e-03, -2.6858458202e-02, 1.1283690662e-01,
+                     -3.7612634698e-01, 1.1283791670e+00)
+_ERFCX_COEFFS = (-3.2676097837e-07, 1.6163560578e-06, -4.3307631059e-06, 1.4646100200e-05, -5.8291678617e-05,
+                 2.1243733087e-04, -7.3427800766e-04, 2.4663765442e-03, -8.0012803523e-03, 2.4938103749e-02,
+                 -7.4347378454e-02, 2.1080636149e-01)
+ERF_SPLIT, ERF_CLAMP, ERFCX_CENTER = 1.0, 4.0, 2.5
+# tanh on vectors, within 1.5 ulp in f32: below TANH_SPLIT, x + x**3 P(x**2) (degree 4); above,
+# 1 - 2 / (exp(2x) + 1).
+_TANH_SMALL_COEFFS = (-6.3540017929e-03, 2.1187158414e-02, -5.3894652730e-02, 1.3333094360e-01, -3.3333333038e-01)
+TANH_SPLIT = 0.625
+# The math ops written on vectors as polynomials (MlirText methods), where LLVM would call libm once per lane.
+VECTOR_POLYNOMIALS = {"math.exp": "exp", "math.erf": "erf", "math.tanh": "tanh"}
 
 
 class MlirText(TextBuilder):
@@ -56,8 +72,9 @@ class MlirText(TextBuilder):
             return operand(r)
 
         for name, refs in ops:
-            if name == "math.exp" and typ != F32:
-                values.append(self.exp(ref(refs[0]), int(typ[len("vector<"):typ.index("x")])))
+            if name in VECTOR_POLYNOMIALS and typ != F32:
+                method = getattr(self, VECTOR_POLYNOMIALS[name])
+                values.append(method(ref(refs[0]), int(typ[len("vector<"):typ.index("x")])))
             else:
                 values.append(self.value(f"{name} {', '.join(ref(r) for r in refs)} : {typ}", "xe"))
         return values[-1]
@@ -98,6 +115,37 @@ class MlirText(TextBuilder):
         high = self.value(f"arith.cmpf ogt, {x}, {self.splat(EXP_CEILING, lanes)} : {vec}", "over")
         y = self.value(f"arith.select {high}, {self.splat(math.inf, lanes)}, {y} : {mask}, {vec}", "e")
         return self.value(f"arith.select {low}, {self.splat(0.0, lanes)}, {y} : {mask}, {vec}", "e")
+
+    def erf(self, x: str, lanes: int) -> str:
+        """erf of a vector of f32, within 2.5 ulp (see _ERF_SMALL_COEFFS); odd; NaN stays NaN."""
+        vec, mask = f"vector<{lanes}x{F32}>", f"vector<{lanes}xi1>"
+        # minimumf keeps NaN, where minnumf would make it the clamp.
+        a = self.value(f"arith.minimumf {self.value(f'math.absf {x} : {vec}', 'a')}, {self.splat(ERF_CLAMP, lanes)} "
+                       f": {vec}", "a")
+        a2 = self.value(f"arith.mulf {a}, {a} : {vec}", "a2")
+        small = self.value(f"arith.mulf {a}, {self._polynomial(a2, _ERF_SMALL_COEFFS, lanes)} : {vec}", "y")
+        shifted = self.value(f"arith.subf {a}, {self.splat(ERFCX_CENTER, lanes)} : {vec}", "t")
+        tail = self.value(f"arith.mulf {self.exp(self.value(f'arith.negf {a2} : {vec}'), lanes)}, "
+                          f"{self._polynomial(shifted, _ERFCX_COEFFS, lanes)} : {vec}", "y")
+        large = self.value(f"arith.subf {self.splat(1.0, lanes)}, {tail} : {vec}", "y")
+        below = self.value(f"arith.cmpf olt, {a}, {self.splat(ERF_SPLIT, lanes)} : {vec}", "below")
+        y = self.value(f"arith.select {below}, {small}, {large} : {mask}, {vec}", "y")
+        return self.value(f"math.copysign {y}, {x} : {vec}", "e")
+
+    def tanh(self, x: str, lanes: int) -> str:
+        """tanh of a vector of f32, within 1.5 ulp (see _TANH_SMALL_COEFFS); odd; NaN stays NaN."""
+        vec, mask = f"vector<{lanes}x{F32}>", f"vector<{lanes}xi1>"
+        a = self.value(f"math.absf {x} : {vec}", "a")
+        a2 = self.value(f"arith.mulf {a}, {a} : {vec}", "a2")
+        a3 = self.value(f"arith.mulf {a2}, {a} : {vec}", "a3")
+        small = self.value(f"vector.fma {a3}, {self._polynomial(a2, _TANH_SMALL_COEFFS, lanes)}, {a} : {vec}", "y")
+        e = self.exp(self.value(f"arith.addf {a}, {a} : {vec}"), lanes)
+        ratio = self.value(f"arith.divf {self.splat(2.0, lanes)}, "
+                           f"{self.value(f'arith.addf {e}, {self.splat(1.0, lanes)} : {vec}')} : {vec}", "y")
+        large = self.value(f"arith.subf {self.splat(1.0, lanes)}, {ratio} : {vec}", "y")
+        below = self.value(f"arith.cmpf olt, {a}, {self.splat(TANH_SPLIT, lanes)} : {vec}", "below")
+        y = self.value(f"arith.select {below}, {small}, {large} : {mask}, {vec}", "y")
+        return self.value(f"math.copysign {y}, {x} : {vec}", "e")
 
     def _polynomial(self, x: str, coefficients: tuple[float, ...], lanes: int) -> str:
         """The polynomial of ``coefficients`` (highest degree first) at the vector ``x``, by Horner's rule."""

@@ -43,12 +43,13 @@ from __future__ import annotations
 
 from mlir import ir
 
-from prism.codegen.checks import check_module
+from prism.codegen.checks import check_expansions, check_module, reshape_dynamic_expansions
 from prism.codegen.gpu import rewrites, scripts
 from prism.codegen.gpu.plan import GpuGemm, GpuParallel, GpuSchedule, plan
 from prism.codegen.stages import Lowering, run_stages
 from prism.codegen.upstream import apply_script, run_passes
 from prism.infra.errors import PipelineError
+from prism.infra.ir import normalize_elementwise
 from prism.infra.passbase import PassContext
 from prism.targets.nvidia import PTX_FEATURES
 
@@ -87,6 +88,8 @@ class GpuLowering(Lowering):
     def tile(self, module: ir.Module) -> None:
         """Plan every kernel (see :mod:`.plan`), then tile it to blocks."""
         check_module(module)
+        normalize_elementwise(module)
+        reshape_dynamic_expansions(module)
         self.contractions, self.parallels = plan(module)
         if not self.contractions and not self.parallels:
             self.ctx.remark(module.operation.location, "no op to run on the GPU: the module lowers to host code only")
@@ -125,6 +128,7 @@ class GpuLowering(Lowering):
 
     def nvvm(self, module: ir.Module) -> None:
         """The NVVM pipeline down to PTX, kept in ``ctx.artifacts["ptx"]``."""
+        check_expansions(module)
         run_passes(module, f"builtin.module(gpu-lower-to-nvvm-pipeline{{cubin-chip={self.chip} "
                    f"cubin-features={PTX_FEATURES[self.chip]} cubin-format=isa}})", "NVVM lowering")
         rewrites.drop_timings(module)

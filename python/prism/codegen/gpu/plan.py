@@ -44,7 +44,7 @@ _PARALLEL_NAMED = frozenset({
 # Host-side ops that bufferize to allocations, views or copies and need no kernel.
 HOST_OPS = frozenset({"arith.constant", "tensor.empty", "func.return", "func.call",
                        "tensor.expand_shape", "tensor.collapse_shape", "tensor.extract_slice", "tensor.concat",
-                       "tensor.dim"})
+                       "tensor.dim", "tensor.reshape", "tensor.from_elements"})
 
 @dataclass(frozen=True)
 class GpuSchedule:
