@@ -120,13 +120,10 @@ def matvec_args(batch: tuple[int, ...] = ()) -> Callable[[np.random.Generator], 
 
 erf = np.vectorize(math.erf)
 I8 = np.int8
-# Tensor-level arith and math ops are not converted to Linalg yet.
-BUFFERIZATION = "bufferization failed"
 # prism-explore's rewrite of a 0-d operand broadcast into a rank-1 generic drops the iteration space.
 EXPLORE_0D = "to match the result rank of indexing_map"
 # The host holds no buffers of sub-byte integers; the refusal says to hold them in i8.
 SUB_BYTE = "hold such values in i8 tensors instead"
-ABORT_DYNAMIC = "the host lowering aborts on a tensor of rank >= 3 with two or more dynamic dimensions"
 
 # name -> program. The defects known at the time of writing are recorded as their current located error.
 PROGRAMS: dict[str, Program] = {
@@ -139,8 +136,7 @@ PROGRAMS: dict[str, Program] = {
                                                                 normal(2, 5, 3, dtype=np.float16)),
         lambda a, b: a @ b, rtol=1e-2),
     "iree_batch_matmul_erf": Program("batch_matmul_B1_M1_N32_K64_followed_by_erf",
-                                     args(normal(2, 3, 64), normal(2, 64, 32)), lambda a, b: erf(a @ b),
-                                     refused=BUFFERIZATION),
+                                     args(normal(2, 3, 64), normal(2, 64, 32)), lambda a, b: erf(a @ b)),
     "iree_batch_matmul_narrow_n_2_i8": Program(
         "batch_matmul_narrow_n_2", args(ints(-128, 128, 2, 3, 4, dtype=I8), ints(-128, 128, 2, 4, 2, dtype=I8),
                                         ints(-1000, 1000, 2, 3, 2)), lambda a, b, c: c + a @ b),
@@ -186,7 +182,7 @@ PROGRAMS: dict[str, Program] = {
     "iree_layernorm_dynamic": Program("layernorm_dynamic", lambda rng: [
         np.full((33, 1), 1e-12, np.float32), np.full((33, 1), 96, np.float32),
         rng.standard_normal((33, 96), np.float32)], lambda e, c, x: layernorm(x, c, e)),
-    "iree_libm_tanh": Program("tanh", args(normal()), np.tanh, refused=BUFFERIZATION),
+    "iree_libm_tanh": Program("tanh", args(normal()), np.tanh),
     "iree_matmul_2048x512x1024_f32": Program("matmul_2048x512x1024_f32_f32",
                                              args(normal(2048, 1024), normal(1024, 512)), lambda a, b: a @ b),
     "iree_matmul_narrow_n_1_i8": Program("matmul_narrow_n_1", args(ints(-128, 128, 3, 4, dtype=I8),
@@ -207,7 +203,7 @@ PROGRAMS: dict[str, Program] = {
         "quantized_matmul_as_matmul_3x4x5", args(ints(-128, 128, 3, 4, dtype=I8), ints(-128, 128, 4, 5, dtype=I8),
                                                  lambda rng: np.int32(rng.integers(-128, 128)),
                                                  lambda rng: np.int32(rng.integers(-128, 128))),
-        quantized, refused=BUFFERIZATION),
+        quantized),
     "iree_quantized_matmul_i8": Program(
         "check_one_quantized_matmul_as_matmul_3x4x5",
         args(ints(-128, 128, 3, 4, dtype=I8), ints(-128, 128, 4, 5, dtype=I8),
@@ -223,11 +219,10 @@ PROGRAMS: dict[str, Program] = {
     "iree_select_i1": Program("select_with_binary", args(lambda rng: rng.integers(0, 2, 4).astype(bool),
                                                          ints(-99, 99, 4), ints(-99, 99, 4)), np.where),
     "iree_softmax_dynamic": Program("softmax_dynamic_10x256x256xf32", args(normal(3, 5, 40)),
-                                    lambda x: softmax(x, 2), defect=ABORT_DYNAMIC),
+                                    lambda x: softmax(x, 2)),
     "iree_softmax_dynamic_reduction": Program("softmax_dynamic_reduction_N65_K1531", args(normal(65, 1531)),
                                               lambda x: softmax(x, 1)),
-    "iree_softmax_generic_dynamic": Program("softmax_dynamic", args(normal(3, 5, 40)), lambda x: softmax(x, 2),
-                                            defect=ABORT_DYNAMIC),
+    "iree_softmax_generic_dynamic": Program("softmax_dynamic", args(normal(3, 5, 40)), lambda x: softmax(x, 2)),
     "iree_softmax_generic_chain": Program("softmax", args(normal(12, 128, 128)), lambda x: softmax(x, 2)),
     "iree_softmax_static": Program("softmax_static_10x256x256xf32", args(normal(10, 256, 256)),
                                    lambda x: softmax(x, 2)),
@@ -263,7 +258,7 @@ PROGRAMS: dict[str, Program] = {
         "depthwise_conv_2d_nhwc_hwcm_tensor_dilated", args(normal(2, 8, 9, 2), normal(2, 2, 2, 3)),
         lambda x, w: sum(np.einsum("nhwc,cm->nhwcm", x[:, 2 * i:2 * i + 6, 2 * j:2 * j + 7], w[i, j])
                          for i in range(2) for j in range(2))),
-    "mlir_elementwise_addf": Program("main", args(normal(3), normal(3)), np.add, refused=BUFFERIZATION),
+    "mlir_elementwise_addf": Program("main", args(normal(3), normal(3)), np.add),
     "mlir_elementwise_exp_3d": Program("unary_identity_exp", args(normal(8, 16, 32), normal(8, 16, 32)),
                                        lambda a, _: np.exp(a)),
     "mlir_elementwise_mul_5d_i32": Program("binary_identity_mul_5Di", args(*[ints(-999, 999, 1, 2, 3, 4, 5)] * 3),
@@ -313,8 +308,7 @@ PROGRAMS: dict[str, Program] = {
     "torch_mlir_flip": Program("main", args(normal(128, 128), an_i64), lambda x, _: x[:, ::-1]),
     "torch_mlir_gather": Program("main", args(normal(3, 2), an_i64, ints(0, 2, 3, 2, dtype=np.int64)),
                                  lambda x, _, i: np.take_along_axis(x, i, axis=1)),
-    "torch_mlir_gelu": Program("main", args(normal(128, 128)), lambda x: x * (1 + erf(x / np.sqrt(2))) / 2,
-                               defect="math.erf has no host lowering (an error without a location)"),
+    "torch_mlir_gelu": Program("main", args(normal(128, 128)), lambda x: x * (1 + erf(x / np.sqrt(2))) / 2),
     "torch_mlir_gt_tensor": Program("main", args(normal(128, 128), normal(128, 128)), np.greater),
     "torch_mlir_isinf": Program("main", args(lambda rng: np.where(rng.integers(0, 4, (128, 128)) == 0, -np.inf,
                                                               rng.standard_normal((128, 128))).astype(np.float32)),
