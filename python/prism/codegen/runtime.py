@@ -449,17 +449,18 @@ def _check_linkable(module: ir.Module) -> None:
         if op.name != "llvm.func" or len(op.regions[0].blocks):
             continue
         symbol = ir.StringAttr(op.attributes["sym_name"]).value
-        if symbol.startswith("llvm.") or symbol == pool.ENTRY or any(hasattr(library, symbol) for library in libraries):
+        if (symbol.startswith("llvm.") or pool.ENTRY_MARK in op.attributes
+                or any(hasattr(library, symbol) for library in libraries)):
             continue
         raise TargetError(f"@{symbol} is declared but defined nowhere (not in the module, the MLIR runtime or this "
                           "process), so the host JIT cannot link a call to it; define it in the module",
                           location=display_location(op.location))
 
 
-def _declares(module: ir.Module, symbol: str) -> bool:
-    """Whether ``module`` declares (or defines) the function ``symbol``."""
-    return any(op.operation.name == "llvm.func" and ir.StringAttr(op.operation.attributes["sym_name"]).value == symbol
-               for op in module.body.operations)
+def _pool_entries(module: ir.Module) -> list[str]:
+    """The names under which ``module`` declares the thread pool's entry (``pool.ENTRY_MARK``)."""
+    return [ir.StringAttr(op.operation.attributes["sym_name"]).value for op in module.body.operations
+            if op.operation.name == "llvm.func" and pool.ENTRY_MARK in op.operation.attributes]
 
 
 def compile_engine(module: ir.Module, what: str, opt_level: int = 3) -> ExecutionEngine:
@@ -471,8 +472,8 @@ def compile_engine(module: ir.Module, what: str, opt_level: int = 3) -> Executio
     _keep_large_blocks_in_heap()
     try:
         engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=_runtime_libs())
-        if _declares(module, pool.ENTRY):
-            engine.raw_register_runtime(pool.ENTRY, ctypes.c_void_p(pool.parallel_for_address()))
+        for entry in _pool_entries(module):
+            engine.raw_register_runtime(entry, ctypes.c_void_p(pool.parallel_for_address()))
         engine.initialize()
     except (RuntimeError, ir.MLIRError) as e:
         raise TargetError(f"could not JIT-compile {what}: {e}") from None

@@ -50,7 +50,16 @@ from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
 ENTRY = "prism_parallel_for"
-DECLARATION = f"llvm.func @{ENTRY}(!llvm.ptr, !llvm.ptr, i64, i64)"
+# On the declaration of the pool's entry in a lowered module: it is named ENTRY unless the program has a symbol of
+# that name, and then ENTRY_N (the JIT links it to the pool whatever its name).
+ENTRY_MARK = "prism.pool_entry"
+
+
+def declaration(name: str = ENTRY) -> str:
+    """The declaration of the pool's entry, as ``name``, in the LLVM dialect."""
+    return f"llvm.func @{name}(!llvm.ptr, !llvm.ptr, i64, i64) attributes {{{ENTRY_MARK}}}"
+
+
 CHUNKS_PER_THREAD = 4
 SPIN_SECONDS = 0.004  # a worker's spin after its last job before it sleeps (OpenBLAS spins ~0.1 s)
 _SPINS_PER_CLOCK_READ = 256
