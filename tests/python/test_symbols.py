@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 import prism
-from conftest import run_cli
+from conftest import EXAMPLES, run_cli
+from prism.driver import Compilation, steps_for
+from prism.infra.ir import SourceChunk, iter_ops, make_context, parse_chunk
 
 # Names Prism writes for @f, or its runtime defines: a program may use every one of them.
 GENERATED = ["prism_parallel_for", "prism_parallel_for_1", "prism_pool_start", "prism_pool_entry", "f_family0",
@@ -90,3 +92,16 @@ def test_names_the_runtime_owns_are_refused_at_the_function(user: str, message: 
     assert "Traceback" not in result.stderr
     with pytest.raises(prism.PrismError, match=re.escape(message)):
         prism.compile(program(user), target="host").jit("f")
+
+
+@pytest.mark.parametrize("example", ["gemm.mlir", "gemm_f16_transposed.mlir"])
+def test_no_lowered_op_is_located_in_generated_text(example: str) -> None:
+    """Kernels, tasks and prepared weights are written as text and parsed: their ops take the location of the
+    user's op they implement, so no diagnostic can point into a generated buffer ("-")."""
+    source = EXAMPLES / example
+    compilation = Compilation(parse_chunk(SourceChunk(source.read_text(), str(source), 0), make_context()), "host")
+    compilation.run(steps_for(None, "llvm"))
+    compilation.lower()
+    locations = {str(op.location) for op in iter_ops(compilation.module)}
+    assert not [where for where in locations if '"-"' in where]
+    assert any(example in where for where in locations)

@@ -195,3 +195,17 @@ def fresh_symbol(taken: set[str], base: str, suffixes: tuple[str, ...] = ("",)) 
         count += 1
         name = f"{base}_{count}"
     return name
+
+
+def relocate(op: ir.Operation, location: ir.Location) -> None:
+    """Give ``op`` and every op nested in it ``location``.
+
+    Text that Prism generates and parses is located in the parser's buffer
+    (``"-"``), which no user can read: its ops take the location of the
+    user's op they implement instead, so that every diagnostic points there.
+    """
+    def visit(inner: ir.Operation) -> ir.WalkResult:
+        inner.location = location
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)

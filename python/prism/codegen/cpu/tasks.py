@@ -30,7 +30,7 @@ from mlir.dialects import arith, func, scf
 from prism.codegen.cpu import pool
 from prism.infra.diagnostics import display_location
 from prism.infra.errors import PassFailed
-from prism.infra.ir import fresh_symbol, symbol_names
+from prism.infra.ir import fresh_symbol, relocate, symbol_names
 
 PREFIX = "__prism_task_"
 WIDTH = "prism.parallel_width"  # on a launch declaration: the threads its loop may run on
@@ -161,6 +161,10 @@ def define_launches(module: ir.Module) -> None:
             messages = [d.message for d in error.error_diagnostics] or [str(error)]
             raise PassFailed(f"the thread-pool tasks {', '.join('@' + t for t in tasks)} do not parse: "
                              f"{messages[0]}", location=display_location(declarations[0].location)) from None
+    where = {_symbol(op): op.location for op in declarations}
+    for op in parsed.body.operations:  # each task's text at the loop it runs
+        task = _symbol(op.operation).removesuffix("_launch").removesuffix("_entry")
+        relocate(op.operation, where.get(f"{task}_launch", declarations[0].location))
     for declaration in declarations:
         declaration.erase()
     for op in list(parsed.body.operations):

@@ -16,6 +16,8 @@ import struct
 
 from mlir import ir
 
+from prism.infra.ir import relocate
+
 F32 = "f32"
 
 # exp on vectors, by Cephes' expf polynomial: exp(x) = 2**n * exp(r), n = round(x log2 e), r = x - n ln 2 (in
@@ -195,6 +197,7 @@ def inline_body(anchor: ir.Operation, text: str, operands: list[ir.Value]) -> li
     the values it returns."""
     with anchor.location:
         parsed = ir.Module.parse(text)
+        relocate(parsed.operation, anchor.location)
         body = parsed.body.operations[0].regions[0].blocks[0]
         for argument, operand in zip(body.arguments, operands, strict=True):
             argument.replace_all_uses_with(operand)
