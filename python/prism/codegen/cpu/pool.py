@@ -7,6 +7,10 @@ over a range of its iterations and one call::
 
 which runs ``body`` over ``[0, n)`` on at most ``width`` threads (the
 caller and ``width - 1`` workers) and returns when every iteration is done.
+A program that has a symbol of that name calls it as
+``prism_parallel_for_1`` (the first name it leaves free) instead: the
+declaration carries ``{prism.pool_entry}``, and the JIT links every
+declaration so marked to the pool.
 
 Why not MLIR's async runtime: its workers sleep on a condition variable
 between tasks, and on a small VM they often woke too late to take a share of
