@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import prism
-from prism.codegen.runtime import ArgumentError, as_array
+from prism.codegen.runtime import ArgumentError, StaleBinding, as_array
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -105,6 +105,9 @@ def test_dlpack_and_buffer_protocol_arrays_run(rng: np.random.Generator) -> None
         np.testing.assert_allclose(run(first, second), want, rtol=1e-6)
     bound = prism.compile(VECTOR_SCALE, target="host").bind("scale", y=DLPackOnly(y))
     np.testing.assert_allclose(bound(memoryview(x)), want, rtol=1e-6)
+    y[0] += 1  # the bound memory changed in place: the binding is stale
+    with pytest.raises(StaleBinding):
+        bound(x)
 
 
 def test_a_dlpack_tensor_off_the_cpu_is_refused() -> None:

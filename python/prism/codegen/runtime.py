@@ -562,9 +562,11 @@ class BoundFunction:
         self._bound = {i: value if isinstance(value, np.ndarray) else bound[i] for i, value in checked.items()}
         # Per watched array: the positions its fingerprint samples (fixed here, off the call path) and the
         # fingerprint taken now.
-        self._watched = {i: (bound[i], positions, _fingerprint(bound[i], positions)) for i in bound
-                         if isinstance(bound[i], np.ndarray)
-                         for positions in [_sample_positions(bound[i].size)]}
+        # (An array that speaks DLPack or the buffer protocol is watched through the numpy view of its memory.)
+        watched = {i: bound[i] if isinstance(bound[i], np.ndarray) else checked[i] for i in bound
+                   if isinstance(checked[i], np.ndarray)}
+        self._watched = {i: (array, positions, _fingerprint(array, positions)) for i, array in watched.items()
+                         for positions in [_sample_positions(array.size)]}
         self.free = [i for i in range(len(sig.inputs)) if i not in bound]
         func = _find_function(module, name)
         self.prepared: tuple[np.ndarray, ...] = ()
