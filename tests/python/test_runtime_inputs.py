@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import prism
+from conftest import run_cli
 from prism.codegen.runtime import ArgumentError, StaleBinding, as_array
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -115,3 +116,10 @@ def test_a_dlpack_tensor_off_the_cpu_is_refused() -> None:
     x = np.ones(12, np.float32)
     with pytest.raises(ArgumentError, match="argument 0: its DLPack tensor cannot be read in place on the CPU"):
         run(DLPackOnly(x, device=(2, 0)), x)  # kDLCUDA
+
+
+def test_help_says_what_the_runtime_takes() -> None:
+    result = run_cli("--help")
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    assert "ml_dtypes.bfloat16 arrays for bf16" in text and "DLPack" in text and "buffer protocol" in text
