@@ -68,6 +68,10 @@ def test_the_pool_entry_is_renamed_around_the_program(tmp_path: Path) -> None:
     assert re.search(r"llvm\.func @prism_parallel_for_1\(!llvm\.ptr, !llvm\.ptr, i64, i64\) attributes "
                      r"\{prism\.pool_entry\}", result.stdout)
     assert "llvm.call @prism_parallel_for_1(" in result.stdout
+    # Without the clash, the entry is declared as before, unmarked.
+    source.write_text(program("user"))
+    result = run_cli(str(source), "--target=host", "--emit=llvm")
+    assert "llvm.func @prism_parallel_for(!llvm.ptr, !llvm.ptr, i64, i64)\n" in result.stdout
 
 
 def test_every_generated_name_through_the_cli(tmp_path: Path) -> None:

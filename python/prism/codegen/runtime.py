@@ -479,8 +479,7 @@ def _check_linkable(module: ir.Module) -> None:
         if op.name != "llvm.func" or len(op.regions[0].blocks):
             continue
         symbol = ir.StringAttr(op.attributes["sym_name"]).value
-        if (symbol.startswith("llvm.") or pool.ENTRY_MARK in op.attributes
-                or any(hasattr(library, symbol) for library in libraries)):
+        if symbol.startswith("llvm.") or pool.is_entry(op) or any(hasattr(library, symbol) for library in libraries):
             continue
         raise TargetError(f"@{symbol} is declared but defined nowhere (not in the module, the MLIR runtime or this "
                           "process), so the host JIT cannot link a call to it; define it in the module",
@@ -488,9 +487,9 @@ def _check_linkable(module: ir.Module) -> None:
 
 
 def _pool_entries(module: ir.Module) -> list[str]:
-    """The names under which ``module`` declares the thread pool's entry (``pool.ENTRY_MARK``)."""
+    """The names under which ``module`` declares the thread pool's entry (see ``pool.declaration``)."""
     return [ir.StringAttr(op.operation.attributes["sym_name"]).value for op in module.body.operations
-            if op.operation.name == "llvm.func" and pool.ENTRY_MARK in op.operation.attributes]
+            if op.operation.name == "llvm.func" and pool.is_entry(op.operation)]
 
 
 def compile_engine(module: ir.Module, what: str, opt_level: int = 3) -> ExecutionEngine:

@@ -147,7 +147,7 @@ def define_launches(module: ir.Module) -> None:
     declarations = [op for op in functions.values() if WIDTH in op.attributes]
     if not declarations:
         return
-    entries = [name for name, op in functions.items() if pool.ENTRY_MARK in op.attributes]
+    entries = [name for name, op in functions.items() if pool.is_entry(op)]
     entry = entries[0] if entries else fresh_symbol(symbol_names(module), pool.ENTRY)
     parts = [] if entries else [pool.declaration(entry)]
     tasks = [_symbol(op).removesuffix("_launch") for op in declarations]
