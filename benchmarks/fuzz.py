@@ -4,10 +4,11 @@ Each program is a function of one to three arguments built from random
 steps: products with any operand layout (``linalg.matmul``, a generic with a
 transposed operand, ``linalg.batch_matmul``), elementwise chains (named ops,
 generics, and ``arith``/``math`` ops on whole tensors, erf and tanh among
-them), row reductions with their broadcast back, and transposes. Sizes are
-1, odd or powers of two; element types f32, f16, or f16 inputs with f32
-products; some functions have a dynamic leading dimension, and some are of
-rank 3 or 4 with several dynamic dimensions.
+them), a 0-d argument broadcast into an elementwise op, row reductions with
+their broadcast back, and transposes. Sizes are 1, odd or powers of two;
+element types f32, f16, or f16 inputs with f32 products; some functions
+have a dynamic leading dimension, and some are of rank 3 or 4 with several
+dynamic dimensions.
 
 Every program is compiled for the host and run on random inputs against a
 float64 numpy evaluation of the same steps, and compiled for an H200, whose
@@ -78,7 +79,7 @@ class Program:
 
     def inputs(self, rng: np.random.Generator) -> list[np.ndarray]:
         """Random arguments (dynamic dimensions DYNAMIC_SIZE), small enough that exp stays finite."""
-        return [(0.5 * rng.standard_normal([DYNAMIC_SIZE if d is None else d for d in arg.shape]))
+        return [np.asarray(0.5 * rng.standard_normal([DYNAMIC_SIZE if d is None else d for d in arg.shape]))
                 .astype(np.float16 if arg.dtype == "f16" else np.float32) for arg in self.args]
 
 
@@ -269,6 +270,23 @@ def elementwise(b: Builder, x: Value) -> Value:
     return Value(name, x.shape, x.dtype, lambda inputs: fn(wx(inputs)))
 
 
+def scalar_operand(b: Builder, x: Value) -> Value:
+    """x combined with a new 0-d argument, read through ``(d0, ...) -> ()``, as either operand."""
+    kind = str(b.rng.choice(list(_BINARY)))
+    op, fn = _BINARY[kind]
+    scalar = b.arg((), x.dtype)
+    identity = ", ".join(_dims(len(x.shape)))
+    first = bool(b.rng.integers(2))
+    inputs = [(scalar, ""), (x, identity)] if first else [(x, identity), (scalar, "")]
+    name = b.generic(inputs, x.shape, x.dtype, ["parallel"] * len(x.shape), identity,
+                     [f"%r = {op} %in0, %in1 : {x.dtype}"])
+    b.steps.append(f"generic {kind} with a 0-d {'first' if first else 'second'} operand")
+    wx, ws = x.evaluate, scalar.evaluate
+    if first:
+        return Value(name, x.shape, x.dtype, lambda inputs: fn(ws(inputs), wx(inputs)))
+    return Value(name, x.shape, x.dtype, lambda inputs: fn(wx(inputs), ws(inputs)))
+
+
 def reduce_and_broadcast(b: Builder, x: Value) -> Value:
     """x - broadcast(reduce(x, last axis)), the reduction a sum or a max (the shape of a softmax's first steps)."""
     rank = len(x.shape)
@@ -327,11 +345,13 @@ def generate(seed: int) -> Program:
     x = b.arg(shape, dtype)
     results = []
     for _ in range(int(rng.integers(1, 5))):
-        step = str(rng.choice(["product", "product", "elementwise", "reduce", "transpose"]))
+        step = str(rng.choice(["product", "product", "elementwise", "scalar", "reduce", "transpose"]))
         if step == "product":
             x = product(b, x, "f32" if style == "mixed" else x.dtype)
         elif step == "elementwise":
             x = elementwise(b, x)
+        elif step == "scalar":
+            x = scalar_operand(b, x)
         elif step == "reduce":
             x = reduce_and_broadcast(b, x)
         elif not dynamic:

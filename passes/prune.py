@@ -56,11 +56,13 @@ class PrunePass(Pass):
             space = family_space(target, contraction, family)
             name = family_name(family)
 
-            def empty(group: str, funnel: list[FunnelStep], name: str = name, family: ir.Operation = family) -> None:
+            def empty(group: str, funnel: list[FunnelStep], why: str, name: str = name,
+                      family: ir.Operation = family) -> None:
                 sizes = {stage.name: stage.size for stage in funnel}
                 raise EmptySearchSpace(
                     f"constraint '{group}' on target '{target.name}' removed every schedule of "
-                    f"family '{name}'; funnel: {sizes}", location=display_location(family.location))
+                    f"family '{name}'{': ' + why if why else ''}; funnel: {sizes}",
+                    location=display_location(family.location))
 
             domain, funnel = prune(space, contraction, family_domain(family, space), empty)
             ctx.progress(f"{name}: " + ", ".join(f"{s.name} {s.size}" for s in funnel))

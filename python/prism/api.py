@@ -236,7 +236,9 @@ def compile(source: Source, target: str = "host", emit: str | None = None, pipel
         target: ``"h200"``, ``"h100"``, ``"a100"``, ``"mi300x"`` (searched here, compiled by IREE: emit
             ``"iree"`` or ``"iree-spec"``) or ``"host"``.
         emit: ``"mlir"`` or ``"report"`` stop after the search (``.ptx`` is
-            None); ``"ptx"`` also lowers to PTX and needs an NVIDIA target;
+            None; ``"report"`` first lowers a copy, and raises the lowering's
+            error for a module that cannot be built); ``"ptx"`` also lowers
+            to PTX and needs an NVIDIA target;
             ``"iree"`` also writes ``.iree``, the module as IREE input, and
             ``"iree-spec"`` an IREE tuning spec there instead. The
             default is ``"ptx"`` for GPU targets and ``"mlir"`` for the host,

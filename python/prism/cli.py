@@ -46,6 +46,11 @@ def _epilog() -> str:
               "Without -p: --emit=mlir runs no pass; other --emit kinds run prism-optimize.",
               "--print-ir-after takes a pass name or a code-generator stage (listed under its pass).",
               "",
+              "Running the host code from Python (prism.compile(...).jit(name)): arguments are numpy arrays,",
+              "ml_dtypes.bfloat16 arrays for bf16 (bf16 results come back as such), or any CPU array that speaks",
+              "DLPack (torch tensors, JAX arrays) or the buffer protocol (memoryview, array.array), read in place",
+              "without a copy when contiguous. See docs/runtime-inputs.md.",
+              "",
               "Environment (the host target):",
               f"  {DESCRIPTION_VARIABLE}  a JSON file describing the machine to compile for instead of this one",
               *textwrap.wrap(f"(version {DESCRIPTION_VERSION}, "

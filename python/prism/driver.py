@@ -18,6 +18,7 @@ from prism.infra.errors import PipelineError, PrismError, TargetError
 from prism.infra.passbase import Pass, PassContext
 from prism.infra.pipeline import Step, parse_pipeline, run_pipeline
 from prism.passes.verify import ORIGINAL
+from prism.search.family import families
 from prism.targets import get_target
 
 EMIT_KINDS = ("mlir", "ptx", "llvm", "report", "iree", "iree-spec")
@@ -48,7 +49,14 @@ class Compilation:
             self.run(parse_pipeline(get_target(self.target).lowering()))
 
     def report_kernels(self) -> None:
-        """Add the kernels the target's code generator makes of the module, where it says (the host does)."""
+        """Add the kernels the target's code generator makes of the module, where it says (the host does).
+
+        A report describes what will be built, so the module is first lowered
+        as ``--emit=llvm`` or ``--emit=ptx`` would (on a copy, see
+        :meth:`check_lowering`): where that fails, its error is raised
+        instead of a report.
+        """
+        self.check_lowering()
         kernels = getattr(get_target(self.target), "kernels", None)
         if kernels is None or "kernels" in self.ctx.report:
             return
@@ -56,6 +64,20 @@ class Compilation:
             self.ctx.report["kernels"] = kernels(self.module)
         except PrismError as error:
             self.ctx.report["kernels_error"] = str(error)
+
+    def check_lowering(self) -> None:
+        """Lower a copy of the module to the target's artifact, raising the lowering's PrismError (located at the
+        user's op) if it cannot be built.
+
+        Nothing is checked for a target that IREE builds, a module already
+        lowered, or one whose families a partial pipeline left uninstantiated
+        (it is not what will be built: its report is the search's alone).
+        """
+        target = get_target(self.target)
+        if target.artifact == "iree" or "lowered" in self.ctx.artifacts or next(families(self.module), None):
+            return
+        copy = ir.Module.parse(self.module.operation.get_asm(enable_debug_info=True), context=self.module.context)
+        run_pipeline(copy, parse_pipeline(target.lowering()), PassContext(target=self.target))
 
     def report_json(self) -> str:
         """The report as deterministic JSON text."""

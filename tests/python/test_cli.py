@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+import prism
 from conftest import EXAMPLES, run_cli
 
 MATMUL = """func.func @mm(%a: tensor<8x4xf32>, %b: tensor<4x6xf32>, %c: tensor<8x6xf32>) -> tensor<8x6xf32> {
@@ -121,3 +122,29 @@ def test_verbose_prints_the_funnel_table() -> None:
     assert "gemm_family0 (gemm)" in result.stderr
     for stage in ("space", "registers", "l1", "l2", "shape", "bound", "instantiated"):
         assert f"  {stage} " in result.stderr
+
+
+COMPLEX_COPY = """func.func @f(%x: tensor<4xcomplex<f32>>) -> tensor<4xcomplex<f32>> {
+  %e = tensor.empty() : tensor<4xcomplex<f32>>
+  %r = linalg.copy ins(%x : tensor<4xcomplex<f32>>) outs(%e : tensor<4xcomplex<f32>>) -> tensor<4xcomplex<f32>>
+  return %r : tensor<4xcomplex<f32>>
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["host", "h200"])
+def test_a_report_of_what_cannot_be_built_is_its_located_error(target: str) -> None:
+    """--emit=report describes what will be built: where the lowering fails, it exits 1 with the lowering's
+    error at the user's op, as --emit=llvm or --emit=ptx would, and writes no report."""
+    result = run_cli("-", f"--target={target}", "--emit=report", stdin=COMPLEX_COPY)
+    assert result.returncode == 1 and result.stdout == ""
+    assert "<stdin>:2:8: error: prism-lower-" in result.stderr and "complex<f32>" in result.stderr
+    assert "Traceback" not in result.stderr
+    with pytest.raises(prism.UnsupportedOp, match="whose element type Prism cannot lower"):
+        prism.compile(COMPLEX_COPY, target=target, emit="report")
+
+
+def test_a_report_of_what_is_built_lists_its_kernels() -> None:
+    result = run_cli(str(EXAMPLES / "gemm.mlir"), "--target=host", "--emit=report")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["kernels"]

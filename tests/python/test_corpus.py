@@ -37,6 +37,7 @@ class Program:
     reference: Callable[..., Any] | None = None
     refused: str | None = None
     rtol: float = 1e-4
+    atol: float | None = None  # where rounding grows with the problem, not the result (rtol x the largest value)
     defect: str | None = None  # a known defect, not yet a located error: the test is expected to fail
 
 
@@ -120,8 +121,6 @@ def matvec_args(batch: tuple[int, ...] = ()) -> Callable[[np.random.Generator], 
 
 erf = np.vectorize(math.erf)
 I8 = np.int8
-# prism-explore's rewrite of a 0-d operand broadcast into a rank-1 generic drops the iteration space.
-EXPLORE_0D = "to match the result rank of indexing_map"
 # The host holds no buffers of sub-byte integers; the refusal says to hold them in i8.
 SUB_BYTE = "hold such values in i8 tensors instead"
 
@@ -130,7 +129,7 @@ PROGRAMS: dict[str, Program] = {
     "iree_argmax_1d": Program("argmax_1d", args(normal(131072)),
                               lambda x: (x.max(), np.int32(np.argmax(x)))),
     "iree_associative_reordering": Program("check_reordering", args(normal(384), normal()),
-                                           lambda x, c: ((x - c) ** 2).sum(), refused=EXPLORE_0D),
+                                           lambda x, c: ((x - c) ** 2).sum()),
     "iree_batch_matmul_dynamic_k_f16": Program(
         "batch_matmul_dynamic_reduction_size_B2_M1_N3_K5", args(normal(2, 1, 5, dtype=np.float16),
                                                                 normal(2, 5, 3, dtype=np.float16)),
@@ -169,7 +168,9 @@ PROGRAMS: dict[str, Program] = {
                                                            ints(0, 2, 4, dtype=np.int64)),
                                     lambda x, i: np.broadcast_to(x[i, np.arange(4)], (4, 4))),
     "iree_half_reduction_f16": Program("half_reduction_aligned", args(normal(2, 4096, dtype=np.float16)),
-                                       lambda x: x.sum(axis=1), rtol=2e-2),
+                                       # 4096 additions rounded to f16 (an ulp of 1/16 at 64) walk by ~0.3,
+                                       # under 2.1 in 200 trials, whatever the sum.
+                                       lambda x: x.sum(axis=1), rtol=2e-2, atol=4.0),
     "iree_i4_to_f32": Program("i4_to_f32_1d", args(), lambda: np.arange(8.0), refused=SUB_BYTE),
     "iree_insert_slice_small_i32": Program("tensor_insert_slice_small", args(ints(-99, 99, 10, 10),
                                                                              ints(-99, 99, 5, 5)),
@@ -454,7 +455,7 @@ def test_corpus_program(name: str, corpus: tuple[dict[str, Arrays], dict[str, di
         if have.dtype.kind == "f":
             scale = max(float(np.abs(reference).max(initial=0.0)), 1.0)
             np.testing.assert_allclose(have.astype(np.float64), reference, rtol=program.rtol,
-                                       atol=program.rtol * scale)
+                                       atol=program.atol if program.atol is not None else program.rtol * scale)
         else:
             np.testing.assert_array_equal(have, reference.astype(have.dtype))
 

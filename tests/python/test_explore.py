@@ -387,3 +387,80 @@ def test_the_rmsnorm_scale_moves_after_the_product_where_it_is_an_epilogue() -> 
     assert found["rewritten"] and found["variant_seconds"] <= found["predicted_seconds"]
     written = function(text, "rmsnorm_matmul")
     assert "math.rsqrt" in written[written.index("linalg.matmul"):], "the row scale comes after the product"
+
+
+def _scalar_program(name: str, shape: tuple[int, ...], operands: list[str], body: list[str]) -> str:
+    """``@name`` of one parallel generic over ``shape``: operand ``"x"`` has that shape, ``"m"`` is 0-d."""
+    loops = ", ".join(f"d{i}" for i in range(len(shape)))
+    full = f"tensor<{'x'.join(map(str, shape))}xf32>"
+    types = [full if kind == "x" else "tensor<f32>" for kind in operands]
+    maps = [f"affine_map<({loops}) -> ({loops if kind == 'x' else ''})>" for kind in operands]
+    args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(types))
+    names = ", ".join(f"%a{i}" for i in range(len(operands)))
+    block = ", ".join([*(f"%i{i}: f32" for i in range(len(operands))), "%o: f32"])
+    lines = "".join(f"    {line}\n" for line in body)
+    return f"""
+func.func @{name}({args}) -> {full} {{
+  %e = tensor.empty() : {full}
+  %r = linalg.generic {{indexing_maps = [{', '.join(maps)}, affine_map<({loops}) -> ({loops})>],
+                       iterator_types = [{', '.join(['"parallel"'] * len(shape))}]}}
+      ins({names} : {', '.join(types)}) outs(%e : {full}) {{
+  ^bb0({block}):
+{lines}    linalg.yield %y : f32
+  }} -> {full}
+  return %r : {full}
+}}"""
+
+
+# 0-d operands broadcast into ops of rank 1 to 3, first, second or both: (shape, operand kinds, body, float64).
+SCALAR_CASES = {
+    "x_minus_m": ((64,), "xm", ["%y = arith.subf %i0, %i1 : f32"], lambda a: a[0] - a[1]),
+    "m_minus_x": ((8, 16), "mx", ["%y = arith.subf %i0, %i1 : f32"], lambda a: a[0] - a[1]),
+    "exp_of_m_times_x": ((2, 3, 8), "mx", ["%t = math.exp %i0 : f32", "%y = arith.mulf %t, %i1 : f32"],
+                         lambda a: np.exp(a[0]) * a[1]),
+    "a_x_plus_b": ((5, 12), "mxm", ["%t = arith.mulf %i0, %i1 : f32", "%y = arith.addf %t, %i2 : f32"],
+                   lambda a: a[0] * a[1] + a[2]),
+    "m_alone": ((4, 6), "m", ["%y = arith.negf %i0 : f32"], lambda a: np.broadcast_to(-a[0], (4, 6))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SCALAR_CASES))
+def test_zero_d_operands_broadcast_into_every_rank(case: str, rng: np.random.Generator) -> None:
+    """A 0-d tensor read through ``(d0, ...) -> ()`` keeps the op's iteration space in the explored form."""
+    shape, kinds, body, reference = SCALAR_CASES[case]
+    source = _scalar_program(case, shape, list(kinds), body)
+    text, report = explored(source, "host")
+    assert report["proofs"] == [] or all(proof["proved"] for proof in report["proofs"])
+    args = [rng.standard_normal(shape if kind == "x" else ()).astype(np.float32) for kind in kinds]
+    want = reference([a.astype(np.float64) for a in args])
+    have = prism.compile(source, target="host").jit(case)(*args)
+    np.testing.assert_allclose(have, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_sum_to_0_d_subtracted_from_its_input(rng: np.random.Generator) -> None:
+    """Centering: a reduction to a 0-d tensor, broadcast back over the rank-2 input."""
+    source = """
+func.func @center(%x: tensor<6x10xf32>) -> tensor<6x10xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %z = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>],
+                       iterator_types = ["reduction", "reduction"]} ins(%x : tensor<6x10xf32>) outs(%z : tensor<f32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %t = arith.addf %acc, %in : f32
+    linalg.yield %t : f32
+  } -> tensor<f32>
+  %e = tensor.empty() : tensor<6x10xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>,
+                                        affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %s : tensor<6x10xf32>, tensor<f32>) outs(%e : tensor<6x10xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<6x10xf32>
+  return %r : tensor<6x10xf32>
+}"""
+    explored(source, "host")
+    x = rng.standard_normal((6, 10)).astype(np.float32)
+    want = x.astype(np.float64) - x.astype(np.float64).sum()
+    np.testing.assert_allclose(prism.compile(source, target="host").jit("center")(x), want, rtol=1e-5, atol=1e-5)

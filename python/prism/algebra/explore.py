@@ -148,7 +148,7 @@ def contraction_seconds(contraction: Contraction, target: Target) -> float:
 
 
 def _best_schedule_seconds(contraction: Contraction, target: Target) -> float:
-    def empty(group: str, funnel: list[FunnelStep]) -> None:
+    def empty(group: str, funnel: list[FunnelStep], why: str) -> None:
         raise EmptySearchSpace(group)
 
     space = target.space(contraction)

@@ -403,7 +403,7 @@ class _Translator:
     @staticmethod
     def _lift(term: Term, dims: list[int], extents: list[int]) -> Term | None:
         """``term``, read through a map onto loops ``dims``, broadcast to every loop."""
-        if not dims:  # a scalar: a splat already fits every shape
+        if not dims and term.op == "splat":  # a constant already fits every shape
             return term
         if sorted(dims) != dims:
             if len(dims) >= 2 and dims[:-2] + [dims[-1], dims[-2]] == sorted(dims):

@@ -14,7 +14,7 @@ from mlir import ir
 from mlir.dialects import arith, tensor
 
 from prism.infra.errors import UnsupportedOp
-from prism.infra.ir import iter_ops
+from prism.infra.ir import iter_ops, symbol_names
 
 
 def _scalar_ok(type_: ir.Type) -> bool:
@@ -27,12 +27,21 @@ def _element_ok(type_: ir.Type) -> bool:
     return _scalar_ok(type_) or not isinstance(type_, ir.ComplexType)
 
 
+# The C library's and MLIR's runtime functions that a lowered module calls, and the prefix of the C interface
+# MLIR gives each function @f (@_mlir_ciface_f): names the program cannot define. (The names Prism itself
+# writes, tasks and the thread pool's entry, are chosen around the program's.)
+RUNTIME_SYMBOLS = ("malloc", "free", "aligned_alloc", "memcpy", "memrefCopy")
+C_INTERFACE_PREFIX = "_mlir_ciface_"
+
+
 def check_module(module: ir.Module) -> None:
-    """Refuse nested modules and element types other than integers, indices and floats, at the op."""
+    """Refuse nested modules, symbols that the lowered module's runtime owns, and element types other than
+    integers, indices and floats, at the op."""
     for top in module.body.operations:
         if top.operation.name == "builtin.module":
             raise UnsupportedOp("nested modules are not supported; put every function directly in the top module",
                                 location=str(top.operation.location))
+    _check_symbols(module)
     for op in iter_ops(module):
         for value in [*op.operands, *op.results]:
             if not _element_ok(value.type):
@@ -80,3 +89,26 @@ def check_expansions(module: ir.Module) -> None:
             raise UnsupportedOp(f"'memref.expand_shape' gives dimensions {dims} of {op.results[0].type} more than one "
                                 "dynamic size, which the lowering to LLVM cannot take; expand tensors instead, or "
                                 "leave one size of each group dynamic", location=str(op.location))
+
+
+def reserved_name_message(name: str) -> str:
+    """Why a function of the program may not be called ``name``, a C function that lowered code calls."""
+    return f"@{name}: the lowered program calls the C library's {name}, so no function of the program may be " \
+        "named so; rename it"
+
+
+def _check_symbols(module: ir.Module) -> None:
+    """Refuse a function of the program named like a runtime function (RUNTIME_SYMBOLS) or like another's C
+    interface. Only ``func.func`` ops are the program's: a module lowered before holds the ``llvm.func`` C
+    interfaces that its lowering wrote."""
+    names = symbol_names(module)
+    for top in module.body.operations:
+        op = top.operation
+        if op.name != "func.func":
+            continue
+        name = ir.StringAttr(op.attributes["sym_name"]).value
+        if name in RUNTIME_SYMBOLS and len(op.regions) and len(op.regions[0].blocks):
+            raise UnsupportedOp(reserved_name_message(name), location=str(op.location))
+        if name.startswith(C_INTERFACE_PREFIX) and name.removeprefix(C_INTERFACE_PREFIX) in names:
+            raise UnsupportedOp(f"@{name} is the name of @{name.removeprefix(C_INTERFACE_PREFIX)}'s C interface, "
+                                "which the lowering writes; rename it", location=str(op.location))

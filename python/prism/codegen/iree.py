@@ -10,6 +10,8 @@ instead of its own. Where the target packs a product
 (``Target.iree_data_tiling``: the host, for several row blocks), the product
 is rewritten on packed operands (:class:`Packing`: ``linalg.pack``,
 ``linalg.mmt4d``, ``linalg.unpack``) and the configuration goes on its mmt4d.
+Linalg's named elementwise ops (``linalg.add``, ``linalg.exp``...), which
+IREE's parser does not know, become ``linalg.generic``.
 Prism's own attributes (``prism.*``: choices, roles, ``prism.invariant``
 weights, the parts of prepared functions) are dropped. A choice IREE's
 configuration cannot express in full gets the nearest configuration and a
@@ -49,6 +51,8 @@ from mlir import ir
 from mlir.dialects import func
 
 from prism.codegen.cpu.text import inline_body
+from prism.codegen.transform import ANY, Script, sequence
+from prism.codegen.upstream import apply_script
 from prism.infra import attrs
 from prism.infra.errors import TargetError
 from prism.infra.ir import iter_ops, map_dims
@@ -62,15 +66,32 @@ _SPELLED = re.compile(r'(prism\.iree_compilation_info|prism\.iree_device_targets
 _ESCAPE = re.compile(r"\\([0-9A-Fa-f]{2})")  # how MLIR prints a quote or a backslash in a string: \22, \5C
 
 
+# Linalg's named elementwise ops: IREE's parser does not know them, so they are written as linalg.generic.
+ELEMENTWISE_NAMED_OPS = tuple(f"linalg.{name}" for name in (
+    "add", "sub", "mul", "div", "div_unsigned", "max", "min", "powf", "select", "exp", "log", "abs", "ceil", "floor",
+    "negf", "reciprocal", "round", "sqrt", "rsqrt", "square", "tanh", "erf", "elementwise"))
+
+
 def iree_text(module: ir.Module, target: Target, ctx: PassContext) -> str:
     """``module`` (tuned, instantiated) as IREE input: see the module docstring."""
     with module.context:
+        generalize_elementwise(module)
         _annotate(module, target, ctx)
         _drop_prism_attributes(module)
         if target.iree_device is not None:
             module.operation.attributes["prism.iree_device_targets"] = ir.StringAttr.get(f"[{target.iree_device}]")
     return _SPELLED.sub(lambda m: f"{_PLACEHOLDERS[m[1]]} = {_ESCAPE.sub(lambda e: chr(int(e[1], 16)), m[2])}",
                         str(module))
+
+
+def generalize_elementwise(module: ir.Module) -> None:
+    """Rewrite every named elementwise op of ``module`` (ELEMENTWISE_NAMED_OPS) as the equal linalg.generic."""
+    if not any(op.name in ELEMENTWISE_NAMED_OPS for op in iter_ops(module)):
+        return
+    script = Script()
+    script.add(f"transform.structured.generalize {script.match_ops(list(ELEMENTWISE_NAMED_OPS))} "
+               f": ({ANY}) -> {ANY}")
+    apply_script(module, sequence(script.lines), "iree-generalize")
 
 
 def _drop_prism_attributes(module: ir.Module) -> None:

@@ -18,6 +18,10 @@ Compiled code lives as long as the callables over it (each holds its engine).
 Parallel loops call the process's thread pool (:mod:`prism.codegen.cpu.pool`),
 whose address each engine is given under the name it declares.
 
+Arguments are numpy arrays (``ml_dtypes.bfloat16`` ones for ``bf16``, whose
+results come back as such arrays too), or any array that speaks DLPack
+(``__dlpack__``: torch CPU tensors, JAX arrays) or the buffer protocol
+(memoryview, array.array), read in place through :func:`as_array`.
 Inputs are passed in place, without a copy, when they are C-contiguous (others
 are copied into a contiguous array first). That is safe because
 ``prism-lower-cpu`` marks every tensor argument read-only for bufferization,
@@ -47,6 +51,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
@@ -72,8 +77,8 @@ class StaleBinding(ArgumentError):
     """An array bound by :func:`bind` changed after it was bound (and prepared)."""
 
 
-_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "i16": np.int16,
-           "i32": np.int32, "i64": np.int64, "i1": np.bool_, "index": np.int64}
+_DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64, "i8": np.int8,
+           "i16": np.int16, "i32": np.int32, "i64": np.int64, "i1": np.bool_, "index": np.int64}
 
 
 def _dtype(t: ir.Type) -> np.dtype:
@@ -98,7 +103,7 @@ class TensorSpec:
         if isinstance(t, ir.RankedTensorType):
             dims = tuple(None if t.is_dynamic_dim(i) else t.get_dim_size(i) for i in range(t.rank))
             return TensorSpec(_dtype(t.element_type), dims)
-        if isinstance(t, (ir.IntegerType, ir.IndexType, ir.F16Type, ir.F32Type, ir.F64Type)):
+        if isinstance(t, (ir.IntegerType, ir.IndexType, ir.F16Type, ir.BF16Type, ir.F32Type, ir.F64Type)):
             return TensorSpec(_dtype(t), None)
         raise TargetError(f"type {t} is not supported at a function boundary by the CPU runtime")
 
@@ -152,7 +157,9 @@ def describe_signature(module: ir.Module, name: str | None = None) -> Signature:
                      tuple(TensorSpec.from_type(t) for t in ftype.results))
 
 
-_SCALAR_CTYPES = {np.dtype(np.float16): ctypes.c_uint16, np.dtype(np.float32): ctypes.c_float,
+# 16-bit floats travel as their bits.
+_SCALAR_CTYPES = {np.dtype(np.float16): ctypes.c_uint16, np.dtype(ml_dtypes.bfloat16): ctypes.c_uint16,
+                  np.dtype(np.float32): ctypes.c_float,
                   np.dtype(np.float64): ctypes.c_double, np.dtype(np.int8): ctypes.c_int8,
                   np.dtype(np.int16): ctypes.c_int16, np.dtype(np.int32): ctypes.c_int32,
                   np.dtype(np.int64): ctypes.c_int64, np.dtype(np.bool_): ctypes.c_bool}
@@ -181,8 +188,33 @@ def _scalar(arg: Any, spec: TensorSpec, what: str) -> np.ndarray:
         raise ArgumentError(f"{what}: expected a {spec.dtype} scalar, got {arg!r}") from None
 
 
+_DLPACK_CPU, _DLPACK_CUDA_HOST = 1, 3  # DLPack's device types that are memory this process reads
+
+
+def as_array(arg: Any, what: str) -> np.ndarray:
+    """``arg`` as a numpy array sharing its memory where it can: a numpy array itself, an object that speaks
+    DLPack (``__dlpack__``: torch CPU tensors, JAX arrays) by ``np.from_dlpack``, anything else by
+    ``np.asarray`` (the buffer protocol: memoryview, array.array; ``__array__``; nested lists, copied)."""
+    if isinstance(arg, np.ndarray):
+        return arg
+    if hasattr(arg, "__dlpack__"):
+        device = arg.__dlpack_device__()[0] if hasattr(arg, "__dlpack_device__") else _DLPACK_CPU
+        try:
+            if device not in (_DLPACK_CPU, _DLPACK_CUDA_HOST):
+                raise BufferError(f"it lives on DLPack device type {device}, not the CPU")
+            return np.from_dlpack(arg)
+        except (BufferError, TypeError, RuntimeError, ValueError) as error:
+            raise ArgumentError(f"{what}: its DLPack tensor cannot be read in place on the CPU ({error}); "
+                                "pass a CPU array of a type numpy reads") from None
+    try:
+        return np.asarray(arg)
+    except (ValueError, TypeError) as error:
+        raise ArgumentError(f"{what}: not an array ({error})") from None
+
+
 class JitFunction:
-    """A compiled function, callable on numpy arrays (see the module docstring)."""
+    """A compiled function, callable on numpy arrays, ``ml_dtypes.bfloat16`` arrays for bf16, and any array that
+    speaks DLPack or the buffer protocol (see :func:`as_array` and the module docstring)."""
 
     def __init__(self, engine: ExecutionEngine, signature: Signature):
         self.signature = signature
@@ -213,12 +245,9 @@ class JitFunction:
                 continue
             if spec.shape is None:
                 value = _scalar(arg, spec, f"@{sig.name} argument {i}")
-                checked.append(_ctype(spec.dtype)(value.view(np.uint16) if spec.dtype == np.float16 else value))
+                checked.append(_ctype(spec.dtype)(value.view(np.uint16) if spec.dtype.itemsize == 2 else value))
                 continue
-            try:
-                array = np.asarray(arg)
-            except ValueError as error:
-                raise ArgumentError(f"@{sig.name} argument {i}: not an array ({error})") from None
+            array = as_array(arg, f"@{sig.name} argument {i}")
             if array.dtype != spec.dtype:
                 raise ArgumentError(f"@{sig.name} argument {i}: expected dtype {spec.dtype}, got {array.dtype}")
             if array.ndim != len(spec.shape):
@@ -263,9 +292,10 @@ class JitFunction:
             return np.zeros(shape, dtype=spec.dtype)
         strides = tuple(n * spec.dtype.itemsize for n in desc[3 + rank:3 + 2 * rank])
         start = aligned + offset * spec.dtype.itemsize
-        interface = {"shape": shape, "strides": strides, "typestr": spec.dtype.str, "data": (start, False),
-                     "version": 3}
-        view = np.asarray(_View(interface, blocks[pointer] if owned else None))
+        # The array interface spells only numpy's own types: an extension type (bf16) is read as its bits.
+        typestr = spec.dtype.str if spec.dtype.kind != "V" else f"<u{spec.dtype.itemsize}"
+        interface = {"shape": shape, "strides": strides, "typestr": typestr, "data": (start, False), "version": 3}
+        view = np.asarray(_View(interface, blocks[pointer] if owned else None)).view(spec.dtype)
         return view if owned else view.copy()
 
 
@@ -449,17 +479,17 @@ def _check_linkable(module: ir.Module) -> None:
         if op.name != "llvm.func" or len(op.regions[0].blocks):
             continue
         symbol = ir.StringAttr(op.attributes["sym_name"]).value
-        if symbol.startswith("llvm.") or symbol == pool.ENTRY or any(hasattr(library, symbol) for library in libraries):
+        if symbol.startswith("llvm.") or pool.is_entry(op) or any(hasattr(library, symbol) for library in libraries):
             continue
         raise TargetError(f"@{symbol} is declared but defined nowhere (not in the module, the MLIR runtime or this "
                           "process), so the host JIT cannot link a call to it; define it in the module",
                           location=display_location(op.location))
 
 
-def _declares(module: ir.Module, symbol: str) -> bool:
-    """Whether ``module`` declares (or defines) the function ``symbol``."""
-    return any(op.operation.name == "llvm.func" and ir.StringAttr(op.operation.attributes["sym_name"]).value == symbol
-               for op in module.body.operations)
+def _pool_entries(module: ir.Module) -> list[str]:
+    """The names under which ``module`` declares the thread pool's entry (see ``pool.declaration``)."""
+    return [ir.StringAttr(op.operation.attributes["sym_name"]).value for op in module.body.operations
+            if op.operation.name == "llvm.func" and pool.is_entry(op.operation)]
 
 
 def compile_engine(module: ir.Module, what: str, opt_level: int = 3) -> ExecutionEngine:
@@ -471,8 +501,8 @@ def compile_engine(module: ir.Module, what: str, opt_level: int = 3) -> Executio
     _keep_large_blocks_in_heap()
     try:
         engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=_runtime_libs())
-        if _declares(module, pool.ENTRY):
-            engine.raw_register_runtime(pool.ENTRY, ctypes.c_void_p(pool.parallel_for_address()))
+        for entry in _pool_entries(module):
+            engine.raw_register_runtime(entry, ctypes.c_void_p(pool.parallel_for_address()))
         engine.initialize()
     except (RuntimeError, ir.MLIRError) as e:
         raise TargetError(f"could not JIT-compile {what}: {e}") from None
@@ -531,9 +561,11 @@ class BoundFunction:
         self._bound = {i: value if isinstance(value, np.ndarray) else bound[i] for i, value in checked.items()}
         # Per watched array: the positions its fingerprint samples (fixed here, off the call path) and the
         # fingerprint taken now.
-        self._watched = {i: (bound[i], positions, _fingerprint(bound[i], positions)) for i in bound
-                         if isinstance(bound[i], np.ndarray)
-                         for positions in [_sample_positions(bound[i].size)]}
+        # (An array that speaks DLPack or the buffer protocol is watched through the numpy view of its memory.)
+        watched = {i: bound[i] if isinstance(bound[i], np.ndarray) else checked[i] for i in bound
+                   if isinstance(checked[i], np.ndarray)}
+        self._watched = {i: (array, positions, _fingerprint(array, positions)) for i, array in watched.items()
+                         for positions in [_sample_positions(array.size)]}
         self.free = [i for i in range(len(sig.inputs)) if i not in bound]
         func = _find_function(module, name)
         self.prepared: tuple[np.ndarray, ...] = ()

@@ -203,3 +203,36 @@ def map_dims(affine_map: ir.AffineMap) -> list[int] | None:
             return None
         dims.append(expr.position)
     return dims
+
+
+def symbol_names(module: ir.Module) -> set[str]:
+    """The names of the symbols defined at the top of ``module``."""
+    return {ir.StringAttr(op.operation.attributes["sym_name"]).value for op in module.body.operations
+            if "sym_name" in op.operation.attributes}
+
+
+def fresh_symbol(taken: set[str], base: str, suffixes: tuple[str, ...] = ("",)) -> str:
+    """``base``, or ``base_N`` for the smallest N, such that no name ``+ suffix`` is in ``taken``.
+
+    A generated function gets its name from here, so that no symbol of the
+    user's program ever clashes with one Prism writes.
+    """
+    name, count = base, 0
+    while any(name + suffix in taken for suffix in suffixes):
+        count += 1
+        name = f"{base}_{count}"
+    return name
+
+
+def relocate(op: ir.Operation, location: ir.Location) -> None:
+    """Give ``op`` and every op nested in it ``location``.
+
+    Text that Prism generates and parses is located in the parser's buffer
+    (``"-"``), which no user can read: its ops take the location of the
+    user's op they implement instead, so that every diagnostic points there.
+    """
+    def visit(inner: ir.Operation) -> ir.WalkResult:
+        inner.location = location
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)

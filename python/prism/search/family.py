@@ -67,8 +67,27 @@ def analyze_contraction(op: ir.Operation) -> Contraction | None:
     )
 
 
+# Linalg's named contractions that Prism does not lift, by op: what each is, and what to write instead.
+_UNLIFTED_CONTRACTIONS = {
+    **dict.fromkeys(("linalg.matvec", "linalg.vecmat", "linalg.batch_matvec", "linalg.batch_vecmat", "linalg.dot"), (
+        "a matrix-vector product, a contraction Prism does not lift (it has no M or no N loop)",
+        "to have it tuned, write it as linalg.matmul (linalg.batch_matmul) with a unit dimension, e.g. the "
+        "vector as a tensor<Kx1xf32>")),
+    **dict.fromkeys(("linalg.mmt4d", "linalg.batch_mmt4d"), (
+        "a product of packed operands, a contraction Prism does not lift",
+        "to have it tuned, write the product unpacked, as linalg.matmul: Prism chooses its own packing")),
+    **dict.fromkeys(("linalg.quantized_matmul", "linalg.quantized_batch_matmul"), (
+        "a quantized product (with zero points), a contraction Prism does not lift",
+        "to have it tuned, subtract the zero points in a linalg.generic that widens the operands to a float "
+        "type, then write linalg.matmul")),
+}
+
+
 def why_not_lifted(op: ir.Operation) -> str:
     """Why :func:`analyze_contraction` gives None for ``op``, in words."""
+    if op.name in _UNLIFTED_CONTRACTIONS:
+        what, instead = _UNLIFTED_CONTRACTIONS[op.name]
+        return f"{what}; {instead}"
     if not op.name.startswith("linalg.") or "indexing_maps" not in op.attributes or not linalg.isa_contraction_op(op):
         return "not a contraction"
     if not all(isinstance(v.type, ir.RankedTensorType) for v in op.operands):

@@ -11,6 +11,7 @@ for every size, so that instantiating a new size runs no isl operation.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -36,23 +37,69 @@ class FunnelStep:
 
 
 def prune(space: Space, contraction: Contraction, start: isl.Set,
-          on_empty: Callable[[str, list[FunnelStep]], None]) -> tuple[isl.Set, list[FunnelStep]]:
+          on_empty: Callable[[str, list[FunnelStep], str], None]) -> tuple[isl.Set, list[FunnelStep]]:
     """Intersect ``start`` with each constraint group; sizes are counted at the family's shape.
 
-    ``on_empty(group, funnel)`` is called (and must raise) when a group
-    leaves no point for the family's shape.
+    ``on_empty(group, funnel, why)`` is called (and must raise) when a group
+    leaves no point for the family's shape; ``why`` names the extents that
+    the group's emptying constraints meet (see :func:`why_empty`).
     """
     exponents = shape_exponents(contraction)
     domain = start.intersect(space.universe_set())
     funnel = [FunnelStep("space", _count(space, domain, exponents), 0.0)]
     for group, _ in space.groups:
         began = time.perf_counter()
-        domain = domain.intersect(space.group_set(group)).coalesce()
+        before, domain = domain, domain.intersect(space.group_set(group)).coalesce()
         size = _count(space, domain, exponents)
         funnel.append(FunnelStep(group, size, time.perf_counter() - began))
         if size == 0:
-            on_empty(group, funnel)
+            on_empty(group, funnel, why_empty(space, contraction, before, group))
     return domain, funnel
+
+
+def _conjuncts(constraint: str) -> list[str]:
+    """The parts of ``constraint`` joined by a top-level ``and``."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(constraint):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and constraint.startswith(" and ", index):
+            parts.append(constraint[start:index].strip())
+            start = index + len(" and ")
+    return [*parts, constraint[start:].strip()]
+
+
+def why_empty(space: Space, contraction: Contraction, before: isl.Set, group: str) -> str:
+    """Which constraints of ``group`` alone leave nothing of ``before`` at the family's shape, in words: for a
+    divisibility constraint, the extent that no tile the other constraints allow divides."""
+    exponents = shape_exponents(contraction)
+    at_shape = fix_shape(space, before, exponents)
+    points = point_array(at_shape)
+    reasons = []
+    for conjunct in _conjuncts(dict(space.groups)[group]):
+        if fix_shape(space, before.intersect(isl.Set(space.wrap(conjunct))), exponents).is_empty():
+            reasons.append(_describe(space, contraction, conjunct, points))
+    return "; ".join(reasons)
+
+
+def _describe(space: Space, contraction: Contraction, conjunct: str, points: np.ndarray) -> str:
+    """``conjunct`` with the extents it reads; for a tile that must divide an extent, the tiles left to try."""
+    words = set(re.findall(r"\w+", conjunct))
+    extents = [f"{role.upper()} = {_extent_text(contraction, role)}" for role, param in SHAPE_PARAMS.items()
+               if param in words or DIVISOR_PARAMS.get(role) in words]
+    for role, param in DIVISOR_PARAMS.items():
+        tiles = [var for var in space.knobs if var in words]
+        if param in words and len(tiles) == 1 and len(points):
+            symbol = space.knobs[tiles[0]]
+            allowed = sorted({int(v) for v in space.values_of(points)[symbol]})
+            listed = ", ".join(map(str, allowed[:6])) + (", ..." if len(allowed) > 6 else "")
+            return (f"no {symbol} that the other constraints allow ({listed}) divides "
+                    f"{role.upper()} = {_extent_text(contraction, role)}")
+    return f"'{conjunct}' at {', '.join(extents)}" if extents else f"'{conjunct}'"
+
+
+def _extent_text(op: Contraction, role: str) -> str:
+    extent = op.extent(role) if role in op.roles else 1
+    return "dynamic" if extent is None else str(extent)
 
 
 def _count(space: Space, domain: isl.Set, exponents: dict[str, int]) -> int:

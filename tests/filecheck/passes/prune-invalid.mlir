@@ -26,8 +26,8 @@ func.func private @broken_family0(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>, %c: 
 // -----
 
 // GPU kernels have no remainder handling: no power-of-two tile of at least
-// 16 divides M = 100.
-// CHECK: prune-invalid.mlir:[[# @LINE + 2]]:3: error: prism-prune: constraint 'divisibility' on target 'h200' removed every schedule of family 'ragged_family0'
+// 16 divides M = 100, and the error says so.
+// CHECK: prune-invalid.mlir:[[# @LINE + 2]]:3: error: prism-prune: constraint 'divisibility' on target 'h200' removed every schedule of family 'ragged_family0': no BM that the other constraints allow (16, 32, 64, 128) divides M = 100; funnel:
 func.func private @ragged_family0(%a: tensor<100x64xf32>, %b: tensor<64x32xf32>, %c: tensor<100x32xf32>) -> tensor<100x32xf32> attributes {prism.family_body} {
   "prism.family"() {kind = "gemm", symbols = [], domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [bm, bn, bk, wm, wn, mma] }", cost = "", stats = {}} : () -> ()
   %0 = linalg.matmul ins(%a, %b : tensor<100x64xf32>, tensor<64x32xf32>) outs(%c : tensor<100x32xf32>) -> tensor<100x32xf32>

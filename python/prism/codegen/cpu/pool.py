@@ -7,6 +7,9 @@ over a range of its iterations and one call::
 
 which runs ``body`` over ``[0, n)`` on at most ``width`` threads (the
 caller and ``width - 1`` workers) and returns when every iteration is done.
+A program that has a symbol of that name calls it as
+``prism_parallel_for_1`` (the first name it leaves free) instead, declared
+with ``{prism.pool_entry}``; the JIT links both to the pool.
 
 Why not MLIR's async runtime: its workers sleep on a condition variable
 between tasks, and on a small VM they often woke too late to take a share of
@@ -52,7 +55,29 @@ from mlir.execution_engine import ExecutionEngine
 from prism.codegen.text import ALIGNMENT
 
 ENTRY = "prism_parallel_for"
-DECLARATION = f"llvm.func @{ENTRY}(!llvm.ptr, !llvm.ptr, i64, i64)"
+# On the declaration of the pool's entry in a lowered module when the program has a symbol named ENTRY, and the
+# entry is declared as ENTRY_N instead (the JIT links a declaration of ENTRY, or one so marked, to the pool).
+ENTRY_MARK = "prism.pool_entry"
+
+
+def declaration(name: str = ENTRY) -> str:
+    """The declaration of the pool's entry, as ``name`` (marked with ENTRY_MARK if it is not ENTRY), in the LLVM
+    dialect."""
+    mark = "" if name == ENTRY else f" attributes {{{ENTRY_MARK}}}"
+    return f"llvm.func @{name}(!llvm.ptr, !llvm.ptr, i64, i64){mark}"
+
+
+def is_entry(op: ir.Operation) -> bool:
+    """Whether the ``llvm.func`` ``op`` declares the pool's entry (see :func:`declaration`)."""
+    if ENTRY_MARK in op.attributes:
+        return True
+    return (ir.StringAttr(op.attributes["sym_name"]).value == ENTRY and not len(op.regions[0].blocks)
+            and str(op.attributes["function_type"]) == _ENTRY_TYPE)
+
+
+_ENTRY_TYPE = "!llvm.func<void (ptr, ptr, i64, i64)>"
+
+
 CHUNKS_PER_THREAD = 4
 SPIN_SECONDS = 0.004  # a worker's spin after its last job before it sleeps (OpenBLAS spins ~0.1 s)
 _SPINS_PER_CLOCK_READ = 256

@@ -44,6 +44,7 @@ from prism.codegen.cpu.schedule import CpuGemm
 from prism.codegen.cpu.text import inline_function
 from prism.infra import attrs
 from prism.infra.diagnostics import describe_ops
+from prism.infra.ir import relocate
 from prism.infra.passbase import PassContext
 
 _WRITABLE = "bufferization.writable"
@@ -192,6 +193,7 @@ def _split(module: ir.Module, func: ir.Operation, planned: list[Planned], weight
         func.attributes[attrs.APPLY_ARGS] = ir.DenseI64ArrayAttr.get(
             list(range(len(ftype.inputs))) + [-(k + 1) for k in range(len(packs))])
         parsed = ir.Module.parse(_prepare_text(name, ftype, packs, packed_types))
+        relocate(parsed.operation, func.location)
         prepare = next(op.operation for op in parsed.body.operations if "sym_visibility" not in op.operation.attributes)
         prepare.detach_from_parent()
         module.body.append(prepare)

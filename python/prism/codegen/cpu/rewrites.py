@@ -12,6 +12,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 from mlir.dialects import math as math_ops
 
+from prism.codegen.checks import reserved_name_message
 from prism.codegen.cpu.kernel import copy_text
 from prism.codegen.cpu.text import inline_function
 from prism.codegen.transform import ANY, Script
@@ -308,12 +309,11 @@ def _functions(module: ir.Module) -> list[ir.Operation]:
 _LIBM = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "cos", "cosh", "erf", "erfc",
          "exp", "exp2", "expm1", "floor", "fma", "log", "log10", "log1p", "log2", "pow", "round", "roundeven", "sin",
          "sinh", "sqrt", "tan", "tanh", "trunc")
-# Other C functions it calls, and the ops that call them.
-_C_LIBRARY = {"memref.alloc": ("malloc", "aligned_alloc"), "memref.dealloc": ("free",), "memref.copy": ("memcpy",)}
 
 
-def _c_functions_called(module: ir.Module) -> set[str]:
-    """The C functions that the lowering of ``module``'s ops to LLVM will call."""
+def _libm_functions_called(module: ir.Module) -> set[str]:
+    """The libm functions that the lowering of ``module``'s math ops to LLVM will call (the runtime's own,
+    malloc and the like, are refused for every program: :data:`prism.codegen.checks.RUNTIME_SYMBOLS`)."""
     called: set[str] = set()
     for op in iter_ops(module):
         base = "pow" if op.name == "math.powf" else op.name.removeprefix("math.")
@@ -321,20 +321,18 @@ def _c_functions_called(module: ir.Module) -> set[str]:
             typ = op.results[0].type
             element = ir.ShapedType(typ).element_type if isinstance(typ, ir.ShapedType) else typ
             called.add(base if str(element) == "f64" else base + "f")
-        called.update(_C_LIBRARY.get(op.name, ()))
     return called
 
 
 def check_c_names(module: ir.Module) -> None:
-    """Refuse, at the function, a function of the program defined under the name of a C function that the
+    """Refuse, at the function, a function of the program defined under the name of a libm function that the
     lowered code calls: the JIT would link it in that function's place (a call of sinf with a tensor's
     descriptor crashes the process)."""
-    called = _c_functions_called(module)
+    called = _libm_functions_called(module)
     for func in _functions(module):
         name = ir.StringAttr(func.attributes["sym_name"]).value
         if name in called:
-            raise UnsupportedOp(f"@{name} has the name of a C library function that the host code calls; "
-                                "rename it", location=str(func.location))
+            raise UnsupportedOp(reserved_name_message(name), location=str(func.location))
 
 
 def record_signatures(module: ir.Module) -> None:

@@ -27,8 +27,10 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, func, scf
 
-from prism.codegen.cpu.pool import DECLARATION, ENTRY
+from prism.codegen.cpu import pool
+from prism.infra.diagnostics import display_location
 from prism.infra.errors import PassFailed
+from prism.infra.ir import fresh_symbol, relocate, symbol_names
 
 PREFIX = "__prism_task_"
 WIDTH = "prism.parallel_width"  # on a launch declaration: the threads its loop may run on
@@ -43,6 +45,7 @@ def outline_parallel_loops(module: ir.Module, width: int) -> int:
     if width <= 1:
         return 0
     count = 0
+    taken = symbol_names(module)
     for function in [op.operation for op in module.body.operations if op.operation.name == "func.func"]:
         loops: list[ir.Operation] = []
 
@@ -55,7 +58,9 @@ def outline_parallel_loops(module: ir.Module, width: int) -> int:
         function.walk(visit, ir.WalkOrder.PRE_ORDER)
         name = ir.StringAttr(function.attributes["sym_name"]).value
         for index, loop in enumerate(loops):
-            _outline(function, loop, f"{PREFIX}{name}_{index}", width)
+            task = fresh_symbol(taken, f"{PREFIX}{name}_{index}", ("", "_launch", "_entry"))
+            taken.update(task + suffix for suffix in ("", "_launch", "_entry"))
+            _outline(function, loop, task, width)
             count += 1
     return count
 
@@ -142,13 +147,24 @@ def define_launches(module: ir.Module) -> None:
     declarations = [op for op in functions.values() if WIDTH in op.attributes]
     if not declarations:
         return
-    parts = [] if ENTRY in functions else [DECLARATION]
+    entries = [name for name, op in functions.items() if pool.is_entry(op)]
+    entry = entries[0] if entries else fresh_symbol(symbol_names(module), pool.ENTRY)
+    parts = [] if entries else [pool.declaration(entry)]
     tasks = [_symbol(op).removesuffix("_launch") for op in declarations]
     for task, declaration in zip(tasks, declarations, strict=True):
         types = [str(a.type) for a in functions[task].regions[0].blocks[0].arguments]
-        parts.append(_launch_text(task, types, ir.IntegerAttr(declaration.attributes[WIDTH]).value))
+        parts.append(_launch_text(task, types, ir.IntegerAttr(declaration.attributes[WIDTH]).value, entry))
     with module.context, ir.Location.unknown():
-        parsed = ir.Module.parse("\n".join(parts))
+        try:
+            parsed = ir.Module.parse("\n".join(parts))
+        except ir.MLIRError as error:  # Prism's own text: say which tasks, at the op they came from
+            messages = [d.message for d in error.error_diagnostics] or [str(error)]
+            raise PassFailed(f"the thread-pool tasks {', '.join('@' + t for t in tasks)} do not parse: "
+                             f"{messages[0]}", location=display_location(declarations[0].location)) from None
+    where = {_symbol(op): op.location for op in declarations}
+    for op in parsed.body.operations:  # each task's text at the loop it runs
+        task = _symbol(op.operation).removesuffix("_launch").removesuffix("_entry")
+        relocate(op.operation, where.get(f"{task}_launch", declarations[0].location))
     for declaration in declarations:
         declaration.erase()
     for op in list(parsed.body.operations):
@@ -160,8 +176,9 @@ def _symbol(op: ir.Operation) -> str:
     return ir.StringAttr(op.attributes["sym_name"]).value
 
 
-def _launch_text(task: str, types: list[str], width: int) -> str:
-    """The task's declaration (for parsing), its entry and its launch, as LLVM-dialect text."""
+def _launch_text(task: str, types: list[str], width: int, entry: str) -> str:
+    """The task's declaration (for parsing), its entry and its launch, which calls the pool's ``entry``, as
+    LLVM-dialect text."""
     if types[:2] != ["i64", "i64"]:
         raise PassFailed(f"@{task} does not start with its range (i64, i64) after lowering: {types}")
     fields = types[2:]
@@ -191,7 +208,7 @@ def _launch_text(task: str, types: list[str], width: int) -> str:
         "    %n = llvm.sub %end, %a0 : i64",
         f"    %fn = llvm.mlir.addressof @{task}_entry : !llvm.ptr",
         f"    %width = llvm.mlir.constant({width} : i64) : i64",
-        f"    llvm.call @{ENTRY}(%fn, %ctx, %n, %width) : (!llvm.ptr, !llvm.ptr, i64, i64) -> ()",
+        f"    llvm.call @{entry}(%fn, %ctx, %n, %width) : (!llvm.ptr, !llvm.ptr, i64, i64) -> ()",
         "    llvm.return",
         "}",
     ])

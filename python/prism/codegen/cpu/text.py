@@ -19,6 +19,7 @@ import struct
 from mlir import ir
 
 from prism.codegen.text import TextBuilder
+from prism.infra.ir import relocate
 
 F32 = "f32"
 
@@ -207,6 +208,7 @@ def inline_body(anchor: ir.Operation, text: str, operands: list[ir.Value]) -> li
     the values it returns."""
     with anchor.location:
         parsed = ir.Module.parse(text)
+        relocate(parsed.operation, anchor.location)
         body = parsed.body.operations[0].regions[0].blocks[0]
         for argument, operand in zip(body.arguments, operands, strict=True):
             argument.replace_all_uses_with(operand)

@@ -22,7 +22,7 @@ from mlir import ir
 from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
 from prism.infra.ir import ELEMENT_BYTES, element_name
-from prism.search.family import contraction_roles
+from prism.search.family import contraction_roles, why_not_lifted
 from prism.targets.nvidia import MAX_GRID, MAX_THREADS_PER_BLOCK, MMA_SHAPE, STATIC_SHARED_BYTES, WARP_SIZE
 
 _MMA_M, _MMA_N, _MMA_K = MMA_SHAPE
@@ -142,7 +142,7 @@ def plan(module: ir.Module) -> tuple[list[GpuGemm], list[GpuParallel]]:
         if op.name in _PARALLEL_NAMED or op.name == "linalg.generic":
             parallels.append(_plan_parallel(op, len(contractions) + len(parallels)))
         elif op.name not in HOST_OPS:
-            raise UnsupportedOp(f"cannot map '{op.name}' to the GPU", location=str(op.location))
+            raise UnsupportedOp(f"cannot map '{op.name}' to the GPU{_why_not(op)}", location=str(op.location))
     for kernel in [*contractions, *parallels]:
         kernel.op.attributes[attrs.GPU_KERNEL_TAG] = _i64(kernel.tag)
     return contractions, parallels
@@ -181,6 +181,12 @@ def _maps(op: ir.Operation) -> list[ir.AffineMap]:
 def _iterators(op: ir.Operation) -> list[str]:
     attr = ir.ArrayAttr(op.attributes["iterator_types"])
     return [str(a).split("<")[-1].rstrip(">") for a in attr]
+
+
+def _why_not(op: ir.Operation) -> str:
+    """For a Linalg contraction the GPU has no kernel for, why (its element types, its maps), as a clause."""
+    reason = why_not_lifted(op) if op.name.startswith("linalg.") else "not a contraction"
+    return "" if reason == "not a contraction" else f", which runs only the products Prism tunes: {reason}"
 
 
 def _is_contraction(op: ir.Operation) -> bool:

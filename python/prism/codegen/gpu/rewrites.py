@@ -53,7 +53,7 @@ def numeric_shared_space(module: ir.Module) -> None:
     memory would be left unconverted; a numeric space needs no mapping.
     Printing and reparsing is the one public way to rewrite every type.
     """
-    text = module.operation.get_asm(print_generic_op_form=True)
+    text = module.operation.get_asm(print_generic_op_form=True, enable_debug_info=True)
     text = text.replace("#gpu.address_space<workgroup>", "3")
     fresh = ir.Module.parse(text, context=module.context)
     for op in list(module.body.operations):
