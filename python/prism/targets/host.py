@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from prism.infra.errors import TargetError
+from prism.kernels import host_gemm
 from prism.search.attention import Attention, attention_lanes
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline, traffic_bytes
 from prism.search.space import Contraction, Space, pow2_sum_le, shape_fit, shape_param_bounds
@@ -81,16 +82,6 @@ SET_RESERVED_WAYS, SET_CONFLICT_FACTOR = 2, 1.5
 BLOCK_OVERHEAD_SECONDS = 1e-6
 # Copying one vector of B into a panel: a load and a store.
 PANEL_COPY_CYCLES = 1
-# The most a kernel's worker keeps of a column block's B panels (all of K, TN wide) to reuse them across row
-# blocks; beyond it, each task copies its own.
-REUSED_PANEL_BYTES = 4 << 20
-
-
-def panels_kept(k: Knob, tn: Knob, elem_bytes: int) -> Knob:
-    """Whether a kernel's worker keeps a column block's panels (all of K, TN wide) across row blocks."""
-    return k * tn * elem_bytes <= REUSED_PANEL_BYTES
-
-
 # Packing reads each operand as runs of contiguous bytes, jumping between
 # runs; every jump costs as much as streaming this many more bytes (a page
 # walk and a DRAM row opening). Measured 2026-12-01 on the development
@@ -100,17 +91,15 @@ STRIDED_RUN_BYTES = 128
 
 
 def direct_kernel(op: Contraction) -> bool:
-    """Whether the host runs ``op`` with the direct GEMM kernel: f32, laid out as A[b,m,k], B[b,k,n], C[b,m,n].
+    """Whether the host runs ``op`` with the direct GEMM kernel (:func:`prism.kernels.host_gemm.direct_layout`).
 
     (The contraction records its inputs' maps only; C is taken to follow the loops' order, as in linalg's named ops.)
     """
-    if op.input_type != "f32" or op.acc_bytes != 4 or op.roles.count("batch") > 1 or len(op.operand_dims) != 2:
+    if len(op.operand_dims) != 2:
         return False
-    prefix = ("batch",) if "batch" in op.roles else ()
-    loops_mn = tuple(r for r in op.roles if r in ("batch", "m", "n"))
-    return loops_mn == prefix + ("m", "n") and all(
-        tuple(op.roles[d] for d in dims) == prefix + want
-        for dims, want in zip(op.operand_dims, (("m", "k"), ("k", "n")), strict=True))
+    f32 = op.input_type == "f32" and op.elem_bytes == (4, 4) and op.acc_bytes == 4
+    inputs = [[op.roles[d] for d in dims] for dims in op.operand_dims]
+    return host_gemm.direct_layout(f32, [*inputs, [r for r in op.roles if r in ("batch", "m", "n")]])
 
 
 @dataclass(frozen=True)
@@ -177,21 +166,21 @@ class HostTarget:
             # B panels are copied per task (one vector load and store each) when several row panels of several
             # rows read them; the copy reads rows of B TN wide, and so does a one-row block (it streams whole
             # rows of the task's columns), while a task with one row panel of several rows reads B RN wide.
-            packs = (ceil_div(tm, rm) > 1) & (rm > 1)
+            packs = host_gemm.copies_panels(tm, rm, s["m"])
             copies = np.where(packs, ceil_div(s["k"], tk) * tk * ceil_div(tn, lanes), 0)
             # Kept across row blocks, a column block's panels are copied once rather than once per block.
-            row_blocks = ceil_div(s["m"], tm)
-            reused = packs & (row_blocks > 1) & panels_kept(s["k"], tn, op.elem_bytes[1])
-            copies = np.where(reused, copies / row_blocks, copies)
+            reused = host_gemm.reuses_panels(packs, tm, tn, s["m"], op.extent("k"), op.elem_bytes[1])
+            copies = np.where(reused, copies / ceil_div(s["m"], tm), copies)
             block_cycles = block_cycles + copies * PANEL_COPY_CYCLES
             run = np.minimum(np.where(packs | (rm == 1), tn, rn), s["n"]) * op.elem_bytes[1]
         # The worker with the most columns of B to read finishes last, streaming at its share of the bandwidth
         # (idle cores leave theirs unused); a single row of C instead splits K over every core, each streaming
         # whole rows of B.
         imbalance = self._memory_imbalance(tm, tn, s)
-        if direct and s["m"] == 1 and s["batch"] == 1:
-            run = np.where(rm == 1, s["n"] * op.elem_bytes[1], run)
-            imbalance = np.where(rm == 1, 1.0, imbalance)
+        if direct:
+            split = host_gemm.splits_k(rm, op.extent("m"), op.extent("n"), "batch" in op.roles, self.cores)
+            run = np.where(split, s["n"] * op.elem_bytes[1], run)
+            imbalance = np.where(split, 1.0, imbalance)
         compute = rounds * (block_cycles * self.cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
         memory = self._kernel_memory_seconds(op, tm, tn, s, run=run) * imbalance
         phases = 0 if direct else self._pack_seconds(op, values, s)
@@ -309,7 +298,7 @@ class HostTarget:
 
     def pass_seconds(self, moved: int) -> float:
         """One loop nest streaming ``moved`` bytes, from L3 when they fit half of it, else from DRAM."""
-        fits = moved <= self.l3_bytes / 2
+        fits = host_gemm.stays_in_cache(moved, self.l3_bytes)
         return moved / (self.cache_bytes_per_s if fits else self.dram_bytes_per_s)
 
     def kernels(self, module: ir.Module) -> list[dict]:
@@ -370,7 +359,8 @@ class HostTarget:
     def _bandwidth(self, op: Contraction, s: dict[str, int]) -> float:
         """L3's bandwidth when the inputs and their packed copies fit half of it (the rest is shared), else DRAM's."""
         working_set = 2 * s["batch"] * s["k"] * (s["m"] * op.elem_bytes[0] + s["n"] * op.elem_bytes[1])
-        return self.cache_bytes_per_s if working_set <= self.l3_bytes / 2 else self.dram_bytes_per_s
+        return self.cache_bytes_per_s if host_gemm.stays_in_cache(working_set, self.l3_bytes) \
+            else self.dram_bytes_per_s
 
     def _pack_seconds(self, op: Contraction, values: KnobValues, s: dict[str, int], strided: bool = True) -> Knob:
         """The packing phase before the kernel and the unpacking after it, which do not overlap it.

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from prism.kernels import host_gemm
 from prism.search.attention import attention_lanes
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline
 from prism.search.space import Space, pow2_sum_le, shape_param_bounds
@@ -145,7 +146,8 @@ def _traffic(op: Attention, s: dict[str, Knob], splits: Knob, least: bool = Fals
 def _bandwidth(target: HostTarget, s: dict[str, Knob]) -> float:
     """L3's when K and V fit half of it, else DRAM's."""
     working_set = 4 * s["batch"] * s["n"] * (s["k"] + s["dv"])
-    return target.cache_bytes_per_s if working_set <= target.l3_bytes / 2 else target.dram_bytes_per_s
+    return target.cache_bytes_per_s if host_gemm.stays_in_cache(working_set, target.l3_bytes) \
+        else target.dram_bytes_per_s
 
 
 def attention_seconds(target: HostTarget, op: Attention, values: KnobValues, assumed: int) -> np.ndarray:
