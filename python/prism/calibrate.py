@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from prism.infra.errors import PrismError
-from prism.search.measure import fastest_seconds
+from prism.runtime.measure import fastest_seconds
 from prism.targets.host import Calibration, available_cores, cache_size, config_path, machine_name
 
 

@@ -18,7 +18,7 @@ from prism.infra.errors import PipelineError, PrismError, TargetError
 from prism.infra.passbase import Pass, PassContext
 from prism.infra.pipeline import Step, parse_pipeline, run_pipeline
 from prism.passes.verify import ORIGINAL
-from prism.targets import get_target
+from prism.targets import IreeTarget, LoweringTarget, get_target
 
 EMIT_KINDS = ("mlir", "ptx", "llvm", "report", "iree", "iree-spec")
 DEFAULT_PIPELINE = "prism-optimize"
@@ -45,15 +45,23 @@ class Compilation:
     def lower(self) -> None:
         """Lower to the target's artifact (PTX for a GPU, the LLVM dialect for the host), once."""
         if "lowered" not in self.ctx.artifacts:
-            self.run(parse_pipeline(get_target(self.target).lowering()))
+            target = get_target(self.target)
+            if not isinstance(target, LoweringTarget):
+                raise TargetError(f"Prism does not lower for target '{self.target}' itself")
+            self.run(parse_pipeline(target.lowering()))
 
     def report_kernels(self) -> None:
-        """Add the kernels the target's code generator makes of the module, where it says (the host does)."""
-        kernels = getattr(get_target(self.target), "kernels", None)
-        if kernels is None or "kernels" in self.ctx.report:
+        """Add the kernels the target's code generator makes of the module, where its lowering says (the host's
+        does: :meth:`Pass.kernels`)."""
+        target = get_target(self.target)
+        if "kernels" in self.ctx.report or not isinstance(target, LoweringTarget):
             return
         try:
-            self.ctx.report["kernels"] = kernels(self.module)
+            for step in parse_pipeline(target.lowering()):
+                found = step.kernels(self.module) if isinstance(step, Pass) else None
+                if found is not None:
+                    self.ctx.report["kernels"] = found
+                    return
         except PrismError as error:
             self.ctx.report["kernels_error"] = str(error)
 
@@ -82,13 +90,14 @@ def check_emit(kind: str, target: str) -> None:
     """Refuse an artifact the target does not produce, before anything runs."""
     if kind not in EMIT_KINDS:
         raise TargetError(f"unknown emit kind '{kind}'; expected one of: {', '.join(EMIT_KINDS)}")
-    artifact = get_target(target).artifact
-    if kind in ("ptx", "llvm") and artifact == "iree":
+    chosen = get_target(target)
+    if kind in ("ptx", "llvm") and not isinstance(chosen, LoweringTarget):
         raise TargetError(f"--emit={kind}: Prism does not lower for target '{target}' itself; --emit=iree writes "
                           "IREE's input with Prism's configurations")
-    if kind == "ptx" and artifact != "ptx":
-        raise TargetError(f"--emit=ptx needs a target that lowers to PTX; target '{target}' lowers to {artifact}")
-    if kind in ("iree", "iree-spec") and get_target(target).iree_backend is None:
+    if kind == "ptx" and chosen.artifact != "ptx":
+        raise TargetError(f"--emit=ptx needs a target that lowers to PTX; target '{target}' lowers to "
+                          f"{chosen.artifact}")
+    if kind in ("iree", "iree-spec") and not isinstance(chosen, IreeTarget):
         raise TargetError(f"--emit={kind}: Prism writes no IREE configuration for target '{target}' yet; "
                           "use --target=host (IREE's llvm-cpu)")
 

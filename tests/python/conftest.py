@@ -63,9 +63,9 @@ def lower_on_host(text: str, name: str, threads: int = 2) -> tuple[str, Callable
     from mlir import ir
 
     from prism.codegen.cpu import CpuLowering
-    from prism.codegen.runtime import jit
     from prism.infra.ir import make_context
     from prism.infra.passbase import PassContext
+    from prism.runtime.cpu import jit
 
     with make_context(), ir.Location.unknown():
         module = ir.Module.parse(text)

@@ -17,7 +17,7 @@ from prism.search.attention import Attention, match_attention
 from prism.search.space import Contraction, Space
 
 if TYPE_CHECKING:
-    from prism.targets.base import Target
+    from prism.search.model import SearchModel
 
 # What a family computes.
 Problem = Contraction | Attention
@@ -250,7 +250,7 @@ def payload_problem(body: ir.Operation) -> Problem:
     raise PassFailed("a family's body holds no contraction", location=where)
 
 
-def family_space(target: Target, problem: Problem, family: ir.Operation) -> Space:
+def family_space(target: SearchModel, problem: Problem, family: ir.Operation) -> Space:
     """``target``'s space for ``family``, which computes ``problem``; PassFailed when the target has none."""
     space = target.space(problem)
     if space is None:

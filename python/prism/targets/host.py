@@ -35,7 +35,6 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -47,9 +46,6 @@ from prism.search.space import Contraction, Space, pow2_sum_le, shape_fit, shape
 from prism.targets.base import BANDWIDTH_MARGIN, iree_tile_levels
 from prism.targets.host_attention import COST_TEXT as ATTENTION_COST_TEXT
 from prism.targets.host_attention import attention_lower_bound, attention_seconds, attention_space
-
-if TYPE_CHECKING:
-    from mlir import ir
 
 COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + "
              "max(rounds * (tiles(M, TM, RM)*tiles(N, TN, RN)*ceil(K/TK) * kernel_cycles(RM, RN, TK) "
@@ -300,18 +296,6 @@ class HostTarget:
         """One loop nest streaming ``moved`` bytes, from L3 when they fit half of it, else from DRAM."""
         fits = host_gemm.stays_in_cache(moved, self.l3_bytes)
         return moved / (self.cache_bytes_per_s if fits else self.dram_bytes_per_s)
-
-    def kernels(self, module: ir.Module) -> list[dict]:
-        """Per function, the kernels the host code generator makes of ``module`` and the ops each runs."""
-        from prism.codegen.cpu import kernel_report  # the code generator, loaded only when asked
-
-        return kernel_report(module, self.cores, self.vector_bits)
-
-    def measure(self, body: ir.Operation, choice: dict[str, int], assume: int) -> float:
-        """Compile ``body`` under ``choice`` for this machine and time it (see :mod:`prism.search.measure`)."""
-        from prism.search.measure import measure_seconds  # the code generator, loaded only to measure
-
-        return measure_seconds(body, choice, self.cores, assume, vector_bits=self.vector_bits)
 
     def micro_kernel_cycles(self, rm: Knob, rn: Knob, tk: Knob, lanes: int) -> Knob:
         """Cycles of one RM x RN micro-tile over one TK slice of K.

@@ -43,7 +43,7 @@ After::
     llvm.func @_mlir_ciface_mm(...)  // plus thread-pool tasks and a vectorized micro-kernel
 
 Each public function keeps its tensor-level type in the ``prism.signature``
-attribute (a ``TypeAttr``), which :mod:`prism.codegen.runtime` reads.
+attribute (a ``TypeAttr``), which :mod:`prism.runtime.cpu` reads.
 
 The stages, each printable with ``--print-ir-after=NAME``:
 
@@ -296,7 +296,7 @@ def kernel_report(module: ir.Module, threads: int, vector_bits: int = 256) -> li
 
 
 def lower(module: ir.Module, ctx: PassContext, threads: int, vector_bits: int = 256) -> None:
-    """Lower ``module`` in place to the LLVM dialect, ready for :func:`prism.codegen.runtime.jit`.
+    """Lower ``module`` in place to the LLVM dialect, ready for :func:`prism.runtime.cpu.jit`.
 
     ``vector_bits`` is the width of the host's vector registers (256 with AVX2, 512 with AVX-512).
     """
