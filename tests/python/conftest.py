@@ -72,6 +72,6 @@ def lower_on_host(text: str, name: str, threads: int = 2) -> tuple[str, Callable
         stages = CpuLowering(threads, PassContext(), 256)
         stages.tile(module)
         tiled = str(module)
-        for _, _, method in stages.STAGES[1:]:
-            getattr(stages, method)(module)
+        for stage in stages.stages()[1:]:
+            stage.run(module)
         return tiled, jit(module, name)

@@ -27,8 +27,8 @@ def run(text: str, threads: int, *args: np.ndarray) -> np.ndarray:
         stages.tile(module)
         assert "linalg.matmul" not in str(module) and "linalg.batch_matmul" not in str(module)
         assert "vector.fma" in str(module)
-        for _, _, method in stages.STAGES[1:]:
-            getattr(stages, method)(module)
+        for stage in stages.stages()[1:]:
+            stage.run(module)
         return jit(module, "mm")(*args)
 
 

@@ -102,14 +102,6 @@ class CpuLowering(Lowering):
         self.ctx = ctx
         self.lanes = max(vector_bits // 32, 1)  # f32 lanes of one vector register
 
-    # name, summary, method
-    STAGES = (
-        ("cpu-tile", "pack, tile and vectorize contractions on tensors", "tile"),
-        ("cpu-bufferize", "tensors to buffers, C micro-tiles in registers, copies as vector loops", "bufferize"),
-        ("cpu-vector", "vectors to 1-D", "vectorize"),
-        ("cpu-parallel", "parallel blocks as flat scf.parallel loops", "parallelize"),
-        ("cpu-llvm", "thread-pool tasks and the LLVM dialect", "to_llvm"),
-    )
 
     def tile(self, module: ir.Module) -> None:
         """Fuse attention (:mod:`.attention`), schedule every contraction (see :mod:`.schedule`), then vectorize
@@ -206,6 +198,15 @@ class CpuLowering(Lowering):
         run_passes(module, rewrites.TO_LLVM, "conversion to LLVM")
         tasks.define_launches(module)
         rewrites.check_lowered(module)
+
+    # name, summary, method
+    STAGES = (
+        ("cpu-tile", "pack, tile and vectorize contractions on tensors", tile),
+        ("cpu-bufferize", "tensors to buffers, C micro-tiles in registers, copies as vector loops", bufferize),
+        ("cpu-vector", "vectors to 1-D", vectorize),
+        ("cpu-parallel", "parallel blocks as flat scf.parallel loops", parallelize),
+        ("cpu-llvm", "thread-pool tasks and the LLVM dialect", to_llvm),
+    )
 
 
 def _dual_partner(p: Planned, fused: EpilogueMatch, later: list[Planned]) -> tuple[Planned, int] | None:
