@@ -25,7 +25,8 @@ REFERENCE_HOST = REPO / "tests" / "filecheck" / "Inputs" / "host-avx2.json"
 def describe_host(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Any]]:
     """``describe_host(description, config="")``: for the rest of the test the host target is the machine the
     description file names, with the calibration ``config`` ('' for none); returns the new host target."""
-    from prism.targets.host import DESCRIPTION_VARIABLE, host_target
+    from prism.targets.host import host_target
+    from prism.targets.host_machine import DESCRIPTION_VARIABLE
 
     def describe(description: Path, config: Path | str = "") -> Any:
         monkeypatch.setenv(DESCRIPTION_VARIABLE, str(description))

@@ -1,10 +1,11 @@
-"""The CPU Prism runs on: what it reads off the machine, the cache-blocked schedule space, and its cost.
+"""The CPU Prism runs on: the host target and its cost model.
 
-The machine is read from ``/proc/cpuinfo``, the sysfs cache descriptions
-and the process's CPU affinity, or from the JSON file that
-``PRISM_HOST_DESCRIPTION`` names (:class:`Machine`: to compile for another
-machine, or to pin what the output depends on, as the FileCheck tests do);
-its FMA rate and bandwidth come from the calibration file, else from
+The target's other parts have modules of their own: the machine read off
+/proc, sysfs or a JSON description (:mod:`.host_machine`), the calibration
+file (:mod:`.host_calibration`), the GEMM space (:mod:`.host_space`), the
+attention family (:mod:`.host_attention`) and the IREE export
+(:mod:`.host_iree`); the kernel's decisions are :mod:`prism.kernels.host_gemm`'s.
+Its FMA rate and bandwidth come from the calibration file, else from
 configured defaults (two FMA pipes per core at ~3.6 GHz, each as wide as
 the machine's ``fma_bits``: 256 on a Zen 4 with AVX-512, which takes a
 512-bit FMA on both pipes at once, else the vector width), and can be
@@ -27,25 +28,22 @@ roofline.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import json
-import math
 import os
-import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from prism.infra.errors import TargetError
 from prism.kernels import host_gemm
 from prism.search.attention import Attention, attention_lanes
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline, traffic_bytes
-from prism.search.space import Contraction, Space, pow2_sum_le, shape_fit, shape_param_bounds
-from prism.targets.base import BANDWIDTH_MARGIN, iree_tile_levels
+from prism.search.space import Contraction, Space
+from prism.targets import host_iree, host_space
+from prism.targets.base import BANDWIDTH_MARGIN
 from prism.targets.host_attention import COST_TEXT as ATTENTION_COST_TEXT
 from prism.targets.host_attention import attention_lower_bound, attention_seconds, attention_space
+from prism.targets.host_calibration import Calibration, config_path
+from prism.targets.host_machine import described_machine
 
 COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + "
              "max(rounds * (tiles(M, TM, RM)*tiles(N, TN, RN)*ceil(K/TK) * kernel_cycles(RM, RN, TK) "
@@ -86,18 +84,6 @@ PANEL_COPY_CYCLES = 1
 STRIDED_RUN_BYTES = 128
 
 
-def direct_kernel(op: Contraction) -> bool:
-    """Whether the host runs ``op`` with the direct GEMM kernel (:func:`prism.kernels.host_gemm.direct_layout`).
-
-    (The contraction records its inputs' maps only; C is taken to follow the loops' order, as in linalg's named ops.)
-    """
-    if len(op.operand_dims) != 2:
-        return False
-    f32 = op.input_type == "f32" and op.elem_bytes == (4, 4) and op.acc_bytes == 4
-    inputs = [[op.roles[d] for d in dims] for dims in op.operand_dims]
-    return host_gemm.direct_layout(f32, [*inputs, [r for r in op.roles if r in ("batch", "m", "n")]])
-
-
 @dataclass(frozen=True)
 class HostTarget:
     """A CPU. Sizes in bytes, rates in FLOP/s and bytes/s."""
@@ -132,7 +118,7 @@ class HostTarget:
 
     def space(self, op: Contraction | Attention) -> Space | None:
         """Cache tiles (TM, TN, TK) and register block (RM, RN); for attention, see :mod:`.host_attention`."""
-        return attention_space(op, self) if isinstance(op, Attention) else gemm_space(op, self)
+        return attention_space(op, self) if isinstance(op, Attention) else host_space.gemm_space(op, self)
 
     def seconds(self, op: Contraction | Attention, values: KnobValues, assumed: int = 1024) -> np.ndarray:
         """Predicted seconds of ``op`` scheduled by ``values`` (see the module docstring)."""
@@ -152,7 +138,7 @@ class HostTarget:
         columns = np.where(rounds < ceil_div(s["n"], tn), ceil_div(tn, rn), _inner_tiles_per_block(s["n"], tn, rn))
         micro_tiles = _inner_tiles_per_block(s["m"], tm, rm) * columns
         block_cycles = micro_tiles * ceil_div(s["k"], tk) * self.micro_kernel_cycles(rm, rn, tk, lanes)
-        run, direct = None, direct_kernel(op)
+        run, direct = None, host_space.direct_kernel(op)
         if direct:
             # The kernel reads A in place, RM rows K apart: where that stride is a whole number of L1 ways, every
             # row's line falls in one set, and more rows than the set holds (beside B's and C's) evict each other.
@@ -193,7 +179,7 @@ class HostTarget:
         rows, columns = s["m"] / ceil_div(s["m"], tm), s["n"] / ceil_div(s["n"], tn)
         block_cycles = rows * columns * s["k"] / (self.lanes(op) * self.vector_fmas_per_cycle)
         compute = self._rounds(tm, tn, s) * (block_cycles * self.cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
-        phases = 0 if direct_kernel(op) else self._pack_seconds(op, values, s, strided=False)
+        phases = 0 if host_space.direct_kernel(op) else self._pack_seconds(op, values, s, strided=False)
         return phases + roofline(compute, self._kernel_memory_seconds(op, tm, tn, s))
 
     iree_backend = "llvm-cpu"
@@ -201,92 +187,13 @@ class HostTarget:
     iree_device = None  # the flags name this machine
 
     def iree_config(self, op: Contraction, choice: dict[str, int]) -> tuple[str, list[str]]:
-        """IREE's CPU double-tiling pipeline, as near Prism's choice as it runs well.
-
-        IREE's pipeline keeps the whole of K in each workgroup (a cache-level
-        K tile makes it vectorize whole slices) and reads B where it lies, so
-        TK and B's panels have no counterpart. Its vector tiles run well as
-        powers of two: RM becomes the largest one not above it (6 rows become
-        4). The workgroup is :meth:`_iree_workgroup`'s. Prism's tiles as they
-        are (96 x 256 blocks of 6 x 16) took 18.4 and 188 ms at 512^3 and
-        1024^3 (IREE's default 6.2 and 63.6).
-        """
-        rm, rn = choice["RM"], choice["RN"]
-        vm, wm, wn = self._iree_workgroup(op, choice)
-        # K one step at a time as in Prism's micro-kernel, but 8 for a short K, as IREE's own configurations
-        # take it: at 16 x 1024 x 1024 (ms, in process, alternating) 1.64 with one step, 1.33 with 8, IREE's
-        # default 1.13; at 16 x 4096 x 4096, 35.7-38.6 with one, 39.0 with 8, IREE's default 42.5.
-        reduction = 8 if self._iree_k(op) <= 1024 else 1
-        tiles = {"batch": (1, 1, 0), "m": (wm, vm, 0), "n": (wn, rn, 0), "k": (0, 0, reduction)}
-        config = iree_tile_levels(op.roles, tiles, ("distribution", "vector_common_parallel", "vector_reduction"))
-        text = (f"#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<{config}>, "
-                "translation_info = #iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>>>")
-        unexpressed = [f"the K slice (TK = {choice['TK']}) and B's panels (IREE keeps whole K in a workgroup)"]
-        if vm != rm:
-            unexpressed.append(f"RM = {rm} (IREE's vector tile takes {vm} rows)")
-        if (wm, wn) != (choice["TM"], choice["TN"]):
-            unexpressed.append(f"TM x TN = {choice['TM']} x {choice['TN']} (a workgroup of {wm} x {wn}, whose rows "
-                               "of A and columns of B stay in cache over the whole of K)")
-        return text, unexpressed
+        """IREE's CPU double-tiling pipeline, as near Prism's choice as it runs well (:mod:`.host_iree`)."""
+        return host_iree.iree_config(self, op, choice)
 
     def iree_data_tiling(self, op: Contraction, choice: dict[str, int]
                          ) -> tuple[tuple[int, int, int], str, list[str]] | None:
-        """The inner tiles (m0, n0, k0) into which ``--emit=iree`` packs a product that IREE should run on
-        packed operands (``linalg.mmt4d``), with the ``compilation_info`` of that mmt4d and, in words, what of
-        the choice it cannot express; None to leave the product as it is.
-
-        Packed, like Prism's own kernel with several row blocks: an f32
-        product of static M above TM (each panel of B then serves several
-        row blocks) or of dynamic M, without a batch. Each operand is packed
-        once per call into lanes x lanes tiles (8 x 8 with AVX2, IREE's own
-        data-tiling tile), and the workgroup is :meth:`_iree_workgroup`'s.
-        Measured 2026-12-02 on the 2-core Zen 3 (IREE 3.13, ms, in process,
-        alternating), IREE's default against the packed form with IREE's own
-        workgroups and with these: 512^3 5.9, 4.7, -; 1024^3 54.6, 28.8-30.6,
-        25.5 (workgroups of 32 x 64); 2048^3 557, 315, -. At 16 x 4096^2 the
-        packed form lost (148 against 118: B is packed on every call for 16
-        rows).
-        """
-        if op.input_type != "f32" or op.acc_bytes != 4 or "batch" in op.roles:
-            return None
-        m = op.extent("m")
-        if m is not None and m <= choice["TM"]:
-            return None
-        lanes = self.lanes(op)
-        _, wm, wn = self._iree_workgroup(op, choice)
-        distribution = [-(-wm // lanes), max(1, wn // lanes), 0, 0, 0, 0]  # outer tiles of M and N
-        config = (f"#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<distribution = "
-                  f"{distribution}, vector_common_parallel = [1, 1, 0, {lanes}, {lanes}, 0], vector_reduction "
-                  "= [0, 0, 1, 0, 0, 1]>, translation_info = #iree_codegen.translation_info<pipeline = "
-                  "#iree_cpu.pipeline<Mmt4dTilingExpert>>>")
-        unexpressed = [f"the K slice (TK = {choice['TK']}): IREE packs whole operands and keeps K in a workgroup"]
-        if (choice["RM"], choice["RN"]) != (lanes, lanes):
-            unexpressed.append(f"the register block {choice['RM']} x {choice['RN']} (IREE's packed tile is "
-                               f"{lanes} x {lanes})")
-        if (wm, wn) != (choice["TM"], choice["TN"]):
-            unexpressed.append(f"TM x TN = {choice['TM']} x {choice['TN']} (a workgroup of {wm} x {wn})")
-        return (lanes, lanes, 1), config, unexpressed
-
-    @staticmethod
-    def _iree_workgroup(op: Contraction, choice: dict[str, int]) -> tuple[int, int, int]:
-        """IREE's vector rows, and its workgroup's rows and columns, for Prism's ``choice``.
-
-        A workgroup is 4 vector tiles wide (TN capped) and K/128 high, from 8
-        to 32 vector tiles (TM capped): the longer K, the more rows share a
-        workgroup's panel of B. Measured 2026-12-02 on the 2-core Zen 3 (IREE
-        3.13, ms, in process; workgroups of 4 x 16 tiles): 512^3, 32 x 64 5.6
-        against IREE's default 6.2; 1024^3, 32 x 64 44.5, 64 x 64 49.1, default
-        63.6; 2048^3, 64 x 64 713, 128 x 64 684, 32 x 64 853, default 737;
-        16 x 4096^2, 16 x 64 115 against 129.
-        """
-        vm = min(1 << (choice["RM"].bit_length() - 1), 8)
-        rows = vm * min(max(HostTarget._iree_k(op) // 128, 8), 32)
-        return vm, max(vm, min(choice["TM"], rows) // vm * vm), min(choice["TN"], 4 * choice["RN"])
-
-    @staticmethod
-    def _iree_k(op: Contraction) -> int:
-        """The product's K, counting a dynamic extent as 1024."""
-        return math.prod(extent or 1024 for extent, role in zip(op.extents, op.roles, strict=True) if role == "k")
+        """Where IREE runs the product on packed operands (:mod:`.host_iree`)."""
+        return host_iree.iree_data_tiling(self, op, choice)
 
     def cost_text(self, op: Contraction | Attention) -> str:
         """The host roofline of ``op``'s family (with the packing phases of a contraction), as text."""
@@ -398,242 +305,6 @@ def _run_bytes(op: Contraction, operand: int, values: KnobValues, s: dict[str, i
     role = op.roles[op.operand_dims[operand][-1]]
     tile = {"m": values["RM"], "n": values["RN"]}.get(role, s[role])
     return np.minimum(tile, s[role]) * op.elem_bytes[operand]
-
-
-def gemm_space(op: Contraction, target: HostTarget) -> Space:
-    """Cache tiles (TM, TN, TK) and register block (RM, RN) for the host CPU.
-
-    RM is a power of two, or three times one (``m3 = 1``): a 6-row block
-    fills AVX2's sixteen registers with 12 accumulators, which keeps more
-    FMAs in flight than 4 rows (8 accumulators, just the FMA latency times
-    two units). TM may then be three times a power of two as well
-    (``t3 = 1``), so that a block holds whole micro-tiles; a power of two
-    keeps a problem of that many rows in one block (measured on 128x4096x4096:
-    TM = 128 with RM = 6, 22 micro-tiles of which the last repeats two rows,
-    40.8 ms; TM = 96, two row blocks, 49.8 ms).
-    """
-    lanes_log2 = int(math.log2(target.vector_bits // (8 * op.acc_bytes)))
-    # The direct kernel takes any register block and short K slices (decode
-    # streams B best in slices of a few rows); the transform path needs
-    # RM >= 2 (it folds unit dimensions of the micro-kernel, and a single-row
-    # block would degenerate into a matrix-vector product).
-    # A one-row block streams whole rows of its task's columns (only a row of C stays in L1), so its tasks
-    # may be as wide as N's share of one core.
-    rm_min, tk_min = (0, 3) if direct_kernel(op) else (1, 4)
-    tn_max = "(tn <= 10 or (rm = 0 and m3 = 0 and tn <= 12))" if direct_kernel(op) else "tn <= 10"
-    # RM <= TM: 3 * 2**rm <= 2**tm exactly when rm + 2 <= tm.
-    universe = (f"{shape_param_bounds()} and {rm_min} <= rm <= 4 and 0 <= t3 <= m3 <= 1 and rm + 2 * m3 <= 4"
-                f" and {lanes_log2} <= rn <= {lanes_log2 + 2} and rm + 2 * (m3 - t3) <= tm <= 9"
-                f" and rn <= tn and {tn_max} and {tk_min} <= tk <= 10")
-    footprint = op.footprint_exponent
-    reg_tiles = {"m": "rm", "n": "rn", "k": "tk"}
-    cache_tiles = {"m": "tm", "n": "tn", "k": "tk"}
-
-    def by_factor(factor: str, constraint) -> str:
-        """``constraint(scale)`` with the scale that the 0/1 variable ``factor`` gives: 1, or 3 when set."""
-        return f"(({factor} = 0 and {constraint(1)}) or ({factor} = 1 and {constraint(3)}))"
-
-    # Accumulators (RM x RN/lanes vectors) plus one row of B and one broadcast
-    # register must fit the vector register file.
-    acc = f"rm + rn - {lanes_log2}"
-    b_row = f"rn - {lanes_log2}"
-    c_block = op.output_footprint_exponent(cache_tiles)
-    groups = (
-        ("registers", by_factor("m3", lambda f: pow2_sum_le(acc, b_row, target.vector_registers - 1, scale_a=f))),
-        # The loop order decides what each level must hold (see
-        # prism.codegen.cpu): a B panel (TK x RN) is reused by every RM-high
-        # row panel of the block, so it must stay in L1 beside the A panel
-        # streaming through; the A slice (TM x TK) is reused by every column
-        # panel and the C block (TM x TN) by every K slice, so both must stay
-        # in L2, of which half is left to the B stream.
-        ("l1", by_factor("m3", lambda f: pow2_sum_le(footprint(0, reg_tiles), footprint(1, reg_tiles),
-                                                     target.l1d_bytes, scale_a=f))),
-        ("l2", by_factor("t3", lambda f: pow2_sum_le(footprint(0, cache_tiles), c_block, target.l2_bytes / 2 / f))),
-        # 3 * 2**tm <= 2**LM exactly when tm + 2 <= LM.
-        ("shape", " and ".join([shape_fit("tm", "m", 1, scale_log2="2 * t3"), shape_fit("tn", "n", lanes_log2),
-                                shape_fit("tk", "k", 4)])),
-    )
-    return Space(kind="gemm", knobs={"tm": "TM", "tn": "TN", "tk": "TK", "rm": "RM", "rn": "RN"},
-                 flags={}, universe=universe, groups=groups, factors={"m3": (3, ("rm",)), "t3": (3, ("tm",))})
-
-
-def _cpu_flags() -> set[str]:
-    return set((_cpu_field("flags") or "").split())
-
-
-def _cache_field(level: int, kind: str, field: str) -> str | None:
-    """Field ``field`` of cpu0's cache at ``level`` of ``kind`` (Data/Unified), from sysfs; None if unknown."""
-    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
-        try:
-            if int((index / "level").read_text()) != level or (index / "type").read_text().strip() != kind:
-                continue
-            return (index / field).read_text().strip()
-        except (OSError, ValueError):
-            continue
-    return None
-
-
-def cache_size(level: int, kind: str, default: int) -> int:
-    """Size of cpu0's cache at ``level`` of ``kind`` (Data/Unified), from sysfs."""
-    size = _cache_field(level, kind, "size")
-    if not size:
-        return default
-    try:
-        return int(size.rstrip("KM")) * {"K": 1024, "M": 1024**2}.get(size[-1], 1)
-    except ValueError:
-        return default
-
-
-def l1d_ways(default: int = 8) -> int:
-    """The associativity of cpu0's L1 data cache, from sysfs."""
-    ways = _cache_field(1, "Data", "ways_of_associativity")
-    return int(ways) if ways and ways.isdigit() and int(ways) > 0 else default
-
-
-# The file written by ``python -m prism.calibrate``; PRISM_HOST_CONFIG names another ('' for none).
-CONFIG_NAME = "host.json"
-CONFIG_VERSION = 1
-
-
-def config_path() -> Path | None:
-    """Where the host's calibration is read from and written to, or None when it is switched off."""
-    if "PRISM_HOST_CONFIG" in os.environ:
-        return Path(os.environ["PRISM_HOST_CONFIG"]) if os.environ["PRISM_HOST_CONFIG"] else None
-    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return base / "prism" / CONFIG_NAME
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """What ``python -m prism.calibrate`` measured on this machine, all cores together."""
-
-    machine: str
-    cores: int
-    gflops: float  # f32 FMA rate a tuned GEMM reaches
-    dram_gbps: float  # streaming copy, bytes read and written, far beyond the caches
-    cache_gbps: float  # the same within half the L3
-
-    @staticmethod
-    def read(path: Path, machine: Machine) -> Calibration | None:
-        """The calibration at ``path`` (None without a file); TargetError if it is none, or not ``machine``'s."""
-        try:
-            data = json.loads(path.read_text())
-        except FileNotFoundError:
-            return None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise TargetError(f"cannot read the host calibration: {error}", location=str(path)) from None
-        fields = {"machine": str, "cores": int, "gflops": float, "dram_gbps": float, "cache_gbps": float}
-        if not isinstance(data, dict) or data.get("version") != CONFIG_VERSION or any(
-                not isinstance(data.get(key), (int, float) if kind is float else kind) for key, kind in fields.items()):
-            raise TargetError(f"not a version-{CONFIG_VERSION} host calibration; rerun "
-                              "'python -m prism.calibrate'", location=str(path))
-        found = Calibration(**{key: kind(data[key]) for key, kind in fields.items()})
-        if min(found.gflops, found.dram_gbps, found.cache_gbps) <= 0 or found.cores < 1:
-            raise TargetError("the host calibration holds a rate that is not positive", location=str(path))
-        if (found.machine, found.cores) != (machine.machine, machine.cores):
-            raise TargetError(f"the host calibration was measured on '{found.machine}' with {found.cores} cores, "
-                              f"not on this '{machine.machine}' with {machine.cores}; "
-                              "rerun 'python -m prism.calibrate'",
-                              location=str(path))
-        return found
-
-    def write(self, path: Path) -> None:
-        """Save as JSON (deterministic: sorted keys)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"version": CONFIG_VERSION, **dataclasses.asdict(self)}, indent=2,
-                                   sort_keys=True) + "\n")
-
-
-@functools.cache
-def _cpuinfo() -> str:
-    """/proc/cpuinfo, read once ('' where there is none)."""
-    try:
-        return Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return ""
-
-
-def _cpu_field(name: str) -> str | None:
-    """Field ``name`` of the first processor in /proc/cpuinfo (None without one)."""
-    match = re.search(rf"^{re.escape(name)}\s*:\s*(.*)$", _cpuinfo(), re.MULTILINE)
-    return match.group(1).strip() if match else None
-
-
-def machine_name() -> str:
-    """The CPU's model name, from /proc/cpuinfo."""
-    return _cpu_field("model name") or "unknown"
-
-
-def available_cores() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-DESCRIPTION_VARIABLE = "PRISM_HOST_DESCRIPTION"
-DESCRIPTION_VERSION = 1
-
-
-@dataclass(frozen=True)
-class Machine:
-    """What the host target reads off a machine: its name, cores, vector and FMA widths, and cache sizes."""
-
-    machine: str
-    cores: int
-    vector_bits: int  # 128 (SSE), 256 (AVX2) or 512 (AVX-512F)
-    fma_bits: int  # the width of one FMA unit (two per core): a wider vector FMA takes several
-    l1d_bytes: int
-    l1d_ways: int  # the L1 data cache's associativity
-    l2_bytes: int
-    l3_bytes: int
-
-    @staticmethod
-    def here() -> Machine:
-        """This machine, from /proc/cpuinfo, sysfs and the process's CPU affinity."""
-        flags = _cpu_flags()
-        vector_bits = 512 if "avx512f" in flags else 256 if "avx2" in flags else 128
-        # Zen 4 (AMD family 25) runs a 512-bit FMA on both of its 256-bit units at once; Zen 5 (26) and the
-        # AVX-512 cores of Intel have 512-bit units.
-        fma_bits = 256 if vector_bits == 512 and _cpu_field("vendor_id") == "AuthenticAMD" \
-            and _cpu_field("cpu family") == "25" else vector_bits
-        return Machine(machine=machine_name(), cores=available_cores(), vector_bits=vector_bits, fma_bits=fma_bits,
-                       l1d_bytes=cache_size(1, "Data", 32 * 1024), l1d_ways=l1d_ways(),
-                       l2_bytes=cache_size(2, "Unified", 1024 * 1024),
-                       l3_bytes=cache_size(3, "Unified", 32 * 1024**2))
-
-    @staticmethod
-    def read(path: Path) -> Machine:
-        """A machine described in JSON at ``path`` (see :func:`described_machine`); TargetError if it is not one."""
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise TargetError(f"cannot read the host description: {error}", location=str(path)) from None
-        kinds = {field.name: str if field.type == "str" else int for field in dataclasses.fields(Machine)}
-        fields = list(kinds)
-        if not isinstance(data, dict) or data.get("version") != DESCRIPTION_VERSION \
-                or set(data) != {*fields, "version"} or any(type(data[name]) is not kinds[name] for name in fields):
-            integers = ", ".join(repr(name) for name in fields if kinds[name] is int)
-            raise TargetError(f"not a version-{DESCRIPTION_VERSION} host description: a JSON object of exactly "
-                              f"'version' ({DESCRIPTION_VERSION}), 'machine' (a string) and the integers {integers}",
-                              location=str(path))
-        found = Machine(**{name: data[name] for name in fields})
-        for name in ("vector_bits", "fma_bits"):
-            if getattr(found, name) not in (128, 256, 512):
-                raise TargetError(f"the host description's {name} is {getattr(found, name)}, not 128, 256 or 512",
-                                  location=str(path))
-        if found.fma_bits > found.vector_bits:
-            raise TargetError(f"the host description's fma_bits ({found.fma_bits}) is wider than its vectors "
-                              f"({found.vector_bits})", location=str(path))
-        if min(found.cores, found.l1d_bytes, found.l1d_ways, found.l2_bytes, found.l3_bytes) < 1:
-            raise TargetError("the host description holds a size that is not positive", location=str(path))
-        return found
-
-
-def described_machine() -> Machine:
-    """The machine to compile for: the one named by ``PRISM_HOST_DESCRIPTION`` (a JSON file holding
-    ``version`` (1) and every field of :class:`Machine`), else this one. A description compiles for another
-    machine, or pins what the output depends on whatever machine runs the compiler (the FileCheck tests do)."""
-    path = os.environ.get(DESCRIPTION_VARIABLE)
-    return Machine.read(Path(path)) if path else Machine.here()
 
 
 @functools.cache
