@@ -102,7 +102,6 @@ class CpuLowering(Lowering):
         self.ctx = ctx
         self.lanes = max(vector_bits // 32, 1)  # f32 lanes of one vector register
 
-
     def tile(self, module: ir.Module) -> None:
         """Fuse attention (:mod:`.attention`), schedule every contraction (see :mod:`.schedule`), then vectorize
         the pack transposes."""
