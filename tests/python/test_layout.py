@@ -52,7 +52,8 @@ LAYERS = {
     "prism.codegen": 3,
     "prism.runtime": 4,
     "prism.passes": 5,
-    "prism.api": 6, "prism.cli": 6, "prism.driver": 6, "prism.calibrate": 6, "prism.summary": 6, "prism": 6,
+    "prism.families": 6, "prism.api": 6, "prism.cli": 6, "prism.driver": 6, "prism.calibrate": 6,
+    "prism.summary": 6, "prism": 6,
 }
 # The pipeline parser looks the pass registry up when it runs: the one accepted upward import.
 ACCEPTED = {("prism.infra.pipeline", "prism.passes")}

@@ -12,12 +12,9 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 
 if TYPE_CHECKING:
-    from prism.search.attention import Attention
     from prism.search.cost import KnobValues
-    from prism.search.space import Contraction, Space
-
-    # What a family computes: a contraction, or an attention (softmax(c Q K^T) V).
-    Problem = Contraction | Attention
+    from prism.search.family import Problem
+    from prism.search.space import Space
 
 
 @runtime_checkable

@@ -19,17 +19,19 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from prism.kernels import host_gemm
-from prism.search.attention import Attention, attention_lanes
 from prism.search.cost import Knob, KnobValues
+from prism.search.families import family_model, family_of
 from prism.search.space import Contraction, Space
+
+if TYPE_CHECKING:
+    from prism.search.family import Problem
 from prism.targets import host_cost, host_iree, host_space
 from prism.targets.base import BANDWIDTH_MARGIN
-from prism.targets.host_attention import COST_TEXT as ATTENTION_COST_TEXT
-from prism.targets.host_attention import attention_lower_bound, attention_seconds, attention_space
 from prism.targets.host_calibration import Calibration, config_path
 from prism.targets.host_machine import described_machine
 
@@ -66,22 +68,25 @@ class HostTarget:
         """prism-lower-cpu on every core."""
         return f"prism-lower-cpu{{threads={self.cores}}}"
 
-    def space(self, op: Contraction | Attention) -> Space | None:
-        """Cache tiles (TM, TN, TK) and register block (RM, RN); for attention, see :mod:`.host_attention`."""
-        return attention_space(op, self) if isinstance(op, Attention) else host_space.gemm_space(op, self)
+    def space(self, op: Problem) -> Space | None:
+        """Cache tiles (TM, TN, TK) and register block (RM, RN) (:mod:`.host_space`); for another family, its
+        model's space on the host (attention's: :mod:`.host_attention`)."""
+        if family_of(op) is None:
+            return host_space.gemm_space(op, self)
+        model = family_of(op).model(self.name)
+        return None if model is None else model.space(op, self)
 
-    def seconds(self, op: Contraction | Attention, values: KnobValues, assumed: int = 1024) -> np.ndarray:
-        """Predicted seconds of ``op`` scheduled by ``values`` (:mod:`.host_cost`, :mod:`.host_attention`)."""
-        if isinstance(op, Attention):
-            return attention_seconds(self, op, values, assumed)
-        return host_cost.gemm_seconds(self, op, values, assumed)
+    def seconds(self, op: Problem, values: KnobValues, assumed: int = 1024) -> np.ndarray:
+        """Predicted seconds of ``op`` scheduled by ``values`` (:mod:`.host_cost`, or its family's model)."""
+        if family_of(op) is None:
+            return host_cost.gemm_seconds(self, op, values, assumed)
+        return family_model(op, self.name).seconds(self, op, values, assumed)
 
-    def lower_bound(self, op: Contraction | Attention, values: KnobValues, assumed: int = 1024) -> np.ndarray:
-        """A bound below :meth:`seconds` (:func:`.host_cost.gemm_lower_bound`, for attention
-        :func:`.host_attention.attention_lower_bound`)."""
-        if isinstance(op, Attention):
-            return attention_lower_bound(self, op, values, assumed)
-        return host_cost.gemm_lower_bound(self, op, values, assumed)
+    def lower_bound(self, op: Problem, values: KnobValues, assumed: int = 1024) -> np.ndarray:
+        """A bound below :meth:`seconds` (:func:`.host_cost.gemm_lower_bound`, or its family's model)."""
+        if family_of(op) is None:
+            return host_cost.gemm_lower_bound(self, op, values, assumed)
+        return family_model(op, self.name).lower_bound(self, op, values, assumed)
 
     iree_backend = "llvm-cpu"
     iree_flags = ("--iree-llvmcpu-target-cpu=host",)
@@ -96,9 +101,9 @@ class HostTarget:
         """Where IREE runs the product on packed operands (:mod:`.host_iree`)."""
         return host_iree.iree_data_tiling(self, op, choice)
 
-    def cost_text(self, op: Contraction | Attention) -> str:
+    def cost_text(self, op: Problem) -> str:
         """The host roofline of ``op``'s family (with the packing phases of a contraction), as text."""
-        return ATTENTION_COST_TEXT if isinstance(op, Attention) else host_cost.COST_TEXT
+        return host_cost.COST_TEXT if family_of(op) is None else family_model(op, self.name).cost_text
 
     def pass_seconds(self, moved: int) -> float:
         """One loop nest streaming ``moved`` bytes, from L3 when they fit half of it, else from DRAM."""
@@ -109,15 +114,14 @@ class HostTarget:
         """Cycles of one RM x RN micro-tile over one TK slice of K (:func:`.host_cost.micro_kernel_cycles`)."""
         return host_cost.micro_kernel_cycles(self, rm, rn, tk, lanes)
 
-    def lanes(self, op: Contraction | Attention) -> int:
-        """Vector lanes of the accumulator's type (for attention, of the kernel's vectors: see
-        :func:`attention_lanes`)."""
-        lanes = self.vector_bits // (8 * op.acc_bytes)
-        return (attention_lanes(op.value_dim, lanes) or lanes) if isinstance(op, Attention) else lanes
+    def lanes(self, op: Contraction) -> int:
+        """Vector lanes of the accumulator's type."""
+        return self.vector_bits // (8 * op.acc_bytes)
 
-    def cycle_seconds(self, op: Contraction | Attention) -> float:
-        """Seconds per cycle of one core, from its FMA rate (one FMA is 2 FLOP per lane)."""
-        per_cycle = 2 * self.lanes(op) * self.vector_fmas_per_cycle
+    def cycle_seconds(self, op: Contraction, lanes: int | None = None) -> float:
+        """Seconds per cycle of one core, from its FMA rate (one FMA is 2 FLOP per lane), for vectors of
+        ``lanes`` (default: :meth:`lanes`)."""
+        per_cycle = 2 * (lanes or self.lanes(op)) * self.vector_fmas_per_cycle
         return per_cycle / (self.flops[op.input_type] / self.cores)
 
 

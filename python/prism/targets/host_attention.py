@@ -70,6 +70,13 @@ MAX_SPLIT_LOG2, MAX_QUERY_LOG2 = 4, 8
 MAX_KEY_LOG2 = 9
 
 
+def attention_vector_lanes(target: HostTarget, op: Attention) -> int:
+    """The lanes of the kernel's vectors: the widest vector of f32 that divides Dv
+    (:func:`~prism.search.attention.attention_lanes`), else the target's."""
+    lanes = target.vector_bits // (8 * op.acc_bytes)
+    return attention_lanes(op.value_dim, lanes) or lanes
+
+
 def _valuation(n: int) -> int:
     return (n & -n).bit_length() - 1
 
@@ -154,7 +161,7 @@ def attention_seconds(target: HostTarget, op: Attention, values: KnobValues, ass
     """Predicted seconds of ``op`` scheduled by ``values`` (see the module docstring)."""
     s = _shape(op, values, assumed)
     rm, rn, splits = values["RM"], values["RN"], values["KVS"]
-    lanes, rows, bkv, d, dv = target.lanes(op), s["rows"], s["bkv"], s["k"], s["dv"]
+    lanes, rows, bkv, d, dv = attention_vector_lanes(target, op), s["rows"], s["bkv"], s["k"], s["dv"]
     micro = target.micro_kernel_cycles
     dot = np.maximum(ceil_div(d, lanes) / 2, ceil_div(d, lanes) / target.vector_fmas_per_cycle) + DOT_CYCLES
     scores = np.where(rm == 1, rows * bkv * dot, rows / rm * ceil_div(bkv, rn) * micro(rm, rn, d, lanes))
@@ -166,7 +173,7 @@ def attention_seconds(target: HostTarget, op: Attention, values: KnobValues, ass
     # Each step brings its block of K and V into L2, between the products that read it.
     fill = bkv * (d + dv) * 4 / L2_FILL_BYTES_PER_CYCLE
     task = steps * (scores + softmax + fill) + products + rows * dv / lanes * 2
-    clock = target.cycle_seconds(op)
+    clock = target.cycle_seconds(op, lanes)
     compute = ceil_div(s["tasks"], target.cores) * (task * clock + target.block_overhead_seconds)
     transpose = np.where(rm > 1, s["batch"] * ceil_div(s["n"], bkv) * bkv * d * TRANSPOSE_CYCLES * clock
                          / target.cores + target.block_overhead_seconds, 0)

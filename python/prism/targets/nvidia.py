@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from prism.search.attention import Attention
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline, traffic_bytes
+from prism.search.families import family_model, family_of
 from prism.search.space import Contraction, Space, pow2_sum_le, shape_fit, shape_param_bounds
 from prism.targets.base import BANDWIDTH_MARGIN, iree_tile_levels
+
+if TYPE_CHECKING:
+    from prism.search.family import Problem
 
 WARP_SIZE = 32
 MAX_THREADS_PER_BLOCK = 1024  # on every chip Prism targets
@@ -85,13 +89,18 @@ class GpuModel:
 
     fusion = frozenset()  # each elementwise op is a kernel of its own
 
-    def space(self, op: Contraction | Attention) -> Space | None:
-        """Block tile (BM, BN, BK), warp tile (WM, WN) and tensor-core use (MMA); no attention family (its
-        products are lifted as GEMMs)."""
-        return None if isinstance(op, Attention) else gemm_space(op, self)
+    def space(self, op: Problem) -> Space | None:
+        """Block tile (BM, BN, BK), warp tile (WM, WN) and tensor-core use (MMA); for another family, its
+        model's space on this chip (none for attention: its products are lifted as GEMMs)."""
+        if family_of(op) is None:
+            return gemm_space(op, self)
+        model = family_of(op).model(self.name)
+        return None if model is None else model.space(op, self)
 
-    def seconds(self, op: Contraction, values: KnobValues, assumed: int = 1024) -> np.ndarray:
-        """Predicted seconds of ``op`` scheduled by ``values``."""
+    def seconds(self, op: Problem, values: KnobValues, assumed: int = 1024) -> np.ndarray:
+        """Predicted seconds of ``op`` scheduled by ``values`` (for another family, its model's)."""
+        if family_of(op) is not None:
+            return family_model(op, self.name).seconds(self, op, values, assumed)
         s = problem_sizes(op, assumed)
         bm, bn, bk = values["BM"], values["BN"], values["BK"]
         threads = (bm // values["WM"]) * (bn // values["WN"]) * self.warp_size
@@ -107,8 +116,11 @@ class GpuModel:
         memory = traffic_bytes(op, bm, bn, s) / self.dram_bytes_per_s
         return roofline(compute, memory) + LAUNCH_SECONDS
 
-    def lower_bound(self, op: Contraction, values: KnobValues, assumed: int = 1024) -> np.ndarray:
-        """Reads BM, BN and MMA: exact traffic, and the unpadded work of the output tiles at peak."""
+    def lower_bound(self, op: Problem, values: KnobValues, assumed: int = 1024) -> np.ndarray:
+        """Reads BM, BN and MMA: exact traffic, and the unpadded work of the output tiles at peak (for another
+        family, its model's bound)."""
+        if family_of(op) is not None:
+            return family_model(op, self.name).lower_bound(self, op, values, assumed)
         s = problem_sizes(op, assumed)
         bm, bn = values["BM"], values["BN"]
         blocks = s["batch"] * ceil_div(s["m"], bm) * ceil_div(s["n"], bn)
@@ -189,9 +201,9 @@ class GpuModel:
         """None: IREE's GPU pipeline takes each product as it is."""
         return None
 
-    def cost_text(self, op: Contraction) -> str:
-        """The GPU roofline, as text."""
-        return COST_TEXT
+    def cost_text(self, op: Problem) -> str:
+        """The GPU roofline, as text (for another family, its model's)."""
+        return COST_TEXT if family_of(op) is None else family_model(op, self.name).cost_text
 
     def pass_seconds(self, moved: int) -> float:
         """One kernel launch streaming ``moved`` bytes through DRAM."""

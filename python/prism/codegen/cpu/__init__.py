@@ -65,7 +65,6 @@ from mlir import ir
 
 from prism.codegen.checks import check_module
 from prism.codegen.cpu import rewrites, tasks
-from prism.codegen.cpu.attention import fuse_attention
 from prism.codegen.cpu.epilogue import EpilogueMatch, as_dual, inline_with_epilogue, match_epilogue
 from prism.codegen.cpu.kernel import KERNEL_NAME, inline_kernel
 from prism.codegen.cpu.prepare import Planned, prepare_weights
@@ -89,6 +88,7 @@ from prism.infra import attrs
 from prism.infra.diagnostics import describe_ops
 from prism.infra.errors import PipelineError
 from prism.infra.passbase import PassContext
+from prism.search.families import registered_families
 from prism.targets.host import host_target
 
 
@@ -109,8 +109,9 @@ class CpuLowering(Lowering):
         rewrites.record_signatures(module)
         if _contains(module, AGGREGATE_OPS):
             apply_script(module, decompose_script(), "decomposition of aggregate ops")
-        kernels = [Kernel("attention", ops[0], ops[1:]) for ops in fuse_attention(module, self.lanes, self.threads,
-                                                                                  self.ctx)]
+        # Registered families' kernels first (attention's: :mod:`.attention`), each named by its family's kind.
+        kernels = [Kernel(family.kind, ops[0], ops[1:]) for family in registered_families() if "cpu" in family.kernels
+                   for ops in family.kernels["cpu"](module, self.lanes, self.threads, self.ctx)]
         gemms: list[CpuGemm] = []  # the transform path's, in tag order
         planned: list[Planned] = []
 
