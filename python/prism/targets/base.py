@@ -36,6 +36,7 @@ def iree_tile_levels(roles: Sequence[str], tiles: dict[str, tuple[int, ...]], le
 BANDWIDTH_MARGIN = 0.8
 
 
+@runtime_checkable
 class Target(SearchModel, Protocol):
     """A machine Prism optimizes for: a search model (:class:`~prism.search.model.SearchModel`), and where it
     plays them, the roles below. Code asks for a role with ``isinstance``."""
