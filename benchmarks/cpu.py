@@ -65,7 +65,7 @@ from environment import machine, versions
 
 import prism
 from prism.calibrate import gemm_gflops
-from prism.search.measure import fastest_seconds
+from prism.runtime.measure import fastest_seconds
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PARTIAL_RESULTS = Path(__file__).resolve().parent.parent / "out" / "cpu"  # git ignores out/

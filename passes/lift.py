@@ -17,10 +17,10 @@ After::
       return %0 : tensor<64x16xf32>
     }
 
-An attention chain (``softmax(c Q K^T) V``, see prism.search.attention)
-becomes one family of kind ``attention`` with all its ops, where the target
-has a schedule for it (the host); elsewhere its products are lifted as
-contractions. The family's domain is the unpruned space of its kind on the
+The chain of a registered family (:mod:`prism.search.families`; an attention,
+``softmax(c Q K^T) V``, see prism.search.attention) becomes one family of its
+kind with all its ops, where the target has a schedule for it (the host);
+elsewhere its parts are lifted as they are. The family's domain is the unpruned space of its kind on the
 target; its parameters are symbols. Every other op is left as it is, with a
 remark.
 """
@@ -34,12 +34,12 @@ from mlir import ir
 
 from prism.infra import attrs
 from prism.infra.passbase import Pass, PassContext
-from prism.search.attention import match_attention
+from prism.search.families import registered_families
 from prism.search.family import Problem, analyze_contraction, kind_of, make_int_dict, outline_family, why_not_lifted
 from prism.search.space import Space, fix_shape, shape_exponents
 from prism.targets import get_target, target_option
 
-# Ops that make an attention's inits: copied into its family's body, where its recognizer reads them.
+# Ops that make a chain's inits: copied into its family's body, where its matcher reads them.
 _INITS = ("arith.constant", "tensor.empty", "linalg.fill")
 # Linalg ops that only build operands: not worth a remark.
 _PLUMBING = {"linalg.fill", "linalg.copy"}
@@ -62,13 +62,15 @@ class LiftPass(Pass):
                 continue
             names = (_fresh_name(f"{_sym_name(function)}_family{n}", taken) for n in itertools.count())
             block = function.regions[0].blocks[0]
-            # Attention chains first: their products are not families of their own. A chain ends at the op
-            # visited, so the ops it erases were visited before it.
-            for op in list(block.operations):
-                match = match_attention(op.operation)
-                space = target.space(match.problem) if match is not None else None
-                if space is not None:
-                    outline_family(module, match.ops, next(names), _family(match.problem, space), copied=_INITS)
+            # Registered families' chains first: their products are not families of their own. A chain ends at
+            # the op visited, so the ops it erases were visited before it.
+            for family in registered_families():
+                for op in list(block.operations):
+                    match = family.match(op.operation)
+                    space = target.space(match.problem) if match is not None else None
+                    if space is not None:
+                        outline_family(module, match.ops, next(names), _family(match.problem, space),
+                                       copied=_INITS)
             remarked = set()
             for op in list(block.operations):
                 contraction = analyze_contraction(op.operation)

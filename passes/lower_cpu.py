@@ -37,3 +37,7 @@ class LowerCpuPass(Pass):
 
     def run(self, module: ir.Module, ctx: PassContext) -> None:
         cpu.lower(module, ctx, self.threads or host_target().cores, host_target().vector_bits)
+
+    def kernels(self, module: ir.Module) -> list[dict]:
+        """What cpu-tile makes of a copy of ``module`` (:func:`prism.codegen.cpu.kernel_report`)."""
+        return cpu.kernel_report(module, self.threads or host_target().cores, host_target().vector_bits)

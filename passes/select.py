@@ -27,6 +27,7 @@ from mlir import ir
 from prism.infra.diagnostics import display_location
 from prism.infra.errors import EmptySearchSpace, TargetError
 from prism.infra.passbase import Pass, PassContext, option
+from prism.runtime.measure import measure_seconds
 from prism.search.family import (
     body_func,
     families,
@@ -39,7 +40,7 @@ from prism.search.family import (
 )
 from prism.search.search import FunnelStep, Selection, candidates_at, select
 from prism.search.space import Space
-from prism.targets import Target, get_target, target_option
+from prism.targets import LoweringTarget, get_target, target_option
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class SelectPass(Pass):
 
     def run(self, module: ir.Module, ctx: PassContext) -> None:
         target = get_target(self.target or ctx.target)
-        if self.measure and not target.runs_here:
+        if self.measure and not (isinstance(target, LoweringTarget) and target.runs_here):
             raise TargetError(f"measure={self.measure} runs candidates on this machine; "
                               f"it needs target=host, not '{target.name}'")
         for family in families(module):
@@ -86,13 +87,13 @@ class SelectPass(Pass):
             ctx.progress(f"{entry['name']}: {entry['choice']} "
                          f"({entry['predicted_seconds']:.3e} s predicted)")
 
-    def _measure(self, family: ir.Operation, space: Space, selection: Selection, target: Target,
+    def _measure(self, family: ir.Operation, space: Space, selection: Selection, target: LoweringTarget,
                  ctx: PassContext) -> dict[tuple[int, ...], float]:
         """Seconds measured for the ``measure`` best-predicted points (none when measure=0)."""
         measured = {}
         for rank, (_, point) in enumerate(selection.ranked[:self.measure]):
             ctx.progress(f"{family_name(family)}: measuring {rank + 1}/{self.measure}")
-            measured[point] = target.measure(body_func(family), space.value_of(point), self.assume)
+            measured[point] = measure_seconds(body_func(family), space.value_of(point), target.lowering(), self.assume)
         return measured
 
 

@@ -45,10 +45,11 @@ class VerifyPass(Pass):
 
     def run(self, module: ir.Module, ctx: PassContext) -> None:
         from prism.algebra.prove import prove_modules  # loads egglog: only pipelines that prove pay for it
+        from prism.runtime.compare import describe_counterexample
 
         original = self._original(module, ctx)
         budget = Budget(seconds=self.budget_ms / 1000, max_nodes=self.max_nodes)
-        proofs = prove_modules(original, module, budget, self.trials)
+        proofs = prove_modules(original, module, budget, self.trials, find_counterexample=describe_counterexample)
         ctx.report.setdefault("proofs", []).extend(p.as_report() for p in proofs)
         for proof in proofs:
             ctx.progress(f"@{proof.name} proved in {proof.proof.seconds:.3f} s with "

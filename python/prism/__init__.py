@@ -4,6 +4,7 @@ Entry points: :func:`compile`, :func:`verify` and :func:`shape_tables` in
 Python, and the ``prism-opt`` command.
 """
 
+from prism import families  # registers the families Prism ships  # noqa: F401
 from prism.api import CompiledModule, compile, shape_tables, verify
 from prism.infra.errors import (
     EmptySearchSpace,

@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING, Any
 from mlir import ir
 
 from prism.algebra.budget import Budget
-from prism.codegen.runtime import ArgumentError, BoundFunction, compile_engine, describe_signature
-from prism.codegen.runtime import bind as bind_module
-from prism.codegen.runtime import jit as jit_module
 from prism.driver import Compilation, check_emit, check_targets, ptx_text, steps_for
 from prism.infra.errors import PrismError, TargetError
 from prism.infra.ir import SourceChunk, argument_names, make_context, parse_chunk, read_source_file, read_text
+from prism.runtime.cpu import ArgumentError, BoundFunction, compile_engine, describe_signature
+from prism.runtime.cpu import bind as bind_module
+from prism.runtime.cpu import jit as jit_module
 from prism.search.family import body_func, families, family_domain, family_name, family_space, payload_problem
 from prism.search.search import ShapeTable
-from prism.targets import get_target
+from prism.targets import IreeTarget, LoweringTarget, get_target
 
 if TYPE_CHECKING:
     from prism.algebra.prove import FunctionProof
@@ -91,6 +91,8 @@ class CompiledModule:
         from prism.codegen import iree  # loaded only when asked
 
         chip = get_target(self.target)
+        if not isinstance(chip, IreeTarget):
+            raise TargetError(f"Prism writes no IREE configuration for target '{self.target}'")
         return iree.load(iree.compile_vmfb(self.iree, chip.iree_backend, [*chip.iree_flags, *flags]), name)
 
     def bind(self, name: str, **arrays: Any) -> BoundFunction:
@@ -140,7 +142,8 @@ class CompiledModule:
 
     def _lowered(self) -> ir.Module:
         """The optimized module lowered for this machine (a fresh copy each time)."""
-        if not get_target(self.target).runs_here:
+        target = get_target(self.target)
+        if not (isinstance(target, LoweringTarget) and target.runs_here):
             raise TargetError(f"jit() and bind() run code on this machine; compile with target='host', "
                               f"not '{self.target}'")
         compilation = Compilation(_parse_text(self._located or self.mlir, self.source), self.target)
@@ -195,8 +198,10 @@ def verify(original: Source, candidate: Source, budget_seconds: float = 5.0, tri
         raise PrismError(f"budget_seconds must be positive and trials non-negative, got {budget_seconds} and {trials}")
     (before, _), (after, _) = _load(original), _load(candidate)
     from prism.algebra.prove import prove_modules  # loads egglog: only proofs pay for it
+    from prism.runtime.compare import describe_counterexample
 
-    return prove_modules(before, after, Budget(seconds=budget_seconds), trials)
+    return prove_modules(before, after, Budget(seconds=budget_seconds), trials,
+                         find_counterexample=describe_counterexample)
 
 
 def shape_tables(source: Source, target: str = "host", max_extent: int = 8192) -> dict[str, ShapeTable]:
@@ -251,7 +256,8 @@ def compile(source: Source, target: str = "host", emit: str | None = None, pipel
     """
     if not isinstance(pipeline, str | None):
         raise PrismError(f"pipeline must be a pass pipeline string, not {type(pipeline).__name__}")
-    emit = emit or ("ptx" if get_target(target).artifact == "ptx" else "mlir")
+    chosen = get_target(target)
+    emit = emit or ("ptx" if isinstance(chosen, LoweringTarget) and chosen.artifact == "ptx" else "mlir")
     if emit not in ("mlir", "report", "ptx", "iree", "iree-spec"):
         raise TargetError(f"emit must be 'mlir', 'report', 'ptx', 'iree' or 'iree-spec', not '{emit}'")
     check_emit(emit, target)

@@ -24,8 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from prism.infra.errors import PrismError
-from prism.search.measure import fastest_seconds
-from prism.targets.host import Calibration, available_cores, cache_size, config_path, machine_name
+from prism.runtime.measure import fastest_seconds
+from prism.targets.host_calibration import Calibration, config_path
+from prism.targets.host_machine import available_cores, cache_size, machine_name
 
 
 def gemm_gflops(n: int, repeats: int) -> float:

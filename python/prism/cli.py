@@ -26,7 +26,7 @@ from prism.infra.pipeline import Step
 from prism.passes import PASSES, PIPELINES, VerifyPass
 from prism.summary import funnel_table
 from prism.targets import target_names
-from prism.targets.host import DESCRIPTION_VARIABLE, DESCRIPTION_VERSION, Machine
+from prism.targets.host_machine import DESCRIPTION_VARIABLE, DESCRIPTION_VERSION, Machine
 
 SPLIT_MARKER = "// -----\n"
 

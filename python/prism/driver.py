@@ -19,7 +19,7 @@ from prism.infra.passbase import Pass, PassContext
 from prism.infra.pipeline import Step, parse_pipeline, run_pipeline
 from prism.passes.verify import ORIGINAL
 from prism.search.family import families
-from prism.targets import get_target
+from prism.targets import IreeTarget, LoweringTarget, get_target
 
 EMIT_KINDS = ("mlir", "ptx", "llvm", "report", "iree", "iree-spec")
 DEFAULT_PIPELINE = "prism-optimize"
@@ -46,38 +46,53 @@ class Compilation:
     def lower(self) -> None:
         """Lower to the target's artifact (PTX for a GPU, the LLVM dialect for the host), once."""
         if "lowered" not in self.ctx.artifacts:
-            self.run(parse_pipeline(get_target(self.target).lowering()))
+            target = get_target(self.target)
+            if not isinstance(target, LoweringTarget):
+                raise TargetError(f"Prism does not lower for target '{self.target}' itself")
+            self.run(parse_pipeline(target.lowering()))
 
     def report_kernels(self) -> None:
-        """Add the kernels the target's code generator makes of the module, where it says (the host does).
+        """Add the kernels the target's code generator makes of the module, where its lowering says (the host's
+        does: :meth:`Pass.kernels`).
 
         A report describes what will be built, so the module is first lowered
         as ``--emit=llvm`` or ``--emit=ptx`` would (on a copy, see
         :meth:`check_lowering`): where that fails, its error is raised
         instead of a report.
         """
-        self.check_lowering()
-        kernels = getattr(get_target(self.target), "kernels", None)
-        if kernels is None or "kernels" in self.ctx.report:
+        target = get_target(self.target)
+        if "kernels" in self.ctx.report or not isinstance(target, LoweringTarget):
+            return
+        lowered = self.check_lowering()
+        if lowered is not None and "kernels" in lowered.report:
+            self.ctx.report["kernels"] = lowered.report["kernels"]
             return
         try:
-            self.ctx.report["kernels"] = kernels(self.module)
+            for step in parse_pipeline(target.lowering()):
+                found = step.kernels(self.module) if isinstance(step, Pass) else None
+                if found is not None:
+                    self.ctx.report["kernels"] = found
+                    return
         except PrismError as error:
             self.ctx.report["kernels_error"] = str(error)
 
-    def check_lowering(self) -> None:
+    def check_lowering(self) -> PassContext | None:
         """Lower a copy of the module to the target's artifact, raising the lowering's PrismError (located at the
-        user's op) if it cannot be built.
+        user's op) if it cannot be built; the context of that lowering (its report holds the kernels made).
 
-        Nothing is checked for a target that IREE builds, a module already
-        lowered, or one whose families a partial pipeline left uninstantiated
-        (it is not what will be built: its report is the search's alone).
+        Nothing is checked (None) for a target that Prism does not lower, a
+        module already lowered, or one whose families a partial pipeline left
+        uninstantiated (it is not what will be built: its report is the
+        search's alone).
         """
         target = get_target(self.target)
-        if target.artifact == "iree" or "lowered" in self.ctx.artifacts or next(families(self.module), None):
-            return
+        if not isinstance(target, LoweringTarget) or "lowered" in self.ctx.artifacts \
+                or next(families(self.module), None):
+            return None
         copy = ir.Module.parse(self.module.operation.get_asm(enable_debug_info=True), context=self.module.context)
-        run_pipeline(copy, parse_pipeline(target.lowering()), PassContext(target=self.target))
+        ctx = PassContext(target=self.target)
+        run_pipeline(copy, parse_pipeline(target.lowering()), ctx)
+        return ctx
 
     def report_json(self) -> str:
         """The report as deterministic JSON text."""
@@ -104,13 +119,14 @@ def check_emit(kind: str, target: str) -> None:
     """Refuse an artifact the target does not produce, before anything runs."""
     if kind not in EMIT_KINDS:
         raise TargetError(f"unknown emit kind '{kind}'; expected one of: {', '.join(EMIT_KINDS)}")
-    artifact = get_target(target).artifact
-    if kind in ("ptx", "llvm") and artifact == "iree":
+    chosen = get_target(target)
+    if kind in ("ptx", "llvm") and not isinstance(chosen, LoweringTarget):
         raise TargetError(f"--emit={kind}: Prism does not lower for target '{target}' itself; --emit=iree writes "
                           "IREE's input with Prism's configurations")
-    if kind == "ptx" and artifact != "ptx":
-        raise TargetError(f"--emit=ptx needs a target that lowers to PTX; target '{target}' lowers to {artifact}")
-    if kind in ("iree", "iree-spec") and get_target(target).iree_backend is None:
+    if kind == "ptx" and chosen.artifact != "ptx":
+        raise TargetError(f"--emit=ptx needs a target that lowers to PTX; target '{target}' lowers to "
+                          f"{chosen.artifact}")
+    if kind in ("iree", "iree-spec") and not isinstance(chosen, IreeTarget):
         raise TargetError(f"--emit={kind}: Prism writes no IREE configuration for target '{target}' yet; "
                           "use --target=host (IREE's llvm-cpu)")
 

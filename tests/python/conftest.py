@@ -25,7 +25,8 @@ REFERENCE_HOST = REPO / "tests" / "filecheck" / "Inputs" / "host-avx2.json"
 def describe_host(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Any]]:
     """``describe_host(description, config="")``: for the rest of the test the host target is the machine the
     description file names, with the calibration ``config`` ('' for none); returns the new host target."""
-    from prism.targets.host import DESCRIPTION_VARIABLE, host_target
+    from prism.targets.host import host_target
+    from prism.targets.host_machine import DESCRIPTION_VARIABLE
 
     def describe(description: Path, config: Path | str = "") -> Any:
         monkeypatch.setenv(DESCRIPTION_VARIABLE, str(description))
@@ -63,15 +64,15 @@ def lower_on_host(text: str, name: str, threads: int = 2) -> tuple[str, Callable
     from mlir import ir
 
     from prism.codegen.cpu import CpuLowering
-    from prism.codegen.runtime import jit
     from prism.infra.ir import make_context
     from prism.infra.passbase import PassContext
+    from prism.runtime.cpu import jit
 
     with make_context(), ir.Location.unknown():
         module = ir.Module.parse(text)
         stages = CpuLowering(threads, PassContext(), 256)
         stages.tile(module)
         tiled = str(module)
-        for _, _, method in stages.STAGES[1:]:
-            getattr(stages, method)(module)
+        for stage in stages.stages()[1:]:
+            stage.run(module)
         return tiled, jit(module, name)

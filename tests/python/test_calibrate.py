@@ -16,13 +16,8 @@ import pytest
 
 from conftest import EXAMPLES, REFERENCE_HOST, REPO
 from prism.infra.errors import TargetError
-from prism.targets.host import (
-    CONFIG_VERSION,
-    DESCRIPTION_VARIABLE,
-    Machine,
-    described_machine,
-    machine_name,
-)
+from prism.targets.host_calibration import CONFIG_VERSION
+from prism.targets.host_machine import DESCRIPTION_VARIABLE, Machine, described_machine, machine_name
 
 
 def run(*args: str, config: Path | str) -> subprocess.CompletedProcess[str]:

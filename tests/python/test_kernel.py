@@ -14,9 +14,9 @@ from mlir import ir
 
 from prism.codegen.cpu import CpuLowering
 from prism.codegen.cpu.kernel import KernelPlan, kernel_text
-from prism.codegen.runtime import jit
 from prism.infra.ir import make_context
 from prism.infra.passbase import PassContext
+from prism.runtime.cpu import jit
 
 
 def run(text: str, threads: int, *args: np.ndarray) -> np.ndarray:
@@ -27,8 +27,8 @@ def run(text: str, threads: int, *args: np.ndarray) -> np.ndarray:
         stages.tile(module)
         assert "linalg.matmul" not in str(module) and "linalg.batch_matmul" not in str(module)
         assert "vector.fma" in str(module)
-        for _, _, method in stages.STAGES[1:]:
-            getattr(stages, method)(module)
+        for stage in stages.stages()[1:]:
+            stage.run(module)
         return jit(module, "mm")(*args)
 
 
@@ -200,7 +200,7 @@ def test_a_large_prepared_weight_moves_to_huge_pages(rng: np.random.Generator, r
     import mmap
 
     import prism
-    from prism.codegen.runtime import HUGE_PAGE_MIN_BYTES
+    from prism.runtime.cpu import HUGE_PAGE_MIN_BYTES
 
     for k, n, large in ((1024, 1024, True), (300, 200, False)):
         compiled = prism.compile(INVARIANT.replace("300", str(k)).replace("200", str(n)).format(m=16), target="host")

@@ -1,4 +1,4 @@
-"""prism-lower-cpu + prism.codegen.runtime.jit against a float64 numpy reference.
+"""prism-lower-cpu + prism.runtime.cpu.jit against a float64 numpy reference.
 
 Inputs are fresh random arrays; the seed is printed (run with ``-s`` to see
 it) and can be fixed with ``PRISM_TEST_SEED``.
@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from mlir import ir
 
-from prism.codegen.runtime import ArgumentError, JitFunction, describe_signature, jit
 from prism.infra.errors import PrismError, UnsupportedOp
 from prism.infra.passbase import PassContext
 from prism.passes.lower_cpu import LowerCpuPass
+from prism.runtime.cpu import ArgumentError, JitFunction, describe_signature, jit
 
 TUNED = '{prism.roles = ["m", "n", "k"], prism.choice = {TM = 24, TN = 64, TK = 32, RM = 6, RN = 16, PACK = 1}}'
 UNPACKED = '{prism.roles = ["m", "n", "k"], prism.choice = {TM = 16, TN = 32, TK = 16, RM = 4, RN = 16, PACK = 0}}'

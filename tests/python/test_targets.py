@@ -45,9 +45,7 @@ class SquareBlockHost:
 
     artifact = "llvm"
     runs_here = True
-    fusion = frozenset()
-    iree_backend = None  # no IREE configurations
-    iree_flags = ()
+    fusion = frozenset()  # no IREE configurations: the target plays no IreeTarget role
 
     def lowering(self) -> str:
         return "prism-lower-cpu{threads=1}"
@@ -80,8 +78,6 @@ class SquareBlockHost:
     def pass_seconds(self, moved: int) -> float:
         return moved / self.bandwidth
 
-    def measure(self, body, choice, assume):  # noqa: ANN001, ANN201
-        raise prism.TargetError("not measured")
 
 
 @pytest.fixture
@@ -121,6 +117,18 @@ def test_targets_are_known_by_name_and_registered_once(square_host: SquareBlockH
         targets.register(square_host)
     targets.unregister("host")
     assert targets.get_target("host") is host_target()
+
+
+def test_targets_play_their_roles(square_host: SquareBlockHost) -> None:
+    """Each role is a protocol, asked with isinstance: the search model of every target, lowering where Prism
+    lowers for it, IREE export where it writes IREE's configurations."""
+    roles = (targets.SearchModel, targets.LoweringTarget, targets.IreeTarget)
+    played = {name: [isinstance(targets.get_target(name), role) for role in roles]
+              for name in ("host", "h200", "mi300x", square_host.name)}
+    assert played == {"host": [True, True, True], "h200": [True, True, True], "mi300x": [True, False, True],
+                      square_host.name: [True, True, False]}
+    with pytest.raises(prism.TargetError, match="not a target"):
+        targets.register(object())
 
 
 def test_a_target_without_iree_configurations_is_refused_before_anything_runs(square_host: SquareBlockHost) -> None:

@@ -111,8 +111,8 @@ import ctypes, sys
 import numpy as np
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
-from prism.codegen.cpu import pool
-from prism.codegen.runtime import _runtime_libs
+from prism.runtime import pool
+from prism.runtime.cpu import _runtime_libs
 TEXT = '''
 llvm.func @prism_parallel_for(!llvm.ptr, !llvm.ptr, i64, i64)
 llvm.func @body(%ctx: !llvm.ptr, %b: i64, %e: i64) {

@@ -9,11 +9,11 @@ from mlir import ir
 from test_verify import LORA, LORA_FUSED, PLAIN, RMSNORM, RMSNORM_FOLDED, TRANSPOSED, _row_sums
 
 from conftest import REPO
-from prism.algebra.prove import find_counterexample
 from prism.algebra.terms import A, Program, translate
 from prism.algebra.to_mlir import float_literal, function_text
 from prism.infra.errors import UnsupportedOp
 from prism.infra.ir import make_context
+from prism.runtime.compare import find_counterexample
 
 WORKLOADS = REPO / "benchmarks" / "workloads"
 

@@ -44,9 +44,9 @@ from prism.algebra.terms import A, Program, Term, argument_indices, renamed_argu
 from prism.infra import attrs
 from prism.infra.errors import EmptySearchSpace
 from prism.infra.ir import ELEMENT_BYTES
+from prism.search.model import SearchModel
 from prism.search.search import FunnelStep, candidates_at, prune, select
 from prism.search.space import Contraction
-from prism.targets.base import Target
 
 RULESETS = ("linear", "elementwise", "fusion", "scaling", "sharing")
 BUDGET = EXPLORATION
@@ -134,7 +134,7 @@ class Exploration:
 _CONTRACTIONS: dict[tuple[Contraction, str], float] = {}
 
 
-def contraction_seconds(contraction: Contraction, target: Target) -> float:
+def contraction_seconds(contraction: Contraction, target: SearchModel) -> float:
     """The predicted time of ``contraction``'s best schedule on ``target`` (inf when no schedule fits).
 
     Pruning and selection are those of prism-prune and prism-select, so a
@@ -147,7 +147,7 @@ def contraction_seconds(contraction: Contraction, target: Target) -> float:
     return _CONTRACTIONS[key]
 
 
-def _best_schedule_seconds(contraction: Contraction, target: Target) -> float:
+def _best_schedule_seconds(contraction: Contraction, target: SearchModel) -> float:
     def empty(group: str, funnel: list[FunnelStep], why: str) -> None:
         raise EmptySearchSpace(group)
 
@@ -172,7 +172,7 @@ def product_contraction(a: tuple[int, ...], b: tuple[int, ...], element: str) ->
 class ProgramCost:
     """The predicted seconds of one call of a program of terms, as :mod:`prism.algebra.to_mlir` would write it."""
 
-    def __init__(self, target: Target, element: str, arg_shapes: list[tuple[int, ...]]):
+    def __init__(self, target: SearchModel, element: str, arg_shapes: list[tuple[int, ...]]):
         self.target = target
         self.element = element
         self.bytes = ELEMENT_BYTES[element]
@@ -228,7 +228,7 @@ class ProgramCost:
 
     def _epilogues(self, fused: set[Term], uses: dict[Term, int]) -> dict[Term, tuple[Term, ...]]:
         """The pointwise terms that the target's GEMM kernels run as their epilogue, each with the products whose
-        kernel runs it (see Target.fusion).
+        kernel runs it (see SearchModel.fusion).
 
         A pointwise term is a product's epilogue when it reads the product
         element for element and is its only reader, and reads its other
@@ -468,7 +468,7 @@ def _descend(search: _Search, start: dict[int, Node]) -> tuple[dict[int, Node], 
     return choice, best
 
 
-def explore(program: Program, target: Target, element: str, invariant: frozenset[int] = frozenset(),
+def explore(program: Program, target: SearchModel, element: str, invariant: frozenset[int] = frozenset(),
             budget: Budget = BUDGET, rulesets: tuple[str, ...] = RULESETS) -> Exploration:
     """The cheapest form of ``program`` found within ``budget`` (see the module docstring).
 

@@ -7,8 +7,9 @@ function says how its parts compose (``prism.prepare_args``), that
 composition is proven equal to the original function too. Both are
 translated into terms (:mod:`prism.algebra.terms`) and a bounded egglog
 proof is attempted (:mod:`prism.algebra.egraph`). When the proof fails, both
-functions are compiled for the host and run on the same random inputs: a
-difference is reported as a counterexample. Either way an unproven function
+functions are run on the same random inputs by the numeric check that the
+caller gives (:func:`prism.runtime.compare.find_counterexample` compiles them
+for the host): a difference is reported as a counterexample. Either way an unproven function
 is a :class:`~prism.infra.errors.VerificationError` naming it, why the proof
 stopped and the laws that were applied; there is no silent pass. A proof
 that needed laws is also checked on random inputs, so that an unsound law
@@ -17,49 +18,31 @@ cannot pass unnoticed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-import numpy as np
 from mlir import ir
 
 from prism.algebra.budget import Budget
 from prism.algebra.egraph import Proof, prove
 from prism.algebra.terms import translate
-from prism.codegen import cpu
-from prism.codegen.runtime import jit
 from prism.infra import attrs
 from prism.infra.diagnostics import display_location
 from prism.infra.errors import PrismError, VerificationError
-from prism.infra.ir import make_context, normalize_elementwise
-from prism.infra.passbase import PassContext
-from prism.targets.host import host_target
+from prism.infra.ir import normalize_elementwise
 
-if TYPE_CHECKING:
-    from prism.codegen.runtime import JitFunction, TensorSpec
-
-# Relative to the original result's largest magnitude: far above the rounding
-# of two f32 schedules of the same computation, far below a wrong one.
-TOLERANCE = {"f16": 2e-2, "bf16": 2e-2, "f32": 1e-3, "f64": 1e-9}
-DYNAMIC_SIZE = 7  # the size given to every dynamic dimension in numeric checks
+# Runs @name of two modules on the same random inputs (``trials`` draws): the first difference found, in words
+# that say how to reproduce it, or None. It needs compiled code, so the caller that joins the layers gives it
+# (:func:`prism.runtime.compare.find_counterexample`).
+FindCounterexample = Callable[[ir.Module, ir.Module, str, int], "str | None"]
 
 
 @dataclass(frozen=True)
-class Counterexample:
-    """Inputs (reproducible from ``seed``) on which the two functions disagree."""
+class NumericCheck:
+    """How a proof is checked on random inputs: ``find`` (None: not at all) over ``trials`` draws."""
 
-    seed: int
-    result: int
-    index: tuple[int, ...]
-    original: float
-    candidate: float
-
-    def describe(self) -> str:
-        """One line that says how to reproduce the difference."""
-        return (f"result #{self.result} differs at {list(self.index)}: original {self.original:.6g}, "
-                f"candidate {self.candidate:.6g} (inputs: numpy.random.default_rng({self.seed}).standard_normal, "
-                f"dynamic sizes {DYNAMIC_SIZE})")
-
+    find: FindCounterexample | None
+    trials: int
 
 @dataclass(frozen=True)
 class FunctionProof:
@@ -87,41 +70,46 @@ def public_functions(module: ir.Module) -> dict[str, ir.Operation]:
 
 
 def prove_modules(original: ir.Module, candidate: ir.Module, budget: Budget | None = None, trials: int = 3,
-                   rulesets: tuple[str, ...] | None = None) -> list[FunctionProof]:
+                   rulesets: tuple[str, ...] | None = None,
+                   find_counterexample: FindCounterexample | None = None) -> list[FunctionProof]:
     """Prove every public function of ``candidate`` equal to the one of the same name in ``original``.
 
     Raises VerificationError for the first function that is missing, has
     another type, or cannot be proven (with a counterexample when ``trials``
-    random runs find one). Both modules are first normalized in place
+    random runs of ``find_counterexample`` find one). Without
+    ``find_counterexample``, nothing is run: proofs that needed laws are not
+    checked on random inputs. Both modules are first normalized in place
     (elementwise ops on whole tensors as generics), so that either spelling
     of one program has one translation.
     """
     for module in (original, candidate):
         with module.context:
             normalize_elementwise(module)
+    check = NumericCheck(find_counterexample, trials)
     originals = public_functions(original)
     candidates = public_functions(candidate)
     compared = _comparable_functions(originals, candidates)
     proofs = []
     for name in compared:
         where = display_location(candidates[name].location)
-        proofs.append(_prove_function(name, original, candidate, where, budget, trials, rulesets))
+        proofs.append(_prove_function(name, original, candidate, where, budget, check, rulesets))
         if _splits(candidates[name]):
             parts = composition(candidate, name)
-            proofs.append(_prove_function(name, original, parts, where, budget, trials, rulesets,
+            proofs.append(_prove_function(name, original, parts, where, budget, check, rulesets,
                                           shown=f"{name}_prepare + @{name}_apply"))
     return proofs
 
 
 def _prove_function(name: str, original: ir.Module, candidate: ir.Module, where: str, budget: Budget | None,
-                    trials: int, rulesets: tuple[str, ...] | None, shown: str = "") -> FunctionProof:
+                    check: NumericCheck, rulesets: tuple[str, ...] | None, shown: str = "") -> FunctionProof:
     """The proof that @name of ``candidate`` equals @name of ``original`` (``shown`` names it in messages)."""
     proof = prove(translate(public_functions(original)[name]), translate(public_functions(candidate)[name]),
                   budget or Budget(), rulesets)
     if not proof.proved:
-        raise _unproven(name, proof, original, candidate, trials, where, shown)
-    if proof.laws and trials:
-        _check_numerically(name, proof, original, candidate, trials, where, shown)
+        raise _unproven(name, proof, original, candidate, check, where, shown)
+    if proof.laws and check.trials and check.find is not None:
+        _check_numerically(name, proof, original, candidate, check.find(original, candidate, name, check.trials),
+                           where, shown)
     return FunctionProof(shown or name, proof)
 
 
@@ -167,7 +155,7 @@ def _splits(func: ir.Operation) -> bool:
 
 def composition(module: ir.Module, name: str) -> ir.Module:
     """A module whose @name runs ``module``'s @name_prepare, then @name_apply, as @name's ``prism.prepare_args``
-    and ``prism.apply_args`` say: what :func:`prism.codegen.runtime.bind` runs.
+    and ``prism.apply_args`` say: what :func:`prism.runtime.cpu.bind` runs.
 
     Raises VerificationError when the attributes do not fit the parts.
     """
@@ -214,85 +202,32 @@ def composition(module: ir.Module, name: str) -> ir.Module:
     return composed
 
 
-def _check_numerically(name: str, proof: Proof, original: ir.Module, candidate: ir.Module, trials: int,
-                       where: str, shown: str = "") -> None:
-    """Run a proof that needed laws on random inputs too: a difference means an unsound law.
+def _check_numerically(name: str, proof: Proof, original: ir.Module, candidate: ir.Module,
+                       counterexample: str | None, where: str, shown: str = "") -> None:
+    """A proof that needed laws, run on random inputs too: a difference (``counterexample``) means an unsound law.
 
     Proofs of identical terms apply no law and are not rerun.
     """
-    counterexample = find_counterexample(original, candidate, name, trials)
     if counterexample is not None:
         laws = ", ".join(proof.laws)
         raise VerificationError(f"@{shown or name} was proven equal to the original, but it differs on random "
                                 f"inputs, so one of the laws applied is unsound ({laws}); counterexample: "
-                                f"{counterexample.describe()}", location=where)
+                                f"{counterexample}", location=where)
 
 
-def _unproven(name: str, proof: Proof, original: ir.Module, candidate: ir.Module, trials: int,
+def _unproven(name: str, proof: Proof, original: ir.Module, candidate: ir.Module, check: NumericCheck,
               where: str, shown: str = "") -> VerificationError:
     """The error for a failed proof, with the numeric check's finding."""
     laws = ", ".join(f"{law} ({count})" for law, count in proof.laws.items()) or "none"
     results = ", ".join(f"#{i}" for i in proof.unproven_results)
     message = (f"could not prove @{shown or name} equal to the original: results {results} unproven "
                f"({proof.stopped} after {proof.seconds:.2f} s, {proof.nodes} e-nodes); laws applied: {laws}")
+    if check.find is None:
+        return VerificationError(f"{message}; no numeric check was run", location=where)
     try:
-        counterexample = find_counterexample(original, candidate, name, trials)
+        counterexample = check.find(original, candidate, name, check.trials)
     except PrismError as error:
         return VerificationError(f"{message}; the numeric check could not run: {error.message}", location=where)
     if counterexample is None:
-        return VerificationError(f"{message}; no counterexample in {trials} random trials", location=where)
-    return VerificationError(f"{message}; counterexample: {counterexample.describe()}", location=where)
-
-
-def find_counterexample(original: ir.Module, candidate: ir.Module, name: str, trials: int = 3,
-                        seed: int = 0) -> Counterexample | None:
-    """Run @name of both modules on random inputs; the first difference found, or None."""
-    run_original, run_candidate = _host_function(original, name), _host_function(candidate, name)
-    signature = run_original.signature
-    for trial in range(trials):
-        trial_seed = seed + trial
-        rng = np.random.default_rng(trial_seed)
-        inputs = [_random_input(spec, rng) for spec in signature.inputs]
-        expected, got = (_as_tuple(run(*inputs)) for run in (run_original, run_candidate))
-        for index, (want, have) in enumerate(zip(expected, got, strict=True)):
-            difference = _difference(want, have, str(signature.results[index].dtype))
-            if difference is not None:
-                position, before, after = difference
-                return Counterexample(trial_seed, index, position, before, after)
-    return None
-
-
-def _host_function(module: ir.Module, name: str) -> JitFunction:
-    """@name of a copy of ``module``, lowered for the host and compiled."""
-    copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True), make_context())
-    with copy.context, ir.Location.unknown():
-        cpu.lower(copy, PassContext(), host_target().cores, host_target().vector_bits)
-        return jit(copy, name)
-
-
-def _random_input(spec: TensorSpec, rng: np.random.Generator) -> np.ndarray:
-    shape = [DYNAMIC_SIZE if d is None else d for d in (spec.shape or ())]
-    if spec.dtype in (np.float32, np.float64):  # drawn in the type itself: a 4096^2 weight in 0.05 s, not 0.1
-        values = rng.standard_normal(shape, dtype=spec.dtype)
-        values *= 0.5
-        return values
-    if np.issubdtype(spec.dtype, np.floating):
-        return (0.5 * rng.standard_normal(shape, dtype=np.float32)).astype(spec.dtype)
-    return rng.integers(-3, 4, size=shape).astype(spec.dtype)
-
-
-def _as_tuple(value: object) -> tuple[np.ndarray, ...]:
-    return value if isinstance(value, tuple) else (value,)
-
-
-def _difference(want: np.ndarray, have: np.ndarray, dtype: str) -> tuple[tuple[int, ...], float, float] | None:
-    """Where two results differ beyond the tolerance, with both values; None if they agree."""
-    if want.shape != have.shape:
-        return (), float("nan"), float("nan")
-    error = np.abs(want.astype(np.float64) - have.astype(np.float64))
-    scale = max(1.0, float(np.abs(want).max(initial=0.0)))
-    tolerance = TOLERANCE.get({"float16": "f16", "float32": "f32", "float64": "f64"}.get(dtype, "f32"), 1e-3)
-    if not error.size or error.max() <= tolerance * scale:
-        return None
-    position = tuple(int(i) for i in np.unravel_index(int(error.argmax()), error.shape))
-    return position, float(want[position]), float(have[position])
+        return VerificationError(f"{message}; no counterexample in {check.trials} random trials", location=where)
+    return VerificationError(f"{message}; counterexample: {counterexample}", location=where)

@@ -1,6 +1,6 @@
 """Code generators: libraries of named stages, from tuned Linalg on tensors to an artifact.
 
-- :mod:`~prism.codegen.cpu`: the host, down to the LLVM dialect (then :mod:`~prism.codegen.runtime` runs it);
+- :mod:`~prism.codegen.cpu`: the host, down to the LLVM dialect (then :mod:`~prism.runtime.cpu` runs it);
 - :mod:`~prism.codegen.gpu`: NVIDIA GPUs, down to PTX.
 
 Both build their transform scripts with one builder (:mod:`~prism.codegen.transform`)

@@ -20,13 +20,15 @@ class Stage:
 
 
 class Lowering:
-    """A code generator's run over one module: STAGES names its methods, in order, as (name, summary, method)."""
+    """A code generator's run over one module: STAGES lists its stages, in order, as (name, summary, method),
+    each method the function itself (written after the methods), so that a search for its references finds
+    the stage."""
 
-    STAGES: tuple[tuple[str, str, str], ...] = ()
+    STAGES: tuple[tuple[str, str, Callable[..., None]], ...] = ()
 
     def stages(self) -> list[Stage]:
-        """The stages, in order."""
-        return [Stage(name, summary, getattr(self, method)) for name, summary, method in self.STAGES]
+        """The stages, in order, each run by its method bound to this lowering."""
+        return [Stage(name, summary, method.__get__(self)) for name, summary, method in self.STAGES]
 
     @classmethod
     def stage_names(cls) -> tuple[str, ...]:

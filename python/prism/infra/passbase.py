@@ -95,6 +95,11 @@ class Pass:
         """Transform ``module`` in place."""
         raise NotImplementedError
 
+    def kernels(self, module: ir.Module) -> list[dict] | None:
+        """Per function, the kernels this lowering pass would make of ``module`` and the ops each runs, for the
+        report (``module`` is unchanged); None for a pass that does not say."""
+        return None
+
     @classmethod
     def option_names(cls) -> list[str]:
         """The names of this pass's options, in declaration order."""

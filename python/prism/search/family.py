@@ -1,4 +1,5 @@
-"""Reading and writing ``prism.family`` ops and what they compute: a contraction, or an attention chain."""
+"""Reading and writing ``prism.family`` ops and what they compute: a contraction, or the chain of a registered
+family (:mod:`prism.search.families`)."""
 
 from __future__ import annotations
 
@@ -13,14 +14,14 @@ from prism.infra import attrs
 from prism.infra.diagnostics import display_location
 from prism.infra.errors import PassFailed
 from prism.infra.ir import ELEMENT_BYTES, element_name, map_dims
-from prism.search.attention import Attention, match_attention
+from prism.search.families import FamilyProblem, family_named, family_of
 from prism.search.space import Contraction, Space
 
 if TYPE_CHECKING:
-    from prism.targets.base import Target
+    from prism.search.model import SearchModel
 
 # What a family computes.
-Problem = Contraction | Attention
+Problem = Contraction | FamilyProblem
 
 
 def analyze_contraction(op: ir.Operation) -> Contraction | None:
@@ -109,9 +110,10 @@ def contraction_roles(op: ir.Operation) -> list[str] | None:
 
 
 def kind_of(problem: Problem) -> str:
-    """The family kind: ``gemm``, ``batch_gemm`` or ``attention``."""
-    if isinstance(problem, Attention):
-        return problem.kind
+    """The family kind: a registered family's (``attention``), else ``gemm`` or ``batch_gemm``."""
+    family = family_of(problem)
+    if family is not None:
+        return family.kind
     return "batch_gemm" if "batch" in problem.roles else "gemm"
 
 
@@ -210,21 +212,28 @@ def annotate_payload(ops: Sequence[ir.Operation], kind: str, choice: ir.Attribut
     """Attach a family's ``choice`` to its payload ``ops`` (in order), where the lowerings read it.
 
     A contraction gets its roles and the choice (``prism.roles``,
-    ``prism.choice``); an attention chain, which ends at the last of ``ops``,
-    gets ``prism.attention`` on its scores' product.
+    ``prism.choice``); a registered family's chain, which ends at the last of
+    ``ops``, gets its choice attribute on its first op (``prism.attention`` on
+    an attention's scores' product).
     """
-    if kind == "attention":
-        match = match_attention(ops[-1])
+    family = family_named(kind)
+    if family is not None:
+        match = family.match(ops[-1])
         if match is None:
-            raise PassFailed("an attention family's body does not compute an attention",
-                             location=display_location(ops[-1].location))
-        match.ops[0].attributes[attrs.ATTENTION_CHOICE] = choice
+            raise PassFailed(_not_computed(kind), location=display_location(ops[-1].location))
+        match.ops[0].attributes[family.choice_attribute] = choice
         return
     for op in ops:
         contraction = analyze_contraction(op)
         if contraction is not None:
             op.attributes[attrs.ROLES] = ir.ArrayAttr.get([ir.StringAttr.get(r) for r in contraction.roles])
             op.attributes[attrs.CHOICE] = choice
+
+
+def _not_computed(kind: str) -> str:
+    """The error for a family body that does not hold its kind's chain."""
+    article = "an" if kind[:1] in "aeiou" else "a"
+    return f"{article} {kind} family's body does not compute {article} {kind}"
 
 
 def family_bodies(module: ir.Module) -> Iterator[ir.Operation]:
@@ -248,19 +257,20 @@ def body_func(family: ir.Operation) -> ir.Operation:
 
 
 def payload_problem(body: ir.Operation) -> Problem:
-    """What a family body computes: its attention chain, or its contraction.
+    """What a family body computes: its registered family's chain, or its contraction.
 
     Raises PassFailed when the body does not hold what its kind says.
     """
     ops = [op.operation for op in body.regions[0].blocks[0].operations]
     kind = ir.StringAttr(ops[0].attributes["kind"]).value if ops and ops[0].name == attrs.FAMILY_OP else ""
     where = display_location(body.location)
-    if kind == "attention":
+    family = family_named(kind)
+    if family is not None:
         returned = ops[-1].operands
-        match = None if len(returned) != 1 or isinstance(returned[0].owner, ir.Block) else match_attention(
+        match = None if len(returned) != 1 or isinstance(returned[0].owner, ir.Block) else family.match(
             returned[0].owner.operation)
         if match is None:
-            raise PassFailed("an attention family's body does not compute an attention", location=where)
+            raise PassFailed(_not_computed(kind), location=where)
         return match.problem
     for op in ops:
         found = analyze_contraction(op)
@@ -269,7 +279,7 @@ def payload_problem(body: ir.Operation) -> Problem:
     raise PassFailed("a family's body holds no contraction", location=where)
 
 
-def family_space(target: Target, problem: Problem, family: ir.Operation) -> Space:
+def family_space(target: SearchModel, problem: Problem, family: ir.Operation) -> Space:
     """``target``'s space for ``family``, which computes ``problem``; PassFailed when the target has none."""
     space = target.space(problem)
     if space is None:

@@ -21,8 +21,8 @@ import islpy as isl
 import numpy as np
 
 from prism.infra.errors import EmptySearchSpace
+from prism.search.model import SearchModel
 from prism.search.space import DIVISOR_PARAMS, SHAPE_PARAMS, Contraction, Space, fix_shape, point_array, shape_exponents
-from prism.targets.base import Target
 
 Point = tuple[int, ...]
 
@@ -136,7 +136,7 @@ class Selection:
 PROBE = 32
 
 
-def select(space: Space, contraction: Contraction, candidates: np.ndarray, target: Target, assume: int,
+def select(space: Space, contraction: Contraction, candidates: np.ndarray, target: SearchModel, assume: int,
            keep: int = 1) -> Selection:
     """The cheapest of ``candidates`` (exponent form, lexicographically sorted rows), by branch and bound.
 
@@ -161,7 +161,7 @@ def select(space: Space, contraction: Contraction, candidates: np.ndarray, targe
     return Selection(candidates[costed[ranking]], predicted[ranking], len(candidates))
 
 
-def _costs(space: Space, contraction: Contraction, points: np.ndarray, target: Target, assume: int) -> np.ndarray:
+def _costs(space: Space, contraction: Contraction, points: np.ndarray, target: SearchModel, assume: int) -> np.ndarray:
     return np.asarray(target.seconds(contraction, space.values_of(points), assume), dtype=np.float64)
 
 
@@ -194,12 +194,12 @@ class ShapeTable:
 
     space: Space
     contraction: Contraction
-    target: Target
+    target: SearchModel
     keys: tuple[str, ...]
     rows: dict[tuple[int, ...], np.ndarray]
 
     @staticmethod
-    def build(space: Space, contraction: Contraction, domain: isl.Set, target: Target,
+    def build(space: Space, contraction: Contraction, domain: isl.Set, target: SearchModel,
               max_extent: int = 8192) -> ShapeTable:
         """The table of ``domain`` (pruned for ``target``) for dynamic extents from 1 to ``max_extent``."""
         dynamic = {p for role, p in [*SHAPE_PARAMS.items(), *DIVISOR_PARAMS.items()]

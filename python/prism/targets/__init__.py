@@ -3,7 +3,7 @@ and this host (:mod:`.host`).
 
 ``register`` adds a target defined elsewhere (a test, a plugin); prune,
 select, exploration and the driver's lowering then use it like the built-in
-ones, through the :class:`~prism.targets.base.Target` protocol.
+ones, through the :class:`~prism.targets.base.Target` protocol and its roles.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from collections.abc import Callable
 
 from prism.infra.errors import TargetError
 from prism.infra.passbase import option
+from prism.search.model import SearchModel
 from prism.targets.amd import AMD_TARGETS
-from prism.targets.base import Target
+from prism.targets.base import IreeTarget, LoweringTarget, Target
 from prism.targets.host import host_target
 from prism.targets.nvidia import GPU_TARGETS
 
@@ -30,7 +31,10 @@ def target_names() -> tuple[str, ...]:
 
 
 def register(target: Target) -> None:
-    """Make ``target`` known by its name; a name already taken is an error."""
+    """Make ``target`` known by its name; a name already taken, or an object that is no search model, is an
+    error."""
+    if not isinstance(target, SearchModel):
+        raise TargetError(f"{target!r} is not a target: it lacks the search model's members (SearchModel)")
     if target.name in _TARGETS:
         raise TargetError(f"a target named '{target.name}' already exists")
     _TARGETS[target.name] = lambda: target
@@ -61,4 +65,5 @@ def get_target(name: str) -> Target:
     return _TARGETS[name]()
 
 
-__all__ = ["Target", "get_target", "name_problem", "register", "target_names", "target_option", "unregister"]
+__all__ = ["IreeTarget", "LoweringTarget", "SearchModel", "Target",
+           "get_target", "name_problem", "register", "target_names", "target_option", "unregister"]

@@ -1,7 +1,7 @@
 """AMD Instinct GPUs: the same block/warp/matrix-core family as NVIDIA's, for IREE's ROCm backend.
 
 Prism searches these chips like the NVIDIA ones (:func:`~prism.targets.nvidia.gemm_space`
-and the roofline of :class:`~prism.targets.nvidia.GpuTarget`, with the
+and the roofline of :class:`~prism.targets.nvidia.GpuModel`, with the
 chip's numbers), but it does not lower for them itself: its LLVM has no
 AMDGPU backend. What it produces is IREE's input (``--emit=iree``, or a
 tuning spec with ``--emit=iree-spec``), whose ``compilation_info`` carries
@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from prism.infra.errors import TargetError
 from prism.targets.base import BANDWIDTH_MARGIN
-from prism.targets.nvidia import GpuTarget
+from prism.targets.nvidia import GpuModel
 
 # IREE's matrix-core intrinsics of the chip, with the m16 n16 k16 shape the space's MMA flag stands for.
 CDNA3_INTRINSICS = {("f16", "f32"): "MFMA_F32_16x16x16_F16", ("bf16", "f32"): "MFMA_F32_16x16x16_BF16"}
@@ -28,7 +27,7 @@ _TERA = 1e12
 
 
 @dataclass(frozen=True)
-class AmdGpuTarget(GpuTarget):
+class AmdGpuTarget(GpuModel):
     """An AMD GPU, configured through IREE (see the module docstring). ``sm_count`` counts compute units,
     ``warp_size`` is the wavefront."""
 
@@ -36,14 +35,8 @@ class AmdGpuTarget(GpuTarget):
     iree_intrinsics: dict[tuple[str, str], str] = field(default_factory=lambda: dict(CDNA3_INTRINSICS))
     iree_all_intrinsics: tuple[str, ...] = tuple(CDNA3_INTRINSICS.values())
 
-    artifact = "iree"
     iree_backend = "rocm"
     iree_device = None  # the flags name the chip
-
-    def lowering(self) -> str:
-        """Refused with a TargetError: Prism's LLVM has no AMDGPU backend (see the module docstring)."""
-        raise TargetError(f"Prism does not lower for target '{self.name}' ({self.chip}) itself: its LLVM has no "
-                          "AMDGPU backend; --emit=iree writes IREE's input with Prism's configurations")
 
     @property
     def iree_flags(self) -> tuple[str, ...]:

@@ -1,29 +1,28 @@
 """What a target is: the one object that answers every question Prism asks about a machine.
 
-A target owns its hardware numbers, its schedule schema (the space of a
-contraction's knobs, with their ranges), its cost model and a lower bound on
-it, how its programs are lowered (a pass pipeline naming its code generator)
-and what that produces. Code elsewhere asks the target; it never tests what
-kind of target it holds. A new target is one module that registers an
-object of this shape (:func:`prism.targets.register`).
+A target owns its hardware numbers and plays up to three roles, each a
+protocol checked with ``isinstance``:
+- its search model (:class:`~prism.search.model.SearchModel`): its schedule
+  schema (the space of a family's knobs, with their ranges), its cost model
+  and a lower bound on it; every target plays it;
+- lowering (:class:`LoweringTarget`): how its programs are lowered (a pass
+  pipeline naming its code generator) and what that produces;
+- IREE export (:class:`IreeTarget`): IREE's backend, device and the
+  configuration of each product.
+Code elsewhere asks the target for a role; it never tests what kind of
+target it holds. A new target is one module that registers an object of
+these shapes (:func:`prism.targets.register`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import numpy as np
+from prism.search.model import SearchModel
 
 if TYPE_CHECKING:
-    from mlir import ir
-
-    from prism.search.attention import Attention
-    from prism.search.cost import KnobValues
-    from prism.search.space import Contraction, Space
-
-    # What a family computes: a contraction, or an attention (softmax(c Q K^T) V).
-    Problem = Contraction | Attention
+    from prism.search.space import Contraction
 
 def iree_tile_levels(roles: Sequence[str], tiles: dict[str, tuple[int, ...]], levels: Sequence[str]) -> str:
     """IREE's tile lists of a lowering config (``distribution = [64, 64, 0], ...``): level ``i``, named
@@ -37,14 +36,15 @@ def iree_tile_levels(roles: Sequence[str], tiles: dict[str, tuple[int, ...]], le
 BANDWIDTH_MARGIN = 0.8
 
 
-class Target(Protocol):
-    """A machine Prism optimizes for (see the module docstring)."""
+@runtime_checkable
+class Target(SearchModel, Protocol):
+    """A machine Prism optimizes for: a search model (:class:`~prism.search.model.SearchModel`), and where it
+    plays them, the roles below. Code asks for a role with ``isinstance``."""
 
-    name: str
-    # What its code generator fuses, for the cost of whole programs (prism-explore): "epilogue", the one
-    # pointwise consumer of a product (its only reader) runs on the product's tiles; "dual", two products of one
-    # left operand that such a consumer reads run as one kernel.
-    fusion: frozenset[str]
+
+@runtime_checkable
+class LoweringTarget(Target, Protocol):
+    """A target that Prism lowers for itself."""
 
     @property
     def artifact(self) -> str:
@@ -57,29 +57,14 @@ class Target(Protocol):
     def lowering(self) -> str:
         """The pass pipeline that lowers tuned Linalg to :attr:`artifact`, e.g. ``prism-lower-gpu{chip=sm_90}``."""
 
-    def space(self, op: Problem) -> Space | None:
-        """The schedule space of ``op``: its knobs, their ranges and the constraint groups.
 
-        None when the target has no family for it (an attention that it runs
-        as its parts): prism-lift then lifts the parts.
-        """
-
-    def seconds(self, op: Problem, values: KnobValues, assumed: int = 1024) -> np.ndarray:
-        """Predicted seconds of ``op`` under each schedule in ``values``; dynamic extents count as ``assumed``."""
-
-    def lower_bound(self, op: Problem, values: KnobValues, assumed: int = 1024) -> np.ndarray:
-        """A bound below :meth:`seconds` that reads few knobs of each schedule (a contraction's output tile)."""
-
-    def cost_text(self, op: Problem) -> str:
-        """The cost formula of ``op``'s family, as stored in its ``cost`` attribute."""
-
-    def pass_seconds(self, moved: int) -> float:
-        """Predicted seconds of one loop nest (one kernel) that moves ``moved`` bytes through memory."""
+@runtime_checkable
+class IreeTarget(Target, Protocol):
+    """A target that ``--emit=iree`` writes IREE's configurations for."""
 
     @property
-    def iree_backend(self) -> str | None:
-        """IREE's backend for this target (``llvm-cpu``, ``cuda``, ``rocm``), or None where Prism writes no IREE
-        configuration."""
+    def iree_backend(self) -> str:
+        """IREE's backend for this target (``llvm-cpu``, ``cuda``, ``rocm``)."""
 
     @property
     def iree_flags(self) -> tuple[str, ...]:
@@ -102,6 +87,3 @@ class Target(Protocol):
         """Where IREE should run contraction ``op`` on packed operands (``linalg.mmt4d``): the inner tiles
         (m0, n0, k0), the mmt4d's ``compilation_info`` and what of the choice it cannot express; None to keep
         the op as it is, configured by :meth:`iree_config`."""
-
-    def measure(self, body: ir.Operation, choice: dict[str, int], assume: int) -> float:
-        """Seconds of the family payload ``body`` run under ``choice`` (raises TargetError where it cannot run)."""

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from prism.kernels import host_gemm
 from prism.search.attention import attention_lanes
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline
 from prism.search.space import Space, pow2_sum_le, shape_param_bounds
@@ -67,6 +68,13 @@ TRANSPOSE_CYCLES = 2
 # The most shares of the keys, and query rows of a task (before the factor of 3): 2**4 and 2**8.
 MAX_SPLIT_LOG2, MAX_QUERY_LOG2 = 4, 8
 MAX_KEY_LOG2 = 9
+
+
+def attention_vector_lanes(target: HostTarget, op: Attention) -> int:
+    """The lanes of the kernel's vectors: the widest vector of f32 that divides Dv
+    (:func:`~prism.search.attention.attention_lanes`), else the target's."""
+    lanes = target.vector_bits // (8 * op.acc_bytes)
+    return attention_lanes(op.value_dim, lanes) or lanes
 
 
 def _valuation(n: int) -> int:
@@ -145,14 +153,15 @@ def _traffic(op: Attention, s: dict[str, Knob], splits: Knob, least: bool = Fals
 def _bandwidth(target: HostTarget, s: dict[str, Knob]) -> float:
     """L3's when K and V fit half of it, else DRAM's."""
     working_set = 4 * s["batch"] * s["n"] * (s["k"] + s["dv"])
-    return target.cache_bytes_per_s if working_set <= target.l3_bytes / 2 else target.dram_bytes_per_s
+    return target.cache_bytes_per_s if host_gemm.stays_in_cache(working_set, target.l3_bytes) \
+        else target.dram_bytes_per_s
 
 
 def attention_seconds(target: HostTarget, op: Attention, values: KnobValues, assumed: int) -> np.ndarray:
     """Predicted seconds of ``op`` scheduled by ``values`` (see the module docstring)."""
     s = _shape(op, values, assumed)
     rm, rn, splits = values["RM"], values["RN"], values["KVS"]
-    lanes, rows, bkv, d, dv = target.lanes(op), s["rows"], s["bkv"], s["k"], s["dv"]
+    lanes, rows, bkv, d, dv = attention_vector_lanes(target, op), s["rows"], s["bkv"], s["k"], s["dv"]
     micro = target.micro_kernel_cycles
     dot = np.maximum(ceil_div(d, lanes) / 2, ceil_div(d, lanes) / target.vector_fmas_per_cycle) + DOT_CYCLES
     scores = np.where(rm == 1, rows * bkv * dot, rows / rm * ceil_div(bkv, rn) * micro(rm, rn, d, lanes))
@@ -164,7 +173,7 @@ def attention_seconds(target: HostTarget, op: Attention, values: KnobValues, ass
     # Each step brings its block of K and V into L2, between the products that read it.
     fill = bkv * (d + dv) * 4 / L2_FILL_BYTES_PER_CYCLE
     task = steps * (scores + softmax + fill) + products + rows * dv / lanes * 2
-    clock = target.cycle_seconds(op)
+    clock = target.cycle_seconds(op, lanes)
     compute = ceil_div(s["tasks"], target.cores) * (task * clock + target.block_overhead_seconds)
     transpose = np.where(rm > 1, s["batch"] * ceil_div(s["n"], bkv) * bkv * d * TRANSPOSE_CYCLES * clock
                          / target.cores + target.block_overhead_seconds, 0)

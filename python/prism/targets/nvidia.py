@@ -20,14 +20,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from prism.infra.errors import TargetError
-from prism.search.attention import Attention
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline, traffic_bytes
+from prism.search.families import family_model, family_of
 from prism.search.space import Contraction, Space, pow2_sum_le, shape_fit, shape_param_bounds
 from prism.targets.base import BANDWIDTH_MARGIN, iree_tile_levels
 
 if TYPE_CHECKING:
-    from mlir import ir
+    from prism.search.family import Problem
 
 WARP_SIZE = 32
 MAX_THREADS_PER_BLOCK = 1024  # on every chip Prism targets
@@ -44,7 +43,7 @@ PTX_FEATURES = {"sm_80": "+ptx70", "sm_90": "+ptx80", "sm_90a": "+ptx80"}
 LAUNCH_SECONDS = 3e-6
 
 # The CUDA chips IREE 3.13 knows by name (--iree-cuda-target); it knows none after sm_87, so a module for
-# sm_90 names its device itself (GpuTarget.iree_device).
+# sm_90 names its device itself (GpuModel.iree_device).
 IREE_CUDA_CHIPS = frozenset({"sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87"})
 # IREE's tensor-core intrinsics with Prism's MMA shape (m16 n8 k16, mma.sync), by input and accumulator type.
 NVIDIA_INTRINSICS = {("f16", "f32"): "NV_MMA_SYNC_F32_16x8x16_F16", ("f16", "f16"): "NV_MMA_SYNC_F16_16x8x16_F16",
@@ -58,8 +57,9 @@ _TERA = 1e12
 
 
 @dataclass(frozen=True)
-class GpuTarget:
-    """An NVIDIA GPU. Sizes in bytes, rates in FLOP/s and bytes/s."""
+class GpuModel:
+    """What NVIDIA's and AMD's GPUs share: their numbers, the block/warp/tensor-core space, its roofline and
+    IREE's configuration of it (NVIDIA's by default). Sizes in bytes, rates in FLOP/s and bytes/s."""
 
     name: str
     chip: str  # the sm_XX name given to ptxas and NVVM
@@ -87,21 +87,20 @@ class GpuTarget:
     iree_all_intrinsics: tuple[str, ...] = (*NVIDIA_INTRINSICS.values(), "NV_WMMA_F32_16x16x16_F16",
                                             "NV_WMMA_F16_16x16x16_F16")
 
-    artifact = "ptx"
-    runs_here = False
     fusion = frozenset()  # each elementwise op is a kernel of its own
 
-    def lowering(self) -> str:
-        """prism-lower-gpu for this chip."""
-        return f"prism-lower-gpu{{chip={self.chip}}}"
+    def space(self, op: Problem) -> Space | None:
+        """Block tile (BM, BN, BK), warp tile (WM, WN) and tensor-core use (MMA); for another family, its
+        model's space on this chip (none for attention: its products are lifted as GEMMs)."""
+        if family_of(op) is None:
+            return gemm_space(op, self)
+        model = family_of(op).model(self.name)
+        return None if model is None else model.space(op, self)
 
-    def space(self, op: Contraction | Attention) -> Space | None:
-        """Block tile (BM, BN, BK), warp tile (WM, WN) and tensor-core use (MMA); no attention family (its
-        products are lifted as GEMMs)."""
-        return None if isinstance(op, Attention) else gemm_space(op, self)
-
-    def seconds(self, op: Contraction, values: KnobValues, assumed: int = 1024) -> np.ndarray:
-        """Predicted seconds of ``op`` scheduled by ``values``."""
+    def seconds(self, op: Problem, values: KnobValues, assumed: int = 1024) -> np.ndarray:
+        """Predicted seconds of ``op`` scheduled by ``values`` (for another family, its model's)."""
+        if family_of(op) is not None:
+            return family_model(op, self.name).seconds(self, op, values, assumed)
         s = problem_sizes(op, assumed)
         bm, bn, bk = values["BM"], values["BN"], values["BK"]
         threads = (bm // values["WM"]) * (bn // values["WN"]) * self.warp_size
@@ -117,8 +116,11 @@ class GpuTarget:
         memory = traffic_bytes(op, bm, bn, s) / self.dram_bytes_per_s
         return roofline(compute, memory) + LAUNCH_SECONDS
 
-    def lower_bound(self, op: Contraction, values: KnobValues, assumed: int = 1024) -> np.ndarray:
-        """Reads BM, BN and MMA: exact traffic, and the unpadded work of the output tiles at peak."""
+    def lower_bound(self, op: Problem, values: KnobValues, assumed: int = 1024) -> np.ndarray:
+        """Reads BM, BN and MMA: exact traffic, and the unpadded work of the output tiles at peak (for another
+        family, its model's bound)."""
+        if family_of(op) is not None:
+            return family_model(op, self.name).lower_bound(self, op, values, assumed)
         s = problem_sizes(op, assumed)
         bm, bn = values["BM"], values["BN"]
         blocks = s["batch"] * ceil_div(s["m"], bm) * ceil_div(s["n"], bn)
@@ -199,24 +201,32 @@ class GpuTarget:
         """None: IREE's GPU pipeline takes each product as it is."""
         return None
 
-    def cost_text(self, op: Contraction) -> str:
-        """The GPU roofline, as text."""
-        return COST_TEXT
+    def cost_text(self, op: Problem) -> str:
+        """The GPU roofline, as text (for another family, its model's)."""
+        return COST_TEXT if family_of(op) is None else family_model(op, self.name).cost_text
 
     def pass_seconds(self, moved: int) -> float:
         """One kernel launch streaming ``moved`` bytes through DRAM."""
         return LAUNCH_SECONDS + moved / self.dram_bytes_per_s
-
-    def measure(self, body: ir.Operation, choice: dict[str, int], assume: int) -> float:
-        """GPU kernels are not run by Prism."""
-        raise TargetError(f"measuring runs candidates on this machine; it needs target=host, not '{self.name}'")
 
     def _rate(self, op: Contraction, mma: Knob) -> Knob:
         """FLOP/s of the whole GPU: tensor cores where ``mma`` is set, else the SIMT FMA rate."""
         return np.where(mma, self.flops.get(op.input_type, self.flops["f32"]), self.flops["f32"])
 
 
-def gemm_space(op: Contraction, target: GpuTarget, stages: int = 1) -> Space:
+@dataclass(frozen=True)
+class NvidiaTarget(GpuModel):
+    """An NVIDIA GPU, which Prism lowers for itself (to PTX)."""
+
+    artifact = "ptx"
+    runs_here = False
+
+    def lowering(self) -> str:
+        """prism-lower-gpu for this chip."""
+        return f"prism-lower-gpu{{chip={self.chip}}}"
+
+
+def gemm_space(op: Contraction, target: GpuModel, stages: int = 1) -> Space:
     """Block tile (BM, BN, BK), warp tile (WM, WN) and tensor-core use (MMA) for a GPU."""
     tiles = {"m": "bm", "n": "bn", "k": "bk"}
     mma_ok = op.input_type in target.mma_types
@@ -254,20 +264,20 @@ _HOPPER = dict(
     regs_per_thread=255, regs_per_sm=65536, max_threads_per_block=MAX_THREADS_PER_BLOCK,
 )
 
-GPU_TARGETS: dict[str, GpuTarget] = {
+GPU_TARGETS: dict[str, NvidiaTarget] = {
     # H200 SXM: L2 60 MB and 132 SMs measured (device properties); copy
     # bandwidth measured 4.3 TB/s against 4.8 TB/s on the datasheet; bf16 matmul
     # measured 788 TFLOP/s (datasheet dense 989); fp32 datasheet 67.
-    "h200": GpuTarget(name="h200", l2_bytes=60 * 1024**2, dram_bytes_per_s=4.3e12 * BANDWIDTH_MARGIN,
+    "h200": NvidiaTarget(name="h200", l2_bytes=60 * 1024**2, dram_bytes_per_s=4.3e12 * BANDWIDTH_MARGIN,
                       flops={"f16": 788 * _TERA, "bf16": 788 * _TERA, "f32": 67 * _TERA}, **_HOPPER),
     # H100 SXM5 80 GB: 3.35 TB/s HBM3, L2 50 MB, dense f16/bf16 989 TFLOP/s,
     # fp32 67 TFLOP/s (datasheet). The matmul rate is scaled like the H200's
     # measured 788/989 since the arithmetic units are the same.
-    "h100": GpuTarget(name="h100", l2_bytes=50 * 1024**2, dram_bytes_per_s=3.35e12 * BANDWIDTH_MARGIN,
+    "h100": NvidiaTarget(name="h100", l2_bytes=50 * 1024**2, dram_bytes_per_s=3.35e12 * BANDWIDTH_MARGIN,
                       flops={"f16": 788 * _TERA, "bf16": 788 * _TERA, "f32": 67 * _TERA}, **_HOPPER),
     # A100 SXM4 80 GB: 108 SMs, 163 KiB shared memory per block (164 KiB per
     # SM), 40 MB L2, 2.039 TB/s HBM2e, dense f16/bf16 312 TFLOP/s, fp32 19.5.
-    "a100": GpuTarget(name="a100", chip="sm_80", sm_count=108, smem_per_block=163 * 1024,
+    "a100": NvidiaTarget(name="a100", chip="sm_80", sm_count=108, smem_per_block=163 * 1024,
                       smem_per_sm=164 * 1024, regs_per_thread=255, regs_per_sm=65536,
                       max_threads_per_block=MAX_THREADS_PER_BLOCK, l2_bytes=40 * 1024**2,
                       dram_bytes_per_s=2.039e12 * BANDWIDTH_MARGIN,

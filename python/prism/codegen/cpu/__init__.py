@@ -43,7 +43,7 @@ After::
     llvm.func @_mlir_ciface_mm(...)  // plus thread-pool tasks and a vectorized micro-kernel
 
 Each public function keeps its tensor-level type in the ``prism.signature``
-attribute (a ``TypeAttr``), which :mod:`prism.codegen.runtime` reads.
+attribute (a ``TypeAttr``), which :mod:`prism.runtime.cpu` reads.
 
 The stages, each printable with ``--print-ir-after=NAME``:
 
@@ -65,7 +65,6 @@ from mlir import ir
 
 from prism.codegen.checks import check_expansions, check_module, reshape_dynamic_expansions
 from prism.codegen.cpu import rewrites, tasks
-from prism.codegen.cpu.attention import fuse_attention
 from prism.codegen.cpu.booleans import widen_booleans
 from prism.codegen.cpu.epilogue import EpilogueMatch, as_dual, inline_with_epilogue, match_epilogue
 from prism.codegen.cpu.kernel import KERNEL_NAME, inline_kernel
@@ -91,6 +90,7 @@ from prism.infra.diagnostics import describe_ops
 from prism.infra.errors import PipelineError
 from prism.infra.ir import normalize_elementwise
 from prism.infra.passbase import PassContext
+from prism.search.families import registered_families
 from prism.targets.host import host_target
 
 
@@ -104,15 +104,6 @@ class CpuLowering(Lowering):
         self.ctx = ctx
         self.lanes = max(vector_bits // 32, 1)  # f32 lanes of one vector register
 
-    # name, summary, method
-    STAGES = (
-        ("cpu-tile", "pack, tile and vectorize contractions on tensors", "tile"),
-        ("cpu-bufferize", "tensors to buffers, C micro-tiles in registers, copies as vector loops", "bufferize"),
-        ("cpu-vector", "vectors to 1-D", "vectorize"),
-        ("cpu-parallel", "parallel blocks as flat scf.parallel loops", "parallelize"),
-        ("cpu-llvm", "thread-pool tasks and the LLVM dialect", "to_llvm"),
-    )
-
     def tile(self, module: ir.Module) -> None:
         """Fuse attention (:mod:`.attention`), schedule every contraction (see :mod:`.schedule`), then vectorize
         the pack transposes."""
@@ -124,8 +115,9 @@ class CpuLowering(Lowering):
         widen_booleans(module)
         if _contains(module, AGGREGATE_OPS):
             apply_script(module, decompose_script(), "decomposition of aggregate ops")
-        kernels = [Kernel("attention", ops[0], ops[1:]) for ops in fuse_attention(module, self.lanes, self.threads,
-                                                                                  self.ctx)]
+        # Registered families' kernels first (attention's: :mod:`.attention`), each named by its family's kind.
+        kernels = [Kernel(family.kind, ops[0], ops[1:]) for family in registered_families() if "cpu" in family.kernels
+                   for ops in family.kernels["cpu"](module, self.lanes, self.threads, self.ctx)]
         gemms: list[CpuGemm] = []  # the transform path's, in tag order
         planned: list[Planned] = []
 
@@ -216,6 +208,15 @@ class CpuLowering(Lowering):
         tasks.define_launches(module)
         rewrites.check_lowered(module)
 
+    # name, summary, method
+    STAGES = (
+        ("cpu-tile", "pack, tile and vectorize contractions on tensors", tile),
+        ("cpu-bufferize", "tensors to buffers, C micro-tiles in registers, copies as vector loops", bufferize),
+        ("cpu-vector", "vectors to 1-D", vectorize),
+        ("cpu-parallel", "parallel blocks as flat scf.parallel loops", parallelize),
+        ("cpu-llvm", "thread-pool tasks and the LLVM dialect", to_llvm),
+    )
+
 
 def _dual_partner(p: Planned, fused: EpilogueMatch, later: list[Planned]) -> tuple[Planned, int] | None:
     """A kernel GEMM of ``later`` whose result is the epilogue's input ``index`` and which can be computed with
@@ -305,7 +306,7 @@ def kernel_report(module: ir.Module, threads: int, vector_bits: int = 256) -> li
 
 
 def lower(module: ir.Module, ctx: PassContext, threads: int, vector_bits: int = 256) -> None:
-    """Lower ``module`` in place to the LLVM dialect, ready for :func:`prism.codegen.runtime.jit`.
+    """Lower ``module`` in place to the LLVM dialect, ready for :func:`prism.runtime.cpu.jit`.
 
     ``vector_bits`` is the width of the host's vector registers (256 with AVX2, 512 with AVX-512).
     """

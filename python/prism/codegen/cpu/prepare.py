@@ -12,7 +12,7 @@ function ``@f`` becomes:
 - ``@f(args...)`` itself is unchanged, its kernels reading the weights as
   they are: a call that packs a whole weight only to use it once would be
   slower. It carries ``prism.prepare_args``, the indices of the arguments
-  that ``@f_prepare`` takes, which :func:`prism.codegen.runtime.bind` reads
+  that ``@f_prepare`` takes, which :func:`prism.runtime.cpu.bind` reads
   to run the preparation once per set of weights.
 
 Before::

@@ -18,8 +18,8 @@ from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
 from prism.infra.ir import map_dims
 from prism.infra.passbase import PassContext
+from prism.kernels import host_gemm
 from prism.search.family import analyze_contraction
-from prism.targets.host import panels_kept
 
 _ROLES = ("batch", "m", "n", "k")
 _CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul", "linalg.generic")
@@ -351,69 +351,39 @@ def kernel_plan(c: CpuGemm, name: str, lanes: int, workers: int, l3_bytes: int) 
     The kernel covers f32 contractions laid out as ``A[b, m, k]``,
     ``B[b, k, n]`` and ``C[b, m, n]`` (batch optional): the layout of
     ``linalg.matmul``, ``linalg.batch_matmul`` and the row-major products
-    that prism-explore writes.
+    that prism-explore writes. Its decisions are :mod:`prism.kernels.host_gemm`'s.
     """
     types = [ir.RankedTensorType(v.type) for v in c.op.operands]
-    if len(types) != 3 or any(str(t.element_type) != "f32" for t in types):
+    f32 = len(types) == 3 and all(str(t.element_type) == "f32" for t in types)
+    if not host_gemm.direct_layout(f32, [[c.roles[d] for d in dims] for dims in c.maps]):
         return None
     batch = "batch" in c.roles
-    wanted = (("m", "k"), ("k", "n"), ("m", "n"))
-    if c.roles.count("batch") > 1:
-        return None
-    for dims, roles in zip(c.maps, wanted, strict=True):
-        got = tuple(c.roles[d] for d in dims)
-        if got != ((("batch",) if batch else ()) + roles):
-            return None
     ch = c.schedule
     rn = max(_round_up(ch.RN, lanes), lanes)
     rm = max(ch.RM, 1)
     tm, tn = _round_up(max(ch.TM, rm), rm), _round_up(max(ch.TN, rn), rn)
-    m_extent = types[2].get_dim_size(types[2].rank - 2)
-    # One row panel per task: each element of B is read once, so copying it would only add traffic. One-row
-    # blocks stream B in place instead (KernelPlan.streams).
-    single_row_panel = not ir.ShapedType.is_dynamic_size(m_extent) and min(tm, m_extent) <= rm
-    # A single row of C (decode) streams whole rows of B, the workers splitting K: each reads one contiguous
-    # share of B, which keeps more of the memory bandwidth than splitting N (measured at 1x4096x4096 on a
-    # 2-core Zen 3: 20.5 against 15.7-17.9 GB/s).
-    n_extent = types[2].get_dim_size(types[2].rank - 1)
-    split_k = (rm == 1 and m_extent == 1 and not batch and workers > 1
-               and not ir.ShapedType.is_dynamic_size(n_extent))
+    m, n, k = (_static(t, t.rank - back) for t, back in ((types[2], 2), (types[2], 1), (types[0], 1)))
+    split_k = bool(host_gemm.splits_k(rm, m, n, batch, workers))
     if split_k:
-        tn = _round_up(n_extent, rn)
-    pack = bool(ch.PACK) and not single_row_panel and rm > 1
-    # Several row blocks: a worker keeps its column block's panels for all of K, so B is copied once per
-    # column block rather than once per task.
-    k_extent = types[0].get_dim_size(types[0].rank - 1)
-    reuse = (pack and not ir.ShapedType.is_dynamic_size(k_extent) and panels_kept(k_extent, tn, 4)
-             and (ir.ShapedType.is_dynamic_size(m_extent) or m_extent > tm))
-    # The copy into panels overlaps the micro-kernel where B streams from memory: larger than half the L3
-    # (the rule of the host's cost), or of unknown size. Where B stays in the L3 between calls, the copy in a
-    # phase of its own is cheaper than the pipelined copy's bookkeeping (16x1024x1024 on the 2-core Zen 3:
-    # 0.47 against 0.59 ms; at 16x4096x4096, 6.2 against 5.0).
-    b_bytes = 4 * k_extent * n_extent if not ir.ShapedType.is_dynamic_size(k_extent) \
-        and not ir.ShapedType.is_dynamic_size(n_extent) else None
-    pipelined = pack and not reuse and not batch and (b_bytes is None or b_bytes > l3_bytes / 2)
+        tn = _round_up(n, rn)
+    pack = bool(host_gemm.copies_panels(tm, rm, m, ch.PACK))
+    reuse = bool(host_gemm.reuses_panels(pack, tm, tn, m, k, 4))
+    b_bytes = 4 * k * n if k is not None and n is not None else None
+    pipelined = host_gemm.pipelines_copy(pack, reuse, batch, b_bytes, l3_bytes)
     return KernelPlan(name=name, batch=batch, a_type=str(types[0]), b_type=str(types[1]), c_type=str(types[2]),
                       zero_init=_zero_init(c.op), tm=tm, tn=tn, tk=max(ch.TK, 1), rm=rm, rn=rn, lanes=lanes,
                       pack=pack, workers=workers, split_k=split_k, reuse_panels=reuse, pipelined=pipelined)
 
 
-def kernel_serves_as_written(c: CpuGemm, plan: KernelPlan) -> bool:
-    """Whether the kernel, reading B as given, beats the transform path for ``c``.
+def _static(t: ir.RankedTensorType, dim: int) -> int | None:
+    """The size of dimension ``dim`` of ``t``; None when dynamic."""
+    size = t.get_dim_size(dim)
+    return None if ir.ShapedType.is_dynamic_size(size) else size
 
-    It does when one block of rows covers M, so each task copies its B
-    panels once, and when its workers keep a column block's panels across
-    row blocks (``reuse_panels``), so B is copied about once. Otherwise it
-    copies them once per task, while the transform path packs B once for all
-    of them (measured on a 2-core Zen 3, the same choice, one process, before
-    the panels were reused: 2048^3 at 100 against 119 GFLOP/s, 512^3 at 62
-    against 95; 128x4096x4096 at 97 against 80, and 16x4096x4096 at 37
-    against 22; with reuse, 512^3 took 1.90 against 2.28 ms, and 1024^3
-    16.3 against 18.2 ms with RM = 6). A prepacked B (a weight bound once) is
-    read in place by the kernel whatever M is.
-    """
+
+def kernel_serves_as_written(c: CpuGemm, plan: KernelPlan) -> bool:
+    """Whether the kernel, reading B as given, beats the transform path for ``c``
+    (:func:`prism.kernels.host_gemm.serves_as_written`). A prepacked B (a weight bound once) is read in place
+    by the kernel whatever M is."""
     c_type = ir.RankedTensorType(c.op.operands[2].type)
-    m = c_type.get_dim_size(c_type.rank - 2)
-    # The transform path needs a register block of at least 2 rows (it folds unit dimensions), and the
-    # space offers RM = 1 for the kernel.
-    return ir.ShapedType.is_dynamic_size(m) or m <= plan.tm or plan.rm < 2 or plan.reuse_panels
+    return host_gemm.serves_as_written(_static(c_type, c_type.rank - 2), plan.tm, plan.rm, plan.reuse_panels)

@@ -64,19 +64,6 @@ _OUTLINE = ("builtin.module(canonicalize,cse,convert-linalg-to-loops,gpu-launch-
 class GpuLowering(Lowering):
     """One lowering of one module for ``chip``, as named stages."""
 
-    # name, summary, method
-    STAGES = (
-        ("gpu-tile", "tile kernels to blocks on tensors", "tile"),
-        ("gpu-bufferize", "tensors to buffers", "bufferize"),
-        ("gpu-map", "shared memory, warps, threads and launches", "map"),
-        ("gpu-hoist", "accumulators in registers across K", "hoist"),
-        ("gpu-outline", "kernels into gpu.modules", "outline"),
-        ("gpu-mma", "tensor-core tiles to mma.sync", "mma"),
-        ("gpu-vector", "vector ops to 1-D", "vectorize"),
-        ("gpu-shared", "shared memory as aligned globals", "shared"),
-        ("gpu-nvvm", "NVVM and PTX", "nvvm"),
-    )
-
     def __init__(self, chip: str, ctx: PassContext):
         if chip not in PTX_FEATURES:
             raise PipelineError(f"unknown chip '{chip}'; expected one of {', '.join(sorted(PTX_FEATURES))}")
@@ -133,6 +120,19 @@ class GpuLowering(Lowering):
                    f"cubin-features={PTX_FEATURES[self.chip]} cubin-format=isa}})", "NVVM lowering")
         rewrites.drop_timings(module)
         self.ctx.artifacts["ptx"] = rewrites.collect_ptx(module)
+
+    # name, summary, method
+    STAGES = (
+        ("gpu-tile", "tile kernels to blocks on tensors", tile),
+        ("gpu-bufferize", "tensors to buffers", bufferize),
+        ("gpu-map", "shared memory, warps, threads and launches", map),
+        ("gpu-hoist", "accumulators in registers across K", hoist),
+        ("gpu-outline", "kernels into gpu.modules", outline),
+        ("gpu-mma", "tensor-core tiles to mma.sync", mma),
+        ("gpu-vector", "vector ops to 1-D", vectorize),
+        ("gpu-shared", "shared memory as aligned globals", shared),
+        ("gpu-nvvm", "NVVM and PTX", nvvm),
+    )
 
 
 def lower(module: ir.Module, ctx: PassContext, chip: str) -> None:

@@ -56,10 +56,10 @@ import numpy as np
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
-from prism.codegen.cpu import pool
 from prism.infra import attrs
 from prism.infra.diagnostics import display_location
 from prism.infra.errors import PrismError, TargetError
+from prism.runtime import pool
 
 __all__ = ["ArgumentError", "BoundFunction", "JitFunction", "StaleBinding", "TensorSpec", "Signature", "bind",
            "compile_engine", "describe_signature", "jit"]

@@ -1,4 +1,4 @@
-"""Measure schedules of a family on the host: compile its payload with a choice and time it.
+"""Measure schedules of a family on this machine: compile its payload with a choice and time it.
 
 Measurement is the last stage of the funnel (``prism-select{measure=K}``): it
 runs only on the few points the cost model ranks best. Inputs are random;
@@ -14,9 +14,9 @@ from collections.abc import Callable
 import numpy as np
 from mlir import ir
 
-from prism.codegen import cpu
-from prism.codegen.runtime import describe_signature, jit
 from prism.infra.passbase import PassContext
+from prism.infra.pipeline import parse_pipeline, run_pipeline
+from prism.runtime.cpu import describe_signature, jit
 from prism.search.family import annotate_payload, make_int_dict
 
 CANDIDATE = "prism_candidate"
@@ -59,11 +59,12 @@ def fastest_seconds(run: Callable[[], object], repeats: int) -> float:
     return min(times)
 
 
-def measure_seconds(body: ir.Operation, choice: dict[str, int], threads: int, assume: int = 1024,
-                    repeats: int = 5, vector_bits: int = 256) -> float:
-    """Seconds of the fastest of ``repeats`` calls of the payload ``body`` scheduled by ``choice``, after a warm-up."""
+def measure_seconds(body: ir.Operation, choice: dict[str, int], lowering: str, assume: int = 1024,
+                    repeats: int = 5) -> float:
+    """Seconds of the fastest of ``repeats`` calls of the payload ``body`` scheduled by ``choice`` and lowered
+    by the pipeline ``lowering`` (a target's, for a target whose code runs here), after a warm-up."""
     module = _candidate_module(body, choice)
-    cpu.lower(module, PassContext(), threads, vector_bits)
+    run_pipeline(module, parse_pipeline(lowering), PassContext())
     run = jit(module, CANDIDATE)
     inputs = _random_inputs(module, assume, np.random.default_rng(0))
     return fastest_seconds(lambda: run(*inputs), repeats)

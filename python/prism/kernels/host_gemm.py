@@ -1,0 +1,93 @@
+"""The host's direct GEMM kernel (:mod:`prism.codegen.cpu.kernel`): which products it runs, and how it treats B.
+
+Every function takes scalars or numpy arrays of knob values (broadcast against each other) and returns the same
+shape: :mod:`prism.codegen.cpu.schedule` plans one kernel with integers, :mod:`prism.targets.host` costs every
+candidate at once. An extent of None is dynamic (unknown until the call).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+Extent = int | np.ndarray
+
+# The most a kernel's worker keeps of a column block's B panels (all of K, TN wide) to reuse them across row
+# blocks; beyond it, each task copies its own.
+REUSED_PANEL_BYTES = 4 << 20
+
+
+def direct_layout(f32: bool, operand_roles: Sequence[Sequence[str]]) -> bool:
+    """Whether the direct kernel runs a product whose A, B and C read loops of ``operand_roles`` (per operand,
+    the role of each tensor dimension): ``f32`` (all three f32), laid out as A[b,m,k], B[b,k,n], C[b,m,n]
+    with at most one batch loop."""
+    if not f32 or len(operand_roles) != 3:
+        return False
+    prefix = ("batch",) if "batch" in operand_roles[2] else ()
+    wanted = (("m", "k"), ("k", "n"), ("m", "n"))
+    return all(tuple(roles) == prefix + want for roles, want in zip(operand_roles, wanted, strict=True))
+
+
+def copies_panels(tm: Extent, rm: Extent, m: Extent | None, pack: Extent = 1) -> Extent:
+    """Whether each task copies its slice of B into panels: where ``pack`` allows it and a register block has
+    several rows, unless one row panel covers the task's rows (a static M, or a block of TM rows, within RM).
+    With one row panel per task, each element of B is read once, so copying it would only add traffic; one-row
+    blocks stream B in place."""
+    several_panels = True if m is None else np.minimum(tm, m) > rm
+    return (pack != 0) & several_panels & (rm > 1)
+
+
+def panels_kept(k: Extent, tn: Extent, elem_bytes: int) -> Extent:
+    """Whether a kernel's worker keeps a column block's panels (all of K, TN wide) across row blocks."""
+    return k * tn * elem_bytes <= REUSED_PANEL_BYTES
+
+
+def reuses_panels(copies: Extent, tm: Extent, tn: Extent, m: Extent | None, k: Extent | None,
+                  elem_bytes: int) -> Extent:
+    """Whether a worker keeps its column block's panels for all of K (:func:`panels_kept`), so that B is
+    copied once per column block rather than once per task: where the panels are copied, and M holds several
+    row blocks (a dynamic M may)."""
+    if k is None:
+        return _never(copies)
+    several_row_blocks = True if m is None else m > tm
+    return copies & several_row_blocks & panels_kept(k, tn, elem_bytes)
+
+
+def splits_k(rm: Extent, m: Extent | None, n: Extent | None, batch: bool, workers: int) -> Extent:
+    """Whether the workers split K rather than the blocks: a single row of C (decode) in one-row blocks, with
+    no batch and a static N, streams whole rows of B, each worker one contiguous share of them, which keeps
+    more of the memory bandwidth than splitting N."""
+    if m is None or n is None or batch or workers < 2:
+        return _never(rm)
+    return (rm == 1) & (m == 1)
+
+
+def _never(like: Extent) -> Extent:
+    """False, in the shape of ``like``."""
+    return np.zeros(np.shape(like), dtype=bool) if np.ndim(like) else False
+
+
+def stays_in_cache(size: Extent, l3_bytes: int) -> Extent:
+    """Whether ``size`` bytes stay in the L3 between uses: within half of it (the rest is shared with what
+    else runs). Beyond it, they stream from memory."""
+    return size <= l3_bytes / 2
+
+
+def pipelines_copy(copies: bool, reuses: bool, batch: bool, b_bytes: int | None, l3_bytes: int) -> bool:
+    """Whether the copy of B into panels runs inside the micro-tiles of each K slice, prefetching the next one:
+    where B streams from memory (:func:`stays_in_cache` does not hold, or its size is unknown) and each task
+    copies its own panels of a product without a batch. Where B stays in the L3 between calls, the copy in a
+    phase of its own is cheaper than the pipelined copy's bookkeeping."""
+    return bool(copies and not reuses and not batch and (b_bytes is None or not stays_in_cache(b_bytes, l3_bytes)))
+
+
+def serves_as_written(m: int | None, tm: int, rm: int, reuses: bool) -> bool:
+    """Whether the kernel, reading B as given, beats the transform path (which packs B once for all blocks).
+
+    It does when one block of rows covers M, so each task copies its B panels once, and when its workers keep
+    a column block's panels across row blocks (:func:`reuses_panels`), so B is copied about once; the
+    transform path also needs a register block of at least 2 rows (it folds unit dimensions). Otherwise each
+    task copies its panels, while the transform path packs B once for all of them.
+    """
+    return m is None or m <= tm or rm < 2 or reuses

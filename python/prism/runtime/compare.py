@@ -1,0 +1,97 @@
+"""The numeric check of a proof: run a function of two modules, compiled for the host, on the same random
+inputs and find where their results differ (:mod:`prism.algebra.prove` is given it by its caller)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from mlir import ir
+
+from prism.codegen import cpu
+from prism.infra.ir import make_context
+from prism.infra.passbase import PassContext
+from prism.runtime.cpu import JitFunction, TensorSpec, jit
+from prism.targets.host import host_target
+
+# Relative to the original result's largest magnitude: far above the rounding
+# of two f32 schedules of the same computation, far below a wrong one.
+TOLERANCE = {"f16": 2e-2, "bf16": 2e-2, "f32": 1e-3, "f64": 1e-9}
+DYNAMIC_SIZE = 7  # the size given to every dynamic dimension in numeric checks
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """Inputs (reproducible from ``seed``) on which the two functions disagree."""
+
+    seed: int
+    result: int
+    index: tuple[int, ...]
+    original: float
+    candidate: float
+
+    def describe(self) -> str:
+        """One line that says how to reproduce the difference."""
+        return (f"result #{self.result} differs at {list(self.index)}: original {self.original:.6g}, "
+                f"candidate {self.candidate:.6g} (inputs: numpy.random.default_rng({self.seed}).standard_normal, "
+                f"dynamic sizes {DYNAMIC_SIZE})")
+
+def describe_counterexample(original: ir.Module, candidate: ir.Module, name: str, trials: int = 3) -> str | None:
+    """:func:`find_counterexample`'s finding in words (None when there is none): a
+    :data:`prism.algebra.prove.FindCounterexample`."""
+    found = find_counterexample(original, candidate, name, trials)
+    return None if found is None else found.describe()
+
+
+def find_counterexample(original: ir.Module, candidate: ir.Module, name: str, trials: int = 3,
+                        seed: int = 0) -> Counterexample | None:
+    """Run @name of both modules on random inputs; the first difference found, or None."""
+    run_original, run_candidate = _host_function(original, name), _host_function(candidate, name)
+    signature = run_original.signature
+    for trial in range(trials):
+        trial_seed = seed + trial
+        rng = np.random.default_rng(trial_seed)
+        inputs = [_random_input(spec, rng) for spec in signature.inputs]
+        expected, got = (_as_tuple(run(*inputs)) for run in (run_original, run_candidate))
+        for index, (want, have) in enumerate(zip(expected, got, strict=True)):
+            difference = _difference(want, have, str(signature.results[index].dtype))
+            if difference is not None:
+                position, before, after = difference
+                return Counterexample(trial_seed, index, position, before, after)
+    return None
+
+
+def _host_function(module: ir.Module, name: str) -> JitFunction:
+    """@name of a copy of ``module``, lowered for the host and compiled."""
+    copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True), make_context())
+    with copy.context, ir.Location.unknown():
+        cpu.lower(copy, PassContext(), host_target().cores, host_target().vector_bits)
+        return jit(copy, name)
+
+
+def _random_input(spec: TensorSpec, rng: np.random.Generator) -> np.ndarray:
+    shape = [DYNAMIC_SIZE if d is None else d for d in (spec.shape or ())]
+    if spec.dtype in (np.float32, np.float64):  # drawn in the type itself: a 4096^2 weight in 0.05 s, not 0.1
+        values = rng.standard_normal(shape, dtype=spec.dtype)
+        values *= 0.5
+        return values
+    if np.issubdtype(spec.dtype, np.floating):
+        return (0.5 * rng.standard_normal(shape, dtype=np.float32)).astype(spec.dtype)
+    return rng.integers(-3, 4, size=shape).astype(spec.dtype)
+
+
+def _as_tuple(value: object) -> tuple[np.ndarray, ...]:
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _difference(want: np.ndarray, have: np.ndarray, dtype: str) -> tuple[tuple[int, ...], float, float] | None:
+    """Where two results differ beyond the tolerance, with both values; None if they agree."""
+    if want.shape != have.shape:
+        return (), float("nan"), float("nan")
+    error = np.abs(want.astype(np.float64) - have.astype(np.float64))
+    scale = max(1.0, float(np.abs(want).max(initial=0.0)))
+    tolerance = TOLERANCE.get({"float16": "f16", "float32": "f32", "float64": "f64"}.get(dtype, "f32"), 1e-3)
+    if not error.size or error.max() <= tolerance * scale:
+        return None
+    position = tuple(int(i) for i in np.unravel_index(int(error.argmax()), error.shape))
+    return position, float(want[position]), float(have[position])

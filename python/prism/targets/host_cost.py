@@ -1,0 +1,226 @@
+"""The host's cost model of a GEMM family (see :mod:`prism.targets.host`'s docstring for what it follows).
+
+The cost model follows the code generator that will run the contraction
+(see :mod:`prism.codegen.cpu`), asking :mod:`prism.kernels.host_gemm` what
+the kernel does. An f32 contraction in the row-major layout runs the direct
+kernel: each task copies its slice of B into panels when more than one row
+panel reuses them (else it reads B in place, or streams it along whole rows
+for a one-row block), so that copy is part of the task's work, and B's reads
+pay for each jump between contiguous runs. The memory time is that of the
+worker with the most columns of B, at its share of the bandwidth (cores left
+without a block leave theirs unused); one row of C splits K over every core.
+Other contractions run between a packing phase (both inputs read and written
+once) and an unpacking one (C read and written once), which do not overlap
+the kernel, so their memory time adds to its roofline.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from prism.kernels import host_gemm
+from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline, traffic_bytes
+from prism.search.space import Contraction
+from prism.targets.host_space import direct_kernel
+
+if TYPE_CHECKING:
+    from prism.targets.host import HostTarget
+
+COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + "
+             "max(rounds * (tiles(M, TM, RM)*tiles(N, TN, RN)*ceil(K/TK) * kernel_cycles(RM, RN, TK) "
+             "+ [B panels: ceil(K/TK)*TK*TN/lanes if ceil(TM/RM) > 1]) / clock + task), "
+             "(bytesA*ceil(N/TN) + bytesB*ceil(M/TM)*(1 + 128/run) + bytesC) / bandwidth * cores/busy); "
+             "rounds = ceil(B*ceil(M/TM)*ceil(N/TN) / cores); busy = min(B*ceil(M/TM)*ceil(N/TN), cores), "
+             "or cores for one row of C (K split); run = bytes of B read contiguously (TN or RN wide, N at decode); "
+             "tiles(M, TM, RM) = micro-tile rows per block, averaged over the blocks (the last one ragged)")
+
+# An FMA's latency in cycles (Zen 4 class): a micro-kernel needs latency x
+# issue rate independent accumulators to keep the FMA units busy. Two loads
+# (or broadcasts) per cycle.
+FMA_LATENCY, LOAD_PORTS = 4, 2
+# With just latency x rate accumulators, every load or loop instruction that
+# slips leaves an FMA unit idle: a step then takes this much longer than the
+# latency. Measured 2026-12-01 on the development machine (2-core Zen 3, f32,
+# TN = TK = 256): 4x16 blocks (8 accumulators) took 1.09x the time of 6x16
+# (12) at 1024^3 and 1.10-1.13x at 2048^3.
+LATENCY_SLACK_CYCLES = 0.4
+# Cycles to load and store a micro-tile's accumulators and restart the K loop,
+# paid once per TK slice of every micro-tile, beyond the loads and stores.
+SLICE_OVERHEAD_CYCLES = 20
+# The direct kernel's rows of A alias in one L1 set when K's stride is a whole number of ways (K a multiple of
+# 1024 f32 on a 48 KiB 12-way L1): with more rows than the set's ways less SET_RESERVED_WAYS (B's panel line
+# and C's), a micro-tile then runs SET_CONFLICT_FACTOR times slower. Measured on the 2-core Zen 5 at
+# 16x1024x1024 (TN = 512, TK = 256; fastest of 120 calls, three processes each): RM x RN = 16 x 16 0.257-0.276
+# ms, 12 x 32 0.181-0.240, 8 x 32 0.163-0.192. On the 8-way Zen 3, 6 x 16 blocks ran fastest.
+SET_RESERVED_WAYS, SET_CONFLICT_FACTOR = 2, 1.5
+# Handing one parallel block to a thread of the pool (a claimed chunk).
+BLOCK_OVERHEAD_SECONDS = 1e-6
+# Copying one vector of B into a panel: a load and a store.
+PANEL_COPY_CYCLES = 1
+# Packing reads each operand as runs of contiguous bytes, jumping between
+# runs; every jump costs as much as streaming this many more bytes (a page
+# walk and a DRAM row opening). Measured 2026-12-01 on the development
+# machine (16x4096x4096 f32, B packed into 16-, 32- and 64-wide panels: 64-,
+# 128- and 256-byte runs took 1.47x and 1.12x the time of the 256-byte ones).
+STRIDED_RUN_BYTES = 128
+
+
+def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assumed: int = 1024) -> np.ndarray:
+    """Predicted seconds of ``op`` scheduled by ``values`` (see the module docstring)."""
+    s = problem_sizes(op, assumed)
+    rm, rn = values["RM"], values["RN"]
+    # A tile larger than its (padded) extent covers just that extent.
+    tm = np.minimum(values["TM"], ceil_div(s["m"], rm) * rm)
+    tn = np.minimum(values["TN"], ceil_div(s["n"], rn) * rn)
+    tk = np.minimum(values["TK"], s["k"])
+    lanes = target.lanes(op)
+    # Workers take contiguous shares of the blocks (row block by row block): unless one share holds a whole
+    # row of column blocks, the first worker's blocks are all full-width, and it finishes last (N = 5632 in
+    # blocks of 4096 gave one core 4096 columns and the other 1536: 6.2 ms, against 4.8 with TN = 512).
+    rounds = _rounds(target, tm, tn, s)  # each worker's share of the blocks
+    columns = np.where(rounds < ceil_div(s["n"], tn), ceil_div(tn, rn), _inner_tiles_per_block(s["n"], tn, rn))
+    micro_tiles = _inner_tiles_per_block(s["m"], tm, rm) * columns
+    block_cycles = micro_tiles * ceil_div(s["k"], tk) * micro_kernel_cycles(target, rm, rn, tk, lanes)
+    run, direct = None, direct_kernel(op)
+    if direct:
+        # The kernel reads A in place, RM rows K apart: where that stride is a whole number of L1 ways, every
+        # row's line falls in one set, and more rows than the set holds (beside B's and C's) evict each other.
+        way_bytes = target.l1d_bytes // target.l1d_ways
+        aliased = (s["k"] * op.elem_bytes[0] % way_bytes == 0) & (rm > target.l1d_ways - SET_RESERVED_WAYS)
+        block_cycles = np.where(aliased, block_cycles * SET_CONFLICT_FACTOR, block_cycles)
+        # B panels are copied per task (one vector load and store each) when several row panels of several
+        # rows read them; the copy reads rows of B TN wide, and so does a one-row block (it streams whole
+        # rows of the task's columns), while a task with one row panel of several rows reads B RN wide.
+        packs = host_gemm.copies_panels(tm, rm, s["m"])
+        copies = np.where(packs, ceil_div(s["k"], tk) * tk * ceil_div(tn, lanes), 0)
+        # Kept across row blocks, a column block's panels are copied once rather than once per block.
+        reused = host_gemm.reuses_panels(packs, tm, tn, s["m"], op.extent("k"), op.elem_bytes[1])
+        copies = np.where(reused, copies / ceil_div(s["m"], tm), copies)
+        block_cycles = block_cycles + copies * PANEL_COPY_CYCLES
+        run = np.minimum(np.where(packs | (rm == 1), tn, rn), s["n"]) * op.elem_bytes[1]
+    # The worker with the most columns of B to read finishes last, streaming at its share of the bandwidth
+    # (idle cores leave theirs unused); a single row of C instead splits K over every core, each streaming
+    # whole rows of B.
+    imbalance = _memory_imbalance(target, tm, tn, s)
+    if direct:
+        split = host_gemm.splits_k(rm, op.extent("m"), op.extent("n"), "batch" in op.roles, target.cores)
+        run = np.where(split, s["n"] * op.elem_bytes[1], run)
+        imbalance = np.where(split, 1.0, imbalance)
+    compute = rounds * (block_cycles * target.cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
+    memory = _kernel_memory_seconds(target, op, tm, tn, s, run=run) * imbalance
+    phases = 0 if direct else _pack_seconds(target, op, values, s)
+    return phases + roofline(compute, memory)
+
+
+def gemm_lower_bound(target: HostTarget, op: Contraction, values: KnobValues, assumed: int = 1024
+                     ) -> np.ndarray:
+    """Reads TM and TN: exact traffic, unpadded work at the FMA peak, packing phases without their jumps."""
+    s = problem_sizes(op, assumed)
+    # Unpadded extents: the cost's tiles are at least these.
+    tm, tn = np.minimum(values["TM"], s["m"]), np.minimum(values["TN"], s["n"])
+    # A block's rows and columns averaged over the blocks, as the cost counts them (the last ones ragged).
+    rows, columns = s["m"] / ceil_div(s["m"], tm), s["n"] / ceil_div(s["n"], tn)
+    block_cycles = rows * columns * s["k"] / (target.lanes(op) * target.vector_fmas_per_cycle)
+    compute = _rounds(target, tm, tn, s) * (block_cycles * target.cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
+    phases = 0 if direct_kernel(op) else _pack_seconds(target, op, values, s, strided=False)
+    return phases + roofline(compute, _kernel_memory_seconds(target, op, tm, tn, s))
+
+
+def micro_kernel_cycles(target: HostTarget, rm: Knob, rn: Knob, tk: Knob, lanes: int) -> Knob:
+    """Cycles of one RM x RN micro-tile over one TK slice of K.
+
+    Each k step issues RM*RN/lanes FMAs and RM broadcasts plus RN/lanes
+    loads; with no more accumulators than FMA_LATENCY times the FMA
+    issue rate, the latency (and its slack), not the units, sets the pace.
+    """
+    accumulators = rm * rn / lanes
+    per_step = np.maximum(np.maximum(accumulators / target.vector_fmas_per_cycle, (rm + rn / lanes) / LOAD_PORTS),
+                          FMA_LATENCY + LATENCY_SLACK_CYCLES)
+    return tk * per_step + 2 * accumulators / LOAD_PORTS + SLICE_OVERHEAD_CYCLES
+
+
+def _rounds(target: HostTarget, tm: Knob, tn: Knob, s: dict[str, int]) -> Knob:
+    """Rounds of parallel TM x TN blocks over the cores."""
+    blocks = s["batch"] * ceil_div(s["m"], tm) * ceil_div(s["n"], tn)
+    return ceil_div(blocks, target.cores)
+
+
+def _memory_imbalance(target: HostTarget, tm: Knob, tn: Knob, s: dict[str, int]) -> Knob:
+    """The busiest worker's columns of B over an even share of them (1 when balanced, the cores when one
+    block is all there is).
+
+    Workers take contiguous shares of the blocks, row block by row block; the first takes whole rows of
+    blocks and then full-width blocks, the most columns of any. With N = 5632 and TN = 4096, two blocks on
+    two cores, it reads 4096 of the 5632 columns, 1.45 times an even share: the 8-row gate/up GEMM of
+    SwiGLU 8x2048 (two such blocks) ran 9.2 ms with the next GEMM, against 6.7 with TN = 1024 and 4-row
+    blocks (3072 columns, 1.09), which the cost had called a tie (2026-12-03, 2-core Zen 5).
+    """
+    row_blocks, nt = s["batch"] * ceil_div(s["m"], tm), ceil_div(s["n"], tn)
+    share = _rounds(target, tm, tn, s)  # the first worker's blocks
+    busiest = share // nt * s["n"] + share % nt * np.minimum(tn, s["n"])
+    return np.maximum(busiest * target.cores / (row_blocks * s["n"]), 1.0)
+
+
+def _bandwidth(target: HostTarget, op: Contraction, s: dict[str, int]) -> float:
+    """L3's bandwidth when the inputs and their packed copies fit half of it (the rest is shared), else DRAM's."""
+    working_set = 2 * s["batch"] * s["k"] * (s["m"] * op.elem_bytes[0] + s["n"] * op.elem_bytes[1])
+    return target.cache_bytes_per_s if host_gemm.stays_in_cache(working_set, target.l3_bytes) \
+        else target.dram_bytes_per_s
+
+
+def _pack_seconds(target: HostTarget, op: Contraction, values: KnobValues, s: dict[str, int],
+                  strided: bool = True) -> Knob:
+    """The packing phase before the kernel and the unpacking after it, which do not overlap it.
+
+    Each input and C is read and written once; reads pay
+    STRIDED_RUN_BYTES per jump (the packed C is read back in RN-wide
+    runs). ``strided=False`` leaves the jumps out, for a bound that holds
+    whatever the register block.
+    """
+    def moved(size: int, run: Knob) -> Knob:
+        return size * (2 + (STRIDED_RUN_BYTES / run if strided else 0))
+
+    sizes = (s["batch"] * s["m"] * s["k"] * op.elem_bytes[0], s["batch"] * s["k"] * s["n"] * op.elem_bytes[1])
+    inputs = sum(moved(size, _run_bytes(op, i, values, s)) for i, size in enumerate(sizes))
+    c_bytes = s["batch"] * s["m"] * s["n"] * op.acc_bytes
+    run_c = np.minimum(values["RN"], s["n"]) * op.acc_bytes if strided else 1
+    return (inputs + moved(c_bytes, run_c)) / _bandwidth(target, op, s)
+
+
+def _kernel_memory_seconds(target: HostTarget, op: Contraction, tm: Knob, tn: Knob, s: dict[str, int],
+                           run: Knob | None = None) -> Knob:
+    """The kernel's traffic: A once per N tile, B once per M tile, C once.
+
+    With ``run`` (the direct kernel), B is read from where it lies, in
+    contiguous runs of that many bytes (a task's row of B), each jump
+    costing STRIDED_RUN_BYTES more.
+    """
+    moved = traffic_bytes(op, tm, tn, s)
+    if run is not None:
+        b_bytes = s["batch"] * s["k"] * s["n"] * op.elem_bytes[1] * ceil_div(s["m"], tm)
+        moved = moved + b_bytes * STRIDED_RUN_BYTES / run
+    return moved / _bandwidth(target, op, s)
+
+
+def _inner_tiles_per_block(extent: int, tile: Knob, inner: Knob) -> Knob:
+    """Inner tiles (micro-tile rows or columns) of one block, averaged over the blocks of ``extent``.
+
+    The last block holds only what is left of the extent: with M = 128, TM =
+    96 and RM = 6, 16 and 6 micro-tile rows, 11 on average.
+    """
+    whole, left = extent // tile, extent % tile
+    return (whole * ceil_div(tile, inner) + ceil_div(left, inner)) / ceil_div(extent, tile)
+
+
+def _run_bytes(op: Contraction, operand: int, values: KnobValues, s: dict[str, int]) -> Knob:
+    """Contiguous bytes the pack reads from input ``operand`` before it jumps.
+
+    The pack walks K innermost, so an operand stored with K last is read
+    along whole rows; otherwise each row yields one inner tile (RM or RN
+    elements) before the walk moves to the next row.
+    """
+    role = op.roles[op.operand_dims[operand][-1]]
+    tile = {"m": values["RM"], "n": values["RN"]}.get(role, s[role])
+    return np.minimum(tile, s[role]) * op.elem_bytes[operand]

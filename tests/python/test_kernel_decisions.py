@@ -1,0 +1,95 @@
+"""The host kernel's decisions exist once (:mod:`prism.kernels.host_gemm`): change one rule there, and both the
+host's cost and the code the host code generator writes follow it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from mlir import ir
+
+from prism.codegen.cpu import CpuLowering
+from prism.infra.ir import make_context
+from prism.infra.passbase import PassContext
+from prism.kernels import host_gemm
+from prism.search.space import Contraction
+from prism.targets.host import host_target
+
+
+def _matmul(m: int, n: int, k: int, tm: int, tn: int, tk: int, rm: int, rn: int) -> str:
+    a, b, c = f"tensor<{m}x{k}xf32>", f"tensor<{k}x{n}xf32>", f"tensor<{m}x{n}xf32>"
+    return (f"func.func @mm(%a: {a}, %b: {b}, %c: {c}) -> {c} {{\n"
+            f'  %r = linalg.matmul {{prism.roles = ["m", "n", "k"], prism.choice = {{TM = {tm}, TN = {tn}, '
+            f"TK = {tk}, RM = {rm}, RN = {rn}}}}} ins(%a, %b : {a}, {b}) outs(%c : {c}) -> {c}\n"
+            f"  return %r : {c}\n}}\n")
+
+
+def _tiled(text: str, threads: int) -> str:
+    """The module after the host code generator's first stage, which writes the kernels."""
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        CpuLowering(threads, PassContext(), 256).tile(module)
+        return str(module)
+
+
+def _never(*args: object) -> bool:
+    return False
+
+
+# (m, n, k, TM, TN, TK, RM, RN), and how to change the rule that decides it.
+CASES = {
+    # Several row blocks of several row panels: workers keep their column block's B panels.
+    "reuse": ((256, 512, 512, 64, 256, 256, 4, 16),
+              lambda patch: patch.setattr(host_gemm, "REUSED_PANEL_BYTES", 0)),
+    # One row of C in one-row blocks: the workers split K.
+    "split-k": ((1, 4096, 512, 1, 512, 128, 1, 32),
+                lambda patch: patch.setattr(host_gemm, "splits_k", _never)),
+    # Several row panels of several rows: each task copies B into panels.
+    "copy": ((64, 256, 256, 64, 256, 256, 4, 16),
+             lambda patch: patch.setattr(host_gemm, "copies_panels", lambda *args, **kw: np.asarray(False))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_one_rule_changed_moves_the_cost_and_the_code(case: str, reference_host: None,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    (m, n, k, tm, tn, tk, rm, rn), change = CASES[case]
+    host = host_target()
+    op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (m, n, k), (4, 4), 4, "f32")
+    values = {"TM": np.asarray([tm]), "TN": np.asarray([tn]), "TK": np.asarray([tk]), "RM": np.asarray([rm]),
+              "RN": np.asarray([rn])}
+    text = _matmul(m, n, k, tm, tn, tk, rm, rn)
+    cost, code = float(host.seconds(op, values)[0]), _tiled(text, host.cores)
+    change(monkeypatch)
+    assert float(host.seconds(op, values)[0]) != cost
+    assert _tiled(text, host.cores) != code
+
+
+def test_the_cost_and_the_code_ask_the_same_rules(reference_host: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every decision the code generator takes for a product, the cost model takes too, for that product."""
+    asked: dict[str, list[Callable]] = {}
+    for name in ("direct_layout", "copies_panels", "reuses_panels", "splits_k"):
+        rule = getattr(host_gemm, name)
+
+        def spy(*args: object, _rule: Callable = rule, _name: str = name, **kw: object) -> object:
+            asked.setdefault(_name, []).append(_rule)
+            return _rule(*args, **kw)
+
+        monkeypatch.setattr(host_gemm, name, spy)
+    host = host_target()
+    op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (96, 128, 64), (4, 4), 4, "f32")
+    host.seconds(op, {"TM": np.asarray([32]), "TN": np.asarray([64]), "TK": np.asarray([64]),
+                      "RM": np.asarray([4]), "RN": np.asarray([16])})
+    by_cost = set(asked)
+    asked.clear()
+    _tiled(_matmul(96, 128, 64, 32, 64, 64, 4, 16), host.cores)
+    assert set(asked) == by_cost == {"direct_layout", "copies_panels", "reuses_panels", "splits_k"}
+
+
+@pytest.mark.parametrize(("m", "rm", "tm", "expected"), [(None, 2, 2, True), (1, 4, 8, False), (16, 4, 8, True),
+                                                        (16, 1, 8, False), (3, 4, 4, False)])
+def test_a_rule_answers_integers_and_arrays_alike(m: int | None, rm: int, tm: int, expected: bool) -> None:
+    assert bool(host_gemm.copies_panels(tm, rm, m)) is expected
+    many = host_gemm.copies_panels(np.asarray([tm, tm]), np.asarray([rm, rm]), m)
+    assert many.tolist() == [expected, expected]
