@@ -31,7 +31,7 @@ from mlir import ir
 from conftest import run_cli
 from prism.codegen.cpu import CpuLowering
 from prism.codegen.cpu.kernel import ELEMENTWISE_OPS
-from prism.codegen.runtime import compile_engine, jit
+from prism.runtime.cpu import compile_engine, jit
 from prism.infra.ir import make_context
 from prism.infra.passbase import PassContext
 
@@ -217,8 +217,8 @@ def _lower(element: str, shape: tuple[int, ...]) -> Lowered:
     with make_context(), ir.Location.unknown():
         module = ir.Module.parse("\n".join(_program(n, CASES[n], element, shape) for n in names))
         stages = CpuLowering(2, PassContext(), 256)
-        for _, _, method in stages.STAGES:
-            getattr(stages, method)(module)
+        for stage in stages.stages():
+            stage.run(module)
         engine = compile_engine(module, "math ops")
         return Lowered({n: jit(module, f"math_{n}", engine=engine) for n in names}, str(module))
 
@@ -283,7 +283,7 @@ def test_a_function_named_as_a_c_function_it_does_not_call_runs(rng: np.random.G
     with make_context(), ir.Location.unknown():
         module = ir.Module.parse(text)
         stages = CpuLowering(2, PassContext(), 256)
-        for _, _, method in stages.STAGES:
-            getattr(stages, method)(module)
+        for stage in stages.stages():
+            stage.run(module)
         x = rng.uniform(-9, 11, 37).astype(np.float32)
         np.testing.assert_allclose(jit(module, "exp")(x), np.exp(x.astype(np.float64)), rtol=2e-6)

@@ -12,7 +12,7 @@ import pytest
 
 import prism
 from conftest import run_cli
-from prism.codegen.runtime import ArgumentError, StaleBinding, as_array
+from prism.runtime.cpu import ArgumentError, StaleBinding, as_array
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 

@@ -56,6 +56,7 @@ import numpy as np
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
+from prism.codegen.cpu.pool import is_entry as is_pool_entry
 from prism.infra import attrs
 from prism.infra.diagnostics import display_location
 from prism.infra.errors import PrismError, TargetError
@@ -479,7 +480,7 @@ def _check_linkable(module: ir.Module) -> None:
         if op.name != "llvm.func" or len(op.regions[0].blocks):
             continue
         symbol = ir.StringAttr(op.attributes["sym_name"]).value
-        if symbol.startswith("llvm.") or pool.is_entry(op) or any(hasattr(library, symbol) for library in libraries):
+        if symbol.startswith("llvm.") or is_pool_entry(op) or any(hasattr(library, symbol) for library in libraries):
             continue
         raise TargetError(f"@{symbol} is declared but defined nowhere (not in the module, the MLIR runtime or this "
                           "process), so the host JIT cannot link a call to it; define it in the module",
@@ -487,9 +488,9 @@ def _check_linkable(module: ir.Module) -> None:
 
 
 def _pool_entries(module: ir.Module) -> list[str]:
-    """The names under which ``module`` declares the thread pool's entry (see ``pool.declaration``)."""
+    """The names under which ``module`` declares the thread pool's entry (see :func:`prism.codegen.cpu.pool.declaration`)."""
     return [ir.StringAttr(op.operation.attributes["sym_name"]).value for op in module.body.operations
-            if op.operation.name == "llvm.func" and pool.is_entry(op.operation)]
+            if op.operation.name == "llvm.func" and is_pool_entry(op.operation)]
 
 
 def compile_engine(module: ir.Module, what: str, opt_level: int = 3) -> ExecutionEngine:
