@@ -489,7 +489,8 @@ def _check_linkable(module: ir.Module) -> None:
 
 
 def _pool_entries(module: ir.Module) -> list[str]:
-    """The names under which ``module`` declares the thread pool's entry (see :func:`prism.codegen.cpu.pool.declaration`)."""
+    """The names under which ``module`` declares the thread pool's entry (see
+    :func:`prism.codegen.cpu.pool.declaration`)."""
     return [ir.StringAttr(op.operation.attributes["sym_name"]).value for op in module.body.operations
             if op.operation.name == "llvm.func" and is_pool_entry(op.operation)]
 
