@@ -134,7 +134,7 @@ class CompiledModule:
 
     def _runtime(self) -> tuple[ir.Module, Any]:
         """The module lowered for this machine and its compiled code, made at the first jit() or bind() and
-        shared by all of them (lowering and compiling the module took 2.2 s per call before)."""
+        shared by all of them."""
         if self._compiled is None:
             module = self._lowered()
             self._compiled = (module, compile_engine(module, self.source))

@@ -49,7 +49,7 @@ def _epilog() -> str:
               "Running the host code from Python (prism.compile(...).jit(name)): arguments are numpy arrays,",
               "ml_dtypes.bfloat16 arrays for bf16 (bf16 results come back as such), or any CPU array that speaks",
               "DLPack (torch tensors, JAX arrays) or the buffer protocol (memoryview, array.array), read in place",
-              "without a copy when contiguous. See docs/runtime-inputs.md.",
+              "without a copy when contiguous. See docs/usage.md, \"What host functions take and return\".",
               "",
               "Environment (the host target):",
               f"  {DESCRIPTION_VARIABLE}  a JSON file describing the machine to compile for instead of this one",

@@ -167,8 +167,8 @@ def test_rows_of_a_that_alias_in_one_l1_set_cost_more(describe_host: Callable[..
 def test_the_worker_with_the_most_columns_of_b_sets_the_memory_time(describe_host: Callable[..., Any]) -> None:
     """Workers take contiguous shares of the blocks: with N = 5632 in blocks of 4096, one of two cores reads
     4096 columns of B and the other 1536, 1.45 times an even share; blocks of 512 leave it 1.09 times. The
-    8-row GEMM of SwiGLU 8x2048's gate then leaves TN = 4096 (measured 2026-12-03 on the 2-core Zen 5: 9.2 ms
-    for the layer with it, 6.7 with 4 x 64 register blocks and TN = 1024)."""
+    8-row GEMM of SwiGLU 8x2048's gate then leaves TN = 4096 (benchmarks/RESULTS.md, "Measurements behind rules
+    in the code": the busiest worker's columns of B)."""
     from conftest import REFERENCE_HOST
 
     host = describe_host(REFERENCE_HOST.with_name("host-avx512.json"))

@@ -57,7 +57,8 @@ def reuses_panels(copies: Extent, tm: Extent, tn: Extent, m: Extent | None, k: E
 def splits_k(rm: Extent, m: Extent | None, n: Extent | None, batch: bool, workers: int) -> Extent:
     """Whether the workers split K rather than the blocks: a single row of C (decode) in one-row blocks, with
     no batch and a static N, streams whole rows of B, each worker one contiguous share of them, which keeps
-    more of the memory bandwidth than splitting N."""
+    more of the memory bandwidth than splitting N (benchmarks/RESULTS.md, "Host code against every baseline",
+    second pass)."""
     if m is None or n is None or batch or workers < 2:
         return _never(rm)
     return (rm == 1) & (m == 1)
@@ -78,7 +79,9 @@ def pipelines_copy(copies: bool, reuses: bool, batch: bool, b_bytes: int | None,
     """Whether the copy of B into panels runs inside the micro-tiles of each K slice, prefetching the next one:
     where B streams from memory (:func:`stays_in_cache` does not hold, or its size is unknown) and each task
     copies its own panels of a product without a batch. Where B stays in the L3 between calls, the copy in a
-    phase of its own is cheaper than the pipelined copy's bookkeeping."""
+    phase of its own is cheaper than the pipelined copy's bookkeeping (benchmarks/RESULTS.md, "Host code
+    against every baseline", fifth pass; and "Measurements behind rules in the code": the pipelined copy where
+    B streams from memory)."""
     return bool(copies and not reuses and not batch and (b_bytes is None or not stays_in_cache(b_bytes, l3_bytes)))
 
 
@@ -88,6 +91,8 @@ def serves_as_written(m: int | None, tm: int, rm: int, reuses: bool) -> bool:
     It does when one block of rows covers M, so each task copies its B panels once, and when its workers keep
     a column block's panels across row blocks (:func:`reuses_panels`), so B is copied about once; the
     transform path also needs a register block of at least 2 rows (it folds unit dimensions). Otherwise each
-    task copies its panels, while the transform path packs B once for all of them.
+    task copies its panels, while the transform path packs B once for all of them (benchmarks/RESULTS.md,
+    "Host code against every baseline", first and third passes; and "Measurements behind rules in the code":
+    when the direct kernel serves a product as written).
     """
     return m is None or m <= tm or rm < 2 or reuses

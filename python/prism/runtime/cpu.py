@@ -310,8 +310,9 @@ class _Frame:
     sizes[r], strides[r]}``, and the results' descriptors, which the callee
     fills. Static sizes and strides are written once, in a template that each
     call copies; a call then writes the addresses and the dynamic extents.
-    Building ctypes structures per argument cost 30-50 us a call; this is a
-    few.
+    A call writes one frame rather than building ctypes structures per
+    argument (benchmarks/RESULTS.md, "Measurements behind rules in the
+    code": the call frame).
     """
 
     def __init__(self, signature: Signature):
@@ -430,8 +431,9 @@ def _keep_large_blocks_in_heap() -> None:
 
     Compiled functions allocate their packed operands and results with malloc
     on every call. Above glibc's mmap threshold each such block is a fresh
-    mapping whose pages fault in one by one: measured at a quarter of a
-    1024^3 GEMM's time, and half its throughput. Raising the thresholds keeps
+    mapping whose pages fault in one by one on every call
+    (benchmarks/RESULTS.md, "Measurements behind rules in the code": large
+    blocks kept in the heap). Raising the thresholds keeps
     those blocks in the heap, warm, from one call to the next. Other C
     libraries have no mallopt and keep their defaults.
     """
@@ -453,10 +455,9 @@ def _in_huge_pages(array: np.ndarray) -> np.ndarray:
     it. The compiled code's malloc, held in the heap by
     :func:`_keep_large_blocks_in_heap`, gives it 4 KiB pages, where numpy
     advises huge pages for its own large arrays; over the TLB misses of 4 KiB
-    pages, 16-row products read a 64 MiB prepacked weight 4-11% slower
-    (measured on a 2-core Zen 5, in one process: 16x4096x4096 2.24 -> 2.16
-    and 2.32 -> 2.07 ms, RMSNorm+linear 16x4096 2.47 -> 2.29, SwiGLU 16x4096
-    16.7 -> 15.5). The copy is one pass over the weight, at bind time.
+    pages, 16-row products read a large prepacked weight measurably slower
+    (benchmarks/RESULTS.md, "Host code against every baseline", sixth pass:
+    huge pages). The copy is one pass over the weight, at bind time.
     Where the platform has no MADV_HUGEPAGE, nothing changes.
     """
     if array.nbytes < HUGE_PAGE_MIN_BYTES or not hasattr(mmap, "MADV_HUGEPAGE"):
@@ -488,7 +489,8 @@ def _check_linkable(module: ir.Module) -> None:
 
 
 def _pool_entries(module: ir.Module) -> list[str]:
-    """The names under which ``module`` declares the thread pool's entry (see :func:`prism.codegen.cpu.pool.declaration`)."""
+    """The names under which ``module`` declares the thread pool's entry (see
+    :func:`prism.codegen.cpu.pool.declaration`)."""
     return [ir.StringAttr(op.operation.attributes["sym_name"]).value for op in module.body.operations
             if op.operation.name == "llvm.func" and is_pool_entry(op.operation)]
 
@@ -523,7 +525,7 @@ def jit(module: ir.Module, name: str | None = None, *, opt_level: int = 3,
 
 # A bound array's fingerprint samples 64 evenly spaced runs of 16 consecutive elements: 1024 elements from
 # 64 places, so that a weight of many megabytes costs 64 cache and TLB misses per call rather than 1024
-# (measured: 1024 scattered samples added 0.3 ms to a 3.8 ms decode over a 64 MiB weight).
+# (benchmarks/RESULTS.md, "Measurements behind rules in the code": the bound-array fingerprint).
 _FINGERPRINT_RUNS = 64
 _FINGERPRINT_RUN = 16
 

@@ -140,8 +140,8 @@ def host_target() -> HostTarget:
     vector_bits, cores = machine.vector_bits, machine.cores
     path = config_path()
     calibration = Calibration.read(path, machine) if path else None
-    # Two FMA pipes per core at ~3.6 GHz (on a Zen 4, whose 256-bit pipes take a 512-bit FMA together, 230
-    # GFLOP/s f32 measured on 2 cores). Override where it differs.
+    # Two FMA pipes per core at ~3.6 GHz, each fma_bits wide; calibrate (python -m prism.calibrate) or
+    # override where the machine differs.
     fma_pipes, fma_bits = 2, int(os.environ.get("PRISM_HOST_FMA_BITS", machine.fma_bits))
     default_gflops = calibration.gflops if calibration else cores * fma_pipes * 2 * (fma_bits // 32) * 3.6
     gflops = float(os.environ.get("PRISM_HOST_GFLOPS", default_gflops))

@@ -60,8 +60,8 @@ DOT_CYCLES = 4
 SOFTMAX_VECTOR_CYCLES = 10
 SOFTMAX_ROW_CYCLES = 30
 # Bytes per cycle a core brings into L2 as a step starts on a block of K and V, not overlapped with the
-# products. Measured 2026-12-02 on the 2-core Zen 3 (16 heads, 128 queries, 1024 keys, d = 128): 12 query
-# rows per task took 24.1 ms, 128 rows 13.6 ms, where the cost without this term has them equal.
+# products. Without this term, tasks of a few query rows cost as little as tasks of many, which run nearly
+# twice as fast (benchmarks/RESULTS.md, "Attention as a searched family").
 L2_FILL_BYTES_PER_CYCLE = 8
 # Cycles per element of the transposition of K (a scalar load, a bounds check and a store).
 TRANSPOSE_CYCLES = 2

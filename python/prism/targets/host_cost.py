@@ -36,24 +36,23 @@ COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + 
              "or cores for one row of C (K split); run = bytes of B read contiguously (TN or RN wide, N at decode); "
              "tiles(M, TM, RM) = micro-tile rows per block, averaged over the blocks (the last one ragged)")
 
-# An FMA's latency in cycles (Zen 4 class): a micro-kernel needs latency x
-# issue rate independent accumulators to keep the FMA units busy. Two loads
-# (or broadcasts) per cycle.
+# An FMA's latency in cycles on current x86 cores: a micro-kernel needs
+# latency x issue rate independent accumulators to keep the FMA units busy.
+# Two loads (or broadcasts) per cycle.
 FMA_LATENCY, LOAD_PORTS = 4, 2
 # With just latency x rate accumulators, every load or loop instruction that
 # slips leaves an FMA unit idle: a step then takes this much longer than the
-# latency. Measured 2026-12-01 on the development machine (2-core Zen 3, f32,
-# TN = TK = 256): 4x16 blocks (8 accumulators) took 1.09x the time of 6x16
-# (12) at 1024^3 and 1.10-1.13x at 2048^3.
+# latency, so 6-row register blocks (12 accumulators) beat 4-row ones (8)
+# (benchmarks/RESULTS.md, "Host code against every baseline", fourth pass:
+# the register block).
 LATENCY_SLACK_CYCLES = 0.4
 # Cycles to load and store a micro-tile's accumulators and restart the K loop,
 # paid once per TK slice of every micro-tile, beyond the loads and stores.
 SLICE_OVERHEAD_CYCLES = 20
 # The direct kernel's rows of A alias in one L1 set when K's stride is a whole number of ways (K a multiple of
 # 1024 f32 on a 48 KiB 12-way L1): with more rows than the set's ways less SET_RESERVED_WAYS (B's panel line
-# and C's), a micro-tile then runs SET_CONFLICT_FACTOR times slower. Measured on the 2-core Zen 5 at
-# 16x1024x1024 (TN = 512, TK = 256; fastest of 120 calls, three processes each): RM x RN = 16 x 16 0.257-0.276
-# ms, 12 x 32 0.181-0.240, 8 x 32 0.163-0.192. On the 8-way Zen 3, 6 x 16 blocks ran fastest.
+# and C's), a micro-tile then runs SET_CONFLICT_FACTOR times slower (benchmarks/RESULTS.md, "Host code
+# against every baseline", sixth pass: L1 set aliasing).
 SET_RESERVED_WAYS, SET_CONFLICT_FACTOR = 2, 1.5
 # Handing one parallel block to a thread of the pool (a claimed chunk).
 BLOCK_OVERHEAD_SECONDS = 1e-6
@@ -61,9 +60,9 @@ BLOCK_OVERHEAD_SECONDS = 1e-6
 PANEL_COPY_CYCLES = 1
 # Packing reads each operand as runs of contiguous bytes, jumping between
 # runs; every jump costs as much as streaming this many more bytes (a page
-# walk and a DRAM row opening). Measured 2026-12-01 on the development
-# machine (16x4096x4096 f32, B packed into 16-, 32- and 64-wide panels: 64-,
-# 128- and 256-byte runs took 1.47x and 1.12x the time of the 256-byte ones).
+# walk and a DRAM row opening), fitted to B packed into 16-, 32- and 64-wide
+# panels (benchmarks/RESULTS.md, "Measurements behind rules in the code":
+# packing per strided run).
 STRIDED_RUN_BYTES = 128
 
 
@@ -77,8 +76,8 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
     tk = np.minimum(values["TK"], s["k"])
     lanes = target.lanes(op)
     # Workers take contiguous shares of the blocks (row block by row block): unless one share holds a whole
-    # row of column blocks, the first worker's blocks are all full-width, and it finishes last (N = 5632 in
-    # blocks of 4096 gave one core 4096 columns and the other 1536: 6.2 ms, against 4.8 with TN = 512).
+    # row of column blocks, the first worker's blocks are all full-width, and it finishes last
+    # (benchmarks/RESULTS.md, "Measurements behind rules in the code": the busiest worker's columns of B).
     rounds = _rounds(target, tm, tn, s)  # each worker's share of the blocks
     columns = np.where(rounds < ceil_div(s["n"], tn), ceil_div(tn, rn), _inner_tiles_per_block(s["n"], tn, rn))
     micro_tiles = _inner_tiles_per_block(s["m"], tm, rm) * columns
@@ -153,9 +152,9 @@ def _memory_imbalance(target: HostTarget, tm: Knob, tn: Knob, s: dict[str, int])
 
     Workers take contiguous shares of the blocks, row block by row block; the first takes whole rows of
     blocks and then full-width blocks, the most columns of any. With N = 5632 and TN = 4096, two blocks on
-    two cores, it reads 4096 of the 5632 columns, 1.45 times an even share: the 8-row gate/up GEMM of
-    SwiGLU 8x2048 (two such blocks) ran 9.2 ms with the next GEMM, against 6.7 with TN = 1024 and 4-row
-    blocks (3072 columns, 1.09), which the cost had called a tie (2026-12-03, 2-core Zen 5).
+    two cores, it reads 4096 of the 5632 columns, 1.45 times an even share, where TN = 1024 leaves it 1.09
+    (benchmarks/RESULTS.md, "Host code against every baseline", seventh pass: the code change; and
+    "Measurements behind rules in the code": the busiest worker's columns of B).
     """
     row_blocks, nt = s["batch"] * ceil_div(s["m"], tm), ceil_div(s["n"], tn)
     share = _rounds(target, tm, tn, s)  # the first worker's blocks

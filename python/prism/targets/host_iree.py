@@ -20,14 +20,14 @@ def iree_config(target: HostTarget, op: Contraction, choice: dict[str, int]) -> 
     TK and B's panels have no counterpart. Its vector tiles run well as
     powers of two: RM becomes the largest one not above it (6 rows become
     4). The workgroup is :func:`iree_workgroup`'s. Prism's tiles as they
-    are (96 x 256 blocks of 6 x 16) took 18.4 and 188 ms at 512^3 and
-    1024^3 (IREE's default 6.2 and 63.6).
+    are run several times slower in IREE than its defaults
+    (benchmarks/RESULTS.md, "IREE with Prism's configurations against
+    IREE's defaults").
     """
     rm, rn = choice["RM"], choice["RN"]
     vm, wm, wn = iree_workgroup(op, choice)
-    # K one step at a time as in Prism's micro-kernel, but 8 for a short K, as IREE's own configurations
-    # take it: at 16 x 1024 x 1024 (ms, in process, alternating) 1.64 with one step, 1.33 with 8, IREE's
-    # default 1.13; at 16 x 4096 x 4096, 35.7-38.6 with one, 39.0 with 8, IREE's default 42.5.
+    # K one step at a time as in Prism's micro-kernel, but 8 for a short K (at most 1024), as IREE's own
+    # configurations take it (benchmarks/RESULTS.md, "Measurements behind rules in the code": IREE's K step).
     reduction = 8 if iree_k(op) <= 1024 else 1
     tiles = {"batch": (1, 1, 0), "m": (wm, vm, 0), "n": (wn, rn, 0), "k": (0, 0, reduction)}
     config = iree_tile_levels(op.roles, tiles, ("distribution", "vector_common_parallel", "vector_reduction"))
@@ -52,12 +52,11 @@ def iree_data_tiling(target: HostTarget, op: Contraction, choice: dict[str, int]
     row blocks) or of dynamic M, without a batch. Each operand is packed
     once per call into lanes x lanes tiles (8 x 8 with AVX2, IREE's own
     data-tiling tile), and the workgroup is :func:`iree_workgroup`'s.
-    Measured 2026-12-02 on the 2-core Zen 3 (IREE 3.13, ms, in process,
-    alternating), IREE's default against the packed form with IREE's own
-    workgroups and with these: 512^3 5.9, 4.7, -; 1024^3 54.6, 28.8-30.6,
-    25.5 (workgroups of 32 x 64); 2048^3 557, 315, -. At 16 x 4096^2 the
-    packed form lost (148 against 118: B is packed on every call for 16
-    rows).
+    Packing pays where each panel of B serves several row blocks; with one
+    row block (16 x 4096^2) B would be packed on every call for 16 rows, so
+    the product keeps the double-tiling configuration
+    (benchmarks/RESULTS.md, "IREE with Prism's configurations: packed
+    products on the host").
     """
     if op.input_type != "f32" or op.acc_bytes != 4 or "batch" in op.roles:
         return None
@@ -84,11 +83,9 @@ def iree_workgroup(op: Contraction, choice: dict[str, int]) -> tuple[int, int, i
 
     A workgroup is 4 vector tiles wide (TN capped) and K/128 high, from 8
     to 32 vector tiles (TM capped): the longer K, the more rows share a
-    workgroup's panel of B. Measured 2026-12-02 on the 2-core Zen 3 (IREE
-    3.13, ms, in process; workgroups of 4 x 16 tiles): 512^3, 32 x 64 5.6
-    against IREE's default 6.2; 1024^3, 32 x 64 44.5, 64 x 64 49.1, default
-    63.6; 2048^3, 64 x 64 713, 128 x 64 684, 32 x 64 853, default 737;
-    16 x 4096^2, 16 x 64 115 against 129.
+    workgroup's panel of B (measured from 512^3 to 2048^3 and at
+    16 x 4096^2: benchmarks/RESULTS.md, "Measurements behind rules in the
+    code": IREE workgroups).
     """
     vm = min(1 << (choice["RM"].bit_length() - 1), 8)
     rows = vm * min(max(iree_k(op) // 128, 8), 32)

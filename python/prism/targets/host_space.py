@@ -33,9 +33,10 @@ def gemm_space(op: Contraction, target: HostTarget) -> Space:
     FMAs in flight than 4 rows (8 accumulators, just the FMA latency times
     two units). TM may then be three times a power of two as well
     (``t3 = 1``), so that a block holds whole micro-tiles; a power of two
-    keeps a problem of that many rows in one block (measured on 128x4096x4096:
-    TM = 128 with RM = 6, 22 micro-tiles of which the last repeats two rows,
-    40.8 ms; TM = 96, two row blocks, 49.8 ms).
+    keeps a problem of that many rows in one block: one block whose last
+    micro-tile repeats a few rows beats two row blocks
+    (benchmarks/RESULTS.md, "Host code against every baseline", fourth
+    pass: the register block).
     """
     lanes_log2 = int(math.log2(target.vector_bits // (8 * op.acc_bytes)))
     # The direct kernel takes any register block and short K slices (decode

@@ -2,8 +2,9 @@
 
 Figures come from the vendors' datasheets and CUDA programming guide
 (compute-capability tables), except where a line says "measured": those were
-read on an H200 SXM in October and November 2026 (PyTorch device
-properties, a device-to-device copy, an 8192^3 bf16 matmul). Effective
+read on an H200 SXM (PyTorch device properties, a device-to-device copy, an
+8192^3 bf16 matmul; benchmarks/RESULTS.md, "Measurements behind rules in
+the code": H200 figures). Effective
 bandwidths carry a safety margin because a roofline that assumes peak
 bandwidth prunes too much.
 
@@ -265,9 +266,9 @@ _HOPPER = dict(
 )
 
 GPU_TARGETS: dict[str, NvidiaTarget] = {
-    # H200 SXM: L2 60 MB and 132 SMs measured (device properties); copy
-    # bandwidth measured 4.3 TB/s against 4.8 TB/s on the datasheet; bf16 matmul
-    # measured 788 TFLOP/s (datasheet dense 989); fp32 datasheet 67.
+    # H200 SXM: 132 SMs and 60 MB of L2 (device properties); the copy bandwidth
+    # and the bf16 matmul rate are measured (benchmarks/RESULTS.md, "Measurements
+    # behind rules in the code": H200 figures), fp32 from the datasheet (67 TFLOP/s).
     "h200": NvidiaTarget(name="h200", l2_bytes=60 * 1024**2, dram_bytes_per_s=4.3e12 * BANDWIDTH_MARGIN,
                       flops={"f16": 788 * _TERA, "bf16": 788 * _TERA, "f32": 67 * _TERA}, **_HOPPER),
     # H100 SXM5 80 GB: 3.35 TB/s HBM3, L2 50 MB, dense f16/bf16 989 TFLOP/s,

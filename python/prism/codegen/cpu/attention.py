@@ -55,9 +55,8 @@ from prism.infra.errors import UnsupportedOp
 from prism.infra.passbase import PassContext
 from prism.search.attention import AttentionMatch, attention_lanes, match_attention
 
-# Query rows per task (about) and key rows per step, without a choice. Measured on the 2-core Zen 3 (16 heads,
-# d = 64, in alternation): S = 512, BQ x BKV = 48 x 64 14.7 ms, 48 x 128 13.4, 96 x 128 12.9, 96 x 256 14.3,
-# 192 x 128 12.9; S = 2048, 48 x 64 211 ms, 48 x 128 185, 96 x 128 175.
+# Query rows per task (about) and key rows per step, without a choice: the fastest fixed tiles measured at
+# S = 512 and 2048 (benchmarks/RESULTS.md, "Attention on the host: one online-softmax kernel").
 QUERY_ROWS, KEY_ROWS = 96, 128
 # The knobs of a choice (the attention family's symbols).
 CHOICE_KEYS = ("BQ", "BKV", "RM", "RN", "KVS")

@@ -8,31 +8,29 @@ A contraction ``C[b, m, n] (+)= sum_k A[b, m, k] * B[b, k, n]`` over f32
 2. K slices: a loop over ``TK``-deep slices of K;
 3. B panel: with ``PACK = 1`` the task first copies its ``TK x TN`` slice of B
    into a buffer of ``RN``-wide panels, ``[TN/RN][TK][RN]``, zero-padded at
-   the right edge, reading PACK_DEPTH rows side by side, each one
-   contiguous run of TN (read panel by panel, RN wide down the rows, the
-   copy took 1.6x as long at 16x4096x4096; one row at a time, 11.4 against
-   9.2 ms for the whole GEMM), so the micro-kernel reads one contiguous panel that stays
-   in L1 while the row panels of A stream past it. With several row blocks
-   (``reuse_panels``) a worker takes its tasks column block by column block
-   and keeps the panels of every K slice, ``[K/TK][TN/RN][TK][RN]``, copying
-   them only when its column block changes, so B is copied about once rather
-   than once per row block (512^3: 1.90 against 2.28 ms on the transform
-   path, which packs B once for all blocks). Where B streams from memory
-   rather than the caches, without a batch and with panels not kept, the
-   copy is ``pipelined``: the micro-tiles of each K slice copy the next
-   slice (or the worker's next task's first) into a second buffer, the
-   rows of a few panels every 8 k steps, prefetching what they will copy
-   4 KiB ahead, so that B streams while the micro-kernel computes rather
-   than in a phase of its own (16x4096x4096: 1.06 -> 1.3x numpy). With
-   ``PACK = 0`` the
-   micro-kernel reads B where it is, row by row: right when a task has a
-   single row panel (small M, decode), where each element of B is read once
-   and copying it would only add traffic. A ``prepacked`` B (a weight
-   packed once, in ``@f_prepare``) is read in place as ``[N/RN][K][RN]``
-   panels. Where one row block covers all of M, each panel comes from
-   memory once per call, and each micro-tile prefetches the next panel's
-   row at its k (:func:`prefetches_panels`), so that memory is read while
-   the micro-kernel computes rather than in bursts at each panel's start;
+   the right edge, reading PACK_DEPTH rows side by side, each one contiguous
+   run of TN (benchmarks/RESULTS.md, "Measurements behind rules in the code":
+   the copy into panels reads whole rows), so the micro-kernel reads one
+   contiguous panel that stays in L1 while the row panels of A stream past it.
+   With several row blocks (``reuse_panels``) a worker takes its tasks column
+   block by column block and keeps the panels of every K slice,
+   ``[K/TK][TN/RN][TK][RN]``, copying them only when its column block changes,
+   so B is copied about once rather than once per row block (as the transform
+   path packs B once for all blocks). Where B streams from memory rather than
+   the caches, without a batch and with panels not kept, the copy is
+   ``pipelined``: the micro-tiles of each K slice copy the next slice (or the
+   worker's next task's first) into a second buffer, the rows of a few panels
+   every 8 k steps, prefetching what they will copy 4 KiB ahead, so that B
+   streams while the micro-kernel computes rather than in a phase of its own.
+   With ``PACK = 0`` the micro-kernel reads B where it is, row by row: right
+   when a task has a single row panel (small M, decode), where each element of
+   B is read once and copying it would only add traffic. A ``prepacked`` B (a
+   weight packed once, in ``@f_prepare``) is read in place as
+   ``[N/RN][K][RN]`` panels. Where one row block covers all of M, each panel
+   comes from memory once per call, and each micro-tile prefetches the next
+   panel's row at its k (:func:`prefetches_panels`), so that memory is read
+   while the micro-kernel computes rather than in bursts at each panel's
+   start;
 4. micro-kernel: ``RM x RN`` accumulators in vector registers, updated by
    ``RM`` broadcasts of A and ``RN/lanes`` vector loads of B per k, then
    added to C. Rows past the block's end repeat its last row (the same
@@ -55,9 +53,9 @@ tile of C starts at its init, and then takes STREAM_DEPTH rows of B at a
 time, which stay in L1 while each row of the tile is updated from them, a
 vector of C loaded, taking one FMA per row of B, and stored back. B is then read along whole
 rows of the task's columns, STREAM_DEPTH sequential streams per core, where
-the register-blocked order would read RN-wide pieces of K rows: measured on
-a 2-core Zen 3 at 1x4096x4096, 10 GB/s became 16-20 GB/s, where numpy
-reached 21-26 in the same runs. Each vector of C sums its STREAM_DEPTH
+the register-blocked order would read RN-wide pieces of K rows, which
+keeps fewer loads in flight (benchmarks/RESULTS.md, "Host code against
+every baseline", second pass). Each vector of C sums its STREAM_DEPTH
 products in two chains of FMAs (half the latency of one). For a single
 row of C (``split_k``) the workers take shares of K rather than of the
 columns, each streaming one contiguous share of B into its own row of
@@ -81,23 +79,23 @@ from mlir import ir
 from prism.codegen.cpu.text import F32, MlirText, inline_function
 
 # Rows of B that a streaming kernel (KernelPlan.streams) reads together: that many sequential streams per
-# core, which is what keeps enough loads in flight to reach the memory bandwidth. At 1x4096x4096 on the 2-core
-# Zen 5, numpy / Prism over three processes each: 4 rows 1.08-1.11, 8 rows 1.09-1.20, 16 rows 0.82-1.02.
+# core, which is what keeps enough loads in flight to reach the memory bandwidth (4, 8 and 16 measured:
+# benchmarks/RESULTS.md, "Measurements behind rules in the code": rows of B a streaming kernel reads together).
 STREAM_DEPTH = 8
 # Bytes of one cache line: a prefetch brings in one.
 CACHE_LINE = 64
-# A pipelined copy (KernelPlan.pipelined) prefetches the B it will copy this many bytes ahead (measured at
-# 16x4096x4096 on the 2-core Zen 3: 1 KiB 5.6 ms, 4 KiB 5.2, 8 KiB 5.2, 16 KiB 5.4; with no prefetch 7.8, as the
-# loads of the copy then wait for memory; the copy in a phase of its own 6.2).
+# A pipelined copy (KernelPlan.pipelined) prefetches the B it will copy this many bytes ahead: without a
+# prefetch the copy's loads wait for memory (1 to 16 KiB measured: benchmarks/RESULTS.md, "Measurements behind
+# rules in the code": the pipelined copy's prefetch distance).
 COPY_AHEAD_BYTES = 4096
 # A micro-tile of a pipelined copy takes one unit of the copy per this many k steps at most (its k loop is
 # unrolled that many times); a unit is the rows of as many panels as keep the copy spread over the whole slice
-# (two for 4 micro-tiles down a row block, four for 2): one panel row per k step took 8x4096x4096 from 0.93
-# to 0.80x numpy, as the bookkeeping of each unit then came every other k step.
+# (two for 4 micro-tiles down a row block, four for 2): a unit every other k step makes its bookkeeping cost
+# more than the overlap saves (benchmarks/RESULTS.md, "Host code against every baseline", fifth pass).
 COPY_EVERY_MAX = 8
 # Rows of B that the copy into panels reads side by side (KernelPlan.pack): that many streams keep the loads
-# in flight where one row at a time restarts the prefetcher at every row. At 16x4096x4096 (TN = 1024) on
-# the 2-core Zen 3: 1 row 11.4 ms, 4 rows 9.3, 8 rows 9.2, 16 rows 11.8 (numpy 9.4-9.7).
+# in flight where one row at a time restarts the prefetcher at every row; 16 rows spill registers
+# (benchmarks/RESULTS.md, "Host code against every baseline", fourth pass: the copy into panels).
 PACK_DEPTH = 8
 KERNEL_NAME = "gemm"  # the name of a kernel while it is text; it is always inlined
 
@@ -519,8 +517,8 @@ class _Kernel:
         rest of the K slice): for each row of the tile, a vector of C is loaded, takes one FMA per row of B,
         and is stored. B streams along whole rows of the task's columns, read from memory once: its
         STREAM_DEPTH rows stay in L1 while every row of the tile takes them (the other order, rows of C
-        outside, read them again from L2 or further for each row: 16x4096x4096 with TN = 512 took 21.2
-        against 15.4 ms).
+        outside, reads them again from L2 or further for each row: benchmarks/RESULTS.md, "Host code against
+        every baseline", third pass).
         """
         t = self.t
         depth = t.const(STREAM_DEPTH)
@@ -792,12 +790,12 @@ def prefetches_panels(plan: KernelPlan) -> bool:
 
     Each panel then streams from memory once per call, and without help the
     memory is busy only while a panel's first micro-tile runs (each panel's
-    slice is a run of its own, K x RN floats from the last). Measured with
-    bound weights on the 2-core Zen 3, in one process: 8x4096x4096 4.7 -> 3.4
-    ms, 16x4096x4096 6.0 -> 5.0, 128x4096x4096 27.5 -> 26.7 (numpy 5.3, 6.6,
-    26.6); the 16-row layers 1.01-1.21x numpy before, 1.31-1.51x after. With
-    several row blocks, panels are read again from the caches, and prefetching
-    them cost 1024^3 about 7% (14.5 -> 15.5 ms).
+    slice is a run of its own, K x RN floats from the last). With several
+    row blocks, panels are read again from the caches, and prefetching them
+    costs more than it saves (benchmarks/RESULTS.md, "Host code against
+    every baseline", fifth pass: the prefetch on bound weights; and
+    "Measurements behind rules in the code": the prefetch of prepacked
+    panels).
     """
     rows = _dim(plan.c_type, -2)
     return rows is not None and rows <= plan.tm

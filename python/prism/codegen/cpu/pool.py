@@ -12,9 +12,9 @@ A program that has a symbol of that name calls it as
 with ``{prism.pool_entry}``; the JIT links both to the pool.
 
 Why not MLIR's async runtime: its workers sleep on a condition variable
-between tasks, and on a small VM they often woke too late to take a share of
-a short loop (a 1 ms GEMM ran every block on the calling thread; how often
-depended on the run). Here a worker spins for ``SPIN_SECONDS`` after each
+between tasks, and often wake too late to take a share of a short loop
+(benchmarks/RESULTS.md, "Host code against every baseline", third pass:
+the thread pool). Here a worker spins for ``SPIN_SECONDS`` after each
 job, as BLAS libraries' threads do, before it sleeps on a futex; a loop
 costs one atomic increment per chunk rather than a task allocation, a
 coroutine and a reference-counted token.
