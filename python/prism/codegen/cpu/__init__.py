@@ -107,6 +107,30 @@ class CpuLowering(Lowering):
     def tile(self, module: ir.Module) -> None:
         """Fuse attention (:mod:`.attention`), schedule every contraction (see :mod:`.schedule`), then vectorize
         the pack transposes."""
+        self._normalize(module)
+        # Registered families' kernels first (attention's: :mod:`.attention`), each named by its family's kind.
+        kernels = [Kernel(family.kind, ops[0], ops[1:]) for family in registered_families() if "cpu" in family.kernels
+                   for ops in family.kernels["cpu"](module, self.lanes, self.threads, self.ctx)]
+        transform_path: list[CpuGemm] = []  # in tag order
+        planned = self._plan_gemms(module, transform_path)
+        kernels += [Kernel(kind, ops[0], ops[1:]) for kind, ops in prepare_weights(module, planned, self.ctx,
+                                                                                   self.lanes)]
+        kernels += [Kernel("gemm (transform path)", *_described(gemm.op)) for gemm in transform_path]
+        kernels += self._inline_kernels(planned, transform_path)
+        kernels += [Kernel("rows", ops[0], ops[1:]) for ops in fuse_rows(module, self.lanes, self.threads)]
+        kernels += [Kernel("loops", *_described(op)) for op in _generic_path_ops(module)]
+        self.ctx.report["kernels"] = _by_function(module, kernels)
+        apply_script(module, gemm_script(transform_path), "tiling and vectorization")
+        rewrites.forward_copies_into_empty(module)
+        tiles = tag_transposes(module)
+        if tiles:
+            apply_script(module, transpose_script(tiles), "pack vectorization")
+
+    @staticmethod
+    def _normalize(module: ir.Module) -> None:
+        """Refuse what cannot be lowered, then put the program in the form the kernels match: the program's calls
+        inlined, tensor arith/math as generics, crowded expansions as reshapes, booleans in bytes, aggregate ops
+        decomposed."""
         check_module(module)
         rewrites.inline_calls(module)
         normalize_elementwise(module)
@@ -115,35 +139,31 @@ class CpuLowering(Lowering):
         widen_booleans(module)
         if _contains(module, AGGREGATE_OPS):
             apply_script(module, decompose_script(), "decomposition of aggregate ops")
-        # Registered families' kernels first (attention's: :mod:`.attention`), each named by its family's kind.
-        kernels = [Kernel(family.kind, ops[0], ops[1:]) for family in registered_families() if "cpu" in family.kernels
-                   for ops in family.kernels["cpu"](module, self.lanes, self.threads, self.ctx)]
-        gemms: list[CpuGemm] = []  # the transform path's, in tag order
+
+    def _plan_gemms(self, module: ir.Module, transform_path: list[CpuGemm]) -> list[Planned]:
+        """The contractions Prism's GEMM kernel can run, with their plans; the others join ``transform_path``
+        (tagged before prepare_weights, which leaves their functions alone)."""
         planned: list[Planned] = []
-
-        def to_transform_path(gemm: CpuGemm) -> None:
-            gemm.op.attributes[attrs.CPU_CONTRACTION_TAG] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
-                                                                            len(gemms))
-            gemms.append(gemm)
-
         for gemm in collect_gemms(module, self.ctx):
             self.ctx.progress(f"cpu-tile: {gemm.op.name} at {gemm.op.location}: {gemm.schedule}")
             plan = kernel_plan(gemm, KERNEL_NAME, self.lanes, self.threads, host_target().l3_bytes)
             if plan is None:
-                to_transform_path(gemm)  # tagged before prepare_weights, which leaves their functions alone
+                _to_transform_path(gemm, transform_path)
             else:
                 planned.append(Planned(gemm, plan, written_path=kernel_serves_as_written(gemm, plan)))
-        kernels += [Kernel(kind, ops[0], ops[1:]) for kind, ops in prepare_weights(module, planned, self.ctx,
-                                                                                   self.lanes)]
-        for gemm in gemms:
-            kernels.append(Kernel("gemm (transform path)", *_described(gemm.op)))
+        return planned
+
+    def _inline_kernels(self, planned: list[Planned], transform_path: list[CpuGemm]) -> list[Kernel]:
+        """Write Prism's GEMM kernel in place of each planned contraction that runs as written: alone, with the
+        elementwise op that reads it as its epilogue, or as a dual GEMM with a second product of the same A."""
+        kernels: list[Kernel] = []
         seconds: list[Planned] = []  # GEMMs computed as a dual GEMM's second product
         for i, p in enumerate(planned):
             if any(p is q for q in seconds):
                 continue
             if not p.written_path:
                 kernels.append(Kernel("gemm (transform path)", *_described(p.op)))
-                to_transform_path(p.gemm)
+                _to_transform_path(p.gemm, transform_path)
                 continue
             fused = match_epilogue(p.op)
             if fused is None:
@@ -158,28 +178,10 @@ class CpuLowering(Lowering):
                 continue
             q, index = second
             seconds.append(q)
-            fused = as_dual(fused, index)
             kernels.append(Kernel("dual gemm + epilogue", function,
                                   ops + _described(q.op)[1] + _described(fused.op)[1]))
-            # A micro-tile covers RN/2 columns of each product, and a task half its columns: its panels keep
-            # their size.
-            step = p.plan.rn // 2
-            tn = p.plan.tn if p.plan.streams else max(step, p.plan.tn // 2 // step * step)
-            plan = dataclasses.replace(p.plan, epilogue=fused.epilogue, dual=q.plan.b_type, tn=tn)
-            inline_kernel(fused.op, plan, [*p.op.operands, q.op.operands[1], *fused.inputs])
-            init = q.op.operands[2]
-            p.op.erase()
-            q.op.erase()
-            if not isinstance(init.owner, ir.Block):
-                erase_unused_inits([init.owner.operation])
-        kernels += [Kernel("rows", ops[0], ops[1:]) for ops in fuse_rows(module, self.lanes, self.threads)]
-        kernels += [Kernel("loops", *_described(op)) for op in _generic_path_ops(module)]
-        self.ctx.report["kernels"] = _by_function(module, kernels)
-        apply_script(module, gemm_script(gemms), "tiling and vectorization")
-        rewrites.forward_copies_into_empty(module)
-        tiles = tag_transposes(module)
-        if tiles:
-            apply_script(module, transpose_script(tiles), "pack vectorization")
+            _inline_dual(p, q, as_dual(fused, index))
+        return kernels
 
     def bufferize(self, module: ir.Module) -> None:
         """One-shot bufferization; the self-copies of in-place slices are dropped."""
@@ -216,6 +218,27 @@ class CpuLowering(Lowering):
         ("cpu-parallel", "parallel blocks as flat scf.parallel loops", parallelize),
         ("cpu-llvm", "thread-pool tasks and the LLVM dialect", to_llvm),
     )
+
+
+def _to_transform_path(gemm: CpuGemm, transform_path: list[CpuGemm]) -> None:
+    """Tag ``gemm`` for the transform-dialect path (its tag is its index in ``transform_path``)."""
+    gemm.op.attributes[attrs.CPU_CONTRACTION_TAG] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
+                                                                    len(transform_path))
+    transform_path.append(gemm)
+
+
+def _inline_dual(p: Planned, q: Planned, fused: EpilogueMatch) -> None:
+    """One kernel in place of the products ``p`` and ``q`` of one A and the epilogue ``fused`` that reads both."""
+    # A micro-tile covers RN/2 columns of each product, and a task half its columns: its panels keep their size.
+    step = p.plan.rn // 2
+    tn = p.plan.tn if p.plan.streams else max(step, p.plan.tn // 2 // step * step)
+    plan = dataclasses.replace(p.plan, epilogue=fused.epilogue, dual=q.plan.b_type, tn=tn)
+    inline_kernel(fused.op, plan, [*p.op.operands, q.op.operands[1], *fused.inputs])
+    init = q.op.operands[2]
+    p.op.erase()
+    q.op.erase()
+    if not isinstance(init.owner, ir.Block):
+        erase_unused_inits([init.owner.operation])
 
 
 def _dual_partner(p: Planned, fused: EpilogueMatch, later: list[Planned]) -> tuple[Planned, int] | None:
