@@ -6,7 +6,10 @@
 // CHECK-LABEL: llvm.func @repeat(
 // CHECK-NOT:     @abort
 // CHECK:         %[[INDEX:.*]] = llvm.mlir.constant(0 : i64) : i64
-// CHECK:         llvm.call @prism_assert_failed(%[[INDEX]]) : (i64) -> ()
+// CHECK:         %[[FAILED:.*]] = llvm.icmp "sle" %{{.*}}, %{{.*}} : i64
+// CHECK:         llvm.cond_br %[[FAILED]], ^[[FAIL:bb[0-9]+]], ^{{bb[0-9]+}}
+// CHECK:       ^[[FAIL]]:
+// CHECK-NEXT:    llvm.call @prism_assert_failed(%[[INDEX]]) : (i64) -> ()
 // CHECK-NOT:     @abort
 // CHECK:       llvm.func @prism_assert_failed(i64) attributes {prism.assertions = [{location = "{{.*}}cpu-assertions.mlir:[[# @LINE + 4]]:3", message = "the count must be positive"}]
 func.func @repeat(%x: tensor<8xf32>, %n: i64) -> tensor<8xf32> {
