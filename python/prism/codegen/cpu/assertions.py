@@ -21,13 +21,15 @@ has a symbol of that name calls ``prism_assert_failed_1`` (the first name it
 leaves free) instead; the table marks the declaration either way. The JIT
 links the declaration to the runtime's ``prism_assert_failed``
 (:func:`runtime_text`), which keeps the first index it is given, one atomic
-compare-and-swap per failed check on any thread; :mod:`prism.runtime.cpu`
-clears that record before a call and raises the check it names after it.
+compare-and-swap per failed check on any thread; :mod:`prism.runtime.checks`
+clears that record before a call, and :mod:`prism.runtime.cpu` raises the
+check it names after it.
 
 The program runs on after a failed check: the checks are the program's
 guards, so what follows one may read out of bounds (a gathered index past
-its dimension reads past the array), and may crash on a wild index as it
-would without the check; the call's results are discarded.
+its dimension reads past the array), and a wild index may crash the process
+as it would in a program without the check; the call's results are
+discarded.
 """
 
 from __future__ import annotations
