@@ -7,6 +7,7 @@ Python, and the ``prism-opt`` command.
 from prism import families  # registers the families Prism ships  # noqa: F401
 from prism.api import CompiledModule, compile, shape_tables, verify
 from prism.infra.errors import (
+    AssertionFailed,
     EmptySearchSpace,
     ParseError,
     PassFailed,
@@ -18,6 +19,7 @@ from prism.infra.errors import (
 )
 
 __all__ = [
+    "AssertionFailed",
     "CompiledModule",
     "EmptySearchSpace",
     "ParseError",

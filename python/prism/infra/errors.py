@@ -67,3 +67,8 @@ class PassFailed(PrismError):
 
 class TargetError(PrismError):
     """The requested target is unknown or cannot run the program."""
+
+
+class AssertionFailed(PrismError):
+    """A check the program makes at run time (``cf.assert``) failed on the values a host function was called
+    with; the message is the check's own, the location its ``cf.assert``."""

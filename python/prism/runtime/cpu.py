@@ -18,6 +18,14 @@ Compiled code lives as long as the callables over it (each holds its engine).
 Parallel loops call the process's thread pool (:mod:`prism.codegen.cpu.pool`),
 whose address each engine is given under the name it declares.
 
+A check of the program (``cf.assert``, see :mod:`prism.codegen.cpu.assertions`)
+that fails calls the runtime of :mod:`prism.runtime.checks`, which records the
+first failed check of the call; the program runs on (so the code that the
+check guards runs too, and may read out of bounds), and when the call returns
+its results are freed and :class:`~prism.infra.errors.AssertionFailed` is
+raised with the check's message at its ``cf.assert``. The record is the
+process's, so calls of modules that have checks run one at a time.
+
 Arguments are numpy arrays (``ml_dtypes.bfloat16`` ones for ``bf16``, whose
 results come back as such arrays too), or any array that speaks DLPack
 (``__dlpack__``: torch CPU tensors, JAX arrays) or the buffer protocol
@@ -56,14 +64,16 @@ import numpy as np
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
+from prism.codegen.cpu import assertions
 from prism.codegen.cpu.pool import is_entry as is_pool_entry
 from prism.infra import attrs
 from prism.infra.diagnostics import display_location
-from prism.infra.errors import PrismError, TargetError
+from prism.infra.errors import AssertionFailed, PrismError, TargetError
+from prism.runtime import checks as run_checks
 from prism.runtime import pool
 
-__all__ = ["ArgumentError", "BoundFunction", "JitFunction", "StaleBinding", "TensorSpec", "Signature", "bind",
-           "compile_engine", "describe_signature", "jit"]
+__all__ = ["ArgumentError", "BoundFunction", "CompiledEngine", "JitFunction", "StaleBinding", "TensorSpec",
+           "Signature", "bind", "compile_engine", "describe_signature", "jit"]
 
 _RUNTIME_LIBS = ("libmlir_c_runner_utils.so",)
 _libc = ctypes.CDLL(ctypes.util.find_library("c"))
@@ -220,6 +230,7 @@ class JitFunction:
     def __init__(self, engine: ExecutionEngine, signature: Signature):
         self.signature = signature
         self._engine = engine  # keeps the compiled code alive
+        self._checks = engine.checks if isinstance(engine, CompiledEngine) else None
         if any(r.shape is None for r in signature.results):
             raise TargetError(f"@{signature.name}: scalar results are not supported; return a 0-d tensor")
         address = engine.raw_lookup("_mlir_ciface_" + signature.name)
@@ -262,16 +273,31 @@ class JitFunction:
         return checked
 
     def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...] | None:
-        """Run on ``args`` (numpy arrays and scalars); returns one array or a tuple of them."""
+        """Run on ``args`` (numpy arrays and scalars); returns one array or a tuple of them.
+
+        Raises AssertionFailed, at the program's ``cf.assert``, when one of its run-time checks failed in the
+        call (the first to fail); the call ran to its end, and its results are freed.
+        """
         checked = self._check(args)
         words, inputs = self._frame.fill(checked)  # the words stay alive until the call returns
-        self._entry(words.ctypes.data)
+        if self._checks is None:
+            self._entry(words.ctypes.data)
+        elif (first := run_checks.run_checked(self._entry, words.ctypes.data)) is not None:
+            self._free_results(words, inputs)
+            message, location = self._checks[first]
+            raise AssertionFailed(message, location=location)
         if not self.signature.results:
             return None
         blocks: dict[int, _Block] = {}
         arrays = tuple(self._take(self._frame.result(words, i), spec, inputs, blocks)
                        for i, spec in enumerate(self.signature.results))
         return arrays[0] if len(arrays) == 1 else arrays
+
+    def _free_results(self, words: np.ndarray, inputs: set[int]) -> None:
+        """Free the buffers of the call's results (each once; never an input's) without returning them."""
+        pointers = {self._frame.result(words, i)[0] for i in range(len(self.signature.results))}
+        for pointer in sorted(pointers - inputs - {0}):
+            _libc.free(pointer)
 
     @staticmethod
     def _take(desc: list[int], spec: TensorSpec, inputs: set[int], blocks: dict[int, _Block]) -> np.ndarray:
@@ -481,11 +507,27 @@ def _check_linkable(module: ir.Module) -> None:
         if op.name != "llvm.func" or len(op.regions[0].blocks):
             continue
         symbol = ir.StringAttr(op.attributes["sym_name"]).value
-        if symbol.startswith("llvm.") or is_pool_entry(op) or any(hasattr(library, symbol) for library in libraries):
+        if symbol.startswith("llvm.") or is_pool_entry(op) or assertions.is_entry(op):
+            continue  # Prism's runtime, linked by compile_engine
+        if any(hasattr(library, symbol) for library in libraries):
             continue
         raise TargetError(f"@{symbol} is declared but defined nowhere (not in the module, the MLIR runtime or this "
                           "process), so the host JIT cannot link a call to it; define it in the module",
                           location=display_location(op.location))
+
+
+class CompiledEngine(ExecutionEngine):
+    """The compiled code of one module, with the table of its run-time checks (message, location by index; None
+    when it has none)."""
+
+    checks: list[tuple[str, str]] | None = None
+
+
+def _check_entry(module: ir.Module) -> ir.Operation | None:
+    """The declaration in ``module`` of the entry that its failed checks call (see
+    :mod:`prism.codegen.cpu.assertions`), or None."""
+    return next((op.operation for op in module.body.operations
+                 if op.operation.name == "llvm.func" and assertions.is_entry(op.operation)), None)
 
 
 def _pool_entries(module: ir.Module) -> list[str]:
@@ -495,17 +537,22 @@ def _pool_entries(module: ir.Module) -> list[str]:
             if op.operation.name == "llvm.func" and is_pool_entry(op.operation)]
 
 
-def compile_engine(module: ir.Module, what: str, opt_level: int = 3) -> ExecutionEngine:
+def compile_engine(module: ir.Module, what: str, opt_level: int = 3) -> CompiledEngine:
     """The compiled code of ``module`` (lowered by ``prism-lower-cpu``), for :func:`jit` and :func:`bind` of any
     of its functions; ``what`` names it in errors (``@f``)."""
     if any(op.operation.name == "func.func" for op in module.body.operations):
         raise TargetError("the module still has func.func ops; run prism-lower-cpu before jit()")
     _check_linkable(module)
     _keep_large_blocks_in_heap()
+    checks = _check_entry(module)
     try:
-        engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=_runtime_libs())
+        engine = CompiledEngine(module, opt_level=opt_level, shared_libs=_runtime_libs())
         for entry in _pool_entries(module):
             engine.raw_register_runtime(entry, ctypes.c_void_p(pool.parallel_for_address()))
+        if checks is not None:
+            engine.checks = assertions.table(checks)
+            engine.raw_register_runtime(ir.StringAttr(checks.attributes["sym_name"]).value,
+                                        ctypes.c_void_p(run_checks.failed_address()))
         engine.initialize()
     except (RuntimeError, ir.MLIRError) as e:
         raise TargetError(f"could not JIT-compile {what}: {e}") from None

@@ -53,7 +53,8 @@ The stages, each printable with ``--print-ir-after=NAME``:
   copies as parallel vector loops;
 - ``cpu-vector``: vector ops down to the 1-D form LLVM takes;
 - ``cpu-parallel``: parallel blocks become flat ``scf.parallel`` loops;
-- ``cpu-llvm``: each parallel loop a task for the thread pool, and everything to the LLVM dialect.
+- ``cpu-llvm``: each parallel loop a task for the thread pool, each ``cf.assert`` a call that the runtime
+  raises as an error (:mod:`.assertions`), and everything to the LLVM dialect.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from mlir import ir
 
 from prism.codegen.checks import check_expansions, check_module, reshape_dynamic_expansions
 from prism.codegen.cpu import rewrites, tasks
+from prism.codegen.cpu.assertions import route_assertions
 from prism.codegen.cpu.booleans import widen_booleans
 from prism.codegen.cpu.epilogue import EpilogueMatch, as_dual, inline_with_epilogue, match_epilogue
 from prism.codegen.cpu.kernel import KERNEL_NAME, inline_kernel
@@ -199,8 +201,10 @@ class CpuLowering(Lowering):
         rewrites.flatten_parallel_loops(module)
 
     def to_llvm(self, module: ir.Module) -> None:
-        """Everything to the LLVM dialect, parallel loops as tasks on the thread pool (see :mod:`.tasks`)."""
+        """Everything to the LLVM dialect, parallel loops as tasks on the thread pool (see :mod:`.tasks`), the
+        program's run-time checks as calls into the runtime (see :mod:`.assertions`)."""
         run_passes(module, rewrites.DEALLOCATE, "deallocation")
+        route_assertions(module)
         rewrites.check_byte_elements(module)
         tasks.outline_parallel_loops(module, self.threads)
         check_expansions(module)
