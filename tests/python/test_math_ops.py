@@ -31,9 +31,9 @@ from mlir import ir
 from conftest import run_cli
 from prism.codegen.cpu import CpuLowering
 from prism.codegen.cpu.kernel import ELEMENTWISE_OPS
-from prism.runtime.cpu import compile_engine, jit
 from prism.infra.ir import make_context
 from prism.infra.passbase import PassContext
+from prism.runtime.cpu import compile_engine, jit
 
 Inputs = Callable[[np.random.Generator, tuple[int, ...], type], list[np.ndarray]]
 

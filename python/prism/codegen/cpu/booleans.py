@@ -86,17 +86,22 @@ def _fix_generic(op: ir.Operation) -> None:
     i8 = ir.IntegerType.get_signless(8)
     for operand, arg in zip(op.operands, block.arguments, strict=True):
         if arg.type == i1 and ir.RankedTensorType(operand.type).element_type == i8:
-            uses = [(use.owner, use.operand_number) for use in arg.uses]
-            arg.set_type(i8)
-            with ir.InsertionPoint.at_block_begin(block), op.location:
-                narrow = arith.TruncIOp(i1, arg)
-            for owner, number in uses:
-                owner.operands[number] = narrow.result
+            _held_in_i8(arg, ir.InsertionPoint.at_block_begin(block), op.location)
     terminator = list(block.operations)[-1].operation
     for index, result in enumerate(op.results):
         if terminator.operands[index].type == i1 and ir.RankedTensorType(result.type).element_type == i8:
             with ir.InsertionPoint(terminator), op.location:
                 terminator.operands[index] = arith.ExtUIOp(i8, terminator.operands[index]).result
+
+
+def _held_in_i8(value: ir.Value, where: ir.InsertionPoint, location: ir.Location) -> None:
+    """Make the i1 ``value`` an i8 one, its users reading it truncated back to i1 (made at ``where``)."""
+    uses = [(use.owner, use.operand_number) for use in value.uses]
+    value.set_type(ir.IntegerType.get_signless(8))
+    with where, location:
+        narrow = arith.TruncIOp(ir.IntegerType.get_signless(1), value)
+    for owner, number in uses:
+        owner.operands[number] = narrow.result
 
 
 def _fix_scalars(op: ir.Operation) -> None:
@@ -108,13 +113,7 @@ def _fix_scalars(op: ir.Operation) -> None:
             op.operands[0] = arith.ExtUIOp(i8, op.operands[0]).result
     elif op.name == "tensor.extract" and op.results[0].type == i1 and \
             ir.RankedTensorType(op.operands[0].type).element_type == i8:
-        result = op.results[0]
-        uses = [(use.owner, use.operand_number) for use in result.uses]
-        result.set_type(i8)
-        with ir.InsertionPoint.after(op), op.location:
-            narrow = arith.TruncIOp(i1, result)
-        for owner, number in uses:
-            owner.operands[number] = narrow.result
+        _held_in_i8(op.results[0], ir.InsertionPoint.after(op), op.location)
 
 
 def widen_booleans(module: ir.Module) -> None:
