@@ -1,0 +1,254 @@
+"""What a GPU kernel emitter is given and what it gives back.
+
+The planner (:mod:`.plan`) turns each group of ops of a function into one
+spec; an emitter turns a spec into one or more :class:`Kernel` s: the text
+of a ``gpu.func ... kernel`` (valid inside the function's ``gpu.module``)
+and how to launch it. The module assembler (:mod:`.module`) puts every
+kernel of a compilation into one ``gpu.module``, hence one PTX module, and
+writes the launch manifest from the :class:`Launch` es.
+
+**The kernel ABI.** Every tensor is a row-major contiguous buffer, passed as
+a 1-D ``memref<?xT>``: five parameters (allocated pointer, aligned pointer,
+offset, size, stride), of which a kernel reads the aligned pointer alone.
+Kernels index it themselves, row-major over the tensor's shape. A size
+symbol (a dynamic dimension, ``"d0"``) is one ``index`` parameter. A TMA
+tensor map is one ``!llvm.ptr`` parameter: the device address of the
+128-byte map that the launcher encodes as :class:`TensorMap` says.
+
+**Expressions** (grid sizes, conditions) are Python syntax over the size
+symbols, with integers, ``+ - * //``, and ``cdiv(a, b)``, ``min``, ``max``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, Union
+
+# A dimension: a static size, or the name of a size symbol passed as an index parameter.
+Dim = Union[int, str]
+
+ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8}
+
+
+def dim_text(dim: Dim) -> str:
+    """A dimension in an expression."""
+    return str(dim)
+
+
+def numel_text(shape: tuple[Dim, ...]) -> str:
+    """The element count of ``shape`` as an expression."""
+    return " * ".join(str(d) for d in shape) if shape else "1"
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A kernel operand: a row-major contiguous buffer of ``dtype`` with ``shape``."""
+
+    name: str  # the manifest's name: an argument, a result, a temporary
+    dtype: str  # the MLIR element type: f16, bf16, f32, i8, ...
+    shape: tuple[Dim, ...]
+
+    @property
+    def memref(self) -> str:
+        """The kernel parameter's type."""
+        return f"memref<?x{self.dtype}>"
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+
+@dataclass(frozen=True)
+class TensorMap:
+    """A TMA descriptor for ``tensor``, as ``cuTensorMapEncodeTiled`` takes it.
+
+    ``dims`` and ``box`` are innermost first; ``strides`` are the byte strides
+    of the outer dimensions (innermost first, the innermost dimension left
+    out). ``swizzle`` is 0 (none), 32, 64 or 128 bytes. Out-of-bounds boxes
+    are filled with zeros, which is how TMA kernels mask their edges.
+    """
+
+    tensor: str
+    dtype: str
+    dims: tuple[str, ...]  # expressions, innermost first
+    strides: tuple[str, ...]  # byte-stride expressions, innermost first, without the innermost
+    box: tuple[int, ...]  # innermost first
+    swizzle: int = 128
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter, in order: a tensor (5 memref parameters), a size symbol, or a tensor map."""
+
+    kind: Literal["tensor", "size", "tensormap"]
+    name: str  # the tensor's or the size symbol's name; for a tensor map, its tensor's name
+    tensormap: TensorMap | None = None
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to launch one kernel: grid and block, dynamic shared memory and parameters."""
+
+    grid: tuple[str, str, str]  # expressions over the size symbols
+    block: tuple[int, int, int]
+    shared_bytes: int  # dynamic shared memory; over 48 KiB the launcher opts in
+    params: tuple[Param, ...]
+    when: str | None = None  # a size class: launch only where this expression holds
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One emitted kernel."""
+
+    name: str
+    text: str  # ``gpu.func @name(...) kernel attributes {...} { ... }``
+    launch: Launch
+    globals: tuple[str, ...] = ()  # module-scope lines this kernel needs (``memref.global`` of shared memory)
+    max_registers: int | None = None  # ``.maxnreg`` to declare (needed for ``setmaxnreg`` to act)
+
+
+# -- scalar functions: an epilogue, an elementwise body -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Operand:
+    """An input of a scalar function.
+
+    ``kind`` is ``"acc"`` (a GEMM's accumulator, f32), ``"acc2"`` (a dual
+    GEMM's second accumulator) or ``"tensor"``. A tensor is read at the
+    point's indices ``dims``: for each of the tensor's dimensions, the index
+    of the iteration space that indexes it (a bias of a [M, N] result reads
+    ``dims=(1,)``, a row scale ``dims=(0,)``, a residual ``dims=(0, 1)``).
+    """
+
+    kind: Literal["acc", "acc2", "tensor"]
+    tensor: Tensor | None = None
+    dims: tuple[int, ...] = ()
+
+
+# emit(builder, operand values, point indices) -> the result's SSA name. Operand values have their tensor's
+# element type (f32 for accumulators); indices are ``index`` values of the iteration space, outermost first.
+ScalarEmit = Callable[["object", list[str], list[str]], str]
+
+
+@dataclass(frozen=True)
+class ScalarFn:
+    """A scalar function of operands at one point of an iteration space, giving a value of ``dtype``."""
+
+    operands: tuple[Operand, ...]
+    dtype: str
+    emit: ScalarEmit = field(compare=False)
+
+
+# -- the specs ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GemmTile:
+    """A GEMM kernel's knobs."""
+
+    BM: int = 128
+    BN: int = 128
+    BK: int = 32
+    WM: int = 64  # a warp's (or on sm_90a a warpgroup's) tile of C
+    WN: int = 64
+    STAGES: int = 3
+    SPLITK: int = 1
+
+
+@dataclass(frozen=True)
+class GemmSpec:
+    """``C[batch..., m, n] = epilogue(sum_k A[batch..., m, k] * B[batch..., k, n])``.
+
+    ``a_layout`` is ``"mk"`` or ``"km"``, ``b_layout`` ``"kn"`` or ``"nk"``
+    (their last two dimensions). Inputs are f16, bf16 or f32; products are
+    accumulated in f32. The accumulator starts at zero, at ``init_value``,
+    or at ``init`` (a tensor shaped as C, read before the products: a
+    contraction into a non-filled output). ``b2`` makes a dual GEMM: a
+    second product of the same A (same layout, same shape as ``b``) whose
+    accumulator the epilogue reads as ``"acc2"``. Without an epilogue, C is
+    the accumulator cast to ``c.dtype``.
+    """
+
+    name: str
+    a: Tensor
+    b: Tensor
+    c: Tensor
+    m: Dim
+    n: Dim
+    k: Dim
+    batch: tuple[Dim, ...] = ()
+    a_layout: Literal["mk", "km"] = "mk"
+    b_layout: Literal["kn", "nk"] = "kn"
+    init_value: float = 0.0
+    init: Tensor | None = None
+    b2: Tensor | None = None
+    epilogue: ScalarFn | None = None
+    tile: GemmTile = GemmTile()
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """One reduction of a row: ``combine`` (``"add"``, ``"max"``, ``"min"``, ``"mul"``) of ``value`` over the
+    row's columns, starting from ``init``. ``value``'s operands may read the reductions before it
+    (kind ``"tensor"`` with the reduction's name as the tensor name is not used; see :class:`RowSpec`)."""
+
+    name: str
+    combine: Literal["add", "max", "min", "mul"]
+    init: float
+    value: ScalarFn  # over the point (row indices..., column indices...)
+
+
+@dataclass(frozen=True)
+class RowOutput:
+    """A tensor written by a row kernel: over the whole row (``per_row=False``, shape ``rows + cols``), or
+    once per row (``per_row=True``, shape ``rows``)."""
+
+    tensor: Tensor
+    value: ScalarFn
+    per_row: bool = False
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    """A row kernel: for each row (the outer ``rows`` dimensions), the reductions over its ``cols`` (the inner
+    dimensions) in order, then the outputs.
+
+    A :class:`ScalarFn`'s operands are tensors read at the point, or a
+    previous reduction's result: an :class:`Operand` of kind ``"tensor"``
+    whose ``tensor`` is ``Tensor(name=<the reduction's name>, dtype="f32", shape=())``
+    and ``dims=()``. The point's indices are the row's, then the column's.
+    """
+
+    name: str
+    rows: tuple[Dim, ...]
+    cols: tuple[Dim, ...]
+    reductions: tuple[Reduction, ...]
+    outputs: tuple[RowOutput, ...]
+
+
+@dataclass(frozen=True)
+class AttentionSpec:
+    """``O = softmax(scale * Q K^T (+ causal mask)) V`` per batch index.
+
+    Q is [batch..., q, d], K [batch..., kv, d] (``k_layout="nd"``) or
+    [batch..., d, kv] (``"dn"``), V [batch..., kv, dv], O [batch..., q, dv].
+    Scores and the softmax are f32; P is cast to V's type for the second
+    product. ``causal`` masks key j > query i + (kv - q).
+    """
+
+    name: str
+    q: Tensor
+    k: Tensor
+    v: Tensor
+    o: Tensor
+    batch: tuple[Dim, ...]
+    sq: Dim
+    skv: Dim
+    d: int
+    dv: int
+    scale: float
+    k_layout: Literal["nd", "dn"] = "nd"
+    causal: bool = False
+    splits: int = 0  # decode: key shares per (batch, query row); 0 lets the emitter choose
