@@ -252,3 +252,41 @@ class AttentionSpec:
     k_layout: Literal["nd", "dn"] = "nd"
     causal: bool = False
     splits: int = 0  # decode: key shares per (batch, query row); 0 lets the emitter choose
+
+
+@dataclass(frozen=True)
+class PointwiseSpec:
+    """``out[p] = value(p)`` over the whole of ``out``'s shape: elementwise ops, broadcasts, transposes,
+    casts, fills that are not an accumulator's start, of any rank."""
+
+    name: str
+    out: Tensor
+    value: ScalarFn
+
+
+# body(builder, input values, output values, loop indices) -> the yielded values, one per output. Output values
+# are the running values of the outputs at the point (the accumulators of reduction loops).
+GenericBody = Callable[["object", list[str], list[str], list[str]], list[str]]
+
+
+@dataclass(frozen=True)
+class GenericSpec:
+    """Any ``linalg.generic``: one thread per point of the parallel loops, the reduction loops run by it.
+
+    ``input_maps`` and ``output_maps`` are MLIR affine maps as text over the
+    loops (``affine_map<(d0, d1, d2) -> (d0, d2)>``); output maps are
+    projected permutations of the parallel loops. Each output starts from
+    ``inits[k]``: a float constant (a fused fill), a tensor shaped as the
+    output to read at the point, or None (the output's buffer holds its
+    initial value already).
+    """
+
+    name: str
+    loops: tuple[Dim, ...]
+    iterators: tuple[str, ...]  # "parallel" | "reduction", per loop
+    inputs: tuple[Tensor, ...]
+    input_maps: tuple[str, ...]
+    outputs: tuple[Tensor, ...]
+    output_maps: tuple[str, ...]
+    inits: tuple[Union[float, Tensor, None], ...]
+    body: GenericBody = field(compare=False)
