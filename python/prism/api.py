@@ -43,7 +43,9 @@ class CompiledModule:
         target: the target name it was optimized for.
         report: the search report (target, families with funnel and choice; with ``emit="report"`` for the
             host, ``kernels``: per function, each kernel the code generator makes and the ops it runs).
-        ptx: PTX text per GPU module for GPU targets (None for the host).
+        ptx: for NVIDIA targets with ``emit="ptx"``, the one PTX module by its name (None otherwise).
+        manifest: with ``ptx``, the launch manifest (see ``docs/gpu.md``): per function, its kernels in launch
+            order with their grids, blocks, shared memory and parameters, its buffers and size symbols.
         iree: with ``emit="iree"``, the module as IREE input: each tuned contraction with IREE's
             ``compilation_info`` (see :mod:`prism.codegen.iree`); with ``emit="iree-spec"``, an IREE tuning
             spec that gives the same contractions the same configurations; else None.
@@ -53,6 +55,7 @@ class CompiledModule:
     target: str
     report: dict[str, Any]
     ptx: dict[str, str] | None = None
+    manifest: dict[str, Any] | None = None
     iree: str | None = None
     source: str = "<compiled>"
     _located: str = field(default="", repr=False)  # ``mlir`` with the source's locations, for jit()'s errors
@@ -62,7 +65,7 @@ class CompiledModule:
 
     @property
     def ptx_text(self) -> str:
-        """All PTX modules as one text, each headed by a ``// ----- gpu.module`` comment."""
+        """The PTX module, a complete file for ``ptxas`` or ``cuModuleLoadData``."""
         if self.ptx is None:
             raise TargetError("no PTX was produced: compile with a GPU target and emit='ptx'")
         return ptx_text(self.ptx)
@@ -269,7 +272,7 @@ def compile(source: Source, target: str = "host", emit: str | None = None, pipel
     compilation.run(steps)
     optimized = str(compilation.module)
     located = compilation.module.operation.get_asm(enable_debug_info=True)
-    ptx = iree = None
+    ptx = iree = manifest = None
     if emit == "report":
         compilation.report_kernels()
     if emit in ("iree", "iree-spec"):
@@ -277,5 +280,7 @@ def compile(source: Source, target: str = "host", emit: str | None = None, pipel
     if emit == "ptx":
         compilation.lower()
         ptx = dict(compilation.ctx.artifacts["ptx"])
-    return CompiledModule(mlir=optimized, target=target, report=compilation.ctx.report, ptx=ptx, iree=iree, source=name,
+        manifest = compilation.ctx.artifacts["manifest"]
+    return CompiledModule(mlir=optimized, target=target, report=compilation.ctx.report, ptx=ptx, manifest=manifest,
+                          iree=iree, source=name,
                           _located=located, _arg_names=argument_names(_read(source)[0]))

@@ -21,7 +21,7 @@ from prism.passes.verify import ORIGINAL
 from prism.search.family import families
 from prism.targets import IreeTarget, LoweringTarget, get_target
 
-EMIT_KINDS = ("mlir", "ptx", "llvm", "report", "iree", "iree-spec")
+EMIT_KINDS = ("mlir", "ptx", "manifest", "llvm", "report", "iree", "iree-spec")
 DEFAULT_PIPELINE = "prism-optimize"
 
 
@@ -112,6 +112,8 @@ class Compilation:
             write = iree.iree_text if kind == "iree" else iree.iree_spec_text
             return write(self.module, get_target(self.target), self.ctx)
         self.lower()
+        if kind == "manifest":
+            return json.dumps(self.ctx.artifacts["manifest"], indent=1) + "\n"
         return ptx_text(self.ctx.artifacts["ptx"]) if kind == "ptx" else str(self.module)
 
 
@@ -120,11 +122,11 @@ def check_emit(kind: str, target: str) -> None:
     if kind not in EMIT_KINDS:
         raise TargetError(f"unknown emit kind '{kind}'; expected one of: {', '.join(EMIT_KINDS)}")
     chosen = get_target(target)
-    if kind in ("ptx", "llvm") and not isinstance(chosen, LoweringTarget):
+    if kind in ("ptx", "manifest", "llvm") and not isinstance(chosen, LoweringTarget):
         raise TargetError(f"--emit={kind}: Prism does not lower for target '{target}' itself; --emit=iree writes "
                           "IREE's input with Prism's configurations")
-    if kind == "ptx" and chosen.artifact != "ptx":
-        raise TargetError(f"--emit=ptx needs a target that lowers to PTX; target '{target}' lowers to "
+    if kind in ("ptx", "manifest") and chosen.artifact != "ptx":
+        raise TargetError(f"--emit={kind} needs a target that lowers to PTX; target '{target}' lowers to "
                           f"{chosen.artifact}")
     if kind in ("iree", "iree-spec") and not isinstance(chosen, IreeTarget):
         raise TargetError(f"--emit={kind}: Prism writes no IREE configuration for target '{target}' yet; "
@@ -143,12 +145,8 @@ def check_targets(steps: list[Step], target: str, emit: str) -> None:
 
 
 def ptx_text(ptx: dict[str, str]) -> str:
-    """One PTX text per GPU module, each headed by a comment naming it.
-
-    PTX files cannot be concatenated into one valid file, so the headers mark
-    where to split them for ptxas.
-    """
-    return "".join(f"// ----- gpu.module @{name}\n{text}" for name, text in ptx.items())
+    """The compilation's PTX: one module holding every kernel, a complete file for ptxas."""
+    return "".join(ptx.values())
 
 
 def default_pipeline(emit: str) -> str:

@@ -91,6 +91,12 @@ class Script:
         self.add(f"{handle} = transform.structured.decompose_interface {op} : ({ANY}) -> {ANY}")
         return handle
 
+    def generalize(self, op: str) -> str:
+        """Rewrite each named Linalg op of ``op`` as the linalg.generic it stands for."""
+        handle = self.fresh()
+        self.add(f"{handle} = transform.structured.generalize {op} : ({ANY}) -> {ANY}")
+        return handle
+
     def vectorize(self, op: str, vector_sizes: list[int] | None = None, named_contraction: bool = False) -> None:
         """Vectorize ``op`` (masked to ``vector_sizes`` when given)."""
         sizes = f" vector_sizes {vector_sizes}" if vector_sizes else ""

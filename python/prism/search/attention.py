@@ -31,6 +31,7 @@ search knows of it); the host's code generator replaces it by one kernel
 from __future__ import annotations
 
 import math
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from mlir import ir
@@ -38,6 +39,11 @@ from mlir import ir
 from prism.infra.ir import filled_constant, map_dims
 
 F32 = "f32"
+# The element types a chain may have (all its tensors one of them): f32 by default; the GPU's kernels also take
+# f16 and bf16 chains (see match_attention's ``types``).
+_TYPES: ContextVar[tuple[str, ...]] = ContextVar("attention_types", default=(F32,))
+# Whether K may be given transposed ([.., d, keys]); the host's kernel reads it as [.., keys, d].
+_TRANSPOSED_K: ContextVar[bool] = ContextVar("attention_transposed_k", default=False)
 # The narrowest vectors the attention kernel takes: 4 f32 lanes (128 bits, which every x86-64 and Arm core has).
 MIN_LANES = 4
 
@@ -88,6 +94,7 @@ class AttentionMatch:
     v: ir.Value
     scale: float  # c, in exp((s - m) * c)
     causal: int | None = None  # with a causal mask: key j is kept for query i when j <= i + causal
+    k_transposed: bool = False  # K given as [.., d, keys]
 
     @property
     def problem(self) -> Attention:
@@ -114,8 +121,9 @@ def _generic(value: ir.Value, inputs: int, named: bool = False) -> ir.Operation 
         return None
     if "indexing_maps" not in op.attributes:
         return None
-    if not all(isinstance(v.type, ir.RankedTensorType) and str(ir.ShapedType(v.type).element_type) == F32
-               for v in [*op.operands, *op.results]):
+    types = {str(ir.ShapedType(v.type).element_type) if isinstance(v.type, ir.RankedTensorType) else None
+             for v in [*op.operands, *op.results]}
+    if len(types) != 1 or not types <= set(_TYPES.get()):
         return None
     return op
 
@@ -381,8 +389,10 @@ def _normalization(last: ir.Operation) -> tuple[list[ir.Operation], ir.Operation
     return [top, weights, sums, *tail], product, x, scale
 
 
-def match_attention(op: ir.Operation) -> AttentionMatch | None:
-    """The attention chain ending at ``op``, or None; see the module docstring.
+def match_attention(op: ir.Operation, types: tuple[str, ...] = (F32,),
+                    transposed_k: bool = False) -> AttentionMatch | None:
+    """The attention chain ending at ``op``, or None; see the module docstring. ``types``: the element types
+    the chain may have (all its tensors one of them); ``transposed_k``: K may be given as [.., d, keys].
 
     Three forms are recognized: ``(P V) / l`` (the division last, as prism-explore leaves it), ``(P / l) V``
     (as linalg.softmax decomposes) and ``softmax(x) V``; the scores may be scaled before the row maximum by an
@@ -390,6 +400,15 @@ def match_attention(op: ir.Operation) -> AttentionMatch | None:
     """
     if op.name not in ("linalg.generic", *_NAMED_CONTRACTIONS) or len(op.results) != 1:
         return None
+    tokens = _TYPES.set(types), _TRANSPOSED_K.set(transposed_k)
+    try:
+        return _match(op)
+    finally:
+        _TYPES.reset(tokens[0])
+        _TRANSPOSED_K.reset(tokens[1])
+
+
+def _match(op: ir.Operation) -> AttentionMatch | None:
     found = _normalization(op)
     if found is None:
         return None
@@ -415,7 +434,8 @@ def match_attention(op: ir.Operation) -> AttentionMatch | None:
         return None
     batch, i, j, red = found[0]
     maps_s = _maps(scores)
-    if maps_s[0] != [*batch, i, red] or maps_s[1] != [*batch, j, red]:
+    k_transposed = maps_s[1] == [*batch, red, j] and _TRANSPOSED_K.get()
+    if maps_s[0] != [*batch, i, red] or (maps_s[1] != [*batch, j, red] and not k_transposed):
         return None
     # o[.., i, e] = sum_j p[.., i, j] v[.., j, e]
     batch_o, i_o, e_o, j_o = found[1]
@@ -424,11 +444,12 @@ def match_attention(op: ir.Operation) -> AttentionMatch | None:
         return None
     q, k, v = scores.operands[0], scores.operands[1], product.operands[1]
     shapes = [ir.RankedTensorType(value.type).shape for value in (q, k, v)]
-    if any(ir.ShapedType.is_dynamic_size(shape[-1]) for shape in shapes):
+    if any(ir.ShapedType.is_dynamic_size(shape[-2 if value is k and k_transposed else -1])
+           for value, shape in zip((q, k, v), shapes)):
         return None
     chain = [scores, *between, *normalization]
     # Every intermediate is read by the chain alone (it disappears with it).
     for o in chain[:-1]:
         if not all(any(use.owner == c for c in chain) for use in o.results[0].uses):
             return None
-    return AttentionMatch(tuple(chain), q, k, v, scale, offset)
+    return AttentionMatch(tuple(chain), q, k, v, scale, offset, k_transposed)

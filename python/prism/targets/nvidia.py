@@ -38,7 +38,7 @@ MAX_GRID = (2**31 - 1, 65535, 65535)
 # m, n, k of mma.sync for 16-bit inputs: a tensor-core warp tile is a multiple of it.
 MMA_SHAPE = (16, 8, 16)
 # The PTX feature each chip needs: without it, sm_90 makes the NVPTX backend abort the process instead of failing.
-PTX_FEATURES = {"sm_80": "+ptx70", "sm_90": "+ptx80", "sm_90a": "+ptx80"}
+PTX_FEATURES = {"sm_80": "+ptx70", "sm_90": "+ptx80", "sm_90a": "+ptx80"}  # as codegen.gpu.ptx
 
 # Launch and tail overhead of one kernel, so that tiny problems prefer fewer blocks.
 LAUNCH_SECONDS = 3e-6
@@ -76,12 +76,14 @@ class GpuModel:
     flops: dict[str, float] = field(default_factory=dict)
     mma_shape: tuple[int, int, int] = MMA_SHAPE
     warp_size: int = WARP_SIZE
-    # Input types whose products may use the tensor cores (MMA = 1): Prism's own lowering reaches mma.sync
-    # for f16 only, upstream's vector-to-mma conversion does not take bf16 operands.
+    # Input types whose products may use the tensor cores (MMA = 1).
     mma_types: tuple[str, ...] = ("f16",)
-    # The most shared memory a block's operand tiles may take: Prism's GPU code generator allocates it
-    # statically, which CUDA caps at 48 KiB.
+    # The most shared memory a block's operand tiles may take.
     shared_cap: int = STATIC_SHARED_BYTES
+    # Whether the kernels mask ragged edges (then a tile need not divide the problem: the lanes it wastes are
+    # a cost), and whether the tensor cores are always used where the input type allows.
+    ragged: bool = False
+    mma_always: bool = False
     # IREE's names for what this chip has: its tensor-core intrinsics of MMA_SHAPE by (input, accumulator)
     # type, and all of them, as its device description lists them.
     iree_intrinsics: dict[tuple[str, str], str] = field(default_factory=lambda: dict(NVIDIA_INTRINSICS))
@@ -221,6 +223,12 @@ class NvidiaTarget(GpuModel):
 
     artifact = "ptx"
     runs_here = False
+    # Prism's own kernels: every 16-bit product on tensor cores, masked edges, dynamic shared memory up to the
+    # chip's opt-in limit.
+    mma_types: tuple[str, ...] = ("f16", "bf16")
+    ragged: bool = True
+    mma_always: bool = True
+    shared_cap: int = 227 * 1024
 
     def lowering(self) -> str:
         """prism-lower-gpu for this chip."""
@@ -231,8 +239,9 @@ def gemm_space(op: Contraction, target: GpuModel, stages: int = 1) -> Space:
     """Block tile (BM, BN, BK), warp tile (WM, WN) and tensor-core use (MMA) for a GPU."""
     tiles = {"m": "bm", "n": "bn", "k": "bk"}
     mma_ok = op.input_type in target.mma_types
+    lowest_mma = 1 if mma_ok and target.mma_always else 0
     universe = (f"{shape_param_bounds()} and 4 <= bm <= 8 and 4 <= bn <= 8 and 3 <= bk <= 6"
-                f" and 3 <= wm <= bm and 3 <= wn <= bn and 0 <= mma <= {1 if mma_ok else 0}")
+                f" and 3 <= wm <= bm and 3 <= wn <= bn and {lowest_mma} <= mma <= {1 if mma_ok else 0}")
     a_bytes = op.footprint_exponent(0, tiles)
     b_bytes = op.footprint_exponent(1, tiles)
     max_threads_log2 = int(math.log2(target.max_threads_per_block))
@@ -241,27 +250,25 @@ def gemm_space(op: Contraction, target: GpuModel, stages: int = 1) -> Space:
     # half the register file for addresses, fragments and pipelining.
     acc_regs_log2 = int(math.log2(target.regs_per_thread // 2))
     mm, mn, mk = target.mma_shape
-    groups = (
+    groups = [
         ("threads", f"(bm - wm) + (bn - wn) + {warp_log2} <= {max_threads_log2} and (bm - wm) + (bn - wn) >= 1"),
         ("registers", f"wm + wn - {warp_log2} <= {acc_regs_log2}"),
         ("shared_memory", pow2_sum_le(a_bytes, b_bytes, min(target.smem_per_block, target.shared_cap) / stages)),
         ("tensor_core", f"mma = 0 or (wm >= {int(math.log2(mm))} and wn >= {int(math.log2(mn))}"
                         f" and bk >= {int(math.log2(mk))})"),
-        # Shared-memory promotion copies operand tiles that are views of larger operands: without a batch,
-        # a block may not cover A whole (BM = M, BK = K) or B whole (BK = K, BN = N).
-        ("shape", " and ".join([shape_fit("bm", "m", 4), shape_fit("bn", "n", 4), shape_fit("bk", "k", 3),
-                                "(LB >= 1 or bk < LK or (bm < LM and bn < LN))"])),
-        # The GPU kernels have no remainder handling: tiles divide the problem.
-        ("divisibility", "bm <= DM and bn <= DN and bk <= DK"),
-    )
+        ("shape", " and ".join([shape_fit("bm", "m", 4), shape_fit("bn", "n", 4), shape_fit("bk", "k", 3)])),
+    ]
+    if not target.ragged:
+        # Kernels without remainder handling (IREE's on this target): tiles divide the problem.
+        groups.append(("divisibility", "bm <= DM and bn <= DN and bk <= DK"))
     return Space(kind="gemm", knobs={"bm": "BM", "bn": "BN", "bk": "BK", "wm": "WM", "wn": "WN"},
-                 flags={"mma": "MMA"}, universe=universe, groups=groups)
+                 flags={"mma": "MMA"}, universe=universe, groups=tuple(groups))
 
 
 # H100 SXM5 and H200 share the GH100 die: 132 SMs, 227 KiB of shared memory per
 # block (228 KiB per SM), 64 Ki registers per SM, 255 per thread.
 _HOPPER = dict(
-    chip="sm_90", sm_count=132, smem_per_block=227 * 1024, smem_per_sm=228 * 1024,
+    chip="sm_90a", sm_count=132, smem_per_block=227 * 1024, smem_per_sm=228 * 1024,
     regs_per_thread=255, regs_per_sm=65536, max_threads_per_block=MAX_THREADS_PER_BLOCK,
 )
 

@@ -1,64 +1,55 @@
-"""The NVIDIA GPU code generator: tensor-level Linalg to kernels and PTX, in named stages.
+"""The NVIDIA GPU code generator: tensor-level Linalg to one PTX module and a launch manifest, in named stages.
 
-Every contraction becomes one kernel: a grid of BM x BN block tiles (one
-block per batch index too), a loop over K in steps of BK that copies the A
-and B tiles into shared memory with vector copies, and a grid of
-(BM/WM) x (BN/WN) warps. With MMA=1 each warp computes its WM x WN tile with
-ldmatrix + mma.sync.m16n8k16; with MMA=0 each thread computes a
-(WM/4) x (WN/8) tile with FMAs. Those C tiles stay in registers across the K
-loop and are stored once, after it; a fill of the result is fused into the
-kernel as their initial value. Other parallel ops get one kernel each.
-Concatenations, slices and calls stay on the host. The constraints on a
-choice are in :mod:`.plan`.
+Each public function is planned into kernels (:mod:`.plan`): GEMMs with
+their fills and epilogues (dual GEMMs included), attention, row kernels for
+reductions with the elementwise ops around them, elementwise kernels, and a
+kernel for any other Linalg op (:mod:`.generic`). Every kernel is written
+by Prism itself as nvgpu/NVVM-level MLIR:
 
-Before::
+- GEMMs on sm_90a: TMA loads into swizzled shared memory, an mbarrier
+  pipeline and ``wgmma`` in a warp-specialized block (:mod:`.gemm_sm90`)
+  where TMA can read the operands; elsewhere, and on sm_80, multi-stage
+  ``cp.async`` with ``ldmatrix`` and ``mma.sync`` (:mod:`.gemm`);
+- attention as flash attention, and split-KV flash decoding for one query
+  row (:mod:`.attention`); rows with warp shuffles (:mod:`.rows`).
 
-    %f = linalg.fill ins(%z : f32) outs(%e : tensor<256x256xf32>) -> ...
-    %r = linalg.matmul {prism.choice = {BM = 64, BN = 64, BK = 32,
-                         WM = 32, WN = 32, MMA = 1}}
-           ins(%a, %b : tensor<256x256xf16>, tensor<256x256xf16>)
-           outs(%f : tensor<256x256xf32>) -> tensor<256x256xf32>
-
-After: the module holds host code in the LLVM dialect that calls
-``gpu.launch_func`` on a ``gpu.binary``, and ``ctx.artifacts["ptx"]`` maps
-each gpu.module's name (one per kernel, in module order) to its PTX text, a
-complete file for ``ptxas``::
-
-    {"mm_kernel": ".visible .entry mm_kernel(...) ... ldmatrix ... mma.sync"}
+Every kernel of a compilation goes into one ``gpu.module``, hence one PTX
+module (``ctx.artifacts["ptx"]``), and its launches into the manifest
+(``ctx.artifacts["manifest"]``, :mod:`.manifest`). A function that cannot
+run on the GPU is left out with a remark naming its op and why; the others
+still compile.
 
 The stages, each printable with ``--print-ir-after=NAME``:
 
-- ``gpu-tile``: each kernel tiled to blocks (contractions also along K) on tensors, fills fused;
-- ``gpu-bufferize``: one-shot bufferization;
-- ``gpu-map``: operand tiles promoted to shared memory, warps and threads mapped, launches made;
-- ``gpu-hoist``: accumulators held in registers across the K loop;
-- ``gpu-outline``: kernels outlined into gpu.modules;
-- ``gpu-mma``: tensor-core tiles to ldmatrix + mma.sync;
-- ``gpu-vector``: the remaining vector ops to 1-D;
-- ``gpu-shared``: shared memory as aligned globals in NVPTX's address space 3;
-- ``gpu-nvvm``: the NVVM pipeline down to PTX, collected into ``ctx.artifacts["ptx"]``.
+- ``gpu-plan``: the program normalized (calls inlined, named ops as
+  generics), each op tagged ``prism.kernel`` with the kernel that computes it;
+- ``gpu-kernels``: the module of every kernel, as nvgpu/NVVM-level MLIR;
+- ``gpu-nvvm``: NVVM and PTX.
 """
 
 from __future__ import annotations
 
 from mlir import ir
 
-from prism.codegen.checks import check_expansions, check_module, reshape_dynamic_expansions
-from prism.codegen.gpu import rewrites, scripts
-from prism.codegen.gpu.plan import GpuGemm, GpuParallel, GpuSchedule, plan
+from prism.codegen.checks import check_module
+from prism.codegen.cpu.schedule import AGGREGATE_OPS, decompose_script
+from prism.codegen.gpu import manifest as manifests
+from prism.codegen.gpu.kernels import emit_step
+from prism.codegen.gpu.plan import FunctionPlan, plan_function
+from prism.codegen.gpu.ptx import MODULE_NAME, PTX_FEATURES, module_text, to_ptx
+from prism.codegen.gpu.spec import Kernel
 from prism.codegen.stages import Lowering, run_stages
+from prism.codegen.transform import Script
 from prism.codegen.upstream import apply_script, run_passes
-from prism.infra.errors import PipelineError
-from prism.infra.ir import normalize_elementwise
+from prism.infra.errors import PipelineError, PrismError, UnsupportedOp
+from prism.infra.ir import iter_ops, normalize_elementwise
 from prism.infra.passbase import PassContext
-from prism.targets.nvidia import PTX_FEATURES
+from prism.search.families import registered_families
 
-# Fusion leaves the original fills dead on tensors: they must go before
-# bufferization turns them into host-side writes.
-_BUFFERIZE = ("builtin.module(canonicalize,cse,one-shot-bufferize{bufferize-function-boundaries "
-              "function-boundary-type-conversion=identity-layout-map},canonicalize,cse,canonicalize)")
-_OUTLINE = ("builtin.module(canonicalize,cse,convert-linalg-to-loops,gpu-launch-sink-index-computations,"
-            "gpu-kernel-outlining,symbol-dce)")
+KERNEL_ATTR = "prism.kernel"
+_NORMALIZE = "builtin.module(inline{default-pipeline=canonicalize},symbol-dce,canonicalize,cse)"
+# Linalg ops the planner reads as they are: fills stay fills (an accumulator's start), the rest become generics.
+_KEPT_NAMED = frozenset({"linalg.generic", "linalg.fill", "linalg.yield", "linalg.index"})
 
 
 class GpuLowering(Lowering):
@@ -69,77 +60,96 @@ class GpuLowering(Lowering):
             raise PipelineError(f"unknown chip '{chip}'; expected one of {', '.join(sorted(PTX_FEATURES))}")
         self.chip = chip
         self.ctx = ctx
-        self.contractions: list[GpuGemm] = []
-        self.parallels: list[GpuParallel] = []
+        self.plans: list[FunctionPlan] = []
+        self.kernels: dict[str, list[Kernel]] = {}
 
-    def tile(self, module: ir.Module) -> None:
-        """Plan every kernel (see :mod:`.plan`), then tile it to blocks."""
+    def plan(self, module: ir.Module) -> None:
+        """Normalize, then plan every public function (see :mod:`.plan`); tag each op with its kernel."""
         check_module(module)
         normalize_elementwise(module)
-        reshape_dynamic_expansions(module)
-        self.contractions, self.parallels = plan(module)
-        if not self.contractions and not self.parallels:
-            self.ctx.remark(module.operation.location, "no op to run on the GPU: the module lowers to host code only")
-        self.ctx.progress(f"gpu-tile: {len(self.contractions)} contraction(s), {len(self.parallels)} other kernel(s)")
-        apply_script(module, scripts.tensor_script(self.contractions, self.parallels), "tiling")
+        run_passes(module, _NORMALIZE, "normalization for the GPU")
+        _generalize(module)
+        families = [(f.kind, f.kernels["gpu"]) for f in registered_families() if "gpu" in f.kernels]
+        failures: list[PrismError] = []
+        for func in _functions(module):
+            try:
+                plan = plan_function(func, families)
+            except UnsupportedOp as error:
+                failures.append(error)
+                self.ctx.remark(func.location, f"@{_name(func)} stays off the GPU: {error.message}"
+                                + (f" (at {error.location})" if error.location else ""))
+                continue
+            self.plans.append(plan)
+            _tag(plan)
+            self.ctx.progress(f"gpu-plan: @{plan.name}: {len(plan.steps)} kernel(s)")
+        if failures and not self.plans:
+            raise failures[0]
+        self.ctx.report["kernels"] = {p.name: [{"kind": s.kind, "kernel": getattr(s.spec, "name", "")}
+                                               for s in p.steps] for p in self.plans}
 
-    def bufferize(self, module: ir.Module) -> None:
-        """One-shot bufferization of the whole module."""
-        run_passes(module, _BUFFERIZE, "bufferization")
-
-    def map(self, module: ir.Module) -> None:
-        """Shared-memory promotion, warp and thread mapping, and the launches."""
-        apply_script(module, scripts.memref_script(self.contractions, self.parallels), "GPU mapping")
-
-    def hoist(self, module: ir.Module) -> None:
-        """Accumulators become loop-carried vectors (registers) across the K loop."""
-        apply_script(module, scripts.hoist_script(), "accumulator hoisting")
-
-    def outline(self, module: ir.Module) -> None:
-        """Each launch's body becomes a kernel in a gpu.module of its own."""
-        run_passes(module, _OUTLINE, "kernel outlining")
-
-    def mma(self, module: ir.Module) -> None:
-        """ldmatrix + mma.sync for the tensor-core kernels."""
-        rewrites.convert_mma_kernels(module)
-
-    def vectorize(self, module: ir.Module) -> None:
-        """The remaining vector ops to 1-D."""
-        apply_script(module, scripts.vector_lowering_script(), "vector lowering")
-
-    def shared(self, module: ir.Module) -> None:
-        """Shared memory as 16-byte aligned globals in address space 3."""
-        apply_script(module, scripts.shared_to_global_script(), "shared-memory globals")
-        rewrites.align_shared_globals(module)
-        rewrites.numeric_shared_space(module)
+    def emit(self, module: ir.Module) -> None:
+        """Write every kernel; the module becomes their one gpu.module."""
+        for plan in self.plans:
+            self.kernels[plan.name] = [k for step in plan.steps for k in emit_step(step, self.chip)]
+            self.ctx.progress(f"gpu-kernels: @{plan.name}: {len(self.kernels[plan.name])} kernel(s) written")
+        every = [k for ks in self.kernels.values() for k in ks]
+        fresh = ir.Module.parse(module_text(every), context=module.context)
+        for op in list(module.body.operations):
+            op.operation.erase()
+        for op in list(fresh.body.operations):
+            module.body.append(op.operation.clone())
+        module.operation.attributes["gpu.container_module"] = ir.UnitAttr.get(module.context)
 
     def nvvm(self, module: ir.Module) -> None:
-        """The NVVM pipeline down to PTX, kept in ``ctx.artifacts["ptx"]``."""
-        check_expansions(module)
-        run_passes(module, f"builtin.module(gpu-lower-to-nvvm-pipeline{{cubin-chip={self.chip} "
-                   f"cubin-features={PTX_FEATURES[self.chip]} cubin-format=isa}})", "NVVM lowering")
-        rewrites.drop_timings(module)
-        self.ctx.artifacts["ptx"] = rewrites.collect_ptx(module)
+        """NVVM to PTX (``ctx.artifacts["ptx"]``), and the launch manifest (``ctx.artifacts["manifest"]``)."""
+        every = [k for ks in self.kernels.values() for k in ks]
+        ptx = to_ptx(module, self.chip, every)
+        self.ctx.artifacts["ptx"] = {MODULE_NAME: ptx}
+        self.ctx.artifacts["manifest"] = manifests.manifest(self.chip, self.plans, self.kernels)
 
     # name, summary, method
     STAGES = (
-        ("gpu-tile", "tile kernels to blocks on tensors", tile),
-        ("gpu-bufferize", "tensors to buffers", bufferize),
-        ("gpu-map", "shared memory, warps, threads and launches", map),
-        ("gpu-hoist", "accumulators in registers across K", hoist),
-        ("gpu-outline", "kernels into gpu.modules", outline),
-        ("gpu-mma", "tensor-core tiles to mma.sync", mma),
-        ("gpu-vector", "vector ops to 1-D", vectorize),
-        ("gpu-shared", "shared memory as aligned globals", shared),
-        ("gpu-nvvm", "NVVM and PTX", nvvm),
+        ("gpu-plan", "ops grouped into kernels", plan),
+        ("gpu-kernels", "every kernel as nvgpu/NVVM-level MLIR in one gpu.module", emit),
+        ("gpu-nvvm", "NVVM, one PTX module and the launch manifest", nvvm),
     )
 
 
+def _generalize(module: ir.Module) -> None:
+    """Aggregate ops (``linalg.softmax``) as their parts, then every named Linalg op but fills as a generic."""
+    if any(op.name in AGGREGATE_OPS for op in iter_ops(module)):
+        apply_script(module, decompose_script(), "decomposition of aggregate ops")
+    names = sorted({op.name for op in iter_ops(module) if op.name.startswith("linalg.")} - _KEPT_NAMED)
+    if names:
+        script = Script()
+        script.generalize(script.match_ops(names))
+        apply_script(module, script.text(), "generalization of named ops")
+
+
+def _functions(module: ir.Module) -> list[ir.Operation]:
+    out = []
+    for op in module.body.operations:
+        op = op.operation
+        if op.name == "func.func" and len(op.regions[0].blocks) and "sym_visibility" not in op.attributes:
+            out.append(op)
+    return out
+
+
+def _tag(plan: FunctionPlan) -> None:
+    for step in plan.steps:
+        for op in step.ops:
+            op.attributes[KERNEL_ATTR] = ir.StringAttr.get(step.spec.name)
+
+
+def _name(func: ir.Operation) -> str:
+    return ir.StringAttr(func.attributes["sym_name"]).value
+
+
 def lower(module: ir.Module, ctx: PassContext, chip: str) -> None:
-    """Lower ``module`` in place to host LLVM launching kernels; their PTX goes into ``ctx.artifacts["ptx"]``."""
+    """Lower ``module`` for ``chip``: its PTX and manifest go into ``ctx.artifacts``."""
     run_stages(GpuLowering(chip, ctx).stages(), module, ctx)
 
 
 STAGE_NAMES = GpuLowering.stage_names()
 
-__all__ = ["STAGE_NAMES", "GpuLowering", "GpuSchedule", "lower"]
+__all__ = ["KERNEL_ATTR", "STAGE_NAMES", "GpuLowering", "lower"]

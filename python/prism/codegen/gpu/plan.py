@@ -1,16 +1,29 @@
-"""Planning the GPU lowering: validate every op and decide its mapping before any upstream call.
+"""Planning a function for the GPU: its ops grouped into kernels, each a spec.
 
-Upstream misuse aborts the process (the MLIR wheels are built with
-assertions), so everything the schedules assume is checked here first, and
-an op that cannot be mapped is an error at its location.
+Ops are taken in order (after the program is normalized: calls inlined,
+tensor arith as generics, named ops generalized, aggregates decomposed):
 
-Choice constraints (``prism.choice``; missing keys take defaults):
-M % BM == N % BN == K % BK == 0; BM % WM == BN % WN == 0;
-threads = (BM/WM)*(BN/WN)*32 <= 1024; shared bytes =
-(BM*BK + BK*BN) * sizeof(input element) <= 49152; MMA=1 needs f16
-inputs (not bf16: upstream has no bf16 path from vector to mma.sync) and
-WM % 16 == WN % 8 == BK % 16 == 0; MMA=0 needs
-WM % 4 == WN % 8 == 0; STAGES must be 1 (no software pipelining).
+- **attention** (a registered family with a GPU kernel): its chain is one
+  :class:`~.spec.AttentionSpec`;
+- **contractions** that are GEMMs (batch, M, N and K loop groups, each
+  contiguous in its operands; f16, bf16 or f32 inputs) become a
+  :class:`~.spec.GemmSpec`. A fill of the output is the accumulator's
+  start. The chain of elementwise ops that reads the result alone, and
+  whose other inputs are ready before it, is its epilogue; two GEMMs of one
+  A read by one elementwise op are a dual GEMM;
+- a **reduction over the innermost loops** starts a row group
+  (:class:`~.spec.RowSpec`): the elementwise ops and reductions after it
+  over the same rows join it while what they read is ready before it;
+- an **elementwise** op read once, by an op whose kernel computes its
+  operands from scalar functions, has no buffer: it is recomputed there
+  (:mod:`.compose`); other elementwise ops are a :class:`~.spec.PointwiseSpec`;
+- **every other Linalg op** is a :class:`~.spec.GenericSpec`: correct for
+  any indexing maps, one thread per point of its parallel loops;
+- reshapes are views; ``tensor.empty`` and fills read only as
+  accumulators' starts make no kernel. Anything else is refused at its op.
+
+A kernel is placed at its first op; what it reads must be computed before
+that (*ready*), which is what the fusion rules check.
 """
 
 from __future__ import annotations
@@ -19,159 +32,78 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
+from prism.codegen.gpu.body import owner, body_problem
+from prism.codegen.gpu.buffers import Buffers
+from prism.codegen.gpu.compose import Composer, Special, element_type, elementwise
+from prism.codegen.gpu.spec import (
+    GemmSpec,
+    GemmTile,
+    GenericSpec,
+    Operand,
+    PointwiseSpec,
+    Reduction,
+    RowOutput,
+    RowSpec,
+    ScalarFn,
+    Tensor,
+)
 from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
-from prism.infra.ir import ELEMENT_BYTES, element_name
-from prism.search.family import contraction_roles, why_not_lifted
-from prism.targets.nvidia import MAX_GRID, MAX_THREADS_PER_BLOCK, MMA_SHAPE, STATIC_SHARED_BYTES, WARP_SIZE
+from prism.infra.ir import map_dims
+from prism.search.family import analyze_contraction
 
-_MMA_M, _MMA_N, _MMA_K = MMA_SHAPE
-# SIMT: the 32 lanes of a warp cover its warp tile as a 4 x 8 grid.
-LANES_M, LANES_N = 4, 8
-# Thread-id linearization maps at most this many dimensions of a forall to blocks or threads.
-MAX_MAPPED_DIMS = 3
-_CHOICE_KEYS = ("BM", "BN", "BK", "WM", "WN", "MMA", "STAGES")
-
-# Named linalg ops whose iteration domain is their init's shape, all parallel.
-_PARALLEL_NAMED = frozenset({
-    "linalg.fill", "linalg.copy", "linalg.transpose", "linalg.broadcast",
-    "linalg.map", "linalg.elementwise", "linalg.add", "linalg.sub",
-    "linalg.mul", "linalg.div", "linalg.max", "linalg.min", "linalg.exp",
-    "linalg.log", "linalg.abs", "linalg.negf", "linalg.sqrt", "linalg.rsqrt",
-    "linalg.tanh", "linalg.erf", "linalg.square", "linalg.reciprocal",
-    "linalg.floor", "linalg.ceil", "linalg.powf",
-})
-# Host-side ops that bufferize to allocations, views or copies and need no kernel.
-HOST_OPS = frozenset({"arith.constant", "tensor.empty", "func.return", "func.call",
-                       "tensor.expand_shape", "tensor.collapse_shape", "tensor.extract_slice", "tensor.concat",
-                       "tensor.dim", "tensor.reshape", "tensor.from_elements"})
-
-@dataclass(frozen=True)
-class GpuSchedule:
-    """The GPU code generator's knobs for one contraction (constraints in the module docstring)."""
-
-    BM: int
-    BN: int
-    BK: int
-    WM: int
-    WN: int
-    MMA: int
-    STAGES: int = 1
-
-    @property
-    def threads(self) -> int:
-        """Threads per block: a warp per WM x WN warp tile."""
-        return (self.BM // self.WM) * (self.BN // self.WN) * WARP_SIZE
+GEMM_TYPES = ("f16", "bf16", "f32")
+_COMBINES = {"arith.addf": ("add", 0.0), "arith.maximumf": ("max", float("-inf")),
+             "arith.maxnumf": ("max", float("-inf")), "arith.minimumf": ("min", float("inf")),
+             "arith.minnumf": ("min", float("inf")), "arith.mulf": ("mul", 1.0)}
+_VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.cast")
+_SKIP = ("arith.constant", "tensor.empty", "func.return")
 
 
 @dataclass
-class GpuGemm:
-    """A contraction to map, and what the schedules need to know of it.
+class Step:
+    """One kernel's spec and the ops it computes (for the report)."""
 
-    ``op`` is valid only while planning: the tiling schedule replaces it, so
-    everything read later (the operand maps as ``operand_dims``: the loop of
-    each dimension of A, B and C) is copied out beforehand.
-    """
-
-    tag: int
-    op: ir.Operation
-    roles: list[str]
-    sizes: list[int]
-    elem_bytes: int
-    schedule: GpuSchedule
-    operand_dims: list[list[int]]
-    fill_tag: int | None = None
-
-    def operand_tile(self, operand: int) -> list[int]:
-        """The block's tile of input ``operand`` (0: A, 1: B)."""
-        ch = self.schedule
-        tile = {"batch": 1, "m": ch.BM, "n": ch.BN, "k": ch.BK}
-        return [tile[self.roles[d]] for d in self.operand_dims[operand]]
-
-    @property
-    def promoted(self) -> list[int]:
-        """The inputs whose block tile is a view of a larger operand, which shared-memory promotion can copy."""
-        size = dict(zip(self.roles, self.sizes, strict=True))
-        return [operand for operand in (0, 1)
-                if any(t < size[self.roles[d]] for t, d in zip(self.operand_tile(operand), self.operand_dims[operand],
-                                                                strict=True))]
+    kind: str
+    spec: object
+    ops: list[ir.Operation]
 
 
 @dataclass
-class GpuParallel:
-    """A parallel op that gets a kernel of its own: one element per thread."""
+class FunctionPlan:
+    """A function's kernels in launch order, and its buffers."""
 
-    tag: int
-    op: ir.Operation
-    sizes: list[int]
-    # Per-dimension block tile and thread count; filled by _plan_parallel.
-    block_tile: list[int] = field(default_factory=list)
-    threads: list[int] = field(default_factory=list)
-
-
-def plan(module: ir.Module) -> tuple[list[GpuGemm], list[GpuParallel]]:
-    """Every contraction and every other parallel op of ``module``'s functions, tagged for the schedules.
-
-    Raises UnsupportedOp, at the op, for anything that has no GPU mapping.
-    """
-    ops: list[ir.Operation] = []
-    for top in module.body.operations:
-        if top.operation.name != "func.func":
-            raise UnsupportedOp(f"'{top.operation.name}' at the top level of the module cannot be lowered; "
-                                "put every function directly in the module", location=str(top.operation.location))
-        ops += [op.operation for block in top.regions[0].blocks for op in block.operations]
-    ops = [op for op in ops if not _forward_empty(op)]
-    contractions: list[GpuGemm] = []
-    fused_fills: list[ir.Operation] = []
-    for op in ops:
-        if _is_contraction(op):
-            gemm = _plan_contraction(op, len(contractions))
-            contractions.append(gemm)
-            fill = _fusable_fill(op)
-            if fill is not None:
-                fused_fills.append(fill)
-                gemm.fill_tag = gemm.tag
-                fill.attributes[attrs.GPU_FILL_TAG] = _i64(gemm.tag)
-    parallels: list[GpuParallel] = []
-    for op in ops:
-        if any(isinstance(v.type, ir.MemRefType) for v in op.operands):
-            raise UnsupportedOp(f"'{op.name}' works on buffers; Prism lowers Linalg on tensors",
-                                location=str(op.location))
-        if _is_contraction(op) or any(op == f for f in fused_fills):
-            continue
-        if op.name in _PARALLEL_NAMED or op.name == "linalg.generic":
-            parallels.append(_plan_parallel(op, len(contractions) + len(parallels)))
-        elif op.name not in HOST_OPS:
-            raise UnsupportedOp(f"cannot map '{op.name}' to the GPU{_why_not(op)}", location=str(op.location))
-    for kernel in [*contractions, *parallels]:
-        kernel.op.attributes[attrs.GPU_KERNEL_TAG] = _i64(kernel.tag)
-    return contractions, parallels
+    name: str
+    inputs: list[Tensor]
+    outputs: list[Tensor]
+    temporaries: list[Tensor]
+    sizes: dict[str, dict]
+    steps: list[Step] = field(default_factory=list)
 
 
-def _forward_empty(op: ir.Operation) -> bool:
-    """Replace a Linalg op whose iteration space is empty by its init (it computes nothing); True if it was."""
-    if not op.name.startswith("linalg.") or not op.results:
-        return False
-    shaped = [v.type for v in op.operands if isinstance(v.type, ir.RankedTensorType)]
-    if not any(0 in ir.RankedTensorType(t).shape for t in shaped):
-        return False
-    inits = list(op.operands)[len(op.operands) - len(op.results):]
-    for result, init in zip(op.results, inits, strict=True):
-        result.replace_all_uses_with(init)
-    op.erase()
-    return True
-
-
-def _i64(value: int) -> ir.IntegerAttr:
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
-
-
-def _static_shape(op: ir.Operation) -> None:
-    for value in [*op.operands, *op.results]:
-        if isinstance(value.type, ir.ShapedType) and not ir.ShapedType(value.type).has_static_shape:
-            raise UnsupportedOp(f"'{op.name}' has a dynamic shape "
-                                f"({value.type}); the GPU path needs static shapes",
-                                location=str(op.location))
+def fill_value(value: ir.Value) -> float | None:
+    """The constant a fill (``linalg.fill``, or its generic form) or a splat constant gives ``value``; None."""
+    if isinstance(owner(value), ir.Block):
+        return None
+    op = owner(value)
+    scalar = None
+    if op.name == "linalg.fill":
+        scalar = op.operands[0]
+    elif op.name == "linalg.generic" and len(op.operands) == 2 and not isinstance(op.operands[0].type, ir.ShapedType):
+        block = op.regions[0].blocks[0]
+        ops = list(block.operations)
+        if len(ops) == 1 and ops[0].operands[0] == block.arguments[0]:
+            scalar = op.operands[0]
+    elif op.name == "arith.constant" and isinstance(op.results[0].type, ir.ShapedType):
+        attr = op.attributes["value"]
+        if isinstance(attr, ir.DenseElementsAttr) and attr.is_splat:
+            return ir.FloatAttr(attr.get_splat_value()).value if ir.FloatAttr.isinstance(attr.get_splat_value()) \
+                else None
+        return None
+    if scalar is None or isinstance(owner(scalar), ir.Block) or owner(scalar).name != "arith.constant":
+        return None
+    attr = owner(scalar).attributes["value"]
+    return ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else None
 
 
 def _maps(op: ir.Operation) -> list[ir.AffineMap]:
@@ -179,174 +111,667 @@ def _maps(op: ir.Operation) -> list[ir.AffineMap]:
 
 
 def _iterators(op: ir.Operation) -> list[str]:
-    attr = ir.ArrayAttr(op.attributes["iterator_types"])
-    return [str(a).split("<")[-1].rstrip(">") for a in attr]
+    return ["reduction" if "reduction" in str(a) else "parallel" for a in ir.ArrayAttr(op.attributes["iterator_types"])]
 
 
-def _why_not(op: ir.Operation) -> str:
-    """For a Linalg contraction the GPU has no kernel for, why (its element types, its maps), as a clause."""
-    reason = why_not_lifted(op) if op.name.startswith("linalg.") else "not a contraction"
-    return "" if reason == "not a contraction" else f", which runs only the products Prism tunes: {reason}"
+class _Planner:
+    def __init__(self, func: ir.Operation, gpu_families: list):
+        self.func = func
+        self.buffers = Buffers(func)
+        self.ops = [op.operation for op in func.regions[0].blocks[0].operations]
+        self.position = {op: i for i, op in enumerate(self.ops)}
+        self.ready: dict[ir.Value, int] = {arg: -1 for arg in func.regions[0].blocks[0].arguments}
+        self.done: set[ir.Operation] = set()
+        self.inlined_ops: set[ir.Operation] = set()
+        self.materialized: set[ir.Value] = set()
+        self.steps: list[Step] = []
+        self.families = gpu_families
+        self.composer = Composer(self._inlined, self._leaf_tensor, self._lazy_constant)
+        self._bind_results()
+
+    # -- values ---------------------------------------------------------------------------------------------------
+
+    def _inlined(self, value: ir.Value) -> bool:
+        return not isinstance(owner(value), ir.Block) and owner(value) in self.inlined_ops
+
+    def _lazy_constant(self, value: ir.Value) -> float | None:
+        """A fill's constant where the fill has no buffer (it is read as a scalar)."""
+        return None if value in self.materialized else fill_value(value)
+
+    def _leaf_tensor(self, value: ir.Value) -> Tensor:
+        return self.buffers.tensor(value)
+
+    def _bind_results(self) -> None:
+        ret = self.ops[-1]
+        self.outputs: list[Tensor] = []
+        self.copies: list[tuple[ir.Value, Tensor]] = []
+        bound: set[ir.Value] = set()
+        for j, value in enumerate(ret.operands):
+            root = value
+            while not isinstance(owner(root), ir.Block) and owner(root).name in _VIEWS:
+                root = owner(root).operands[0]
+            tensor = Tensor(f"result{j}", element_type(value), self.buffers.shape(value))
+            self.outputs.append(tensor)
+            if isinstance(owner(root), ir.Block) or root in bound or fill_value(root) is not None:
+                self.copies.append((value, tensor))
+            else:
+                bound.add(root)
+                self.buffers.bind(root, Tensor(tensor.name, element_type(root), self.buffers.shape(root)))
+
+    def _is_ready(self, values, before: int) -> bool:
+        """Whether every value of ``values`` is computed by a kernel placed before ``before`` (or needs none)."""
+        return all(self.ready.get(v, 10**9) < before or self._lazy_constant(v) is not None
+                   or not isinstance(v.type, ir.ShapedType) or _empty(v) for v in values)
+
+    def _leaves_ready(self, value: ir.Value, dims, specials, before: int) -> bool:
+        return self._is_ready(self.composer.leaves(value, dims, specials), before)
+
+    def _users(self, value: ir.Value) -> list[ir.Operation]:
+        return [owner(use) for use in value.uses]
+
+    def _returned(self, value: ir.Value) -> bool:
+        return any(u.name == "func.return" for u in self._users(value))
+
+    def _add(self, kind: str, spec, ops: list[ir.Operation], produced: list[ir.Value], at: int) -> None:
+        self.steps.append(Step(kind, spec, ops))
+        for op in ops:
+            self.done.add(op)
+        for v in produced:
+            self.ready[v] = at
+            self.materialized.add(v)
+
+    # -- the walk -------------------------------------------------------------------------------------------------
+
+    def plan(self) -> FunctionPlan:
+        self._claim_families()
+        self._choose_inlined()
+        for op in self.ops:
+            if op in self.done or op in self.inlined_ops or op.name in _SKIP or _scalar(op):
+                continue
+            at = self.position[op]
+            if op in self.claimed:
+                if op in self.chains:
+                    self._family(op, at)
+                continue
+            if op.name in _VIEWS:
+                self.buffers.view(op.results[0], op.operands[0])
+                self.ready[op.results[0]] = self.ready.get(op.operands[0], at)
+                continue
+            if fill_value(op.results[0]) is not None and not self._fill_needs_buffer(op.results[0]):
+                continue
+            if self._gemm(op, at) or self._rows(op, at):
+                continue
+            self._single(op, at)
+        for value, tensor in self.copies:
+            self._copy(value, tensor)
+        return FunctionPlan(_name(self.func), self.buffers.inputs, self.outputs, self.buffers.temporaries,
+                            self.buffers.sizes.sources, self.steps)
+
+    def _choose_inlined(self) -> None:
+        """Elementwise ops read once by a kernel that composes scalar functions, and not returned."""
+        for op in self.ops:
+            if not elementwise(op) or body_problem(op) or fill_value(op.results[0]) is not None:
+                continue
+            users = self._users(op.results[0])
+            if len(users) == 1 and users[0].name == "linalg.generic" and self._composes(users[0], op.results[0]):
+                self.inlined_ops.add(op)
+
+    def _composes(self, user: ir.Operation, value: ir.Value) -> bool:
+        """Whether ``user`` reads ``value`` through a scalar function: as an elementwise op, or as a
+        reduction's input, read through a projected permutation."""
+        if body_problem(user) or user in self.claimed:
+            return False
+        if analyze_contraction(user) is not None:
+            return False
+        n_in = len(user.operands) - len(user.results)
+        maps = _maps(user)
+        return all(map_dims(maps[i]) is not None for i, v in enumerate(list(user.operands)[:n_in]) if v == value)
+
+    def _fill_needs_buffer(self, value: ir.Value) -> bool:
+        """A fill needs a buffer unless every reader takes it as a constant: a GEMM's or a reduction's start,
+        or a scalar function's leaf."""
+        return self._returned(value)
+
+    def _materialize_fill(self, value: ir.Value, at: int) -> None:
+        if value in self.materialized:
+            return
+        tensor = self.buffers.tensor(value)
+        constant = fill_value(value)
+        self._add("fill", PointwiseSpec(self._kname("fill"), tensor, _constant_fn(constant, tensor.dtype)),
+                  [owner(value)], [value], at)
+
+    def _kname(self, kind: str) -> str:
+        return f"{_name(self.func)}_k{len(self.steps)}_{kind.replace(' ', '_')}"
+
+    # -- families -------------------------------------------------------------------------------------------------
+
+    def _claim_families(self) -> None:
+        """The chains of registered families with a GPU kernel, each placed at its last op."""
+        self.claimed: set[ir.Operation] = set()
+        self.chains: dict[ir.Operation, tuple] = {}
+        for op in reversed(self.ops):
+            if op in self.claimed:
+                continue
+            for kind, kernel in self.families:
+                found = kernel(op, self.buffers)
+                if found is None:
+                    continue
+                ops = [o.operation for o in found[0]]
+                if any(o in self.claimed for o in ops) or ops[-1] != op:
+                    continue
+                self.claimed.update(ops)
+                self.chains[op] = (kind, ops, found[1], found[2])
+                break
+
+    def _family(self, op: ir.Operation, at: int) -> None:
+        kind, ops, spec, produced = self.chains[op]
+        outside = [v for o in ops for v in o.operands if not _inside(v, ops)]
+        if not self._is_ready(outside, at):
+            raise UnsupportedOp(f"the {kind} chain reads a value computed after it starts", location=str(op.location))
+        self._add(kind, spec(self._kname(kind)), list(ops), produced, at)
+
+    # -- GEMMs ----------------------------------------------------------------------------------------------------
+
+    def _gemm(self, op: ir.Operation, at: int) -> bool:
+        gemm = _gemm_layout(op, self.buffers)
+        if gemm is None:
+            return False
+        a, b, out = op.operands[0], op.operands[1], op.operands[2]
+        if not self._is_ready([a, b], at):
+            return False
+        init = fill_value(out)
+        init_tensor = None
+        if init is None:
+            if not self._is_ready([out], at):
+                return False
+            init_tensor = self.buffers.tensor(out)
+        ops = [op]
+        result = op.results[0]
+        epilogue, target, second = self._epilogue(op, gemm, at, init)
+        c_value = result if target is None else target
+        if second is not None:
+            ops.append(owner(second))
+        chain = self._chain_ops(result, target)
+        spec = GemmSpec(
+            name=self._kname("dual gemm" if second is not None else "gemm"),
+            a=self.buffers.tensor(a), b=self.buffers.tensor(b), c=self.buffers.tensor(c_value),
+            m=gemm["m"], n=gemm["n"], k=gemm["k"], batch=gemm["batch"],
+            a_layout=gemm["a_layout"], b_layout=gemm["b_layout"], init_value=init or 0.0, init=init_tensor,
+            b2=self.buffers.tensor(owner(second).operands[1]) if second is not None else None,
+            epilogue=epilogue, tile=_tile(op))
+        kind = "dual gemm + epilogue" if second is not None else ("gemm + epilogue" if epilogue else "gemm")
+        self._add(kind, spec, ops + chain, [c_value], at)
+        return True
+
+    def _epilogue(self, op: ir.Operation, gemm: dict, at: int, init):
+        """The elementwise chain after ``op`` that its kernel can apply: (scalar function, the chain's last
+        value, a dual GEMM's second result) or (None, None, None)."""
+        result = op.results[0]
+        users = self._users(result)
+        if len(users) != 1 or not elementwise(users[0]) or body_problem(users[0]) or self._returned(result):
+            return None, None, None
+        consumer = users[0]
+        rank = len(gemm["batch"]) + 2
+        if len(_iterators(consumer)) != rank:
+            return None, None, None
+        second = self._dual_partner(op, consumer, at, init)
+        specials = {result: Special(Operand("acc"), "f32")}
+        if second is not None:
+            specials[second] = Special(Operand("acc2"), "f32")
+        last = consumer.results[0]
+        while True:  # extend along single-use elementwise readers
+            nxt = self._users(last)
+            if len(nxt) != 1 or not elementwise(nxt[0]) or body_problem(nxt[0]) or self._returned(last) \
+                    or len(_iterators(nxt[0])) != rank or nxt[0] in self.inlined_ops:
+                break
+            maps = _maps(nxt[0])
+            index = list(nxt[0].operands).index(last)
+            if map_dims(maps[index]) != list(range(rank)):
+                break
+            saved = set(self.inlined_ops)
+            self.inlined_ops.add(owner(last))
+            if not self._leaves_ready(nxt[0].results[0], tuple(range(rank)), specials, at):
+                self.inlined_ops = saved
+                break
+            last = nxt[0].results[0]
+        # the consumer's reads of the accumulators must be element for element
+        for value in specials:
+            for i, v in enumerate(consumer.operands):
+                if v == value and map_dims(_maps(consumer)[i]) != list(range(rank)):
+                    return None, None, None
+        self.inlined_ops.add(consumer)
+        if last != consumer.results[0]:
+            self.inlined_ops.discard(owner(last))
+        else:
+            self.inlined_ops.discard(consumer)
+        # the chain's own ops (but the last) are inlined; the last's value is composed over the specials
+        inner = self._chain_values(consumer.results[0], last)
+        for v in inner:
+            self.inlined_ops.add(owner(v))
+        self.inlined_ops.discard(owner(last))
+        self.inlined_ops.add(owner(last))
+        if not self._leaves_ready(last, tuple(range(rank)), specials, at):
+            for v in inner + [last]:
+                self.inlined_ops.discard(owner(v))
+            return None, None, None
+        fn = self.composer.fn(last, tuple(range(rank)), specials)
+        self.inlined_ops.discard(owner(last))
+        return fn, last, second
+
+    def _chain_values(self, first: ir.Value, last: ir.Value) -> list[ir.Value]:
+        values = [first]
+        while values[-1] != last:
+            values.append(self._users(values[-1])[0].results[0])
+        return values[:-1]
+
+    def _chain_ops(self, result: ir.Value, last: ir.Value | None) -> list[ir.Operation]:
+        if last is None:
+            return []
+        users = self._users(result)
+        return [owner(v) for v in self._chain_values(users[0].results[0], last)] + [owner(last)]
+
+    def _dual_partner(self, op: ir.Operation, consumer: ir.Operation, at: int, init) -> ir.Value | None:
+        for v in consumer.operands:
+            if isinstance(owner(v), ir.Block) or owner(v) == op or owner(v) in self.done:
+                continue
+            other = owner(v)
+            if other.name != "linalg.generic" or len(self._users(v)) != 1 or self._returned(v):
+                continue
+            layout = _gemm_layout(other, self.buffers)
+            mine = _gemm_layout(op, self.buffers)
+            if layout is None or layout != mine or other.operands[0] != op.operands[0]:
+                continue
+            if fill_value(other.operands[2]) != init or init is None:
+                continue
+            if other.operands[1].type != op.operands[1].type or not self._is_ready([other.operands[1]], at):
+                continue
+            return v
+        return None
+
+    # -- rows -----------------------------------------------------------------------------------------------------
+
+    def _rows(self, op: ir.Operation, at: int) -> bool:
+        shape = _row_shape(op, self.buffers)
+        if shape is None or fill_value(op.operands[-1]) is None or not self._is_ready(
+                [v for v in list(op.operands)[:-1]], at):
+            return False
+        group = _RowGroup(self, op, shape, at)
+        group.grow()
+        spec = group.spec(self._kname("rows"))
+        if spec is None:
+            return False
+        self._add("rows", spec, group.ops, group.produced, at)
+        return True
+
+    # -- one op ---------------------------------------------------------------------------------------------------
+
+    def _single(self, op: ir.Operation, at: int) -> None:
+        if not op.name.startswith("linalg."):
+            raise UnsupportedOp(f"'{op.name}' has no GPU kernel (Prism maps Linalg ops, reshapes and fills)",
+                                location=str(op.location))
+        if op.name != "linalg.generic":
+            raise UnsupportedOp(f"'{op.name}' has no GPU kernel: generalize it to linalg.generic",
+                                location=str(op.location))
+        problem = body_problem(op)
+        if problem:
+            raise UnsupportedOp(f"this op cannot run on the GPU: {problem}", location=str(op.location))
+        if elementwise(op) and fill_value(op.results[0]) is None:
+            value = op.results[0]
+            rank = len(_iterators(op))
+            out = self.buffers.tensor(value)
+            self._add("pointwise", PointwiseSpec(self._kname("pointwise"), out,
+                                                 self._own_fn(op, rank)), [op], [value], at)
+            return
+        self._generic(op, at)
+
+    def _own_fn(self, op: ir.Operation, rank: int) -> ScalarFn:
+        """The scalar function of an elementwise op's own result (composing its inlined inputs)."""
+        self.inlined_ops.add(op)
+        try:
+            return self.composer.fn(op.results[0], tuple(range(rank)))
+        finally:
+            self.inlined_ops.discard(op)
+
+    def _generic(self, op: ir.Operation, at: int) -> None:
+        n_out = len(op.results)
+        n_in = len(op.operands) - n_out
+        inputs, input_maps = [], []
+        for v, m in zip(list(op.operands)[:n_in], _maps(op)[:n_in]):
+            if not isinstance(v.type, ir.ShapedType):
+                continue
+            if fill_value(v) is not None and v not in self.materialized:
+                self._materialize_fill(v, at)
+            inputs.append(self.buffers.tensor(v))
+            input_maps.append(str(m))
+        outs = list(op.operands)[n_in:]
+        inits = []
+        for v in outs:
+            constant = fill_value(v)
+            inits.append(constant if constant is not None else (self.buffers.tensor(v) if _reads_output(op) else None))
+        from prism.codegen.gpu.body import emit_body
+        scalar_inputs = [i for i, v in enumerate(list(op.operands)[:n_in]) if not isinstance(v.type, ir.ShapedType)]
+
+        def body(tb, values, outputs, indices, op=op, scalar_inputs=scalar_inputs):
+            full, k = [], 0
+            for i in range(n_in):
+                if i in scalar_inputs:
+                    const = owner(op.operands[i])
+                    full.append(tb.value(f"arith.constant {const.attributes['value']}", "k"))
+                else:
+                    full.append(values[k])
+                    k += 1
+            return emit_body(tb, op, full + list(outputs), indices)
+        loops = _loop_extents(op, self.buffers)
+        spec = GenericSpec(self._kname("loops"), tuple(loops), tuple(_iterators(op)), tuple(inputs),
+                           tuple(input_maps), tuple(self.buffers.tensor(r) for r in op.results),
+                           tuple(str(m) for m in _maps(op)[n_in:]), tuple(inits), body)
+        self._add("loops", spec, [op], list(op.results), at)
+
+    def _copy(self, value: ir.Value, tensor: Tensor) -> None:
+        at = len(self.ops)
+        constant = fill_value(value) if value not in self.materialized else None
+        if constant is not None:
+            fn = _constant_fn(constant, tensor.dtype)
+        else:
+            source = self.buffers.tensor(value)
+            fn = ScalarFn((Operand("tensor", source, tuple(range(source.rank))),), tensor.dtype,
+                          lambda tb, values, indices: values[0])
+        self._add("copy", PointwiseSpec(self._kname("copy"), tensor, fn), [], [], at)
 
 
-def _is_contraction(op: ir.Operation) -> bool:
-    return contraction_roles(op) is not None
+class _RowGroup:
+    """A reduction over a row and the ops after it over the same rows (see the module docstring)."""
+
+    def __init__(self, planner: _Planner, first: ir.Operation, shape, at: int):
+        self.p = planner
+        self.rows, self.cols = shape
+        self.at = at
+        self.ops = [first]
+        self.reductions: list[ir.Operation] = [first]
+        self.members: set[ir.Operation] = {first}
+        self.produced: list[ir.Value] = []
+
+    def grow(self) -> None:
+        start = self.p.position[self.ops[0]]
+        for op in self.p.ops[start + 1:]:
+            if op in self.p.done or op.name in _SKIP or op.name in _VIEWS:
+                continue
+            if op in self.p.inlined_ops:
+                continue  # read through its consumer, which joins or not
+            if not op.name == "linalg.generic" or body_problem(op):
+                continue
+            if not any(self._member_value(v) for v in op.operands):
+                continue
+            if self._admits(op):
+                self.ops.append(op)
+                self.members.add(op)
+                if _row_reduction(op) is not None:
+                    self.reductions.append(op)
+
+    def _member_value(self, v: ir.Value) -> bool:
+        return not isinstance(owner(v), ir.Block) and (owner(v) in self.members or (
+            owner(v) in self.p.inlined_ops and any(self._member_value(w) for w in owner(v).operands)))
+
+    def _usable(self, v: ir.Value) -> bool:
+        return self._member_value(v) or self.p._is_ready([v], self.at) or not isinstance(v.type, ir.ShapedType) \
+            or (owner(v) is not None and not isinstance(owner(v), ir.Block) and owner(v) in self.p.inlined_ops
+                and all(self._usable(w) for w in owner(v).operands))
+
+    def _admits(self, op: ir.Operation) -> bool:
+        shape = _row_shape(op, self.p.buffers)
+        loops = _loop_extents(op, self.p.buffers)
+        if shape is not None:
+            if shape != (self.rows, self.cols) or fill_value(op.operands[-1]) is None:
+                return False
+        elif not elementwise(op) or tuple(loops) not in (self.rows + self.cols, self.rows):
+            return False
+        maps = _maps(op)
+        for v, m in zip(list(op.operands)[:-1], maps):
+            dims = map_dims(m)
+            if dims is None:
+                return False
+            if self._member_value(v):
+                per_row = self._per_row(v)
+                want = list(range(len(self.rows))) if per_row else list(range(len(self.rows) + len(self.cols)))
+                if dims != want:
+                    return False
+            elif not self._usable(v):
+                return False
+        return True
+
+    def _per_row(self, v: ir.Value) -> bool:
+        return len(ir.RankedTensorType(v.type).shape) == len(self.rows)
+
+    def spec(self, name: str) -> RowSpec | None:
+        nrows, ncols = len(self.rows), len(self.cols)
+        specials: dict[ir.Value, Special] = {}
+        reductions = []
+        for k, op in enumerate(self.reductions):
+            combine, neutral = _combine(op)
+            rname = f"r{k}"
+            value = self._reduction_value(op, neutral, specials, nrows + ncols)
+            reductions.append(Reduction(rname, combine, fill_value(op.operands[-1]), value))
+            specials[op.results[0]] = Special(Operand("tensor", Tensor(rname, "f32", ()), ()), "f32")
+        outputs = []
+        for op in self.ops:
+            value = op.results[0]
+            outside = [u for u in self.p._users(value) if u not in self.members and u not in self.p.inlined_ops]
+            if not outside and not self.p._returned(value):
+                continue
+            per_row = self._per_row(value)
+            rank = nrows if per_row else nrows + ncols
+            if value in specials:
+                fn = self.p.composer.fn(value, tuple(range(rank)), specials)
+            else:
+                self.p.inlined_ops.add(op)
+                fn = self.p.composer.fn(value, tuple(range(rank)), specials)
+                self.p.inlined_ops.discard(op)
+            outputs.append(RowOutput(self.p.buffers.tensor(value), fn, per_row))
+            self.produced.append(value)
+        for op in self.ops:
+            if op not in self.reductions and op.results[0] not in self.produced:
+                self.p.inlined_ops.add(op)
+        if not outputs:
+            return None
+        return RowSpec(name, tuple(self.rows), tuple(self.cols), tuple(reductions), tuple(outputs))
+
+    def _reduction_value(self, op, neutral, specials, rank) -> ScalarFn:
+        """The value a reduction combines at a point: its body with the accumulator bound to the neutral
+        element, composed over its inputs."""
+        maps = _maps(op)
+        # compose the body as if it were an elementwise op over (rows, cols) with the output fixed to neutral
+        composer = self.p.composer
+        operands: list[Operand] = []
+        keys: list[tuple] = []
+        inputs = list(op.operands)[:-1]
+        dims_of = [tuple(map_dims(m)) for m in maps[:-1]]
+        sub_fns = [composer.fn(v, d, specials) if isinstance(v.type, ir.ShapedType) else None
+                   for v, d in zip(inputs, dims_of)]
+        spans = []
+        for fn in sub_fns:
+            start = len(operands)
+            if fn is not None:
+                operands.extend(fn.operands)
+            spans.append((start, len(operands)))
+        dtype = element_type(op.results[0])
+        from prism.codegen.gpu.body import emit_body
+        from prism.codegen.gpu.compose import _literal
+
+        def emit(tb, values, indices):
+            args = []
+            for fn, (s, e), v in zip(sub_fns, spans, inputs):
+                if fn is None:
+                    args.append(tb.value(f"arith.constant {owner(v).attributes['value']}", "k"))
+                else:
+                    args.append(fn.emit(tb, values[s:e], indices))
+            acc = tb.value(f"arith.constant {_literal(neutral, dtype)} : {dtype}", "k")
+            return emit_body(tb, op, args + [acc], indices)[0]
+        del keys
+        return ScalarFn(tuple(operands), dtype, emit)
 
 
-def _plan_contraction(op: ir.Operation, tag: int) -> GpuGemm:
-    _static_shape(op)
-    where = str(op.location)
-    roles = contraction_roles(op) or []
-    sizes = _domain_sizes(op, len(roles))
-    if sorted(r for r in roles if r != "batch") != ["k", "m", "n"] or roles.count("batch") > 1:
-        raise UnsupportedOp(f"contraction roles {roles} are not "
-                            "[batch?, m, n, k] with one of each", location=where)
-    in_types = [ir.ShapedType(v.type).element_type for v in op.operands[:2]]
-    elem_bytes = _elem_bytes(in_types[0], where)
-    choice = _choice(op, roles, sizes, in_types, where)
-    operand_dims = [[ir.AffineDimExpr(e).position for e in amap.results] for amap in _maps(op)]
-    plan = GpuGemm(tag, op, roles, sizes, elem_bytes, choice, operand_dims)
-    _check_choice(plan, in_types, where)
-    if not choice.MMA and op.name == "linalg.generic":
-        # Found by the fuzzer: a generic vectorizes to a multi-reduction, not a contract, and the SIMT vector
-        # lowering then runs out of memory or crashes on some thread tiles.
-        raise UnsupportedOp("a contraction written as linalg.generic maps to the GPU only on tensor cores (MMA=1); "
-                            "write it as linalg.matmul (with indexing_maps for a transposed operand)",
-                            location=where)
-    tiles = {"batch": 1, "m": choice.BM, "n": choice.BN, "k": 0}
-    check_grid([(size, tiles[role]) for role, size in zip(roles, sizes, strict=True)], where)
-    return plan
+# -- op shapes --------------------------------------------------------------------------------------------------
 
 
-def check_grid(extents: list[tuple[int, int]], where: str) -> None:
-    """Refuse a grid larger than CUDA allows: ``extents`` are (size, tile) per loop, 0 for an untiled loop.
-
-    The block forall maps its last dimension to x, the one before to y, then z.
-    """
-    counts = [-(-size // tile) for size, tile in extents if tile]
-    for axis, (count, limit) in enumerate(zip(reversed(counts), MAX_GRID, strict=False)):
-        if count > limit:
-            raise UnsupportedOp(f"the kernel needs {count} blocks along grid axis {'xyz'[axis]}, more than the "
-                                f"{limit} CUDA allows; split the problem or choose larger tiles", location=where)
+def _reads_output(op: ir.Operation) -> bool:
+    block = op.regions[0].blocks[0]
+    n_out = len(op.results)
+    return any(len(list(a.uses)) for a in list(block.arguments)[len(block.arguments) - n_out:])
 
 
-def _domain_sizes(op: ir.Operation, rank: int) -> list[int]:
-    """Static loop bounds: each dimension's size read off an operand using it."""
-    sizes: list[int | None] = [None] * rank
-    for value, amap in zip(op.operands, _maps(op), strict=True):
-        shape = ir.ShapedType(value.type).shape if isinstance(value.type, ir.ShapedType) else []
-        for pos, expr in enumerate(amap.results):
+def _loop_extents(op: ir.Operation, buffers: Buffers) -> list:
+    extents: list = [None] * len(_iterators(op))
+    for v, m in zip(op.operands, _maps(op)):
+        if not isinstance(v.type, ir.ShapedType):
+            continue
+        shape = buffers.shape(v)
+        for pos, expr in enumerate(m.results):
             if isinstance(expr, ir.AffineDimExpr):
-                sizes[ir.AffineDimExpr(expr).position] = shape[pos]
-    if any(s is None for s in sizes):
-        raise UnsupportedOp("cannot infer the loop bounds of this op",
+                d = expr.position
+                if extents[d] is None or isinstance(extents[d], str) and isinstance(shape[pos], int):
+                    extents[d] = shape[pos]
+    if None in extents:
+        raise UnsupportedOp("a loop of this op is not the dimension of any operand; its extent is unknown",
                             location=str(op.location))
-    return [int(s) for s in sizes]
+    return extents
 
 
-def _elem_bytes(elem: ir.Type, where: str) -> int:
-    name = element_name(elem)
-    if name not in ("f32", "f16", "bf16"):
-        raise UnsupportedOp(f"element type {elem} is not f32, f16 or bf16", location=where)
-    return ELEMENT_BYTES[name]
+def _row_reduction(op: ir.Operation):
+    """(rows, cols) loop extents of a reduction over its innermost loops with one output read at the rows;
+    None otherwise. The extents are read from the op's operand types (static ints or None for dynamic)."""
+    if op.name != "linalg.generic" or len(op.results) != 1 or body_problem(op):
+        return None
+    iterators = _iterators(op)
+    if "reduction" not in iterators:
+        return None
+    p = iterators.index("reduction") if "reduction" in iterators else len(iterators)
+    if any(it != "parallel" for it in iterators[:p]) or any(it != "reduction" for it in iterators[p:]) or p == 0:
+        return None
+    maps = _maps(op)
+    if map_dims(maps[-1]) != list(range(p)) or any(map_dims(m) is None for m in maps[:-1]):
+        return None
+    if _combine(op) is None:
+        return None
+    return p
 
 
-def _choice(op: ir.Operation, roles: list[str], sizes: list[int],
-            in_types: list[ir.Type], where: str) -> GpuSchedule:
-    """The tuned choice with defaults for missing keys (a divisor of the size)."""
-    given: dict[str, int] = {}
-    if attrs.CHOICE in op.attributes:
-        for named in ir.DictAttr(op.attributes[attrs.CHOICE]):
-            if named.name not in _CHOICE_KEYS:
-                raise UnsupportedOp(f"unknown prism.choice key '{named.name}'",
-                                    location=where)
-            given[named.name] = ir.IntegerAttr(named.attr).value
-    size = dict(zip(roles, sizes, strict=True))
-    f16 = all(isinstance(t, ir.F16Type) for t in in_types)
-    mma = given.get("MMA", int(f16))
-    values = {"MMA": mma, "STAGES": given.get("STAGES", 1)}
-    values["BM"] = given.get("BM", _divisor(size["m"], 64))
-    values["BN"] = given.get("BN", _divisor(size["n"], 64))
-    values["BK"] = given.get("BK", _divisor(size["k"], 32 if mma else 16))
-    values["WM"] = given.get("WM", _divisor(values["BM"], 32))
-    values["WN"] = given.get("WN", _divisor(values["BN"], 32))
-    return GpuSchedule(**values)
+def _row_shape(op: ir.Operation, buffers: Buffers):
+    """(rows, cols) extents of a row reduction, None if ``op`` is not one."""
+    p = _row_reduction(op)
+    if p is None:
+        return None
+    extents = _loop_extents(op, buffers)
+    return tuple(extents[:p]), tuple(extents[p:])
 
 
-def _divisor(size: int, preferred: int) -> int:
-    """The largest power of two <= preferred that divides size (at least 1)."""
-    tile = preferred
-    while tile > 1 and size % tile:
-        tile //= 2
-    return tile
+def _combine(op: ir.Operation):
+    """(combine, neutral) of a reduction whose body ends ``acc = combine(acc, value)``; None otherwise."""
+    block = op.regions[0].blocks[0]
+    acc = block.arguments[len(block.arguments) - 1]
+    ops = list(block.operations)
+    yielded = ops[-1].operands[0]
+    if isinstance(owner(yielded), ir.Block) or owner(yielded).name not in _COMBINES:
+        return None
+    last = owner(yielded)
+    if acc not in list(last.operands) or len(list(acc.uses)) != 1:
+        return None
+    return _COMBINES[last.name]
 
 
-def _check_choice(plan: GpuGemm, in_types: list[ir.Type], where: str) -> None:
-    c, size = plan.schedule, dict(zip(plan.roles, plan.sizes, strict=True))
-    problems = []
-    for dim, tile in (("m", c.BM), ("n", c.BN), ("k", c.BK)):
-        if tile <= 0 or size[dim] % tile:
-            problems.append(f"{dim}={size[dim]} is not a multiple of its tile {tile}")
-    if c.WM <= 0 or c.WN <= 0 or c.BM % max(c.WM, 1) or c.BN % max(c.WN, 1):
-        problems.append(f"warp tile {c.WM}x{c.WN} does not divide block tile {c.BM}x{c.BN}")
-    elif c.threads > MAX_THREADS_PER_BLOCK:
-        problems.append(f"{c.threads} threads per block exceed {MAX_THREADS_PER_BLOCK}")
-    smem = (c.BM * c.BK + c.BK * c.BN) * plan.elem_bytes
-    if smem > STATIC_SHARED_BYTES:
-        problems.append(f"shared memory {smem} B exceeds {STATIC_SHARED_BYTES} B")
-    if c.MMA not in (0, 1):
-        problems.append(f"MMA={c.MMA} is not 0 or 1")
-    elif c.MMA:
-        # convert-vector-to-gpu has no bf16 ldmatrix/mma.sync path (MLIR 22).
-        if not all(isinstance(t, ir.F16Type) for t in in_types):
-            problems.append("MMA=1 needs f16 inputs (bf16 and f32 use MMA=0)")
-        if c.WM % _MMA_M or c.WN % _MMA_N or c.BK % _MMA_K:
-            problems.append(f"MMA=1 needs WM%{_MMA_M}, WN%{_MMA_N}, BK%{_MMA_K} == 0")
-    elif c.WM % LANES_M or c.WN % LANES_N:
-        problems.append(f"MMA=0 needs WM%{LANES_M} == WN%{LANES_N} == 0")
-    whole = [name for operand, name in ((0, "A"), (1, "B")) if operand not in plan.promoted]
-    if whole:
-        problems.append(f"the block tile covers {' and '.join(whole)} whole, and shared-memory promotion copies "
-                        "views of larger operands only (choose BK < K, or block tiles smaller than M and N)")
-    if c.STAGES != 1:
-        problems.append(f"STAGES={c.STAGES}: only single-stage shared memory is supported")
-    if problems:
-        raise UnsupportedOp(f"cannot map contraction with {c}: "
-                            + "; ".join(problems), location=where)
+def _gemm_layout(op: ir.Operation, buffers: Buffers) -> dict | None:
+    """The GEMM view of a contraction: its batch, M, N and K extents and operand layouts; None where its loops
+    are not contiguous groups in its operands (it then runs as a generic op)."""
+    if op.name != "linalg.generic":
+        return None
+    contraction = analyze_contraction(op)
+    if contraction is None or contraction.input_type not in GEMM_TYPES:
+        return None
+    a_t, b_t = (element_type(v) for v in op.operands[:2])
+    if a_t != b_t or a_t not in GEMM_TYPES or element_type(op.results[0]) not in GEMM_TYPES:
+        return None
+    if not _plain_product(op):
+        return None
+    roles = contraction.roles
+    maps = [map_dims(m) for m in _maps(op)]
+    a_dims, b_dims, c_dims = maps
+    groups = {r: [d for d in range(len(roles)) if roles[d] == r] for r in ("batch", "m", "n", "k")}
+    a_roles = [roles[d] for d in a_dims]
+    b_roles = [roles[d] for d in b_dims]
+    c_roles = [roles[d] for d in c_dims]
+    nb = len(groups["batch"])
+    if a_dims[:nb] != groups["batch"] or b_dims[:nb] != groups["batch"] or c_dims[:nb] != groups["batch"]:
+        return None
+    if c_dims[nb:] != groups["m"] + groups["n"]:
+        return None
+    a_layout = _layout(a_dims[nb:], groups["m"], groups["k"], ("mk", "km"))
+    b_layout = _layout(b_dims[nb:], groups["k"], groups["n"], ("kn", "nk"))
+    if a_layout is None or b_layout is None:
+        return None
+    del a_roles, b_roles, c_roles
+    extents = _loop_extents(op, buffers)
+    if len(groups["m"]) != 1 or len(groups["n"]) != 1 or len(groups["k"]) != 1:
+        return None  # several M, N or K loops: the generic path (their buffers are not one matrix each)
+    return {"batch": tuple(extents[d] for d in groups["batch"]), "m": extents[groups["m"][0]],
+            "n": extents[groups["n"][0]], "k": extents[groups["k"][0]], "a_layout": a_layout,
+            "b_layout": b_layout}
 
 
-def _fusable_fill(op: ir.Operation) -> ir.Operation | None:
-    init = op.operands[len(op.operands) - 1]
-    owner = init.owner if isinstance(init, ir.OpResult) else None
-    # A fill shared with other users must stay a kernel of its own.
-    if owner is not None and owner.name == "linalg.fill" and len(list(init.uses)) == 1:
-        return owner
+def _layout(dims: list[int], first: list[int], second: list[int], names: tuple[str, str]) -> str | None:
+    if dims == first + second:
+        return names[0]
+    if dims == second + first:
+        return names[1]
     return None
 
 
-def _plan_parallel(op: ir.Operation, tag: int) -> GpuParallel:
-    _static_shape(op)
-    if op.name == "linalg.generic":
-        if any(it != "parallel" for it in _iterators(op)):
-            raise UnsupportedOp("only contractions and all-parallel "
-                                "linalg.generic ops map to the GPU", location=str(op.location))
-        sizes = _domain_sizes(op, len(_iterators(op)))
-    else:
-        sizes = list(ir.ShapedType(op.operands[len(op.operands) - 1].type).shape)
-    if not sizes:
-        raise UnsupportedOp(f"rank-0 '{op.name}' is not worth a kernel",
-                            location=str(op.location))
-    # One element per thread in blocks of 256 (4 x 64 over the two innermost
-    # dimensions: 64 contiguous elements keep accesses coalesced). One more
-    # dimension is spread over blocks; a block loops over any further ones,
-    # since ids are linearized over at most MAX_MAPPED_DIMS dimensions.
-    inner = [256] if len(sizes) == 1 else [4, 64]
-    inner = [min(t, s) for t, s in zip(inner, sizes[-len(inner):], strict=True)]
-    outer = len(sizes) - len(inner)
-    spread = min(outer, MAX_MAPPED_DIMS - len(inner))
-    tiles = [0] * (outer - spread) + [1] * spread + inner
-    threads = [0] * outer + inner
-    check_grid(list(zip(sizes, tiles, strict=True)), str(op.location))
-    return GpuParallel(tag, op, sizes, tiles, threads)
+def _plain_product(op: ir.Operation) -> bool:
+    """The body is ``out + a * b`` with float conversions of the inputs only."""
+    block = op.regions[0].blocks[0]
+    ops = [o for o in block.operations]
+    names = [o.name for o in ops]
+    core = [n for n in names if n not in ("arith.extf", "arith.truncf", "linalg.yield")]
+    return core == ["arith.mulf", "arith.addf"]
 
 
+def _tile(op: ir.Operation) -> GemmTile:
+    if attrs.CHOICE not in op.attributes:
+        return GemmTile()
+    choice = {n.name: ir.IntegerAttr(n.attr).value for n in ir.DictAttr(op.attributes[attrs.CHOICE])}
+    known = {k: v for k, v in choice.items() if k in GemmTile.__dataclass_fields__}
+    return GemmTile(**known)
+
+
+def _inputs(op: ir.Operation) -> list[ir.Value]:
+    """A Linalg op's inputs (its operands but its outputs)."""
+    return list(op.operands)[:len(op.operands) - len(op.results)]
+
+
+def _empty(value: ir.Value) -> bool:
+    """A ``tensor.empty``: a shape without data."""
+    return not isinstance(owner(value), ir.Block) and owner(value).name == "tensor.empty"
+
+
+def _scalar(op: ir.Operation) -> bool:
+    """An op of scalars (sizes, constants): followed where a shape or a body reads it, no kernel of its own."""
+    return len(op.results) > 0 and not any(isinstance(r.type, ir.ShapedType) for r in op.results) \
+        and not len(op.regions)
+
+
+def _inside(v: ir.Value, ops) -> bool:
+    return not isinstance(owner(v), ir.Block) and owner(v) in ops
+
+
+def _constant_fn(value: float, dtype: str) -> ScalarFn:
+    from prism.codegen.gpu.compose import _literal
+    return ScalarFn((), dtype, lambda tb, values, indices: tb.value(f"arith.constant {_literal(value, dtype)} : "
+                                                                    f"{dtype}", "k"))
+
+
+def _name(func: ir.Operation) -> str:
+    return ir.StringAttr(func.attributes["sym_name"]).value
+
+
+def plan_function(func: ir.Operation, gpu_families: list) -> FunctionPlan:
+    """The kernels of ``func`` (see the module docstring). ``gpu_families``: (kind, matcher) pairs, a matcher
+    giving for an op (ops of its chain, a spec maker taking the kernel's name, the values it produces) or None."""
+    return _Planner(func, gpu_families).plan()

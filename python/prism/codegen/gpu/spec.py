@@ -106,6 +106,7 @@ class Kernel:
     launch: Launch
     globals: tuple[str, ...] = ()  # module-scope lines this kernel needs (``memref.global`` of shared memory)
     max_registers: int | None = None  # ``.maxnreg`` to declare (needed for ``setmaxnreg`` to act)
+    temporaries: tuple[Tensor, ...] = ()  # device buffers of its own (split-KV partials), zeroed before launch
 
 
 # -- scalar functions: an epilogue, an elementwise body -----------------------------------------------------------

@@ -1,0 +1,85 @@
+"""A Linalg op's scalar body as text a kernel can hold.
+
+A ``linalg.generic`` body is rewritten op by op in MLIR's generic form,
+with its block arguments replaced by the values a kernel loaded and
+``linalg.index d`` by the kernel's index of loop ``d``. Constants captured
+from the enclosing function are written again; any other captured value
+(a scalar argument, a value extracted from a tensor) is refused by
+:func:`body_problem`, as is a body with regions of its own.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from prism.codegen.text import TextBuilder
+
+
+def owner(value) -> ir.Operation | ir.Block:
+    """The op defining ``value`` (or using it, for an operand use) as an ``ir.Operation``, whose identity is
+    stable across lookups; the block for a block argument."""
+    found = value.owner
+    return found if isinstance(found, ir.Block) else found.operation
+
+
+def body_problem(op: ir.Operation) -> str | None:
+    """Why ``op``'s body cannot be written into a kernel; None if it can."""
+    block = op.regions[0].blocks[0]
+    own = set()
+    for arg in block.arguments:
+        own.add(arg)
+    for inner in block.operations:
+        if len(inner.regions):
+            return f"its body holds '{inner.name}', an op with regions"
+        for value in inner.operands:
+            if value not in own and not _constant(value):
+                return "its body reads a value defined outside it that is not a constant"
+        for result in inner.results:
+            own.add(result)
+    return None
+
+
+def _constant(value: ir.Value) -> bool:
+    return not isinstance(owner(value), ir.Block) and owner(value).name == "arith.constant" \
+        and not isinstance(value.type, (ir.ShapedType,))
+
+
+def generic_form(op: ir.Operation, operands: list[str], results: list[str]) -> str:
+    """``op`` written in generic form with ``operands`` for its operands and ``results`` for its results."""
+    attributes = ", ".join(f"{name} = {op.attributes[name]}" for name in sorted(_names(op)))
+    operand_types = ", ".join(str(v.type) for v in op.operands)
+    result_types = ", ".join(str(r.type) for r in op.results)
+    lhs = f"{', '.join(results)} = " if results else ""
+    attr_text = f" {{{attributes}}}" if attributes else ""
+    return f'{lhs}"{op.name}"({", ".join(operands)}){attr_text} : ({operand_types}) -> ({result_types})'
+
+
+def _names(op: ir.Operation) -> list[str]:
+    return [name for name in (op.attributes[i].name for i in range(len(op.attributes)))]
+
+
+def emit_body(tb: TextBuilder, op: ir.Operation, values: list[str], indices: list[str]) -> list[str]:
+    """Write ``op``'s body with its block arguments bound to ``values`` (inputs, then outputs) and
+    ``linalg.index`` to ``indices``; the yielded values' names."""
+    block = op.regions[0].blocks[0]
+    names: dict[ir.Value, str] = dict(zip(block.arguments, values, strict=True))
+    for inner in block.operations:
+        if inner.name == "linalg.yield":
+            return [_name(tb, names, v) for v in inner.operands]
+        if inner.name == "linalg.index":
+            names[inner.results[0]] = indices[ir.IntegerAttr(inner.attributes["dim"]).value]
+            continue
+        operands = [_name(tb, names, v) for v in inner.operands]
+        results = [tb.fresh("s") for _ in inner.results]
+        tb.add(generic_form(inner, operands, results))
+        names.update(zip(inner.results, results, strict=True))
+    raise ValueError("a linalg body without linalg.yield")
+
+
+def _name(tb: TextBuilder, names: dict[ir.Value, str], value: ir.Value) -> str:
+    if value not in names:  # a captured constant: written again where it is used
+        owner = owner(value)
+        name = tb.fresh("k")
+        tb.add(generic_form(owner, [], [name]))
+        names[value] = name
+    return names[value]

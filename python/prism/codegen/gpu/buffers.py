@@ -1,0 +1,187 @@
+"""A function's tensors as the GPU sees them: named buffers, and shapes over size symbols.
+
+Every tensor value of a function gets a buffer (:class:`~.spec.Tensor`):
+its arguments are ``arg0``, ``arg1``, ...; its results ``result0``, ...;
+the values in between ``t0``, ``t1``, ... (temporaries the launcher
+allocates). A reshape (``tensor.expand_shape``, ``collapse_shape``,
+``cast``) is a view: the same buffer under another shape, since every
+buffer is row-major and contiguous.
+
+A dynamic dimension is a size symbol: ``d0``, ``d1``, ... for the
+arguments' dynamic dimensions (read by the launcher from the argument's
+shape), and one more symbol for each distinct expression of them that a
+tensor's shape needs (``d2 = d0 * 4``), found by following the index
+values that ``tensor.empty``, ``tensor.dim``, reshapes and ``arith`` ops
+compute. A size that cannot be followed is refused at its op.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mlir import ir
+
+from prism.codegen.gpu.body import owner
+from prism.codegen.gpu.spec import Dim, Tensor
+from prism.infra.errors import UnsupportedOp
+from prism.infra.ir import element_name
+
+_INDEX_OPS = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.divui": "//", "arith.divsi": "//",
+              "arith.floordivsi": "//"}
+
+
+@dataclass
+class Sizes:
+    """The size symbols of one function: where each comes from (an argument's dimension, or an expression of
+    other symbols)."""
+
+    sources: dict[str, dict] = field(default_factory=dict)
+    _by_expr: dict[str, str] = field(default_factory=dict)
+
+    def argument(self, buffer: str, dim: int) -> str:
+        name = f"d{len(self.sources)}"
+        self.sources[name] = {"input": buffer, "dim": dim}
+        self._by_expr[f"{buffer}.{dim}"] = name
+        return name
+
+    def expression(self, expr: str) -> Dim:
+        """The symbol for ``expr`` (an expression over symbols), made once; an int if ``expr`` is a constant."""
+        try:
+            return int(expr)
+        except ValueError:
+            pass
+        if expr in self.sources:
+            return expr
+        if expr not in self._by_expr:
+            name = f"d{len(self.sources)}"
+            self.sources[name] = {"expr": expr}
+            self._by_expr[expr] = name
+        return self._by_expr[expr]
+
+
+class Buffers:
+    """The buffers and shapes of one function's tensor values."""
+
+    def __init__(self, func: ir.Operation):
+        self.sizes = Sizes()
+        self.tensors: dict[ir.Value, Tensor] = {}
+        self.temporaries: list[Tensor] = []
+        self.inputs: list[Tensor] = []
+        block = func.regions[0].blocks[0]
+        for i, arg in enumerate(block.arguments):
+            if not isinstance(arg.type, ir.RankedTensorType):
+                raise UnsupportedOp(f"argument {i} of @{_name(func)} is not a ranked tensor ({arg.type}); "
+                                    "GPU functions take tensors", location=str(func.location))
+            shape = tuple(self.sizes.argument(f"arg{i}", d) if ir.ShapedType.is_dynamic_size(n) else n
+                          for d, n in enumerate(arg.type.shape))
+            tensor = Tensor(f"arg{i}", _dtype(arg.type, func), shape)
+            self.tensors[arg] = tensor
+            self.inputs.append(tensor)
+
+    # -- shapes ---------------------------------------------------------------------------------------------------
+
+    def shape(self, value: ir.Value) -> tuple[Dim, ...]:
+        """``value``'s shape, a size symbol for each dynamic dimension."""
+        if value in self.tensors:
+            return self.tensors[value].shape
+        typ = ir.RankedTensorType(value.type)
+        static = list(typ.shape)
+        if not any(ir.ShapedType.is_dynamic_size(n) for n in static):
+            return tuple(static)
+        dynamic = self._dynamic_dims(value)
+        out, k = [], 0
+        for n in static:
+            if ir.ShapedType.is_dynamic_size(n):
+                out.append(dynamic[k])
+                k += 1
+            else:
+                out.append(n)
+        return tuple(out)
+
+    def _dynamic_dims(self, value: ir.Value) -> list[Dim]:
+        """The dynamic dimensions of ``value`` (a result of an op), in order."""
+        op = owner(value)
+        name = op.name
+        if name == "tensor.empty":
+            return [self.index(v, op) for v in op.operands]
+        if name.startswith("linalg."):
+            index = list(op.results).index(value)
+            outs = list(op.operands)[len(op.operands) - len(op.results):]
+            return _dynamic_of(self.shape(outs[index]))
+        if name == "tensor.expand_shape":
+            return [self.index(v, op) for v in list(op.operands)[1:]]
+        if name in ("tensor.collapse_shape", "tensor.cast"):
+            return self._collapsed(op) if name == "tensor.collapse_shape" else _dynamic_of(self.shape(op.operands[0]))
+        raise UnsupportedOp(f"the GPU code generator cannot follow the dynamic sizes of '{name}'",
+                            location=str(op.location))
+
+    def _collapsed(self, op: ir.Operation) -> list[Dim]:
+        source = self.shape(op.operands[0])
+        groups = [[ir.IntegerAttr(i).value for i in ir.ArrayAttr(g)]
+                  for g in ir.ArrayAttr(op.attributes["reassociation"])]
+        result = ir.RankedTensorType(op.results[0].type).shape
+        dims = []
+        for n, group in zip(result, groups, strict=True):
+            if ir.ShapedType.is_dynamic_size(n):
+                dims.append(self.sizes.expression(" * ".join(f"({source[g]})" for g in group)))
+        return dims
+
+    def index(self, value: ir.Value, user: ir.Operation) -> Dim:
+        """The size an ``index`` value holds, as a constant or a symbol."""
+        return self.sizes.expression(self._index_expr(value, user))
+
+    def _index_expr(self, value: ir.Value, user: ir.Operation) -> str:
+        if isinstance(owner(value), ir.Block):
+            raise UnsupportedOp("a size that is a block argument cannot be followed on the GPU",
+                                location=str(user.location))
+        op = owner(value)
+        if op.name in ("arith.constant",):
+            return str(ir.IntegerAttr(op.attributes["value"]).value)
+        if op.name == "tensor.dim":
+            const = op.operands[1].owner
+            if isinstance(const, ir.Block) or const.name != "arith.constant":
+                raise UnsupportedOp("tensor.dim with a dynamic dimension index", location=str(op.location))
+            return str(self.shape(op.operands[0])[ir.IntegerAttr(const.attributes["value"]).value])
+        if op.name in _INDEX_OPS:
+            a, b = (self._index_expr(v, op) for v in op.operands)
+            return f"({a} {_INDEX_OPS[op.name]} {b})"
+        if op.name == "arith.ceildivui" or op.name == "arith.ceildivsi":
+            a, b = (self._index_expr(v, op) for v in op.operands)
+            return f"cdiv({a}, {b})"
+        raise UnsupportedOp(f"a size computed by '{op.name}' cannot be followed on the GPU", location=str(op.location))
+
+    # -- buffers --------------------------------------------------------------------------------------------------
+
+    def tensor(self, value: ir.Value) -> Tensor:
+        """The buffer holding ``value`` (a temporary, made at its first mention)."""
+        if value not in self.tensors:
+            tensor = Tensor(f"t{len(self.temporaries)}", _dtype(value.type, owner(value)), self.shape(value))
+            self.tensors[value] = tensor
+            self.temporaries.append(tensor)
+        return self.tensors[value]
+
+    def view(self, result: ir.Value, source: ir.Value) -> None:
+        """``result`` is ``source``'s buffer under ``result``'s shape."""
+        self.tensors[result] = Tensor(self.tensor(source).name, _dtype(result.type, owner(result)), self.shape(result))
+
+    def bind(self, value: ir.Value, tensor: Tensor) -> None:
+        """``value`` lives in ``tensor`` (a result's buffer)."""
+        if value in self.tensors and self.tensors[value] in self.temporaries:
+            self.temporaries.remove(self.tensors[value])
+        self.tensors[value] = tensor
+
+
+def _dynamic_of(shape: tuple[Dim, ...]) -> list[Dim]:
+    return [d for d in shape if isinstance(d, str)]
+
+
+def _dtype(typ: ir.Type, where) -> str:
+    name = element_name(typ)
+    element = str(ir.ShapedType(typ).element_type)
+    if name is None and element not in ("i1", "i8", "i16", "i32", "i64"):
+        raise UnsupportedOp(f"element type {element} has no GPU kernels", location=str(where.location))
+    return name or element
+
+
+def _name(func: ir.Operation) -> str:
+    return ir.StringAttr(func.attributes["sym_name"]).value

@@ -1,0 +1,62 @@
+"""Which emitter writes each planned kernel, by spec and chip."""
+
+from __future__ import annotations
+
+from prism.codegen.gpu import generic
+from prism.codegen.gpu.plan import Step
+from prism.codegen.gpu.spec import (
+    AttentionSpec,
+    GemmSpec,
+    GemmTile,
+    GenericSpec,
+    Kernel,
+    PointwiseSpec,
+    RowSpec,
+)
+from prism.infra.errors import UnsupportedOp
+
+
+def emit_step(step: Step, chip: str) -> list[Kernel]:
+    """The kernels of one planned step for ``chip``."""
+    spec = step.spec
+    if isinstance(spec, GemmSpec):
+        return _gemm(spec, chip)
+    if isinstance(spec, RowSpec):
+        from prism.codegen.gpu.rows import emit_rows
+        return emit_rows(spec, chip)
+    if isinstance(spec, AttentionSpec):
+        from prism.codegen.gpu.attention import attention_problem, emit_attention
+        problem = attention_problem(spec, chip)
+        if problem:
+            raise UnsupportedOp(f"attention {spec.name}: {problem}")
+        return emit_attention(spec, chip)
+    if isinstance(spec, PointwiseSpec):
+        return generic.emit_pointwise(spec)
+    if isinstance(spec, GenericSpec):
+        return generic.emit_generic(spec)
+    raise TypeError(f"no emitter for {type(spec).__name__}")
+
+
+def _gemm(spec: GemmSpec, chip: str) -> list[Kernel]:
+    """TMA + wgmma on sm_90a where TMA can read the operands, else the cp.async + mma.sync kernel; a tile the
+    kernel cannot take falls back to the default tile."""
+    if chip == "sm_90a":
+        from prism.codegen.gpu.gemm_sm90 import emit_gemm_sm90, tma_problem
+        if tma_problem(spec) is None:
+            return emit_gemm_sm90(spec)
+        fallback = _with_tile(spec, GemmTile())
+        if tma_problem(fallback) is None:
+            return emit_gemm_sm90(fallback)
+    from prism.codegen.gpu.gemm import emit_gemm, gemm_tile_problem
+    if gemm_tile_problem(spec, chip) is None:
+        return emit_gemm(spec, chip)
+    fallback = _with_tile(spec, GemmTile())
+    problem = gemm_tile_problem(fallback, chip)
+    if problem:
+        raise UnsupportedOp(f"GEMM {spec.name}: {problem}")
+    return emit_gemm(fallback, chip)
+
+
+def _with_tile(spec: GemmSpec, tile: GemmTile) -> GemmSpec:
+    from dataclasses import replace
+    return replace(spec, tile=tile)

@@ -1,0 +1,63 @@
+"""The launch manifest: everything a runtime needs to run a compilation's kernels.
+
+Format version 1 (JSON; ``docs/gpu.md`` documents it for users)::
+
+    {"version": 1, "chip": "sm_90a", "module": "prism_kernels",
+     "functions": {"f": {
+        "inputs":  [{"name": "arg0", "dtype": "f16", "shape": [16, "d0"]}],
+        "outputs": [{"name": "result0", "dtype": "f16", "shape": [16, 1024]}],
+        "sizes": {"d0": {"input": "arg0", "dim": 1}, "d1": {"expr": "d0 * 4"}},
+        "temporaries": [{"name": "t0", "dtype": "f32", "shape": ["d0", 4096]}],
+        "kernels": [{"name": "f_k0_gemm", "grid": ["cdiv(d0, 128)", "8", "1"], "block": [384, 1, 1],
+                     "shared_bytes": 98304, "when": null, "max_registers": 168,
+                     "params": [{"tensor": "arg0"}, {"size": "d0"}, {"tensormap": {...}}]}]}}}
+
+Kernels are listed in launch order; a kernel with ``when`` runs only where
+that expression of the sizes holds (a size class). Temporaries are device
+buffers, zeroed before the function's first kernel. A tensor parameter is a
+1-D memref descriptor (5 kernel parameters), a size one 64-bit integer, a
+tensor map the device address of a 128-byte ``CUtensorMap``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from prism.codegen.gpu.plan import FunctionPlan
+from prism.codegen.gpu.ptx import MODULE_NAME
+from prism.codegen.gpu.spec import Kernel, Param, Tensor
+
+VERSION = 1
+
+
+def _tensor(t: Tensor) -> dict:
+    return {"name": t.name, "dtype": t.dtype, "shape": list(t.shape)}
+
+
+def _param(p: Param) -> dict:
+    if p.kind == "tensormap":
+        return {"tensormap": {k: (list(v) if isinstance(v, tuple) else v)
+                              for k, v in dataclasses.asdict(p.tensormap).items()}}
+    return {p.kind: p.name}
+
+
+def _kernel(k: Kernel) -> dict:
+    launch = k.launch
+    return {"name": k.name, "grid": list(launch.grid), "block": list(launch.block),
+            "shared_bytes": launch.shared_bytes, "when": launch.when, "max_registers": k.max_registers,
+            "params": [_param(p) for p in launch.params]}
+
+
+def function_manifest(plan: FunctionPlan, kernels: list[Kernel]) -> dict:
+    temporaries = list(plan.temporaries)
+    for k in kernels:
+        temporaries += [t for t in getattr(k, "temporaries", ()) if t not in temporaries]
+    return {"inputs": [_tensor(t) for t in plan.inputs], "outputs": [_tensor(t) for t in plan.outputs],
+            "sizes": dict(plan.sizes), "temporaries": [_tensor(t) for t in temporaries],
+            "kernels": [_kernel(k) for k in kernels]}
+
+
+def manifest(chip: str, plans: list[FunctionPlan], kernels: dict[str, list[Kernel]]) -> dict:
+    """The manifest of one compilation (see the module docstring)."""
+    return {"version": VERSION, "chip": chip, "module": MODULE_NAME,
+            "functions": {p.name: function_manifest(p, kernels[p.name]) for p in plans}}
