@@ -182,6 +182,16 @@ def test_dynamic_columns_give_a_short_and_a_long_kernel():
     assert "scf.for" in kernels[1].text and "scf.for" not in kernels[0].text
 
 
+def test_row_inputs_read_twice_stay_in_registers():
+    # x (arg1) feeds the sum of squares and the output: loaded once per cached chunk; w (arg2) only by the output
+    (kernel,) = emit_rows(rmsnorm("f16", (7,), (1000,)), "sm_90a")
+    assert kernel.text.count("vector.load %arg1[") == 4 and kernel.text.count("vector.load %arg2[") == 4
+    assert kernel.text.index("vector.load %arg2[") > kernel.text.index("gpu.shuffle")
+    # without a static bound on the columns, each sweep of the long-row kernel reloads x
+    long = emit_rows(softmax("f16", (7,), ("n",)), "sm_90a")[1]
+    assert long.text.count("memref.load %arg1[") == 3 and long.text.count("scf.for") == 3
+
+
 def test_unaligned_columns_read_scalars():
     assert row_plans(softmax("f16", (3,), (5, 77)))[0].vector == 1
     assert "vector.load" not in emit_rows(softmax("f16", (3,), (5, 77)), "sm_90a")[0].text
@@ -201,6 +211,12 @@ def test_bad_specs_are_refused():
     acc = ScalarFn((Operand("acc"),), "f32", lambda t, v, _: v[0])
     with pytest.raises(ValueError, match="'acc'"):
         emit_rows(RowSpec("bad", spec.rows, spec.cols, (Reduction("a", "add", 0.0, acc),), ()), "sm_90a")
+    soft = softmax("f16", (7,), (1000,))
+    with pytest.raises(ValueError, match="later reduction"):
+        emit_rows(RowSpec("bad", soft.rows, soft.cols, soft.reductions[::-1], soft.outputs), "sm_90a")
+    per_row = RowOutput(Tensor("s", "f16", (7,)), spec.outputs[0].value, per_row=True)
+    with pytest.raises(ValueError, match="column-indexed"):
+        emit_rows(RowSpec("bad", spec.rows, spec.cols, spec.reductions, (per_row,)), "sm_90a")
 
 
 # -- PTX ----------------------------------------------------------------------------------------------------------

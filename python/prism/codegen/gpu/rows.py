@@ -125,7 +125,7 @@ def _vector_width(tensors: list[Tensor], inner: Dim) -> int:
 
 
 def _cache_registers_per_chunk(spec: RowSpec, vector: int) -> int:
-    return sum(-(-vector * ELEMENT_BYTES[op.tensor.dtype] // 4) for op in _column_operands(spec).values())
+    return sum(-(-vector * ELEMENT_BYTES[op.tensor.dtype] // 4) for op in _reused_operands(spec).values())
 
 
 def _static_product(dims: tuple[Dim, ...]) -> int | None:
@@ -183,6 +183,19 @@ def _row_operands(spec: RowSpec) -> dict[Key, Operand]:
     """The operands that depend on the row alone (read once per row)."""
     rows = len(spec.rows)
     return {k: op for k, op in _operands(_functions(spec), spec).items() if all(d < rows for d in op.dims)}
+
+
+def _sweeps(spec: RowSpec) -> list[list[ScalarFn]]:
+    """The functions each sweep over the row applies: one sweep per stage, then one for the per-element outputs."""
+    sweeps = [[spec.reductions[i].value for i in stage] for stage in _stages(spec)]
+    outputs = [o.value for o in spec.outputs if not o.per_row]
+    return sweeps + [outputs] if outputs else sweeps
+
+
+def _reused_operands(spec: RowSpec) -> dict[Key, Operand]:
+    """The column operands that more than one sweep reads: those a thread keeps in registers when it can."""
+    reads = [_operands(fns, spec) for fns in _sweeps(spec)]
+    return {k: op for k, op in _column_operands(spec).items() if sum(k in r for r in reads) > 1}
 
 
 def _stages(spec: RowSpec) -> list[list[int]]:
@@ -474,7 +487,8 @@ class RowKernel:
         self.row_start = t.value(f"arith.muli {row}, {self.columns} : index", "base")
         self.row_values = {k: frame.load(op.tensor, frame.linear(op, self.row_index))
                            for k, op in _row_operands(self.spec).items()}
-        self.cache = [self.load(self.cached_chunk(k), None) for k in range(self.plan.cached)]
+        self.slots = [self.cached_chunk(k) for k in range(self.plan.cached)]
+        self.cache = [self.load(slot, list(_reused_operands(self.spec))) for slot in self.slots]
         for stage in _stages(self.spec):
             self.reduce(stage)
         self.write_elements()
@@ -489,8 +503,8 @@ class RowKernel:
             return q, None
         return q, t.value(f"arith.cmpi ult, {q}, {self.chunks} : index", "ok")
 
-    def load(self, chunk: tuple[str, str | None], keys: list[Key] | None) -> Chunk:
-        """The chunk's indices, and its column operands' values (``keys``; all when None), masked by validity."""
+    def load(self, chunk: tuple[str, str | None], keys: list[Key]) -> Chunk:
+        """The chunk's indices, and the values of its column operands ``keys``, masked by validity."""
         t, frame, plan = self.t, self.frame, self.plan
         q, valid = chunk
         column = t.value(f"arith.muli {q}, {t.const(plan.vector)} : index", "col")
@@ -499,8 +513,7 @@ class RowKernel:
         frame.known = {tuple(range(self.nrows)): self.row_id, tuple(range(self.nrows, len(frame.extents))): column,
                        tuple(range(len(frame.extents))): full}
         operands = _column_operands(self.spec)
-        keys = list(operands) if keys is None else keys
-        if valid is None:
+        if valid is None or not keys:
             return Chunk(index, {k: load_chunk(frame, operands[k], index, plan.vector) for k in keys}, None,
                          frame.known)
         types = [operands[k].tensor.dtype for k in keys for _ in range(plan.vector)]
@@ -513,10 +526,14 @@ class RowKernel:
         return Chunk(index, values, valid, frame.known)
 
     def sweep(self, keys: list[Key], accumulators: list[str], body) -> list[str]:
-        """Run ``body(chunk, accumulators) -> accumulators`` over the thread's chunks: the cached ones, or a loop
-        that loads ``keys``."""
+        """Run ``body(chunk, accumulators) -> accumulators`` over the thread's chunks: the cached ones (loading
+        the ``keys`` not held), or a loop that loads ``keys``."""
         if self.plan.cached:
-            for chunk in self.cache:
+            for slot, chunk in zip(self.slots, self.cache, strict=True):
+                extra = [k for k in keys if k not in chunk.values]
+                if extra:
+                    chunk = Chunk(chunk.index, {**chunk.values, **self.load(slot, extra).values}, chunk.valid,
+                                  chunk.known)
                 self.frame.known = chunk.known
                 accumulators = body(chunk, accumulators)
             return accumulators
@@ -617,7 +634,13 @@ class RowKernel:
 
 
 def _check_rows(spec: RowSpec) -> None:
+    """Refuse what the kernel cannot read: non-tensor operands, indices beyond the row's, a reduction reading
+    itself or a later one, a per-row output reading a column-indexed operand, outputs of the wrong shape."""
     extents = spec.rows + spec.cols
+    for i, red in enumerate(spec.reductions):
+        later = {r.name for r in spec.reductions[i:]}
+        if any(_is_result(spec, op) and op.tensor.name in later for op in red.value.operands):
+            raise ValueError(f"reduction '{red.name}' reads itself or a later reduction")
     for fn in _functions(spec):
         for op in fn.operands:
             if not _is_result(spec, op):
