@@ -74,7 +74,8 @@ Key = tuple[str, tuple[int, ...]]  # an operand's access: its tensor's name and 
 class RowPlan:
     """How one row kernel covers the rows: ``threads`` per row (32: a warp, more: a block), ``rows_per_block``,
     chunks of ``vector`` columns, ``cached`` chunks per thread held in registers (0: each sweep reloads),
-    launched where ``when`` holds."""
+    launched where ``when`` holds. Where the innermost column dimension is a size symbol, ``vector`` holds only
+    where it is a multiple of it: the kernel tests that, and runs other rows by ``fallback``."""
 
     suffix: str
     threads: int
@@ -82,33 +83,44 @@ class RowPlan:
     vector: int
     cached: int
     when: str | None
+    fallback: RowPlan | None = None
 
 
 def row_plans(spec: RowSpec) -> list[RowPlan]:
     """The kernels of ``spec``: one where the columns are static; with dynamic columns, a warp-per-row kernel
-    for rows of at most SHORT_ROW columns and a block-per-row kernel for the longer ones."""
+    for rows of at most SHORT_ROW columns and a block-per-row kernel for the longer ones (which reloads)."""
     vector = row_vector(spec)
-    per_chunk = _cache_registers_per_chunk(spec, vector)
     columns = _static_product(spec.cols)
     if columns is not None:
-        chunks = columns // vector
         if columns <= SHORT_ROW:
             threads, rows_per_block = WARP, ROWS_PER_BLOCK
         else:
             threads, rows_per_block = min(1024, max(64, _next_pow2(-(-columns // COLUMNS_PER_THREAD)))), 1
-        cached = -(-chunks // threads)
-        return [RowPlan("", threads, rows_per_block, vector, cached if cached * per_chunk <= CACHE_REGISTERS else 0,
-                        None)]
+        return [RowPlan("", threads, rows_per_block, vector, _cached(spec, vector, columns, threads), None)]
     total = numel_text(spec.cols)
-    cached = -(-(SHORT_ROW // vector) // WARP)
-    return [RowPlan("_warp", WARP, ROWS_PER_BLOCK, vector, cached if cached * per_chunk <= CACHE_REGISTERS else 0,
-                    f"{total} <= {SHORT_ROW}"),
-            RowPlan("_block", DYNAMIC_BLOCK_THREADS, 1, vector, 0, f"{total} > {SHORT_ROW}")]
+    plans = []
+    for suffix, threads, rows_per_block, when, bound in (
+            ("_warp", WARP, ROWS_PER_BLOCK, f"{total} <= {SHORT_ROW}", SHORT_ROW),
+            ("_block", DYNAMIC_BLOCK_THREADS, 1, f"{total} > {SHORT_ROW}", None)):
+        scalar = RowPlan(suffix, threads, rows_per_block, 1, _cached(spec, 1, bound, threads), when)
+        checked = vector > 1 and not isinstance(spec.cols[-1], int)
+        plans.append(RowPlan(suffix, threads, rows_per_block, vector, _cached(spec, vector, bound, threads), when,
+                             scalar if checked else None))
+    return plans
+
+
+def _cached(spec: RowSpec, vector: int, columns: int | None, threads: int) -> int:
+    """Chunks per thread held in registers: all of a row of at most ``columns`` (None: no bound), where they
+    fit in CACHE_REGISTERS; else 0."""
+    if columns is None:
+        return 0
+    chunks = -(-(columns // vector) // threads)
+    return chunks if chunks * _cache_registers_per_chunk(spec, vector) <= CACHE_REGISTERS else 0
 
 
 def row_vector(spec: RowSpec) -> int:
     """Columns per chunk: 16 bytes of the narrowest column tensor, halved until it divides the innermost
-    column dimension (1 where that dimension is dynamic)."""
+    column dimension (where that is a size symbol, the whole 16 bytes, tested in the kernel)."""
     tensors = [op.tensor for op in _column_operands(spec).values()]
     tensors += [out.tensor for out in spec.outputs if not out.per_row]
     inner = spec.cols[-1] if spec.cols else 1
@@ -116,10 +128,10 @@ def row_vector(spec: RowSpec) -> int:
 
 
 def _vector_width(tensors: list[Tensor], inner: Dim) -> int:
-    if not isinstance(inner, int) or not tensors:
+    if not tensors:
         return 1
     vector = VECTOR_BYTES // min(ELEMENT_BYTES[t.dtype] for t in tensors)
-    while vector > 1 and inner % vector:
+    while isinstance(inner, int) and vector > 1 and inner % vector:
         vector //= 2
     return vector
 
@@ -278,6 +290,7 @@ class Frame:
         self.args = {name: f"%arg{i}" for i, name in enumerate(self.tensors)}
         self.sizes = {s: f"%size{i}" for i, s in enumerate(symbols)}
         self.known: dict[tuple[int, ...], str] = {}
+        self.multiples: dict[str, int] = {}  # size symbols known (tested) to be multiples of a vector width
 
     def header(self, block: int, workgroup: str = "") -> str:
         """The ``gpu.func`` line: tensors, then size symbols, then shared memory."""
@@ -342,15 +355,18 @@ class Frame:
 # -- chunks: ``vector`` consecutive points along the innermost index ----------------------------------------------
 
 
-def access_kind(tensor: Tensor, dims: tuple[int, ...], inner: int, vector: int) -> str:
-    """How a chunk reads or writes ``tensor``: ``"vector"`` (one aligned vector), ``"once"`` (it does not
-    depend on the innermost index), ``"contiguous"`` (consecutive scalars) or ``"gather"``."""
+def access_kind(tensor: Tensor, dims: tuple[int, ...], inner: int, vector: int,
+                multiples: dict[str, int]) -> str:
+    """How a chunk reads or writes ``tensor``: ``"vector"`` (one aligned vector: its last dimension is a
+    multiple of ``vector``, statically or by ``multiples``), ``"once"`` (it does not depend on the innermost
+    index), ``"contiguous"`` (consecutive scalars) or ``"gather"``."""
     varying = [pos for pos, d in enumerate(dims) if d == inner and tensor.shape[pos] != 1]
     if not varying:
         return "once"
     if varying == [tensor.rank - 1]:
         last = tensor.shape[-1]
-        aligned = vector > 1 and isinstance(last, int) and last % vector == 0
+        multiple = last if isinstance(last, int) else multiples.get(last, 1)
+        aligned = vector > 1 and multiple % vector == 0
         return "vector" if aligned else "contiguous"
     return "gather"
 
@@ -375,7 +391,7 @@ def alignment(tensor: Tensor, vector: int) -> int:
 def load_chunk(frame: Frame, op: Operand, index: list[str], vector: int) -> list[str]:
     """The ``vector`` elements of ``op`` at a chunk starting at ``index``, as scalars."""
     t, inner = frame.t, len(frame.extents) - 1
-    kind = access_kind(op.tensor, op.dims, inner, vector) if vector > 1 else "once"
+    kind = access_kind(op.tensor, op.dims, inner, vector, frame.multiples) if vector > 1 else "once"
     if kind == "once":
         return [frame.load(op.tensor, frame.linear(op, index))] * vector
     if kind == "gather":
@@ -394,7 +410,7 @@ def store_chunk(frame: Frame, values: list[str], tensor: Tensor, index: list[str
     t, vector = frame.t, len(values)
     op = Operand("tensor", tensor, tuple(range(tensor.rank)))
     start = frame.linear(op, index)
-    if vector > 1 and access_kind(tensor, op.dims, tensor.rank - 1, vector) == "vector":
+    if vector > 1 and access_kind(tensor, op.dims, tensor.rank - 1, vector, frame.multiples) == "vector":
         vtype = vector_type(tensor, vector)
         packed = t.value(f"vector.from_elements {', '.join(values)} : {vtype}", "vs")
         t.add(f"vector.store {packed}, {frame.args[tensor.name]}[{start}] "
@@ -466,19 +482,37 @@ class RowKernel:
         self.warp = t.value(f"arith.divui {tid}, {t.const(WARP)} : index", "warp")
         bid = t.value("gpu.block_id x", "bid")
         if self.plan.rows_per_block == 1:
-            self.thread, row = tid, bid
-            self.row(row)
+            self.thread = tid
+            self.aligned_or_not(bid)
             return
         self.thread = self.lane
         first = t.value(f"arith.muli {bid}, {t.const(self.plan.rows_per_block)} : index", "row")
         row = t.value(f"arith.addi {first}, {self.warp} : index", "row")
         inside = t.value(f"arith.cmpi ult, {row}, {self.frame.product(self.spec.rows)} : index", "in")
         with t.if_(inside):
+            self.aligned_or_not(row)
+
+    def aligned_or_not(self, row: str) -> None:
+        """The row by the plan, or, with a fallback, by the plan where the innermost column dimension is a
+        multiple of its vector width and by the fallback elsewhere (a branch uniform over the block)."""
+        plan, t = self.plan, self.t
+        if plan.fallback is None:
             self.row(row)
+            return
+        inner = self.spec.cols[-1]
+        rest = t.value(f"arith.remui {self.frame.dim(inner)}, {t.const(plan.vector)} : index", "rest")
+        with t.if_(t.value(f"arith.cmpi eq, {rest}, {t.const(0)} : index", "whole")):
+            self.frame.multiples = {inner: plan.vector}
+            self.row(row)
+        with t.else_():
+            self.frame.multiples, self.plan = {}, plan.fallback
+            self.row(row)
+        self.plan = plan
 
     def row(self, row: str) -> None:
         """One row: its row-level operands, the cached chunks, the reductions by stage, the outputs."""
         t, frame = self.t, self.frame
+        self.results = {}
         self.columns = frame.product(self.spec.cols)
         self.chunks = t.value(f"arith.divui {self.columns}, {t.const(self.plan.vector)} : index", "nq")
         self.row_index = frame.decompose(row, self.spec.rows)
@@ -670,8 +704,9 @@ def emit_rows(spec: RowSpec, chip: str) -> list[Kernel]:
 def pointwise_vector(out: Tensor, value: ScalarFn) -> int:
     """Elements per thread of :func:`emit_pointwise`: 16 bytes of the narrowest tensor touched, halved until it
     divides the innermost dimension (1 where that is dynamic)."""
+    inner = out.shape[-1] if out.shape else 1
     tensors = [out] + [op.tensor for op in _operands([value]).values()]
-    return _vector_width(tensors, out.shape[-1] if out.shape else 1)
+    return _vector_width(tensors, inner) if isinstance(inner, int) else 1
 
 
 def emit_pointwise(name: str, out: Tensor, value: ScalarFn, chip: str) -> list[Kernel]:
