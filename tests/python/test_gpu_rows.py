@@ -287,6 +287,16 @@ def test_pointwise_kernels_assemble(dtype):
         assert "st.global.v4" not in bodies["pw_rank3"]
 
 
+def test_boolean_operands_are_read_as_scalars():
+    mask, x = Tensor("mask", "i1", (4, 64)), Tensor("x", "f16", (4, 64))
+    out = Tensor("out", "f16", (4, 64))
+    fn = ScalarFn((whole(mask), whole(x)), "f16",
+                  lambda t, v, _: t.value(f"arith.select {v[0]}, {v[1]}, {v[1]} : f16"))
+    (kernel,) = emit_pointwise("masked", out, fn, "sm_90a")
+    assert pointwise_vector(out, fn) == 8
+    assert "vector.load %arg1" not in kernel.text and kernel.text.count("memref.load %arg1") == 8
+
+
 def test_pointwise_launch():
     out, fn = affine("f16", ("m", 64))
     assert pointwise_vector(out, fn) == 8  # 16 bytes of f16; the f32 scale is read once per chunk

@@ -14,18 +14,21 @@ all of them back and combines them again, so that every thread holds the
 row's result. The outputs come last: per element in one more sweep, or
 once per row by the row's first thread.
 
-When a lane's chunks fit in a register budget (a static bound on the
-columns), the kernel loads the row's column operands once, into registers,
-before the first sweep, and every sweep reads them there; otherwise each
-sweep is a loop that loads them again (they come from L2 then).
+When a thread's chunks fit in a register budget (under a static bound on
+the columns), the kernel is unrolled over them: the column operands that
+more than one sweep reads are loaded once, into registers, before the first
+sweep, and the others where their sweep needs them; otherwise each sweep is
+a loop that loads what it reads again (from L2 then).
 
 **An elementwise kernel** (:func:`emit_pointwise`) gives each thread one chunk
 of ``vector`` consecutive elements of the output, over a one-dimensional grid
 with the tail masked.
 
 **Vector accesses.** A chunk holds ``vector`` columns when the innermost
-dimension is static and a multiple of it, so a chunk never crosses that
-dimension: every other index is the same across it. A tensor whose last
+dimension is a multiple of it, so a chunk never crosses that dimension:
+every other index is the same across it. A static dimension is known to be
+one; a row kernel tests a size symbol in the kernel and runs the rows by
+scalar chunks where it is not (an elementwise kernel takes scalars then). A tensor whose last
 dimension is indexed by the innermost one, static and a multiple of
 ``vector``, is then read and written as one 16-byte-aligned vector (its
 chunk starts are multiples of ``vector`` elements); a tensor that does not
@@ -128,6 +131,7 @@ def row_vector(spec: RowSpec) -> int:
 
 
 def _vector_width(tensors: list[Tensor], inner: Dim) -> int:
+    tensors = [t for t in tensors if t.dtype != "i1"]
     if not tensors:
         return 1
     vector = VECTOR_BYTES // min(ELEMENT_BYTES[t.dtype] for t in tensors)
@@ -366,7 +370,8 @@ def access_kind(tensor: Tensor, dims: tuple[int, ...], inner: int, vector: int,
     if varying == [tensor.rank - 1]:
         last = tensor.shape[-1]
         multiple = last if isinstance(last, int) else multiples.get(last, 1)
-        aligned = vector > 1 and multiple % vector == 0
+        # an i1 vector is bit-packed in LLVM where the buffer holds a byte per element
+        aligned = vector > 1 and multiple % vector == 0 and tensor.dtype != "i1"
         return "vector" if aligned else "contiguous"
     return "gather"
 
