@@ -28,12 +28,12 @@ with the tail masked.
 dimension is a multiple of it, so a chunk never crosses that dimension:
 every other index is the same across it. A static dimension is known to be
 one; a row kernel tests a size symbol in the kernel and runs the rows by
-scalar chunks where it is not (an elementwise kernel takes scalars then). A tensor whose last
-dimension is indexed by the innermost one, static and a multiple of
-``vector``, is then read and written as one 16-byte-aligned vector (its
-chunk starts are multiples of ``vector`` elements); a tensor that does not
-depend on the innermost index is read once per chunk; any other access is
-one scalar per element.
+scalar chunks where it is not (an elementwise kernel takes scalars then).
+A tensor whose last dimension is indexed by the innermost one and is a
+multiple of ``vector`` is then read and written as one 16-byte-aligned
+vector (its chunk starts are multiples of ``vector`` elements); a tensor
+that does not depend on the innermost index is read once per chunk; any
+other access is one scalar per element.
 """
 
 from __future__ import annotations
