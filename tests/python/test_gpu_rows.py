@@ -249,6 +249,23 @@ def test_row_kernels_assemble_without_spills(dtype, shape):
         assert "bar.sync" in text
 
 
+@needs_ptxas
+def test_a_single_row_and_a_scalar_operand():
+    spec = softmax("f16", (), (1000,))
+    temperature = Operand("tensor", Tensor("temperature", "f32", ()), ())
+    first = spec.reductions[0]
+    scaled = Reduction(first.name, first.combine, first.init,
+                       ScalarFn((whole(Tensor("x", "f16", (1000,))), temperature), "f32",
+                                lambda t, v, _: binary(t, "arith.mulf", to_f32(t, v[0], "f16"), v[1])))
+    spec = RowSpec("single", (), (1000,), (scaled,) + spec.reductions[1:], spec.outputs)
+    (kernel,) = emit_rows(spec, "sm_90a")
+    assert kernel.launch.grid[0] == "cdiv(1, 4)"
+    assert "memref.load %arg2[%c0]" in kernel.text  # the scalar is read once, at 0
+    for chip in CHIPS:
+        _, resources = assemble([kernel], chip)
+        assert resources["single"].spill_bytes == 0
+
+
 # -- elementwise --------------------------------------------------------------------------------------------------
 
 

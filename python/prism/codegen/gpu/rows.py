@@ -334,6 +334,8 @@ class Frame:
     def linear(self, op: Operand, index: list[str]) -> str:
         """The linear index of ``op``'s tensor at the point ``index`` (size-1 dimensions broadcast)."""
         shape = op.tensor.shape
+        if not shape:
+            return self.t.const(0)
         if op.dims in self.known and shape == tuple(self.extents[d] for d in op.dims):
             return self.known[op.dims]
         value = None
