@@ -226,7 +226,7 @@ def _stages(spec: RowSpec) -> list[list[int]]:
     return stages
 
 
-# -- scalar helpers -----------------------------------------------------------------------------------------------
+# -- scalar values --------------------------------------------------------------------------------------------------
 
 
 def f32_constant(t: TextBuilder, value: float) -> str:
@@ -273,7 +273,7 @@ def butterfly(t: TextBuilder, value: str, combine: str, width: int) -> str:
 
 
 class Frame:
-    """One kernel being written: its tensor and size parameters, and the access helpers over them.
+    """One kernel being written: its tensor and size parameters, and the accesses through them.
 
     ``extents`` are the iteration space's dimensions; ``known`` maps the
     indices of an access whose tensor has exactly the extents at them to its
