@@ -78,8 +78,7 @@ def emit_body(tb: TextBuilder, op: ir.Operation, values: list[str], indices: lis
 
 def _name(tb: TextBuilder, names: dict[ir.Value, str], value: ir.Value) -> str:
     if value not in names:  # a captured constant: written again where it is used
-        owner = owner(value)
         name = tb.fresh("k")
-        tb.add(generic_form(owner, [], [name]))
+        tb.add(generic_form(owner(value), [], [name]))
         names[value] = name
     return names[value]

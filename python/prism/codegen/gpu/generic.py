@@ -6,15 +6,14 @@ in the thread, its outputs carried in registers from their initial values,
 and each input is read through its indexing map, any affine expression
 included. It is the kernel for what the specialized kernels (GEMMs, rows,
 attention) do not take: correct for every op, fast for none that reduce a
-lot. Elementwise ops (:class:`~.spec.PointwiseSpec`) take it too, with the
-scalar function in place of a body.
+lot.
 """
 
 from __future__ import annotations
 
 from mlir import ir
 
-from prism.codegen.gpu.spec import Dim, GenericSpec, Kernel, Launch, Param, PointwiseSpec, Tensor
+from prism.codegen.gpu.spec import Dim, GenericSpec, Kernel, Launch, Param, Tensor
 from prism.codegen.text import TextBuilder
 
 THREADS = 256
@@ -95,21 +94,6 @@ class KernelText(TextBuilder):
 def _grid(total_dims) -> tuple[str, str, str]:
     total = " * ".join(str(d) for d in total_dims) or "1"
     return (f"max(1, min(cdiv({total}, {THREADS}), {MAX_BLOCKS}))", "1", "1")
-
-
-def emit_pointwise(spec: PointwiseSpec) -> list[Kernel]:
-    """``spec.out[p] = spec.value(p)`` over the whole of ``out``."""
-    reads = [o.tensor for o in spec.value.operands if o.kind == "tensor"]
-    t = KernelText(spec.name, [spec.out] + reads)
-    with t.region(t.header(THREADS)):
-        total = t.product(spec.out.shape)
-        with t.grid_stride(total, THREADS) as p:
-            indices = t.delinearize(p, spec.out.shape) if spec.out.shape else []
-            values = [t.load(o.tensor, [indices[d] for d in o.dims]) for o in spec.value.operands]
-            t.store(spec.value.emit(t, values, indices), spec.out, indices)
-        t.add("gpu.return")
-    launch = Launch(_grid(spec.out.shape), (THREADS, 1, 1), 0, t.params())
-    return [Kernel(spec.name, t.function_text(), launch)]
 
 
 def _parse_map(text: str) -> ir.AffineMap:

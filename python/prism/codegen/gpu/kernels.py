@@ -31,7 +31,8 @@ def emit_step(step: Step, chip: str) -> list[Kernel]:
             raise UnsupportedOp(f"attention {spec.name}: {problem}")
         return emit_attention(spec, chip)
     if isinstance(spec, PointwiseSpec):
-        return generic.emit_pointwise(spec)
+        from prism.codegen.gpu.rows import emit_pointwise
+        return emit_pointwise(spec.name, spec.out, spec.value, chip)
     if isinstance(spec, GenericSpec):
         return generic.emit_generic(spec)
     raise TypeError(f"no emitter for {type(spec).__name__}")
