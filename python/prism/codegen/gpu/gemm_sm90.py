@@ -533,27 +533,42 @@ class _Writer:
         col = self.index("muli", self.index("remui", lane, t.const(4)), t.const(2))
         self.n_first = self.index("addi", self.index("addi", self.n0, wn0), col, "nfirst")
 
-    def fragment(self) -> list[tuple[int, int, tuple[str, str, str], tuple[str, str]]]:
-        """Per accumulator element ``(block, i)``: its row (index, in bounds, C's row start) and column (index,
-        in bounds), written once per distinct row and column."""
+    def fragment(self) -> list[tuple[int, int, tuple[str, str, str], str, list[tuple[str, str]]]]:
+        """Per pair of accumulator elements ``(block, i)`` and ``i + 1`` (adjacent columns of one row): the row
+        (index, in bounds, C's row start), the whole pair's mask where the pair is stored as one vector (else
+        None), and each element's column and mask. Rows and columns are written once each."""
         t, spec = self.t, self.spec
         m, n = self.dim(spec.m), self.dim(spec.n)
         rows: dict[int, tuple[str, str, str]] = {}
         cols: dict[int, tuple[str, str]] = {}
         out = []
         for mb in range(spec.tile.WM // WGMMA_M):
-            for i in range(spec.tile.WN // 2):
-                dr, dc = mb * WGMMA_M + 8 * (i % 4 // 2), 8 * (i // 4) + i % 2
+            for i in range(0, spec.tile.WN // 2, 2):
+                dr, dc = mb * WGMMA_M + 8 * (i % 4 // 2), 8 * (i // 4)
                 if dr not in rows:
                     row = self.index("addi", self.m_first, t.const(dr), "row")
                     ok = t.value(f"arith.cmpi ult, {row}, {m} : index", "rowok")
                     start = self.index("muli", self.index("addi", self.index("muli", self.bz, m), row), n, "crow")
                     rows[dr] = (row, ok, start)
-                if dc not in cols:
-                    col = self.index("addi", self.n_first, t.const(dc), "col")
-                    cols[dc] = (col, t.value(f"arith.cmpi ult, {col}, {n} : index", "colok"))
-                out.append((mb, i, rows[dr], cols[dc]))
+                for d in (dc, dc + 1) if not self.paired else (dc,):
+                    if d not in cols:
+                        col = self.index("addi", self.n_first, t.const(d), "col")
+                        col_ok = t.value(f"arith.cmpi ult, {col}, {n} : index", "colok")
+                        cols[d] = (col, t.value(f"arith.andi {rows[dr][1]}, {col_ok} : i1", "ok"))
+                if self.paired:  # N even: the pair's first column in bounds means both are
+                    col, ok = cols[dc]
+                    one = self.index("addi", col, t.const(1), "col")
+                    out.append((mb, i, rows[dr], ok, [(col, ok), (one, ok)]))
+                else:
+                    out.append((mb, i, rows[dr], None, [cols[dc], cols[dc + 1]]))
         return out
+
+    @property
+    def paired(self) -> bool:
+        """Whether C's row length is even (static, or B's ``kn`` rows kept to multiples of 16 bytes), so that
+        each pair of adjacent columns lies at an even, 2-element-aligned place."""
+        n = self.spec.n
+        return (isinstance(n, int) and n % 2 == 0) or self.spec.b_layout == "kn"
 
     def initial_accumulators(self) -> list[str]:
         """The first accumulator from ``init`` (masked loads) or ``init_value``; a dual's second from zero."""
@@ -580,36 +595,51 @@ class _Writer:
         assert init is not None
         values: list[list[str]] = [[] for _ in range(blocks)]
         fzero = t.value("arith.constant 0.0 : f32", "f")
-        for mb, _, (_, row_ok, start), (col, col_ok) in self.fragment():
-            ok = t.value(f"arith.andi {row_ok}, {col_ok} : i1", "ok")
-            with t.if_(ok, ["f32"], "init") as (value,):
-                loaded = t.value(f"memref.load {_ssa('t_', init.name)}[{self.index('addi', start, col)}] : "
-                                 f"{init.memref}", "x")
-                t.yield_([_convert(t, loaded, init.dtype, "f32")], ["f32"])
-            with t.else_():
-                t.yield_([fzero], ["f32"])
-            values[mb].append(value)
+        for mb, _, (_, _, start), _, elements in self.fragment():
+            for col, ok in elements:
+                with t.if_(ok, ["f32"], "init") as (value,):
+                    loaded = t.value(f"memref.load {_ssa('t_', init.name)}[{self.index('addi', start, col)}] : "
+                                     f"{init.memref}", "x")
+                    t.yield_([_convert(t, loaded, init.dtype, "f32")], ["f32"])
+                with t.else_():
+                    t.yield_([fzero], ["f32"])
+                values[mb].append(value)
         return [self.fill(zero, v) for v in values]
 
     # -- the epilogue ---------------------------------------------------------------------------------------------
 
     def epilogue(self, accs: list[str]) -> None:
-        """Each element in bounds: the epilogue function of the accumulators (and its tensors), cast, stored."""
+        """Each element in bounds: the epilogue function of the accumulators (and its tensors), cast and stored;
+        pairs of adjacent columns as one 2-element store where C's rows keep them aligned."""
+        t, spec = self.t, self.spec
+        c, dtype = _ssa("t_", spec.c.name), spec.c.dtype
+        vector = f"vector<2x{dtype}>"
+        batch = self.batch_indices()
+        for mb, i, (row, _, start), pair_ok, elements in self.fragment():
+            if pair_ok is not None:
+                with t.if_(pair_ok):
+                    values = [self.result(accs, mb, i + e, batch + [row, col]) for e, (col, _) in enumerate(elements)]
+                    pair = t.value(f"vector.from_elements {values[0]}, {values[1]} : {vector}", "pair")
+                    at = self.index("addi", start, elements[0][0])
+                    t.add(f"vector.store {pair}, {c}[{at}] {{alignment = {2 * ELEMENT_BYTES[dtype]}}} : "
+                          f"{spec.c.memref}, {vector}")
+                continue
+            for e, (col, ok) in enumerate(elements):
+                with t.if_(ok):
+                    value = self.result(accs, mb, i + e, batch + [row, col])
+                    t.add(f"memref.store {value}, {c}[{self.index('addi', start, col)}] : {spec.c.memref}")
+
+    def result(self, accs: list[str], mb: int, i: int, point: list[str]) -> str:
+        """C's value at ``point``, accumulator element ``i`` of block ``mb``: the epilogue's, cast to C's type."""
         t, spec = self.t, self.spec
         blocks = spec.tile.WM // WGMMA_M
-        batch = self.batch_indices()
-        for mb, i, (row, row_ok, start), (col, col_ok) in self.fragment():
-            with t.if_(t.value(f"arith.andi {row_ok}, {col_ok} : i1", "ok")):
-                acc = [t.value(f"llvm.extractvalue {accs[j * blocks + mb]}[{i}] : {self.acc_type}", "a")
-                       for j in range(self.plan.accumulators)]
-                value, dtype = acc[0], "f32"
-                if spec.epilogue is not None:
-                    point = batch + [row, col]
-                    operands = [self.operand_value(op, acc, point) for op in spec.epilogue.operands]
-                    value, dtype = spec.epilogue.emit(t, operands, point), spec.epilogue.dtype
-                value = _convert(t, value, dtype, spec.c.dtype)
-                t.add(f"memref.store {value}, {_ssa('t_', spec.c.name)}[{self.index('addi', start, col)}] : "
-                      f"{spec.c.memref}")
+        acc = [t.value(f"llvm.extractvalue {accs[j * blocks + mb]}[{i}] : {self.acc_type}", "a")
+               for j in range(self.plan.accumulators)]
+        value, dtype = acc[0], "f32"
+        if spec.epilogue is not None:
+            operands = [self.operand_value(op, acc, point) for op in spec.epilogue.operands]
+            value, dtype = spec.epilogue.emit(t, operands, point), spec.epilogue.dtype
+        return _convert(t, value, dtype, spec.c.dtype)
 
     def batch_indices(self) -> list[str]:
         """The batch dimensions' indices, from the flattened block index z (outermost first)."""
