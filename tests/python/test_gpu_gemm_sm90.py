@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from prism.codegen.gpu import ptx
-from prism.codegen.gpu.gemm_sm90 import SHARED_LIMIT, emit_gemm_sm90, tma_problem
+from prism.codegen.gpu.gemm_sm90 import SHARED_LIMIT, emit_gemm_sm90, fragment_offset, operand_layout, tma_problem
 from prism.codegen.gpu.spec import GemmSpec, GemmTile, Kernel, Operand, ScalarFn, Tensor
 from prism.infra.errors import UnsupportedOp
 
@@ -88,6 +88,51 @@ def test_refuses_what_tma_and_wgmma_cannot_do(spec: GemmSpec, reason: str) -> No
 def test_accepts_aligned_ragged_sizes() -> None:
     assert tma_problem(gemm(m=77, n=520, k=1000)) is None
     assert tma_problem(gemm(m=77, n=520, k=1000, b_layout="nk", dtype="bf16")) is None
+
+
+# -- layouts -----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [8, 64, 256])
+def test_fragment_covers_the_block_once(n: int) -> None:
+    """The 128 threads' n/2 elements each fill a 64 x n wgmma block, every place exactly once."""
+    seen = set()
+    for thread in range(128):
+        warp, lane = thread // 32, thread % 32
+        for i in range(n // 2):
+            dr, dc = fragment_offset(i)
+            seen.add((16 * warp + lane // 4 + dr, 2 * (lane % 4) + dc))
+    assert seen == {(r, c) for r in range(64) for c in range(n)}
+
+
+def tma_place(op, row: int, k: int) -> int:
+    """Where TMA's chunked boxes put element (row, k) of an operand's tile (bytes, before the swizzle)."""
+    if op.k_major:
+        return (k // 64) * op.chunk_bytes + row * 128 + (k % 64) * 2
+    return (row // 64) * op.chunk_bytes + k * 128 + (row % 64) * 2
+
+
+@pytest.mark.parametrize("a_layout", ["mk", "km"])
+@pytest.mark.parametrize("b_layout", ["kn", "nk"])
+@pytest.mark.parametrize("bk", [64, 128])
+def test_descriptors_address_the_tiles_tma_writes(a_layout: str, b_layout: str, bk: int) -> None:
+    """Each wgmma's start is its first element's place; the stride offset steps 8 rows (K-major) or 8 K
+    (MN-major), the leading offset one 64-wide chunk of an MN-major tile."""
+    tile = GemmTile(BM=128, BN=128, BK=bk, WM=64, WN=128, STAGES=2)
+    for op in operand_layout(gemm(a_layout=a_layout, b_layout=b_layout, tile=tile)):
+        bits = op.descriptor_bits()
+        leading, stride = (bits >> 16 & 0x3FFF) << 4, (bits >> 32 & 0x3FFF) << 4
+        assert bits >> 62 == 1  # the 128-byte swizzle
+        for row in range(0, op.rows, 64):
+            for kstep in range(bk // 16):
+                k = 16 * kstep
+                assert op.tile_offset(row, kstep) == tma_place(op, row, k)
+                if op.k_major:
+                    assert tma_place(op, row + 8, k) - tma_place(op, row, k) == stride
+                else:
+                    assert tma_place(op, row, k + 8) - tma_place(op, row, k) == stride
+                    if row + 64 < op.rows:
+                        assert tma_place(op, row + 64, k) - tma_place(op, row, k) == leading
 
 
 # -- the launch ---------------------------------------------------------------------------------------------------

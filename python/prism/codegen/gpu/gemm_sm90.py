@@ -39,8 +39,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from prism.codegen.gpu.spec import (ELEMENT_BYTES, Dim, GemmSpec, Kernel, Launch, Operand, Param, Tensor, TensorMap,
-                                    numel_text)
+from prism.codegen.gpu.spec import (
+    ELEMENT_BYTES,
+    Dim,
+    GemmSpec,
+    Kernel,
+    Launch,
+    Operand,
+    Param,
+    Tensor,
+    TensorMap,
+    numel_text,
+)
 from prism.codegen.text import TextBuilder
 from prism.infra.errors import UnsupportedOp
 
@@ -172,6 +182,11 @@ def _product(*factors: Dim) -> str:
         else:
             names.append(str(f))
     return " * ".join(names + ([str(static)] if static != 1 or not names else []))
+
+
+def operand_layout(spec: GemmSpec) -> tuple[_Operand, ...]:
+    """A, B (and B2) as the kernel stores them in shared memory: one stage's chunks, offsets and descriptors."""
+    return _plan(spec).operands
 
 
 def _operand(spec: GemmSpec, tensor: Tensor, role: str, offset: int) -> _Operand:
@@ -544,7 +559,8 @@ class _Writer:
         out = []
         for mb in range(spec.tile.WM // WGMMA_M):
             for i in range(0, spec.tile.WN // 2, 2):
-                dr, dc = mb * WGMMA_M + 8 * (i % 4 // 2), 8 * (i // 4)
+                dr, dc = fragment_offset(i)
+                dr += mb * WGMMA_M
                 if dr not in rows:
                     row = self.index("addi", self.m_first, t.const(dr), "row")
                     ok = t.value(f"arith.cmpi ult, {row}, {m} : index", "rowok")
@@ -662,6 +678,12 @@ class _Writer:
         for size, d in zip(tensor.shape, op.dims, strict=True):
             index = self.index("addi", self.index("muli", index, self.dim(size)), point[d])
         return self.t.value(f"memref.load {_ssa('t_', tensor.name)}[{index}] : {tensor.memref}", "e")
+
+
+def fragment_offset(i: int) -> tuple[int, int]:
+    """Where element ``i`` of an m64nN wgmma f32 fragment lies from its thread's first row and column (row
+    ``16 * warp + lane / 4``, column ``2 * (lane % 4)`` of the warpgroup's 64 x N block)."""
+    return 8 * (i % 4 // 2), 8 * (i // 4) + i % 2
 
 
 def _convert(t: TextBuilder, value: str, src: str, dst: str) -> str:
