@@ -4,6 +4,7 @@ assembled by ptxas with no spills, setmaxnreg in force and the Hopper instructio
 from __future__ import annotations
 
 import re
+import struct
 import subprocess
 import tempfile
 from pathlib import Path
@@ -230,3 +231,22 @@ def test_dual_gemm() -> None:
 ])
 def test_tile_shapes(tile: GemmTile) -> None:
     check_kernel(gemm(m=4096, n=4096, k=4096, tile=tile))
+
+
+@needs_ptxas
+def test_two_batch_dimensions_init_value_and_a_row_scale() -> None:
+    """Batch dimensions (2, h) flattened into the grid's z and the tensor maps' third dimension; the epilogue
+    reads a scale per (outer batch index, row)."""
+    scale = Tensor("scale", "bf16", (2, 80))
+
+    def emit(tb, values, point):
+        s = tb.value(f"arith.extf {values[1]} : bf16 to f32")
+        return tb.value(f"arith.mulf {values[0]}, {s} : f32")
+
+    spec = gemm(dtype="bf16", a_layout="km", b_layout="nk", out="bf16", batch=(2, "h"), init_value=1.5,
+                epilogue=ScalarFn((Operand("acc"), Operand("tensor", scale, (0, 2))), "f32", emit))
+    (kernel,) = emit_gemm_sm90(spec)
+    assert kernel.launch.grid[2] == "2 * h"
+    assert kernel.launch.params[0].tensormap.dims == ("80", "1000", "2 * h")
+    text, _ = check_kernel(spec)
+    assert str(int.from_bytes(struct.pack("<f", 1.5), "little")) in text  # the accumulators start at 1.5
