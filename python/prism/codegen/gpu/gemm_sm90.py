@@ -26,12 +26,18 @@ epilogue masks C.
 **Epilogue.** Straight from the wgmma fragment: element ``i`` of a warp's
 m64nN fragment is row ``16 * warp + lane / 4 + 8 * (i % 4 / 2)``, column
 ``8 * (i / 4) + 2 * (lane % 4) + i % 2``. Each element is masked, the
-epilogue function applied, cast and stored.
+epilogue function applied, cast and stored; two adjacent columns go in one
+store where C's rows have an even length. The accumulator starts at zero,
+``init_value`` or the ``init`` tensor (masked loads into the fragment); a
+dual GEMM's second accumulator starts at zero.
 
 **Launch.** Dynamic shared memory above 48 KiB needs the launcher's opt-in;
 each tensor map parameter is the device address of a map encoded as its
 :class:`~prism.codegen.gpu.spec.TensorMap` says. The kernel declares
 ``.maxnreg`` (:attr:`Kernel.max_registers`) so that ``setmaxnreg`` acts.
+A dynamic contiguous dimension of A or B must keep rows a multiple of 16
+bytes: :attr:`Launch.when` says so, and the launcher picks another kernel
+where it does not hold.
 """
 
 from __future__ import annotations
@@ -54,7 +60,6 @@ from prism.codegen.gpu.spec import (
 from prism.codegen.text import TextBuilder
 from prism.infra.errors import UnsupportedOp
 
-CHIP = "sm_90a"
 INPUT_TYPES = ("f16", "bf16")
 # Elements of a 16-bit type in one 128-byte swizzle row: the chunk width of every shared tile.
 CHUNK = 64
@@ -81,8 +86,9 @@ SWIZZLE_128B = 1 << 62  # a wgmma descriptor's layout field for the 128-byte swi
 
 
 @dataclass(frozen=True)
-class _Operand:
-    """A and B (and the dual's B2) as the kernel holds them: a tensor map, a chunked shared tile per stage."""
+class TileOperand:
+    """A, B or the dual's B2 as the kernel holds it: a tensor map, and a tile of chunks in each stage of the
+    shared ring, read by wgmma through descriptors."""
 
     tensor: Tensor
     rows: int  # the tile's M (A) or N (B) extent
@@ -142,7 +148,7 @@ class _Operand:
 @dataclass(frozen=True)
 class _Plan:
     spec: GemmSpec
-    operands: tuple[_Operand, ...]  # A, B[, B2]
+    operands: tuple[TileOperand, ...]  # A, B[, B2]
     warpgroups_m: int
     warpgroups_n: int
 
@@ -184,18 +190,18 @@ def _product(*factors: Dim) -> str:
     return " * ".join(names + ([str(static)] if static != 1 or not names else []))
 
 
-def operand_layout(spec: GemmSpec) -> tuple[_Operand, ...]:
+def operand_layout(spec: GemmSpec) -> tuple[TileOperand, ...]:
     """A, B (and B2) as the kernel stores them in shared memory: one stage's chunks, offsets and descriptors."""
     return _plan(spec).operands
 
 
-def _operand(spec: GemmSpec, tensor: Tensor, role: str, offset: int) -> _Operand:
+def _operand(spec: GemmSpec, tensor: Tensor, role: str, offset: int) -> TileOperand:
     t = spec.tile
     layout = spec.a_layout if role == "a" else spec.b_layout
     rows = t.BM if role == "a" else t.BN
     k_major = layout in ("mk", "nk")
     inner, outer = tensor.shape[-1], tensor.shape[-2]
-    return _Operand(tensor, rows, k_major, tensor.rank > 2, inner, outer, offset, t.BK)
+    return TileOperand(tensor, rows, k_major, tensor.rank > 2, inner, outer, offset, t.BK)
 
 
 def _plan(spec: GemmSpec) -> _Plan:
@@ -453,7 +459,7 @@ class _Writer:
             for role, (m, op) in enumerate(zip(self.maps, self.plan.operands, strict=True)):
                 self.load(m, op, slot, stage, k0, self.m0 if role == 0 else self.n0)
 
-    def load(self, tmap: str, op: _Operand, slot: str, stage: str, k0: str, mn0: str) -> None:
+    def load(self, tmap: str, op: TileOperand, slot: str, stage: str, k0: str, mn0: str) -> None:
         """The TMA loads of one operand's chunks into its tile of the stage at byte ``stage``."""
         t = self.t
         shape = "x".join(str(d) for d in reversed(op.box))
@@ -486,7 +492,7 @@ class _Writer:
         t.add("nvvm.wgmma.wait.group.sync.aligned 0")
         self.epilogue(loop.results)
 
-    def descriptor_base(self, op: _Operand, part: str, extent: int) -> str:
+    def descriptor_base(self, op: TileOperand, part: str, extent: int) -> str:
         """The wgmma descriptor of a consumer's part of ``op``'s tile in stage 0, at K step 0."""
         t = self.t
         per_part = extent * ROW_BYTES if op.k_major else extent // CHUNK * op.chunk_bytes
