@@ -230,7 +230,7 @@ def tma_problem(spec: GemmSpec) -> str | None:
 
 
 def _type_problem(spec: GemmSpec) -> str | None:
-    inputs = [spec.a, spec.b] + ([spec.b2] if spec.b2 is not None else [])
+    inputs = _inputs(spec)
     for tensor in inputs:
         if tensor.dtype not in INPUT_TYPES:
             return f"input '{tensor.name}' is {tensor.dtype}; the wgmma kernel takes {' or '.join(INPUT_TYPES)}"
@@ -245,9 +245,13 @@ def _type_problem(spec: GemmSpec) -> str | None:
     return None
 
 
+def _inputs(spec: GemmSpec) -> list[Tensor]:
+    return [spec.a, spec.b] + ([spec.b2] if spec.b2 is not None else [])
+
+
 def _shape_problem(spec: GemmSpec) -> str | None:
     batch = len(spec.batch)
-    for tensor in [spec.a, spec.b] + ([spec.b2] if spec.b2 is not None else []):
+    for tensor in _inputs(spec):
         if tensor.rank not in (2, batch + 2):
             return f"'{tensor.name}' has rank {tensor.rank}; expected 2 or {batch + 2}"
         inner = tensor.shape[-1]
@@ -283,7 +287,7 @@ def _tile_problem(spec: GemmSpec) -> str | None:
 def _row_conditions(spec: GemmSpec) -> str | None:
     """The launch condition for dynamic contiguous dimensions: rows a multiple of 16 bytes."""
     conditions = []
-    for tensor in [spec.a, spec.b] + ([spec.b2] if spec.b2 is not None else []):
+    for tensor in _inputs(spec):
         inner = tensor.shape[-1]
         per_row = TMA_ROW_ALIGN // ELEMENT_BYTES[tensor.dtype]
         cond = f"{inner} // {per_row} * {per_row} == {inner}"
