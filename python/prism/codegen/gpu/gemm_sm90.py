@@ -1,0 +1,706 @@
+"""The Hopper GEMM kernel: TMA loads, mbarrier rings and wgmma, warp-specialized.
+
+One CTA computes a ``BM x BN`` tile of C for one batch index. Its first
+warpgroup is the producer: after ``setmaxnreg`` gives its registers away,
+one thread walks K in steps of ``BK``, waits until a slot of the
+``STAGES``-deep ring is empty, announces the slot's bytes on the slot's
+*full* mbarrier (``expect_tx``) and issues the TMA loads of A's and B's
+tiles into it. The other one or two warpgroups are consumers, each owning a
+``WM x WN`` part of the tile: they wait for a slot to be full, run
+``wgmma.mma_async`` m64nWNk16 on it (A and B read from shared memory through
+64-bit descriptors), keep one wgmma group in flight, and free the slot
+before it (one arrive per warpgroup on its *empty* mbarrier). Phases are
+tracked from the iteration number: round ``it // STAGES`` waits for parity
+``round & 1`` on a full barrier and ``(round & 1) ^ 1`` on an empty one (a
+fresh barrier counts its previous phase as complete).
+
+**Shared tiles.** A tile is stored in chunks of 64 elements (128 bytes, the
+128-byte swizzle's row) along its contiguous dimension, as TMA's 128-byte
+swizzle writes them and wgmma's 128-byte-swizzle descriptors read them: a
+K-major operand (A ``"mk"``, B ``"nk"``) as ``BK / 64`` chunks of
+``rows x 64``, an MN-major one (A ``"km"``, B ``"kn"``) as ``rows / 64``
+chunks of ``BK x 64``, read transposed by wgmma. TMA zero-fills boxes past
+the tensor's edges, so ragged M, N and K need no masks on loads; the
+epilogue masks C.
+
+**Epilogue.** Straight from the wgmma fragment: element ``i`` of a warp's
+m64nN fragment is row ``16 * warp + lane / 4 + 8 * (i % 4 / 2)``, column
+``8 * (i / 4) + 2 * (lane % 4) + i % 2``. Each element is masked, the
+epilogue function applied, cast and stored; two adjacent columns go in one
+store where C's rows have an even length. The accumulator starts at zero,
+``init_value`` or the ``init`` tensor (masked loads into the fragment); a
+dual GEMM's second accumulator starts at zero.
+
+**Launch.** Dynamic shared memory above 48 KiB needs the launcher's opt-in;
+each tensor map parameter is the device address of a map encoded as its
+:class:`~prism.codegen.gpu.spec.TensorMap` says. The kernel declares
+``.maxnreg`` (:attr:`Kernel.max_registers`) so that ``setmaxnreg`` acts.
+A dynamic contiguous dimension of A or B must keep rows a multiple of 16
+bytes: :attr:`Launch.when` says so, and the launcher picks another kernel
+where it does not hold.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from prism.codegen.gpu.spec import (
+    ELEMENT_BYTES,
+    Dim,
+    GemmSpec,
+    Kernel,
+    Launch,
+    Operand,
+    Param,
+    Tensor,
+    TensorMap,
+    numel_text,
+)
+from prism.codegen.text import TextBuilder
+from prism.infra.errors import UnsupportedOp
+
+INPUT_TYPES = ("f16", "bf16")
+# Elements of a 16-bit type in one 128-byte swizzle row: the chunk width of every shared tile.
+CHUNK = 64
+ROW_BYTES = 128
+# Bytes between 8-row groups of a 128-byte-swizzled tile: the wgmma descriptors' stride offset.
+GROUP_BYTES = 8 * ROW_BYTES
+WGMMA_M, WGMMA_K = 64, 16
+WARPGROUP = 128
+BOX_LIMIT = 256  # a TMA box's largest extent per dimension
+SHARED_LIMIT = 227 * 1024  # shared memory per block on GH100
+# The dynamic shared memory starts 1024-byte aligned after the static mbarriers: room kept for both.
+SHARED_RESERVED = 1024
+TMA_ROW_ALIGN = 16  # bytes: a tensor map's global strides are multiples of this
+# setmaxnreg: what the producer keeps and each consumer gets (multiples of 8 in [24, 256]).
+PRODUCER_REGISTERS = 40
+CONSUMER_REGISTERS = 232
+ACC_REGISTER_LIMIT = 128  # f32 accumulator registers per consumer thread, leaving room for addresses
+WAIT_TICKS = 10_000_000
+SHARED = "#gpu.address_space<workgroup>"
+SWIZZLE_128B = 1 << 62  # a wgmma descriptor's layout field for the 128-byte swizzle
+
+
+# -- the plan: what the kernel's shape follows from --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TileOperand:
+    """A, B or the dual's B2 as the kernel holds it: a tensor map, and a tile of chunks in each stage of the
+    shared ring, read by wgmma through descriptors."""
+
+    tensor: Tensor
+    rows: int  # the tile's M (A) or N (B) extent
+    k_major: bool  # K is the contiguous dimension
+    batched: bool  # the tensor has the batch dimensions (else it is shared by every batch index)
+    inner: Dim  # the tensor's contiguous dimension
+    outer: Dim
+    offset: int  # bytes from the stage's start
+    bk: int
+
+    @property
+    def chunks(self) -> int:
+        return self.bk // CHUNK if self.k_major else self.rows // CHUNK
+
+    @property
+    def chunk_bytes(self) -> int:
+        return (self.rows if self.k_major else self.bk) * ROW_BYTES
+
+    @property
+    def bytes(self) -> int:
+        return self.chunks * self.chunk_bytes
+
+    @property
+    def box(self) -> tuple[int, ...]:
+        """Innermost first; a batched map takes one batch index per box."""
+        box = (CHUNK, self.rows if self.k_major else self.bk)
+        return box + (1,) if self.batched else box
+
+    def tensormap(self, batch: tuple[Dim, ...]) -> TensorMap:
+        """The map cuTensorMapEncodeTiled makes: batch dimensions flattened into one (the tensor is contiguous)."""
+        elem = ELEMENT_BYTES[self.tensor.dtype]
+        dims = (str(self.inner), str(self.outer))
+        strides: tuple[str, ...] = (_product(self.inner, elem),)
+        if self.batched:
+            dims += (numel_text(batch),)
+            strides += (_product(self.inner, self.outer, elem),)
+        return TensorMap(self.tensor.name, self.tensor.dtype, dims, strides, self.box, swizzle=ROW_BYTES)
+
+    def descriptor_type(self) -> str:
+        shape = "x".join(str(d) for d in reversed(self.box))
+        return (f"!nvgpu.tensormap.descriptor<tensor = memref<{shape}x{self.tensor.dtype}, 3>, "
+                "swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>")
+
+    def tile_offset(self, mn: int, kstep: int) -> int:
+        """Bytes from the operand's tile to the wgmma operand at row ``mn`` of the tile and K step ``kstep``."""
+        k = kstep * WGMMA_K
+        if self.k_major:
+            return (k // CHUNK) * self.chunk_bytes + mn * ROW_BYTES + (k % CHUNK) * 2
+        return (mn // CHUNK) * self.chunk_bytes + k * ROW_BYTES
+
+    def descriptor_bits(self) -> int:
+        """A wgmma descriptor's fields other than the address: leading and stride byte offsets, swizzle."""
+        leading = 1 if self.k_major else self.chunk_bytes >> 4  # K-major swizzled tiles ignore it
+        return (leading << 16) | ((GROUP_BYTES >> 4) << 32) | SWIZZLE_128B
+
+
+@dataclass(frozen=True)
+class _Plan:
+    spec: GemmSpec
+    operands: tuple[TileOperand, ...]  # A, B[, B2]
+    warpgroups_m: int
+    warpgroups_n: int
+
+    @property
+    def consumers(self) -> int:
+        return self.warpgroups_m * self.warpgroups_n
+
+    @property
+    def threads(self) -> int:
+        return WARPGROUP * (1 + self.consumers)
+
+    @property
+    def stage_bytes(self) -> int:
+        return sum(op.bytes for op in self.operands)
+
+    @property
+    def shared_bytes(self) -> int:
+        return self.spec.tile.STAGES * self.stage_bytes
+
+    @property
+    def max_registers(self) -> int:
+        """``.maxnreg``: the block's registers at entry cover what setmaxnreg moves (a multiple of 8)."""
+        need = PRODUCER_REGISTERS + self.consumers * CONSUMER_REGISTERS
+        return -(-need // (8 * (1 + self.consumers))) * 8
+
+    @property
+    def accumulators(self) -> int:
+        return 2 if self.spec.b2 is not None else 1
+
+
+def _product(*factors: Dim) -> str:
+    """The product of ``factors`` as an expression, its static part folded."""
+    static, names = 1, []
+    for f in factors:
+        if isinstance(f, int):
+            static *= f
+        else:
+            names.append(str(f))
+    return " * ".join(names + ([str(static)] if static != 1 or not names else []))
+
+
+def operand_layout(spec: GemmSpec) -> tuple[TileOperand, ...]:
+    """A, B (and B2) as the kernel stores them in shared memory: one stage's chunks, offsets and descriptors."""
+    return _plan(spec).operands
+
+
+def _operand(spec: GemmSpec, tensor: Tensor, role: str, offset: int) -> TileOperand:
+    t = spec.tile
+    layout = spec.a_layout if role == "a" else spec.b_layout
+    rows = t.BM if role == "a" else t.BN
+    k_major = layout in ("mk", "nk")
+    inner, outer = tensor.shape[-1], tensor.shape[-2]
+    return TileOperand(tensor, rows, k_major, tensor.rank > 2, inner, outer, offset, t.BK)
+
+
+def _plan(spec: GemmSpec) -> _Plan:
+    a = _operand(spec, spec.a, "a", 0)
+    b = _operand(spec, spec.b, "b", a.bytes)
+    operands = (a, b)
+    if spec.b2 is not None:
+        operands += (_operand(spec, spec.b2, "b", a.bytes + b.bytes),)
+    t = spec.tile
+    return _Plan(spec, operands, t.BM // t.WM, t.BN // t.WN)
+
+
+# -- what the kernel refuses -------------------------------------------------------------------------------------
+
+
+def tma_problem(spec: GemmSpec) -> str | None:
+    """Why ``spec`` cannot take the TMA/wgmma kernel; None if it can.
+
+    Inputs are f16 or bf16 (one type), layouts A ``mk``/``km`` and B
+    ``kn``/``nk``, statically known row strides a multiple of 16 bytes
+    (dynamic ones are checked at launch by :attr:`Launch.when`), and the
+    tile within the limits of TMA boxes, wgmma shapes, registers and shared
+    memory.
+    """
+    return _type_problem(spec) or _shape_problem(spec) or _tile_problem(spec)
+
+
+def _type_problem(spec: GemmSpec) -> str | None:
+    inputs = _inputs(spec)
+    for tensor in inputs:
+        if tensor.dtype not in INPUT_TYPES:
+            return f"input '{tensor.name}' is {tensor.dtype}; the wgmma kernel takes {' or '.join(INPUT_TYPES)}"
+    if len({tensor.dtype for tensor in inputs}) != 1:
+        return "the inputs' element types differ"
+    if spec.a_layout not in ("mk", "km") or spec.b_layout not in ("kn", "nk"):
+        return f"layouts A '{spec.a_layout}' and B '{spec.b_layout}' are not supported"
+    out = spec.epilogue.dtype if spec.epilogue is not None else "f32"
+    for dtype in (spec.c.dtype, out):
+        if dtype not in _FLOAT_BITS:
+            return f"the result type {dtype} is not a float type"
+    return None
+
+
+def _inputs(spec: GemmSpec) -> list[Tensor]:
+    return [spec.a, spec.b] + ([spec.b2] if spec.b2 is not None else [])
+
+
+def _shape_problem(spec: GemmSpec) -> str | None:
+    batch = len(spec.batch)
+    for tensor in _inputs(spec):
+        if tensor.rank not in (2, batch + 2):
+            return f"'{tensor.name}' has rank {tensor.rank}; expected 2 or {batch + 2}"
+        inner = tensor.shape[-1]
+        if isinstance(inner, int) and inner * ELEMENT_BYTES[tensor.dtype] % TMA_ROW_ALIGN:
+            return (f"a row of '{tensor.name}' ({inner} x {tensor.dtype}) is not a multiple of {TMA_ROW_ALIGN} "
+                    "bytes, which a TMA tensor map needs")
+    if spec.c.rank != batch + 2:
+        return f"the result has rank {spec.c.rank}; expected {batch + 2}"
+    return None
+
+
+def _tile_problem(spec: GemmSpec) -> str | None:
+    t = spec.tile
+    if t.SPLITK != 1:
+        return "the wgmma kernel does not split K"
+    for name, size, unit in (("BM", t.BM, WGMMA_M), ("BN", t.BN, CHUNK), ("BK", t.BK, CHUNK),
+                             ("WM", t.WM, WGMMA_M), ("WN", t.WN, CHUNK)):
+        if size <= 0 or size % unit or size > BOX_LIMIT:
+            return f"{name}={size} is not a multiple of {unit} up to {BOX_LIMIT} (TMA box and wgmma shapes)"
+    if t.BM % t.WM or t.BN % t.WN or (t.BM // t.WM) * (t.BN // t.WN) not in (1, 2):
+        return f"a {t.BM}x{t.BN} tile in {t.WM}x{t.WN} parts is not one or two consumer warpgroups"
+    if t.STAGES < 2:
+        return f"STAGES={t.STAGES}: the ring needs at least 2 stages"
+    plan = _plan(spec)
+    registers = plan.accumulators * t.WM * t.WN // WARPGROUP
+    if registers > ACC_REGISTER_LIMIT:
+        return f"{registers} accumulator registers per thread exceed {ACC_REGISTER_LIMIT}"
+    if plan.shared_bytes + SHARED_RESERVED > SHARED_LIMIT:
+        return f"{plan.shared_bytes} bytes of shared memory exceed {SHARED_LIMIT - SHARED_RESERVED}"
+    return None
+
+
+def _row_conditions(spec: GemmSpec) -> str | None:
+    """The launch condition for dynamic contiguous dimensions: rows a multiple of 16 bytes."""
+    conditions = []
+    for tensor in _inputs(spec):
+        inner = tensor.shape[-1]
+        per_row = TMA_ROW_ALIGN // ELEMENT_BYTES[tensor.dtype]
+        cond = f"{inner} // {per_row} * {per_row} == {inner}"
+        if isinstance(inner, str) and cond not in conditions:
+            conditions.append(cond)
+    return " and ".join(conditions) or None
+
+
+# -- the kernel --------------------------------------------------------------------------------------------------
+
+
+def emit_gemm_sm90(spec: GemmSpec) -> list[Kernel]:
+    """The warp-specialized TMA/wgmma kernel of ``spec`` for sm_90a; raises UnsupportedOp where
+    :func:`tma_problem` refuses it."""
+    problem = tma_problem(spec)
+    if problem is not None:
+        raise UnsupportedOp(f"GEMM '{spec.name}' cannot take the sm_90a wgmma kernel: {problem}")
+    plan = _plan(spec)
+    params = _params(plan)
+    t = spec.tile
+    grid = (_cdiv(spec.n, t.BN), _cdiv(spec.m, t.BM), numel_text(spec.batch))
+    launch = Launch(grid, (plan.threads, 1, 1), plan.shared_bytes, params, when=_row_conditions(spec))
+    text = _Writer(plan, params).kernel()
+    return [Kernel(spec.name, text, launch, max_registers=plan.max_registers)]
+
+
+def _cdiv(size: Dim, tile: int) -> str:
+    return str(-(-size // tile)) if isinstance(size, int) else f"cdiv({size}, {tile})"
+
+
+def _params(plan: _Plan) -> tuple[Param, ...]:
+    """Tensor maps (A, B[, B2]), then C, the init tensor and the epilogue's tensors, then the size symbols."""
+    spec = plan.spec
+    maps = tuple(Param("tensormap", op.tensor.name, op.tensormap(spec.batch)) for op in plan.operands)
+    tensors: list[Tensor] = []
+    for tensor in [spec.c, spec.init] + _epilogue_tensors(spec):
+        if tensor is not None and tensor.name not in [t.name for t in tensors]:
+            tensors.append(tensor)
+    symbols: list[str] = []
+    dims = [spec.m, spec.n, spec.k, *spec.batch]
+    for tensor in [op.tensor for op in plan.operands] + tensors:
+        dims += list(tensor.shape)
+    for d in dims:
+        if isinstance(d, str) and d not in symbols:
+            symbols.append(d)
+    return (maps + tuple(Param("tensor", t.name) for t in tensors)
+            + tuple(Param("size", s) for s in symbols))
+
+
+def _epilogue_tensors(spec: GemmSpec) -> list[Tensor]:
+    if spec.epilogue is None:
+        return []
+    return [op.tensor for op in spec.epilogue.operands if op.kind == "tensor" and op.tensor is not None]
+
+
+_FLOAT_BITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
+
+
+def _ssa(prefix: str, name: str) -> str:
+    return "%" + prefix + re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+class _Writer:
+    """Writes the kernel's text: the common setup, then the producer's and the consumers' branches."""
+
+    def __init__(self, plan: _Plan, params: tuple[Param, ...]) -> None:
+        self.plan, self.spec, self.params = plan, plan.spec, params
+        self.t = TextBuilder()
+        stages = plan.spec.tile.STAGES
+        self.bar_type = f"!nvgpu.mbarrier.group<memorySpace = {SHARED}, num_barriers = {stages}>"
+        self.acc_type = "!llvm.struct<(" + ", ".join(["f32"] * (plan.spec.tile.WN // 2)) + ")>"
+        self.maps: list[str] = []  # the operands' typed tensor maps
+
+    # -- values ---------------------------------------------------------------------------------------------------
+
+    def dim(self, d: Dim) -> str:
+        """A dimension as an index value."""
+        return self.t.const(d) if isinstance(d, int) else _ssa("s_", d)
+
+    def op(self, expr: str, hint: str = "v") -> str:
+        return self.t.value(expr, hint)
+
+    def index(self, kind: str, a: str, b: str, hint: str = "v") -> str:
+        return self.t.value(f"arith.{kind} {a}, {b} : index", hint)
+
+    def i64(self, kind: str, a: str, b: str | int) -> str:
+        if isinstance(b, int):
+            b = self.t.value(f"arith.constant {b} : i64", "k")
+        return self.t.value(f"arith.{kind} {a}, {b} : i64", "d")
+
+    # -- the kernel -----------------------------------------------------------------------------------------------
+
+    def kernel(self) -> str:
+        t = self.t
+        with t.region(f"gpu.func @{self.spec.name}({self.signature()}) kernel"):
+            self.setup()
+            producer = t.value(f"arith.cmpi eq, {self.wg}, {t.const(0)} : index", "producer")
+            with t.if_(producer):
+                self.producer()
+            with t.else_():
+                self.consumer()
+            t.add("gpu.return")
+        return t.function_text()
+
+    def signature(self) -> str:
+        args = []
+        for p in self.params:
+            if p.kind == "tensormap":
+                args.append(f"{_ssa('map', str(len(args)))}: !llvm.ptr")
+            elif p.kind == "tensor":
+                args.append(f"{_ssa('t_', p.name)}: {self.tensor(p.name).memref}")
+            else:
+                args.append(f"{_ssa('s_', p.name)}: index")
+        return ", ".join(args)
+
+    def tensor(self, name: str) -> Tensor:
+        spec = self.spec
+        for tensor in [spec.c, spec.init] + _epilogue_tensors(spec):
+            if tensor is not None and tensor.name == name:
+                return tensor
+        raise KeyError(name)
+
+    def setup(self) -> None:
+        """Ids and tile origins; the typed tensor maps; the mbarrier rings, initialized by one thread and
+        fenced, then a CTA barrier so that no warp touches them before."""
+        t, plan = self.t, self.plan
+        self.tid = t.value("gpu.thread_id x", "tid")
+        self.wg = self.index("divui", self.tid, t.const(WARPGROUP), "wg")
+        self.leader = t.value(f"arith.cmpi eq, {self.index('remui', self.tid, t.const(WARPGROUP))}, "
+                              f"{t.const(0)} : index", "leader")
+        self.n0 = self.index("muli", t.value("gpu.block_id x", "bx"), t.const(self.spec.tile.BN), "n0")
+        self.m0 = self.index("muli", t.value("gpu.block_id y", "by"), t.const(self.spec.tile.BM), "m0")
+        self.bz = t.value("gpu.block_id z", "bz")
+        self.shared = t.value(f"gpu.dynamic_shared_memory : memref<?xi8, {SHARED}>", "smem")
+        for i, op in enumerate(plan.operands):
+            self.maps.append(t.value(f"builtin.unrealized_conversion_cast {_ssa('map', str(i))} : !llvm.ptr to "
+                                     f"{op.descriptor_type()}", "tmap"))
+        self.full = t.value(f"nvgpu.mbarrier.create -> {self.bar_type}", "full")
+        self.empty = t.value(f"nvgpu.mbarrier.create -> {self.bar_type}", "empty")
+        with t.if_(t.value(f"arith.cmpi eq, {self.tid}, {t.const(0)} : index", "first")):
+            for s in range(self.spec.tile.STAGES):
+                t.add(f"nvgpu.mbarrier.init {self.full}[{t.const(s)}], {t.const(1)} : {self.bar_type}")
+                t.add(f"nvgpu.mbarrier.init {self.empty}[{t.const(s)}], {t.const(plan.consumers)} : {self.bar_type}")
+            for m, op in zip(self.maps, plan.operands, strict=True):
+                t.add(f"nvgpu.tma.prefetch.descriptor {m} : {op.descriptor_type()}")
+        t.add("nvvm.fence.mbarrier.init")
+        t.add("gpu.barrier")
+        self.steps = t.value(f"arith.ceildivui {self.dim(self.spec.k)}, {t.const(self.spec.tile.BK)} : index",
+                             "steps")
+
+    def slot_and_parity(self, it: str, producer: bool) -> tuple[str, str]:
+        """The ring slot of iteration ``it`` and the parity its barrier wait takes."""
+        t, stages = self.t, self.t.const(self.spec.tile.STAGES)
+        slot = self.index("remui", it, stages, "slot")
+        odd = self.index("andi", self.index("divui", it, stages), t.const(1))
+        parity = t.value(f"arith.cmpi {'eq' if producer else 'ne'}, {odd}, {t.const(0)} : index", "parity")
+        return slot, parity
+
+    # -- the producer ---------------------------------------------------------------------------------------------
+
+    def producer(self) -> None:
+        """One thread fills the ring: wait for an empty slot, expect its bytes, load every chunk."""
+        t = self.t
+        t.add(f"nvvm.setmaxregister decrease {PRODUCER_REGISTERS}")
+        with t.if_(self.leader), t.for_(t.const(0), self.steps, t.const(1), "it") as it:
+            slot, parity = self.slot_and_parity(it, producer=True)
+            t.add(f"nvgpu.mbarrier.try_wait.parity {self.empty}[{slot}], {parity}, {t.const(WAIT_TICKS)} : "
+                  f"{self.bar_type}")
+            t.add(f"nvgpu.mbarrier.arrive.expect_tx {self.full}[{slot}], {t.const(self.plan.stage_bytes)} : "
+                  f"{self.bar_type}")
+            k0 = self.index("muli", it, t.const(self.spec.tile.BK), "k0")
+            stage = self.index("muli", slot, t.const(self.plan.stage_bytes), "stage")
+            for role, (m, op) in enumerate(zip(self.maps, self.plan.operands, strict=True)):
+                self.load(m, op, slot, stage, k0, self.m0 if role == 0 else self.n0)
+
+    def load(self, tmap: str, op: TileOperand, slot: str, stage: str, k0: str, mn0: str) -> None:
+        """The TMA loads of one operand's chunks into its tile of the stage at byte ``stage``."""
+        t = self.t
+        shape = "x".join(str(d) for d in reversed(op.box))
+        view_type = f"memref<{shape}x{op.tensor.dtype}, {SHARED}>"
+        for c in range(op.chunks):
+            offset = self.index("addi", stage, t.const(op.offset + c * op.chunk_bytes))
+            view = t.value(f"memref.view {self.shared}[{offset}][] : memref<?xi8, {SHARED}> to {view_type}", "tile")
+            step = t.const(c * CHUNK)
+            coords = [self.index("addi", k0, step), mn0] if op.k_major else [self.index("addi", mn0, step), k0]
+            if op.batched:
+                coords.append(self.bz)
+            t.add(f"nvgpu.tma.async.load {tmap}[{', '.join(coords)}], {self.full}[{slot}] to {view} : "
+                  f"{op.descriptor_type()}, {self.bar_type} -> {view_type}")
+
+    # -- the consumers --------------------------------------------------------------------------------------------
+
+    def consumer(self) -> None:
+        """Take registers, start the accumulators, run the K loop on the ring, then the epilogue."""
+        t, plan, tile = self.t, self.plan, self.spec.tile
+        t.add(f"nvvm.setmaxregister increase {CONSUMER_REGISTERS}")
+        part = self.index("subi", self.wg, t.const(1), "part")
+        part_m = self.index("divui", part, t.const(plan.warpgroups_n))
+        part_n = self.index("remui", part, t.const(plan.warpgroups_n))
+        self.positions(self.index("muli", part_m, t.const(tile.WM)), self.index("muli", part_n, t.const(tile.WN)))
+        bases = [self.descriptor_base(op, part_m if role == 0 else part_n, tile.WM if role == 0 else tile.WN)
+                 for role, op in enumerate(plan.operands)]
+        init = self.initial_accumulators()
+        with t.for_carried(t.const(0), self.steps, t.const(1), init, self.acc_type, ("it", "acc", "accs")) as loop:
+            self.step(loop.iv, loop.args, bases)
+        t.add("nvvm.wgmma.wait.group.sync.aligned 0")
+        self.epilogue(loop.results)
+
+    def descriptor_base(self, op: TileOperand, part: str, extent: int) -> str:
+        """The wgmma descriptor of a consumer's part of ``op``'s tile in stage 0, at K step 0."""
+        t = self.t
+        per_part = extent * ROW_BYTES if op.k_major else extent // CHUNK * op.chunk_bytes
+        address = t.value(f"memref.extract_aligned_pointer_as_index {self.shared} : memref<?xi8, {SHARED}> "
+                          "-> index", "addr")
+        start = self.index("addi", address, self.index("addi", t.const(op.offset),
+                                                       self.index("muli", part, t.const(per_part))))
+        start = self.i64("shrui", t.value(f"arith.index_cast {start} : index to i64", "d"), 4)
+        return self.i64("ori", start, op.descriptor_bits())
+
+    def step(self, it: str, accs: list[str], bases: list[str]) -> None:
+        """One K step: wait for the slot, issue its wgmmas, keep one group in flight, free the slot before."""
+        t, plan, tile = self.t, self.plan, self.spec.tile
+        slot, parity = self.slot_and_parity(it, producer=False)
+        t.add(f"nvgpu.mbarrier.try_wait.parity {self.full}[{slot}], {parity}, {t.const(WAIT_TICKS)} : "
+              f"{self.bar_type}")
+        stage = self.index("muli", slot, t.const(plan.stage_bytes >> 4))
+        stage = t.value(f"arith.index_cast {stage} : index to i64", "d")
+        descriptors = [self.i64("addi", base, stage) for base in bases]
+        t.add("nvvm.wgmma.fence.aligned")
+        accs = list(accs)
+        blocks = tile.WM // WGMMA_M
+        for kstep in range(tile.BK // WGMMA_K):
+            for mb in range(blocks):
+                a = self.i64("addi", descriptors[0], plan.operands[0].tile_offset(mb * WGMMA_M, kstep) >> 4)
+                for j, op in enumerate(plan.operands[1:]):
+                    b = self.i64("addi", descriptors[1 + j], op.tile_offset(0, kstep) >> 4)
+                    accs[j * blocks + mb] = self.wgmma(a, b, accs[j * blocks + mb])
+        t.add("nvvm.wgmma.commit.group.sync.aligned")
+        t.add("nvvm.wgmma.wait.group.sync.aligned 1")
+        started = t.value(f"arith.cmpi ugt, {it}, {t.const(0)} : index", "started")
+        with t.if_(t.value(f"arith.andi {started}, {self.leader} : i1", "release")):
+            before = self.index("addi", it, t.const(tile.STAGES - 1))
+            before = self.index("remui", before, t.const(tile.STAGES), "freed")
+            t.value(f"nvgpu.mbarrier.arrive {self.empty}[{before}] : {self.bar_type} -> !nvgpu.mbarrier.token",
+                    "token")
+        t.yield_(accs, [self.acc_type] * len(accs))
+
+    def wgmma(self, a: str, b: str, acc: str) -> str:
+        """``acc += A * B`` for one m64nWNk16 step; a transposed (MN-major) operand is read as such."""
+        dtype = self.spec.a.dtype
+        a_layout = "row" if self.plan.operands[0].k_major else "col"
+        b_layout = "col" if self.plan.operands[1].k_major else "row"
+        return self.t.value(
+            f"nvvm.wgmma.mma_async {a}, {b}, {acc}, #nvvm.shape<m = {WGMMA_M}, n = {self.spec.tile.WN}, "
+            f"k = {WGMMA_K}>, D [<f32>, #nvvm.wgmma_scale_out<one>, <wrapped>], "
+            f"A [<{dtype}>, #nvvm.wgmma_scale_in<one>, <{a_layout}>], "
+            f"B [<{dtype}>, #nvvm.wgmma_scale_in<one>, <{b_layout}>] : {self.acc_type} -> {self.acc_type}", "acc")
+
+    # -- the fragment: where each accumulator element lies ------------------------------------------------------------
+
+    def positions(self, wm0: str, wn0: str) -> None:
+        """The thread's first row and column of C in its warpgroup's fragment."""
+        t = self.t
+        lane = self.index("remui", self.tid, t.const(32), "lane")
+        warp = self.index("remui", self.index("divui", self.tid, t.const(32)), t.const(4), "warp")
+        row = self.index("addi", self.index("muli", warp, t.const(16)), self.index("divui", lane, t.const(4)))
+        self.m_first = self.index("addi", self.index("addi", self.m0, wm0), row, "mfirst")
+        col = self.index("muli", self.index("remui", lane, t.const(4)), t.const(2))
+        self.n_first = self.index("addi", self.index("addi", self.n0, wn0), col, "nfirst")
+
+    def fragment(self) -> list[tuple[int, int, tuple[str, str, str], str, list[tuple[str, str]]]]:
+        """Per pair of accumulator elements ``(block, i)`` and ``i + 1`` (adjacent columns of one row): the row
+        (index, in bounds, C's row start), the whole pair's mask where the pair is stored as one vector (else
+        None), and each element's column and mask. Rows and columns are written once each."""
+        t, spec = self.t, self.spec
+        m, n = self.dim(spec.m), self.dim(spec.n)
+        rows: dict[int, tuple[str, str, str]] = {}
+        cols: dict[int, tuple[str, str]] = {}
+        out = []
+        for mb in range(spec.tile.WM // WGMMA_M):
+            for i in range(0, spec.tile.WN // 2, 2):
+                dr, dc = fragment_offset(i)
+                dr += mb * WGMMA_M
+                if dr not in rows:
+                    row = self.index("addi", self.m_first, t.const(dr), "row")
+                    ok = t.value(f"arith.cmpi ult, {row}, {m} : index", "rowok")
+                    start = self.index("muli", self.index("addi", self.index("muli", self.bz, m), row), n, "crow")
+                    rows[dr] = (row, ok, start)
+                for d in (dc, dc + 1) if not self.paired else (dc,):
+                    if d not in cols:
+                        col = self.index("addi", self.n_first, t.const(d), "col")
+                        col_ok = t.value(f"arith.cmpi ult, {col}, {n} : index", "colok")
+                        cols[d] = (col, t.value(f"arith.andi {rows[dr][1]}, {col_ok} : i1", "ok"))
+                if self.paired:  # N even: the pair's first column in bounds means both are
+                    col, ok = cols[dc]
+                    one = self.index("addi", col, t.const(1), "col")
+                    out.append((mb, i, rows[dr], ok, [(col, ok), (one, ok)]))
+                else:
+                    out.append((mb, i, rows[dr], None, [cols[dc], cols[dc + 1]]))
+        return out
+
+    @property
+    def paired(self) -> bool:
+        """Whether C's row length is even (static, or B's ``kn`` rows kept to multiples of 16 bytes), so that
+        each pair of adjacent columns lies at an even, 2-element-aligned place."""
+        n = self.spec.n
+        return (isinstance(n, int) and n % 2 == 0) or self.spec.b_layout == "kn"
+
+    def initial_accumulators(self) -> list[str]:
+        """The first accumulator from ``init`` (masked loads) or ``init_value``; a dual's second from zero."""
+        t, spec = self.t, self.spec
+        zero = t.value(f"llvm.mlir.zero : {self.acc_type}", "zero")
+        blocks = spec.tile.WM // WGMMA_M
+        if spec.init is None and spec.init_value == 0.0:
+            first = [zero] * blocks
+        elif spec.init is None:
+            value = t.value(f"arith.constant {float(spec.init_value)!r} : f32", "init")
+            first = [self.fill(zero, [value] * (spec.tile.WN // 2)) for _ in range(blocks)]
+        else:
+            first = self.loaded_accumulators(zero, blocks)
+        return first + [zero] * (blocks * (self.plan.accumulators - 1))
+
+    def fill(self, struct: str, values: list[str]) -> str:
+        for i, value in enumerate(values):
+            struct = self.t.value(f"llvm.insertvalue {value}, {struct}[{i}] : {self.acc_type}", "acc")
+        return struct
+
+    def loaded_accumulators(self, zero: str, blocks: int) -> list[str]:
+        """Accumulators read from ``init`` at each element's place (zero outside C)."""
+        t, init = self.t, self.spec.init
+        assert init is not None
+        values: list[list[str]] = [[] for _ in range(blocks)]
+        fzero = t.value("arith.constant 0.0 : f32", "f")
+        for mb, _, (_, _, start), _, elements in self.fragment():
+            for col, ok in elements:
+                with t.if_(ok, ["f32"], "init") as (value,):
+                    loaded = t.value(f"memref.load {_ssa('t_', init.name)}[{self.index('addi', start, col)}] : "
+                                     f"{init.memref}", "x")
+                    t.yield_([_convert(t, loaded, init.dtype, "f32")], ["f32"])
+                with t.else_():
+                    t.yield_([fzero], ["f32"])
+                values[mb].append(value)
+        return [self.fill(zero, v) for v in values]
+
+    # -- the epilogue ---------------------------------------------------------------------------------------------
+
+    def epilogue(self, accs: list[str]) -> None:
+        """Each element in bounds: the epilogue function of the accumulators (and its tensors), cast and stored;
+        pairs of adjacent columns as one 2-element store where C's rows keep them aligned."""
+        t, spec = self.t, self.spec
+        c, dtype = _ssa("t_", spec.c.name), spec.c.dtype
+        vector = f"vector<2x{dtype}>"
+        batch = self.batch_indices()
+        for mb, i, (row, _, start), pair_ok, elements in self.fragment():
+            if pair_ok is not None:
+                with t.if_(pair_ok):
+                    values = [self.result(accs, mb, i + e, batch + [row, col]) for e, (col, _) in enumerate(elements)]
+                    pair = t.value(f"vector.from_elements {values[0]}, {values[1]} : {vector}", "pair")
+                    at = self.index("addi", start, elements[0][0])
+                    t.add(f"vector.store {pair}, {c}[{at}] {{alignment = {2 * ELEMENT_BYTES[dtype]}}} : "
+                          f"{spec.c.memref}, {vector}")
+                continue
+            for e, (col, ok) in enumerate(elements):
+                with t.if_(ok):
+                    value = self.result(accs, mb, i + e, batch + [row, col])
+                    t.add(f"memref.store {value}, {c}[{self.index('addi', start, col)}] : {spec.c.memref}")
+
+    def result(self, accs: list[str], mb: int, i: int, point: list[str]) -> str:
+        """C's value at ``point``, accumulator element ``i`` of block ``mb``: the epilogue's, cast to C's type."""
+        t, spec = self.t, self.spec
+        blocks = spec.tile.WM // WGMMA_M
+        acc = [t.value(f"llvm.extractvalue {accs[j * blocks + mb]}[{i}] : {self.acc_type}", "a")
+               for j in range(self.plan.accumulators)]
+        value, dtype = acc[0], "f32"
+        if spec.epilogue is not None:
+            operands = [self.operand_value(op, acc, point) for op in spec.epilogue.operands]
+            value, dtype = spec.epilogue.emit(t, operands, point), spec.epilogue.dtype
+        return _convert(t, value, dtype, spec.c.dtype)
+
+    def batch_indices(self) -> list[str]:
+        """The batch dimensions' indices, from the flattened block index z (outermost first)."""
+        rest, out = self.bz, []
+        for d in reversed(self.spec.batch):
+            size = self.dim(d)
+            out.append(self.index("remui", rest, size, "b"))
+            rest = self.index("divui", rest, size)
+        return out[::-1]
+
+    def operand_value(self, op: Operand, acc: list[str], point: list[str]) -> str:
+        """An epilogue operand at ``point``: an accumulator, or a tensor loaded at its dimensions' indices."""
+        if op.kind == "acc":
+            return acc[0]
+        if op.kind == "acc2":
+            return acc[1]
+        tensor = op.tensor
+        assert tensor is not None
+        index = self.t.const(0)
+        for size, d in zip(tensor.shape, op.dims, strict=True):
+            index = self.index("addi", self.index("muli", index, self.dim(size)), point[d])
+        return self.t.value(f"memref.load {_ssa('t_', tensor.name)}[{index}] : {tensor.memref}", "e")
+
+
+def fragment_offset(i: int) -> tuple[int, int]:
+    """Where element ``i`` of an m64nN wgmma f32 fragment lies from its thread's first row and column (row
+    ``16 * warp + lane / 4``, column ``2 * (lane % 4)`` of the warpgroup's 64 x N block)."""
+    return 8 * (i % 4 // 2), 8 * (i // 4) + i % 2
+
+
+def _convert(t: TextBuilder, value: str, src: str, dst: str) -> str:
+    """A float ``value`` of type ``src`` as ``dst``."""
+    if src == dst:
+        return value
+    if _FLOAT_BITS[src] == _FLOAT_BITS[dst]:  # f16 <-> bf16 through f32
+        value, src = t.value(f"arith.extf {value} : {src} to f32", "x"), "f32"
+    kind = "truncf" if _FLOAT_BITS[src] > _FLOAT_BITS[dst] else "extf"
+    return t.value(f"arith.{kind} {value} : {src} to {dst}", "x")

@@ -1,0 +1,263 @@
+"""The sm_90a GEMM kernel (TMA + mbarrier + wgmma, warp-specialized): what it refuses, its launch, and its PTX
+assembled by ptxas with no spills, setmaxnreg in force and the Hopper instructions present."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import struct
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from prism.codegen.gpu import ptx
+from prism.codegen.gpu.gemm_sm90 import SHARED_LIMIT, emit_gemm_sm90, fragment_offset, operand_layout, tma_problem
+from prism.codegen.gpu.spec import GemmSpec, GemmTile, Kernel, Operand, ScalarFn, Tensor
+from prism.infra.errors import UnsupportedOp
+
+needs_ptxas = pytest.mark.skipif(ptx.ptxas_path() is None, reason="ptxas is not on PATH")
+
+TILE = GemmTile(BM=128, BN=128, BK=64, WM=64, WN=128, STAGES=4)
+HOPPER_PTX = ("wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait.parity", "setmaxnreg",
+              "fence.mbarrier_init")
+
+
+def gemm(m=80, n=520, k=1000, dtype="f16", b_layout="kn", a_layout="mk", out="f32", tile=TILE, batch=(),
+         **extra) -> GemmSpec:
+    """A GEMM spec; A and B shaped by their layouts, with the batch dimensions in front."""
+    a = Tensor("a", dtype, (*batch, m, k) if a_layout == "mk" else (*batch, k, m))
+    b = Tensor("b", dtype, (*batch, k, n) if b_layout == "kn" else (*batch, n, k))
+    if extra.get("b2") is True:
+        extra["b2"] = Tensor("b2", dtype, b.shape)
+    c = Tensor("c", out, (*batch, m, n))
+    return GemmSpec("gemm", a, b, c, m, n, k, batch=batch, a_layout=a_layout, b_layout=b_layout, tile=tile,
+                    **extra)
+
+
+def assemble(kernels: list[Kernel]) -> tuple[str, dict[str, ptx.KernelResources], str]:
+    """PTX for sm_90a, ptxas's resources and its whole -v output: its notes on wgmma and setmaxnreg come as
+    info lines before the kernel's own, which the resources do not keep."""
+    text = ptx.compile_kernels(kernels, chip="sm_90a")
+    resources = ptx.ptxas(text, "sm_90a")
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.ptx"
+        src.write_text(text)
+        done = subprocess.run([ptx.ptxas_path(), "-arch=sm_90a", "-v", str(src), "-o", str(Path(tmp) / "k.o")],
+                              capture_output=True, text=True, check=True)
+    return text, resources, done.stdout + done.stderr
+
+
+def check_kernel(spec: GemmSpec) -> tuple[str, ptx.KernelResources]:
+    """Emit, assemble and check one kernel: no spills, setmaxnreg acting, wgmma not serialized, the Hopper
+    instructions present, the dynamic shared memory within the block's limit."""
+    assert tma_problem(spec) is None
+    (kernel,) = emit_gemm_sm90(spec)
+    text, resources, notes = assemble([kernel])
+    used = resources[kernel.name]
+    assert used.spill_bytes == 0, used
+    assert not used.messages, used.messages
+    # ptxas notes "'setmaxnreg' ignored" and "wgmma.mma_async instructions are serialized" as such
+    assert "Potential Performance Loss" not in notes, notes
+    for instruction in HOPPER_PTX:
+        assert instruction in text, instruction
+    assert f".maxnreg {kernel.max_registers}" in text
+    assert kernel.launch.shared_bytes + used.shared_bytes <= SHARED_LIMIT
+    return text, used
+
+
+# -- refusals ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec, reason", [
+    (gemm(m=77, n=513), "not a multiple of 16 bytes"),  # a row of 513 f16 is 1026 bytes
+    (gemm(k=1001), "not a multiple of 16 bytes"),
+    (gemm(dtype="f32"), "takes f16 or bf16"),
+    (gemm(tile=GemmTile(BM=128, BN=128, BK=32, WM=64, WN=128)), "BK=32"),
+    (gemm(tile=GemmTile(BM=512, BN=128, BK=64, WM=256, WN=128)), "BM=512"),
+    (gemm(tile=GemmTile(BM=256, BN=128, BK=64, WM=64, WN=128)), "one or two consumer warpgroups"),
+    (gemm(tile=GemmTile(BM=128, BN=256, BK=128, WM=64, WN=256, STAGES=4)), "shared memory"),
+    (gemm(tile=GemmTile(BM=128, BN=256, BK=64, WM=128, WN=256)), "accumulator registers"),
+    (gemm(tile=GemmTile(BM=128, BN=128, BK=64, WM=64, WN=128, SPLITK=2)), "split"),
+    (gemm(tile=GemmTile(BM=128, BN=128, BK=64, WM=64, WN=128, STAGES=1)), "STAGES=1"),
+])
+def test_refuses_what_tma_and_wgmma_cannot_do(spec: GemmSpec, reason: str) -> None:
+    problem = tma_problem(spec)
+    assert problem is not None and reason in problem, problem
+    with pytest.raises(UnsupportedOp, match="wgmma"):
+        emit_gemm_sm90(spec)
+
+
+def test_accepts_aligned_ragged_sizes() -> None:
+    assert tma_problem(gemm(m=77, n=520, k=1000)) is None
+    assert tma_problem(gemm(m=77, n=520, k=1000, b_layout="nk", dtype="bf16")) is None
+
+
+# -- layouts -----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [8, 64, 256])
+def test_fragment_covers_the_block_once(n: int) -> None:
+    """The 128 threads' n/2 elements each fill a 64 x n wgmma block, every place exactly once."""
+    seen = set()
+    for thread in range(128):
+        warp, lane = thread // 32, thread % 32
+        for i in range(n // 2):
+            dr, dc = fragment_offset(i)
+            seen.add((16 * warp + lane // 4 + dr, 2 * (lane % 4) + dc))
+    assert seen == {(r, c) for r in range(64) for c in range(n)}
+
+
+def tma_place(op, row: int, k: int) -> int:
+    """Where TMA's chunked boxes put element (row, k) of an operand's tile (bytes, before the swizzle)."""
+    if op.k_major:
+        return (k // 64) * op.chunk_bytes + row * 128 + (k % 64) * 2
+    return (row // 64) * op.chunk_bytes + k * 128 + (row % 64) * 2
+
+
+@pytest.mark.parametrize("a_layout", ["mk", "km"])
+@pytest.mark.parametrize("b_layout", ["kn", "nk"])
+@pytest.mark.parametrize("bk", [64, 128])
+def test_descriptors_address_the_tiles_tma_writes(a_layout: str, b_layout: str, bk: int) -> None:
+    """Each wgmma's start is its first element's place; the stride offset steps 8 rows (K-major) or 8 K
+    (MN-major), the leading offset one 64-wide chunk of an MN-major tile."""
+    tile = GemmTile(BM=128, BN=128, BK=bk, WM=64, WN=128, STAGES=2)
+    for op in operand_layout(gemm(a_layout=a_layout, b_layout=b_layout, tile=tile)):
+        bits = op.descriptor_bits()
+        leading, stride = (bits >> 16 & 0x3FFF) << 4, (bits >> 32 & 0x3FFF) << 4
+        assert bits >> 62 == 1  # the 128-byte swizzle
+        for row in range(0, op.rows, 64):
+            for kstep in range(bk // 16):
+                k = 16 * kstep
+                assert op.tile_offset(row, kstep) == tma_place(op, row, k)
+                if op.k_major:
+                    assert tma_place(op, row + 8, k) - tma_place(op, row, k) == stride
+                else:
+                    assert tma_place(op, row, k + 8) - tma_place(op, row, k) == stride
+                    if row + 64 < op.rows:
+                        assert tma_place(op, row + 64, k) - tma_place(op, row, k) == leading
+
+
+# -- the launch ---------------------------------------------------------------------------------------------------
+
+
+def test_launch_tensor_maps_and_grid() -> None:
+    spec = gemm(m="m", n=520, k=1000, b_layout="nk", batch=(3,))
+    (kernel,) = emit_gemm_sm90(spec)
+    launch = kernel.launch
+    assert launch.grid == ("5", "cdiv(m, 128)", "3")
+    assert launch.block == (384, 1, 1)
+    assert launch.shared_bytes == 4 * (128 * 64 + 128 * 64) * 2
+    a, b = (p.tensormap for p in launch.params[:2])
+    assert [p.kind for p in launch.params] == ["tensormap", "tensormap", "tensor", "size"]
+    assert a.dims == ("1000", "m", "3") and a.strides == ("2000", "m * 2000") and a.box == (64, 128, 1)
+    assert b.dims == ("1000", "520", "3") and b.strides == ("2000", "1040000") and b.box == (64, 128, 1)
+    assert a.swizzle == b.swizzle == 128
+    assert launch.when is None
+    assert kernel.max_registers == 168  # 128 x 40 + 2 x 128 x 232 registers over 384 threads
+
+
+def test_dynamic_rows_are_checked_at_launch() -> None:
+    (kernel,) = emit_gemm_sm90(gemm(m=64, n="n", k="k"))
+    assert kernel.launch.when == "k // 8 * 8 == k and n // 8 * 8 == n"
+    km = gemm(a_layout="km")
+    (kernel,) = emit_gemm_sm90(km)
+    assert kernel.launch.params[0].tensormap.dims == ("80", "1000")  # A stored [k, m]: m innermost
+
+
+# -- kernels through ptxas --------------------------------------------------------------------------------------
+
+
+@needs_ptxas
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("b_layout", ["kn", "nk"])
+def test_kernel_assembles(dtype: str, b_layout: str) -> None:
+    text, used = check_kernel(gemm(dtype=dtype, b_layout=b_layout, out=dtype))
+    assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.{dtype}\.{dtype}", text)
+    # B read transposed (N-major) from a [k, n] tensor, straight (K-major) from [n, k]; A K-major
+    trans_b = "1" if b_layout == "kn" else "0"
+    assert re.search(rf"p, 1,\s*1, 0,\s*{trans_b};", text)
+    # pairs of adjacent columns stored as one 4-byte store: 2 per n8 block of the 64x128 fragment
+    assert text.count("st.global.b32") == 128 // 8 * 2 and "st.global.b16" not in text
+    assert used.registers <= 168
+
+
+@needs_ptxas
+def test_setmaxnreg_needs_the_declared_register_count() -> None:
+    """Without ``.maxnreg`` ptxas ignores setmaxnreg and serializes the wgmmas: the check above can fail."""
+    (kernel,) = emit_gemm_sm90(gemm())
+    _, _, notes = assemble([dataclasses.replace(kernel, max_registers=None)])
+    assert "'setmaxnreg' ignored" in notes and "serialized" in notes
+
+
+@needs_ptxas
+def test_unknown_row_length_stores_elements() -> None:
+    """With N dynamic and B [n, k] (no alignment known of C's rows) each element is stored alone."""
+    text, _ = check_kernel(gemm(n="n", b_layout="nk", out="f16"))
+    assert text.count("st.global.b16") == 128 // 8 * 4 and "st.global.b32" not in text
+
+
+@needs_ptxas
+def test_transposed_a_and_dynamic_m() -> None:
+    text, _ = check_kernel(gemm(m="m", a_layout="km", dtype="bf16"))
+    assert re.search(r"p, 1,\s*1, 1,\s*1;", text)
+
+
+@needs_ptxas
+def test_batched_with_init_and_epilogue() -> None:
+    bias = Tensor("bias", "f32", (520,))
+    residual = Tensor("res", "f16", (2, "m", 520))
+
+    def emit(tb, values, point):
+        acc, b, r = values
+        s = tb.value(f"arith.addf {acc}, {b} : f32")
+        r32 = tb.value(f"arith.extf {r} : f16 to f32")
+        return tb.value(f"arith.addf {s}, {r32} : f32")
+
+    epilogue = ScalarFn((Operand("acc"), Operand("tensor", bias, (2,)), Operand("tensor", residual, (0, 1, 2))),
+                        "f32", emit)
+    spec = gemm(m="m", b_layout="nk", out="f16", batch=(2,), init=Tensor("c", "f16", (2, "m", 520)),
+                epilogue=epilogue)
+    text, _ = check_kernel(spec)
+    assert "cp.async.bulk.tensor.3d" in text
+
+
+@needs_ptxas
+def test_dual_gemm() -> None:
+    def emit(tb, values, point):
+        return tb.value(f"arith.mulf {values[0]}, {values[1]} : f32")
+
+    spec = gemm(b2=True, out="bf16", dtype="bf16", epilogue=ScalarFn((Operand("acc"), Operand("acc2")), "f32", emit),
+                tile=GemmTile(BM=128, BN=128, BK=64, WM=64, WN=128, STAGES=3))
+    text, _ = check_kernel(spec)
+    assert text.count("wgmma.mma_async") % 2 == 0
+
+
+@needs_ptxas
+@pytest.mark.parametrize("tile", [
+    GemmTile(BM=128, BN=256, BK=64, WM=64, WN=256, STAGES=4),  # two consumers, 128 accumulators each
+    GemmTile(BM=128, BN=128, BK=64, WM=128, WN=128, STAGES=5),  # one consumer, two m64 blocks
+    GemmTile(BM=64, BN=128, BK=128, WM=64, WN=64, STAGES=3),  # consumers split N; K in two chunks
+])
+def test_tile_shapes(tile: GemmTile) -> None:
+    check_kernel(gemm(m=4096, n=4096, k=4096, tile=tile))
+
+
+@needs_ptxas
+def test_two_batch_dimensions_init_value_and_a_row_scale() -> None:
+    """Batch dimensions (2, h) flattened into the grid's z and the tensor maps' third dimension; the epilogue
+    reads a scale per (outer batch index, row)."""
+    scale = Tensor("scale", "bf16", (2, 80))
+
+    def emit(tb, values, point):
+        s = tb.value(f"arith.extf {values[1]} : bf16 to f32")
+        return tb.value(f"arith.mulf {values[0]}, {s} : f32")
+
+    spec = gemm(dtype="bf16", a_layout="km", b_layout="nk", out="bf16", batch=(2, "h"), init_value=1.5,
+                epilogue=ScalarFn((Operand("acc"), Operand("tensor", scale, (0, 2))), "f32", emit))
+    (kernel,) = emit_gemm_sm90(spec)
+    assert kernel.launch.grid[2] == "2 * h"
+    assert kernel.launch.params[0].tensormap.dims == ("80", "1000", "2 * h")
+    text, _ = check_kernel(spec)
+    assert str(int.from_bytes(struct.pack("<f", 1.5), "little")) in text  # the accumulators start at 1.5
