@@ -397,21 +397,23 @@ def check_host(program: Program, rng: np.random.Generator) -> tuple[str, str]:
 
 
 def check_gpu(program: Program) -> tuple[str, str]:
-    """Optimize and lower for an H200, then assemble every PTX module with ptxas."""
+    """Optimize and lower for an H200, then assemble the PTX module with ptxas for sm_90a; a function left off
+    the GPU (with a remark) makes the program refused."""
     import prism
 
     try:
         compiled = prism.compile(program.text, target="h200", emit="ptx")
     except prism.PrismError as error:
         return "refused", _reason(error)
+    if set(compiled.manifest["functions"]) != set(re.findall(r"func\.func @(\w+)", program.text)):
+        return "refused", "a function stays off the GPU"
     with tempfile.TemporaryDirectory() as scratch:
-        for name, ptx in (compiled.ptx or {}).items():
-            path = Path(scratch) / f"{name}.ptx"
-            path.write_text(ptx)
-            assembled = subprocess.run(["ptxas", "-arch=sm_90", str(path), "-o", os.devnull],
-                                       capture_output=True, text=True)
-            if assembled.returncode:
-                return "ptxas", assembled.stderr.strip().splitlines()[0][:140]
+        path = Path(scratch) / "module.ptx"
+        path.write_text(compiled.ptx_text)
+        assembled = subprocess.run(["ptxas", "-arch=sm_90a", str(path), "-o", os.devnull],
+                                   capture_output=True, text=True)
+        if assembled.returncode:
+            return "ptxas", assembled.stderr.strip().splitlines()[0][:140]
     return "ok", ""
 
 

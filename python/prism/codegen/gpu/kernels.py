@@ -38,20 +38,26 @@ def emit_step(step: Step, chip: str) -> list[Kernel]:
     raise TypeError(f"no emitter for {type(spec).__name__}")
 
 
+# The tiles each GEMM kernel takes when the search chose none it can use: the warp-specialized wgmma kernel's
+# 128 x 128 x 64 block of two consumer warpgroups, four stages deep; and the mma.sync kernel's.
+WGMMA_TILE = GemmTile(BM=128, BN=128, BK=64, WM=64, WN=128, STAGES=4)
+MMA_SYNC_TILE = GemmTile()
+
+
 def _gemm(spec: GemmSpec, chip: str) -> list[Kernel]:
     """TMA + wgmma on sm_90a where TMA can read the operands, else the cp.async + mma.sync kernel; a tile the
-    kernel cannot take falls back to the default tile."""
+    kernel cannot take falls back to its default tile."""
     if chip == "sm_90a":
         from prism.codegen.gpu.gemm_sm90 import emit_gemm_sm90, tma_problem
         if tma_problem(spec) is None:
             return emit_gemm_sm90(spec)
-        fallback = _with_tile(spec, GemmTile())
+        fallback = _with_tile(spec, WGMMA_TILE)
         if tma_problem(fallback) is None:
             return emit_gemm_sm90(fallback)
     from prism.codegen.gpu.gemm import emit_gemm, gemm_tile_problem
     if gemm_tile_problem(spec, chip) is None:
         return emit_gemm(spec, chip)
-    fallback = _with_tile(spec, GemmTile())
+    fallback = _with_tile(spec, MMA_SYNC_TILE)
     problem = gemm_tile_problem(fallback, chip)
     if problem:
         raise UnsupportedOp(f"GEMM {spec.name}: {problem}")

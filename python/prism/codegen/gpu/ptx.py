@@ -123,29 +123,32 @@ def ptxas(ptx: str, chip: str) -> dict[str, KernelResources]:
 
 
 def _resources(out: str) -> dict[str, KernelResources]:
-    found: dict[str, KernelResources] = {}
-    current, messages = None, []
-    regs = spill = shared = 0
+    """Per kernel, what ``ptxas -v`` printed: registers, spills and static shared memory from its own lines, and
+    the warnings and performance notes (``setmaxnreg`` ignored, ``wgmma`` serialized) that name it."""
+    found: dict[str, dict] = {}
+    current = None
+    notes: list[str] = []
     for line in out.splitlines():
         m = re.search(r"Compiling entry function '([^']+)'", line)
         if m:
-            if current:
-                found[current] = KernelResources(regs, spill, shared, tuple(messages))
-            current, messages, regs, spill, shared = m.group(1), [], 0, 0, 0
+            current = m.group(1)
+            found[current] = {"registers": 0, "spill": 0, "shared": 0}
+            continue
+        if "warning" in line.lower() or "Potential Performance Loss" in line:
+            notes.append(line.strip())
+        if current is None:
             continue
         m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
         if m:
-            spill = int(m.group(1)) + int(m.group(2))
+            found[current]["spill"] = int(m.group(1)) + int(m.group(2))
         m = re.search(r"Used (\d+) registers", line)
         if m:
-            regs = int(m.group(1))
+            found[current]["registers"] = int(m.group(1))
             s = re.search(r"(\d+) bytes smem", line)
-            shared = int(s.group(1)) if s else 0
-        if "warning" in line.lower() and current:
-            messages.append(line.strip())
-    if current:
-        found[current] = KernelResources(regs, spill, shared, tuple(messages))
-    return found
+            found[current]["shared"] = int(s.group(1)) if s else 0
+    return {name: KernelResources(v["registers"], v["spill"], v["shared"],
+                                  tuple(n for n in notes if f"'{name}'" in n or not re.search(r"'\w+'", n)))
+            for name, v in found.items()}
 
 
 def compile_kernels(kernels: list[Kernel], chip: str, context: ir.Context | None = None) -> str:
