@@ -1,69 +1,85 @@
-// Each stage of the GPU code generator prints on its own; together they take a tuned f16 matmul to PTX.
-// RUN: prism-opt %s -p prism-lower-gpu --print-ir-after=gpu-tile -o /dev/null 2>&1 | filecheck %s --check-prefix=TILE
-// RUN: prism-opt %s -p prism-lower-gpu --print-ir-after=gpu-bufferize -o /dev/null 2>&1 | filecheck %s --check-prefix=BUFFERS
-// RUN: prism-opt %s -p prism-lower-gpu --print-ir-after=gpu-map -o /dev/null 2>&1 | filecheck %s --check-prefix=MAP
-// RUN: prism-opt %s -p prism-lower-gpu --print-ir-after=gpu-hoist -o /dev/null 2>&1 | filecheck %s --check-prefix=HOIST
-// RUN: prism-opt %s -p prism-lower-gpu --print-ir-after=gpu-outline -o /dev/null 2>&1 | filecheck %s --check-prefix=OUTLINE
-// RUN: prism-opt %s -p prism-lower-gpu --print-ir-after=gpu-mma -o /dev/null 2>&1 | filecheck %s --check-prefix=MMA
-// RUN: prism-opt %s -p prism-lower-gpu --print-ir-after=gpu-vector -o /dev/null 2>&1 | filecheck %s --check-prefix=VECTOR
-// RUN: prism-opt %s -p prism-lower-gpu --print-ir-after=gpu-shared -o /dev/null 2>&1 | filecheck %s --check-prefix=SHARED
-// RUN: prism-opt %s -p prism-lower-gpu --print-ir-after=gpu-nvvm -o /dev/null 2>&1 | filecheck %s --check-prefix=NVVM
+// Each stage of the GPU code generator prints on its own; together they take an f16 matmul with its bias, and
+// an RMSNorm, to one PTX module.
+// RUN: prism-opt %s -p 'prism-lower-gpu{chip=sm_90a}' --print-ir-after=gpu-plan -o /dev/null 2>&1 | filecheck %s --check-prefix=PLAN
+// RUN: prism-opt %s -p 'prism-lower-gpu{chip=sm_90a}' --print-ir-after=gpu-kernels -o /dev/null 2>&1 | filecheck %s --check-prefix=KERNELS
+// RUN: prism-opt %s -p 'prism-lower-gpu{chip=sm_90a}' --print-ir-after=gpu-nvvm -o /dev/null 2>&1 | filecheck %s --check-prefix=NVVM
+// RUN: prism-opt %s --target=h200 -p 'prism-lower-gpu{chip=sm_90a}' --emit=ptx | filecheck %s --check-prefix=PTX
+// RUN: prism-opt %s --target=h200 -p 'prism-lower-gpu{chip=sm_90a}' --emit=manifest | filecheck %s --check-prefix=MANIFEST
 
-// Blocks of 32x32 on tensors (a 2x2 grid), the fill fused into each block, a loop over K in steps of 16.
-// TILE: IR Dump After gpu-tile
-// TILE: scf.forall (%{{.*}}, %{{.*}}) in (2, 2)
-// TILE: linalg.fill
-// TILE: scf.for
-// TILE: linalg.matmul {{.*}}ins({{.*}} : tensor<32x16xf16>, tensor<16x32xf16>)
-// TILE: mapping = [#gpu.block<linear_dim_1>, #gpu.block<linear_dim_0>]
+// The fill is the accumulator's start and the bias the GEMM's epilogue: one kernel; the row sum, the scale and
+// the normalization are one row kernel.
+// PLAN: IR Dump After gpu-plan
+// PLAN: linalg.generic {{.*}}prism.kernel = "mm_k0_gemm_epilogue"
+// PLAN: linalg.generic {{.*}}prism.kernel = "mm_k0_gemm_epilogue"
+// PLAN: linalg.generic {{.*}}prism.kernel = "norm_k0_rows"
 
-// BUFFERS: IR Dump After gpu-bufferize
-// BUFFERS: func.func @mm(%arg0: memref<64x64xf16>, %arg1: memref<64x64xf16>) -> memref<64x64xf32>
-// BUFFERS-NOT: tensor<
+// KERNELS: IR Dump After gpu-kernels
+// KERNELS: gpu.module @prism_kernels
+// KERNELS: gpu.func @mm_k0_gemm_epilogue
+// KERNELS: nvgpu.tma.async.load
+// KERNELS: nvvm.wgmma.mma_async
+// KERNELS: gpu.func @norm_k0_rows
+// KERNELS: gpu.shuffle xor
 
-// A launch; A and B tiles copied into workgroup memory; warps of the 2x2 warp grid.
-// MAP: IR Dump After gpu-map
-// MAP: gpu.launch
-// MAP: memref.alloca() {{.*}}#gpu.address_space<workgroup>
-// MAP: gpu.barrier
-// MAP: vector.contract
-
-// The accumulator is carried through the K loop in registers.
-// HOIST: IR Dump After gpu-hoist
-// HOIST: scf.for {{.*}} iter_args
-// HOIST: vector.contract
-
-// One kernel, outlined into its gpu.module.
-// OUTLINE: IR Dump After gpu-outline
-// OUTLINE: gpu.launch_func @mm_kernel::@mm_kernel
-// OUTLINE: gpu.module @mm_kernel
-// OUTLINE: gpu.func @mm_kernel({{.*}}) kernel
-
-// Tensor cores: ldmatrix and mma.sync, no vector.contract left.
-// MMA: IR Dump After gpu-mma
-// MMA-NOT: vector.contract
-// MMA: nvgpu.ldmatrix
-// MMA: nvgpu.mma.sync
-
-// VECTOR: IR Dump After gpu-vector
-// VECTOR-NOT: vector.transfer_read
-// VECTOR: nvgpu.mma.sync
-
-// Shared memory as aligned globals in address space 3.
-// SHARED: IR Dump After gpu-shared
-// SHARED: memref.global "private" @alloca : memref<1024xi8, 3> {alignment = 16 : i64}
-// SHARED-NOT: #gpu.address_space<workgroup>
-
-// Host code in the LLVM dialect launching the compiled kernel.
 // NVVM: IR Dump After gpu-nvvm
-// NVVM: llvm.func @mm(
-// NVVM: gpu.launch_func @mm_kernel::@mm_kernel
-// NVVM: gpu.binary @mm_kernel [#gpu.object<#nvvm.target<chip = "sm_90", features = "+ptx80">
-func.func @mm(%a: tensor<64x64xf16>, %b: tensor<64x64xf16>) -> tensor<64x64xf32> {
+// NVVM: gpu.binary @prism_kernels  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">, assembly = "{{.*}}.extern .shared .align 1024 .b8 __dynamic_shmem__0[];
+
+// One module; dynamic shared memory declared once, at module scope.
+// PTX: .target sm_90a
+// PTX: .extern .shared .align 1024 .b8 __dynamic_shmem__0[];
+// PTX: .entry mm_k0_gemm_epilogue(
+// PTX: .maxnreg 168
+// PTX-DAG: cp.async.bulk.tensor
+// PTX-DAG: wgmma.mma_async
+// PTX: .entry norm_k0_rows(
+// PTX: shfl.sync.bfly
+// PTX-NOT: .target
+
+// MANIFEST: "version": 1,
+// MANIFEST: "chip": "sm_90a",
+// MANIFEST: "mm": {
+// MANIFEST: "name": "mm_k0_gemm_epilogue",
+// MANIFEST: "tensormap": {
+// MANIFEST: "norm": {
+// MANIFEST: "name": "norm_k0_rows",
+func.func @mm(%a: tensor<200x256xf16>, %b: tensor<256x320xf16>, %bias: tensor<320xf32>) -> tensor<200x320xf16> {
   %z = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<64x64xf32>
-  %f = linalg.fill ins(%z : f32) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32>
-  %r = linalg.matmul {prism.choice = {BM = 32, BN = 32, BK = 16, WM = 16, WN = 16, MMA = 1}}
-         ins(%a, %b : tensor<64x64xf16>, tensor<64x64xf16>) outs(%f : tensor<64x64xf32>) -> tensor<64x64xf32>
-  return %r : tensor<64x64xf32>
+  %e = tensor.empty() : tensor<200x320xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<200x320xf32>) -> tensor<200x320xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<200x256xf16>, tensor<256x320xf16>) outs(%f : tensor<200x320xf32>)
+         -> tensor<200x320xf32>
+  %o = tensor.empty() : tensor<200x320xf16>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>,
+                                        affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%r, %bias : tensor<200x320xf32>, tensor<320xf32>) outs(%o : tensor<200x320xf16>) {
+  ^bb0(%x: f32, %c: f32, %out: f16):
+    %s = arith.addf %x, %c : f32
+    %t = arith.truncf %s : f32 to f16
+    linalg.yield %t : f16
+  } -> tensor<200x320xf16>
+  return %y : tensor<200x320xf16>
+}
+
+func.func @norm(%x: tensor<7x1000xbf16>) -> tensor<7x1000xbf16> {
+  %z = arith.constant 0.0 : bf16
+  %e = tensor.empty() : tensor<7xbf16>
+  %f = linalg.fill ins(%z : bf16) outs(%e : tensor<7xbf16>) -> tensor<7xbf16>
+  %ss = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
+                        iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<7x1000xbf16>) outs(%f : tensor<7xbf16>) {
+  ^bb0(%v: bf16, %acc: bf16):
+    %sq = arith.mulf %v, %v : bf16
+    %s = arith.addf %acc, %sq : bf16
+    linalg.yield %s : bf16
+  } -> tensor<7xbf16>
+  %o = tensor.empty() : tensor<7x1000xbf16>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>,
+                                        affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %ss : tensor<7x1000xbf16>, tensor<7xbf16>) outs(%o : tensor<7x1000xbf16>) {
+  ^bb0(%v: bf16, %s: bf16, %out: bf16):
+    %r = math.rsqrt %s : bf16
+    %n = arith.mulf %v, %r : bf16
+    linalg.yield %n : bf16
+  } -> tensor<7x1000xbf16>
+  return %y : tensor<7x1000xbf16>
 }

@@ -28,6 +28,7 @@ that (*ready*), which is what the fusion rules check.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from mlir import ir
@@ -241,7 +242,7 @@ class _Planner:
                   [owner(value)], [value], at)
 
     def _kname(self, kind: str) -> str:
-        return f"{_name(self.func)}_k{len(self.steps)}_{kind.replace(' ', '_')}"
+        return f"{_name(self.func)}_k{len(self.steps)}_{'_'.join(re.findall(r'[a-z0-9]+', kind))}"
 
     # -- families -------------------------------------------------------------------------------------------------
 
@@ -292,14 +293,14 @@ class _Planner:
         if second is not None:
             ops.append(owner(second))
         chain = self._chain_ops(result, target)
+        kind = "dual gemm + epilogue" if second is not None else ("gemm + epilogue" if epilogue else "gemm")
         spec = GemmSpec(
-            name=self._kname("dual gemm" if second is not None else "gemm"),
+            name=self._kname(kind),
             a=self.buffers.tensor(a), b=self.buffers.tensor(b), c=self.buffers.tensor(c_value),
             m=gemm["m"], n=gemm["n"], k=gemm["k"], batch=gemm["batch"],
             a_layout=gemm["a_layout"], b_layout=gemm["b_layout"], init_value=init or 0.0, init=init_tensor,
             b2=self.buffers.tensor(owner(second).operands[1]) if second is not None else None,
             epilogue=epilogue, tile=_tile(op))
-        kind = "dual gemm + epilogue" if second is not None else ("gemm + epilogue" if epilogue else "gemm")
         self._add(kind, spec, ops + chain, [c_value], at)
         return True
 

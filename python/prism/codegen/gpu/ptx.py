@@ -62,14 +62,23 @@ def to_ptx(module: ir.Module, chip: str, kernels: list[Kernel] = ()) -> str:
     except ir.MLIRError as error:
         from prism.infra.diagnostics import prism_error_from
         raise prism_error_from(error, PassFailed, prefix="NVVM lowering failed: ") from None
-    texts = []
-    for op in module.body.operations:
-        if op.operation.name == "gpu.binary":
-            obj = gpu.ObjectAttr(ir.ArrayAttr(op.attributes["objects"])[0]).object
-            texts.append((obj.decode() if isinstance(obj, bytes) else str(obj)).rstrip("\0"))
-    if len(texts) != 1:
-        raise PassFailed(f"expected one GPU module, the NVVM pipeline made {len(texts)}")
-    return fix_ptx(texts[0], {k.name: k.max_registers for k in kernels if k.max_registers})
+    binaries = [op.operation for op in module.body.operations if op.operation.name == "gpu.binary"]
+    if len(binaries) != 1:
+        raise PassFailed(f"expected one GPU module, the NVVM pipeline made {len(binaries)}")
+    obj = gpu.ObjectAttr(ir.ArrayAttr(binaries[0].attributes["objects"])[0])
+    text = obj.object.decode() if isinstance(obj.object, bytes) else str(obj.object)
+    ptx = fix_ptx(text.rstrip("\0"), {k.name: k.max_registers for k in kernels if k.max_registers})
+    # The binary holds the fixed PTX, without the serializer's timings (which would make the module differ
+    # from one compilation to the next).
+    binaries[0].attributes["objects"] = ir.ArrayAttr.get(
+        [ir.Attribute.parse(f'#gpu.object<{obj.target}, assembly = "{_escape(ptx)}">', context=module.context)],
+        context=module.context)
+    return ptx
+
+
+def _escape(text: str) -> str:
+    """``text`` as the body of an MLIR string literal."""
+    return "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else f"\\{ord(c):02X}" for c in text)
 
 
 _DYNAMIC_LINE = re.compile(rf"^\s*\.shared \.align \d+ \.b8 {DYNAMIC_SHARED}(\[\d*\])?;\s*$\n?", re.MULTILINE)
