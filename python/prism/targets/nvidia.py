@@ -24,6 +24,7 @@ import numpy as np
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline, traffic_bytes
 from prism.search.families import family_model, family_of
 from prism.search.space import Contraction, Space, pow2_sum_le, shape_fit, shape_param_bounds
+from prism.targets import nvidia_space
 from prism.targets.base import BANDWIDTH_MARGIN, iree_tile_levels
 
 if TYPE_CHECKING:
@@ -233,6 +234,13 @@ class NvidiaTarget(GpuModel):
     def lowering(self) -> str:
         """prism-lower-gpu for this chip."""
         return f"prism-lower-gpu{{chip={self.chip}}}"
+
+    def space(self, op: Problem) -> Space | None:
+        """The space of Prism's own kernel for a contraction (:mod:`.nvidia_space`); for another family, its
+        model's space on this chip."""
+        if family_of(op) is None:
+            return nvidia_space.gemm_space(op, self)
+        return super().space(op)
 
 
 def gemm_space(op: Contraction, target: GpuModel, stages: int = 1) -> Space:

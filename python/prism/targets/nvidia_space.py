@@ -1,0 +1,79 @@
+"""The schedule space of Prism's own GPU GEMM kernels, per kernel form.
+
+Knobs (exponents of two in the set; ``STAGES`` an integer):
+
+- **wgmma** (sm_90a, 16-bit inputs): a block of BM x BN in one or two consumer
+  warpgroups of WM x WN (WM = 64, the wgmma M), BK-deep TMA boxes, STAGES in
+  the mbarrier ring. BM, BN, BK, WN are multiples of 64 up to 256 (BK up to
+  128: one swizzle row); (BM/WM)(BN/WN) is 1 or 2 consumers; a consumer's
+  accumulators WM*WN/128 <= 128 registers; STAGES x (BM + BN) x BK x 2 bytes
+  plus the barriers within the opt-in shared memory.
+- **mma.sync** (sm_80, and sm_90a where TMA cannot read the operands):
+  warps of WM x WN (multiples of 16), BK a multiple of 16, at most 1024
+  threads, WM*WN/32 <= 128 accumulators a thread, STAGES x (A + B tiles) within
+  the opt-in shared memory.
+- **FMA** (f32 inputs, any chip): warps of WM x WN (WM a multiple of 4, WN of
+  8), BK a multiple of 4, the same thread, register and shared-memory limits.
+
+No tile need divide the problem: the kernels mask their edges, and the cost
+counts the padded tiles' work (the wasted lanes). Every point of these spaces
+is a tile the kernels take; ``tests/python/test_gpu_space.py`` holds them to
+it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from prism.search.space import Contraction, Space, pow2_sum_le, shape_fit, shape_param_bounds
+
+if TYPE_CHECKING:
+    from prism.targets.nvidia import GpuModel
+
+TENSOR_CORE_TYPES = ("f16", "bf16")
+MIN_STAGES, MAX_STAGES = 2, 5
+# Shared memory the wgmma kernel keeps besides its tiles: the mbarrier rings, padded to the 1024-byte alignment
+# of the swizzled tiles.
+WGMMA_RESERVED_BYTES = 1024
+WGMMA_M = 64
+
+
+def uses_wgmma(op: Contraction, target: GpuModel) -> bool:
+    """Whether the contraction's kernel on ``target`` is the wgmma one (sm_90a, 16-bit inputs)."""
+    return target.chip == "sm_90a" and op.input_type in TENSOR_CORE_TYPES
+
+
+def _shared(op: Contraction, limit: int, reserved: int = 0) -> str:
+    """STAGES x (A tile + B tile) + ``reserved`` bytes within ``limit``, one piece per STAGES value."""
+    tiles = {"m": "bm", "n": "bn", "k": "bk"}
+    a, b = op.footprint_exponent(0, tiles), op.footprint_exponent(1, tiles)
+    return "(" + " or ".join(f"(stages = {s} and {pow2_sum_le(a, b, (limit - reserved) / s)})"
+                             for s in range(MIN_STAGES, MAX_STAGES + 1)) + ")"
+
+
+def gemm_space(op: Contraction, target: GpuModel) -> Space:
+    """The space of the contraction's GPU kernel (see the module docstring)."""
+    if uses_wgmma(op, target):
+        universe = (f"6 <= bm <= 8 and 6 <= bn <= 8 and 6 <= bk <= 7 and wm = 6 and 6 <= wn <= bn and mma = 1")
+        groups = [
+            ("warpgroups", "(bm - wm) + (bn - wn) <= 1"),
+            ("registers", "wm + wn <= 14"),
+            ("shared_memory", _shared(op, target.smem_per_block, WGMMA_RESERVED_BYTES)),
+        ]
+        floor = 6
+    else:
+        mma = op.input_type in TENSOR_CORE_TYPES
+        low_wm, low_wn, low_bk = (4, 4, 4) if mma else (2, 3, 2)
+        universe = (f"4 <= bm <= 8 and 4 <= bn <= 8 and {low_bk} <= bk <= 6 and {low_wm} <= wm <= bm and "
+                    f"{low_wn} <= wn <= bn and mma = {int(mma)}")
+        groups = [
+            ("threads", "(bm - wm) + (bn - wn) + 5 <= 10"),
+            ("registers", "wm + wn <= 12"),
+            ("shared_memory", _shared(op, target.smem_per_block)),
+        ]
+        floor = 4
+    universe = f"{shape_param_bounds()} and {universe} and {MIN_STAGES} <= stages <= {MAX_STAGES}"
+    groups.append(("shape", " and ".join([shape_fit("bm", "m", floor), shape_fit("bn", "n", floor),
+                                          shape_fit("bk", "k", floor if uses_wgmma(op, target) else 4)])))
+    return Space(kind="gemm", knobs={"bm": "BM", "bn": "BN", "bk": "BK", "wm": "WM", "wn": "WN"},
+                 flags={"mma": "MMA", "stages": "STAGES"}, universe=universe, groups=tuple(groups))
