@@ -428,15 +428,20 @@ def load_unit(bundle: Path, name: str | None) -> Unit:
 
 
 _ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\(([^)]*)\)", re.DOTALL)
-_PARAM = re.compile(r"\.param\s+((?:\.[\w]+\s+)*?)(?:\.align\s+\d+\s+)?(\.[busf]\d+)\s+(?:\.ptr\s+(?:\.\w+\s+)*)?"
-                    r"([\w$]+)(\[\d+\])?")
+_TYPE = re.compile(r"\.[busf]\d+$")
 
 
 def ptx_entries(ptx: str) -> dict[str, list[str]]:
     """Each ``.entry`` of a PTX module with its parameters' types (``.u64``, ``.b8[128]``, ...)."""
     entries = {}
     for name, params in _ENTRY.findall(ptx):
-        entries[name] = [kind + (array or "") for _, kind, _, array in _PARAM.findall(params)]
+        types = []
+        for param in filter(str.strip, params.split(",")):
+            tokens = param.split()  # .param [.align N] .type [.ptr [.space] [.align N]] name[N]
+            kind = next((t for t in tokens if _TYPE.match(t)), "?")
+            array = re.search(r"\[\d*\]$", tokens[-1])
+            types.append(kind + (array.group() if array else ""))
+        entries[name] = types
     return entries
 
 
@@ -683,15 +688,21 @@ def make_inputs(workload: dict, spec: dict, where: str) -> tuple[list[np.ndarray
     return storage, values
 
 
-def prepare(bundle: Path, workload: dict, units: dict[str | None, Unit]) -> Case:
+def prepare(bundle: Path, workload: dict, units: dict[str | None, Unit | ManifestError]) -> Case:
     """Load the workload's unit, plan its function, make its inputs and compute its reference; raises
     ManifestError with what is wrong."""
     name = _require(workload, "name", str, "workloads.json: a workload")
     where = f"workload '{name}'"
     unit_name = workload.get("unit")
     if unit_name not in units:
-        units[unit_name] = load_unit(bundle, unit_name)
+        try:
+            units[unit_name] = load_unit(bundle, unit_name)
+        except ManifestError as error:
+            units[unit_name] = error
+            raise
     unit = units[unit_name]
+    if isinstance(unit, ManifestError):
+        raise ManifestError(f"{where}: its unit '{unit_name or '.'}' failed to load (see above)")
     function = _require(workload, "function", str, where)
     spec = unit.manifest["functions"].get(function)
     if spec is None:
@@ -700,12 +711,13 @@ def prepare(bundle: Path, workload: dict, units: dict[str | None, Unit]) -> Case
     if reference is None:
         raise ManifestError(f"{where}: unknown reference '{workload['reference']}' (known: {', '.join(REFERENCES)})")
     storage, values = make_inputs(workload, spec, where)
-    plan = plan_function(spec, [v.shape for v in values], f"{unit.path.name}/manifest.json: function '{function}'")
+    in_manifest = f"{unit.path.name}/manifest.json: function '{function}'"
+    plan = plan_function(spec, [v.shape for v in values], in_manifest)
     outputs = reference.compute(NumpyOps, workload.get("params", {}), *values)
     expected = [plan.buffers[o].shape for o in plan.outputs]
     if [tuple(o.shape) for o in outputs] != expected:
-        raise ManifestError(f"{where}: the reference gives shapes {[list(o.shape) for o in outputs]}, the manifest's "
-                            f"outputs are {[list(s) for s in expected]}")
+        raise ManifestError(f"{where}: the reference gives shapes {[list(o.shape) for o in outputs]}, "
+                            f"{in_manifest} has outputs {[list(s) for s in expected]}")
     return Case(workload, unit, spec, plan, storage, values, tuple(outputs))
 
 
@@ -1045,7 +1057,7 @@ def load_workloads(bundle: Path, only: list[str]) -> list[dict]:
 
 def prepare_all(bundle: Path, workloads: list[dict]) -> tuple[list[Case], list[dict]]:
     """Every workload made ready, and a failed row for each that cannot be (its error printed)."""
-    units: dict[str | None, Unit] = {}
+    units: dict[str | None, Unit | ManifestError] = {}
     cases, failed = [], []
     for workload in workloads:
         try:
