@@ -12,6 +12,7 @@ import ast
 import copy
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -294,3 +295,77 @@ def test_causal_attention_masks_keys_after_the_query_aligned_bottom_right(run: M
     v = np.arange(5.0).reshape(1, 5, 1)
     out = run.REFERENCES["attention"].compute(run.NumpyOps, {"causal": True}, q, k, v)[0]
     np.testing.assert_allclose(out[0, :, 0], [np.mean([0, 1, 2, 3]), np.mean([0, 1, 2, 3, 4])])
+
+
+# ---- build.py -----------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def build() -> ModuleType:
+    return load_module(GPU / "build.py", "gpu_build")
+
+
+def test_every_source_parses_at_f16_and_bf16(build: ModuleType) -> None:
+    from mlir import ir
+
+    from prism.infra.ir import make_context
+
+    sources = build.file_sources() + build.generated_sources()
+    assert len({s.name for s in sources}) == len(sources)
+    context = make_context()
+    for source in sources:
+        for dtype in ("f16", "bf16"):
+            text = build.retype(source.text, source.base, dtype)
+            ir.Module.parse(text, context=context)  # raises on a type the rewrite missed
+            if source.base == "f32":
+                assert not re.search(r"(?<![a-z])f32\b", text.split("func.func", 1)[1].split("(", 1)[1]), source.name
+            for case in source.cases:
+                shapes = build.input_shapes(text, case)
+                assert len(shapes) == len(case.roles), case.name
+                assert case.reference in build.runner.REFERENCES
+
+
+def test_retype_reencodes_hexadecimal_constants(build: ModuleType) -> None:
+    text = "%ninf = arith.constant 0xFF800000 : f32, %one = arith.constant 0x3F800000 : f32"
+    assert build.retype(text, "f32", "f16") == "%ninf = arith.constant 0xFC00 : f16, %one = arith.constant 0x3C00 : f16"
+    assert build.retype(text, "f32", "bf16") == ("%ninf = arith.constant 0xFF80 : bf16, "
+                                                 "%one = arith.constant 0x3F80 : bf16")
+    assert build.retype("tensor<?x4096xf16>, f32", "f16", "bf16") == "tensor<?x4096xbf16>, f32"
+
+
+def test_flops_agree_with_the_cpu_workloads(build: ModuleType) -> None:
+    for workload, source in zip(build.generated_workloads(), build.generated_sources(), strict=True):
+        case = source.cases[0]
+        assert build.flops(case.reference, case.params, build.input_shapes(source.text, case)) == workload.flops
+    lora = next(s for s in build.file_sources() if s.name.startswith("lora"))
+    shapes = build.input_shapes(lora.text, lora.cases[0])
+    assert build.flops("lora", {}, shapes) == 2 * 16 * 4096 * (4096 + 2 * 16)
+
+
+def test_build_writes_a_bundle_that_dry_runs(build: ModuleType, ptx: str, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """With the compiler replaced by the ``add`` module under a manifest shaped as gemm-512's function, build.py
+    writes the unit, the workloads and run.py, and the bundle passes its dry run; a failing unit is reported."""
+    def fake_compile(text: str) -> tuple[str, dict]:
+        if "bf16" in text:
+            raise ValueError("no bf16 today")
+        square = lambda name: {"name": name, "dtype": "f16", "shape": [512, "m"]}  # noqa: E731
+        kernel = {"name": "add", "grid": ["cdiv(m * 512, 128)", "1", "1"], "block": [128, 1, 1], "shared_bytes": 0,
+                  "params": [{"tensor": "arg0"}, {"tensor": "arg1"}, {"tensor": "result0"}, {"size": "m"}]}
+        return ptx, {"version": 1, "chip": "sm_90a", "functions": {"gemm": {
+            "inputs": [square("arg0"), square("arg1")], "outputs": [square("result0")],
+            "sizes": {"m": {"input": "arg0", "dim": 1}}, "kernels": [kernel]}}}
+
+    monkeypatch.setattr(build, "compile_unit", fake_compile)
+    out = tmp_path / "bundle"
+    assert build.main(["--out", str(out), "--only", "gemm-512-*"]) == 1, "the bf16 unit failed"
+    printed = capsys.readouterr().out
+    assert "gemm-512-bf16 ... FAILED" in printed and "ValueError: no bf16 today" in printed
+    assert (out / "gemm-512-f16" / "module.ptx").read_text() == ptx
+    assert (out / "run.py").read_text() == RUN.read_text()
+    [workload] = json.loads((out / "workloads.json").read_text())
+    assert workload["unit"] == "gemm-512-f16" and workload["reference"] == "gemm"
+    assert workload["flops"] == 2 * 512**3 and workload["bytes"] == 3 * 2 * 512 * 512
+    assert workload["inputs"][1]["scale"] == pytest.approx(512**-0.5)
+    assert json.loads((out / "build.json").read_text())["failed"] == {"gemm-512-bf16": "ValueError: no bf16 today"}
+    assert dry_run(out).returncode == 0
+    assert build.main(["--out", str(out), "--only", "gemm-512-f16"]) == 0, "a previous bundle is replaced"
