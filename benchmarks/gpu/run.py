@@ -296,9 +296,12 @@ def _sdpa_attention(torch: Any, p: dict, q: Any, k: Any, v: Any, gq: Any = None,
     scale = p.get("scale", 1 / math.sqrt(q.shape[-1]))
     attend = torch.nn.functional.scaled_dot_product_attention
 
+    heads = (lambda x: x.unsqueeze(0)) if q.dim() == 3 else (lambda x: x)  # the fused kernels take 4-D
+
     def call() -> tuple:
         qn, kn = (q, k) if gq is None else (_rmsnorm(TorchOps, p, q, gq), _rmsnorm(TorchOps, p, k, gk))
-        return (attend(qn, kn, v, attn_mask=mask, is_causal=causal and mask is None, scale=scale),)
+        out = attend(heads(qn), heads(kn), heads(v), attn_mask=mask, is_causal=causal and mask is None, scale=scale)
+        return (out.reshape(*q.shape[:-1], v.shape[-1]),)
     return call
 
 
@@ -952,6 +955,7 @@ def baseline_calls(device: Device, case: Case, with_compile: bool) -> dict[str, 
         if name == "torch":
             calls[name] = lambda: reference.compute(TorchOps, params, *tensors)
         elif name == "compile" and with_compile:
+            torch._dynamo.reset()  # the same lambda is compiled per workload: past its recompile limit it runs eager
             compiled = torch.compile(lambda *t: reference.compute(TorchOps, params, *t))
             calls[name] = lambda compiled=compiled: compiled(*tensors)
         elif name == "sdpa" and reference.sdpa is not None:
@@ -969,10 +973,10 @@ def run_case(device: Device, case: Case, budget_s: float, with_compile: bool) ->
                        for e, o in zip(errors, case.plan.outputs, strict=True))
     share = budget_s / (2 + len(case.workload.get("baselines", [])))
     result["prism"] = time_calls(device, bound.run, share)
-    after = bound.check()
+    after = bound.check()  # a kernel may fail only once launched again (a race, a buffer it expects zeroed)
     result["error_after_timing"] = max(after, default=0.0)
-    result["ok"] = result["ok"] and all(a <= max(e, tolerance(case.workload, "f32")) * 1.0001 + 1e-12
-                                        for a, e in zip(after, errors, strict=True))
+    result["ok"] = result["ok"] and all(a <= tolerance(case.workload, case.plan.buffers[o].dtype)
+                                        for a, o in zip(after, case.plan.outputs, strict=True))
     for name, call in baseline_calls(device, case, with_compile).items():
         try:
             outputs = call()

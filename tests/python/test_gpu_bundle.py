@@ -369,3 +369,16 @@ def test_build_writes_a_bundle_that_dry_runs(build: ModuleType, ptx: str, tmp_pa
     assert json.loads((out / "build.json").read_text())["failed"] == {"gemm-512-bf16": "ValueError: no bf16 today"}
     assert dry_run(out).returncode == 0
     assert build.main(["--out", str(out), "--only", "gemm-512-f16"]) == 0, "a previous bundle is replaced"
+
+
+def test_reports_hold_one_row_per_workload(run: ModuleType, tmp_path: Path) -> None:
+    ok = {"name": "gemm-f16", "dtype": "f16", "shapes": [[77, 513], [513, 1000]], "error": 1.5e-3, "ok": True,
+          "prism": {"ms": 0.02}, "baselines": {"torch": {"ms": 0.01}, "compile": {"failed": "x"}}, "ratio": 0.5}
+    wrong = {**ok, "name": "gemm-bf16", "ok": False, "ratio": None, "baselines": {}}
+    failed = {"name": "attention-f16", "dtype": "f16", "failed": "DeviceError: CUDA_ERROR_LAUNCH_FAILED"}
+    run.write_reports(tmp_path, [ok, wrong, failed], {"device": "a GPU"})
+    rows = (tmp_path / "results.md").read_text().splitlines()
+    assert "| gemm-f16 | f16 | 77x513, 513x1000 | 1.50e-03 | 0.0200 | 0.0100 | failed | — | 0.50 |" in rows
+    assert any(r.startswith("| gemm-bf16 |") and "WRONG" in r for r in rows)
+    assert any(r.startswith("| attention-f16 |") and "CUDA_ERROR_LAUNCH_FAILED" in r for r in rows)
+    assert json.loads((tmp_path / "results.json").read_text())["results"][0] == ok
