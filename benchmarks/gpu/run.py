@@ -34,7 +34,7 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -458,9 +458,11 @@ def check_function(spec: dict, entries: dict[str, list[str]], where: str) -> Non
     for key in ("inputs", "outputs"):
         for i, tensor in enumerate(_require(spec, key, list, where)):
             _tensor_decl(tensor, f"{where}: {key}[{i}]")
-    for i, tensor in enumerate(spec.get("temporaries", [])):
+    for i, tensor in enumerate(spec.get("temporaries") or []):
         _tensor_decl(tensor, f"{where}: temporaries[{i}]")
-    for symbol, source in _require(spec, "sizes", dict, where).items():
+    if not isinstance(spec.get("sizes", {}), dict):
+        raise ManifestError(f"{where}: 'sizes' must be an object, not {spec['sizes']!r}")
+    for symbol, source in spec.get("sizes", {}).items():
         _require(source, "input", str, f"{where}: size '{symbol}'")
         _require(source, "dim", int, f"{where}: size '{symbol}'")
     for i, kernel in enumerate(_require(spec, "kernels", list, where)):
@@ -500,7 +502,7 @@ def bind_sizes(spec: dict, shapes: list[tuple[int, ...]], where: str) -> dict[st
     if len(shapes) != len(names):
         raise ManifestError(f"{where}: the workload gives {len(shapes)} inputs, the function takes {len(names)}")
     sizes = {}
-    for symbol, source in spec["sizes"].items():
+    for symbol, source in spec.get("sizes", {}).items():
         if source["input"] not in names:
             raise ManifestError(f"{where}: size '{symbol}' is read from '{source['input']}', which is not an input")
         shape = shapes[names.index(source["input"])]
@@ -530,11 +532,11 @@ def make_buffers(spec: dict, sizes: dict[str, int], where: str) -> dict[str, Buf
     """Every name a parameter may refer to: inputs, outputs, temporaries, and views of those."""
     buffers: dict[str, Buffer] = {}
     for kind, key in (("input", "inputs"), ("output", "outputs"), ("temporary", "temporaries")):
-        for tensor in spec.get(key, []):
+        for tensor in spec.get(key) or []:
             _add(buffers, Buffer(tensor["name"], tensor["dtype"],
                                  resolve_shape(tensor["shape"], sizes, f"{where}: {kind} '{tensor['name']}'"), kind),
                  where)
-    for i, view in enumerate(spec.get("views", [])):
+    for i, view in enumerate(spec.get("views") or []):
         name = _require(view, "name", str, f"{where}: views[{i}]")
         base = _require(view, "of", str, f"{where}: view '{name}'")
         if base not in buffers:
@@ -1059,40 +1061,48 @@ def load_workloads(bundle: Path, only: list[str]) -> list[dict]:
     return workloads
 
 
-def prepare_all(bundle: Path, workloads: list[dict]) -> tuple[list[Case], list[dict]]:
-    """Every workload made ready, and a failed row for each that cannot be (its error printed)."""
+def prepared(bundle: Path, workloads: list[dict]) -> Iterator[Case | dict]:
+    """Each workload made ready in turn (only one holds its arrays at a time), or a failed row saying why."""
     units: dict[str | None, Unit | ManifestError] = {}
-    cases, failed = [], []
     for workload in workloads:
         try:
             case = prepare(bundle, workload, units)
         except ManifestError as error:
             print(f"error: {error}", file=sys.stderr)
-            failed.append({"name": workload["name"], "dtype": workload.get("dtype", ""), "failed": str(error)})
+            yield {"name": workload["name"], "dtype": workload.get("dtype", ""), "failed": str(error)}
             continue
-        cases.append(case)
         launches = case.plan.launches
         print(f"ok     {workload['name']}: {len(launches)} launches ({len(case.plan.skipped)} skipped), "
-              f"{sum(len(launch.params) for launch in launches)} kernel parameters")
-    return cases, failed
+              f"{sum(len(launch.params) for launch in launches)} kernel parameters", flush=True)
+        yield case
 
 
-def run_all(cases: list[Case], failed: list[dict], out: Path, budget_s: float, started: float) -> int:
-    """Run every case on the GPU within the time budget, writing the reports after each; the exit status."""
+def dry_run(bundle: Path, workloads: list[dict]) -> int:
+    """Check every workload without a GPU; the exit status."""
+    failed = sum(isinstance(case, dict) for case in prepared(bundle, workloads))
+    print(f"{len(workloads) - failed} of {len(workloads)} workloads ready" + (f"; {failed} failed" if failed else ""))
+    return 1 if failed else 0
+
+
+def run_all(bundle: Path, workloads: list[dict], out: Path, budget_s: float, started: float) -> int:
+    """Run every workload on the GPU within the time budget, writing the reports after each; the exit status."""
     device = Device()
     env = environment(device)
-    results = list(failed)
+    results: list[dict] = []
     deadline = started + budget_s
-    for i, case in enumerate(cases):
+    for i, case in enumerate(prepared(bundle, workloads)):
+        if isinstance(case, dict):
+            results.append(case)
+            continue
         left = deadline - time.monotonic()
-        share = max(0.5, left / (len(cases) - i) - 1.0)
+        share = max(0.5, left / (len(workloads) - i) - 1.0)
         try:
             results.append(run_case(device, case, share, with_compile=left > 60))
         except Exception as error:  # a launch that fails is reported; the next workloads still run
             results.append({**describe(case), "failed": f"{type(error).__name__}: {str(error)[:500]}"})
         r = results[-1]
         status = r.get("failed") or f"error {r['error']:.2e}{'' if r['ok'] else ' WRONG'}, {r['prism']['ms']:.4f} ms"
-        print(f"[{i + 1}/{len(cases)}] {case.workload['name']}: {status}", flush=True)
+        print(f"[{i + 1}/{len(workloads)}] {case.workload['name']}: {status}", flush=True)
         write_reports(out, results, env)
     return 0 if all("failed" not in r and r["ok"] for r in results) else 1
 
@@ -1114,11 +1124,9 @@ def main(argv: list[str] | None = None) -> int:
     except ManifestError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    cases, failed = prepare_all(bundle, workloads)
     if args.dry_run:
-        print(f"{len(cases)} of {len(workloads)} workloads ready" + (f"; {len(failed)} failed" if failed else ""))
-        return 1 if failed else 0
-    return run_all(cases, failed, Path(args.out) if args.out else bundle, args.budget, started)
+        return dry_run(bundle, workloads)
+    return run_all(bundle, workloads, Path(args.out) if args.out else bundle, args.budget, started)
 
 
 if __name__ == "__main__":
