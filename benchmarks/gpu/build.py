@@ -89,7 +89,8 @@ def file_sources() -> list[Source]:
     act, weights3 = "act", ("act", "weight", "weight", "weight")
     eps = {"eps": 1e-6}
     return [
-        Source("gemm-1024", _file(w / "gemm.mlir"), "f32", (Case("gemm-1024", "gemm", (act, "weight"), baselines=GEMM_BASELINES),)),
+        Source("gemm-1024", _file(w / "gemm.mlir"), "f32",
+               (Case("gemm-1024", "gemm", (act, "weight"), baselines=GEMM_BASELINES),)),
         Source("gemm-dynamic-m", _file(w / "gemm_dynamic_m.mlir"), "f16",
                tuple(Case(f"gemm-dynamic-m{m}x4096x4096", "gemm", (act, "weight"), sizes=(m,),
                           baselines=GEMM_BASELINES) for m in (1, 16, 77, 128, 2048))),
