@@ -826,37 +826,56 @@ class Driver:
 class Device:
     """The GPU: torch's allocator, streams and events, with the driver for Prism's modules."""
 
+    place = "cuda"  # where torch puts the tensors
+
     def __init__(self) -> None:
         import torch
 
         self.torch = torch
-        torch.zeros(1, device="cuda")  # creates torch's (the primary) context
+        torch.zeros(1, device=self.place)  # creates torch's (the primary) context
         self.driver = Driver()
         self.driver.use_context(torch.cuda.current_device())
-        self.flush_buffer = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-        self.modules: dict[Path, ctypes.c_void_p] = {}
+        self.flush_buffer = self.zeros(L2_FLUSH_BYTES)
+        self.modules: dict[Path, Any] = {}
+
+    def zeros(self, nbytes: int) -> Any:
+        """A raw device buffer (uint8) of ``nbytes`` zeros."""
+        return self.torch.zeros(nbytes, dtype=self.torch.uint8, device=self.place)
 
     def flush(self) -> None:
         """Evict the L2 cache by writing a buffer larger than it."""
         self.flush_buffer.zero_()
 
+    def synchronize(self) -> None:
+        """Wait for the device."""
+        self.torch.cuda.synchronize()
+
+    def event(self) -> Any:
+        """A CUDA event that can time."""
+        return self.torch.cuda.Event(enable_timing=True)
+
+    def stream(self) -> int:
+        """The handle of torch's current stream, where Prism's kernels are launched too."""
+        return self.torch.cuda.current_stream().cuda_stream
+
     def upload(self, storage: np.ndarray) -> Any:
         """A raw device buffer (uint8) holding ``storage``'s bytes."""
-        return self.torch.from_numpy(np.ascontiguousarray(storage).reshape(-1).view(np.uint8).copy()).cuda()
+        raw = np.ascontiguousarray(storage).reshape(-1).view(np.uint8).copy()
+        return self.torch.from_numpy(raw).to(self.place)
 
     def typed(self, storage: np.ndarray, dtype: str) -> Any:
         """A device tensor of ``dtype`` (torch's) holding ``storage``."""
         torch = self.torch
         if dtype == "bf16":
-            return torch.from_numpy(storage.view(np.int16).copy()).cuda().view(torch.bfloat16)
-        return torch.from_numpy(storage.copy()).cuda()
+            return torch.from_numpy(storage.view(np.int16).copy()).to(self.place).view(torch.bfloat16)
+        return torch.from_numpy(storage.copy()).to(self.place)
 
     def download(self, buffer: Any, spec: Buffer) -> np.ndarray:
         """A device buffer's first bytes as ``spec``'s values, float64."""
         data = buffer[:spec.nbytes].cpu().numpy().view(STORAGE[spec.dtype]).reshape(spec.shape)
         return decode(data, spec.dtype)
 
-    def module(self, unit: Unit) -> ctypes.c_void_p:
+    def module(self, unit: Unit) -> Any:
         """The unit's module, loaded once."""
         if unit.path not in self.modules:
             self.modules[unit.path] = self.driver.load(unit.ptx)
@@ -869,7 +888,6 @@ class Bound:
     """A case's function on the device: its buffers allocated and each launch's parameters packed once."""
 
     def __init__(self, device: Device, case: Case) -> None:
-        torch = device.torch
         self.device, self.case = device, case
         self.memory: dict[str, Any] = {}
         self.maps: list[Any] = []  # device copies of the tensor maps, alive as long as the launches
@@ -878,7 +896,7 @@ class Bound:
             if buffer.kind == "input":
                 self.memory[name] = device.upload(case.storage[plan.inputs.index(name)])
             elif buffer.kind != "view":  # outputs and temporaries start at zero
-                self.memory[name] = torch.zeros(max(buffer.nbytes, 16), dtype=torch.uint8, device="cuda")
+                self.memory[name] = device.zeros(max(buffer.nbytes, 16))
         for name, buffer in plan.buffers.items():
             if buffer.kind == "view":
                 self.memory[name] = self.memory[buffer.of]
@@ -897,13 +915,13 @@ class Bound:
         if kind == "i64":
             return ctypes.c_int64(item)
         encoded = self.device.driver.encode_tensor_map(item, self.memory[item.tensor].data_ptr())
-        on_device = self.device.torch.frombuffer(bytearray(encoded), dtype=self.device.torch.uint8).cuda()
+        on_device = self.device.upload(np.frombuffer(encoded, np.uint8))
         self.maps.append(on_device)
         return ctypes.c_uint64(on_device.data_ptr())
 
     def run(self) -> None:
         """Launch every kernel in order on torch's current stream."""
-        stream = self.device.torch.cuda.current_stream().cuda_stream
+        stream = self.device.stream()
         for func, launch, args, _ in self.calls:
             self.device.driver.launch(func, launch, args, stream)
 
@@ -914,7 +932,7 @@ class Bound:
         for name in plan.outputs:
             self.memory[name].fill_(255)
         self.run()
-        self.device.torch.cuda.synchronize()
+        self.device.synchronize()
         return [relative_error(self.device.download(self.memory[name], plan.buffers[name]), ref)
                 for name, ref in zip(plan.outputs, self.case.reference, strict=True)]
 
@@ -922,25 +940,24 @@ class Bound:
 def time_calls(device: Device, call: Callable[[], Any], budget_s: float) -> dict:
     """The median time of ``call`` in milliseconds by CUDA events, the L2 flushed before each call; after a
     warm-up, at least MIN_REPS calls unless one call alone would overrun ``budget_s``."""
-    torch = device.torch
     call()
-    torch.cuda.synchronize()
+    device.synchronize()
     start = time.perf_counter()
     for _ in range(3):
         device.flush()
         call()
-    torch.cuda.synchronize()
+    device.synchronize()
     each = max((time.perf_counter() - start) / 3, 1e-6)
     reps = int(min(MAX_REPS, max(MIN_REPS, budget_s / each)))
     if reps * each > max(budget_s, 1.0) * 2:
         reps = max(3, int(max(budget_s, 1.0) / each))
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    events = [(device.event(), device.event()) for _ in range(reps)]
     for begin, end in events:
         device.flush()
         begin.record()
         call()
         end.record()
-    torch.cuda.synchronize()
+    device.synchronize()
     times = sorted(begin.elapsed_time(end) for begin, end in events)
     return {"ms": statistics.median(times), "min_ms": times[0], "reps": reps}
 

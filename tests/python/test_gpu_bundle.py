@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -382,3 +383,88 @@ def test_reports_hold_one_row_per_workload(run: ModuleType, tmp_path: Path) -> N
     assert any(r.startswith("| gemm-bf16 |") and "WRONG" in r for r in rows)
     assert any(r.startswith("| attention-f16 |") and "CUDA_ERROR_LAUNCH_FAILED" in r for r in rows)
     assert json.loads((tmp_path / "results.json").read_text())["results"][0] == ok
+
+
+# ---- the GPU path, with the host standing in for the device --------------------------------------------------------
+
+class HostDriver:
+    """The driver's calls on the host: ``add`` runs in numpy on the addresses its packed parameters hold."""
+
+    def __init__(self, skip_last: bool) -> None:
+        self.skip_last = skip_last  # a faulty kernel: leaves the last element unwritten
+        self.launches: list[str] = []
+        self.maps: list[tuple[Any, int]] = []
+
+    def load(self, ptx: str) -> str:
+        return ptx
+
+    def function(self, module: str, name: str, shared_bytes: int) -> str:
+        assert f".entry {name}(" in module
+        return name
+
+    def encode_tensor_map(self, spec: Any, address: int) -> bytes:
+        self.maps.append((spec, address))
+        return bytes(128)
+
+    def launch(self, func: str, launch: Any, args: Any, stream: int) -> None:
+        import ctypes
+
+        self.launches.append(func)
+        pointer = ctypes.POINTER(ctypes.c_uint64)
+        values = [ctypes.cast(args[i], pointer).contents.value for i in range(len(launch.params))]
+        if func != "add":
+            return
+        a, b, c, n = values[1], values[6], values[11], values[15]
+        assert values[3] == values[8] == values[13] == n and values[2] == 0 and values[4] == 1
+        vector = lambda address: np.ctypeslib.as_array((ctypes.c_float * n).from_address(address))  # noqa: E731
+        written = n - 1 if self.skip_last else n
+        vector(c)[:written] = vector(a)[:written] + vector(b)[:written]
+
+
+class HostEvent:
+    def record(self) -> None:
+        import time
+
+        self.at = time.perf_counter()
+
+    def elapsed_time(self, end: HostEvent) -> float:
+        return (end.at - self.at) * 1e3
+
+
+@pytest.fixture
+def host_device(run: ModuleType) -> Callable[[bool], Any]:
+    torch = pytest.importorskip("torch")
+
+    class HostDevice(run.Device):
+        place = "cpu"
+
+        def __init__(self, skip_last: bool) -> None:
+            self.torch, self.driver, self.modules = torch, HostDriver(skip_last), {}
+            self.flush_buffer = self.zeros(1 << 16)
+
+        def synchronize(self) -> None:
+            pass
+
+        def event(self) -> HostEvent:
+            return HostEvent()
+
+        def stream(self) -> int:
+            return 0
+
+    return HostDevice
+
+
+@pytest.mark.parametrize("faulty", [False, True], ids=["right", "unwritten-element"])
+def test_a_run_checks_and_times_the_launches(run: ModuleType, ptx: str, tmp_path: Path,
+                                             host_device: Callable[[bool], Any], faulty: bool) -> None:
+    write_bundle(tmp_path, ptx, manifest(), workloads())
+    [case] = [c for c in run.prepared(tmp_path, workloads()[:1])]
+    device = host_device(faulty)
+    result = run.run_case(device, case, budget_s=0.05, with_compile=False)
+    assert device.driver.launches[:2] == ["add", "touch"]
+    [(spec, address)] = device.driver.maps
+    assert spec.dims == (1000,) and address != 0
+    assert result["ok"] is not faulty
+    assert (result["error"] == float("inf")) is faulty, "an unwritten element is NaN, hence an infinite error"
+    assert result["prism"]["reps"] >= run.MIN_REPS
+    assert result["baselines"]["torch"]["error"] < 1e-7 and result["baselines"]["torch"]["reps"] >= run.MIN_REPS
