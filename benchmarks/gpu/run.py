@@ -573,11 +573,11 @@ def plan_function(spec: dict, shapes: list[tuple[int, ...]], where: str) -> Plan
 
 
 def plan_kernel(kernel: dict, buffers: dict[str, Buffer], sizes: dict[str, int], where: str) -> Launch | None:
-    """One kernel's launch, or None where its ``when`` is false or its grid is empty."""
+    """One kernel's launch, or None where its ``when`` is false or its grid is empty. A kernel not launched is
+    checked all the same, but for the ranges of its tensor maps."""
     try:
         when = kernel.get("when")
-        if when is not None and not evaluate(when, sizes):
-            return None
+        launched = when is None or bool(evaluate(when, sizes))
         grid = tuple(evaluate(g, sizes) for g in _triple(kernel, "grid", where))
     except ExpressionError as error:
         raise ExpressionError(f"{where}: {error}") from None
@@ -589,12 +589,11 @@ def plan_kernel(kernel: dict, buffers: dict[str, Buffer], sizes: dict[str, int],
     shared = _require(kernel, "shared_bytes", int, where)
     if not 0 <= shared <= MAX_SHARED_BYTES:
         raise ManifestError(f"{where}: shared_bytes {shared} is over the {MAX_SHARED_BYTES} bytes a block may have")
-    if 0 in grid:
-        return None
+    launched = launched and 0 not in grid
     params = []
     for j, param in enumerate(kernel["params"]):
-        params += pack_param(param, buffers, sizes, f"{where}: params[{j}]")
-    return Launch(kernel["name"], grid, block, shared, params)
+        params += pack_param(param, buffers, sizes, f"{where}: params[{j}]", launched)
+    return Launch(kernel["name"], grid, block, shared, params) if launched else None
 
 
 def _triple(kernel: dict, key: str, where: str) -> list:
@@ -604,8 +603,10 @@ def _triple(kernel: dict, key: str, where: str) -> list:
     return value
 
 
-def pack_param(param: dict, buffers: dict[str, Buffer], sizes: dict[str, int], where: str) -> list[tuple[str, Any]]:
-    """One manifest parameter as its packed kernel parameters (see PACKED_KINDS)."""
+def pack_param(param: dict, buffers: dict[str, Buffer], sizes: dict[str, int], where: str,
+               launched: bool = True) -> list[tuple[str, Any]]:
+    """One manifest parameter as its packed kernel parameters (see PACKED_KINDS); a tensor map of a kernel not
+    launched has its names and expressions checked only."""
     if "size" in param:
         symbol = param["size"]
         if symbol not in sizes:
@@ -615,7 +616,17 @@ def pack_param(param: dict, buffers: dict[str, Buffer], sizes: dict[str, int], w
     if "tensor" in param:
         buffer = _buffer(param["tensor"], buffers, where)
         return [("ptr", buffer.name), ("ptr", buffer.name), ("i64", 0), ("i64", buffer.numel), ("i64", 1)]
-    return [("map", tensor_map_args(param["tensormap"], buffers, sizes, where))]
+    if launched:
+        return [("map", tensor_map_args(param["tensormap"], buffers, sizes, where))]
+    spec = param["tensormap"]
+    _buffer(_require(spec, "tensor", str, where), buffers, where)
+    try:
+        for key in ("dims", "strides"):
+            for expression in _require(spec, key, list, where):
+                evaluate(expression, sizes)
+    except ExpressionError as error:
+        raise ExpressionError(f"{where}: tensormap: {error}") from None
+    return [("map", None)]
 
 
 def _buffer(name: Any, buffers: dict[str, Buffer], where: str) -> Buffer:

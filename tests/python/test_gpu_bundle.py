@@ -174,6 +174,12 @@ def _wide_box(m: dict) -> None:
     m["functions"]["add"]["kernels"][1]["params"][0]["tensormap"]["box"] = [64]
 
 
+def _skipped_kernel(m: dict) -> None:
+    """A kernel of a size class no workload takes is checked all the same."""
+    m["functions"]["add"]["kernels"][1]["when"] = "n > 100000"
+    m["functions"]["add"]["kernels"][1]["params"][0]["tensormap"]["dims"] = ["k"]
+
+
 def _version(m: dict) -> None:
     m["version"] = 2
 
@@ -190,6 +196,7 @@ CORRUPTIONS: list[tuple[Callable[[dict], None], str]] = [
     (_unknown_kernel, "no .entry add2 in module.ptx"),
     (_unknown_tensor, "unknown tensor 'result1'"),
     (_wide_box, "wider than the 128-byte swizzle"),
+    (_skipped_kernel, "unknown size symbol 'k'"),
     (_version, "format version 2"),
     (_output_shape, "the reference gives shapes [[1000]]"),
 ]
