@@ -278,11 +278,14 @@ def workload_entries(source: Source, text: str, dtype: str, unit: str, compiled:
     spec = manifest.get("functions", {}).get(function) if isinstance(manifest.get("functions"), dict) else None
     if spec is None:
         raise UnitFailed(f"{unit}/manifest.json: no function '{function}'")
+    try:
+        runner.check_function(spec, runner.ptx_entries(ptx), where)
+    except runner.ManifestError as error:
+        raise UnitFailed(str(error)) from None
     entries = []
     for case in source.cases:
         shapes = input_shapes(text, case)
         try:
-            runner.check_function(spec, runner.ptx_entries(ptx), where)
             plan = runner.plan_function(spec, shapes, where)
         except runner.ManifestError as error:
             raise UnitFailed(str(error)) from None
