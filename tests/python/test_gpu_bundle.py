@@ -119,6 +119,15 @@ def dry_run(folder: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
 
 
+def test_the_hand_made_module_assembles(ptx: str) -> None:
+    from prism.codegen.gpu.ptx import ptxas, ptxas_path
+
+    if ptxas_path() is None:
+        pytest.skip("ptxas is not on PATH")
+    resources = ptxas(ptx, "sm_90a")
+    assert set(resources) == {"add", "touch"} and all(r.spill_bytes == 0 for r in resources.values())
+
+
 # ---- (a) what run.py imports --------------------------------------------------------------------------------------
 
 def test_run_imports_only_the_standard_library_numpy_torch_and_cuda() -> None:
