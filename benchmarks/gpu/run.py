@@ -463,6 +463,9 @@ def check_function(spec: dict, entries: dict[str, list[str]], where: str) -> Non
     if not isinstance(spec.get("sizes", {}), dict):
         raise ManifestError(f"{where}: 'sizes' must be an object, not {spec['sizes']!r}")
     for symbol, source in spec.get("sizes", {}).items():
+        if isinstance(source, dict) and "expr" in source:
+            _require(source, "expr", str, f"{where}: size '{symbol}'")
+            continue
         _require(source, "input", str, f"{where}: size '{symbol}'")
         _require(source, "dim", int, f"{where}: size '{symbol}'")
     for i, kernel in enumerate(_require(spec, "kernels", list, where)):
@@ -502,13 +505,22 @@ def bind_sizes(spec: dict, shapes: list[tuple[int, ...]], where: str) -> dict[st
     if len(shapes) != len(names):
         raise ManifestError(f"{where}: the workload gives {len(shapes)} inputs, the function takes {len(names)}")
     sizes = {}
+    derived = []
     for symbol, source in spec.get("sizes", {}).items():
+        if "expr" in source:  # an expression of the symbols before it
+            derived.append((symbol, source["expr"]))
+            continue
         if source["input"] not in names:
             raise ManifestError(f"{where}: size '{symbol}' is read from '{source['input']}', which is not an input")
         shape = shapes[names.index(source["input"])]
         if not 0 <= source["dim"] < len(shape):
             raise ManifestError(f"{where}: size '{symbol}': {source['input']} has no dimension {source['dim']}")
         sizes[symbol] = shape[source["dim"]]
+    for symbol, expression in derived:
+        try:
+            sizes[symbol] = evaluate(expression, sizes)
+        except ExpressionError as error:
+            raise ExpressionError(f"{where}: size '{symbol}': {error}") from None
     for tensor, shape in zip(spec["inputs"], shapes, strict=True):
         expected = resolve_shape(tensor["shape"], sizes, f"{where}: input '{tensor['name']}'")
         if expected != tuple(shape):
