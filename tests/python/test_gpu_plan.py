@@ -77,9 +77,9 @@ def test_fill_is_the_accumulators_start_and_the_epilogue_is_fused():
     spec = step.spec
     assert isinstance(spec, GemmSpec) and step.kind == "gemm + epilogue"
     assert (spec.m, spec.n, spec.k, spec.init_value, spec.init) == (77, 1000, 513, 0.0, None)
-    assert spec.c.name == "result0" and spec.c.dtype == "bf16"
+    assert spec.c.name == "result_0" and spec.c.dtype == "bf16"
     reads = sorted((o.kind, o.tensor.name if o.tensor else None, o.dims) for o in spec.epilogue.operands)
-    assert reads == [("acc", None, ()), ("tensor", "arg2", (1,)), ("tensor", "arg3", (0, 1))]
+    assert reads == [("acc", None, ()), ("tensor", "arg_2", (1,)), ("tensor", "arg_3", (0, 1))]
     assert plans["f"].temporaries == []
 
 
@@ -116,9 +116,9 @@ def test_dynamic_sizes_are_symbols_read_from_the_arguments():
     workload = next(w for w in gpu_workloads.workloads("f16") if w.family == "gemm-dynamic-m")
     plans, _ = plan(workload.mlir)
     only = next(iter(plans.values()))
-    assert only.sizes == {"d0": {"input": "arg0", "dim": 0}}
+    assert only.sizes == {"size_0": {"input": "arg_0", "dim": 0}}
     (step,) = only.steps
-    assert step.spec.m == "d0" and only.outputs[0].shape == ("d0", 4096)
+    assert step.spec.m == "size_0" and only.outputs[0].shape == ("size_0", 4096)
 
 
 def test_other_ops_take_the_generic_kernel():
@@ -156,8 +156,8 @@ def test_views_share_buffers_and_returned_arguments_are_copied():
       return %v, %a : tensor<24xf32>, tensor<4x6xf32>
     }""")
     neg, copy = plans["f"].steps
-    assert isinstance(neg.spec, PointwiseSpec) and neg.spec.out.name == "result0"
-    assert copy.kind == "copy" and copy.spec.out.name == "result1"
+    assert isinstance(neg.spec, PointwiseSpec) and neg.spec.out.name == "result_0"
+    assert copy.kind == "copy" and copy.spec.out.name == "result_1"
     assert plans["f"].temporaries == []
 
 

@@ -1,16 +1,18 @@
 """A function's tensors as the GPU sees them: named buffers, and shapes over size symbols.
 
 Every tensor value of a function gets a buffer (:class:`~.spec.Tensor`):
-its arguments are ``arg0``, ``arg1``, ...; its results ``result0``, ...;
-the values in between ``t0``, ``t1``, ... (temporaries the launcher
-allocates). A reshape (``tensor.expand_shape``, ``collapse_shape``,
+its arguments are ``arg_0``, ``arg_1``, ...; its results ``result_0``, ...;
+the values in between ``tmp_0``, ``tmp_1``, ... (temporaries the launcher
+allocates). Every buffer and size name holds an underscore, which the
+SSA names a kernel's builder makes never do, so a kernel may name its
+parameters after them. A reshape (``tensor.expand_shape``, ``collapse_shape``,
 ``cast``) is a view: the same buffer under another shape, since every
 buffer is row-major and contiguous.
 
-A dynamic dimension is a size symbol: ``d0``, ``d1``, ... for the
+A dynamic dimension is a size symbol: ``size_0``, ``size_1``, ... for the
 arguments' dynamic dimensions (read by the launcher from the argument's
 shape), and one more symbol for each distinct expression of them that a
-tensor's shape needs (``d2 = d0 * 4``), found by following the index
+tensor's shape needs (``size_2 = size_0 * 4``), found by following the index
 values that ``tensor.empty``, ``tensor.dim``, reshapes and ``arith`` ops
 compute. A size that cannot be followed is refused at its op.
 """
@@ -39,7 +41,7 @@ class Sizes:
     _by_expr: dict[str, str] = field(default_factory=dict)
 
     def argument(self, buffer: str, dim: int) -> str:
-        name = f"d{len(self.sources)}"
+        name = f"size_{len(self.sources)}"
         self.sources[name] = {"input": buffer, "dim": dim}
         self._by_expr[f"{buffer}.{dim}"] = name
         return name
@@ -53,7 +55,7 @@ class Sizes:
         if expr in self.sources:
             return expr
         if expr not in self._by_expr:
-            name = f"d{len(self.sources)}"
+            name = f"size_{len(self.sources)}"
             self.sources[name] = {"expr": expr}
             self._by_expr[expr] = name
         return self._by_expr[expr]
@@ -72,9 +74,9 @@ class Buffers:
             if not isinstance(arg.type, ir.RankedTensorType):
                 raise UnsupportedOp(f"argument {i} of @{_name(func)} is not a ranked tensor ({arg.type}); "
                                     "GPU functions take tensors", location=str(func.location))
-            shape = tuple(self.sizes.argument(f"arg{i}", d) if ir.ShapedType.is_dynamic_size(n) else n
+            shape = tuple(self.sizes.argument(f"arg_{i}", d) if ir.ShapedType.is_dynamic_size(n) else n
                           for d, n in enumerate(arg.type.shape))
-            tensor = Tensor(f"arg{i}", _dtype(arg.type, func), shape)
+            tensor = Tensor(f"arg_{i}", _dtype(arg.type, func), shape)
             self.tensors[arg] = tensor
             self.inputs.append(tensor)
 
@@ -155,7 +157,7 @@ class Buffers:
     def tensor(self, value: ir.Value) -> Tensor:
         """The buffer holding ``value`` (a temporary, made at its first mention)."""
         if value not in self.tensors:
-            tensor = Tensor(f"t{len(self.temporaries)}", _dtype(value.type, owner(value)), self.shape(value))
+            tensor = Tensor(f"tmp_{len(self.temporaries)}", _dtype(value.type, owner(value)), self.shape(value))
             self.tensors[value] = tensor
             self.temporaries.append(tensor)
         return self.tensors[value]

@@ -4,13 +4,13 @@ Format version 1 (JSON; ``docs/gpu.md`` documents it for users)::
 
     {"version": 1, "chip": "sm_90a", "module": "prism_kernels",
      "functions": {"f": {
-        "inputs":  [{"name": "arg0", "dtype": "f16", "shape": [16, "d0"]}],
-        "outputs": [{"name": "result0", "dtype": "f16", "shape": [16, 1024]}],
-        "sizes": {"d0": {"input": "arg0", "dim": 1}, "d1": {"expr": "d0 * 4"}},
-        "temporaries": [{"name": "t0", "dtype": "f32", "shape": ["d0", 4096]}],
-        "kernels": [{"name": "f_k0_gemm", "grid": ["cdiv(d0, 128)", "8", "1"], "block": [384, 1, 1],
+        "inputs":  [{"name": "arg_0", "dtype": "f16", "shape": [16, "size_0"]}],
+        "outputs": [{"name": "result_0", "dtype": "f16", "shape": [16, 1024]}],
+        "sizes": {"size_0": {"input": "arg_0", "dim": 1}, "size_1": {"expr": "size_0 * 4"}},
+        "temporaries": [{"name": "tmp_0", "dtype": "f32", "shape": ["size_0", 4096]}],
+        "kernels": [{"name": "f_k0_gemm", "grid": ["cdiv(size_0, 128)", "8", "1"], "block": [384, 1, 1],
                      "shared_bytes": 98304, "when": null, "max_registers": 168,
-                     "params": [{"tensor": "arg0"}, {"size": "d0"}, {"tensormap": {...}}]}]}}}
+                     "params": [{"tensor": "arg_0"}, {"size": "size_0"}, {"tensormap": {...}}]}]}}}
 
 Kernels are listed in launch order; a kernel with ``when`` runs only where
 that expression of the sizes holds (a size class). Temporaries are device

@@ -151,7 +151,7 @@ class _Planner:
             root = value
             while not isinstance(owner(root), ir.Block) and owner(root).name in _VIEWS:
                 root = owner(root).operands[0]
-            tensor = Tensor(f"result{j}", element_type(value), self.buffers.shape(value))
+            tensor = Tensor(f"result_{j}", element_type(value), self.buffers.shape(value))
             self.outputs.append(tensor)
             if isinstance(owner(root), ir.Block) or root in bound or fill_value(root) is not None:
                 self.copies.append((value, tensor))
@@ -407,6 +407,9 @@ class _Planner:
     # -- one op ---------------------------------------------------------------------------------------------------
 
     def _single(self, op: ir.Operation, at: int) -> None:
+        if op.name in _COPIES:
+            self._copies(op, at)
+            return
         if not op.name.startswith("linalg."):
             raise UnsupportedOp(f"'{op.name}' has no GPU kernel (Prism maps Linalg ops, reshapes and fills)",
                                 location=str(op.location))
@@ -467,6 +470,21 @@ class _Planner:
                            tuple(input_maps), tuple(self.buffers.tensor(r) for r in op.results),
                            tuple(str(m) for m in _maps(op)[n_in:]), tuple(inits), body)
         self._add("loops", spec, [op], list(op.results), at)
+
+    def _copies(self, op: ir.Operation, at: int) -> None:
+        """Slices and concatenations as copy kernels, each a generic op whose maps carry the offsets."""
+        result = op.results[0]
+        out = self.buffers.tensor(result)
+        pieces = _copy_pieces(op, self.buffers)
+        for k, (source, shape, in_map, out_map) in enumerate(pieces):
+            if fill_value(source) is not None and source not in self.materialized:
+                self._materialize_fill(source, at)
+            loops = ", ".join(f"d{i}" for i in range(len(shape)))
+            spec = GenericSpec(self._kname("copy"), tuple(shape), ("parallel",) * len(shape),
+                               (self.buffers.tensor(source),), (f"({loops}) -> ({in_map})",), (out,),
+                               (f"({loops}) -> ({out_map})",), (None,),
+                               lambda tb, values, outputs, indices: [values[0]])
+            self._add("copy", spec, [op] if k == len(pieces) - 1 else [], [result], at)
 
     def _copy(self, value: ir.Value, tensor: Tensor) -> None:
         at = len(self.ops)
@@ -740,6 +758,64 @@ def _tile(op: ir.Operation) -> GemmTile:
     choice = {n.name: ir.IntegerAttr(n.attr).value for n in ir.DictAttr(op.attributes[attrs.CHOICE])}
     known = {k: v for k, v in choice.items() if k in GemmTile.__dataclass_fields__}
     return GemmTile(**known)
+
+
+_COPIES = ("tensor.extract_slice", "tensor.insert_slice", "tensor.concat")
+
+
+def _static(op: ir.Operation, name: str) -> list[int]:
+    values = list(ir.DenseI64ArrayAttr(op.attributes[name]))
+    if any(ir.ShapedType.is_dynamic_size(v) for v in values):
+        raise UnsupportedOp(f"'{op.name}' with dynamic offsets, sizes or strides has no GPU kernel",
+                            location=str(op.location))
+    return values
+
+
+def _copy_pieces(op: ir.Operation, buffers: Buffers) -> list[tuple]:
+    """The copies that make ``op``'s result: (source, loop extents, the source's map results, the result's map
+    results), the maps over loops ``d0, d1, ...``."""
+    result_shape = buffers.shape(op.results[0])
+    if op.name == "tensor.concat":
+        axis = ir.IntegerAttr(op.attributes["dim"]).value
+        pieces, offset = [], 0
+        for source in op.operands:
+            shape = buffers.shape(source)
+            if not isinstance(offset, int) or not isinstance(shape[axis], int) and source != op.operands[-1]:
+                raise UnsupportedOp("a concatenation of dynamic sizes along its axis has no GPU kernel",
+                                    location=str(op.location))
+            dims = [f"d{i}" for i in range(len(shape))]
+            out = [d if i != axis else f"d{i} + {offset}" for i, d in enumerate(dims)]
+            pieces.append((source, shape, ", ".join(dims), ", ".join(out)))
+            offset = offset + shape[axis] if isinstance(shape[axis], int) else None
+        return pieces
+    offsets, sizes, strides = (_static(op, n) for n in ("static_offsets", "static_sizes", "static_strides"))
+    if op.name == "tensor.extract_slice":
+        source, small, big = op.operands[0], result_shape, buffers.shape(op.operands[0])
+    else:
+        source, small, big = op.operands[0], buffers.shape(op.operands[0]), result_shape
+    kept = _kept_dims(sizes, len(small))
+    loops = [f"d{i}" for i in range(len(small))]
+    at = []
+    for j in range(len(big)):
+        term = f"{loops[kept.index(j)]} * {strides[j]} + {offsets[j]}" if j in kept else str(offsets[j])
+        at.append(term)
+    if op.name == "tensor.extract_slice":
+        return [(source, small, ", ".join(at), ", ".join(loops))]
+    full = [f"d{i}" for i in range(len(big))]
+    return [(op.operands[1], big, ", ".join(full), ", ".join(full)), (source, small, ", ".join(at), ", ".join(loops))]
+
+
+def _kept_dims(sizes: list[int], rank: int) -> list[int]:
+    """The dimensions a rank-reducing slice keeps: unit dimensions are dropped from the left until ``rank``
+    remain."""
+    drop = len(sizes) - rank
+    kept = []
+    for j, n in enumerate(sizes):
+        if n == 1 and drop > 0:
+            drop -= 1
+            continue
+        kept.append(j)
+    return kept
 
 
 def _inputs(op: ir.Operation) -> list[ir.Value]:
