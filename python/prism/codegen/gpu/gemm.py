@@ -15,8 +15,9 @@ copies of tile ``kt + STAGES - 1`` are in flight.
   zero, which is how ragged M, N and K are masked. Where the stride is not
   16-byte aligned, each thread loads its chunks element by element (under
   masks) before the block computes and stores them to the ring after, so
-  the loads still overlap the math. A stride given by a size symbol gets
-  both kernels, each launched under the condition that selects it.
+  the loads still overlap the math; narrower cp.async (8 or 4 bytes) where
+  the stride allows. A stride given by a size symbol gets two kernels, each
+  launched under the condition that selects it.
 - **f16 and bf16** run on tensor cores: ``ldmatrix`` (transposed for the
   ``km`` and ``kn`` tiles, which lie with M or N contiguous) feeds
   ``mma.sync`` m16n8k16 with f32 accumulators. Rows of the tile are
@@ -59,6 +60,9 @@ MAX_THREADS = 1024
 # f32 accumulators a thread may hold (both products of a dual GEMM together): beyond, ptxas spills.
 MAX_ACCUMULATORS = 128
 CHUNK_BYTES = 16  # one cp.async, one ldmatrix row
+# Registers for the accumulators and the element-loaded chunks held across the math: beyond, the chunks are
+# stored to shared memory before it.
+HELD_REGISTERS = 160
 SIMT_PAD_BYTES = 16  # padding after each row of an f32 tile: rows 4 apart fall in different banks
 WS = "#gpu.address_space<workgroup>"
 TENSOR_CORE_TYPES = ("f16", "bf16")
@@ -180,29 +184,52 @@ def emit_gemm(spec: GemmSpec, chip: str) -> list[Kernel]:
     problem = gemm_tile_problem(spec, chip)
     if problem:
         raise UnsupportedOp(f"GEMM '{spec.name}': {problem}")
-    conditions = _alignment_conditions(spec)
-    static = {name: cond is True for name, cond in conditions.items() if isinstance(cond, bool)}
-    dynamic = {name: cond for name, cond in conditions.items() if not isinstance(cond, bool)}
+    widths = _copy_widths(spec)
+    static = {name: w for name, w in widths.items() if isinstance(w, int)}
+    dynamic = {name: w for name, w in widths.items() if isinstance(w, str)}
     if not dynamic:
         return [_kernel(spec, chip, spec.name, static, None)]
     test = " and ".join(sorted(set(dynamic.values())))
-    fast = _kernel(spec, chip, spec.name, static | dict.fromkeys(dynamic, True), test)
-    slow = _kernel(spec, chip, f"{spec.name}_unaligned", static | dict.fromkeys(dynamic, False), f"not ({test})")
+    fallback = {name: _fallback_width(name, spec) for name in dynamic}
+    fast = _kernel(spec, chip, spec.name, static | {name: WIDEST[name] for name in dynamic}, test)
+    slow = _kernel(spec, chip, f"{spec.name}_unaligned", static | fallback, f"not ({test})")
     return [fast, slow]
 
 
-def _alignment_conditions(spec: GemmSpec) -> dict[str, bool | str]:
-    """Per access ("a", "b", "c"): whether its rows are aligned for wide accesses (16 bytes for A and B, two
-    elements for C's paired stores), or the condition on a size symbol that says so."""
-    vec = CHUNK_BYTES // ELEMENT_BYTES[spec.a.dtype]
-    strides = {"a": (spec.k if spec.a_layout == "mk" else spec.m, vec),
-               "b": (spec.n if spec.b_layout == "kn" else spec.k, vec), "c": (spec.n, 2)}
-    found: dict[str, bool | str] = {}
-    for name, (stride, multiple) in strides.items():
-        if isinstance(stride, int):
-            found[name] = stride % multiple == 0
-        else:
+# The widest access per operand in bytes: 16-byte copies of A and B rows, two-element stores of C (counted in
+# elements). 0 stands for element-wise loads.
+WIDEST = {"a": CHUNK_BYTES, "b": CHUNK_BYTES, "c": 2}
+
+
+def _copy_width(stride: int, elem_bytes: int) -> int:
+    """The widest cp.async (16, 8 or 4 bytes) that rows of ``stride`` elements keep aligned; 0 where only
+    element loads do (2-byte elements, odd stride)."""
+    return next((w for w in (16, 8, 4) if stride * elem_bytes % w == 0), 0)
+
+
+def _fallback_width(name: str, spec: GemmSpec) -> int:
+    """The access width that holds whatever a size symbol's value: 4-byte copies of 4-byte elements, element
+    loads of narrower ones; single-element C stores."""
+    if name == "c":
+        return 1
+    return 4 if ELEMENT_BYTES[spec.a.dtype] == 4 else 0
+
+
+def _copy_widths(spec: GemmSpec) -> dict[str, int | str]:
+    """Per access ("a", "b", "c"): its width (see WIDEST), or, where a size symbol sets its row stride, the
+    condition under which the widest holds."""
+    elem = ELEMENT_BYTES[spec.a.dtype]
+    strides = {"a": spec.k if spec.a_layout == "mk" else spec.m, "b": spec.n if spec.b_layout == "kn" else spec.k,
+               "c": spec.n}
+    found: dict[str, int | str] = {}
+    for name, stride in strides.items():
+        multiple = 2 if name == "c" else CHUNK_BYTES // elem
+        if isinstance(stride, str):
             found[name] = f"{stride} // {multiple} * {multiple} == {stride}"
+        elif name == "c":
+            found[name] = 2 if stride % 2 == 0 else 1
+        else:
+            found[name] = _copy_width(stride, elem)
     return found
 
 
@@ -226,10 +253,10 @@ def _symbols(spec: GemmSpec, tensors: Sequence[Tensor]) -> list[str]:
     return found
 
 
-def _kernel(spec: GemmSpec, chip: str, name: str, aligned: dict[str, bool], when: str | None) -> Kernel:
+def _kernel(spec: GemmSpec, chip: str, name: str, widths: dict[str, int], when: str | None) -> Kernel:
     tensors = _tensors(spec)
     symbols = _symbols(spec, tensors)
-    writer = GemmWriter(spec, name, aligned, tensors, symbols)
+    writer = GemmWriter(spec, name, widths, tensors, symbols)
     text = writer.write()
     batch = " * ".join(f"({dim_text(d)})" for d in spec.batch) or "1"
     grid = (f"cdiv({dim_text(spec.n)}, {spec.tile.BN})", f"cdiv({dim_text(spec.m)}, {spec.tile.BM})", batch)
@@ -252,7 +279,7 @@ class _Operand:
     col_dim: str
     rows: str  # SSA extents of those dimensions
     cols: str
-    aligned: bool  # 16-byte cp.async; otherwise element loads
+    width: int  # bytes a cp.async copies (16, 8, 4); 0: element loads
     ring: str = ""  # the SSA name of its shared-memory ring (STAGES slots)
     batch_base: str = ""  # the element offset of the block's batch index
 
@@ -260,9 +287,9 @@ class _Operand:
 class GemmWriter:
     """Writes one kernel of a GEMM spec (see the module's docstring for the scheme)."""
 
-    def __init__(self, spec: GemmSpec, name: str, aligned: dict[str, bool], tensors: Sequence[Tensor],
+    def __init__(self, spec: GemmSpec, name: str, widths: dict[str, int], tensors: Sequence[Tensor],
                  symbols: Sequence[str]) -> None:
-        self.spec, self.name, self.tile, self.aligned = spec, name, spec.tile, aligned
+        self.spec, self.name, self.tile, self.widths = spec, name, spec.tile, widths
         self.tensors, self.symbols = tensors, symbols
         self.dtype = spec.a.dtype
         self.mma = self.dtype in TENSOR_CORE_TYPES
@@ -349,13 +376,13 @@ class GemmWriter:
         a_tile, b_tile = operand_tiles(self.tile, self.dtype, spec.a_layout, spec.b_layout)
         a_dims = ("m", "k") if spec.a_layout == "mk" else ("k", "m")
         b_dims = ("n", "k") if spec.b_layout == "nk" else ("k", "n")
-        made = [(spec.a, a_tile, a_dims, self.aligned["a"])] + [
-            (b, b_tile, b_dims, self.aligned["b"]) for b in (spec.b, spec.b2) if b is not None]
+        made = [(spec.a, a_tile, a_dims, self.widths["a"])] + [
+            (b, b_tile, b_dims, self.widths["b"]) for b in (spec.b, spec.b2) if b is not None]
         dyn = t.value(f"gpu.dynamic_shared_memory : memref<?xi8, {WS}>", "smem")
         operands, offset = [], 0
         elem = ELEMENT_BYTES[self.dtype]
-        for tensor, stored, (rd, cd), aligned in made:
-            op = _Operand(self.ssa[tensor.name], stored, rd, cd, self.sizes[rd], self.sizes[cd], aligned)
+        for tensor, stored, (rd, cd), width in made:
+            op = _Operand(self.ssa[tensor.name], stored, rd, cd, self.sizes[rd], self.sizes[cd], width)
             ring_type = f"memref<{self.tile.STAGES * stored.elems}x{self.dtype}, {WS}>"
             op.ring = t.value(f"memref.view {dyn}[{t.const(offset)}][] : memref<?xi8, {WS}> to {ring_type}", "ring")
             op.batch_base = self.op("muli", self.z, self.op("muli", op.rows, op.cols), "base")
@@ -378,10 +405,13 @@ class GemmWriter:
             t.add(f"nvvm.cp.async.wait.group {stages - 2}")
             t.add("gpu.barrier")
             ahead = self.op("addi", loop.iv, stages - 1)
-            pending = self.start_tile(ahead, self.op("remui", ahead, stages, "slot"))
+            slot = self.op("remui", ahead, stages, "slot")
+            pending = self.start_tile(ahead, slot)
+            if not self.hold_loads():
+                pending = self.finish_tile(pending, slot)
             base = self.op("remui", loop.iv, stages, "slot")
             accs = self.compute_mma(loop.args, base) if self.mma else self.compute_fma(loop.args, base)
-            self.finish_tile(pending, self.op("remui", ahead, stages, "slot"))
+            self.finish_tile(pending, slot)
             t.yield_(accs, [typ] * len(accs))
         t.add("nvvm.cp.async.wait.group 0")
         return loop.results
@@ -398,13 +428,13 @@ class GemmWriter:
         return values, typ
 
     def start_tile(self, k_tile: str, slot: str) -> list[tuple[_Operand, list[tuple[str, str]]]]:
-        """Start copying K tile ``k_tile`` of every operand into ``slot``: cp.async for aligned operands (one
-        group), element loads into registers for the others, returned to be stored by :meth:`finish_tile`."""
+        """Start copying K tile ``k_tile`` of every operand into ``slot``: cp.async where rows allow (one group),
+        element loads into registers for the others, returned to be stored by :meth:`finish_tile`."""
         tokens, pending = [], []
         for op in self.operands:
             chunks = [self.chunk(op, k_tile, slot, i) for i in range(self.copies_per_thread(op.stored))]
-            if op.aligned:
-                tokens += [self.async_copy(op, *chunk) for chunk in chunks]
+            if op.width:
+                tokens += [token for chunk in chunks for token in self.async_copies(op, *chunk)]
             else:
                 pending.append((op, [(dst, self.load_chunk(op, src, count)) for src, dst, count in chunks]))
         if tokens:
@@ -413,12 +443,21 @@ class GemmWriter:
             self.t.add("nvvm.cp.async.commit.group")
         return pending
 
-    def finish_tile(self, pending: list[tuple[_Operand, list[tuple[str, str]]]], slot: str) -> None:
-        """Store the element-loaded chunks into their slot (16-byte aligned stores into shared memory)."""
+    def finish_tile(self, pending: list[tuple[_Operand, list[tuple[str, str]]]], slot: str) -> list:
+        """Store the element-loaded chunks into their slot (16-byte aligned stores into shared memory); nothing
+        is pending after."""
         for op, chunks in pending:
             for dst, value in chunks:
                 self.t.add(f"vector.store {value}, {op.ring}[{dst}] {{alignment = {CHUNK_BYTES}}} : "
                            f"{self.ring_type(op)}, vector<{op.stored.vec}x{self.dtype}>")
+        return []
+
+    def hold_loads(self) -> bool:
+        """Whether the element loads of the next tile stay in registers while the block computes (hiding their
+        latency): only while they and the accumulators fit in HELD_REGISTERS."""
+        held = sum(self.copies_per_thread(op.stored) * CHUNK_BYTES // 4 for op in self.operands if not op.width)
+        accumulators = self.tile.WM * self.tile.WN // 32 * (len(self.operands) - 1)
+        return held + accumulators <= HELD_REGISTERS
 
     def copies_per_thread(self, stored: StoredTile) -> int:
         return -(-stored.rows * stored.chunks_per_row // self.threads)
@@ -453,11 +492,24 @@ class GemmWriter:
             chunk = self.op("xori", chunk, self.op("andi", self.op("shrui", row, shift), mask))
         return self.op("addi", self.op("muli", row, stored.row_len), self.op("muli", chunk, stored.vec))
 
-    def async_copy(self, op: _Operand, src: str, dst: str, count: str) -> str:
-        """One 16-byte cp.async reading ``count`` elements (zero-filling the rest); returns its token."""
-        return self.t.value(
-            f"nvgpu.device_async_copy {op.tensor}[{src}], {op.ring}[{dst}], {op.stored.vec}, {count} {{bypassL1}} "
-            f": memref<?x{self.dtype}> to {self.ring_type(op)}", "tok")
+    def async_copies(self, op: _Operand, src: str, dst: str, count: str) -> list[str]:
+        """A chunk as cp.async copies of ``op.width`` bytes (16 bypassing L1), each reading its part of the
+        ``count`` elements in range and zero-filling the rest; their tokens."""
+        t, per_copy = self.t, op.width // ELEMENT_BYTES[self.dtype]
+        tokens = []
+        for first in range(0, op.stored.vec, per_copy):
+            part, at, to = count, src, dst
+            if first:
+                inside = self.cmp("ugt", count, first)
+                part = self.select(inside, self.op("subi", count, first), t.const(0))
+                at, to = self.select(inside, self.op("addi", src, first), t.const(0)), self.op("addi", dst, first)
+            if per_copy < op.stored.vec:
+                part = self.op("minui", part, per_copy)
+            cache = " {bypassL1}" if op.width == CHUNK_BYTES else ""
+            tokens.append(t.value(
+                f"nvgpu.device_async_copy {op.tensor}[{at}], {op.ring}[{to}], {per_copy}, {part}{cache} "
+                f": memref<?x{self.dtype}> to {self.ring_type(op)}", "tok"))
+        return tokens
 
     def load_chunk(self, op: _Operand, src: str, count: str) -> str:
         """A chunk's ``vec`` elements loaded one by one, those from ``count`` on zero: a vector."""
@@ -691,7 +743,7 @@ class GemmWriter:
         t, c = self.t, self.spec.c
         row_in = self.cmp("ult", row, self.sizes["m"])
         col_in = [self.cmp("ult", col, self.sizes["n"]), self.cmp("ult", self.op("addi", col, 1), self.sizes["n"])]
-        if self.aligned["c"]:
+        if self.widths["c"] == 2:
             with t.if_(self.both(row_in, col_in[1])):
                 self.store(row, col, t.value(f"vector.from_elements {', '.join(values)} : vector<2x{c.dtype}>",
                                              "pair"), 2)
