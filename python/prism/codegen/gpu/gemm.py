@@ -430,17 +430,16 @@ class GemmWriter:
     def start_tile(self, k_tile: str, slot: str) -> list[tuple[_Operand, list[tuple[str, str]]]]:
         """Start copying K tile ``k_tile`` of every operand into ``slot``: cp.async where rows allow (one group),
         element loads into registers for the others, returned to be stored by :meth:`finish_tile`."""
-        tokens, pending = [], []
+        t, pending = self.t, []
         for op in self.operands:
-            chunks = [self.chunk(op, k_tile, slot, i) for i in range(self.copies_per_thread(op.stored))]
+            count = self.copies_per_thread(op.stored)
             if op.width:
-                tokens += [token for chunk in chunks for token in self.async_copies(op, *chunk)]
+                with t.for_(t.const(0), t.const(count), t.const(1), "cp") as i:
+                    self.async_copies(op, *self.chunk(op, k_tile, slot, i))
             else:
-                pending.append((op, [(dst, self.load_chunk(op, src, count)) for src, dst, count in chunks]))
-        if tokens:
-            self.t.value(f"nvgpu.device_async_create_group {', '.join(tokens)}", "group")
-        else:
-            self.t.add("nvvm.cp.async.commit.group")
+                chunks = [self.chunk(op, k_tile, slot, i) for i in range(count)]
+                pending.append((op, [(dst, self.load_chunk(op, src, n)) for src, dst, n in chunks]))
+        t.add("nvvm.cp.async.commit.group")
         return pending
 
     def finish_tile(self, pending: list[tuple[_Operand, list[tuple[str, str]]]], slot: str) -> list:
@@ -465,13 +464,14 @@ class GemmWriter:
     def ring_type(self, op: _Operand) -> str:
         return f"memref<{self.tile.STAGES * op.stored.elems}x{self.dtype}, {WS}>"
 
-    def chunk(self, op: _Operand, k_tile: str, slot: str, i: int) -> tuple[str, str, str]:
+    def chunk(self, op: _Operand, k_tile: str, slot: str, i: int | str) -> tuple[str, str, str]:
         """Copy ``i`` of this thread: the source's element offset (0 where nothing is read), the destination's
         offset in the ring and the count of elements in range (0 to vec)."""
         stored, per_row = op.stored, op.stored.chunks_per_row
-        q = self.op("addi", self.tid, i * self.threads, "q")
+        step = i * self.threads if isinstance(i, int) else self.op("muli", i, self.threads)
+        q = self.op("addi", self.tid, step, "q")
         total = stored.rows * per_row
-        if (i + 1) * self.threads > total:  # the last round: threads past the tile copy its last chunk again
+        if self.copies_per_thread(stored) * self.threads > total:  # threads past the tile copy its last chunk again
             q = self.op("minui", q, total - 1, "q")
         row, col = self.op("divui", q, per_row, "r"), self.op("remui", q, per_row, "ch")
         origin = {"m": self.m0, "n": self.n0, "k": self.op("muli", k_tile, self.tile.BK)}
@@ -689,15 +689,15 @@ class GemmWriter:
                 self.store_pair(row, col, values)
 
     def epilogue_fma(self, accs: list[str], second: list[str] | None) -> None:
-        """Accumulator (i, j) holds the lane's row ``i`` and column ``j``: one store each, coalesced by lanes."""
+        """Accumulator (i, j) holds the lane's row ``i`` and column ``j``: one store each, coalesced by lanes. The
+        epilogue's loads stay under the mask, so that they are not all hoisted next to the 128 accumulators."""
         tn = self.tile.WN // 8
         for index, acc in enumerate(accs):
             i, j = divmod(index, tn)
             row = self.op("addi", self.m0, self.lane_row(i), "row")
             col = self.op("addi", self.n0, self.lane_col(j), "col")
-            value = self.element(row, col, [acc] + ([second[index]] if second else []))
             with self.t.if_(self.both(self.cmp("ult", row, self.sizes["m"]), self.cmp("ult", col, self.sizes["n"]))):
-                self.store(row, col, value, 1)
+                self.store(row, col, self.element(row, col, [acc] + ([second[index]] if second else [])), 1)
 
     def element(self, row: str, col: str, accs: list[str]) -> str:
         """C's value at (``row``, ``col``) from the accumulators, in C's type. Indices are clamped into C, so
