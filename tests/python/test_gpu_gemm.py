@@ -84,6 +84,11 @@ def feature_specs(dtype: str) -> list[GemmSpec]:
     ]
 
 
+def tile_specs(dtype: str) -> list[GemmSpec]:
+    """A ragged GEMM (300 x 1000 x 520) under each of TILES."""
+    return [gemm(f"{dtype}_tile{i}", dtype, 300, 1000, 520, ("mk", "nk"), tile=tile) for i, tile in enumerate(TILES)]
+
+
 def entries(ptx: str) -> dict[str, str]:
     """Each kernel's PTX body, by name."""
     parts = re.split(r"^\.visible \.entry ", ptx, flags=re.MULTILINE)[1:]
@@ -94,12 +99,15 @@ def entries(ptx: str) -> dict[str, str]:
 def compiled(group: str, chip: str) -> tuple[tuple[Kernel, ...], str]:
     """The kernels of a group of specs and their one PTX module for ``chip``."""
     dtype, kind = group.split(":")
-    specs = layout_specs(dtype) if kind == "layouts" else feature_specs(dtype)
+    specs = {"layouts": layout_specs, "features": feature_specs, "tiles": tile_specs}[kind](dtype)
     kernels = tuple(k for spec in specs for k in emit_gemm(spec, chip))
     return kernels, compile_kernels(list(kernels), chip)
 
 
 GROUPS = [f"{dtype}:{kind}" for dtype in ("f16", "bf16", "f32") for kind in ("layouts", "features")]
+# Other tiles: 8 warps, BK = 64 at 4 stages, 5 stages, and a tile smaller than one copy per thread.
+TILES = (GemmTile(BM=128, BN=256, BK=32, WM=64, WN=64, STAGES=3), GemmTile(BK=64, STAGES=4),
+         GemmTile(BM=64, BN=64, BK=64, WM=32, WN=32, STAGES=5), GemmTile(BM=32, BN=32, BK=16, WM=16, WN=16, STAGES=2))
 
 
 @needs_ptxas
@@ -121,23 +129,40 @@ def test_kernels_assemble_without_spills(group: str, chip: str) -> None:
         else:
             assert f"mma.sync.aligned.m16n8k16.row.col.f32.{dtype}.{dtype}.f32" in body
             assert "ldmatrix.sync.aligned.m8n8.x4" in body
-        assert ("cp.async.cg.shared.global" in body) == _copies_async(kernel), kernel.name
+        assert ("cp.async.cg.shared.global" in body) == _copies_16_bytes(kernel), kernel.name
+        if not _copies_16_bytes(kernel):  # odd strides: 4-byte copies of f32, element loads of 16-bit types
+            assert ("cp.async.ca.shared.global" in body) == (dtype == "f32"), kernel.name
+            assert ("ld.global" in body) == (dtype != "f32"), kernel.name
         assert kernel.launch.shared_bytes <= SHARED_LIMIT[chip]
         assert kernel.launch.block[0] == (kernel_tile(kernel).BM // kernel_tile(kernel).WM) * \
             (kernel_tile(kernel).BN // kernel_tile(kernel).WN) * 32
 
 
 def kernel_tile(kernel: Kernel) -> GemmTile:
+    if "_tile" in kernel.name:
+        return TILES[int(kernel.name[-1])]
     return DUAL_TILE if "dual" in kernel.name else GemmTile(BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=4) \
         if "init" in kernel.name else GemmTile()
 
 
-def _copies_async(kernel: Kernel) -> bool:
+def _copies_16_bytes(kernel: Kernel) -> bool:
     """Whether some operand of the kernel has 16-byte aligned rows: K = 1000 for mk A and nk B at 77x513x1000;
     the unaligned kernel of a dynamic GEMM has none."""
     if kernel.name.endswith("_unaligned"):
         return False
     return not kernel.name.endswith("_km_kn")
+
+
+@needs_ptxas
+@pytest.mark.parametrize("chip", CHIPS)
+def test_other_tiles_assemble_without_spills(chip: str) -> None:
+    kernels, ptx = compiled("bf16:tiles", chip)
+    resources = ptxas(ptx, chip)
+    for kernel in kernels:
+        print(f"{chip} {kernel.name} {kernel_tile(kernel)}: {resources[kernel.name].registers} registers")
+        assert resources[kernel.name].spill_bytes == 0, kernel.name
+        assert kernel.launch.shared_bytes == gemm_shared_bytes(kernel_tile(kernel), "bf16", a_layout="mk",
+                                                               b_layout="nk")
 
 
 @needs_ptxas

@@ -492,11 +492,10 @@ class GemmWriter:
             chunk = self.op("xori", chunk, self.op("andi", self.op("shrui", row, shift), mask))
         return self.op("addi", self.op("muli", row, stored.row_len), self.op("muli", chunk, stored.vec))
 
-    def async_copies(self, op: _Operand, src: str, dst: str, count: str) -> list[str]:
+    def async_copies(self, op: _Operand, src: str, dst: str, count: str) -> None:
         """A chunk as cp.async copies of ``op.width`` bytes (16 bypassing L1), each reading its part of the
-        ``count`` elements in range and zero-filling the rest; their tokens."""
+        ``count`` elements in range and zero-filling the rest (committed as a group by the caller)."""
         t, per_copy = self.t, op.width // ELEMENT_BYTES[self.dtype]
-        tokens = []
         for first in range(0, op.stored.vec, per_copy):
             part, at, to = count, src, dst
             if first:
@@ -506,10 +505,8 @@ class GemmWriter:
             if per_copy < op.stored.vec:
                 part = self.op("minui", part, per_copy)
             cache = " {bypassL1}" if op.width == CHUNK_BYTES else ""
-            tokens.append(t.value(
-                f"nvgpu.device_async_copy {op.tensor}[{at}], {op.ring}[{to}], {per_copy}, {part}{cache} "
-                f": memref<?x{self.dtype}> to {self.ring_type(op)}", "tok"))
-        return tokens
+            t.value(f"nvgpu.device_async_copy {op.tensor}[{at}], {op.ring}[{to}], {per_copy}, {part}{cache} "
+                    f": memref<?x{self.dtype}> to {self.ring_type(op)}", "tok")
 
     def load_chunk(self, op: _Operand, src: str, count: str) -> str:
         """A chunk's ``vec`` elements loaded one by one, those from ``count`` on zero: a vector."""
@@ -581,8 +578,9 @@ class GemmWriter:
     def ldsm(self, op: _Operand, address: str, transpose: bool) -> list[str]:
         """One ldmatrix.x4: four registers of two elements, as mma operands (bf16 pairs packed in i32)."""
         t, elt = self.t, self.dtype
-        frag = t.value(f"nvgpu.ldmatrix {op.ring}[{address}] {{numTiles = 4 : i32, transpose = {str(transpose).lower()}}}"
-                       f" : {self.ring_type(op)} -> vector<4x2x{elt}>", "frag")
+        attrs = f"{{numTiles = 4 : i32, transpose = {str(transpose).lower()}}}"
+        frag = t.value(f"nvgpu.ldmatrix {op.ring}[{address}] {attrs} : {self.ring_type(op)} -> vector<4x2x{elt}>",
+                       "frag")
         regs = []
         for i in range(4):
             reg = t.value(f"vector.extract {frag}[{i}] : vector<2x{elt}> from vector<4x2x{elt}>", "reg")
@@ -618,7 +616,8 @@ class GemmWriter:
         out = t.value(
             f"nvvm.mma.sync A[{', '.join(a)}] B[{', '.join(b)}] C[{', '.join(c)}] "
             f"{{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, "
-            f"multiplicandAPtxType = #nvvm.mma_type<{self.dtype}>, multiplicandBPtxType = #nvvm.mma_type<{self.dtype}>, "
+            f"multiplicandAPtxType = #nvvm.mma_type<{self.dtype}>, "
+            f"multiplicandBPtxType = #nvvm.mma_type<{self.dtype}>, "
             f"shape = #nvvm.shape<m = 16, n = 8, k = 16>}} : ({reg}, {reg}, f32) -> !llvm.struct<(f32, f32, f32, f32)>",
             "mma")
         d = [t.value(f"llvm.extractvalue {out}[{i}] : !llvm.struct<(f32, f32, f32, f32)>", "d") for i in range(4)]
