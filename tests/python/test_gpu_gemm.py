@@ -7,7 +7,9 @@ from __future__ import annotations
 import re
 from functools import cache
 
+import numpy as np
 import pytest
+from kernel_interpreter import cast_to, run_kernel
 
 from prism.codegen.gpu.gemm import (
     MAX_ACCUMULATORS,
@@ -228,3 +230,77 @@ def test_oversized_and_malformed_tiles_are_refused_with_the_reason() -> None:
     assert str(MAX_ACCUMULATORS) in gemm_tile_problem(dual, "sm_80")
     assert gemm_tile_problem(spec, "sm_80") is None and gemm_tile_problem(spec, "sm_90a") is None
     assert gemm_tile_problem(spec, "sm_70") is not None
+
+
+# -- numerics, by the reference interpreter -------------------------------------------------------------------------
+
+SMALL = GemmTile(BM=32, BN=32, BK=16, WM=16, WN=16, STAGES=3)
+
+
+def reference(spec: GemmSpec, inputs: dict[str, np.ndarray]) -> np.ndarray:
+    """C in float64 from the inputs (already rounded to their types)."""
+    a, b = inputs[spec.a.name].astype(np.float64), inputs[spec.b.name].astype(np.float64)
+    a = a if spec.a_layout == "mk" else np.swapaxes(a, -1, -2)
+    b = b if spec.b_layout == "kn" else np.swapaxes(b, -1, -2)
+    acc = a @ b + (inputs[spec.init.name] if spec.init is not None else spec.init_value)
+    if spec.b2 is not None:
+        b2 = inputs[spec.b2.name].astype(np.float64)
+        gate = a @ (b2 if spec.b_layout == "kn" else np.swapaxes(b2, -1, -2))
+        return acc / (1 + np.exp(-acc)) * gate
+    if spec.epilogue is not None:  # bias_residual
+        return acc + inputs[f"{spec.name}_bias"] + inputs[f"{spec.name}_res"]
+    return acc
+
+
+def interpret(spec: GemmSpec, sizes: dict[str, int], seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Run the kernel that the launch conditions pick for ``sizes`` in the interpreter; C and its reference."""
+    rng = np.random.default_rng(seed)
+    kernels = emit_gemm(spec, "sm_80")
+    env = dict(sizes)
+    (kernel,) = [k for k in kernels if k.launch.when is None or eval(k.launch.when, {}, env)]
+    size = {**env, "cdiv": lambda a, b: -(-a // b)}
+    tensors = {t.name: t for t in [spec.a, spec.b, spec.b2, spec.init, spec.c] if t is not None}
+    if spec.epilogue:
+        tensors |= {op.tensor.name: op.tensor for op in spec.epilogue.operands if op.tensor is not None}
+    inputs = {}
+    for name, t in tensors.items():
+        shape = tuple(d if isinstance(d, int) else sizes[d] for d in t.shape)
+        values = rng.standard_normal(shape) if name != spec.c.name else np.full(shape, np.nan)
+        inputs[name] = cast_to(values, t.dtype)
+    flat = {name: np.ascontiguousarray(v).reshape(-1) for name, v in inputs.items()}
+    args = [flat[p.name] if p.kind == "tensor" else sizes[p.name] for p in kernel.launch.params]
+    dtypes = [tensors[p.name].dtype if p.kind == "tensor" else None for p in kernel.launch.params]
+    grid = tuple(eval(g, {}, size) for g in kernel.launch.grid)
+    run_kernel(kernel.text, grid, kernel.launch.block[0], kernel.launch.shared_bytes, args, dtypes)
+    return flat[spec.c.name].reshape(inputs[spec.c.name].shape), reference(spec, inputs)
+
+
+def numeric_specs() -> list[tuple[GemmSpec, dict[str, int]]]:
+    """Small GEMMs across types, layouts, copy widths, masks and features, with their sizes."""
+    ragged = {"m": 37, "n": 45, "k": 50}  # K rows of 100 bytes (4-byte copies of f16), N odd (element loads)
+    found = []
+    for i, (dtype, (al, bl)) in enumerate(zip(("f16", "bf16", "f32", "f16"), LAYOUTS, strict=True)):
+        found.append((gemm(f"num{i}", dtype, 37, 45, 50, (al, bl), tile=SMALL), ragged))
+        found.append((gemm(f"dyn{i}", dtype, "m", "n", "k", (al, bl), tile=SMALL), {"m": 40, "n": 48, "k": 64}))
+    b2 = Tensor("dual_b2", "bf16", (72, 40))
+    found.append((gemm("dual", "bf16", 33, 40, 72, out="f16", b2=b2, epilogue=silu_mul(), tile=SMALL), {}))
+    found.append((gemm("epi", "f16", "m", 24, 40, ("mk", "nk"), batch=(2,), out="f16", tile=SMALL,
+                       epilogue=bias_residual("epi", "m", 24, (2,))), {"m": 19}))
+    for i, (dtype, (al, bl)) in enumerate(zip(("f16", "f32", "bf16"), LAYOUTS[1:], strict=True)):
+        found.append((gemm(f"big{i}", dtype, 130, 136, 72, (al, bl)), {}))  # the default tile, 2 x 2 blocks
+    init = Tensor("init_c0", "f32", (2, 20, 36))
+    found.append((gemm("init", "f32", 20, 36, 24, batch=(2,), init=init, tile=SMALL), {}))
+    return found
+
+
+@pytest.mark.parametrize("index", range(len(numeric_specs())))
+def test_kernels_compute_the_product(index: int) -> None:
+    spec, sizes = numeric_specs()[index]
+    seed = 1000 + index
+    print(f"seed {seed}")
+    got, want = interpret(spec, sizes, seed)
+    assert not np.isnan(got).any(), "every element of C is written"
+    # Inputs are rounded to their types before the reference, so an f32 C differs only by the order of the sums;
+    # an f16 C by its rounding.
+    tolerance = {"f32": 1e-5, "f16": 1e-3}[spec.c.dtype]
+    np.testing.assert_allclose(got, want, atol=tolerance * np.abs(want).max(), rtol=tolerance)
