@@ -7,10 +7,13 @@ warp-collective ops follow the PTX ISA's fragment layouts, independently of
 any emitter: ``ldmatrix`` (``.x1/.x2/.x4``, ``.trans``) gathers the rows
 whose addresses lanes ``8i .. 8i + 7`` give, ``mma.sync`` m16n8k16
 rebuilds A, B and C from the lanes' registers. ``cp.async`` copies at once
-(the src-size operand zero-fills the rest), so the lock step hides races
-between warps: this checks the arithmetic of indices, fragments and masks,
-not the ordering of barriers. A load or store of an active thread outside
-its buffer raises IndexError.
+reading its source when issued and writing its destination only when a
+``cp.async.wait_group`` lets its group complete (the src-size operand
+zero-fills the rest), so a wait that is too short reads stale data. The
+lock step hides races between warps otherwise: this checks the arithmetic
+of indices, fragments, masks and cp.async groups, not the placement of
+barriers. A load or store of an active thread outside its buffer raises
+IndexError.
 
 Only the ops Prism's kernels use are known; any other raises
 NotImplementedError with its name.
@@ -93,6 +96,8 @@ class Block:
         self.shared = np.zeros(shared_bytes, np.uint8)
         self.views: list[tuple[int, int]] = []  # byte offset and size of each view of the shared memory
         self.env: dict[int, object] = {}
+        self.copies: list[tuple[Buffer, np.ndarray, np.ndarray]] = []  # issued, not yet committed
+        self.groups: list[list[tuple[Buffer, np.ndarray, np.ndarray]]] = []  # committed, not yet complete
 
     def run(self, body: list[Op], mask: np.ndarray) -> list:
         for op in body:
@@ -266,7 +271,22 @@ def _async_copy(block: Block, op: Op, args: list, mask: np.ndarray) -> None:
         reads = mask & (e < source_count)
         index = _check(src, src_index + e, reads, "cp.async source")
         target = _check(dst, dst_index + e, mask, "cp.async destination")
-        dst.data[target[mask]] = np.where(reads, src.data[index], 0)[mask]
+        block.copies.append((dst, target[mask], np.where(reads, src.data[index], 0)[mask]))
+
+
+def _commit(block: Block, op: Op, args: list, mask: np.ndarray) -> list:
+    block.groups.append(block.copies)
+    block.copies = []
+    return [None] * len(op.results)
+
+
+def _wait(block: Block, op: Op, args: list, mask: np.ndarray) -> None:
+    """Complete every committed group but the newest ``n``: their writes land now."""
+    keep = op.attrs["n"].value
+    done, block.groups = block.groups[: len(block.groups) - keep], block.groups[len(block.groups) - keep:]
+    for group in done:
+        for dst, target, values in group:
+            dst.data[target] = values
 
 
 def _ldmatrix(block: Block, op: Op, args: list, mask: np.ndarray) -> np.ndarray:
@@ -338,8 +358,8 @@ HANDLERS: dict[str, Callable] = {
     "gpu.dynamic_shared_memory": _shared, "memref.view": _view, "memref.load": _load, "memref.store": _store,
     "vector.load": _vector_load, "vector.store": _vector_store, "vector.extract": _extract_packed,
     "vector.from_elements": _from_elements, "vector.bitcast": _bitcast, "scf.if": _if, "scf.for": _for,
-    "nvgpu.device_async_copy": _async_copy, "nvgpu.device_async_create_group": _nothing,
-    "nvvm.cp.async.commit.group": _nothing, "nvvm.cp.async.wait.group": _nothing,
+    "nvgpu.device_async_copy": _async_copy, "nvgpu.device_async_create_group": _commit,
+    "nvvm.cp.async.commit.group": _commit, "nvvm.cp.async.wait.group": _wait,
     "nvgpu.ldmatrix": _ldmatrix, "nvvm.mma.sync": _mma, "llvm.extractvalue": _extractvalue,
 }
 
