@@ -82,10 +82,64 @@ def translate(block: ir.Block, keys: dict) -> tuple[list[int], list[Op]]:
 
 @dataclass
 class Buffer:
-    """A memref: a flat numpy array (bf16 as rounded f32) and its element type."""
+    """A memref: a flat numpy array (bf16 as rounded f32) and its element type.
+
+    A shared-memory buffer also records, per element, the barrier epoch and
+    thread of its last write (PENDING while a cp.async may still write it)
+    and of its reads in the current epoch (MANY for several threads;
+    COLLECTIVE for ldmatrix, whose rows reach other lanes): a read of
+    another thread's write, or a write over another thread's read, with no
+    barrier between them raises RaceError.
+    """
 
     data: np.ndarray
     elt: str
+    shared: bool = False
+
+    def __post_init__(self) -> None:
+        if self.shared:
+            n = self.data.shape[0]
+            self.w_epoch, self.w_thread = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+            self.r_epoch, self.r_thread = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+
+
+class RaceError(AssertionError):
+    """Threads of a block touch the same shared element with no barrier between a write and another access."""
+
+
+PENDING, MANY, COLLECTIVE = 1 << 62, -2, -3
+
+
+def track_reads(block: Block, buffer: Buffer, index: np.ndarray, threads: np.ndarray) -> None:
+    """Check and record reads of shared ``index`` by ``threads`` (one each) in the current epoch."""
+    if not buffer.shared or not index.size:
+        return
+    epoch = block.epoch
+    written = buffer.w_epoch[index]
+    stale = (written == PENDING) | ((written == epoch) & (buffer.w_thread[index] != threads))
+    if stale.any():
+        raise RaceError(f"thread {int(threads[stale][0])} reads element {int(index[stale][0])} that another thread "
+                        f"wrote (or a cp.async may still write) since the last barrier")
+    order = np.lexsort((threads, index))
+    idx, th = index[order], threads[order]
+    unique, first = np.unique(idx, return_index=True)
+    last = np.r_[first[1:] - 1, idx.size - 1]
+    readers = np.where(th[first] == th[last], th[first], MANY)
+    before = (buffer.r_epoch[unique] == epoch) & (buffer.r_thread[unique] != readers)
+    buffer.r_thread[unique] = np.where(before, MANY, readers)
+    buffer.r_epoch[unique] = epoch
+
+
+def track_writes(block: Block, buffer: Buffer, index: np.ndarray, threads: np.ndarray, pending: bool) -> None:
+    """Check and record writes of shared ``index`` by ``threads``; ``pending``: by a cp.async not yet complete."""
+    if not buffer.shared or not index.size:
+        return
+    read = (buffer.r_epoch[index] == block.epoch) & (buffer.r_thread[index] != threads)
+    if read.any():
+        raise RaceError(f"thread {int(threads[read][0])} writes element {int(index[read][0])} that another thread "
+                        f"read since the last barrier")
+    buffer.w_epoch[index] = PENDING if pending else block.epoch
+    buffer.w_thread[index] = threads
 
 
 class Block:
@@ -96,8 +150,9 @@ class Block:
         self.shared = np.zeros(shared_bytes, np.uint8)
         self.views: list[tuple[int, int]] = []  # byte offset and size of each view of the shared memory
         self.env: dict[int, object] = {}
-        self.copies: list[tuple[Buffer, np.ndarray, np.ndarray]] = []  # issued, not yet committed
-        self.groups: list[list[tuple[Buffer, np.ndarray, np.ndarray]]] = []  # committed, not yet complete
+        self.epoch = 0  # barriers passed
+        self.copies: list[tuple] = []  # issued, not yet committed: buffer, elements, threads, values
+        self.groups: list[list[tuple]] = []  # committed, not yet complete
 
     def run(self, body: list[Op], mask: np.ndarray) -> list:
         for op in body:
@@ -184,7 +239,7 @@ def _view(block: Block, op: Op, args: list, mask: np.ndarray) -> Buffer:
     offset = block.uniform(args[1], mask)
     elt = element_type(op.types[0])
     count = int(op.types[0].split("<", 1)[1].split("x")[0])
-    buffer = Buffer(np.zeros(count, FLOATS.get(elt, np.float32)), elt)
+    buffer = Buffer(np.zeros(count, FLOATS.get(elt, np.float32)), elt, shared=True)
     size = count * BYTES[elt]
     for other_offset, other_size in block.views:
         if offset < other_offset + other_size and other_offset < offset + size:
@@ -197,12 +252,15 @@ def _view(block: Block, op: Op, args: list, mask: np.ndarray) -> Buffer:
 
 def _load(block: Block, op: Op, args: list, mask: np.ndarray) -> np.ndarray:
     buffer, index = args[0], args[1]
-    return buffer.data[_check(buffer, index, mask, "memref.load")]
+    index = _check(buffer, index, mask, "memref.load")
+    track_reads(block, buffer, index[mask], np.flatnonzero(mask))
+    return buffer.data[index]
 
 
 def _store(block: Block, op: Op, args: list, mask: np.ndarray) -> None:
     value, buffer, index = args
     index = _check(buffer, index, mask, "memref.store")
+    track_writes(block, buffer, index[mask], np.flatnonzero(mask), False)
     buffer.data[index[mask]] = value[mask]
 
 
@@ -210,6 +268,7 @@ def _vector_load(block: Block, op: Op, args: list, mask: np.ndarray) -> np.ndarr
     buffer, index = args
     width = int(op.types[0].split("<")[1].split("x")[0])
     idx = np.stack([_check(buffer, index + i, mask, "vector.load") for i in range(width)], axis=1)
+    track_reads(block, buffer, idx[mask].reshape(-1), np.repeat(np.flatnonzero(mask), width))
     return buffer.data[idx]
 
 
@@ -217,6 +276,7 @@ def _vector_store(block: Block, op: Op, args: list, mask: np.ndarray) -> None:
     value, buffer, index = args
     for i in range(value.shape[1]):
         idx = _check(buffer, index + i, mask, "vector.store")
+        track_writes(block, buffer, idx[mask], np.flatnonzero(mask), False)
         buffer.data[idx[mask]] = value[mask, i]
 
 
@@ -271,7 +331,8 @@ def _async_copy(block: Block, op: Op, args: list, mask: np.ndarray) -> None:
         reads = mask & (e < source_count)
         index = _check(src, src_index + e, reads, "cp.async source")
         target = _check(dst, dst_index + e, mask, "cp.async destination")
-        block.copies.append((dst, target[mask], np.where(reads, src.data[index], 0)[mask]))
+        track_writes(block, dst, target[mask], np.flatnonzero(mask), True)
+        block.copies.append((dst, target[mask], np.flatnonzero(mask), np.where(reads, src.data[index], 0)[mask]))
 
 
 def _commit(block: Block, op: Op, args: list, mask: np.ndarray) -> list:
@@ -285,8 +346,9 @@ def _wait(block: Block, op: Op, args: list, mask: np.ndarray) -> None:
     keep = op.attrs["n"].value
     done, block.groups = block.groups[: len(block.groups) - keep], block.groups[len(block.groups) - keep:]
     for group in done:
-        for dst, target, values in group:
+        for dst, target, threads, values in group:
             dst.data[target] = values
+            dst.w_epoch[target], dst.w_thread[target] = block.epoch, threads
 
 
 def _ldmatrix(block: Block, op: Op, args: list, mask: np.ndarray) -> np.ndarray:
@@ -295,8 +357,11 @@ def _ldmatrix(block: Block, op: Op, args: list, mask: np.ndarray) -> np.ndarray:
     out = np.zeros((block.threads, tiles, 2), buffer.data.dtype)
     for w in range(0, block.threads, 32):
         for i in range(tiles):
-            rows = [buffer.data[_check(buffer, np.arange(8) + int(index[w + 8 * i + r]), np.ones(8, bool),
-                                       "ldmatrix")] for r in range(8)]
+            rows = []
+            for r in range(8):
+                row = _check(buffer, np.arange(8) + int(index[w + 8 * i + r]), np.ones(8, bool), "ldmatrix")
+                track_reads(block, buffer, row, np.full(8, COLLECTIVE))
+                rows.append(buffer.data[row])
             matrix = np.stack(rows).T if transpose else np.stack(rows)
             for lane in range(32):
                 out[w + lane, i] = matrix[lane // 4, 2 * (lane % 4): 2 * (lane % 4) + 2]
@@ -332,6 +397,10 @@ def _select(block: Block, op: Op, args: list, mask: np.ndarray) -> np.ndarray:
     return np.where(cond.reshape(-1, *([1] * (np.ndim(a) - 1))), a, b)
 
 
+def _barrier(block: Block, op: Op, args: list, mask: np.ndarray) -> None:
+    block.epoch += 1
+
+
 def _nothing(block: Block, op: Op, args: list, mask: np.ndarray) -> list:
     return [None] * len(op.results)
 
@@ -354,7 +423,7 @@ HANDLERS: dict[str, Callable] = {
     "arith.index_cast": _arith(lambda x: x),
     "math.exp": _arith(lambda x: np.exp(x.astype(np.float64))), "math.fma": _arith(lambda a, b, c: a * b + c),
     "math.tanh": _arith(lambda x: np.tanh(x.astype(np.float64))),
-    "gpu.thread_id": _thread_id, "gpu.block_id": _block_id, "gpu.barrier": _nothing,
+    "gpu.thread_id": _thread_id, "gpu.block_id": _block_id, "gpu.barrier": _barrier,
     "gpu.dynamic_shared_memory": _shared, "memref.view": _view, "memref.load": _load, "memref.store": _store,
     "vector.load": _vector_load, "vector.store": _vector_store, "vector.extract": _extract_packed,
     "vector.from_elements": _from_elements, "vector.bitcast": _bitcast, "scf.if": _if, "scf.for": _for,
