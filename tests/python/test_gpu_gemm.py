@@ -280,7 +280,7 @@ def numeric_specs() -> list[tuple[GemmSpec, dict[str, int]]]:
     ragged = {"m": 37, "n": 45, "k": 50}  # K rows of 100 bytes (4-byte copies of f16), N odd (element loads)
     found = []
     for i, (dtype, (al, bl)) in enumerate(zip(("f16", "bf16", "f32", "f16"), LAYOUTS, strict=True)):
-        found.append((gemm(f"num{i}", dtype, 37, 45, 50, (al, bl), tile=SMALL), ragged))
+        found.append((gemm(f"num{i}", dtype, 37, 45, 50, (al, bl), tile=SMALL, init_value=0.5 * i), ragged))
         found.append((gemm(f"dyn{i}", dtype, "m", "n", "k", (al, bl), tile=SMALL), {"m": 40, "n": 48, "k": 64}))
     b2 = Tensor("dual_b2", "bf16", (72, 40))
     found.append((gemm("dual", "bf16", 33, 40, 72, out="f16", b2=b2, epilogue=silu_mul(), tile=SMALL), {}))
