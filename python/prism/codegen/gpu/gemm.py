@@ -9,15 +9,17 @@ copies of tile ``kt + STAGES - 1`` are in flight.
 - **Copies.** Each operand's tile is stored in shared memory as it lies in
   global memory (rows of the tile's outer dimension, its inner dimension
   contiguous) and copied in 16-byte chunks, every thread taking its share.
-  Where the row stride is a multiple of 16 bytes the chunks are
-  ``cp.async.cg`` (bypassing L1); a chunk that reaches past the tensor's
-  edge reads fewer source bytes (or none), and the rest of its 16 bytes is
-  zero, which is how ragged M, N and K are masked. Where the stride is not
-  16-byte aligned, each thread loads its chunks element by element (under
-  masks) before the block computes and stores them to the ring after, so
-  the loads still overlap the math; narrower cp.async (8 or 4 bytes) where
-  the stride allows. A stride given by a size symbol gets two kernels, each
-  launched under the condition that selects it.
+  Each chunk is one ``cp.async.cg`` (bypassing L1) where the row stride is
+  a multiple of 16 bytes, else two or four narrower ``cp.async.ca`` (8 or
+  4 bytes) where it is a multiple of those; a copy that reaches past the
+  tensor's edge reads fewer source bytes (or none) and the rest is zero,
+  which is how ragged M, N and K are masked. Only 16-bit elements with an
+  odd stride are loaded element by element under masks: into registers
+  before the math and stored to the ring after it (hiding the loads behind
+  the math) where registers allow, stored before it otherwise. A stride
+  given by a size symbol gets two kernels, each launched under the
+  condition that selects it: 16-byte copies, or the width any stride
+  allows.
 - **f16 and bf16** run on tensor cores: ``ldmatrix`` (transposed for the
   ``km`` and ``kn`` tiles, which lie with M or N contiguous) feeds
   ``mma.sync`` m16n8k16 with f32 accumulators. Rows of the tile are
@@ -26,10 +28,13 @@ copies of tile ``kt + STAGES - 1`` are in flight.
 - **f32** runs on FMAs (no tf32, which rounds differently): a lane owns a
   (WM / 4) x (WN / 8) tile of C, its rows 4 apart and its columns 8 apart,
   and the tile rows are padded by 16 bytes instead of swizzled.
-- **The epilogue** works on registers: the accumulator (plus ``init``,
-  where C has an initial tensor), the dual GEMM's second accumulator, the
-  epilogue's tensors read at the point, then the cast to C's type and a
-  masked store (pairs of columns in one store where C's rows allow).
+- **The epilogue** works on registers: the accumulator (started at
+  ``init_value``, plus ``init`` where C has an initial tensor), the dual
+  GEMM's second accumulator (started at zero), the epilogue's tensors read
+  at the point, then the cast to C's type and a masked store (pairs of
+  columns in one store where C's rows allow).
+
+SPLITK must be 1: one block reduces all of K.
 """
 
 from __future__ import annotations
