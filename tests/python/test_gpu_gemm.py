@@ -258,6 +258,7 @@ def interpret(spec: GemmSpec, sizes: dict[str, int], seed: int) -> tuple[np.ndar
     kernels = emit_gemm(spec, "sm_80")
     env = dict(sizes)
     (kernel,) = [k for k in kernels if k.launch.when is None or eval(k.launch.when, {}, env)]
+    print(f"{kernel.name} (of {len(kernels)})")
     size = {**env, "cdiv": lambda a, b: -(-a // b)}
     tensors = {t.name: t for t in [spec.a, spec.b, spec.b2, spec.init, spec.c] if t is not None}
     if spec.epilogue:
@@ -282,6 +283,8 @@ def numeric_specs() -> list[tuple[GemmSpec, dict[str, int]]]:
     for i, (dtype, (al, bl)) in enumerate(zip(("f16", "bf16", "f32", "f16"), LAYOUTS, strict=True)):
         found.append((gemm(f"num{i}", dtype, 37, 45, 50, (al, bl), tile=SMALL, init_value=0.5 * i), ragged))
         found.append((gemm(f"dyn{i}", dtype, "m", "n", "k", (al, bl), tile=SMALL), {"m": 40, "n": 48, "k": 64}))
+    for dtype in ("f32", "bf16"):  # the kernels for strides a size symbol leaves unaligned
+        found.append((gemm(f"odd_{dtype}", dtype, "m", "n", "k", ("km", "nk"), tile=SMALL), ragged))
     b2 = Tensor("dual_b2", "bf16", (72, 40))
     found.append((gemm("dual", "bf16", 33, 40, 72, out="f16", b2=b2, epilogue=silu_mul(), tile=SMALL), {}))
     found.append((gemm("epi", "f16", "m", 24, 40, ("mk", "nk"), batch=(2,), out="f16", tile=SMALL,
