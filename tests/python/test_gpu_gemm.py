@@ -1,6 +1,7 @@
 """The Ampere-form GEMM emitter (prism.codegen.gpu.gemm): kernels for every input type, layout, ragged and
 dynamic sizes, batch, epilogues, dual GEMMs and initial tensors, assembled by ptxas for sm_80 and sm_90a
-without spills; and the tiles it refuses, with the reason."""
+without spills; their results, run by the reference interpreter (kernel_interpreter.py) against numpy; and
+the tiles it refuses, with the reason."""
 
 from __future__ import annotations
 

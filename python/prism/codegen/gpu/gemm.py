@@ -67,7 +67,7 @@ MAX_ACCUMULATORS = 128
 CHUNK_BYTES = 16  # one cp.async, one ldmatrix row
 # Registers for the accumulators and the element-loaded chunks held across the math: beyond, the chunks are
 # stored to shared memory before it.
-HELD_REGISTERS = 160
+HELD_REGISTERS = 144
 SIMT_PAD_BYTES = 16  # padding after each row of an f32 tile: rows 4 apart fall in different banks
 WS = "#gpu.address_space<workgroup>"
 TENSOR_CORE_TYPES = ("f16", "bf16")
@@ -403,20 +403,17 @@ class GemmWriter:
         t, stages = self.t, self.tile.STAGES
         ktiles = self.op("ceildivui", self.sizes["k"], self.tile.BK, "ktiles")
         for s in range(stages - 1):
-            pending = self.start_tile(t.const(s), t.const(s))
-            self.finish_tile(pending, t.const(s))
+            self.start_tile(t.const(s), t.const(s), hold=False)
         init, typ = self.initial_accumulators()
         with t.for_carried(t.const(0), ktiles, t.const(1), init, typ, ("kt", "acc", "accs")) as loop:
             t.add(f"nvvm.cp.async.wait.group {stages - 2}")
             t.add("gpu.barrier")
             ahead = self.op("addi", loop.iv, stages - 1)
             slot = self.op("remui", ahead, stages, "slot")
-            pending = self.start_tile(ahead, slot)
-            if not self.hold_loads():
-                pending = self.finish_tile(pending, slot)
+            pending = self.start_tile(ahead, slot, hold=self.hold_loads())
             base = self.op("remui", loop.iv, stages, "slot")
             accs = self.compute_mma(loop.args, base) if self.mma else self.compute_fma(loop.args, base)
-            self.finish_tile(pending, slot)
+            self.finish_tile(pending)
             t.yield_(accs, [typ] * len(accs))
         t.add("nvvm.cp.async.wait.group 0")
         return loop.results
@@ -432,29 +429,33 @@ class GemmWriter:
             values += [self.t.value(f"arith.constant {literal} : {typ}", "zero")] * count
         return values, typ
 
-    def start_tile(self, k_tile: str, slot: str) -> list[tuple[_Operand, list[tuple[str, str]]]]:
+    def start_tile(self, k_tile: str, slot: str, hold: bool) -> list[tuple[_Operand, list[tuple[str, str]]]]:
         """Start copying K tile ``k_tile`` of every operand into ``slot``: cp.async where rows allow (one group),
-        element loads into registers for the others, returned to be stored by :meth:`finish_tile`."""
+        element loads for the others. With ``hold``, the loaded chunks are returned, to be stored by
+        :meth:`finish_tile` after the math; without, each is stored as soon as loaded. A loop over each
+        thread's copies keeps one copy's addresses live at a time."""
         t, pending = self.t, []
         for op in self.operands:
             count = self.copies_per_thread(op.stored)
-            if op.width:
+            if op.width or not hold:
                 with t.for_(t.const(0), t.const(count), t.const(1), "cp") as i:
-                    self.async_copies(op, *self.chunk(op, k_tile, slot, i))
+                    src, dst, n = self.chunk(op, k_tile, slot, i)
+                    if op.width:
+                        self.async_copies(op, src, dst, n)
+                    else:
+                        self.finish_tile([(op, [(dst, self.load_chunk(op, src, n))])])
             else:
                 chunks = [self.chunk(op, k_tile, slot, i) for i in range(count)]
                 pending.append((op, [(dst, self.load_chunk(op, src, n)) for src, dst, n in chunks]))
         t.add("nvvm.cp.async.commit.group")
         return pending
 
-    def finish_tile(self, pending: list[tuple[_Operand, list[tuple[str, str]]]], slot: str) -> list:
-        """Store the element-loaded chunks into their slot (16-byte aligned stores into shared memory); nothing
-        is pending after."""
+    def finish_tile(self, pending: list[tuple[_Operand, list[tuple[str, str]]]]) -> None:
+        """Store the element-loaded chunks into their slot (16-byte aligned stores into shared memory)."""
         for op, chunks in pending:
             for dst, value in chunks:
                 self.t.add(f"vector.store {value}, {op.ring}[{dst}] {{alignment = {CHUNK_BYTES}}} : "
                            f"{self.ring_type(op)}, vector<{op.stored.vec}x{self.dtype}>")
-        return []
 
     def hold_loads(self) -> bool:
         """Whether the element loads of the next tile stay in registers while the block computes (hiding their
