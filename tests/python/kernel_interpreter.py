@@ -95,12 +95,26 @@ class Buffer:
     data: np.ndarray
     elt: str
     shared: bool = False
+    offset: int = 0  # bytes from the start of the (aligned) allocation
 
     def __post_init__(self) -> None:
         if self.shared:
             n = self.data.shape[0]
             self.w_epoch, self.w_thread = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
             self.r_epoch, self.r_thread = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+
+
+def check_alignment(buffer: Buffer, index: np.ndarray, mask: np.ndarray, alignment: int, what: str) -> None:
+    """Raise MisalignedError where an active thread's address of element ``index`` is not ``alignment``-aligned."""
+    address = buffer.offset + index * BYTES.get(buffer.elt, buffer.data.itemsize)
+    bad = mask & (address % alignment != 0)
+    if bad.any():
+        raise MisalignedError(f"{what}: thread {int(np.argmax(bad))} at byte {int(address[bad][0])}, "
+                              f"not {alignment}-byte aligned")
+
+
+class MisalignedError(AssertionError):
+    """An access wider than its element at an address not aligned to its width (a fault on the device)."""
 
 
 class RaceError(AssertionError):
@@ -239,7 +253,7 @@ def _view(block: Block, op: Op, args: list, mask: np.ndarray) -> Buffer:
     offset = block.uniform(args[1], mask)
     elt = element_type(op.types[0])
     count = int(op.types[0].split("<", 1)[1].split("x")[0])
-    buffer = Buffer(np.zeros(count, FLOATS.get(elt, np.float32)), elt, shared=True)
+    buffer = Buffer(np.zeros(count, FLOATS.get(elt, np.float32)), elt, shared=True, offset=offset)
     size = count * BYTES[elt]
     for other_offset, other_size in block.views:
         if offset < other_offset + other_size and other_offset < offset + size:
@@ -268,12 +282,16 @@ def _vector_load(block: Block, op: Op, args: list, mask: np.ndarray) -> np.ndarr
     buffer, index = args
     width = int(op.types[0].split("<")[1].split("x")[0])
     idx = np.stack([_check(buffer, index + i, mask, "vector.load") for i in range(width)], axis=1)
+    if "alignment" in op.attrs:
+        check_alignment(buffer, index, mask, op.attrs["alignment"].value, "vector.load")
     track_reads(block, buffer, idx[mask].reshape(-1), np.repeat(np.flatnonzero(mask), width))
     return buffer.data[idx]
 
 
 def _vector_store(block: Block, op: Op, args: list, mask: np.ndarray) -> None:
     value, buffer, index = args
+    if "alignment" in op.attrs:
+        check_alignment(buffer, index, mask, op.attrs["alignment"].value, "vector.store")
     for i in range(value.shape[1]):
         idx = _check(buffer, index + i, mask, "vector.store")
         track_writes(block, buffer, idx[mask], np.flatnonzero(mask), False)
@@ -327,6 +345,9 @@ def _async_copy(block: Block, op: Op, args: list, mask: np.ndarray) -> None:
     dst, dst_index, src, src_index = args[:4]
     count = op.attrs["dstElements"].value
     source_count = args[4] if len(args) > 4 else np.full(block.threads, count)
+    size = count * BYTES[dst.elt]
+    check_alignment(src, src_index, mask, size, "cp.async source")
+    check_alignment(dst, dst_index, mask, size, "cp.async destination")
     for e in range(count):
         reads = mask & (e < source_count)
         index = _check(src, src_index + e, reads, "cp.async source")
@@ -360,6 +381,7 @@ def _ldmatrix(block: Block, op: Op, args: list, mask: np.ndarray) -> np.ndarray:
             rows = []
             for r in range(8):
                 row = _check(buffer, np.arange(8) + int(index[w + 8 * i + r]), np.ones(8, bool), "ldmatrix")
+                check_alignment(buffer, row[:1], np.ones(1, bool), 16, "ldmatrix row")
                 track_reads(block, buffer, row, np.full(8, COLLECTIVE))
                 rows.append(buffer.data[row])
             matrix = np.stack(rows).T if transpose else np.stack(rows)
