@@ -292,6 +292,8 @@ def numeric_specs() -> list[tuple[GemmSpec, dict[str, int]]]:
                        epilogue=bias_residual("epi", "m", 24, (2,))), {"m": 19}))
     for i, (dtype, (al, bl)) in enumerate(zip(("f16", "f32", "bf16"), LAYOUTS[1:], strict=True)):
         found.append((gemm(f"big{i}", dtype, 130, 136, 72, (al, bl)), {}))  # the default tile, 2 x 2 blocks
+    # odd strides on both sides at the default tile: element loads stored before the math (registers are short)
+    found.append((gemm("big_odd", "f16", 131, 135, 40, ("km", "kn")), {}))
     init = Tensor("init_c0", "f32", (2, 20, 36))
     found.append((gemm("init", "f32", 20, 36, 24, batch=(2,), init=init, tile=SMALL), {}))
     return found
