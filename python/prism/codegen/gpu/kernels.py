@@ -42,6 +42,8 @@ def emit_step(step: Step, chip: str) -> list[Kernel]:
 # 128 x 128 x 64 block of two consumer warpgroups, four stages deep; and the mma.sync kernel's.
 WGMMA_TILE = GemmTile(BM=128, BN=128, BK=64, WM=64, WN=128, STAGES=4)
 MMA_SYNC_TILE = GemmTile()
+# A dual GEMM holds two accumulators: half the warp tile.
+MMA_SYNC_DUAL_TILE = GemmTile(BM=128, BN=64, BK=32, WM=64, WN=32, STAGES=3)
 
 
 def _gemm(spec: GemmSpec, chip: str) -> list[Kernel]:
@@ -57,7 +59,7 @@ def _gemm(spec: GemmSpec, chip: str) -> list[Kernel]:
     from prism.codegen.gpu.gemm import emit_gemm, gemm_tile_problem
     if gemm_tile_problem(spec, chip) is None:
         return emit_gemm(spec, chip)
-    fallback = _with_tile(spec, MMA_SYNC_TILE)
+    fallback = _with_tile(spec, MMA_SYNC_DUAL_TILE if spec.b2 is not None else MMA_SYNC_TILE)
     problem = gemm_tile_problem(fallback, chip)
     if problem:
         raise UnsupportedOp(f"GEMM {spec.name}: {problem}")
