@@ -26,8 +26,9 @@ from prism.codegen.text import TextBuilder
 from prism.infra.errors import PrismError
 from prism.runtime.gpu_check import numpy_dtype, run_tiled
 
-# Relative error of one rounding to each output type, with headroom for f32 accumulation.
-TOLERANCE = {"f16": 4e-3, "bf16": 2e-2, "f32": 2e-5}
+# Twice the unit roundoff of each output type (f32: with room for the accumulation's roundings), relative to
+# the largest magnitude of the result.
+TOLERANCE = {"f16": 1e-3, "bf16": 8e-3, "f32": 2e-6}
 
 
 def draw(rng: np.random.Generator, tensor: Tensor, shape: tuple[int, ...], scale: float = 1.0) -> np.ndarray:
@@ -39,11 +40,11 @@ def wide(array: np.ndarray) -> np.ndarray:
     return np.asarray(array, dtype=np.float64)
 
 
-def assert_close(got: np.ndarray, want: np.ndarray, dtype: str, atol: float = 1e-4) -> None:
+def assert_close(got: np.ndarray, want: np.ndarray, dtype: str) -> None:
     """``got`` (of ``dtype``) within a rounding of ``dtype`` of ``want``, relative to the largest magnitude."""
     scale = max(float(np.abs(want).max()), 1.0)
     error = float(np.abs(wide(got) - want).max())
-    assert error <= TOLERANCE[dtype] * scale + atol, f"max error {error} (scale {scale})"
+    assert error <= TOLERANCE[dtype] * scale, f"max error {error} (scale {scale})"
 
 
 # -- scalar functions ---------------------------------------------------------------------------------------------
@@ -188,7 +189,8 @@ def softmax_spec(x: Tensor, y: Tensor, cols: tuple, top: Tensor | None = None) -
 
 
 def test_softmax_over_two_dimensions_with_its_max(rng: np.random.Generator) -> None:
-    x, y, top = Tensor("x", "bf16", (5, "r", 7, 19)), Tensor("y", "f32", (5, "r", 7, 19)), Tensor("top", "f32", (5, "r"))
+    x, y = Tensor("x", "bf16", (5, "r", 7, 19)), Tensor("y", "f32", (5, "r", 7, 19))
+    top = Tensor("top", "f32", (5, "r"))
     xs = draw(rng, x, (5, 3, 7, 19), scale=3.0)
     out = run_tiled([softmax_spec(x, y, (7, 19), top)], {"x": xs}, [y, top], [], {"r": 3})
     e = np.exp(wide(xs) - wide(xs).max(axis=(2, 3), keepdims=True))
@@ -234,20 +236,20 @@ def run_attention(rng: np.random.Generator, spec: AttentionSpec, sizes: dict[str
 def test_ragged_attention_prefill(rng: np.random.Generator, causal: bool) -> None:
     spec = attention((2,), "sq", 150, 32, 48, causal=causal)
     got, want = run_attention(rng, spec, {"sq": 100})
-    assert_close(got, want, "f16", atol=2e-3)
+    assert_close(got, want, "f16")
 
 
 def test_causal_prefill_with_keys_in_dn_layout(rng: np.random.Generator) -> None:
     spec = attention((2, 3), 70, "skv", 16, 16, dtype="bf16", k_layout="dn", causal=True)
     got, want = run_attention(rng, spec, {"skv": 70})
-    assert_close(got, want, "bf16", atol=2e-2)
+    assert_close(got, want, "bf16")
 
 
 @pytest.mark.parametrize("splits", [3, 0])
 def test_split_key_decode(rng: np.random.Generator, splits: int) -> None:
     spec = attention((2, 3), 1, "skv", 32, 40, splits=splits)
     got, want = run_attention(rng, spec, {"skv": 300})
-    assert_close(got, want, "f16", atol=2e-3)
+    assert_close(got, want, "f16")
 
 
 class NoRescale(TiledProgram):
@@ -259,11 +261,11 @@ class NoRescale(TiledProgram):
 
 @pytest.mark.parametrize("sq", [100, 1])
 def test_a_missing_rescale_is_caught(rng: np.random.Generator, sq: int) -> None:
-    spec = attention((2,), sq, 200, 32, 32, splits=2)
+    spec = attention((8,), sq, 200, 32, 32, splits=2)  # the max grows in a later key tile of many rows
     got, want = run_attention(rng, spec, {}, program=NoRescale)
     assert np.isfinite(wide(got)).all()
     with pytest.raises(AssertionError, match="max error"):
-        assert_close(got, want, "f16", atol=2e-3)
+        assert_close(got, want, "f16")
 
 
 # -- pointwise and generic ----------------------------------------------------------------------------------------

@@ -222,6 +222,7 @@ class TiledProgram:
         return self.b.value(f"{name} {', '.join(args)} : {typ}")
 
     def cdiv(self, a: str, b: str) -> str:
+        """``ceil(a / b)`` of indices."""
         return self.op("arith.ceildivsi", a, b)
 
     def clip(self, tile: int, extent: str, start: str) -> str:
@@ -259,6 +260,7 @@ class TiledProgram:
         return tensor
 
     def free(self, tensor: Tensor) -> None:
+        """Free a :meth:`workspace`."""
         self.b.add(f"memref.dealloc {self.buffers.pop(tensor.name)[1]} : {tensor.memref}")
 
     def scratch(self, shape: Sequence[int], hint: str = "s") -> str:
@@ -307,6 +309,7 @@ class TiledProgram:
         return self.b.value(f"{op} {value} : {src} to {dst}")
 
     def f32(self, value: str, dtype: str) -> str:
+        """``value`` of ``dtype`` as f32."""
         return self.convert(value, dtype, "f32")
 
     def operands(self, fn: ScalarFn, point: Sequence[str], known: dict[str, str]) -> list[str]:
@@ -323,12 +326,15 @@ class TiledProgram:
         return values
 
     def exp(self, x: str) -> str:
+        """``exp(x)`` of an f32."""
         return self.b.value(f"math.exp {x} : f32")
 
     def add(self, x: str, y: str) -> str:
+        """``x + y`` of f32s."""
         return self.op("arith.addf", x, y, typ="f32")
 
     def mul(self, x: str, y: str) -> str:
+        """``x * y`` of f32s."""
         return self.op("arith.mulf", x, y, typ="f32")
 
     def lead(self, batch: Sequence[str], tensor: Tensor, inner: int = 2) -> list[str]:
@@ -457,6 +463,7 @@ class TiledProgram:
         self.loops([tile.rows, tile.cols], lambda ivs: body(ivs[0], ivs[1]))
 
     def fill_tile(self, tile: _Tile, accs: list[str], value: Callable[[str, str], str]) -> None:
+        """Store ``value(i, j)`` at each element of the tile in each of ``accs``."""
         def body(i: str, j: str) -> None:
             for acc in accs:
                 self.put(value(i, j), acc, i, j)
@@ -475,9 +482,8 @@ class TiledProgram:
         self.fill_tile(tile, accs[1:], lambda _i, _j: self.const(0.0))
         return accs
 
-    def gemm_operand(self, spec: GemmSpec, tensor: Tensor, batch: list[str], row: str, k: str) -> str:
-        """An input element as f32: A at (m, k) or B at (n, k), in its layout."""
-        layout = spec.a_layout if tensor is spec.a else spec.b_layout
+    def gemm_operand(self, tensor: Tensor, layout: str, batch: list[str], row: str, k: str) -> str:
+        """An input element as f32: A at (row=m, k) or B at (row=n, k), in its ``layout``."""
         inner = [row, k] if layout in ("mk", "nk") else [k, row]
         return self.f32(self.load(tensor, [*self.lead(batch, tensor), *inner]), tensor.dtype)
 
@@ -491,8 +497,8 @@ class TiledProgram:
                 for acc, b in zip(accs, self.products(spec), strict=True):
                     def product(kk: str, run: str, b: Tensor = b) -> str:
                         k = self.op("arith.addi", k0, kk)
-                        x = self.gemm_operand(spec, spec.a, tile.batch, m, k)
-                        return self.add(run, self.mul(x, self.gemm_operand(spec, b, tile.batch, n, k)))
+                        x = self.gemm_operand(spec.a, spec.a_layout, tile.batch, m, k)
+                        return self.add(run, self.mul(x, self.gemm_operand(b, spec.b_layout, tile.batch, n, k)))
                     self.put(self.reduce(depth, self.get(acc, i, j), product), acc, i, j)
             self.tile_loops(tile, element)
 
