@@ -130,9 +130,10 @@ def test_dual_gemm_silu_mul(rng: np.random.Generator) -> None:
 
 
 def test_split_k_gemm_into_an_init(rng: np.random.Generator) -> None:
-    init = Tensor("init", "f32", (77, 100))
-    spec = gemm("f16", "f32", 77, 100, 100, init=init, tile=GemmTile(BM=64, BN=64, BK=32, SPLITK=3))
-    a, b, c0 = draw(rng, spec.a, (77, 100)), draw(rng, spec.b, (100, 100)), draw(rng, init, (77, 100))
+    """K = 100 in shares of two BK slices: one whole share, one ragged, one empty."""
+    init = Tensor("init", "f32", (2, 77, 100))
+    spec = gemm("f16", "f32", 77, 100, 100, batch=(2,), init=init, tile=GemmTile(BM=64, BN=64, BK=32, SPLITK=3))
+    a, b, c0 = draw(rng, spec.a, (2, 77, 100)), draw(rng, spec.b, (2, 100, 100)), draw(rng, init, (2, 77, 100))
     out = run_tiled([spec], {"a": a, "b": b, "init": c0}, [spec.c], [], {})["c"]
     assert_close(out, wide(c0) + product(spec, a, b), "f32")
 
@@ -279,6 +280,15 @@ def test_pointwise_transpose_and_cast(rng: np.random.Generator) -> None:
     out = run_tiled([spec], {"x": xs}, [y], [], {"m": 45})["y"]
     assert out.dtype == ml_dtypes.bfloat16
     np.testing.assert_array_equal(out, xs.T.astype(ml_dtypes.bfloat16))
+
+
+def test_pointwise_math_without_an_intrinsic_calls_libm(rng: np.random.Generator) -> None:
+    x, y = Tensor("x", "f16", (3, 50)), Tensor("y", "f16", (3, 50))
+    spec = PointwiseSpec("erf", y, ScalarFn((Operand("tensor", x, (0, 1)),), "f16",
+                                            lambda b, v, p: b.value(f"math.erf {v[0]} : f16")))
+    xs = draw(rng, x, (3, 50))
+    out = run_tiled([spec], {"x": xs}, [y], [], {})["y"]
+    assert_close(out, np.vectorize(math.erf)(wide(xs)), "f16")
 
 
 def test_generic_reduction_over_the_middle_dimension(rng: np.random.Generator) -> None:
