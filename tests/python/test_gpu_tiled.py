@@ -262,8 +262,16 @@ class NoRescale(TiledProgram):
 
 @pytest.mark.parametrize("sq", [100, 1])
 def test_a_missing_rescale_is_caught(rng: np.random.Generator, sq: int) -> None:
-    spec = attention((8,), sq, 200, 32, 32, splits=2)  # the max grows in a later key tile of many rows
-    got, want = run_attention(rng, spec, {}, program=NoRescale)
+    """Scores that grow along the keys (positive queries, keys plus a ramp) raise every row's max in each later
+    key tile, where the rescale matters."""
+    spec = attention((2,), sq, 200, 32, 32, splits=2)
+    data = attention_inputs(rng, spec, {})
+    data["q"] = np.abs(data["q"])
+    ramp = np.linspace(0, 3, 200, dtype=np.float32)[None, :, None]
+    data["k"] = (data["k"].astype(np.float32) + ramp).astype(np.float16)
+    want = attention_np(spec, data)
+    assert_close(run_tiled([spec], data, [spec.o], [], {})["o"], want, "f16")
+    got = run_tiled([spec], data, [spec.o], [], {}, program=NoRescale)["o"]
     assert np.isfinite(wide(got)).all()
     with pytest.raises(AssertionError, match="max error"):
         assert_close(got, want, "f16")
