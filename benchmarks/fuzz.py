@@ -396,6 +396,23 @@ def check_host(program: Program, rng: np.random.Generator) -> tuple[str, str]:
     return "ok", ""
 
 
+def check_tiled(program: Program, rng: np.random.Generator) -> tuple[str, str]:
+    """Optimize for an H200 and run the GPU kernels' tiled program on the host; compare with float64 numpy."""
+    import prism
+
+    try:
+        run = prism.compile(program.text, target="h200", emit="mlir").tiled(program.name)
+        inputs = program.inputs(rng)
+        got = run(*inputs)
+    except prism.PrismError as error:
+        return "refused", _reason(error)
+    precision = "f16" if any(a.dtype == "f16" for a in program.args) else "f32"
+    for result, value in zip(got, program.results, strict=True):
+        if not _close(result, value.evaluate(inputs), precision):
+            return "wrong", f"{value.name} differs from numpy in the GPU's tiled program"
+    return "ok", ""
+
+
 def check_gpu(program: Program) -> tuple[str, str]:
     """Optimize and lower for an H200, then assemble the PTX module with ptxas for sm_90a; a function left off
     the GPU (with a remark) makes the program refused."""

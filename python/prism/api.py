@@ -10,6 +10,8 @@ extents and returns tables that choose a schedule per size in microseconds.
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +71,26 @@ class CompiledModule:
         if self.ptx is None:
             raise TargetError("no PTX was produced: compile with a GPU target and emit='ptx'")
         return ptx_text(self.ptx)
+
+    def tiled(self, name: str | None = None) -> Callable[..., tuple[np.ndarray, ...]]:
+        """For a GPU target, a callable running function ``name`` (or the only one) as its *tiled program* on
+        the host: the kernels Prism plans for the GPU, with their tiles, masked edges, fusions and online
+        softmax, short of mapping threads. It takes numpy arrays and returns the tuple of results.
+
+        This checks the GPU kernels' arithmetic without a GPU; it does not replace running them on one.
+        """
+        from prism.runtime.gpu_check import run_planned
+
+        chosen = get_target(self.target)
+        if getattr(chosen, "artifact", None) != "ptx":
+            raise TargetError(f"tiled() runs the GPU's tiled program; target '{self.target}' is not a GPU Prism "
+                              "lowers for")
+        functions = re.findall(r"func\.func @([\w$.]+)", self.mlir)
+        if name is None:
+            if len(functions) != 1:
+                raise PrismError(f"the module has functions {', '.join(functions)}: name one")
+            name = functions[0]
+        return lambda *arrays: run_planned(self.mlir, chosen.chip, name, arrays)
 
     def jit(self, name: str | None = None) -> Callable[..., Any]:
         """A Python callable running function ``name`` (or the only one) on the host.

@@ -125,3 +125,30 @@ def run_tiled(specs: Sequence[Spec], inputs: dict[str, np.ndarray], outputs: lis
         raise PrismError(f"no value for size symbols {symbols}")
     compiled([buffers[t.name] for t in compiled.function.tensors], [sizes[s] for s in compiled.function.sizes])
     return {t.name: buffers[t.name].reshape(shape_of(t, sizes)) for t in outputs}
+
+
+def run_planned(module_text: str, chip: str, name: str, arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """Function ``name`` of ``module_text`` (tensor-level, as ``prism.compile`` optimizes it) planned for the GPU
+    ``chip`` (:mod:`prism.codegen.gpu.plan`), run as its tiled program on the host: its results, in order.
+
+    The check that needs no GPU: the plan's kernels, their tiles, masks and fusions computed as the kernels
+    compute them, short of mapping threads.
+    """
+    from prism.codegen.gpu import GpuLowering
+    from prism.codegen.gpu.manifest import bind_sizes
+    from prism.infra.passbase import PassContext
+
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(module_text)
+        lowering = GpuLowering(chip, PassContext())
+        lowering.plan(module)
+        plans = {p.name: p for p in lowering.plans}
+        if name not in plans:
+            raise PrismError(f"no function @{name} runs on the GPU (it has: {', '.join(sorted(plans))})")
+        plan = plans[name]
+        if len(arrays) != len(plan.inputs):
+            raise PrismError(f"@{name} takes {len(plan.inputs)} arguments, got {len(arrays)}")
+        inputs = {t.name: np.asarray(a).astype(numpy_dtype(t.dtype)) for t, a in zip(plan.inputs, arrays)}
+        sizes = bind_sizes(plan.sizes, {k: v.shape for k, v in inputs.items()})
+        outputs = run_tiled([step.spec for step in plan.steps], inputs, plan.outputs, plan.temporaries, sizes)
+    return tuple(outputs[t.name] for t in plan.outputs)

@@ -21,7 +21,9 @@ tensor map the device address of a 128-byte ``CUtensorMap``.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import operator
 
 from prism.codegen.gpu.plan import FunctionPlan
 from prism.codegen.gpu.ptx import MODULE_NAME
@@ -61,3 +63,35 @@ def manifest(chip: str, plans: list[FunctionPlan], kernels: dict[str, list[Kerne
     """The manifest of one compilation (see the module docstring)."""
     return {"version": VERSION, "chip": chip, "module": MODULE_NAME,
             "functions": {p.name: function_manifest(p, kernels[p.name]) for p in plans}}
+
+
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+_CALLS = {"cdiv": lambda a, b: -(-a // b), "min": min, "max": max}
+
+
+def evaluate(expression: int | str, sizes: dict[str, int]) -> int:
+    """The value of a manifest expression (integers, size symbols, ``+ - * //``, ``cdiv``, ``min``, ``max``)."""
+    if isinstance(expression, int):
+        return expression
+    return _walk(ast.parse(expression, mode="eval").body, sizes)
+
+
+def _walk(node: ast.AST, sizes: dict[str, int]) -> int:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.Name):
+        return sizes[node.id]
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        return _BINARY[type(node.op)](_walk(node.left, sizes), _walk(node.right, sizes))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CALLS:
+        return _CALLS[node.func.id](*(_walk(a, sizes) for a in node.args))
+    raise ValueError(f"not a manifest expression: {ast.unparse(node)}")
+
+
+def bind_sizes(sizes: dict[str, dict], inputs: dict[str, tuple[int, ...]]) -> dict[str, int]:
+    """Each size symbol's value, from the inputs' shapes (by name) and the expressions of those before it."""
+    values: dict[str, int] = {}
+    for symbol, source in sizes.items():
+        values[symbol] = evaluate(source["expr"], values) if "expr" in source \
+            else inputs[source["input"]][source["dim"]]
+    return values
