@@ -446,7 +446,7 @@ class _Planner:
             if fill_value(v) is not None and v not in self.materialized:
                 self._materialize_fill(v, at)
             inputs.append(self.buffers.tensor(v))
-            input_maps.append(str(m))
+            input_maps.append(str(ir.AffineMapAttr.get(m)))
         outs = list(op.operands)[n_in:]
         inits = []
         for v in outs:
@@ -468,7 +468,7 @@ class _Planner:
         loops = _loop_extents(op, self.buffers)
         spec = GenericSpec(self._kname("loops"), tuple(loops), tuple(_iterators(op)), tuple(inputs),
                            tuple(input_maps), tuple(self.buffers.tensor(r) for r in op.results),
-                           tuple(str(m) for m in _maps(op)[n_in:]), tuple(inits), body)
+                           tuple(str(ir.AffineMapAttr.get(m)) for m in _maps(op)[n_in:]), tuple(inits), body)
         self._add("loops", spec, [op], list(op.results), at)
 
     def _copies(self, op: ir.Operation, at: int) -> None:
@@ -481,8 +481,8 @@ class _Planner:
                 self._materialize_fill(source, at)
             loops = ", ".join(f"d{i}" for i in range(len(shape)))
             spec = GenericSpec(self._kname("copy"), tuple(shape), ("parallel",) * len(shape),
-                               (self.buffers.tensor(source),), (f"({loops}) -> ({in_map})",), (out,),
-                               (f"({loops}) -> ({out_map})",), (None,),
+                               (self.buffers.tensor(source),), (f"affine_map<({loops}) -> ({in_map})>",), (out,),
+                               (f"affine_map<({loops}) -> ({out_map})>",), (None,),
                                lambda tb, values, outputs, indices: [values[0]])
             self._add("copy", spec, [op] if k == len(pieces) - 1 else [], [result], at)
 
@@ -562,7 +562,11 @@ class _RowGroup:
         return len(ir.RankedTensorType(v.type).shape) == len(self.rows)
 
     def spec(self, name: str) -> RowSpec | None:
+        """The group's row kernel. Its elementwise members are recomputed wherever the group reads them (never
+        read back from a buffer the same kernel writes); those read outside the group are its outputs."""
         nrows, ncols = len(self.rows), len(self.cols)
+        elementwise_members = [op for op in self.ops if op not in self.reductions]
+        self.p.inlined_ops.update(elementwise_members)
         specials: dict[ir.Value, Special] = {}
         reductions = []
         for k, op in enumerate(self.reductions):
@@ -578,18 +582,12 @@ class _RowGroup:
             if not outside and not self.p._returned(value):
                 continue
             per_row = self._per_row(value)
-            rank = nrows if per_row else nrows + ncols
-            if value in specials:
-                fn = self.p.composer.fn(value, tuple(range(rank)), specials)
-            else:
-                self.p.inlined_ops.add(op)
-                fn = self.p.composer.fn(value, tuple(range(rank)), specials)
-                self.p.inlined_ops.discard(op)
+            fn = self.p.composer.fn(value, tuple(range(nrows if per_row else nrows + ncols)), specials)
             outputs.append(RowOutput(self.p.buffers.tensor(value), fn, per_row))
             self.produced.append(value)
-        for op in self.ops:
-            if op not in self.reductions and op.results[0] not in self.produced:
-                self.p.inlined_ops.add(op)
+        for op in elementwise_members:
+            if op.results[0] in self.produced:
+                self.p.inlined_ops.discard(op)
         if not outputs:
             return None
         return RowSpec(name, tuple(self.rows), tuple(self.cols), tuple(reductions), tuple(outputs))
