@@ -63,7 +63,7 @@ class AttentionTile:
     BQ: int = 64
     BK: int = 64
     DECODE_BK: int = 32
-    DECODE_WARPS: int = 4
+    DECODE_WARPS: int = 2
 
     def __post_init__(self) -> None:
         for name, value, allowed in (("BQ", self.BQ, (16, 32, 64, 128)), ("BK", self.BK, (16, 32, 64, 128)),
@@ -305,22 +305,36 @@ class _Writer:
                   valid_rows: str | None, valid_cols: str | None, width: int, tid: str, workers: int) -> list[str]:
         """Copy a ``rows x cols`` tile from the tensor ``role`` at ``base`` (row stride ``stride``) to shared
         memory at ``dest`` (row stride ``dest_stride``) with cp.async of ``width`` elements, zero-filling the
-        rows from ``valid_rows`` and the columns from ``valid_cols`` on; ``workers`` threads share the chunks.
-        Returns the copies' tokens."""
+        rows from ``valid_rows`` and the columns from ``valid_cols`` on; ``workers`` threads share the chunks,
+        chunk c of a round going to thread c. Returns the copies' tokens."""
         t, (src, tensor) = self.t, self.tensors[role]
         per_row, tokens = cols // width, []
         total = rows * per_row
+        # When a round covers whole rows, a thread keeps its column and steps by whole rows: each chunk's
+        # addresses are then the thread's first plus a constant.
+        steady = workers % per_row == 0 and rows % (workers // per_row) == 0
+        if steady:
+            row0 = self.op("divui", tid, per_row)
+            col = self.op("muli", self.op("remui", tid, per_row), width)
+            first_at = self.op("addi", self.op("addi", base, self.op("muli", row0, stride)), col)
+            first_to = self.op("addi", self.op("addi", dest, self.op("muli", row0, dest_stride)), col)
         for i in range(-(-total // workers)):
-            chunk = self.op("addi", tid, i * workers)
-            if (i + 1) * workers > total:  # the last round has fewer chunks than workers: repeat the last one
-                chunk = self.op("minui", chunk, total - 1)
-            row, col = self.op("divui", chunk, per_row), self.op("muli", self.op("remui", chunk, per_row), width)
-            at = self.op("addi", self.op("addi", base, self.op("muli", row, stride)), col)
-            to = self.op("addi", self.op("addi", dest, self.op("muli", row, dest_stride)), col)
+            if steady:
+                step = i * (workers // per_row)
+                row = self.op("addi", row0, step)
+                at = self.op("addi", first_at, self.op("muli", stride, step))
+                to = self.op("addi", first_to, step * dest_stride)
+            else:
+                chunk = self.op("addi", tid, i * workers)
+                if (i + 1) * workers > total:  # the last round has fewer chunks than workers: repeat the last
+                    chunk = self.op("minui", chunk, total - 1)
+                row = self.op("divui", chunk, per_row)
+                col = self.op("muli", self.op("remui", chunk, per_row), width)
+                at = self.op("addi", self.op("addi", base, self.op("muli", row, stride)), col)
+                to = self.op("addi", self.op("addi", dest, self.op("muli", row, dest_stride)), col)
             count = self._valid_count(row, col, valid_rows, valid_cols, width)
-            extra = ""
-            if count is not None:  # cp.async reads no byte past a chunk's count: the address may lie outside
-                extra = f", {count}"
+            # cp.async reads no byte past a chunk's count: the address of an empty chunk may lie outside.
+            extra = "" if count is None else f", {count}"
             bypass = " {bypassL1}" if width * 2 == 16 else ""
             tokens.append(t.value(
                 f"nvgpu.device_async_copy {src}[{at}], {self.shared}[{to}], {width}{extra}{bypass} : "
@@ -526,7 +540,7 @@ class _Flash(_Writer):
     def scale_and_mask(self, s: list[list[str]], key0: str, row_limits: tuple[str, str]) -> list[list[str]]:
         """The scores in base 2 (times scale * log2 e), -inf where the key is masked: the lane's key of
         element e of tile j is key0 + 2 * (lane % 4) + 8 j + e % 2."""
-        factor = self.t.value(f"arith.constant {self.spec.scale * LOG2E!r} : f32", "scale")
+        factor = self.t.value(f"arith.constant {self.spec.scale * LOG2E:.9e} : f32", "scale")
         x = [[self.f("mulf", v, factor) for v in tile] for tile in s]
         if not self.mask:
             return x
