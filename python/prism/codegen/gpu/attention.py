@@ -42,7 +42,9 @@ INPUT_TYPES = ("f16", "bf16")
 OUTPUT_TYPES = ("f16", "bf16", "f32")
 # Opt-in dynamic shared memory per block and SM count, by chip (A100 for sm_80, H100/H200 for sm_90).
 CHIPS = {"sm_80": (163 * 1024, 108), "sm_90": (227 * 1024, 132), "sm_90a": (227 * 1024, 132)}
-# Registers a thread has beyond its fragments (addresses, loop state, softmax temporaries), and the most it may use.
+# Registers a thread has beyond its fragments (addresses, loop state, softmax temporaries), and the most it may
+# use: the flash kernels declare it (.maxnreg), since with their block size alone ptxas aims at three blocks per
+# SM and spills.
 REGISTER_OVERHEAD = 56
 REGISTER_LIMIT = 255
 # Decode blocks wanted per SM when the emitter chooses the split count: several, to hide the loads' latency.
@@ -644,7 +646,8 @@ def _prefill_kernel(spec: AttentionSpec, plan: AttentionPlan, tile: AttentionTil
         _store_rows(w, state, rows, sq, w.op("muli", w.op("muli", batch, sq), spec.dv))
         t.add("gpu.return")
     grid = (f"cdiv({spec.sq}, {tile.BQ}) * {numel_text(tuple(spec.batch))}", "1", "1")
-    return Kernel(name, t.function_text(), Launch(grid, (threads, 1, 1), plan.shared_bytes, w.params()))
+    return Kernel(name, t.function_text(), Launch(grid, (threads, 1, 1), plan.shared_bytes, w.params()),
+                  max_registers=REGISTER_LIMIT)
 
 
 def _causal_limit(w: _Flash, row: str, limit: str) -> str:
@@ -707,7 +710,8 @@ def _decode_kernel(spec: AttentionSpec, plan: AttentionPlan, tile: AttentionTile
                         t.add(f"memref.store {value}, {ssa}[{row}] : {tensor.memref}")
         t.add("gpu.return")
     grid = (f"{blocks} * {numel_text(tuple(spec.batch))}", "1", "1")
-    return Kernel(name, t.function_text(), Launch(grid, (threads, 1, 1), plan.shared_bytes, w.params()))
+    return Kernel(name, t.function_text(), Launch(grid, (threads, 1, 1), plan.shared_bytes, w.params()),
+                  max_registers=REGISTER_LIMIT)
 
 
 def _temporaries(spec: AttentionSpec, plan: AttentionPlan) -> list[Tensor]:
