@@ -50,6 +50,8 @@ SHAPES = {
     "k-dn": ((2, 8), 96, 1000, False, "dn"),
     "decode": ((2, 32), 1, 1024, False, "nd"),
     "decode-one": ((1, 1), 1, 4096, False, "nd"),
+    "no-batch": ((), 300, 700, True, "nd"),
+    "decode-dynamic": (("b", 4), 1, "kv", False, "nd"),
 }
 
 
@@ -147,7 +149,8 @@ def test_prefill_launch() -> None:
     assert launch.shared_bytes == 2 * (128 * 136 + 4 * 32 * 136)
     assert [(p.kind, p.name) for p in launch.params] == [("tensor", "q"), ("tensor", "k"), ("tensor", "v"),
                                                          ("tensor", "o"), ("size", "b"), ("size", "sq")]
-    assert kernel.text.startswith("gpu.func @attn_prefill(") and "known_block_size = array<i32: 256, 1, 1>" in kernel.text
+    assert kernel.text.startswith("gpu.func @attn_prefill(")
+    assert "known_block_size = array<i32: 256, 1, 1>" in kernel.text
     assert attention_temporaries(spec, "sm_90a") == []
 
 

@@ -401,8 +401,8 @@ class _Writer:
                     f"{{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, "
                     f"multiplicandAPtxType = #nvvm.mma_type<{self.et}>, "
                     f"multiplicandBPtxType = #nvvm.mma_type<{self.et}>, "
-                    f"shape = #nvvm.shape<m = 16, n = 8, k = 16>}} : ({self.register_type}, {self.register_type}, f32) -> {st}",
-                    "mma")
+                    f"shape = #nvvm.shape<m = 16, n = 8, k = 16>}} : "
+                    f"({self.register_type}, {self.register_type}, f32) -> {st}", "mma")
         return [t.value(f"llvm.extractvalue {d}[{i}] : {st}", "acc") for i in range(4)]
 
     def pack(self, x: str, y: str) -> str:
