@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import re
 
+import numpy as np
 import pytest
 
 from prism.codegen.gpu.attention import (
@@ -181,3 +183,68 @@ def test_decode_with_a_share_count_off_the_warps() -> None:
     spec = attention("bf16", ("b",), 1, "kv", 64, splits=5)
     _, resources = assemble(spec, "sm_80")
     assert len(resources) == 2 and all(r.spill_bytes == 0 for r in resources.values())
+
+
+# -- numerics: the kernels' text run by a lockstep interpreter of its ops (warp_simulator) ----------------------
+
+
+def simulate(spec: AttentionSpec, sizes: dict[str, int], tile: AttentionTile | None, seed: int):
+    """Run ``spec``'s kernels on random inputs of its element type; O as the kernels write it and numpy's
+    softmax(Q K^T * scale) V in float64 (NaN where a causal row sees no key)."""
+    from warp_simulator import Block, round_to
+
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+
+    def dims(shape: tuple[Dim, ...]) -> tuple[int, ...]:
+        return tuple(sizes[d] if isinstance(d, str) else d for d in shape)
+
+    arrays = {t.name: round_to(rng.standard_normal(dims(t.shape)), t.dtype).ravel() for t in (spec.q, spec.k, spec.v)}
+    for t in (spec.o, *attention_temporaries(spec, "sm_90a", tile)):
+        arrays[t.name] = np.full(math.prod(dims(t.shape)), np.nan)
+    scope = dict(sizes, cdiv=lambda a, b: -(-a // b))
+    for kernel in emit_attention(spec, "sm_90a", tile):
+        block = Block(kernel, arrays, sizes)
+        for block_id in range(eval(kernel.launch.grid[0], scope)):  # the grid expression over the sizes
+            block.run(block_id)
+    q, k, v = (arrays[t.name].reshape(dims(t.shape)) for t in (spec.q, spec.k, spec.v))
+    k_t = k if spec.k_layout == "dn" else np.swapaxes(k, -1, -2)
+    s = q @ k_t * spec.scale
+    if spec.causal:
+        rows, cols = s.shape[-2:]
+        s = np.where(np.arange(cols)[None, :] <= np.arange(rows)[:, None] + cols - rows, s, -np.inf)
+    with np.errstate(invalid="ignore"):
+        p = np.exp(s - s.max(-1, keepdims=True))
+        expected = p / p.sum(-1, keepdims=True) @ v
+    return arrays[spec.o.name].reshape(dims(spec.o.shape)), expected
+
+
+SMALL = AttentionTile(BQ=32, BK=32)
+NUMERIC_CASES = {
+    "ragged": (("f16", (2,), 40, 70, 16), {}, {}, SMALL),
+    "dv-apart": (("bf16", (2,), 40, 70, 32), {"dv": 48}, {}, SMALL),
+    "causal": (("f16", (1, 2), 37, 100, 16), {"causal": True}, {}, SMALL),
+    "causal-more-rows": (("bf16", (2,), 50, 30, 16), {"causal": True}, {}, SMALL),
+    "k-dn": (("f16", (2,), 33, 72, 16), {"k_layout": "dn"}, {}, SMALL),
+    "k-dn-4-byte-copies": (("f16", (2,), 33, 70, 16), {"k_layout": "dn"}, {}, SMALL),
+    "k-dn-element-copies": (("f16", (2,), 33, "kv", 16), {"k_layout": "dn", "causal": True}, {"kv": 51}, SMALL),
+    "dynamic": (("bf16", ("b",), "sq", 90, 16), {"causal": True}, {"b": 2, "sq": 45}, AttentionTile(BQ=16, BK=16)),
+    "default-tiles-f32-out": (("f16", (2,), 64, 128, 64), {"out": "f32"}, {}, None),
+    "decode": (("f16", (2, 3), 1, 300, 32), {}, {}, None),
+    "decode-given-splits": (("bf16", (2,), 1, "kv", 16), {"splits": 5}, {"kv": 77}, None),
+    "decode-no-batch": (("f16", (), 1, 130, 16), {"dv": 32}, {}, AttentionTile(DECODE_BK=16, DECODE_WARPS=4)),
+}
+
+
+@pytest.mark.parametrize("case", list(NUMERIC_CASES))
+def test_kernels_compute_attention(case: str) -> None:
+    """O matches softmax(Q K^T * scale) V within the rounding of P to the inputs' type; every row is
+    written, and a causal row that sees no key is zero."""
+    args, options, sizes, tile = NUMERIC_CASES[case]
+    spec = attention(*args, **options)
+    out, expected = simulate(spec, sizes, tile, seed=len(case))
+    assert not np.isnan(out).any()
+    reached = ~np.isnan(expected)
+    tolerance = 1e-2 if spec.q.dtype == "bf16" else 2e-3
+    np.testing.assert_allclose(out[reached], expected[reached], atol=tolerance, rtol=tolerance)
+    assert (out[~reached] == 0).all()
