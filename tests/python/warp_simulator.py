@@ -153,7 +153,8 @@ class Block:
             self.env[name] = value
         return None
 
-    def _value(self, op: str, rest: str, line: str, mask: np.ndarray):  # noqa: C901 - one dispatch over the op names
+    def _value(self, op: str, rest: str, line: str, mask: np.ndarray):
+        """The value of an arith or math op, else of a device op."""
         refs = re.findall(SSA, rest)
         n = self.threads
         if op == "arith.constant":
@@ -186,6 +187,11 @@ class Block:
             return round_to(self._v(refs[0]), rest.split(" to ")[-1].strip())
         if op == "arith.index_cast":
             return self._v(refs[0]).copy()
+        return self._device_value(op, rest, line, mask, refs)
+
+    def _device_value(self, op: str, rest: str, line: str, mask: np.ndarray, refs: list[str]):
+        """The value of a gpu, nvgpu, nvvm, vector, llvm or memref op."""
+        n = self.threads
         if op == "gpu.thread_id":
             return np.arange(n, dtype=np.int64)
         if op == "gpu.block_id":
