@@ -335,8 +335,9 @@ class _Writer:
                 at = self.op("addi", self.op("addi", base, self.op("muli", row, stride)), col)
                 to = self.op("addi", self.op("addi", dest, self.op("muli", row, dest_stride)), col)
             count = self._valid_count(row, col, valid_rows, valid_cols, width)
-            # cp.async reads no byte past a chunk's count: the address of an empty chunk may lie outside.
             extra = "" if count is None else f", {count}"
+            if count is not None:  # an empty chunk reads nothing, from the tensor's first element all the same
+                at = self.select(self.cmp("sgt", count, 0), at, t.const(0))
             bypass = " {bypassL1}" if width * 2 == 16 else ""
             tokens.append(t.value(
                 f"nvgpu.device_async_copy {src}[{at}], {self.shared}[{to}], {width}{extra}{bypass} : "
