@@ -266,7 +266,7 @@ class Block:
         counts = self._v(refs[4]) if len(refs) > 4 else np.full(self.threads, width)
         for t in range(self.threads):  # every thread copies (the kernels issue copies unconditionally)
             count = int(max(0, min(width, counts[t])))
-            if count and (at[t] < 0 or at[t] + count > src.size):
+            if at[t] < 0 or at[t] + max(count, 1) > src.size:  # even an empty chunk's address lies inside
                 raise IndexError(f"cp.async reads {refs[0]} out of bounds at {at[t]} (+{count})")
             if to[t] < 0 or to[t] + width > self.shared.size:
                 raise IndexError(f"cp.async writes shared memory out of bounds at {to[t]}")
