@@ -223,6 +223,7 @@ SMALL = AttentionTile(BQ=32, BK=32)
 NUMERIC_CASES = {
     "ragged": (("f16", (2,), 40, 70, 16), {}, {}, SMALL),
     "dv-apart": (("bf16", (2,), 40, 70, 32), {"dv": 48}, {}, SMALL),
+    "rows-of-6-chunks": (("f16", (2,), 40, 70, 48), {"dv": 80}, {}, SMALL),
     "causal": (("f16", (1, 2), 37, 100, 16), {"causal": True}, {}, SMALL),
     "causal-more-rows": (("bf16", (2,), 50, 30, 16), {"causal": True}, {}, SMALL),
     "k-dn": (("f16", (2,), 33, 72, 16), {"k_layout": "dn"}, {}, SMALL),

@@ -45,7 +45,7 @@ CHIPS = {"sm_80": (163 * 1024, 108), "sm_90": (227 * 1024, 132), "sm_90a": (227 
 # Registers a thread has beyond its fragments (addresses, loop state, softmax temporaries), and the most it may
 # use: the flash kernels declare it (.maxnreg), since with their block size alone ptxas aims at three blocks per
 # SM and spills.
-REGISTER_OVERHEAD = 56
+REGISTER_OVERHEAD = 44
 REGISTER_LIMIT = 255
 # Decode blocks wanted per SM when the emitter chooses the split count: several, to hide the loads' latency.
 DECODE_BLOCKS_PER_SM = 2
@@ -96,10 +96,12 @@ def is_decode(spec: AttentionSpec) -> bool:
     return spec.sq == 1
 
 
-def fragment_registers(d: int, dv: int, key_tile: int) -> int:
+def fragment_registers(d: int, dv: int, key_tile: int, copiers: int) -> int:
     """Registers per thread of a warp's 16-row tile: Q fragments (d/4), the O accumulator (dv/2), the
-    scores of a key tile (key_tile/2) and P packed in pairs (key_tile/4), plus the fixed overhead."""
-    return d // 4 + dv // 2 + key_tile // 2 + key_tile // 4 + REGISTER_OVERHEAD
+    scores of a key tile (key_tile/2) and P packed in pairs (key_tile/4); half a register per 16-byte
+    chunk the thread copies of a K and a V tile (their addresses); plus the fixed overhead."""
+    chunks = key_tile * (d + dv) // 8 // copiers
+    return d // 4 + dv // 2 + key_tile // 2 + key_tile // 4 + chunks // 2 + REGISTER_OVERHEAD
 
 
 def unit_elements(spec: AttentionSpec, rows: int, key_tile: int) -> int:
@@ -135,9 +137,9 @@ def plan_attention(spec: AttentionSpec, chip: str, tile: AttentionTile | None = 
         units, rows, key_tile = tile.DECODE_WARPS, MMA_ROWS, tile.DECODE_BK
         splits = choose_splits(spec, chip, tile) if chip in CHIPS else max(spec.splits, 1)
         return AttentionPlan(True, key_tile, units, splits, 2 * units * unit_elements(spec, rows, key_tile),
-                             fragment_registers(spec.d, spec.dv, key_tile))
+                             fragment_registers(spec.d, spec.dv, key_tile, WARP))
     return AttentionPlan(False, tile.BK, tile.BQ // MMA_ROWS, 0, 2 * unit_elements(spec, tile.BQ, tile.BK),
-                         fragment_registers(spec.d, spec.dv, tile.BK))
+                         fragment_registers(spec.d, spec.dv, tile.BK, 2 * tile.BQ))
 
 
 def _shape_problem(spec: AttentionSpec) -> str | None:
@@ -307,42 +309,59 @@ class _Writer:
                   valid_rows: str | None, valid_cols: str | None, width: int, tid: str, workers: int) -> list[str]:
         """Copy a ``rows x cols`` tile from the tensor ``role`` at ``base`` (row stride ``stride``) to shared
         memory at ``dest`` (row stride ``dest_stride``) with cp.async of ``width`` elements, zero-filling the
-        rows from ``valid_rows`` and the columns from ``valid_cols`` on; ``workers`` threads share the chunks,
-        chunk c of a round going to thread c. Returns the copies' tokens."""
-        t, (src, tensor) = self.t, self.tensors[role]
-        per_row, tokens = cols // width, []
-        total = rows * per_row
-        # When a round covers whole rows, a thread keeps its column and steps by whole rows: each chunk's
-        # addresses are then the thread's first plus a constant.
-        steady = workers % per_row == 0 and rows % (workers // per_row) == 0
-        if steady:
-            row0 = self.op("divui", tid, per_row)
-            col = self.op("muli", self.op("remui", tid, per_row), width)
-            first_at = self.op("addi", self.op("addi", base, self.op("muli", row0, stride)), col)
-            first_to = self.op("addi", self.op("addi", dest, self.op("muli", row0, dest_stride)), col)
-        for i in range(-(-total // workers)):
-            if steady:
-                step = i * (workers // per_row)
+        rows from ``valid_rows`` and the columns from ``valid_cols`` on; ``workers`` threads share the chunks.
+        Returns the copies' tokens.
+
+        A thread keeps one column and steps by whole rows, so that each of its chunks is addressed as its
+        first plus a constant; threads past the last whole row of a round, and rows past the tile in the
+        last round, repeat a chunk (the same bytes to the same place)."""
+        per_row = cols // width
+        if per_row > workers:
+            return [self._copy_chunk(role, *self._chunk_at(self.op("addi", tid, i * workers), base, stride, dest,
+                                                           dest_stride, rows, per_row, width),
+                                     valid_rows, valid_cols, width)
+                    for i in range(-(-rows * per_row // workers))]
+        used = workers // per_row * per_row
+        lane = tid if used == workers else self.op("remui", tid, used)
+        per_round = used // per_row
+        row0 = self.op("divui", lane, per_row)
+        col = self.op("muli", self.op("remui", lane, per_row), width)
+        first_at = self.op("addi", self.op("addi", base, self.op("muli", row0, stride)), col)
+        first_to = self.op("addi", self.op("addi", dest, self.op("muli", row0, dest_stride)), col)
+        tokens = []
+        for i in range(-(-rows // per_round)):
+            step = i * per_round
+            if step + per_round <= rows:
                 row = self.op("addi", row0, step)
-                at = self.op("addi", first_at, self.op("muli", stride, step))
-                to = self.op("addi", first_to, step * dest_stride)
+                at, to = self.op("addi", first_at, self.op("muli", stride, step)), self.op("addi", first_to,
+                                                                                          step * dest_stride)
             else:
-                chunk = self.op("addi", tid, i * workers)
-                if (i + 1) * workers > total:  # the last round has fewer chunks than workers: repeat the last
-                    chunk = self.op("minui", chunk, total - 1)
-                row = self.op("divui", chunk, per_row)
-                col = self.op("muli", self.op("remui", chunk, per_row), width)
+                row = self.op("minui", self.op("addi", row0, step), rows - 1)
                 at = self.op("addi", self.op("addi", base, self.op("muli", row, stride)), col)
                 to = self.op("addi", self.op("addi", dest, self.op("muli", row, dest_stride)), col)
-            count = self._valid_count(row, col, valid_rows, valid_cols, width)
-            extra = "" if count is None else f", {count}"
-            if count is not None:  # an empty chunk reads nothing, from the tensor's first element all the same
-                at = self.select(self.cmp("sgt", count, 0), at, t.const(0))
-            bypass = " {bypassL1}" if width * 2 == 16 else ""
-            tokens.append(t.value(
-                f"nvgpu.device_async_copy {src}[{at}], {self.shared}[{to}], {width}{extra}{bypass} : "
-                f"{tensor.memref} to {self.shared_type}", "cp"))
+            tokens.append(self._copy_chunk(role, row, col, at, to, valid_rows, valid_cols, width))
         return tokens
+
+    def _chunk_at(self, chunk: str, base: str, stride: str, dest: str, dest_stride: int, rows: int,
+                  per_row: int, width: int) -> tuple[str, str, str, str]:
+        """Row, column, source and destination of chunk number ``chunk`` (the last one past the tile)."""
+        chunk = self.op("minui", chunk, rows * per_row - 1)
+        row = self.op("divui", chunk, per_row)
+        col = self.op("muli", self.op("remui", chunk, per_row), width)
+        at = self.op("addi", self.op("addi", base, self.op("muli", row, stride)), col)
+        return row, col, at, self.op("addi", self.op("addi", dest, self.op("muli", row, dest_stride)), col)
+
+    def _copy_chunk(self, role: str, row: str, col: str, at: str, to: str, valid_rows: str | None,
+                    valid_cols: str | None, width: int) -> str:
+        """One cp.async of ``width`` elements, zero-filled past the valid rows and columns."""
+        t, (src, tensor) = self.t, self.tensors[role]
+        count = self._valid_count(row, col, valid_rows, valid_cols, width)
+        extra = "" if count is None else f", {count}"
+        if count is not None:  # an empty chunk reads nothing, from the tensor's first element all the same
+            at = self.select(self.cmp("sgt", count, 0), at, t.const(0))
+        bypass = " {bypassL1}" if width * 2 == 16 else ""
+        return t.value(f"nvgpu.device_async_copy {src}[{at}], {self.shared}[{to}], {width}{extra}{bypass} : "
+                       f"{tensor.memref} to {self.shared_type}", "cp")
 
     def _valid_count(self, row: str, col: str, valid_rows: str | None, valid_cols: str | None,
                      width: int) -> str | None:
