@@ -466,6 +466,7 @@ class _WarpTiles:
     key_start: str
     key_limit: str  # keys from here on are not read
     trips: str  # key tiles
+    full_trips: str | None  # the first tiles, which hold no masked key (None: mask them all, one loop)
     row_limits: tuple[str, str]  # i32: per accumulator row (lane row, + 8), the first masked key
     copier: str  # the thread's index among the copying threads
     copiers: int
@@ -532,8 +533,21 @@ class _Flash(_Writer):
         q_frags = [self.ldmatrix(self.op("addi", q_at, 16 * kk), False) for kk in range(spec.d // 16)]
         k_lane = self.op("addi", w.unit, self.lane_offset(self.k_stride, self.dn))
         v_lane = self.op("addi", w.unit, self.lane_offset(self.v_stride, True))
-        init = [self.ninf] * 2 + [self.zero] * (2 + spec.dv // 2)
-        with t.for_carried(t.const(0), w.trips, t.const(1), init, "f32", ("it", "st", "fin")) as loop:
+        state = [self.ninf] * 2 + [self.zero] * (2 + spec.dv // 2)
+        # Tiles before the first one that may hold a masked key run without the mask, where asked.
+        parts = [(t.const(0), w.trips, self.mask)]
+        if self.mask and w.full_trips is not None:
+            parts = [(t.const(0), w.full_trips, False), (w.full_trips, w.trips, True)]
+        for lo, hi, masked in parts:
+            state = self.tile_loop(w, lo, hi, (q_frags, k_lane, v_lane), state, masked)
+        return state
+
+    def tile_loop(self, w: _WarpTiles, lo: str, hi: str, lanes: tuple, state: list[str], masked: bool) -> list[str]:
+        """Key tiles ``lo`` to ``hi``: prefetch the next tile into the other stage, wait for this one, attend
+        to it; ``lanes`` are the Q fragments and the lane's K and V offsets."""
+        t = self.t
+        q_frags, k_lane, v_lane = lanes
+        with t.for_carried(lo, hi, t.const(1), state, "f32", ("it", "st", "fin")) as loop:
             following = self.op("addi", loop.iv, 1)
             next_key = self.op("addi", w.key_start, self.op("muli", following, self.bk))
             self.group_and_wait(self.copy_kv(w, next_key, self.op("remui", following, 2)), 1)
@@ -543,7 +557,7 @@ class _Flash(_Writer):
             v_at = self.op("addi", v_lane, self.op("addi", self.op("muli", stage, self.v_stage),
                                                    self.q_size + 2 * self.k_stage))
             key0 = self.op("addi", w.key_start, self.op("muli", loop.iv, self.bk))
-            state = self.attend(q_frags, k_at, v_at, key0, w.row_limits, loop.args)
+            state = self.attend(q_frags, k_at, v_at, key0, w.row_limits if masked else None, loop.args)
             t.add("gpu.barrier")
             t.yield_(state, ["f32"] * len(state))
         return loop.results
@@ -559,12 +573,12 @@ class _Flash(_Writer):
                 s[2 * jp + 1] = self.mma(a, b[2:], s[2 * jp + 1])
         return s
 
-    def scale_and_mask(self, s: list[list[str]], key0: str, row_limits: tuple[str, str]) -> list[list[str]]:
+    def scale_and_mask(self, s: list[list[str]], key0: str, row_limits: tuple[str, str] | None) -> list[list[str]]:
         """The scores in base 2 (times scale * log2 e), -inf where the key is masked: the lane's key of
         element e of tile j is key0 + 2 * (lane % 4) + 8 j + e % 2."""
         factor = self.t.value(f"arith.constant {self.spec.scale * LOG2E:.9e} : f32", "scale")
         x = [[self.f("mulf", v, factor) for v in tile] for tile in s]
-        if not self.mask:
+        if row_limits is None:
             return x
         first = self.to_i32(self.op("addi", key0, self.op("muli", self.quad, 2)))
         room = [self.op("subi", limit, first, "i32") for limit in row_limits]
@@ -574,9 +588,10 @@ class _Flash(_Writer):
                 tile[e] = self.select(inside, tile[e], self.ninf, "f32")
         return x
 
-    def attend(self, q_frags: list[list[str]], k_at: str, v_at: str, key0: str, row_limits: tuple[str, str],
-               state: list[str]) -> list[str]:
-        """One key tile of the online softmax: the new state from the old."""
+    def attend(self, q_frags: list[list[str]], k_at: str, v_at: str, key0: str,
+               row_limits: tuple[str, str] | None, state: list[str]) -> list[str]:
+        """One key tile of the online softmax: the new state from the old (keys masked by ``row_limits``,
+        per accumulator row the first masked key, or not at all)."""
         x = self.scale_and_mask(self.scores(q_frags, k_at), key0, row_limits)
         m_new, alpha, sums = [], [], []
         for r in range(2):
@@ -656,18 +671,26 @@ def _prefill_kernel(spec: AttentionSpec, plan: AttentionPlan, tile: AttentionTil
         rows = [w.op("addi", w.op("addi", q0, w.op("muli", w.warp, MMA_ROWS)), w.op("addi", w.group, 8 * r))
                 for r in range(2)]
         limits = tuple(w.to_i32(_causal_limit(w, row, limit) if spec.causal else limit) for row in rows)
+        first_limit = _causal_limit(w, q0, limit) if spec.causal else limit  # the block's first row's
+        trips = w.op("ceildivui", limit, tile.BK)
         tiles = _WarpTiles(
             unit=t.const(0), q_rows=tile.BQ, warp_row=w.op("muli", w.warp, MMA_ROWS),
             q_base=w.op("muli", w.op("addi", w.op("muli", batch, sq), q0), spec.d),
             q_valid=w.op("subi", sq, q0), k_base=w.op("muli", w.op("muli", batch, skv), spec.d),
             v_base=w.op("muli", w.op("muli", batch, skv), spec.dv), key_start=t.const(0), key_limit=limit,
-            trips=w.op("ceildivui", limit, tile.BK), row_limits=limits, copier=w.tid, copiers=threads)
+            trips=trips, full_trips=_whole_tiles(w, first_limit, trips, tile.BK), row_limits=limits,
+            copier=w.tid, copiers=threads)
         state = w.flash(tiles)
         _store_rows(w, state, rows, sq, w.op("muli", w.op("muli", batch, sq), spec.dv))
         t.add("gpu.return")
     grid = (f"cdiv({spec.sq}, {tile.BQ}) * {numel_text(tuple(spec.batch))}", "1", "1")
     return Kernel(name, t.function_text(), Launch(grid, (threads, 1, 1), plan.shared_bytes, w.params()),
                   max_registers=REGISTER_LIMIT)
+
+
+def _whole_tiles(w: _Flash, limit: str, trips: str, key_tile: int) -> str:
+    """The key tiles that end by ``limit`` (at most ``trips``): no key of theirs is masked."""
+    return w.op("minui", w.op("divui", w.op("maxsi", limit, 0), key_tile), trips)
 
 
 def _causal_limit(w: _Flash, row: str, limit: str) -> str:
@@ -715,7 +738,7 @@ def _decode_kernel(spec: AttentionSpec, plan: AttentionPlan, tile: AttentionTile
             q_base=w.op("muli", batch, spec.d), q_valid=t.const(1),
             k_base=w.op("muli", w.op("muli", batch, skv), spec.d),
             v_base=w.op("muli", w.op("muli", batch, skv), spec.dv), key_start=start, key_limit=limit,
-            trips=per_share, row_limits=limits, copier=w.lane, copiers=WARP)
+            trips=per_share, full_trips=None, row_limits=limits, copier=w.lane, copiers=WARP)
         state = w.flash(tiles)
         total = w.quad_reduce(state[2], "addf")
         row = w.op("addi", w.op("muli", batch, splits), share)
