@@ -10,7 +10,9 @@ that stay in registers; an online softmax in registers keeps each row's
 running max and sum, rescaling the output accumulator when the max grows;
 ``P`` is rounded to the inputs' type in registers, where its accumulator
 layout is already the A operand of the second ``mma.sync`` with V (read by
-``ldmatrix.trans``). O is divided by the row sums once, at the end.
+``ldmatrix.trans``). O is divided by the row sums once, at the end. The
+key tiles that no mask reaches (below the causal diagonal of the block's
+first row, before the last partial tile) run in a loop without the mask.
 
 **Decode** (``sq == 1``) is two kernels. The split kernel gives each warp one
 of ``splits`` contiguous shares of the keys of one batch index; it runs the
@@ -42,9 +44,10 @@ INPUT_TYPES = ("f16", "bf16")
 OUTPUT_TYPES = ("f16", "bf16", "f32")
 # Opt-in dynamic shared memory per block and SM count, by chip (A100 for sm_80, H100/H200 for sm_90).
 CHIPS = {"sm_80": (163 * 1024, 108), "sm_90": (227 * 1024, 132), "sm_90a": (227 * 1024, 132)}
-# Registers a thread has beyond its fragments (addresses, loop state, softmax temporaries), and the most it may
-# use: the flash kernels declare it (.maxnreg), since with their block size alone ptxas aims at three blocks per
-# SM and spills.
+# Registers a thread has beyond its fragments and copy addresses (loop state, softmax temporaries), set so that
+# no tile the estimate admits spills under ptxas for sm_80 or sm_90a (head sizes 64-256, every tile knob); and
+# the most a thread may use: the flash kernels declare it (.maxnreg), since with their block size alone ptxas
+# aims at three blocks per SM and spills.
 REGISTER_OVERHEAD = 44
 REGISTER_LIMIT = 255
 # Decode blocks wanted per SM when the emitter chooses the split count: several, to hide the loads' latency.
