@@ -8,6 +8,7 @@ from __future__ import annotations
 from mlir import ir
 
 from prism.codegen.cpu.attention import fuse_attention
+from prism.codegen.gpu.attention import attention_problem
 from prism.codegen.gpu.spec import AttentionSpec
 from prism.infra import attrs
 from prism.search.attention import Attention, match_attention
@@ -17,10 +18,10 @@ from prism.targets import host_attention
 GPU_TYPES = ("f32", "f16", "bf16")
 
 
-def gpu_attention(op: ir.Operation, buffers):
+def gpu_attention(op: ir.Operation, buffers, chip: str):
     """The GPU kernel of the attention chain ending at ``op``: (its ops, a spec maker taking the kernel's name,
-    the values it produces), or None. A causal mask whose offset is not ``keys - queries`` keeps the chain's
-    ops as they are."""
+    the values it produces), or None. A chain the kernels do not take (a causal mask whose offset is not
+    ``keys - queries``, f32 operands, a head size they refuse) keeps its ops, which run as GEMMs and rows."""
     found = match_attention(op, types=GPU_TYPES, transposed_k=True)
     if found is None:
         return None
@@ -36,6 +37,8 @@ def gpu_attention(op: ir.Operation, buffers):
         return AttentionSpec(name=name, q=q, k=k, v=v, o=buffers.tensor(result), batch=tuple(q.shape[:-2]), sq=sq,
                              skv=skv, d=q.shape[-1], dv=v.shape[-1], scale=found.scale,
                              k_layout="dn" if found.k_transposed else "nd", causal=found.causal is not None)
+    if attention_problem(spec("attention"), chip) is not None:
+        return None
     return list(found.ops), spec, [result]
 
 

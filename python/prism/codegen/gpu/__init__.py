@@ -73,7 +73,7 @@ class GpuLowering(Lowering):
         failures: list[PrismError] = []
         for func in _functions(module):
             try:
-                plan = plan_function(func, families)
+                plan = plan_function(func, families, self.chip)
             except UnsupportedOp as error:
                 failures.append(error)
                 self.ctx.remark(func.location, f"@{_name(func)} stays off the GPU: {error.message}"
@@ -89,9 +89,18 @@ class GpuLowering(Lowering):
 
     def emit(self, module: ir.Module) -> None:
         """Write every kernel; the module becomes their one gpu.module."""
-        for plan in self.plans:
-            self.kernels[plan.name] = [k for step in plan.steps for k in emit_step(step, self.chip)]
+        failures: list[PrismError] = []
+        for plan in list(self.plans):
+            try:
+                self.kernels[plan.name] = [k for step in plan.steps for k in emit_step(step, self.chip)]
+            except UnsupportedOp as error:
+                failures.append(error)
+                self.plans.remove(plan)
+                self.ctx.remark(error.location or "", f"@{plan.name} stays off the GPU: {error.message}")
+                continue
             self.ctx.progress(f"gpu-kernels: @{plan.name}: {len(self.kernels[plan.name])} kernel(s) written")
+        if failures and not self.plans:
+            raise failures[0]
         every = [k for ks in self.kernels.values() for k in ks]
         fresh = ir.Module.parse(module_text(every), context=module.context)
         for op in list(module.body.operations):

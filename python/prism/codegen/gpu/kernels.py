@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from prism.codegen.gpu import generic
 from prism.codegen.gpu.plan import Step
 from prism.codegen.gpu.spec import (
@@ -25,11 +27,12 @@ def emit_step(step: Step, chip: str) -> list[Kernel]:
         from prism.codegen.gpu.rows import emit_rows
         return emit_rows(spec, chip)
     if isinstance(spec, AttentionSpec):
-        from prism.codegen.gpu.attention import attention_problem, emit_attention
+        from prism.codegen.gpu.attention import attention_problem, attention_temporaries, emit_attention
         problem = attention_problem(spec, chip)
         if problem:
             raise UnsupportedOp(f"attention {spec.name}: {problem}")
-        return emit_attention(spec, chip)
+        temporaries = tuple(attention_temporaries(spec, chip))
+        return [replace(k, temporaries=temporaries) for k in emit_attention(spec, chip)]
     if isinstance(spec, PointwiseSpec):
         from prism.codegen.gpu.rows import emit_pointwise
         return emit_pointwise(spec.name, spec.out, spec.value, chip)
@@ -67,5 +70,4 @@ def _gemm(spec: GemmSpec, chip: str) -> list[Kernel]:
 
 
 def _with_tile(spec: GemmSpec, tile: GemmTile) -> GemmSpec:
-    from dataclasses import replace
     return replace(spec, tile=tile)

@@ -116,8 +116,9 @@ def _iterators(op: ir.Operation) -> list[str]:
 
 
 class _Planner:
-    def __init__(self, func: ir.Operation, gpu_families: list):
+    def __init__(self, func: ir.Operation, gpu_families: list, chip: str):
         self.func = func
+        self.chip = chip
         self.buffers = Buffers(func)
         self.ops = [op.operation for op in func.regions[0].blocks[0].operations]
         self.position = {op: i for i, op in enumerate(self.ops)}
@@ -254,7 +255,7 @@ class _Planner:
             if op in self.claimed:
                 continue
             for kind, kernel in self.families:
-                found = kernel(op, self.buffers)
+                found = kernel(op, self.buffers, self.chip)
                 if found is None:
                     continue
                 ops = [o.operation for o in found[0]]
@@ -846,7 +847,8 @@ def _name(func: ir.Operation) -> str:
     return ir.StringAttr(func.attributes["sym_name"]).value
 
 
-def plan_function(func: ir.Operation, gpu_families: list) -> FunctionPlan:
-    """The kernels of ``func`` (see the module docstring). ``gpu_families``: (kind, matcher) pairs, a matcher
-    giving for an op (ops of its chain, a spec maker taking the kernel's name, the values it produces) or None."""
-    return _Planner(func, gpu_families).plan()
+def plan_function(func: ir.Operation, gpu_families: list, chip: str) -> FunctionPlan:
+    """The kernels of ``func`` for ``chip`` (see the module docstring). ``gpu_families``: (kind, matcher) pairs,
+    a matcher giving for an op, the function's buffers and the chip (ops of its chain, a spec maker taking the
+    kernel's name, the values it produces), or None where the chain ending at the op is not one it runs."""
+    return _Planner(func, gpu_families, chip).plan()
