@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 
@@ -74,26 +73,9 @@ def test_gpu_compile_gives_ptx_and_report() -> None:
     (family,) = compiled.report["families"]
     assert family["choice"]["MMA"] == 1
     assert [s["stage"] for s in family["funnel"]][0] == "space"
-    assert "mma.sync" in compiled.ptx_text
+    assert "wgmma.mma_async" in compiled.ptx_text and compiled.ptx_text.count(".version") == 1
     with pytest.raises(prism.TargetError, match="jit\\(\\) and bind\\(\\) run code on this machine"):
         compiled.jit()
-
-
-PTXAS = shutil.which("ptxas")
-
-
-@pytest.mark.skipif(PTXAS is None, reason="ptxas (CUDA) is not installed on this machine")
-@pytest.mark.parametrize("target,arch", [("h200", "sm_90"), ("a100", "sm_80")])
-@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.mlir")))
-def test_example_ptx_assembles(example: str, target: str, arch: str, tmp_path) -> None:
-    compiled = prism.compile(EXAMPLES / example, target=target)
-    for name, text in compiled.ptx.items():
-        path = tmp_path / f"{name}.ptx"
-        path.write_text(text)
-        result = subprocess.run([PTXAS, f"-arch={arch}", "-v", str(path), "-o", str(tmp_path / f"{name}.cubin")],
-                                capture_output=True, text=True)
-        assert result.returncode == 0, result.stderr
-        assert "spill" in result.stderr
 
 
 @pytest.mark.parametrize(("kwargs", "error", "message"), [
@@ -158,9 +140,11 @@ def test_shape_tables_choose_per_size_what_compile_chooses(target: str) -> None:
 
 
 def test_shape_tables_report_sizes_without_a_schedule() -> None:
-    (table,) = prism.shape_tables(DYNAMIC_M, target="h200").values()
+    (table,) = prism.shape_tables(DYNAMIC_M, target="mi300x").values()
     with pytest.raises(prism.EmptySearchSpace, match="dynamic extent of 7"):
-        table.instantiate(7)  # no GPU tile of at least 16 divides 7
+        table.instantiate(7)  # IREE's kernels need tiles that divide: none of at least 16 divides 7
+    (table,) = prism.shape_tables(DYNAMIC_M, target="h200").values()
+    assert table.instantiate(7)["BM"] >= 16  # Prism's own kernels mask the ragged edge
 
 
 def test_shape_tables_of_a_static_family_have_one_entry() -> None:
