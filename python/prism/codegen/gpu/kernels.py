@@ -21,6 +21,9 @@ from prism.infra.errors import UnsupportedOp
 def emit_step(step: Step, chip: str) -> list[Kernel]:
     """The kernels of one planned step for ``chip``."""
     spec = step.spec
+    if isinstance(spec, GemmSpec) and step.classes:
+        return [k for index, (condition, tile) in enumerate(step.classes)
+                for k in _in_class(_gemm(_with_tile(spec, tile), chip), condition, index, len(step.classes))]
     if isinstance(spec, GemmSpec):
         return _gemm(spec, chip)
     if isinstance(spec, RowSpec):
@@ -67,6 +70,21 @@ def _gemm(spec: GemmSpec, chip: str) -> list[Kernel]:
     if problem:
         raise UnsupportedOp(f"GEMM {spec.name}: {problem}")
     return emit_gemm(fallback, chip)
+
+
+def _in_class(kernels: list[Kernel], condition: str, index: int, count: int) -> list[Kernel]:
+    """``kernels`` of size class ``index`` (of ``count``): launched only where ``condition`` holds (and their
+    own conditions), named after their class."""
+    if count == 1:
+        return kernels
+    suffix = f"_class{index}"
+    out = []
+    for k in kernels:
+        name = k.name + suffix
+        when = f"({condition}) and ({k.launch.when})" if k.launch.when else condition
+        out.append(replace(k, name=name, text=k.text.replace(f"@{k.name}(", f"@{name}(", 1),
+                           launch=replace(k.launch, when=when)))
+    return out
 
 
 def _with_tile(spec: GemmSpec, tile: GemmTile) -> GemmSpec:

@@ -63,11 +63,14 @@ _SKIP = ("arith.constant", "tensor.empty", "func.return")
 
 @dataclass
 class Step:
-    """One kernel's spec and the ops it computes (for the report)."""
+    """One kernel's spec and the ops it computes (for the report). ``classes``: for a GEMM with a dynamic
+    extent, the tile of each size class (a condition over the sizes, and its tile), from the search's shape
+    table; the kernel is then written once per class."""
 
     kind: str
     spec: object
     ops: list[ir.Operation]
+    classes: tuple[tuple[str, GemmTile], ...] = ()
 
 
 @dataclass
@@ -174,8 +177,9 @@ class _Planner:
     def _returned(self, value: ir.Value) -> bool:
         return any(u.name == "func.return" for u in self._users(value))
 
-    def _add(self, kind: str, spec, ops: list[ir.Operation], produced: list[ir.Value], at: int) -> None:
-        self.steps.append(Step(kind, spec, ops))
+    def _add(self, kind: str, spec, ops: list[ir.Operation], produced: list[ir.Value], at: int,
+             classes: tuple = ()) -> None:
+        self.steps.append(Step(kind, spec, ops, classes))
         for op in ops:
             self.done.add(op)
         for v in produced:
@@ -302,7 +306,7 @@ class _Planner:
             a_layout=gemm["a_layout"], b_layout=gemm["b_layout"], init_value=init or 0.0, init=init_tensor,
             b2=self.buffers.tensor(owner(second).operands[1]) if second is not None else None,
             epilogue=epilogue, tile=_tile(op))
-        self._add(kind, spec, ops + chain, [c_value], at)
+        self._add(kind, spec, ops + chain, [c_value], at, size_classes(op, spec, self.chip))
         return True
 
     def _epilogue(self, op: ir.Operation, gemm: dict, at: int, init):
@@ -749,6 +753,54 @@ def _plain_product(op: ir.Operation) -> bool:
     names = [o.name for o in ops]
     core = [n for n in names if n not in ("arith.extf", "arith.truncf", "linalg.yield")]
     return core == ["arith.mulf", "arith.addf"]
+
+
+# The sizes a dynamic M takes for a class of its own: decode (one to a few rows), small batches, and the rest.
+SIZE_CLASS_BOUNDS = (16, 128)
+
+
+def size_classes(op: ir.Operation, spec: GemmSpec, chip: str) -> tuple[tuple[str, GemmTile], ...]:
+    """For a GEMM whose M is dynamic, one tile per size class of M (``m <= 16``, ``m <= 128``, the rest), each
+    the search's choice at the class's largest size, from the family's shape table (pruned once); classes
+    with the same tile merge. None for a static M, or where the chip has no search model."""
+    if not isinstance(spec.m, str):
+        return ()
+    from prism.infra.errors import EmptySearchSpace
+    from prism.search.search import ShapeTable, prune
+    from prism.targets.nvidia import GPU_TARGETS
+    target = next((t for t in GPU_TARGETS.values() if t.chip == chip), None)
+    contraction = analyze_contraction(op)
+    if target is None or contraction is None or [r for r in contraction.roles if r != "batch"].count("m") != 1:
+        return ()
+    space = target.space(contraction)
+    domain, _ = prune(space, contraction, space.universe_set(), on_empty=None)
+    table = ShapeTable.build(space, contraction, domain, target)
+    tiles = []
+    for bound in (*SIZE_CLASS_BOUNDS, 4096):
+        try:
+            values = table.instantiate(bound)
+        except EmptySearchSpace:  # a class without a schedule: the op's own tile serves every size
+            return ()
+        tiles.append(GemmTile(**{k: v for k, v in values.items() if k in GemmTile.__dataclass_fields__}))
+    return _merged(spec.m, tiles)
+
+
+def _merged(m: str, tiles: list[GemmTile]) -> tuple[tuple[str, GemmTile], ...]:
+    """Size classes of ``m`` over SIZE_CLASS_BOUNDS, neighbours with the same tile merged."""
+    bounds = (*SIZE_CLASS_BOUNDS, None)
+    groups: list[list] = []  # [low, high, tile]
+    low = None
+    for high, tile in zip(bounds, tiles):
+        if groups and groups[-1][2] == tile:
+            groups[-1][1] = high
+        else:
+            groups.append([low, high, tile])
+        low = high
+    out = []
+    for low, high, tile in groups:
+        parts = [f"{m} > {low}" if low is not None else "", f"{m} <= {high}" if high is not None else ""]
+        out.append((" and ".join(p for p in parts if p) or f"{m} >= 0", tile))
+    return tuple(out)
 
 
 def _tile(op: ir.Operation) -> GemmTile:
