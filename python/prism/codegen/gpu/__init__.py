@@ -129,10 +129,32 @@ def _generalize(module: ir.Module) -> None:
     if any(op.name in AGGREGATE_OPS for op in iter_ops(module)):
         apply_script(module, decompose_script(), "decomposition of aggregate ops")
     names = sorted({op.name for op in iter_ops(module) if op.name.startswith("linalg.")} - _KEPT_NAMED)
-    if names:
-        script = Script()
-        script.generalize(script.match_ops(names))
-        apply_script(module, script.text(), "generalization of named ops")
+    if not names:
+        return
+    kept = _prism_attributes(module)
+    script = Script()
+    script.generalize(script.match_ops(names))
+    apply_script(module, script.text(), "generalization of named ops")
+    for (func, index), attributes in kept.items():
+        op = _block_ops(module)[func][index]
+        for name, value in attributes:
+            op.attributes[name] = value
+
+
+def _block_ops(module: ir.Module) -> list[list[ir.Operation]]:
+    return [[op.operation for op in f.regions[0].blocks[0].operations] for f in _functions(module)]
+
+
+def _prism_attributes(module: ir.Module) -> dict[tuple[int, int], list[tuple[str, ir.Attribute]]]:
+    """The ``prism.*`` attributes of each op (by function and position), which generalization would drop: the
+    search's choice among them. A named op and its generic form hold the same position."""
+    kept = {}
+    for f, ops in enumerate(_block_ops(module)):
+        for i, op in enumerate(ops):
+            found = [(name, op.attributes[name]) for name in op.attributes if name.startswith("prism.")]
+            if found and op.name not in _KEPT_NAMED:
+                kept[(f, i)] = found
+    return kept
 
 
 def _functions(module: ir.Module) -> list[ir.Operation]:

@@ -55,7 +55,7 @@ def generic_form(op: ir.Operation, operands: list[str], results: list[str]) -> s
 
 
 def _names(op: ir.Operation) -> list[str]:
-    return [name for name in (op.attributes[i].name for i in range(len(op.attributes)))]
+    return list(op.attributes)
 
 
 def emit_body(tb: TextBuilder, op: ir.Operation, values: list[str], indices: list[str]) -> list[str]:

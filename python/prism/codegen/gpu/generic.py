@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from prism.codegen.gpu.spec import Dim, GenericSpec, Kernel, Launch, Param, Tensor
+from prism.codegen.gpu.spec import Dim, GenericSpec, Kernel, Launch, Param, Tensor, load_element, store_element
 from prism.codegen.text import TextBuilder
 
 THREADS = 256
@@ -63,12 +63,10 @@ class KernelText(TextBuilder):
         return value
 
     def load(self, tensor: Tensor, indices: list[str]) -> str:
-        at = self.linear(tensor, indices)
-        return self.value(f"memref.load %{tensor.name}[{at}] : {tensor.memref}", "x")
+        return load_element(self, tensor, f"%{tensor.name}", self.linear(tensor, indices), "x")
 
     def store(self, value: str, tensor: Tensor, indices: list[str]) -> None:
-        at = self.linear(tensor, indices)
-        self.add(f"memref.store {value}, %{tensor.name}[{at}] : {tensor.memref}")
+        store_element(self, value, tensor, f"%{tensor.name}", self.linear(tensor, indices))
 
     def delinearize(self, linear: str, dims) -> list[str]:
         """The indices of position ``linear`` in a row-major space of ``dims``."""

@@ -43,6 +43,8 @@ from dataclasses import dataclass
 
 from prism.codegen.gpu.spec import (
     ELEMENT_BYTES,
+    load_element,
+    store_element,
     Dim,
     Kernel,
     Launch,
@@ -351,11 +353,11 @@ class Frame:
 
     def load(self, tensor: Tensor, linear: str) -> str:
         """One element of ``tensor``."""
-        return self.t.value(f"memref.load {self.args[tensor.name]}[{linear}] : {tensor.memref}", "ld")
+        return load_element(self.t, tensor, self.args[tensor.name], linear)
 
     def store(self, value: str, tensor: Tensor, linear: str) -> None:
         """Store one element of ``tensor``."""
-        self.t.add(f"memref.store {value}, {self.args[tensor.name]}[{linear}] : {tensor.memref}")
+        store_element(self.t, value, tensor, self.args[tensor.name], linear)
 
 
 # -- chunks: ``vector`` consecutive points along the innermost index ----------------------------------------------

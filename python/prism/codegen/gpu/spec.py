@@ -31,6 +31,24 @@ Dim = Union[int, str]
 ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8}
 
 
+def storage_type(dtype: str) -> str:
+    """The element type a buffer of ``dtype`` holds: i1 as i8, every other type as itself."""
+    return "i8" if dtype == "i1" else dtype
+
+
+def load_element(tb, tensor: Tensor, ref: str, index: str, hint: str = "ld") -> str:
+    """Write the load of ``tensor``'s element ``index`` from ``ref`` (its memref); the value, of its dtype."""
+    value = tb.value(f"memref.load {ref}[{index}] : {tensor.memref}", hint)
+    return tb.value(f"arith.trunci {value} : i8 to i1", "b") if tensor.dtype == "i1" else value
+
+
+def store_element(tb, value: str, tensor: Tensor, ref: str, index: str) -> None:
+    """Write the store of ``value`` (of ``tensor``'s dtype) as ``tensor``'s element ``index`` in ``ref``."""
+    if tensor.dtype == "i1":
+        value = tb.value(f"arith.extui {value} : i1 to i8", "b")
+    tb.add(f"memref.store {value}, {ref}[{index}] : {tensor.memref}")
+
+
 def dim_text(dim: Dim) -> str:
     """A dimension in an expression."""
     return str(dim)
@@ -51,8 +69,9 @@ class Tensor:
 
     @property
     def memref(self) -> str:
-        """The kernel parameter's type."""
-        return f"memref<?x{self.dtype}>"
+        """The kernel parameter's type (booleans held one per byte: LLVM's lowering of memref loads and stores
+        takes no narrower element)."""
+        return f"memref<?x{storage_type(self.dtype)}>"
 
     @property
     def rank(self) -> int:

@@ -32,6 +32,8 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 from prism.codegen.gpu.spec import (
+    load_element,
+    store_element,
     AttentionSpec,
     Dim,
     GemmSpec,
@@ -243,12 +245,12 @@ class TiledProgram:
     def load(self, tensor: Tensor, indices: Sequence[str]) -> str:
         """The element of ``tensor`` at ``indices``."""
         buffer = self.buffers[tensor.name][1]
-        return self.b.value(f"memref.load {buffer}[{self.linear(tensor, indices)}] : {tensor.memref}")
+        return load_element(self.b, tensor, buffer, self.linear(tensor, indices), "v")
 
     def store(self, value: str, tensor: Tensor, indices: Sequence[str]) -> None:
         """Store ``value`` (of the tensor's type) at ``indices``."""
         buffer = self.buffers[tensor.name][1]
-        self.b.add(f"memref.store {value}, {buffer}[{self.linear(tensor, indices)}] : {tensor.memref}")
+        store_element(self.b, value, tensor, buffer, self.linear(tensor, indices))
 
     def workspace(self, name: str, shape: tuple[Dim, ...], dtype: str = "f32") -> Tensor:
         """A fresh buffer of ``shape``, allocated here, that :meth:`load` and :meth:`store` reach by ``name``."""
