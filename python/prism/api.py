@@ -11,7 +11,6 @@ extents and returns tables that choose a schedule per size in microseconds.
 from __future__ import annotations
 
 import re
-
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,8 @@ from prism.search.search import ShapeTable
 from prism.targets import IreeTarget, LoweringTarget, get_target
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from prism.algebra.prove import FunctionProof
 
 Source = str | bytes | Path | ir.Module

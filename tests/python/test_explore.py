@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from egglog import EGraph
 from mlir import ir
-from prism.codegen.gpu.ptx import ptxas
 
 import prism
 from conftest import REPO
@@ -21,6 +20,7 @@ from prism.algebra import laws
 from prism.algebra.egraph import Budget, prove, read_graph, saturate
 from prism.algebra.explore import Exploration, ProgramCost, Variant, explore, replace_function
 from prism.algebra.terms import A, Program, to_egglog, translate
+from prism.codegen.gpu.ptx import ptxas
 from prism.driver import Compilation
 from prism.infra.errors import PrismError
 from prism.infra.ir import make_context

@@ -7,7 +7,6 @@ import pytest
 from prism.codegen.gpu.gemm import gemm_tile_problem
 from prism.codegen.gpu.gemm_sm90 import tma_problem
 from prism.codegen.gpu.spec import GemmSpec, GemmTile, Tensor
-
 from prism.search.space import Contraction, fix_shape, points, shape_exponents
 from prism.targets import get_target
 from prism.targets.nvidia_space import uses_wgmma

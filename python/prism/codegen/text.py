@@ -153,14 +153,16 @@ class TextBuilder:
             yield iv
 
     @contextmanager
-    def for_carried(self, lo: str, hi: str, step: str, init: Sequence[str], typ: str,
+    def for_carried(self, lo: str, hi: str, step: str, init: Sequence[str], typ: str | Sequence[str],
                     hints: tuple[str, str, str] = ("i", "acc", "out")) -> Iterator[CarriedLoop]:
-        """``scf.for`` carrying ``init`` (each of type ``typ``); ``hints`` name its induction variable, the
-        carried values and the results. The body ends with :meth:`yield_`."""
+        """``scf.for`` carrying ``init`` (each of type ``typ``, or of its own type where ``typ`` lists one
+        per value); ``hints`` name its induction variable, the carried values and the results. The body ends
+        with :meth:`yield_`."""
         iv, args, out = self.fresh(hints[0]), [self.fresh(hints[1]) for _ in init], self.fresh(hints[2])
         pairs = ", ".join(f"{a} = {i}" for a, i in zip(args, init, strict=True))
+        types = [typ] * len(args) if isinstance(typ, str) else list(typ)
         header = (f"{out}:{len(args)} = scf.for {iv} = {lo} to {hi} step {step} iter_args({pairs}) "
-                  f"-> ({', '.join([typ] * len(args))})")
+                  f"-> ({', '.join(types)})")
         with self.region(header):
             yield CarriedLoop(iv, args, [f"{out}#{i}" for i in range(len(args))])
 

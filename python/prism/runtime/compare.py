@@ -90,8 +90,8 @@ def _difference(want: np.ndarray, have: np.ndarray, dtype: str) -> tuple[tuple[i
         return (), float("nan"), float("nan")
     error = np.abs(want.astype(np.float64) - have.astype(np.float64))
     scale = max(1.0, float(np.abs(want).max(initial=0.0)))
-    tolerance = TOLERANCE.get({"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}.get(dtype, "f32"),
-                              1e-3)
+    names = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
+    tolerance = TOLERANCE.get(names.get(dtype, "f32"), 1e-3)
     if not error.size or error.max() <= tolerance * scale:
         return None
     position = tuple(int(i) for i in np.unravel_index(int(error.argmax()), error.shape))

@@ -148,7 +148,7 @@ def run_planned(module_text: str, chip: str, name: str, arrays: Sequence[np.ndar
         plan = plans[name]
         if len(arrays) != len(plan.inputs):
             raise PrismError(f"@{name} takes {len(plan.inputs)} arguments, got {len(arrays)}")
-        inputs = {t.name: np.asarray(a).astype(numpy_dtype(t.dtype)) for t, a in zip(plan.inputs, arrays)}
+        inputs = {t.name: np.asarray(a).astype(numpy_dtype(t.dtype)) for t, a in zip(plan.inputs, arrays, strict=False)}
         sizes = bind_sizes(plan.sizes, {k: v.shape for k, v in inputs.items()})
         outputs = run_tiled([step.spec for step in plan.steps], inputs, plan.outputs, plan.temporaries, sizes)
     return tuple(outputs[t.name] for t in plan.outputs)

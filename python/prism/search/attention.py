@@ -445,7 +445,7 @@ def _match(op: ir.Operation) -> AttentionMatch | None:
     q, k, v = scores.operands[0], scores.operands[1], product.operands[1]
     shapes = [ir.RankedTensorType(value.type).shape for value in (q, k, v)]
     if any(ir.ShapedType.is_dynamic_size(shape[-2 if value is k and k_transposed else -1])
-           for value, shape in zip((q, k, v), shapes)):
+           for value, shape in zip((q, k, v), shapes, strict=False)):
         return None
     chain = [scores, *between, *normalization]
     # Every intermediate is read by the chain alone (it disappears with it).

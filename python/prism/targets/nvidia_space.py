@@ -54,7 +54,7 @@ def _shared(op: Contraction, limit: int, reserved: int = 0) -> str:
 def gemm_space(op: Contraction, target: GpuModel) -> Space:
     """The space of the contraction's GPU kernel (see the module docstring)."""
     if uses_wgmma(op, target):
-        universe = (f"6 <= bm <= 8 and 6 <= bn <= 8 and 6 <= bk <= 7 and wm = 6 and 6 <= wn <= bn and mma = 1")
+        universe = ("6 <= bm <= 8 and 6 <= bn <= 8 and 6 <= bk <= 7 and wm = 6 and 6 <= wn <= bn and mma = 1")
         groups = [
             ("warpgroups", "(bm - wm) + (bn - wn) <= 1"),
             ("registers", "wm + wn <= 14"),

@@ -41,7 +41,7 @@ from prism.codegen.gpu.spec import Kernel
 from prism.codegen.stages import Lowering, run_stages
 from prism.codegen.transform import Script
 from prism.codegen.upstream import apply_script, run_passes
-from prism.infra.errors import PipelineError, PrismError, UnsupportedOp
+from prism.infra.errors import PipelineError, UnsupportedOp
 from prism.infra.ir import iter_ops, normalize_elementwise
 from prism.infra.passbase import PassContext
 from prism.search.families import registered_families
@@ -70,37 +70,39 @@ class GpuLowering(Lowering):
         run_passes(module, _NORMALIZE, "normalization for the GPU")
         _generalize(module)
         families = [(f.kind, f.kernels["gpu"]) for f in registered_families() if "gpu" in f.kernels]
-        failures: list[PrismError] = []
+        failures: list[tuple[ir.Operation, UnsupportedOp]] = []
         for func in _functions(module):
             try:
                 plan = plan_function(func, families, self.chip)
             except UnsupportedOp as error:
-                failures.append(error)
-                self.ctx.remark(func.location, f"@{_name(func)} stays off the GPU: {error.message}"
-                                + (f" (at {error.location})" if error.location else ""))
+                failures.append((func, error))
                 continue
             self.plans.append(plan)
             _tag(plan)
             self.ctx.progress(f"gpu-plan: @{plan.name}: {len(plan.steps)} kernel(s)")
         if failures and not self.plans:
-            raise failures[0]
+            raise failures[0][1]
+        for func, error in failures:  # the module still compiles: each function left out is a remark
+            self.ctx.remark(func.location, f"@{_name(func)} stays off the GPU: {error.message}"
+                            + (f" (at {error.location})" if error.location else ""))
         self.ctx.report["kernels"] = {p.name: [{"kind": s.kind, "kernel": getattr(s.spec, "name", "")}
                                                for s in p.steps] for p in self.plans}
 
     def emit(self, module: ir.Module) -> None:
         """Write every kernel; the module becomes their one gpu.module."""
-        failures: list[PrismError] = []
+        failures: list[tuple[str, UnsupportedOp]] = []
         for plan in list(self.plans):
             try:
                 self.kernels[plan.name] = [k for step in plan.steps for k in emit_step(step, self.chip)]
             except UnsupportedOp as error:
-                failures.append(error)
+                failures.append((plan.name, error))
                 self.plans.remove(plan)
-                self.ctx.remark(error.location or "", f"@{plan.name} stays off the GPU: {error.message}")
                 continue
             self.ctx.progress(f"gpu-kernels: @{plan.name}: {len(self.kernels[plan.name])} kernel(s) written")
         if failures and not self.plans:
-            raise failures[0]
+            raise failures[0][1]
+        for name, error in failures:
+            self.ctx.remark(error.location or "", f"@{name} stays off the GPU: {error.message}")
         every = [k for ks in self.kernels.values() for k in ks]
         fresh = ir.Module.parse(module_text(every), context=module.context)
         for op in list(module.body.operations):

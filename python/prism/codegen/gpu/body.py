@@ -3,9 +3,11 @@
 A ``linalg.generic`` body is rewritten op by op in MLIR's generic form,
 with its block arguments replaced by the values a kernel loaded and
 ``linalg.index d`` by the kernel's index of loop ``d``. Constants captured
-from the enclosing function are written again; any other captured value
-(a scalar argument, a value extracted from a tensor) is refused by
-:func:`body_problem`, as is a body with regions of its own.
+from the enclosing function are written again; a scalar argument of the
+function that the body reads (:func:`captured_arguments`) is a value the
+kernel loads from its buffer of one element. Any other captured value (a
+value extracted from a tensor) is refused by :func:`body_problem`, as is a
+body with regions of its own.
 """
 
 from __future__ import annotations
@@ -31,12 +33,33 @@ def body_problem(op: ir.Operation) -> str | None:
     for inner in block.operations:
         if len(inner.regions):
             return f"its body holds '{inner.name}', an op with regions"
+        if inner.name == "tensor.extract":
+            return "its body reads a tensor element by element (tensor.extract, a gather), which no GPU kernel takes"
         for value in inner.operands:
-            if value not in own and not _constant(value):
-                return "its body reads a value defined outside it that is not a constant"
+            if value not in own and not _constant(value) and not _argument(value):
+                return ("its body reads a value defined outside it that is neither a constant nor an argument of "
+                        "the function")
         for result in inner.results:
             own.add(result)
     return None
+
+
+def _argument(value: ir.Value) -> bool:
+    """A scalar block argument from outside the body: the function's."""
+    return isinstance(owner(value), ir.Block) and not isinstance(value.type, ir.ShapedType)
+
+
+def captured_arguments(op: ir.Operation) -> list[ir.Value]:
+    """The function's scalar arguments that ``op``'s body reads, in order of first use."""
+    block = op.regions[0].blocks[0]
+    own = set(block.arguments)
+    found: list[ir.Value] = []
+    for inner in block.operations:
+        for value in inner.operands:
+            if value not in own and _argument(value) and value not in found:
+                found.append(value)
+        own.update(inner.results)
+    return found
 
 
 def _constant(value: ir.Value) -> bool:
@@ -58,11 +81,13 @@ def _names(op: ir.Operation) -> list[str]:
     return list(op.attributes)
 
 
-def emit_body(tb: TextBuilder, op: ir.Operation, values: list[str], indices: list[str]) -> list[str]:
-    """Write ``op``'s body with its block arguments bound to ``values`` (inputs, then outputs) and
-    ``linalg.index`` to ``indices``; the yielded values' names."""
+def emit_body(tb: TextBuilder, op: ir.Operation, values: list[str], indices: list[str],
+              captured: dict[ir.Value, str] | None = None) -> list[str]:
+    """Write ``op``'s body with its block arguments bound to ``values`` (inputs, then outputs), ``linalg.index``
+    to ``indices`` and the function's arguments it reads to ``captured``; the yielded values' names."""
     block = op.regions[0].blocks[0]
     names: dict[ir.Value, str] = dict(zip(block.arguments, values, strict=True))
+    names.update(captured or {})
     for inner in block.operations:
         if inner.name == "linalg.yield":
             return [_name(tb, names, v) for v in inner.operands]

@@ -71,9 +71,14 @@ class Buffers:
         self.inputs: list[Tensor] = []
         block = func.regions[0].blocks[0]
         for i, arg in enumerate(block.arguments):
+            if _scalar_type(arg.type):  # a scalar argument: a buffer of one element
+                tensor = Tensor(f"arg_{i}", str(arg.type), ())
+                self.tensors[arg] = tensor
+                self.inputs.append(tensor)
+                continue
             if not isinstance(arg.type, ir.RankedTensorType):
-                raise UnsupportedOp(f"argument {i} of @{_name(func)} is not a ranked tensor ({arg.type}); "
-                                    "GPU functions take tensors", location=str(func.location))
+                raise UnsupportedOp(f"argument {i} of @{_name(func)} is neither a ranked tensor nor a scalar "
+                                    f"({arg.type}); GPU functions take those", location=str(func.location))
             shape = tuple(self.sizes.argument(f"arg_{i}", d) if ir.ShapedType.is_dynamic_size(n) else n
                           for d, n in enumerate(arg.type.shape))
             tensor = Tensor(f"arg_{i}", _dtype(arg.type, func), shape)
@@ -171,6 +176,13 @@ class Buffers:
         if value in self.tensors and self.tensors[value] in self.temporaries:
             self.temporaries.remove(self.tensors[value])
         self.tensors[value] = tensor
+
+
+_SCALARS = ("f16", "bf16", "f32", "f64", "i1", "i8", "i16", "i32", "i64")
+
+
+def _scalar_type(typ: ir.Type) -> bool:
+    return str(typ) in _SCALARS
 
 
 def _dynamic_of(shape: tuple[Dim, ...]) -> list[Dim]:

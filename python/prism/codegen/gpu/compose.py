@@ -17,11 +17,11 @@ Every leaf is read once per point, however often the tree uses it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mlir import ir
 
-from prism.codegen.gpu.body import owner, emit_body
+from prism.codegen.gpu.body import captured_arguments, emit_body, owner
 from prism.codegen.gpu.spec import Operand, ScalarFn, Tensor
 from prism.codegen.text import TextBuilder
 from prism.infra.ir import map_dims
@@ -41,7 +41,8 @@ def elementwise(op: ir.Operation) -> bool:
     if map_dims(maps[-1]) != list(range(len(iterators))):
         return False
     n_in = len(op.operands) - 1
-    if any(isinstance(v.type, ir.ShapedType) and map_dims(m) is None for v, m in zip(list(op.operands)[:n_in], maps)):
+    inputs = zip(list(op.operands)[:n_in], maps, strict=False)
+    if any(isinstance(v.type, ir.ShapedType) and map_dims(m) is None for v, m in inputs):
         return False
     block = op.regions[0].blocks[0]
     return not list(block.arguments[n_in].uses)
@@ -79,6 +80,7 @@ class _Node:
     value: ir.Value
     dims: tuple[int, ...]
     children: list[_Node]
+    captured: list[_Node] = field(default_factory=list)  # an op's body's reads of the function's arguments
 
 
 class Composer:
@@ -100,7 +102,8 @@ class Composer:
         if value in specials:
             return _Node("special", value, dims, [])
         if not isinstance(value.type, ir.ShapedType):
-            return _Node("scalar", value, dims, [])
+            # an argument of the function is read from its buffer of one element; anything else is a constant
+            return _Node("leaf" if isinstance(owner(value), ir.Block) else "scalar", value, (), [])
         if self.constant(value) is not None:
             return _Node("constant", value, dims, [])
         if not self.inlined(value):
@@ -108,15 +111,16 @@ class Composer:
         op = owner(value)
         maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
         children = [self._tree(v, tuple(dims[j] for j in map_dims(m) or ()), specials)
-                    for v, m in zip(list(op.operands)[:-1], maps)]
-        return _Node("op", value, dims, children)
+                    for v, m in zip(list(op.operands)[:-1], maps, strict=False)]
+        captured = [_Node("leaf", v, (), []) for v in captured_arguments(op)]
+        return _Node("op", value, dims, children, captured)
 
     def leaves(self, value: ir.Value, dims: tuple[int, ...], specials: dict[ir.Value, Special]) -> list[ir.Value]:
         """The values read as tensors by ``value``'s tree (for readiness checks)."""
         found: list[ir.Value] = []
 
         def walk(node: _Node) -> None:
-            if node.kind == "leaf":
+            if node.kind == "leaf" and isinstance(node.value.type, ir.ShapedType):
                 found.append(node.value)
             for child in node.children:
                 walk(child)
@@ -136,7 +140,7 @@ class Composer:
             if node.kind == "leaf" and (node.value, node.dims) not in keys:
                 keys.append((node.value, node.dims))
                 operands.append(Operand("tensor", self.tensor(node.value), node.dims))
-            for child in node.children:
+            for child in node.children + node.captured:
                 collect(child)
         collect(tree)
         special_keys = list(specials)
@@ -155,7 +159,7 @@ class Composer:
 
 def _nodes(node: _Node) -> list[_Node]:
     out = [node]
-    for child in node.children:
+    for child in node.children + node.captured:
         out += _nodes(child)
     return out
 
@@ -166,7 +170,7 @@ def _emit(tb: TextBuilder, node: _Node, env: dict, indices: list[str], constants
         return env[("special", value)]
     if node.kind == "constant":
         dtype = element_type(value)
-        return tb.value(f"arith.constant {_literal(constants[id(node)], dtype)} : {dtype}", "k")
+        return tb.value(f"arith.constant {literal(constants[id(node)], dtype)} : {dtype}", "k")
     if node.kind == "scalar":  # a captured scalar constant
         return tb.value(f"arith.constant {owner(value).attributes['value']}", "k")
     if node.kind == "leaf":
@@ -176,13 +180,20 @@ def _emit(tb: TextBuilder, node: _Node, env: dict, indices: list[str], constants
         return env[memo]
     op = owner(value)
     inputs = [_emit(tb, child, env, indices, constants) for child in node.children]
-    out_placeholder = inputs[0] if inputs else tb.value(f"arith.constant 0.0 : {element_type(value)}", "k")
-    if inputs and element_type(op.operands[0]) != element_type(value):
-        out_placeholder = tb.value(f"arith.constant 0.0 : {element_type(value)}", "k") \
-            if element_type(value).startswith(("f", "bf")) else tb.value(f"arith.constant 0 : {element_type(value)}")
-    result = emit_body(tb, op, inputs + [out_placeholder], [indices[d] for d in node.dims])[0]
+    # the output's block argument, which an elementwise body does not read: a value of its type
+    out_type = element_type(op.results[0])
+    out_placeholder = tb.value(f"arith.constant {literal(0, out_type)} : {out_type}", "k")
+    captured = {c.value: env[(c.value, c.dims)] for c in node.captured}
+    result = emit_body(tb, op, inputs + [out_placeholder], [indices[d] for d in node.dims], captured)[0]
     env[memo] = result
     return result
+
+
+def literal(value: float | int, dtype: str) -> str:
+    """``value`` written as an MLIR constant of ``dtype`` (integers as integers, infinities and NaN as bits)."""
+    if dtype.startswith("i"):
+        return str(int(value))
+    return _literal(value, dtype)
 
 
 def _literal(value: float, dtype: str) -> str:

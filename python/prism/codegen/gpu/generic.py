@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from mlir import ir
 
+from prism.codegen.gpu.compose import literal
 from prism.codegen.gpu.spec import Dim, GenericSpec, Kernel, Launch, Param, Tensor, load_element, store_element
 from prism.codegen.text import TextBuilder
 
@@ -57,7 +58,7 @@ class KernelText(TextBuilder):
         if not indices:
             return self.const(0)
         value = indices[0]
-        for d, i in zip(tensor.shape[1:], indices[1:]):
+        for d, i in zip(tensor.shape[1:], indices[1:], strict=False):
             scaled = self.value(f"arith.muli {value}, {self.dim(d)} : index", "l")
             value = self.value(f"arith.addi {scaled}, {i} : index", "l")
         return value
@@ -124,7 +125,7 @@ def emit_generic(spec: GenericSpec) -> list[Kernel]:
         with t.grid_stride(total, THREADS) as p:
             point = t.delinearize(p, [spec.loops[k] for k in parallel]) if parallel else []
             loops: list[str] = [t.const(0)] * len(spec.loops)
-            for k, i in zip(parallel, point):
+            for k, i in zip(parallel, point, strict=False):
                 loops[k] = i
             starts = [_initial(t, spec, k, _apply(t, out_maps[k], loops)) for k in range(len(spec.outputs))]
             results = _reduce(t, spec, in_maps, loops, reduction, starts)
@@ -142,23 +143,17 @@ def _initial(t: KernelText, spec: GenericSpec, k: int, at: list[str]) -> str:
         return t.load(init, at)
     if init is None:
         return t.load(out, at)
-    from prism.codegen.gpu.compose import _literal
-    if out.dtype.startswith("i"):
-        return t.value(f"arith.constant {int(init)} : {out.dtype}", "k")
-    return t.value(f"arith.constant {_literal(init, out.dtype)} : {out.dtype}", "k")
+    return t.value(f"arith.constant {literal(init, out.dtype)} : {out.dtype}", "k")
 
 
 def _reduce(t: KernelText, spec: GenericSpec, in_maps, loops: list[str], reduction: list[int], acc: list[str]):
     """The reduction loops (innermost last) carrying the outputs, each step one run of the body."""
     if not reduction:
-        values = [t.load(x, _apply(t, m, loops)) for x, m in zip(spec.inputs, in_maps)]
+        values = [t.load(x, _apply(t, m, loops)) for x, m in zip(spec.inputs, in_maps, strict=False)]
         return spec.body(t, values, acc, loops)
     k = reduction[0]
     types = [o.dtype for o in spec.outputs]
-    if len(set(types)) != 1:
-        from prism.infra.errors import UnsupportedOp
-        raise UnsupportedOp(f"{spec.name}: a reduction with outputs of different element types ({', '.join(types)})")
-    with t.for_carried(t.const(0), t.dim(spec.loops[k]), t.const(1), acc, types[0]) as loop:
+    with t.for_carried(t.const(0), t.dim(spec.loops[k]), t.const(1), acc, types) as loop:
         inner = list(loops)
         inner[k] = loop.iv
         results = _reduce(t, spec, in_maps, inner, reduction[1:], loop.args)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
-from prism.codegen.gpu.body import owner, body_problem
+from prism.codegen.gpu.body import body_problem, captured_arguments, owner
 from prism.codegen.gpu.buffers import Buffers
 from prism.codegen.gpu.compose import Composer, Special, element_type, elementwise
 from prism.codegen.gpu.spec import (
@@ -85,8 +85,9 @@ class FunctionPlan:
     steps: list[Step] = field(default_factory=list)
 
 
-def fill_value(value: ir.Value) -> float | None:
-    """The constant a fill (``linalg.fill``, or its generic form) or a splat constant gives ``value``; None."""
+def fill_value(value: ir.Value) -> float | int | None:
+    """The constant a fill (``linalg.fill``, or its generic form) or a splat constant gives ``value`` (an int for
+    integer elements); None."""
     if isinstance(owner(value), ir.Block):
         return None
     op = owner(value)
@@ -100,14 +101,18 @@ def fill_value(value: ir.Value) -> float | None:
             scalar = op.operands[0]
     elif op.name == "arith.constant" and isinstance(op.results[0].type, ir.ShapedType):
         attr = op.attributes["value"]
-        if isinstance(attr, ir.DenseElementsAttr) and attr.is_splat:
-            return ir.FloatAttr(attr.get_splat_value()).value if ir.FloatAttr.isinstance(attr.get_splat_value()) \
-                else None
-        return None
+        return _number(attr.get_splat_value()) if isinstance(attr, ir.DenseElementsAttr) and attr.is_splat else None
     if scalar is None or isinstance(owner(scalar), ir.Block) or owner(scalar).name != "arith.constant":
         return None
-    attr = owner(scalar).attributes["value"]
-    return ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else None
+    return _number(owner(scalar).attributes["value"])
+
+
+def _number(attr: ir.Attribute) -> float | int | None:
+    if isinstance(attr, ir.FloatAttr):
+        return attr.value
+    if isinstance(attr, ir.IntegerAttr) and str(attr.type) != "index":
+        return attr.value
+    return None
 
 
 def _maps(op: ir.Operation) -> list[ir.AffineMap]:
@@ -234,9 +239,10 @@ class _Planner:
         return all(map_dims(maps[i]) is not None for i, v in enumerate(list(user.operands)[:n_in]) if v == value)
 
     def _fill_needs_buffer(self, value: ir.Value) -> bool:
-        """A fill needs a buffer unless every reader takes it as a constant: a GEMM's or a reduction's start,
-        or a scalar function's leaf."""
-        return self._returned(value)
+        """A constant fill is written where a reader needs a buffer (:meth:`_materialize_fill`); every other
+        reader takes it as a constant (a GEMM's or a reduction's start, a scalar function's leaf), and a
+        returned one is copied into its result."""
+        return False
 
     def _materialize_fill(self, value: ir.Value, at: int) -> None:
         if value in self.materialized:
@@ -415,6 +421,9 @@ class _Planner:
         if op.name in _COPIES:
             self._copies(op, at)
             return
+        if op.name == "linalg.fill":
+            self._fill(op, at)
+            return
         if not op.name.startswith("linalg."):
             raise UnsupportedOp(f"'{op.name}' has no GPU kernel (Prism maps Linalg ops, reshapes and fills)",
                                 location=str(op.location))
@@ -442,39 +451,51 @@ class _Planner:
             self.inlined_ops.discard(op)
 
     def _generic(self, op: ir.Operation, at: int) -> None:
+        from prism.codegen.gpu.body import captured_arguments, emit_body
         n_out = len(op.results)
         n_in = len(op.operands) - n_out
+        nothing = f"affine_map<({', '.join(f'd{i}' for i in range(len(_iterators(op))))}) -> ()>"
         inputs, input_maps = [], []
-        for v, m in zip(list(op.operands)[:n_in], _maps(op)[:n_in]):
-            if not isinstance(v.type, ir.ShapedType):
+        constants: dict[int, ir.Operation] = {}  # scalar inputs that are constants, by position
+        for i, (v, m) in enumerate(zip(list(op.operands)[:n_in], _maps(op)[:n_in], strict=False)):
+            if not isinstance(v.type, ir.ShapedType) and not isinstance(owner(v), ir.Block):
+                constants[i] = owner(v)
                 continue
             if fill_value(v) is not None and v not in self.materialized:
                 self._materialize_fill(v, at)
-            inputs.append(self.buffers.tensor(v))
-            input_maps.append(str(ir.AffineMapAttr.get(m)))
+            inputs.append(self.buffers.tensor(v) if isinstance(v.type, ir.ShapedType) else self.buffers.tensors[v])
+            input_maps.append(str(ir.AffineMapAttr.get(m)) if isinstance(v.type, ir.ShapedType) else nothing)
+        captured = captured_arguments(op)
+        inputs += [self.buffers.tensors[v] for v in captured]
+        input_maps += [nothing] * len(captured)
         outs = list(op.operands)[n_in:]
         inits = []
         for v in outs:
             constant = fill_value(v)
             inits.append(constant if constant is not None else (self.buffers.tensor(v) if _reads_output(op) else None))
-        from prism.codegen.gpu.body import emit_body
-        scalar_inputs = [i for i, v in enumerate(list(op.operands)[:n_in]) if not isinstance(v.type, ir.ShapedType)]
 
-        def body(tb, values, outputs, indices, op=op, scalar_inputs=scalar_inputs):
-            full, k = [], 0
-            for i in range(n_in):
-                if i in scalar_inputs:
-                    const = owner(op.operands[i])
-                    full.append(tb.value(f"arith.constant {const.attributes['value']}", "k"))
-                else:
-                    full.append(values[k])
-                    k += 1
-            return emit_body(tb, op, full + list(outputs), indices)
+        def body(tb, values, outputs, indices, op=op, constants=constants, captured=captured):
+            loaded = iter(values)
+            full = [tb.value(f"arith.constant {constants[i].attributes['value']}", "k") if i in constants
+                    else next(loaded) for i in range(n_in)]
+            names = dict(zip(captured, loaded, strict=False))
+            return emit_body(tb, op, full + list(outputs), indices, names)
         loops = _loop_extents(op, self.buffers)
         spec = GenericSpec(self._kname("loops"), tuple(loops), tuple(_iterators(op)), tuple(inputs),
                            tuple(input_maps), tuple(self.buffers.tensor(r) for r in op.results),
                            tuple(str(ir.AffineMapAttr.get(m)) for m in _maps(op)[n_in:]), tuple(inits), body)
         self._add("loops", spec, [op], list(op.results), at)
+
+    def _fill(self, op: ir.Operation, at: int) -> None:
+        """A fill with a value computed at run time: a scalar argument of the function (a buffer of one)."""
+        scalar = op.operands[0]
+        if not isinstance(owner(scalar), ir.Block) or scalar not in self.buffers.tensors:
+            raise UnsupportedOp("a fill whose value is neither a constant nor an argument of the function has no "
+                                "GPU kernel", location=str(op.location))
+        source = self.buffers.tensors[scalar]
+        out = self.buffers.tensor(op.results[0])
+        fn = ScalarFn((Operand("tensor", source, ()),), out.dtype, lambda tb, values, indices: values[0])
+        self._add("fill", PointwiseSpec(self._kname("fill"), out, fn), [op], [op.results[0]], at)
 
     def _copies(self, op: ir.Operation, at: int) -> None:
         """Slices and concatenations as copy kernels, each a generic op whose maps carry the offsets."""
@@ -550,7 +571,7 @@ class _RowGroup:
         elif not elementwise(op) or tuple(loops) not in (self.rows + self.cols, self.rows):
             return False
         maps = _maps(op)
-        for v, m in zip(list(op.operands)[:-1], maps):
+        for v, m in zip(list(op.operands)[:-1], maps, strict=False):
             dims = map_dims(m)
             if dims is None:
                 return False
@@ -608,7 +629,7 @@ class _RowGroup:
         inputs = list(op.operands)[:-1]
         dims_of = [tuple(map_dims(m)) for m in maps[:-1]]
         sub_fns = [composer.fn(v, d, specials) if isinstance(v.type, ir.ShapedType) else None
-                   for v, d in zip(inputs, dims_of)]
+                   for v, d in zip(inputs, dims_of, strict=False)]
         spans = []
         for fn in sub_fns:
             start = len(operands)
@@ -621,7 +642,7 @@ class _RowGroup:
 
         def emit(tb, values, indices):
             args = []
-            for fn, (s, e), v in zip(sub_fns, spans, inputs):
+            for fn, (s, e), v in zip(sub_fns, spans, inputs, strict=False):
                 if fn is None:
                     args.append(tb.value(f"arith.constant {owner(v).attributes['value']}", "k"))
                 else:
@@ -643,7 +664,7 @@ def _reads_output(op: ir.Operation) -> bool:
 
 def _loop_extents(op: ir.Operation, buffers: Buffers) -> list:
     extents: list = [None] * len(_iterators(op))
-    for v, m in zip(op.operands, _maps(op)):
+    for v, m in zip(op.operands, _maps(op), strict=False):
         if not isinstance(v.type, ir.ShapedType):
             continue
         shape = buffers.shape(v)
@@ -662,6 +683,8 @@ def _row_reduction(op: ir.Operation):
     """(rows, cols) loop extents of a reduction over its innermost loops with one output read at the rows;
     None otherwise. The extents are read from the op's operand types (static ints or None for dynamic)."""
     if op.name != "linalg.generic" or len(op.results) != 1 or body_problem(op):
+        return None
+    if element_type(op.results[0]) not in ("f16", "bf16", "f32") or captured_arguments(op):
         return None
     iterators = _iterators(op)
     if "reduction" not in iterators:
@@ -790,7 +813,7 @@ def _merged(m: str, tiles: list[GemmTile]) -> tuple[tuple[str, GemmTile], ...]:
     bounds = (*SIZE_CLASS_BOUNDS, None)
     groups: list[list] = []  # [low, high, tile]
     low = None
-    for high, tile in zip(bounds, tiles):
+    for high, tile in zip(bounds, tiles, strict=False):
         if groups and groups[-1][2] == tile:
             groups[-1][1] = high
         else:
@@ -889,9 +912,9 @@ def _inside(v: ir.Value, ops) -> bool:
     return not isinstance(owner(v), ir.Block) and owner(v) in ops
 
 
-def _constant_fn(value: float, dtype: str) -> ScalarFn:
-    from prism.codegen.gpu.compose import _literal
-    return ScalarFn((), dtype, lambda tb, values, indices: tb.value(f"arith.constant {_literal(value, dtype)} : "
+def _constant_fn(value: float | int, dtype: str) -> ScalarFn:
+    from prism.codegen.gpu.compose import literal
+    return ScalarFn((), dtype, lambda tb, values, indices: tb.value(f"arith.constant {literal(value, dtype)} : "
                                                                     f"{dtype}", "k"))
 
 

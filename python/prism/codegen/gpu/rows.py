@@ -43,8 +43,6 @@ from dataclasses import dataclass
 
 from prism.codegen.gpu.spec import (
     ELEMENT_BYTES,
-    load_element,
-    store_element,
     Dim,
     Kernel,
     Launch,
@@ -54,7 +52,9 @@ from prism.codegen.gpu.spec import (
     RowSpec,
     ScalarFn,
     Tensor,
+    load_element,
     numel_text,
+    store_element,
 )
 from prism.codegen.text import TextBuilder
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 # A dimension: a static size, or the name of a size symbol passed as an index parameter.
-Dim = Union[int, str]
+Dim = int | str
 
 ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8}
 
@@ -308,5 +308,5 @@ class GenericSpec:
     input_maps: tuple[str, ...]
     outputs: tuple[Tensor, ...]
     output_maps: tuple[str, ...]
-    inits: tuple[Union[float, Tensor, None], ...]
+    inits: tuple[float | Tensor | None, ...]
     body: GenericBody = field(compare=False)

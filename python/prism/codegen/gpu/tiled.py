@@ -32,8 +32,6 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 from prism.codegen.gpu.spec import (
-    load_element,
-    store_element,
     AttentionSpec,
     Dim,
     GemmSpec,
@@ -44,6 +42,8 @@ from prism.codegen.gpu.spec import (
     RowSpec,
     ScalarFn,
     Tensor,
+    load_element,
+    store_element,
 )
 from prism.codegen.text import TextBuilder
 
