@@ -48,8 +48,10 @@ from prism.search.families import registered_families
 
 KERNEL_ATTR = "prism.kernel"
 _NORMALIZE = "builtin.module(inline{default-pipeline=canonicalize},symbol-dce,canonicalize,cse)"
-# Linalg ops the planner reads as they are: fills stay fills (an accumulator's start), the rest become generics.
-_KEPT_NAMED = frozenset({"linalg.generic", "linalg.fill", "linalg.yield", "linalg.index"})
+# Linalg ops the planner reads as they are: fills stay fills (an accumulator's start), the rest become generics;
+# relayouts (pack, unpack) have no generic form and no GPU kernel: the planner refuses them at their op.
+_KEPT_NAMED = frozenset({"linalg.generic", "linalg.fill", "linalg.yield", "linalg.index", "linalg.pack",
+                         "linalg.unpack"})
 
 
 class GpuLowering(Lowering):

@@ -35,6 +35,8 @@ def body_problem(op: ir.Operation) -> str | None:
             return f"its body holds '{inner.name}', an op with regions"
         if inner.name == "tensor.extract":
             return "its body reads a tensor element by element (tensor.extract, a gather), which no GPU kernel takes"
+        if inner.name == "arith.remf":
+            return "its body takes a float remainder (arith.remf), which this MLIR's NVVM lowering cannot lower"
         for value in inner.operands:
             if value not in own and not _constant(value) and not _argument(value):
                 return ("its body reads a value defined outside it that is neither a constant nor an argument of "

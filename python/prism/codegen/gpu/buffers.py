@@ -95,6 +95,12 @@ class Buffers:
         static = list(typ.shape)
         if not any(ir.ShapedType.is_dynamic_size(n) for n in static):
             return tuple(static)
+        op = owner(value)
+        if isinstance(op, ir.Operation) and (op.name.startswith("linalg.") or op.name == "tensor.cast"):
+            # the shape of what the op's result is made from: its output operand's, the cast's source's
+            source = op.operands[0] if op.name == "tensor.cast" else _destination(op, value)
+            return tuple(n if not ir.ShapedType.is_dynamic_size(n) else d
+                         for n, d in zip(static, self.shape(source), strict=True))
         dynamic = self._dynamic_dims(value)
         out, k = [], 0
         for n in static:
@@ -109,17 +115,13 @@ class Buffers:
         """The dynamic dimensions of ``value`` (a result of an op), in order."""
         op = owner(value)
         name = op.name
-        if name == "tensor.empty":
+        if name in ("tensor.empty", "bufferization.alloc_tensor"):
             return [self.index(v, op) for v in op.operands]
-        if name.startswith("linalg."):
-            index = list(op.results).index(value)
-            outs = list(op.operands)[len(op.operands) - len(op.results):]
-            return _dynamic_of(self.shape(outs[index]))
         if name == "tensor.expand_shape":
             return [self.index(v, op) for v in list(op.operands)[1:]]
-        if name in ("tensor.collapse_shape", "tensor.cast"):
-            return self._collapsed(op) if name == "tensor.collapse_shape" else _dynamic_of(self.shape(op.operands[0]))
-        raise UnsupportedOp(f"the GPU code generator cannot follow the dynamic sizes of '{name}'",
+        if name == "tensor.collapse_shape":
+            return self._collapsed(op)
+        raise UnsupportedOp(f"'{name}' has no GPU kernel, and the sizes of its dynamic result cannot be followed",
                             location=str(op.location))
 
     def _collapsed(self, op: ir.Operation) -> list[Dim]:
@@ -183,6 +185,11 @@ _SCALARS = ("f16", "bf16", "f32", "f64", "i1", "i8", "i16", "i32", "i64")
 
 def _scalar_type(typ: ir.Type) -> bool:
     return str(typ) in _SCALARS
+
+
+def _destination(op: ir.Operation, value: ir.Value) -> ir.Value:
+    """The operand a Linalg op writes ``value`` into (its init): the last operand of the result's type."""
+    return next(v for v in reversed(list(op.operands)) if v.type == value.type)
 
 
 def _dynamic_of(shape: tuple[Dim, ...]) -> list[Dim]:

@@ -58,7 +58,7 @@ _COMBINES = {"arith.addf": ("add", 0.0), "arith.maximumf": ("max", float("-inf")
              "arith.maxnumf": ("max", float("-inf")), "arith.minimumf": ("min", float("inf")),
              "arith.minnumf": ("min", float("inf")), "arith.mulf": ("mul", 1.0)}
 _VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.cast")
-_SKIP = ("arith.constant", "tensor.empty", "func.return")
+_SKIP = ("arith.constant", "tensor.empty", "bufferization.alloc_tensor", "func.return")
 
 
 @dataclass
@@ -428,7 +428,9 @@ class _Planner:
             raise UnsupportedOp(f"'{op.name}' has no GPU kernel (Prism maps Linalg ops, reshapes and fills)",
                                 location=str(op.location))
         if op.name != "linalg.generic":
-            raise UnsupportedOp(f"'{op.name}' has no GPU kernel: generalize it to linalg.generic",
+            raise UnsupportedOp(f"'{op.name}' has no GPU kernel (a relayout into tiles, with no generic form)"
+                                if op.name in ("linalg.pack", "linalg.unpack") else
+                                f"'{op.name}' has no GPU kernel: generalize it to linalg.generic",
                                 location=str(op.location))
         problem = body_problem(op)
         if problem:
@@ -898,8 +900,8 @@ def _inputs(op: ir.Operation) -> list[ir.Value]:
 
 
 def _empty(value: ir.Value) -> bool:
-    """A ``tensor.empty``: a shape without data."""
-    return not isinstance(owner(value), ir.Block) and owner(value).name == "tensor.empty"
+    """A ``tensor.empty`` (or ``bufferization.alloc_tensor``): a shape without data."""
+    return not isinstance(owner(value), ir.Block) and owner(value).name in ("tensor.empty", "bufferization.alloc_tensor")
 
 
 def _scalar(op: ir.Operation) -> bool:
