@@ -233,21 +233,13 @@ class UnitFailed(Exception):
     """A unit that could not be compiled, checked or described; the message says why."""
 
 
-def compile_unit(text: str) -> tuple[str, dict]:
-    """Prism's one PTX module and launch manifest for ``text``.
-
-    Reads ``prism.compile(text, target="h200", emit="ptx")``'s ``ptx_text``
-    (a method, or a property) and ``manifest`` (a dict, or its JSON text).
-    """
+def compile_unit(text: str, target: str = TARGET) -> tuple[str, dict]:
+    """Prism's one PTX module and launch manifest for ``text`` (``prism.compile(text, target=target,
+    emit="ptx")``'s ``ptx_text`` and ``manifest``)."""
     import prism
 
-    compiled = prism.compile(text, target=TARGET, emit="ptx")
-    ptx = compiled.ptx_text() if callable(compiled.ptx_text) else compiled.ptx_text
-    manifest = getattr(compiled, "manifest", None)
-    if isinstance(manifest, str):
-        manifest = json.loads(manifest)
-    if not isinstance(manifest, dict):
-        raise UnitFailed("prism.compile gave no launch manifest (.manifest)")
+    compiled = prism.compile(text, target=target, emit="ptx")
+    ptx, manifest = compiled.ptx_text, compiled.manifest
     if ptx.count(".version") != 1:
         raise UnitFailed(f"expected one PTX module, got {ptx.count('.version')}")
     return ptx, manifest
@@ -264,9 +256,11 @@ def check_ptx(ptx: str, chip: str) -> dict[str, Any]:
         kernels = ptxas(ptx, chip)
     except PtxasError as error:
         raise UnitFailed(f"ptxas -arch={chip}: {error}") from None
+    spilled = {name: k.spill_bytes for name, k in kernels.items() if k.spill_bytes}
+    if spilled:
+        raise UnitFailed(f"ptxas -arch={chip}: registers spill in {spilled}")
     return {"registers": max((k.registers for k in kernels.values()), default=0),
-            "spill_bytes": sum(k.spill_bytes for k in kernels.values()),
-            "warnings": [m for k in kernels.values() for m in k.messages]}
+            "spill_bytes": 0, "warnings": [m for k in kernels.values() for m in k.messages]}
 
 
 def workload_entries(source: Source, text: str, dtype: str, unit: str, compiled: tuple[str, dict]) -> list[dict]:
@@ -301,12 +295,12 @@ def workload_entries(source: Source, text: str, dtype: str, unit: str, compiled:
     return entries
 
 
-def build_unit(source: Source, dtype: str, out: Path) -> tuple[list[dict], dict]:
+def build_unit(source: Source, dtype: str, out: Path, target: str = TARGET) -> tuple[list[dict], dict]:
     """Compile one source at one element type into ``out/<unit>``; its workloads and what build.json records."""
     unit = f"{source.name}-{dtype}"
     text = retype(source.text, source.base, dtype)
     try:
-        ptx, manifest = compile_unit(text)
+        ptx, manifest = compile_unit(text, target)
     except UnitFailed:
         raise
     except Exception as error:  # a compiler error names what it could not do; the other units still build
@@ -343,14 +337,14 @@ def bundle_bytes(out: Path) -> int:
     return sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
 
 
-def build(out: Path, pairs: list[tuple[Source, str]]) -> tuple[list[dict], dict, dict]:
+def build(out: Path, pairs: list[tuple[Source, str]], target: str = TARGET) -> tuple[list[dict], dict, dict]:
     """Compile every pair, printing progress; the workloads, the units built and the units failed."""
     workloads, units, failed = [], {}, {}
     for i, (source, dtype) in enumerate(pairs, 1):
         unit, started = f"{source.name}-{dtype}", time.perf_counter()
         print(f"[{i}/{len(pairs)}] {unit} ...", end=" ", flush=True)
         try:
-            entries, units[unit] = build_unit(source, dtype, out)
+            entries, units[unit] = build_unit(source, dtype, out, target)
         except UnitFailed as error:
             failed[unit] = str(error)
             print(f"FAILED ({time.perf_counter() - started:.1f} s): {str(error)[:400]}", flush=True)
@@ -379,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], help="build the units of this name or glob")
     parser.add_argument("--dtypes", default=",".join(DTYPES), help="element types, comma-separated")
     parser.add_argument("--no-check", action="store_true", help="skip the dry run of the finished bundle")
+    parser.add_argument("--target", default=TARGET, choices=("h200", "h100", "a100"),
+                        help="the GPU to compile for (the bundle runs on that GPU)")
     args = parser.parse_args(argv)
     dtypes = [d for d in args.dtypes.split(",") if d]
     if not set(dtypes) <= {"f16", "bf16", "f32"}:
@@ -388,9 +384,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("no unit matches --only")
     out = Path(args.out)
     prepare_out(out)
-    workloads, units, failed = build(out, pairs)
+    workloads, units, failed = build(out, pairs, args.target)
     (out / "workloads.json").write_text(json.dumps(workloads, indent=1))
-    (out / "build.json").write_text(json.dumps({"commit": commit(), "target": TARGET, "units": units,
+    (out / "build.json").write_text(json.dumps({"commit": commit(), "target": args.target, "units": units,
                                                 "failed": failed}, indent=1))
     shutil.copy(HERE / "run.py", out / "run.py")
     size = bundle_bytes(out)

@@ -9,9 +9,10 @@ Knobs (exponents of two in the set; ``STAGES`` an integer):
   accumulators WM*WN/128 <= 128 registers; STAGES x (BM + BN) x BK x 2 bytes
   plus the barriers within the opt-in shared memory.
 - **mma.sync** (sm_80, and sm_90a where TMA cannot read the operands):
-  warps of WM x WN (multiples of 16), BK a multiple of 16, at most 1024
-  threads, WM*WN/32 <= 128 accumulators a thread, STAGES x (A + B tiles) within
-  the opt-in shared memory.
+  warps of WM x WN (multiples of 16), BK a multiple of 16, at most 512
+  threads, WM*WN/32 <= 128 accumulators a thread (16 with 512 threads: the
+  register file is shared), STAGES x (A + B tiles) within the opt-in shared
+  memory.
 - **FMA** (f32 inputs, any chip): warps of WM x WN (WM a multiple of 4, WN of
   8), BK a multiple of 4, the same thread, register and shared-memory limits.
 
@@ -66,9 +67,12 @@ def gemm_space(op: Contraction, target: GpuModel) -> Space:
         low_wm, low_wn, low_bk = (4, 4, 4) if mma else (2, 3, 2)
         universe = (f"4 <= bm <= 8 and 4 <= bn <= 8 and {low_bk} <= bk <= 6 and {low_wm} <= wm <= bm and "
                     f"{low_wn} <= wn <= bn and mma = {int(mma)}")
+        # A thread holds WM*WN/32 accumulators besides about a hundred registers of addresses, fragments and
+        # loop state; 65536 registers a block: 256 threads may take 128 accumulators, 512 threads 16, and 1024
+        # threads (64 registers each) none without spilling.
         groups = [
-            ("threads", "(bm - wm) + (bn - wn) + 5 <= 10"),
-            ("registers", "wm + wn <= 12"),
+            ("threads", "(bm - wm) + (bn - wn) + 5 <= 9"),
+            ("registers", "wm + wn <= 12 and ((bm - wm) + (bn - wn) <= 3 or wm + wn <= 9)"),
             # f32 tiles pad each row by 16 bytes against bank conflicts, which at most doubles a row of 4 or more
             ("shared_memory", _shared(op, target.smem_per_block // (1 if mma else 2))),
         ]
