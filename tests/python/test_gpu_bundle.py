@@ -362,7 +362,7 @@ def test_build_writes_a_bundle_that_dry_runs(build: ModuleType, ptx: str, tmp_pa
                                              monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     """With the compiler replaced by the ``add`` module under a manifest shaped as gemm-512's function, build.py
     writes the unit, the workloads and run.py, and the bundle passes its dry run; a failing unit is reported."""
-    def fake_compile(text: str) -> tuple[str, dict]:
+    def fake_compile(text: str, target: str) -> tuple[str, dict]:
         if "bf16" in text:
             raise ValueError("no bf16 today")
         square = lambda name: {"name": name, "dtype": "f16", "shape": [512, "m"]}  # noqa: E731
