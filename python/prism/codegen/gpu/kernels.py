@@ -47,7 +47,8 @@ def emit_step(step: Step, chip: str) -> list[Kernel]:
 # The tiles each GEMM kernel takes when the search chose none it can use: the warp-specialized wgmma kernel's
 # 128 x 128 x 64 block of two consumer warpgroups, four stages deep; and the mma.sync kernel's.
 WGMMA_TILE = GemmTile(BM=128, BN=128, BK=64, WM=64, WN=128, STAGES=4)
-MMA_SYNC_TILE = GemmTile()
+# 8 warps of 64 x 32: 64 accumulators a thread leave room for the element loads of rows TMA cannot read.
+MMA_SYNC_TILE = GemmTile(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3)
 # A dual GEMM holds two accumulators: half the warp tile.
 MMA_SYNC_DUAL_TILE = GemmTile(BM=128, BN=64, BK=32, WM=64, WN=32, STAGES=3)
 
@@ -55,15 +56,16 @@ MMA_SYNC_DUAL_TILE = GemmTile(BM=128, BN=64, BK=32, WM=64, WN=32, STAGES=3)
 def _gemm(spec: GemmSpec, chip: str) -> list[Kernel]:
     """TMA + wgmma on sm_90a where TMA can read the operands, else the cp.async + mma.sync kernel; a tile the
     kernel cannot take falls back to its default tile."""
-    if chip == "sm_90a":
+    from prism.codegen.gpu.gemm import emit_gemm, gemm_tile_problem
+    if chip == "sm_90a" and spec.a.dtype in ("f16", "bf16"):  # the search chose a wgmma tile
         from prism.codegen.gpu.gemm_sm90 import emit_gemm_sm90, tma_problem
         if tma_problem(spec) is None:
             return emit_gemm_sm90(spec)
         fallback = _with_tile(spec, WGMMA_TILE)
         if tma_problem(fallback) is None:
             return emit_gemm_sm90(fallback)
-    from prism.codegen.gpu.gemm import emit_gemm, gemm_tile_problem
-    if gemm_tile_problem(spec, chip) is None:
+        # the search chose the tile for wgmma: the mma.sync kernel takes its own
+    elif gemm_tile_problem(spec, chip) is None:
         return emit_gemm(spec, chip)
     fallback = _with_tile(spec, MMA_SYNC_DUAL_TILE if spec.b2 is not None else MMA_SYNC_TILE)
     problem = gemm_tile_problem(fallback, chip)
