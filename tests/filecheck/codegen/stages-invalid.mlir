@@ -9,7 +9,7 @@
 // A stage that fails prints nothing, nor do the stages after it: here the GPU planner refuses a tensor.pad, which
 // has no GPU kernel.
 // FAILED-NOT: IR Dump
-// FAILED: stages-invalid.mlir:[[# @LINE + 5]]:8: error: prism-lower-gpu: 'tensor.pad' has no GPU kernel
+// FAILED: stages-invalid.mlir:[[# @LINE + 4]]:8: error: prism-lower-gpu: 'tensor.pad' has no GPU kernel
 // FAILED-NOT: IR Dump
 func.func @pad(%a: tensor<4x8xf32>) -> tensor<6x8xf32> {
   %z = arith.constant 0.0 : f32
