@@ -1,5 +1,6 @@
 // RUN: prism-opt %s --target=h200 --emit=report | filecheck %s --check-prefix=REPORT
 // RUN: prism-opt %s --target=h200 --emit=ptx | filecheck %s --check-prefix=PTX
+// RUN: prism-opt %s --target=h200 --emit=manifest --print-ir-after=prism-verify 2>&1 | filecheck %s --check-prefix=CHOICE
 // RUN: prism-opt %s --target=host --emit=llvm | filecheck %s --check-prefix=LLVM
 // RUN: cat %s | prism-opt - --target=host -p prism-optimize | filecheck %s --check-prefix=STDIN
 // RUN: prism-opt %s --target=host --emit=report | filecheck %s --check-prefix=KERNELS
@@ -39,6 +40,15 @@
 // PTX:      .visible .entry gemm_k0_gemm(
 // PTX-NOT:  .target
 // PTX-NOT:  .entry
+
+// --emit=manifest launches the GEMM with the search's choice: BM x BN blocks over M x N.
+// CHOICE:      IR Dump After prism-verify
+// CHOICE:      linalg.matmul {prism.choice = {BK = {{[0-9]+}} : i64, BM = [[BM:[0-9]+]] : i64, BN = [[BN:[0-9]+]] : i64, MMA = 0 : i64, STAGES = {{[2-5]}} : i64, WM = {{[0-9]+}} : i64, WN = {{[0-9]+}} : i64}
+// CHOICE:      "name": "gemm_k0_gemm",
+// CHOICE-NEXT: "grid": [
+// CHOICE-NEXT:   "cdiv(256, [[BN]])",
+// CHOICE-NEXT:   "cdiv(128, [[BM]])",
+// CHOICE-NEXT:   "1"
 
 // --emit=report on the host: per function, the kernels the code generator makes and the ops each runs
 // (the fill is the GEMM kernel's zero init, not a kernel).
