@@ -16,7 +16,7 @@
 // A100-LABEL: func.func private @gemm_family0
 // A100:         "prism.family"()
 // A100-SAME:      domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [bm, bn, bk, wm, wn, mma = 1, stages] :
-// A100-SAME:      stats = {registers = 2100 : i64, shape = 983 : i64, shared_memory = 1979 : i64, space = 2700 : i64, threads = 2520 : i64}
+// A100-SAME:      stats = {registers = 1596 : i64, shape = 905 : i64, shared_memory = 1542 : i64, space = 2700 : i64, threads = 2280 : i64}
 // A100-SAME:      symbols = ["BM", "BN", "BK", "WM", "WN", "MMA", "STAGES"]
 // HOST-LABEL: func.func private @gemm_family0
 // HOST:         "prism.family"()
@@ -42,7 +42,7 @@ func.func @gemm(%a: tensor<256x128xf16>, %b: tensor<128x64xf16>, %c: tensor<256x
 // GPU-LABEL: func.func private @ragged_family0
 // GPU:         "prism.family"()
 // GPU-SAME:      domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [bm, bn, bk, wm, wn, mma = 0, stages] :
-// GPU-SAME:      stats = {registers = 6820 : i64, shape = 1619 : i64, shared_memory = 5461 : i64, space = 10000 : i64, threads = 7520 : i64}
+// GPU-SAME:      stats = {registers = 4820 : i64, shape = 1454 : i64, shared_memory = 4065 : i64, space = 10000 : i64, threads = 6100 : i64}
 // A100-LABEL: func.func private @ragged_family0
 // A100-NOT:     divisibility
 // A100:         symbols = ["BM", "BN", "BK", "WM", "WN", "MMA", "STAGES"]
