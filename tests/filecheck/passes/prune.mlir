@@ -1,13 +1,23 @@
 // RUN: prism-opt %s --split-input-file --target=h200 -p prism-lift,prism-prune | filecheck %s --check-prefix=GPU
+// RUN: prism-opt %s --split-input-file --target=a100 -p prism-lift,prism-prune | filecheck %s --check-prefix=A100
 // RUN: prism-opt %s --split-input-file --target=host -p prism-lift,prism-prune | filecheck %s --check-prefix=HOST
 // RUN: prism-opt %S/Inputs/dynamic-m.mlir --target=host -p prism-lift,prism-prune | filecheck %s --check-prefix=DYN
+// RUN: prism-opt %S/Inputs/dynamic-m.mlir --target=h200 -p prism-lift,prism-prune | filecheck %s --check-prefix=DYN-GPU
 
-// The funnel shrinks stage by stage; the domain keeps shapes symbolic.
+// The funnel shrinks stage by stage; the domain keeps shapes symbolic. An f16 GEMM on the H200 (sm_90a) is a
+// wgmma kernel: warpgroups of WM = 64 (wm = 6) on tensor cores (mma = 1), one or two consumers a block, STAGES
+// deep.
 // GPU-LABEL: func.func private @gemm_family0
 // GPU:         "prism.family"()
-// GPU-SAME:      domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [bm, bn, bk, wm, wn, mma] :
-// GPU-SAME:      stats = {divisibility = 882 : i64, registers = 2000 : i64, shape = 882 : i64, shared_memory = 1988 : i64, space = 3200 : i64, tensor_core = 1544 : i64, threads = 2440 : i64}
-// GPU-SAME:      symbols = ["BM", "BN", "BK", "WM", "WN", "MMA"]
+// GPU-SAME:      domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [bm, bn, bk, wm = 6, wn, mma = 1, stages] :
+// GPU-SAME:      stats = {registers = 64 : i64, shape = 15 : i64, shared_memory = 49 : i64, space = 144 : i64, warpgroups = 64 : i64}
+// GPU-SAME:      symbols = ["BM", "BN", "BK", "WM", "WN", "MMA", "STAGES"]
+// On the A100 (sm_80), the mma.sync kernel: warps of any WM x WN, bounded by the threads of a block.
+// A100-LABEL: func.func private @gemm_family0
+// A100:         "prism.family"()
+// A100-SAME:      domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [bm, bn, bk, wm, wn, mma = 1, stages] :
+// A100-SAME:      stats = {registers = 1596 : i64, shape = 905 : i64, shared_memory = 1542 : i64, space = 2700 : i64, threads = 2280 : i64}
+// A100-SAME:      symbols = ["BM", "BN", "BK", "WM", "WN", "MMA", "STAGES"]
 // HOST-LABEL: func.func private @gemm_family0
 // HOST:         "prism.family"()
 // HOST-SAME:      domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [tm, tn, tk{{( = [0-9]+)?}}, rm{{( = [0-9]+)?}}, rn{{( = [0-9]+)?}}, m3{{( = [0-9]+)?}}, t3
@@ -17,7 +27,27 @@ func.func @gemm(%a: tensor<256x128xf16>, %b: tensor<128x64xf16>, %c: tensor<256x
   return %0 : tensor<256x64xf32>
 }
 
-// A dynamic M stays a parameter on the host: one domain serves every M.
+// A dynamic M stays a parameter on the host and on GPUs; one domain serves every M.
 // DYN-LABEL: func.func private @dynamic_family0
 // DYN:         domain = "[LB, LM, LN, LK, DM, DN, DK] -> {
 // DYN-SAME:      LM
+// DYN-GPU-LABEL: func.func private @dynamic_family0
+// DYN-GPU:         domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [bm, bn, bk, wm, wn, mma = 0, stages] :
+// DYN-GPU-SAME:      bm <= LM
+
+// -----
+
+// The GPU kernels mask their edges: no tile need divide M = 100, and no divisibility constraint prunes the
+// family (the shape constraint only bounds the tiles by the padded problem).
+// GPU-LABEL: func.func private @ragged_family0
+// GPU:         "prism.family"()
+// GPU-SAME:      domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [bm, bn, bk, wm, wn, mma = 0, stages] :
+// GPU-SAME:      stats = {registers = 4820 : i64, shape = 1454 : i64, shared_memory = 4065 : i64, space = 10000 : i64, threads = 6100 : i64}
+// A100-LABEL: func.func private @ragged_family0
+// A100-NOT:     divisibility
+// A100:         symbols = ["BM", "BN", "BK", "WM", "WN", "MMA", "STAGES"]
+// HOST-LABEL: func.func private @ragged_family0
+func.func @ragged(%a: tensor<100x64xf32>, %b: tensor<64x32xf32>, %c: tensor<100x32xf32>) -> tensor<100x32xf32> {
+  %0 = linalg.matmul ins(%a, %b : tensor<100x64xf32>, tensor<64x32xf32>) outs(%c : tensor<100x32xf32>) -> tensor<100x32xf32>
+  return %0 : tensor<100x32xf32>
+}

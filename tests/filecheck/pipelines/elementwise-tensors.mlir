@@ -12,8 +12,11 @@
 // CHECK-NOT:     : tensor<8x64xf32>, tensor<8x64xf32>
 // CHECK:         return
 // LLVM-LABEL:  llvm.func @add(
-// PTX:         .entry add_kernel(
+// PTX:         .target sm_90a
+// PTX-LABEL:   .visible .entry add_k0_pointwise(
+// PTX:         ld.global.v4.b32
 // PTX:         add.rn.f32
+// PTX:         st.global.v4.b32
 func.func @add(%a: tensor<8x64xf32>, %b: tensor<8x64xf32>) -> tensor<8x64xf32> {
   %r = arith.addf %a, %b : tensor<8x64xf32>
   return %r : tensor<8x64xf32>
@@ -24,6 +27,8 @@ func.func @add(%a: tensor<8x64xf32>, %b: tensor<8x64xf32>) -> tensor<8x64xf32> {
 // CHECK:           arith.extsi %{{.*}} : i8 to i32
 // LLVM-LABEL:  llvm.func @ext(
 // LLVM:          llvm.sext
+// PTX-LABEL:   .visible .entry ext_k0_pointwise(
+// PTX:         cvt.s32.s8
 func.func @ext(%a: tensor<3x4xi8>) -> tensor<3x4xi32> {
   %r = arith.extsi %a : tensor<3x4xi8> to tensor<3x4xi32>
   return %r : tensor<3x4xi32>
@@ -35,6 +40,11 @@ func.func @ext(%a: tensor<3x4xi8>) -> tensor<3x4xi32> {
 // CHECK:         linalg.generic
 // CHECK:           arith.mulf %{{.*}}, %{{.*}} : f32
 // LLVM-LABEL:  llvm.func @root(
+// The square root is read once, by the product: one kernel computes both, with no buffer between them.
+// PTX-LABEL:   .visible .entry root_k0_pointwise(
+// PTX:         sqrt.{{(rn|approx)}}.f32
+// PTX:         mul.rn.f32
+// PTX-NOT:     .entry
 func.func @root(%a: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %r = math.sqrt %a : tensor<16x32xf32>
   %s = arith.mulf %r, %a : tensor<16x32xf32>
