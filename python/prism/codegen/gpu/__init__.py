@@ -95,7 +95,7 @@ class GpuLowering(Lowering):
         failures: list[tuple[str, UnsupportedOp]] = []
         for plan in list(self.plans):
             try:
-                self.kernels[plan.name] = [k for step in plan.steps for k in emit_step(step, self.chip)]
+                self.kernels[plan.name] = [k for step in plan.steps for k in self._emit_step(step)]
             except UnsupportedOp as error:
                 failures.append((plan.name, error))
                 self.plans.remove(plan)
@@ -112,6 +112,20 @@ class GpuLowering(Lowering):
         for op in list(fresh.body.operations):
             module.body.append(op.operation.clone())
         module.operation.attributes["gpu.container_module"] = ir.UnitAttr.get(module.context)
+
+    def _emit_step(self, step) -> list[Kernel]:
+        """The step's kernels; a refusal without a location is located at the step's first op."""
+        try:
+            return emit_step(step, self.chip, self._remark_at(step))
+        except UnsupportedOp as error:
+            if error.location or not step.ops:
+                raise
+            raise UnsupportedOp(error.message, location=str(step.ops[0].location)) from None
+
+    def _remark_at(self, step):
+        """A remark at the step's first op (or the module, for a step of no op of its own)."""
+        location = step.ops[0].location if step.ops else ""
+        return lambda message: self.ctx.remark(location, f"{step.spec.name}: {message}")
 
     def nvvm(self, module: ir.Module) -> None:
         """NVVM to PTX (``ctx.artifacts["ptx"]``), and the launch manifest (``ctx.artifacts["manifest"]``)."""

@@ -77,8 +77,8 @@ class Buffers:
                 self.inputs.append(tensor)
                 continue
             if not isinstance(arg.type, ir.RankedTensorType):
-                raise UnsupportedOp(f"argument {i} of @{_name(func)} is neither a ranked tensor nor a scalar "
-                                    f"({arg.type}); GPU functions take those", location=str(func.location))
+                raise UnsupportedOp(f"argument {i} of @{_name(func)} is {arg.type}: GPU functions take ranked tensors "
+                                    f"and scalars of {', '.join(_SCALARS)}", location=str(func.location))
             shape = tuple(self.sizes.argument(f"arg_{i}", d) if ir.ShapedType.is_dynamic_size(n) else n
                           for d, n in enumerate(arg.type.shape))
             tensor = Tensor(f"arg_{i}", _dtype(arg.type, func), shape)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from prism.codegen.gpu import generic
@@ -18,14 +19,40 @@ from prism.codegen.gpu.spec import (
 from prism.infra.errors import UnsupportedOp
 
 
-def emit_step(step: Step, chip: str) -> list[Kernel]:
-    """The kernels of one planned step for ``chip``."""
+# CUDA's grid: blocks along x, y and z.
+MAX_GRID = (2**31 - 1, 65535, 65535)
+
+
+def emit_step(step: Step, chip: str, remark: Callable[[str], None] = lambda message: None) -> list[Kernel]:
+    """The kernels of one planned step for ``chip``; ``remark`` says where a chosen tile was replaced. A launch
+    whose static grid exceeds CUDA's is refused."""
+    kernels = _kernels(step, chip, remark)
+    for kernel in kernels:
+        for axis, (extent, limit) in enumerate(zip(kernel.launch.grid, MAX_GRID, strict=True)):
+            blocks = _static(extent)
+            if blocks is not None and blocks > limit:
+                raise UnsupportedOp(f"kernel {kernel.name} needs {blocks} blocks along grid axis {'xyz'[axis]}, "
+                                    f"where CUDA allows {limit}")
+    return kernels
+
+
+def _static(expression: str) -> int | None:
+    """The value of a grid expression without size symbols; None where it has some."""
+    from prism.codegen.gpu.manifest import evaluate
+    try:
+        return evaluate(expression, {})
+    except KeyError:
+        return None
+
+
+def _kernels(step: Step, chip: str, remark: Callable[[str], None]) -> list[Kernel]:
     spec = step.spec
     if isinstance(spec, GemmSpec) and step.classes:
         return [k for index, (condition, tile) in enumerate(step.classes)
-                for k in _in_class(_gemm(_with_tile(spec, tile), chip), condition, index, len(step.classes))]
+                for k in _in_class(_gemm(_with_tile(spec, tile), chip, remark), condition, index,
+                                   len(step.classes))]
     if isinstance(spec, GemmSpec):
-        return _gemm(spec, chip)
+        return _gemm(spec, chip, remark)
     if isinstance(spec, RowSpec):
         from prism.codegen.gpu.rows import emit_rows
         return emit_rows(spec, chip)
@@ -53,7 +80,7 @@ MMA_SYNC_TILE = GemmTile(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3)
 MMA_SYNC_DUAL_TILE = GemmTile(BM=128, BN=64, BK=32, WM=64, WN=32, STAGES=3)
 
 
-def _gemm(spec: GemmSpec, chip: str) -> list[Kernel]:
+def _gemm(spec: GemmSpec, chip: str, remark: Callable[[str], None]) -> list[Kernel]:
     """TMA + wgmma on sm_90a where TMA can read the operands, else the cp.async + mma.sync kernel; a tile the
     kernel cannot take falls back to its default tile."""
     from prism.codegen.gpu.gemm import emit_gemm, gemm_tile_problem
@@ -63,15 +90,25 @@ def _gemm(spec: GemmSpec, chip: str) -> list[Kernel]:
             return emit_gemm_sm90(spec)
         fallback = _with_tile(spec, WGMMA_TILE)
         if tma_problem(fallback) is None:
+            remark(f"the tile {_knobs(spec.tile)} does not fit the wgmma kernel ({tma_problem(spec)}); "
+                   f"it takes {_knobs(WGMMA_TILE)}")
             return emit_gemm_sm90(fallback)
         # the search chose the tile for wgmma: the mma.sync kernel takes its own
     elif gemm_tile_problem(spec, chip) is None:
         return emit_gemm(spec, chip)
+    else:
+        default = MMA_SYNC_DUAL_TILE if spec.b2 is not None else MMA_SYNC_TILE
+        remark(f"the tile {_knobs(spec.tile)} does not fit the GEMM kernel ({gemm_tile_problem(spec, chip)}); "
+               f"it takes {_knobs(default)}")
     fallback = _with_tile(spec, MMA_SYNC_DUAL_TILE if spec.b2 is not None else MMA_SYNC_TILE)
     problem = gemm_tile_problem(fallback, chip)
     if problem:
         raise UnsupportedOp(f"GEMM {spec.name}: {problem}")
     return emit_gemm(fallback, chip)
+
+
+def _knobs(tile: GemmTile) -> str:
+    return ", ".join(f"{k}={v}" for k, v in vars(tile).items() if k != "SPLITK" or v != 1)
 
 
 def _in_class(kernels: list[Kernel], condition: str, index: int, count: int) -> list[Kernel]:
