@@ -54,7 +54,7 @@ func.func @loop(%a: tensor<16x16xf32>, %b: tensor<16x16xf32>) -> tensor<16x16xf3
 
 // Linalg on buffers: not tuned; the host lowers it through loops, the GPU refuses the function, whose arguments
 // are neither tensors nor scalars.
-// GPU: bad-input.mlir:[[# @LINE + 2]]:1: error: prism-lower-gpu: argument 0 of @buffers is neither a ranked tensor nor a scalar (memref<8x8xf32>); GPU functions take those
+// GPU: bad-input.mlir:[[# @LINE + 2]]:1: error: prism-lower-gpu: argument 0 of @buffers is memref<8x8xf32>: GPU functions take ranked tensors and scalars
 // HOST: bad-input.mlir:[[# @LINE + 2]]:3: remark: prism-lift: 'linalg.matmul' left unchanged: a contraction on buffers
 func.func @buffers(%a: memref<8x8xf32>, %b: memref<8x8xf32>, %c: memref<8x8xf32>) {
   linalg.matmul ins(%a, %b : memref<8x8xf32>, memref<8x8xf32>) outs(%c : memref<8x8xf32>)
@@ -64,7 +64,7 @@ func.func @buffers(%a: memref<8x8xf32>, %b: memref<8x8xf32>, %c: memref<8x8xf32>
 // -----
 
 // An unranked tensor: the GPU refuses the function at its argument; the host keeps it as written.
-// GPU: bad-input.mlir:[[# @LINE + 3]]:1: error: prism-lower-gpu: argument 0 of @unranked is neither a ranked tensor nor a scalar (tensor<*xf32>); GPU functions take those
+// GPU: bad-input.mlir:[[# @LINE + 3]]:1: error: prism-lower-gpu: argument 0 of @unranked is tensor<*xf32>: GPU functions take ranked tensors and scalars
 // HOST: bad-input.mlir:[[# @LINE + 2]]:1: remark: prism-explore: @unranked kept as written: its arguments and results must be tensors of static shape
 // HOST-NOT: error
 func.func @unranked(%a: tensor<*xf32>) -> tensor<*xf32> {

@@ -18,7 +18,7 @@ func.func @pad(%a: tensor<4x8xf32>) -> tensor<6x8xf32> {
 // -----
 
 // GPU functions take ranked tensors and scalars: a buffer argument is refused at the function, naming it.
-// CHECK: lower-gpu-invalid.mlir:[[# @LINE + 1]]:1: error: prism-lower-gpu: argument 1 of @buffer is neither a ranked tensor nor a scalar (memref<4x8xf32>); GPU functions take those
+// CHECK: lower-gpu-invalid.mlir:[[# @LINE + 1]]:1: error: prism-lower-gpu: argument 1 of @buffer is memref<4x8xf32>: GPU functions take ranked tensors and scalars
 func.func @buffer(%a: tensor<4x8xf32>, %b: memref<4x8xf32>) -> tensor<4x8xf32> {
   return %a : tensor<4x8xf32>
 }
