@@ -467,7 +467,8 @@ def check_function(spec: dict, entries: dict[str, list[str]], where: str) -> Non
             _require(source, "expr", str, f"{where}: size '{symbol}'")
             continue
         _require(source, "input", str, f"{where}: size '{symbol}'")
-        _require(source, "dim", int, f"{where}: size '{symbol}'")
+        if "dim" in source:  # without one, the size is the value of an index argument
+            _require(source, "dim", int, f"{where}: size '{symbol}'")
     for i, kernel in enumerate(_require(spec, "kernels", list, where)):
         name = _require(kernel, "name", str, f"{where}: kernels[{i}]")
         _check_packing(kernel, entries, f"{where}: kernel '{name}'")
@@ -513,6 +514,9 @@ def bind_sizes(spec: dict, shapes: list[tuple[int, ...]], where: str) -> dict[st
         if source["input"] not in names:
             raise ManifestError(f"{where}: size '{symbol}' is read from '{source['input']}', which is not an input")
         shape = shapes[names.index(source["input"])]
+        if "dim" not in source:
+            raise ManifestError(f"{where}: size '{symbol}' is the value of index argument '{source['input']}', "
+                                "which the workloads of a bundle do not give")
         if not 0 <= source["dim"] < len(shape):
             raise ManifestError(f"{where}: size '{symbol}': {source['input']} has no dimension {source['dim']}")
         sizes[symbol] = shape[source["dim"]]

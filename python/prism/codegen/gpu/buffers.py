@@ -40,9 +40,11 @@ class Sizes:
     sources: dict[str, dict] = field(default_factory=dict)
     _by_expr: dict[str, str] = field(default_factory=dict)
 
-    def argument(self, buffer: str, dim: int) -> str:
+    def argument(self, buffer: str, dim: int | None) -> str:
+        """The symbol of dimension ``dim`` of input ``buffer``, or with ``dim`` None of the input itself (an
+        ``index`` argument)."""
         name = f"size_{len(self.sources)}"
-        self.sources[name] = {"input": buffer, "dim": dim}
+        self.sources[name] = {"input": buffer} if dim is None else {"input": buffer, "dim": dim}
         self._by_expr[f"{buffer}.{dim}"] = name
         return name
 
@@ -70,7 +72,12 @@ class Buffers:
         self.temporaries: list[Tensor] = []
         self.inputs: list[Tensor] = []
         block = func.regions[0].blocks[0]
+        self.index_arguments: dict[ir.Value, str] = {}
         for i, arg in enumerate(block.arguments):
+            if str(arg.type) == "index":  # a size given as an argument: a size symbol
+                self.index_arguments[arg] = self.sizes.argument(f"arg_{i}", None)
+                self.inputs.append(Tensor(f"arg_{i}", "index", ()))
+                continue
             if _scalar_type(arg.type):  # a scalar argument: a buffer of one element
                 tensor = Tensor(f"arg_{i}", str(arg.type), ())
                 self.tensors[arg] = tensor
@@ -140,6 +147,8 @@ class Buffers:
         return self.sizes.expression(self._index_expr(value, user))
 
     def _index_expr(self, value: ir.Value, user: ir.Operation) -> str:
+        if value in self.index_arguments:
+            return self.index_arguments[value]
         if isinstance(owner(value), ir.Block):
             raise UnsupportedOp("a size that is a block argument cannot be followed on the GPU",
                                 location=str(user.location))

@@ -88,10 +88,15 @@ def _walk(node: ast.AST, sizes: dict[str, int]) -> int:
     raise ValueError(f"not a manifest expression: {ast.unparse(node)}")
 
 
-def bind_sizes(sizes: dict[str, dict], inputs: dict[str, tuple[int, ...]]) -> dict[str, int]:
-    """Each size symbol's value, from the inputs' shapes (by name) and the expressions of those before it."""
+def bind_sizes(sizes: dict[str, dict], inputs: dict) -> dict[str, int]:
+    """Each size symbol's value, from the inputs (by name: a shape, or the value of an ``index`` argument) and
+    the expressions of those before it."""
     values: dict[str, int] = {}
     for symbol, source in sizes.items():
-        values[symbol] = evaluate(source["expr"], values) if "expr" in source \
-            else inputs[source["input"]][source["dim"]]
+        if "expr" in source:
+            values[symbol] = evaluate(source["expr"], values)
+        elif "dim" in source:
+            values[symbol] = inputs[source["input"]][source["dim"]]
+        else:  # an index argument: the size is the input's value
+            values[symbol] = int(inputs[source["input"]])
     return values
