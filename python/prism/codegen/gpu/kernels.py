@@ -18,7 +18,6 @@ from prism.codegen.gpu.spec import (
 )
 from prism.infra.errors import UnsupportedOp
 
-
 # CUDA's grid: blocks along x, y and z.
 MAX_GRID = (2**31 - 1, 65535, 65535)
 
