@@ -901,7 +901,10 @@ def _inputs(op: ir.Operation) -> list[ir.Value]:
 
 def _empty(value: ir.Value) -> bool:
     """A ``tensor.empty`` (or ``bufferization.alloc_tensor``): a shape without data."""
-    return not isinstance(owner(value), ir.Block) and owner(value).name in ("tensor.empty", "bufferization.alloc_tensor")
+    return not isinstance(owner(value), ir.Block) and owner(value).name in _EMPTY
+
+
+_EMPTY = ("tensor.empty", "bufferization.alloc_tensor")
 
 
 def _scalar(op: ir.Operation) -> bool:
