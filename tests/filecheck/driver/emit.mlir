@@ -23,14 +23,21 @@
 // REPORT-NEXT:     "predicted_seconds":
 // REPORT:          "symbols": [
 // On a GPU, per function the kernels the code generator makes (the fill is the GEMM kernel's start, no kernel).
-// REPORT:      "kernels": {
-// REPORT-NEXT:   "gemm": [
-// REPORT-NEXT:     {
-// REPORT-NEXT:       "kernel": "gemm_k0_gemm",
-// REPORT-NEXT:       "kind": "gemm"
-// REPORT-NEXT:     }
-// REPORT-NEXT:   ]
-// REPORT-NEXT: },
+// REPORT:      "kernels": [
+// REPORT-NEXT:   {
+// REPORT-NEXT:     "count": 1,
+// REPORT-NEXT:     "function": "@gemm",
+// REPORT-NEXT:     "kernels": [
+// REPORT-NEXT:       {
+// REPORT-NEXT:         "kernel": "gemm_k0_gemm",
+// REPORT-NEXT:         "kind": "gemm",
+// REPORT-NEXT:         "ops": [
+// REPORT-NEXT:           "linalg.generic at {{.*}}emit.mlir:[[# @LINE + 44]]:8"
+// REPORT-NEXT:         ]
+// REPORT-NEXT:       }
+// REPORT-NEXT:     ]
+// REPORT-NEXT:   }
+// REPORT-NEXT: ],
 // REPORT:      "target": "h200"
 
 // --emit=ptx: one PTX module, every kernel of the compilation in it, with no header before it.

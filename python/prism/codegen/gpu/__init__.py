@@ -41,6 +41,7 @@ from prism.codegen.gpu.spec import Kernel
 from prism.codegen.stages import Lowering, run_stages
 from prism.codegen.transform import Script
 from prism.codegen.upstream import apply_script, run_passes
+from prism.infra.diagnostics import display_location
 from prism.infra.errors import PipelineError, UnsupportedOp
 from prism.infra.ir import iter_ops, normalize_elementwise
 from prism.infra.passbase import PassContext
@@ -87,8 +88,12 @@ class GpuLowering(Lowering):
         for func, error in failures:  # the module still compiles: each function left out is a remark
             self.ctx.remark(func.location, f"@{_name(func)} stays off the GPU: {error.message}"
                             + (f" (at {error.location})" if error.location else ""))
-        self.ctx.report["kernels"] = {p.name: [{"kind": s.kind, "kernel": getattr(s.spec, "name", "")}
-                                               for s in p.steps] for p in self.plans}
+        # as the host's report lists them: per function, each kernel's kind and the ops it runs
+        self.ctx.report["kernels"] = [
+            {"function": f"@{p.name}", "count": len(p.steps),
+             "kernels": [{"kind": step.kind, "kernel": step.spec.name,
+                          "ops": [f"{op.name} at {display_location(op.location)}" for op in step.ops]}
+                         for step in p.steps]} for p in self.plans]
 
     def emit(self, module: ir.Module) -> None:
         """Write every kernel; the module becomes their one gpu.module."""
