@@ -155,3 +155,12 @@ def test_an_op_that_cannot_run_is_refused_at_its_location():
     with pytest.raises(UnsupportedOp, match="'tensor.pad' has no GPU kernel") as error:
         prism.compile(text, target="h200")
     assert error.value.location and ":4:" in error.value.location
+
+
+def test_the_report_lists_each_functions_gpu_kernels_and_the_summary_reads_it():
+    from prism.summary import summarize
+    compiled = prism.compile(gw.retype(cw.swiglu(16, 256).mlir, "bf16"), target="h200", emit="report")
+    (entry,) = compiled.report["kernels"]
+    assert entry["function"] == "@swiglu" and entry["count"] == 2
+    assert [k["kind"] for k in entry["kernels"]] == ["dual gemm + epilogue", "gemm"]
+    assert any("@swiglu: 2 kernel(s): dual gemm + epilogue" in line for line in summarize(compiled.report))
