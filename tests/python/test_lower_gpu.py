@@ -164,3 +164,20 @@ def test_the_report_lists_each_functions_gpu_kernels_and_the_summary_reads_it():
     assert entry["function"] == "@swiglu" and entry["count"] == 2
     assert [k["kind"] for k in entry["kernels"]] == ["dual gemm + epilogue", "gemm"]
     assert any("@swiglu: 2 kernel(s): dual gemm + epilogue" in line for line in summarize(compiled.report))
+
+
+@needs_ptxas
+def test_programs_from_other_projects_compile_or_name_their_limit():
+    """The corpus: at least 80% compile for h200 to PTX that ptxas assembles; the others are refused with one error
+    located at the op that no GPU kernel takes."""
+    corpus = sorted((REPO / "tests" / "corpus").glob("*.mlir"))
+    compiled = 0
+    for path in corpus:
+        try:
+            ptx = prism.compile(path, target="h200").ptx_text
+        except prism.PrismError as error:
+            assert error.location and ".mlir:" in error.location, (path.name, str(error))
+            continue
+        ptxas(ptx, "sm_90a")
+        compiled += 1
+    assert compiled >= 0.8 * len(corpus), (compiled, len(corpus))

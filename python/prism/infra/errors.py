@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import re
 
-_FILE_LOCATION = re.compile(r'loc\("((?:[^"\\]|\\.)*)":(\d+):(\d+)')
+# A file location, alone or as the place an inlined op came from (``callsite(CALLEE at CALLER)``).
+_FILE_LOCATION = re.compile(r'(?:loc\(|callsite\()"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
 
 
 def format_location(text: str) -> str:
-    """``file:line:col`` for MLIR's ``loc("file":line:col)`` spelling; other text unchanged."""
+    """``file:line:col`` for MLIR's ``loc("file":line:col)`` spelling (an inlined op's own, for a call site);
+    other text unchanged."""
     match = _FILE_LOCATION.search(text)
     if match:
         return f"{match.group(1)}:{match.group(2)}:{match.group(3)}"
