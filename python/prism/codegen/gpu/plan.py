@@ -63,9 +63,9 @@ _SKIP = ("arith.constant", "tensor.empty", "bufferization.alloc_tensor", "func.r
 
 @dataclass
 class Step:
-    """One kernel's spec and the ops it computes (for the report). ``classes``: for a GEMM with a dynamic
-    extent, the tile of each size class (a condition over the sizes, and its tile), from the search's shape
-    table; the kernel is then written once per class."""
+    """One kernel's spec and the ops it computes (for the report). ``classes``: for a GEMM with a dynamic M,
+    the tile of each size class (a condition over the sizes, and its tile): the search's choice at the class's
+    size, from the family's domain pruned once; the kernel is then written once per class."""
 
     kind: str
     spec: object
@@ -786,24 +786,24 @@ SIZE_CLASS_BOUNDS = (16, 128)
 
 def size_classes(op: ir.Operation, spec: GemmSpec, chip: str) -> tuple[tuple[str, GemmTile], ...]:
     """For a GEMM whose M is dynamic, one tile per size class of M (``m <= 16``, ``m <= 128``, the rest), each
-    the search's choice at the class's largest size, from the family's shape table (pruned once); classes
-    with the same tile merge. None for a static M, or where the chip has no search model."""
+    the search's choice at the class's largest size (4096 for the last) from the family's domain, pruned once;
+    classes with the same tile merge. None for a static M, or where the chip has no search model."""
     if not isinstance(spec.m, str):
         return ()
     from prism.infra.errors import EmptySearchSpace
-    from prism.search.search import ShapeTable, prune
+    from prism.search.search import candidates_at, prune, select
     from prism.targets.nvidia import GPU_TARGETS
     target = next((t for t in GPU_TARGETS.values() if t.chip == chip), None)
     contraction = analyze_contraction(op)
     if target is None or contraction is None or [r for r in contraction.roles if r != "batch"].count("m") != 1:
         return ()
     space = target.space(contraction)
-    domain, _ = prune(space, contraction, space.universe_set(), on_empty=None)
-    table = ShapeTable.build(space, contraction, domain, target)
+    domain, _ = prune(space, contraction, space.universe_set(), on_empty=None)  # pruned once, for every size
     tiles = []
     for bound in (*SIZE_CLASS_BOUNDS, 4096):
         try:
-            values = table.instantiate(bound)
+            values = space.value_of(select(space, contraction, candidates_at(space, contraction, domain, bound),
+                                           target, bound).best)
         except EmptySearchSpace:  # a class without a schedule: the op's own tile serves every size
             return ()
         tiles.append(GemmTile(**{k: v for k, v in values.items() if k in GemmTile.__dataclass_fields__}))
