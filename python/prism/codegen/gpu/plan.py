@@ -317,58 +317,59 @@ class _Planner:
 
     def _epilogue(self, op: ir.Operation, gemm: dict, at: int, init):
         """The elementwise chain after ``op`` that its kernel can apply: (scalar function, the chain's last
-        value, a dual GEMM's second result) or (None, None, None)."""
-        result = op.results[0]
-        users = self._users(result)
-        if len(users) != 1 or not elementwise(users[0]) or body_problem(users[0]) or self._returned(result):
-            return None, None, None
-        consumer = users[0]
+        value, a dual GEMM's second result) or (None, None, None).
+
+        The chain starts at the one elementwise op reading the product, element for element, and grows along
+        single readers of the same rank while what it reads is ready before the GEMM. Its ops but the last are
+        recomputed in the last's scalar function; the last's value is what the kernel stores.
+        """
         rank = len(gemm["batch"]) + 2
-        if len(_iterators(consumer)) != rank:
+        consumer = self._elementwise_reader(op.results[0], rank)
+        if consumer is None:
             return None, None, None
         second = self._dual_partner(op, consumer, at, init)
-        specials = {result: Special(Operand("acc"), "f32")}
+        specials = {op.results[0]: Special(Operand("acc"), "f32")}
         if second is not None:
             specials[second] = Special(Operand("acc2"), "f32")
-        last = consumer.results[0]
-        while True:  # extend along single-use elementwise readers
-            nxt = self._users(last)
-            if len(nxt) != 1 or not elementwise(nxt[0]) or body_problem(nxt[0]) or self._returned(last) \
-                    or len(_iterators(nxt[0])) != rank or nxt[0] in self.inlined_ops:
-                break
-            maps = _maps(nxt[0])
-            index = list(nxt[0].operands).index(last)
-            if map_dims(maps[index]) != list(range(rank)):
-                break
-            saved = set(self.inlined_ops)
-            self.inlined_ops.add(owner(last))
-            if not self._leaves_ready(nxt[0].results[0], tuple(range(rank)), specials, at):
-                self.inlined_ops = saved
-                break
-            last = nxt[0].results[0]
-        # the consumer's reads of the accumulators must be element for element
-        for value in specials:
-            for i, v in enumerate(consumer.operands):
-                if v == value and map_dims(_maps(consumer)[i]) != list(range(rank)):
-                    return None, None, None
-        self.inlined_ops.add(consumer)
-        if last != consumer.results[0]:
-            self.inlined_ops.discard(owner(last))
-        else:
-            self.inlined_ops.discard(consumer)
-        # the chain's own ops (but the last) are inlined; the last's value is composed over the specials
-        inner = self._chain_values(consumer.results[0], last)
-        for v in inner:
-            self.inlined_ops.add(owner(v))
-        self.inlined_ops.discard(owner(last))
-        self.inlined_ops.add(owner(last))
-        if not self._leaves_ready(last, tuple(range(rank)), specials, at):
-            for v in inner + [last]:
-                self.inlined_ops.discard(owner(v))
+        whole = list(range(rank))
+        if any(v in specials and map_dims(m) != whole for v, m in zip(consumer.operands, _maps(consumer),
+                                                                      strict=False)):
+            return None, None, None  # an accumulator read other than element for element
+        chain = [consumer]
+        while (reader := self._elementwise_reader(chain[-1].results[0], rank)) is not None \
+                and reader not in self.inlined_ops and self._composable([*chain, reader], specials, at):
+            chain.append(reader)
+        if not self._composable(chain, specials, at):
             return None, None, None
-        fn = self.composer.fn(last, tuple(range(rank)), specials)
-        self.inlined_ops.discard(owner(last))
-        return fn, last, second
+        last = chain[-1]
+        saved = set(self.inlined_ops)
+        self.inlined_ops.update(chain)
+        fn = self.composer.fn(last.results[0], tuple(whole), specials)
+        self.inlined_ops = saved | set(chain[:-1])
+        self.inlined_ops.discard(last)
+        return fn, last.results[0], second
+
+    def _elementwise_reader(self, value: ir.Value, rank: int) -> ir.Operation | None:
+        """The one reader of ``value`` (not returned) when it is an elementwise op of ``rank`` loops that reads it
+        element for element; else None."""
+        users = self._users(value)
+        if len(users) != 1 or self._returned(value):
+            return None
+        user = users[0]
+        if not elementwise(user) or body_problem(user) or len(_iterators(user)) != rank:
+            return None
+        position = list(user.operands).index(value)
+        return user if map_dims(_maps(user)[position]) == list(range(rank)) else None
+
+    def _composable(self, chain: list[ir.Operation], specials: dict, at: int) -> bool:
+        """Whether the chain's last value, its ops recomputed, reads only values ready before ``at``."""
+        saved = set(self.inlined_ops)
+        self.inlined_ops.update(chain)
+        try:
+            return self._leaves_ready(chain[-1].results[0], tuple(range(len(_iterators(chain[-1])))), specials,
+                                      at)
+        finally:
+            self.inlined_ops = saved
 
     def _chain_values(self, first: ir.Value, last: ir.Value) -> list[ir.Value]:
         values = [first]
