@@ -13,25 +13,46 @@ import re
 from dataclasses import replace
 
 import cpu_workloads as cw
+import ml_dtypes
+import numpy as np
 
 DTYPES = ("f16", "bf16")
 RAGGED_GEMMS = ((77, 1000, 513), (1000, 77, 513), (5, 4096, 11008 - 3))  # (m, k, n)
 DYNAMIC_M = (1, 77, 512)
-_LARGEST = {"f16": 65504.0, "bf16": 3.38e38}
-_INF = {"f16": ("0x7C00", "0xFC00"), "bf16": ("0x7F80", "0xFF80")}
-_FLOAT = re.compile(r"(?<![\w.])(-?\d+\.\d*(?:e[+-]?\d+)?)(?=\s*:\s*f32)")
+_LARGEST = {"f16": 65504.0, "bf16": 3.38e38, "f32": 3.4028234663852886e38}
+_HEX_CONSTANT = r"(0x[0-9A-Fa-f]+)(\s*:\s*){}\b"
 
 
-def retype(mlir: str, dtype: str) -> str:
-    """``mlir`` with every f32 as ``dtype``; constants beyond its range become infinities."""
-    def literal(m: re.Match) -> str:
+def _numpy(dtype: str) -> np.dtype:
+    return {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16), "f32": np.dtype(np.float32)}[dtype]
+
+
+def _float_of_bits(bits: int, dtype: str) -> float:
+    unsigned = np.uint32 if dtype == "f32" else np.uint16
+    return float(np.array([bits], unsigned).view(_numpy(dtype))[0])
+
+
+def _bits_of_float(value: float, dtype: str) -> str:
+    unsigned, digits = (np.uint32, 8) if dtype == "f32" else (np.uint16, 4)
+    return f"0x{int(np.array([value]).astype(_numpy(dtype)).view(unsigned)[0]):0{digits}X}"
+
+
+def retype(mlir: str, dtype: str, base: str = "f32") -> str:
+    """``mlir`` with every ``base`` element type as ``dtype``: hexadecimal constants re-encoded, decimal ones
+    beyond ``dtype``'s range made infinities."""
+    if base == dtype:
+        return mlir
+
+    def decimal(m: re.Match) -> str:
         value = float(m.group(1))
-        if abs(value) > _LARGEST[dtype]:
-            return _INF[dtype][0] if value > 0 else _INF[dtype][1]
-        return m.group(1)
-    text = _FLOAT.sub(literal, mlir)
-    text = text.replace("0xFF800000", _INF[dtype][1]).replace("0x7F800000", _INF[dtype][0])
-    return text.replace("f32", dtype)
+        if abs(value) <= _LARGEST[dtype]:
+            return m.group(1)
+        return _bits_of_float(float("inf") if value > 0 else float("-inf"), dtype)
+    text = re.sub(rf"(?<![\w.])(-?\d+\.\d*(?:e[+-]?\d+)?)(?=\s*:\s*{base}\b)", decimal, mlir)
+    text = re.sub(_HEX_CONSTANT.format(base),
+                  lambda m: f"{_bits_of_float(_float_of_bits(int(m.group(1), 16), base), dtype)}{m.group(2)}{dtype}",
+                  text)
+    return re.sub(rf"(?:(?<=[0-9?]x)|\b){base}\b", dtype, text)  # 16x4096xf32 has no word boundary before f32
 
 
 def dynamic_m_gemm(k: int, n: int) -> cw.Workload:

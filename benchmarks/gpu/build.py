@@ -26,7 +26,6 @@ import json
 import math
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import time
@@ -35,12 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 import cpu_workloads as cw  # noqa: E402
+import gpu_workloads  # noqa: E402
 import run as runner  # noqa: E402
 
 TARGET = "h200"
@@ -146,32 +144,9 @@ def generated_sources() -> list[Source]:
 
 # ---- element types ------------------------------------------------------------------------------------------------
 
-_HEX_CONSTANT = r"(0x[0-9A-Fa-f]+)(\s*:\s*){}\b"
-
-
-def _float_of_bits(bits: int, dtype: str) -> float:
-    if dtype == "f32":
-        return struct.unpack(">f", bits.to_bytes(4, "big"))[0]
-    if dtype == "f16":
-        return float(np.array([bits], np.uint16).view(np.float16)[0])
-    return float(runner.decode(np.array([bits], np.uint16), "bf16")[0])
-
-
-def _bits_of_float(value: float, dtype: str) -> str:
-    if dtype == "f32":
-        return "0x" + struct.pack(">f", value).hex().upper()
-    storage = runner.encode(np.array([value]), dtype)
-    return f"0x{int(storage.view(np.uint16)[0]):04X}"
-
-
 def retype(text: str, base: str, dtype: str) -> str:
-    """``text`` with every ``base`` element type made ``dtype``; hexadecimal float constants re-encoded."""
-    if base == dtype:
-        return text
-    text = re.sub(_HEX_CONSTANT.format(base),
-                  lambda m: f"{_bits_of_float(_float_of_bits(int(m.group(1), 16), base), dtype)}{m.group(2)}{dtype}",
-                  text)
-    return re.sub(rf"(?:(?<=[0-9?]x)|\b){base}\b", dtype, text)  # 16x4096xf32 has no word boundary before f32
+    """``text`` with every ``base`` element type made ``dtype`` (:func:`gpu_workloads.retype`)."""
+    return gpu_workloads.retype(text, dtype, base)
 
 
 _SIGNATURE = re.compile(r"func\.func\s+@([\w$.]+)\s*\((.*?)\)\s*(?:->|\{)", re.DOTALL)

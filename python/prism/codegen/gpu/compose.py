@@ -22,11 +22,9 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from prism.codegen.gpu.body import captured_arguments, emit_body, owner
-from prism.codegen.gpu.spec import Operand, ScalarFn, Tensor
+from prism.codegen.gpu.spec import Operand, ScalarFn, Tensor, convert
 from prism.codegen.text import TextBuilder
 from prism.infra.ir import map_dims
-
-_FLOAT_BITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
 
 
 def elementwise(op: ir.Operation) -> bool:
@@ -51,17 +49,6 @@ def elementwise(op: ir.Operation) -> bool:
 def element_type(value: ir.Value) -> str:
     typ = value.type
     return str(ir.ShapedType(typ).element_type) if isinstance(typ, ir.ShapedType) else str(typ)
-
-
-def convert(tb: TextBuilder, value: str, source: str, target: str) -> str:
-    """``value`` of float type ``source`` as ``target``."""
-    if source == target:
-        return value
-    op = "arith.extf" if _FLOAT_BITS[target] > _FLOAT_BITS[source] else "arith.truncf"
-    if _FLOAT_BITS[target] == _FLOAT_BITS[source]:  # f16 <-> bf16 through f32
-        value = tb.value(f"arith.extf {value} : {source} to f32", "x")
-        source, op = "f32", "arith.truncf"
-    return tb.value(f"{op} {value} : {source} to {target}", "x")
 
 
 @dataclass(frozen=True)

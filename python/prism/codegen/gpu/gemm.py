@@ -53,6 +53,7 @@ from prism.codegen.gpu.spec import (
     Launch,
     Param,
     Tensor,
+    convert,
     dim_text,
 )
 from prism.codegen.text import TextBuilder
@@ -714,9 +715,9 @@ class GemmWriter:
         acc = accs[0]
         if spec.init is not None:
             start = self.load_at(spec.init, point, tuple(range(len(point))))
-            acc = t.value(f"arith.addf {acc}, {_cast(t, start, spec.init.dtype, 'f32')} : f32", "acc")
+            acc = t.value(f"arith.addf {acc}, {convert(t, start, spec.init.dtype, 'f32')} : f32", "acc")
         if spec.epilogue is None:
-            return _cast(t, acc, "f32", spec.c.dtype)
+            return convert(t, acc, "f32", spec.c.dtype)
         values = []
         for operand in spec.epilogue.operands:
             if operand.kind == "acc":
@@ -726,7 +727,7 @@ class GemmWriter:
             else:
                 values.append(self.load_at(operand.tensor, point, operand.dims))
         result = spec.epilogue.emit(t, values, point)
-        return _cast(t, result, spec.epilogue.dtype, spec.c.dtype)
+        return convert(t, result, spec.epilogue.dtype, spec.c.dtype)
 
     def load_at(self, tensor: Tensor, point: Sequence[str], dims: Sequence[int]) -> str:
         """``tensor``'s element at the point's indices ``dims``."""
@@ -758,19 +759,3 @@ class GemmWriter:
         for j in range(2):
             with t.if_(self.both(row_in, col_in[j])):
                 self.store(row, self.op("addi", col, j), values[j], 1)
-
-
-def _cast(t: TextBuilder, value: str, src: str, dst: str) -> str:
-    """``value`` of type ``src`` as ``dst`` (floats widen or round to nearest; floats to integers truncate)."""
-    if src == dst:
-        return value
-    floats = ("f16", "bf16", "f32", "f64")
-    if src in floats and dst in floats:
-        op = "arith.extf" if ELEMENT_BYTES[dst] > ELEMENT_BYTES[src] else "arith.truncf"
-        return t.value(f"{op} {value} : {src} to {dst}", "cast")
-    if src in floats:
-        return t.value(f"arith.fptosi {value} : {src} to {dst}", "cast")
-    if dst in floats:
-        return t.value(f"arith.sitofp {value} : {src} to {dst}", "cast")
-    op = "arith.extsi" if ELEMENT_BYTES[dst] > ELEMENT_BYTES[src] else "arith.trunci"
-    return t.value(f"{op} {value} : {src} to {dst}", "cast")

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 from prism.codegen.gpu.spec import (
     ELEMENT_BYTES,
+    FLOAT_BITS,
     Dim,
     GemmSpec,
     Kernel,
@@ -55,6 +56,7 @@ from prism.codegen.gpu.spec import (
     Param,
     Tensor,
     TensorMap,
+    convert,
     numel_text,
 )
 from prism.codegen.text import TextBuilder
@@ -240,7 +242,7 @@ def _type_problem(spec: GemmSpec) -> str | None:
         return f"layouts A '{spec.a_layout}' and B '{spec.b_layout}' are not supported"
     out = spec.epilogue.dtype if spec.epilogue is not None else "f32"
     for dtype in (spec.c.dtype, out):
-        if dtype not in _FLOAT_BITS:
+        if dtype not in FLOAT_BITS:
             return f"the result type {dtype} is not a float type"
     return None
 
@@ -343,7 +345,6 @@ def _epilogue_tensors(spec: GemmSpec) -> list[Tensor]:
     return [op.tensor for op in spec.epilogue.operands if op.kind == "tensor" and op.tensor is not None]
 
 
-_FLOAT_BITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
 
 
 def _ssa(prefix: str, name: str) -> str:
@@ -626,7 +627,7 @@ class _Writer:
                 with t.if_(ok, ["f32"], "init") as (value,):
                     loaded = t.value(f"memref.load {_ssa('t_', init.name)}[{self.index('addi', start, col)}] : "
                                      f"{init.memref}", "x")
-                    t.yield_([_convert(t, loaded, init.dtype, "f32")], ["f32"])
+                    t.yield_([convert(t, loaded, init.dtype, "f32")], ["f32"])
                 with t.else_():
                     t.yield_([fzero], ["f32"])
                 values[mb].append(value)
@@ -665,7 +666,7 @@ class _Writer:
         if spec.epilogue is not None:
             operands = [self.operand_value(op, acc, point) for op in spec.epilogue.operands]
             value, dtype = spec.epilogue.emit(t, operands, point), spec.epilogue.dtype
-        return _convert(t, value, dtype, spec.c.dtype)
+        return convert(t, value, dtype, spec.c.dtype)
 
     def batch_indices(self) -> list[str]:
         """The batch dimensions' indices, from the flattened block index z (outermost first)."""
@@ -694,13 +695,3 @@ def fragment_offset(i: int) -> tuple[int, int]:
     """Where element ``i`` of an m64nN wgmma f32 fragment lies from its thread's first row and column (row
     ``16 * warp + lane / 4``, column ``2 * (lane % 4)`` of the warpgroup's 64 x N block)."""
     return 8 * (i % 4 // 2), 8 * (i // 4) + i % 2
-
-
-def _convert(t: TextBuilder, value: str, src: str, dst: str) -> str:
-    """A float ``value`` of type ``src`` as ``dst``."""
-    if src == dst:
-        return value
-    if _FLOAT_BITS[src] == _FLOAT_BITS[dst]:  # f16 <-> bf16 through f32
-        value, src = t.value(f"arith.extf {value} : {src} to f32", "x"), "f32"
-    kind = "truncf" if _FLOAT_BITS[src] > _FLOAT_BITS[dst] else "extf"
-    return t.value(f"arith.{kind} {value} : {src} to {dst}", "x")

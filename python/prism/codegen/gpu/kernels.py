@@ -17,9 +17,7 @@ from prism.codegen.gpu.spec import (
     RowSpec,
 )
 from prism.infra.errors import UnsupportedOp
-
-# CUDA's grid: blocks along x, y and z.
-MAX_GRID = (2**31 - 1, 65535, 65535)
+from prism.targets.nvidia import MAX_GRID
 
 
 def emit_step(step: Step, chip: str, remark: Callable[[str], None] = lambda message: None) -> list[Kernel]:

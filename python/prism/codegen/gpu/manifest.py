@@ -53,7 +53,7 @@ def _kernel(k: Kernel) -> dict:
 def function_manifest(plan: FunctionPlan, kernels: list[Kernel]) -> dict:
     temporaries = list(plan.temporaries)
     for k in kernels:
-        temporaries += [t for t in getattr(k, "temporaries", ()) if t not in temporaries]
+        temporaries += [t for t in k.temporaries if t not in temporaries]
     return {"inputs": [_tensor(t) for t in plan.inputs], "outputs": [_tensor(t) for t in plan.outputs],
             "sizes": dict(plan.sizes), "temporaries": [_tensor(t) for t in temporaries],
             "kernels": [_kernel(k) for k in kernels]}

@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
-from prism.codegen.gpu.body import body_problem, captured_arguments, owner
+from prism.codegen.gpu.body import body_problem, captured_arguments, emit_body, owner
 from prism.codegen.gpu.buffers import Buffers
-from prism.codegen.gpu.compose import Composer, Special, element_type, elementwise
+from prism.codegen.gpu.compose import Composer, Special, element_type, elementwise, literal
 from prism.codegen.gpu.spec import (
     GemmSpec,
     GemmTile,
@@ -208,8 +208,8 @@ class _Planner:
                 self.buffers.view(op.results[0], op.operands[0])
                 self.ready[op.results[0]] = self.ready.get(op.operands[0], at)
                 continue
-            if fill_value(op.results[0]) is not None and not self._fill_needs_buffer(op.results[0]):
-                continue
+            if fill_value(op.results[0]) is not None:
+                continue  # a constant: a buffer is written where a reader needs one (_materialize_fill)
             if self._gemm(op, at) or self._rows(op, at):
                 continue
             self._single(op, at)
@@ -237,12 +237,6 @@ class _Planner:
         n_in = len(user.operands) - len(user.results)
         maps = _maps(user)
         return all(map_dims(maps[i]) is not None for i, v in enumerate(list(user.operands)[:n_in]) if v == value)
-
-    def _fill_needs_buffer(self, value: ir.Value) -> bool:
-        """A constant fill is written where a reader needs a buffer (:meth:`_materialize_fill`); every other
-        reader takes it as a constant (a GEMM's or a reduction's start, a scalar function's leaf), and a
-        returned one is copied into its result."""
-        return False
 
     def _materialize_fill(self, value: ir.Value, at: int) -> None:
         if value in self.materialized:
@@ -454,7 +448,6 @@ class _Planner:
             self.inlined_ops.discard(op)
 
     def _generic(self, op: ir.Operation, at: int) -> None:
-        from prism.codegen.gpu.body import captured_arguments, emit_body
         n_out = len(op.results)
         n_in = len(op.operands) - n_out
         nothing = f"affine_map<({', '.join(f'd{i}' for i in range(len(_iterators(op))))}) -> ()>"
@@ -628,7 +621,6 @@ class _RowGroup:
         # compose the body as if it were an elementwise op over (rows, cols) with the output fixed to neutral
         composer = self.p.composer
         operands: list[Operand] = []
-        keys: list[tuple] = []
         inputs = list(op.operands)[:-1]
         dims_of = [tuple(map_dims(m)) for m in maps[:-1]]
         sub_fns = [composer.fn(v, d, specials) if isinstance(v.type, ir.ShapedType) else None
@@ -640,8 +632,6 @@ class _RowGroup:
                 operands.extend(fn.operands)
             spans.append((start, len(operands)))
         dtype = element_type(op.results[0])
-        from prism.codegen.gpu.body import emit_body
-        from prism.codegen.gpu.compose import _literal
 
         def emit(tb, values, indices):
             args = []
@@ -650,9 +640,8 @@ class _RowGroup:
                     args.append(tb.value(f"arith.constant {owner(v).attributes['value']}", "k"))
                 else:
                     args.append(fn.emit(tb, values[s:e], indices))
-            acc = tb.value(f"arith.constant {_literal(neutral, dtype)} : {dtype}", "k")
+            acc = tb.value(f"arith.constant {literal(neutral, dtype)} : {dtype}", "k")
             return emit_body(tb, op, args + [acc], indices)[0]
-        del keys
         return ScalarFn(tuple(operands), dtype, emit)
 
 
@@ -743,9 +732,6 @@ def _gemm_layout(op: ir.Operation, buffers: Buffers) -> dict | None:
     maps = [map_dims(m) for m in _maps(op)]
     a_dims, b_dims, c_dims = maps
     groups = {r: [d for d in range(len(roles)) if roles[d] == r] for r in ("batch", "m", "n", "k")}
-    a_roles = [roles[d] for d in a_dims]
-    b_roles = [roles[d] for d in b_dims]
-    c_roles = [roles[d] for d in c_dims]
     nb = len(groups["batch"])
     if a_dims[:nb] != groups["batch"] or b_dims[:nb] != groups["batch"] or c_dims[:nb] != groups["batch"]:
         return None
@@ -755,7 +741,6 @@ def _gemm_layout(op: ir.Operation, buffers: Buffers) -> dict | None:
     b_layout = _layout(b_dims[nb:], groups["k"], groups["n"], ("kn", "nk"))
     if a_layout is None or b_layout is None:
         return None
-    del a_roles, b_roles, c_roles
     extents = _loop_extents(op, buffers)
     if len(groups["m"]) != 1 or len(groups["n"]) != 1 or len(groups["k"]) != 1:
         return None  # several M, N or K loops: the generic path (their buffers are not one matrix each)
@@ -919,7 +904,6 @@ def _inside(v: ir.Value, ops) -> bool:
 
 
 def _constant_fn(value: float | int, dtype: str) -> ScalarFn:
-    from prism.codegen.gpu.compose import literal
     return ScalarFn((), dtype, lambda tb, values, indices: tb.value(f"arith.constant {literal(value, dtype)} : "
                                                                     f"{dtype}", "k"))
 

@@ -31,11 +31,10 @@ from mlir.dialects import gpu
 
 from prism.codegen.gpu.spec import Kernel
 from prism.infra.errors import PassFailed
+from prism.targets.nvidia import PTX_FEATURES
 
 MODULE_NAME = "prism_kernels"
 DYNAMIC_SHARED = "__dynamic_shmem__0"
-# The PTX ISA each chip is compiled for: sm_90a needs 8.0 (wgmma, setmaxnreg); the wheel ignores above +ptx90.
-PTX_FEATURES = {"sm_80": "+ptx70", "sm_90": "+ptx80", "sm_90a": "+ptx80"}
 
 
 def module_text(kernels: list[Kernel]) -> str:

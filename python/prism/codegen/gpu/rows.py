@@ -52,6 +52,7 @@ from prism.codegen.gpu.spec import (
     RowSpec,
     ScalarFn,
     Tensor,
+    convert,
     load_element,
     numel_text,
     store_element,
@@ -242,16 +243,7 @@ def zero(t: TextBuilder, dtype: str) -> str:
     return t.value(f"arith.constant {'0.0' if dtype in FLOATS else '0'} : {dtype}", "z")
 
 
-def cast(t: TextBuilder, value: str, source: str, target: str) -> str:
-    """``value`` of float type ``source`` as ``target`` (widened or narrowed; f16 and bf16 through f32)."""
-    if source == target:
-        return value
-    if source not in FLOATS or target not in FLOATS:
-        raise ValueError(f"no conversion from {source} to {target} in a row or elementwise kernel")
-    if {source, target} == {"f16", "bf16"}:
-        return cast(t, cast(t, value, source, "f32"), "f32", target)
-    op = "arith.extf" if FLOATS.index(source) < FLOATS.index(target) else "arith.truncf"
-    return t.value(f"{op} {value} : {source} to {target}", "cv")
+cast = convert  # the conversion every GPU kernel writes (spec.convert)
 
 
 def i32(t: TextBuilder, n: int) -> str:

@@ -49,6 +49,25 @@ def store_element(tb, value: str, tensor: Tensor, ref: str, index: str) -> None:
     tb.add(f"memref.store {value}, {ref}[{index}] : {tensor.memref}")
 
 
+FLOAT_BITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
+
+
+def convert(tb, value: str, source: str, target: str) -> str:
+    """Write ``value`` of type ``source`` as ``target``: floats widen or round to nearest (f16 and bf16 through
+    f32), floats and integers convert signed, integers extend signed or truncate."""
+    if source == target:
+        return value
+    if source in FLOAT_BITS and target in FLOAT_BITS:
+        if FLOAT_BITS[source] == FLOAT_BITS[target]:
+            value, source = tb.value(f"arith.extf {value} : {source} to f32", "cv"), "f32"
+        op = "arith.extf" if FLOAT_BITS[source] < FLOAT_BITS[target] else "arith.truncf"
+    elif source in FLOAT_BITS or target in FLOAT_BITS:
+        op = "arith.fptosi" if source in FLOAT_BITS else "arith.sitofp"
+    else:
+        op = "arith.extsi" if int(source[1:]) < int(target[1:]) else "arith.trunci"
+    return tb.value(f"{op} {value} : {source} to {target}", "cv")
+
+
 def dim_text(dim: Dim) -> str:
     """A dimension in an expression."""
     return str(dim)

@@ -42,6 +42,7 @@ from prism.codegen.gpu.spec import (
     RowSpec,
     ScalarFn,
     Tensor,
+    convert,
     load_element,
     store_element,
 )
@@ -296,19 +297,8 @@ class TiledProgram:
         return self.convert(self.b.value(f"arith.constant {bits} : f32"), "f32", dtype)
 
     def convert(self, value: str, src: str, dst: str) -> str:
-        """``value`` of type ``src`` as ``dst`` (floats rounded to nearest, integers signed)."""
-        if src == dst:
-            return value
-        src_float, dst_float = src in _FLOAT_BITS, dst in _FLOAT_BITS
-        if src_float and dst_float:
-            if _FLOAT_BITS[src] == _FLOAT_BITS[dst]:  # f16 <-> bf16 through f32
-                return self.convert(self.convert(value, src, "f32"), "f32", dst)
-            op = "arith.extf" if _FLOAT_BITS[src] < _FLOAT_BITS[dst] else "arith.truncf"
-        elif src_float or dst_float:
-            op = "arith.fptosi" if src_float else "arith.sitofp"
-        else:
-            op = "arith.extsi" if int(src[1:]) < int(dst[1:]) else "arith.trunci"
-        return self.b.value(f"{op} {value} : {src} to {dst}")
+        """``value`` of type ``src`` as ``dst``, as the kernels convert it (:func:`~.spec.convert`)."""
+        return convert(self.b, value, src, dst)
 
     def f32(self, value: str, dtype: str) -> str:
         """``value`` of ``dtype`` as f32."""
