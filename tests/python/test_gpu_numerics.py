@@ -94,3 +94,40 @@ def test_a_wrong_tiled_program_is_caught(rng, monkeypatch):
     monkeypatch.setattr(tiled.TiledProgram, "gemm", gemm_without_the_last_row)
     wrong = compiled.tiled()(*arrays)[0]
     assert np.isnan(wrong[-1]).all() and np.allclose(wrong[:-1], right[:-1])
+
+
+NAMED_4D = """
+func.func @f(%a: tensor<2x?x5x64xbf16>, %b: tensor<2x?x5x64xbf16>) -> (tensor<2x5x?xbf16>, tensor<2x64xbf16>) {
+  %c1 = arith.constant 1 : index
+  %d = tensor.dim %a, %c1 : tensor<2x?x5x64xbf16>
+  %e = tensor.empty(%d) : tensor<2x?x5x64xbf16>
+  %s = linalg.add ins(%a, %b : tensor<2x?x5x64xbf16>, tensor<2x?x5x64xbf16>)
+         outs(%e : tensor<2x?x5x64xbf16>) -> tensor<2x?x5x64xbf16>
+  %z = arith.constant 0.0 : bf16
+  %r0 = tensor.empty(%d) : tensor<2x?x5xbf16>
+  %rf = linalg.fill ins(%z : bf16) outs(%r0 : tensor<2x?x5xbf16>) -> tensor<2x?x5xbf16>
+  %r = linalg.reduce ins(%s : tensor<2x?x5x64xbf16>) outs(%rf : tensor<2x?x5xbf16>) dimensions = [3]
+    (%x: bf16, %acc: bf16) { %y = arith.addf %x, %acc : bf16
+      linalg.yield %y : bf16 }
+  %t0 = tensor.empty(%d) : tensor<2x5x?xbf16>
+  %t = linalg.transpose ins(%r : tensor<2x?x5xbf16>) outs(%t0 : tensor<2x5x?xbf16>) permutation = [0, 2, 1]
+  %e2 = tensor.empty(%d) : tensor<2x?x5x64xbf16>
+  %x2 = linalg.exp ins(%a : tensor<2x?x5x64xbf16>) outs(%e2 : tensor<2x?x5x64xbf16>) -> tensor<2x?x5x64xbf16>
+  %m0 = tensor.empty() : tensor<2x64xbf16>
+  %mf = linalg.fill ins(%z : bf16) outs(%m0 : tensor<2x64xbf16>) -> tensor<2x64xbf16>
+  %m = linalg.reduce ins(%x2 : tensor<2x?x5x64xbf16>) outs(%mf : tensor<2x64xbf16>) dimensions = [1, 2]
+    (%x: bf16, %acc: bf16) { %y = arith.addf %x, %acc : bf16
+      linalg.yield %y : bf16 }
+  return %t, %m : tensor<2x5x?xbf16>, tensor<2x64xbf16>
+}"""
+
+
+def test_named_ops_of_rank_4_with_a_dynamic_size(rng):
+    """Named ops on 4-D bf16 tensors: the add fused into the row reduction, a reduction over middle dimensions
+    (the generic kernel) reading an elementwise op's result, a transpose."""
+    a, b = (rng.standard_normal((2, 7, 5, 64)).astype(ml_dtypes.bfloat16) for _ in range(2))
+    transposed, middle = prism.compile(NAMED_4D, target="h200", emit="mlir").tiled()(a, b)
+    wide = a.astype(np.float64)
+    want = (wide + b.astype(np.float64)).sum(-1).transpose(0, 2, 1), np.exp(wide).sum((1, 2))
+    for have, reference in zip((transposed, middle), want, strict=True):
+        assert float(np.abs(have.astype(np.float64) - reference).max() / np.abs(reference).max()) < TOLERANCE["bf16"]

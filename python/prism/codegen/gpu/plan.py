@@ -238,6 +238,14 @@ class _Planner:
         maps = _maps(user)
         return all(map_dims(maps[i]) is not None for i, v in enumerate(list(user.operands)[:n_in]) if v == value)
 
+    def _materialize_inlined(self, value: ir.Value, at: int) -> None:
+        """An inlined elementwise value that a kernel reading buffers needs: its own elementwise kernel."""
+        op = owner(value)
+        fn = self._own_fn(op, len(_iterators(op)))
+        self.inlined_ops.discard(op)
+        self._add("pointwise", PointwiseSpec(self._kname("pointwise"), self.buffers.tensor(value), fn), [op],
+                  [value], at)
+
     def _materialize_fill(self, value: ir.Value, at: int) -> None:
         if value in self.materialized:
             return
@@ -399,8 +407,10 @@ class _Planner:
 
     def _rows(self, op: ir.Operation, at: int) -> bool:
         shape = _row_shape(op, self.buffers)
-        if shape is None or fill_value(op.operands[-1]) is None or not self._is_ready(
-                [v for v in list(op.operands)[:-1]], at):
+        if shape is None or fill_value(op.operands[-1]) is None:
+            return False
+        if not all(self._leaves_ready(v, tuple(range(ir.RankedTensorType(v.type).rank)), {}, at)
+                   for v in _inputs(op) if isinstance(v.type, ir.ShapedType)):
             return False
         group = _RowGroup(self, op, shape, at)
         group.grow()
@@ -457,6 +467,8 @@ class _Planner:
             if not isinstance(v.type, ir.ShapedType) and not isinstance(owner(v), ir.Block):
                 constants[i] = owner(v)
                 continue
+            if self._inlined(v):  # this kernel reads buffers: the value gets its own kernel first
+                self._materialize_inlined(v, at)
             if fill_value(v) is not None and v not in self.materialized:
                 self._materialize_fill(v, at)
             inputs.append(self.buffers.tensor(v) if isinstance(v.type, ir.ShapedType) else self.buffers.tensors[v])
