@@ -1,27 +1,106 @@
 """The attention family, ``softmax(c Q K^T) V``: matched by :func:`prism.search.attention.match_attention`,
 searched on the host (:mod:`prism.targets.host_attention`) and run there as one online-softmax kernel
-(:mod:`prism.codegen.cpu.attention`); on NVIDIA GPUs, f32, f16 and bf16 chains run as flash attention, or
-split-KV flash decoding for one query row (:mod:`prism.codegen.gpu.attention`)."""
+(:mod:`prism.codegen.cpu.attention`); on NVIDIA GPUs, f16 and bf16 chains are searched
+(:mod:`prism.targets.nvidia_attention`) and run as flash attention, or split-KV flash decoding for one query row
+(:mod:`prism.codegen.gpu.attention`).
+
+The family's matcher takes every chain some target runs (f32, f16 and bf16; K as ``[.., keys, d]`` or
+transposed); each target's space refuses the chains its kernel does not take (the host's: all but f32 with K
+untransposed), whose parts are then lifted as they are."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from mlir import ir
 
 from prism.codegen.cpu.attention import fuse_attention
-from prism.codegen.gpu.attention import attention_problem
+from prism.codegen.gpu.attention import AttentionTile, attention_problem, with_tile
 from prism.codegen.gpu.spec import AttentionSpec
 from prism.infra import attrs
-from prism.search.attention import Attention, match_attention
+from prism.infra.errors import UnsupportedOp
+from prism.search.attention import Attention, AttentionMatch, match_attention
 from prism.search.families import Family, FamilyModel, register_family
-from prism.targets import host_attention
+from prism.targets import host_attention, nvidia_attention
+from prism.targets.nvidia import GPU_TARGETS
 
 GPU_TYPES = ("f32", "f16", "bf16")
+# The smallest tile of the GPU's kernels: a chain it does not fit is refused whatever the tile.
+SMALLEST = nvidia_attention.smallest_tile()
+
+
+@dataclass(frozen=True)
+class TypedAttention(Attention):
+    """An attention with its operands' element type and K's layout, which the GPU's kernels read."""
+
+    input_type: str = "f32"
+    k_transposed: bool = False
+
+
+@dataclass(frozen=True)
+class TypedMatch:
+    """An attention chain of any type the targets take, and its :class:`TypedAttention`."""
+
+    found: AttentionMatch
+
+    @property
+    def ops(self) -> tuple[ir.Operation, ...]:
+        return self.found.ops
+
+    @property
+    def problem(self) -> TypedAttention:
+        base = self.found.problem
+        element = str(ir.ShapedType(self.found.q.type).element_type)
+        return TypedAttention(base.batch, base.queries, base.keys, base.head_dim, base.value_dim, base.causal,
+                              input_type=element, k_transposed=self.found.k_transposed)
+
+
+def match_family(op: ir.Operation) -> TypedMatch | None:
+    """The attention chain ending at ``op``, of any type a target runs; None if there is none."""
+    found = match_attention(op, types=GPU_TYPES, transposed_k=True)
+    return None if found is None else TypedMatch(found)
+
+
+def host_space(op: Attention, target):
+    """The host's space (:func:`~prism.targets.host_attention.attention_space`) for f32 chains with K untransposed,
+    the only ones its kernel takes; None for the others."""
+    if getattr(op, "input_type", "f32") != "f32" or getattr(op, "k_transposed", False):
+        return None
+    return host_attention.attention_space(op, target)
+
+
+# The keys of the choice on the chain's first op (prism.attention) that the GPU's kernels read.
+GPU_CHOICE_KEYS = tuple(nvidia_attention.KNOBS.values())
+
+
+def read_gpu_choice(op: ir.Operation) -> tuple[AttentionTile, int] | None:
+    """The tile and split count of the ``prism.attention`` choice on ``op``; None without one. A choice whose
+    keys or values the kernels do not take is an error at ``op``."""
+    if attrs.ATTENTION_CHOICE not in op.attributes:
+        return None
+    attr, where = op.attributes[attrs.ATTENTION_CHOICE], str(op.location)
+    values = {}
+    for key in GPU_CHOICE_KEYS:
+        value = attr[key] if isinstance(attr, ir.DictAttr) and key in attr else None
+        if not isinstance(value, ir.IntegerAttr) or value.value < 1:
+            raise UnsupportedOp(f"{attrs.ATTENTION_CHOICE}.{key} must be a positive integer on the GPU",
+                                location=where)
+        values[key] = value.value
+    try:
+        tile = nvidia_attention.attention_tile(values)
+    except ValueError as error:
+        raise UnsupportedOp(f"{attrs.ATTENTION_CHOICE}: {error}", location=where) from None
+    return tile, values["SPLITS"]
 
 
 def gpu_attention(op: ir.Operation, buffers, chip: str):
     """The GPU kernel of the attention chain ending at ``op``: (its ops, a spec maker taking the kernel's name,
     the values it produces), or None. A chain the kernels do not take (a causal mask whose offset is not
-    ``keys - queries``, f32 operands, a head size they refuse) keeps its ops, which run as GEMMs and rows."""
+    ``keys - queries``, f32 operands, a head size they refuse) keeps its ops, which run as GEMMs and rows.
+
+    The search's choice on the chain's first op (``prism.attention``: BQ, BK, DECODE_BK, DECODE_WARPS, SPLITS)
+    sets the kernels' tile and, for decode, the key shares; without one the emitter's own rules apply. A
+    choice the kernels cannot run is an error at that op."""
     found = match_attention(op, types=GPU_TYPES, transposed_k=True)
     if found is None:
         return None
@@ -32,24 +111,35 @@ def gpu_attention(op: ir.Operation, buffers, chip: str):
         return None
     if not isinstance(q.shape[-1], int) or not isinstance(v.shape[-1], int):
         return None
+    choice = read_gpu_choice(found.ops[0])
+    tile, splits = choice if choice is not None else (None, 0)
 
     def spec(name: str) -> AttentionSpec:
-        return AttentionSpec(name=name, q=q, k=k, v=v, o=buffers.tensor(result), batch=tuple(q.shape[:-2]), sq=sq,
+        made = AttentionSpec(name=name, q=q, k=k, v=v, o=buffers.tensor(result), batch=tuple(q.shape[:-2]), sq=sq,
                              skv=skv, d=q.shape[-1], dv=v.shape[-1], scale=found.scale,
-                             k_layout="dn" if found.k_transposed else "nd", causal=found.causal is not None)
-    if attention_problem(spec("attention"), chip) is not None:
+                             k_layout="dn" if found.k_transposed else "nd", causal=found.causal is not None,
+                             splits=splits if sq == 1 else 0)
+        return made if tile is None else with_tile(made, tile)
+    problem = attention_problem(spec("attention"), chip)
+    if problem is not None and (choice is None or attention_problem(spec("attention"), chip, SMALLEST) is not None):
         return None
+    if problem is not None:  # a tile fits, the chosen one does not
+        raise UnsupportedOp(f"{attrs.ATTENTION_CHOICE}: {problem}", location=str(found.ops[0].location))
     return list(found.ops), spec, [result]
 
+
+_GPU_MODEL = FamilyModel(space=nvidia_attention.attention_space, seconds=nvidia_attention.attention_seconds,
+                         lower_bound=nvidia_attention.attention_lower_bound, cost_text=nvidia_attention.COST_TEXT)
 
 ATTENTION = Family(
     kind=Attention.kind,
     problem_type=Attention,
-    match=match_attention,
+    match=match_family,
     choice_attribute=attrs.ATTENTION_CHOICE,
-    models={"host": FamilyModel(space=host_attention.attention_space, seconds=host_attention.attention_seconds,
+    models={"host": FamilyModel(space=host_space, seconds=host_attention.attention_seconds,
                                 lower_bound=host_attention.attention_lower_bound,
-                                cost_text=host_attention.COST_TEXT)},
+                                cost_text=host_attention.COST_TEXT),
+            **dict.fromkeys(GPU_TARGETS, _GPU_MODEL)},
     kernels={"cpu": fuse_attention, "gpu": gpu_attention},
 )
 

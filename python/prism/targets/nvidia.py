@@ -231,6 +231,7 @@ class NvidiaTarget(GpuModel):
     ragged: bool = True
     mma_always: bool = True
     shared_cap: int = 227 * 1024
+    fusion = frozenset({"epilogue", "dual"})  # a GEMM's elementwise readers and dual GEMMs (codegen/gpu/plan.py)
 
     def lowering(self) -> str:
         """prism-lower-gpu for this chip."""

@@ -133,9 +133,25 @@ def choose_splits(spec: AttentionSpec, chip: str, tile: AttentionTile) -> int:
     return -(-tiles // per_share)
 
 
+# The attribute under which a spec carries the tile chosen for it (AttentionSpec has no field for it).
+_TILE = "chosen_tile"
+
+
+def with_tile(spec: AttentionSpec, tile: AttentionTile) -> AttentionSpec:
+    """``spec``, carrying ``tile`` as the kernels' knobs (:func:`spec_tile`); a spec rebuilt from it (by
+    ``dataclasses.replace``) carries none and takes the default tile."""
+    object.__setattr__(spec, _TILE, tile)
+    return spec
+
+
+def spec_tile(spec: AttentionSpec) -> AttentionTile:
+    """The tile ``spec`` carries (:func:`with_tile`), else the default one."""
+    return vars(spec).get(_TILE) or AttentionTile()
+
+
 def plan_attention(spec: AttentionSpec, chip: str, tile: AttentionTile | None = None) -> AttentionPlan:
     """The plan for ``spec`` on ``chip`` (whether or not it fits: :func:`attention_problem` checks)."""
-    tile = tile or AttentionTile()
+    tile = tile or spec_tile(spec)
     if is_decode(spec):
         units, rows, key_tile = tile.DECODE_WARPS, MMA_ROWS, tile.DECODE_BK
         splits = choose_splits(spec, chip, tile) if chip in CHIPS else max(spec.splits, 1)
@@ -201,7 +217,7 @@ def emit_attention(spec: AttentionSpec, chip: str, tile: AttentionTile | None = 
     problem = attention_problem(spec, chip, tile)
     if problem:
         raise ValueError(f"attention {spec.name}: {problem}")
-    tile = tile or AttentionTile()
+    tile = tile or spec_tile(spec)
     plan = plan_attention(spec, chip, tile)
     if plan.decode:
         return [_decode_kernel(spec, plan, tile), _combine_kernel(spec, plan)]

@@ -1,0 +1,246 @@
+"""The attention family on NVIDIA GPUs: the schedule space of Prism's flash kernels and their roofline.
+
+The kernels are :mod:`prism.codegen.gpu.attention`'s; their knobs are
+:class:`~prism.codegen.gpu.attention.AttentionTile`'s and the decode split
+count. A problem of one static query row is a decode, any other a prefill.
+Knobs (exponents of two in the set):
+
+- prefill: BQ (query rows of a block, 16 per warp) and BK (keys of a shared
+  tile); the decode knobs stay at the tile's defaults (SPLITS = 1);
+- decode: DECODE_BK (keys of a shared tile), DECODE_WARPS (warps of a block,
+  each its own share of the keys) and SPLITS (the shares of one batch
+  index); BQ and BK stay at the tile's defaults.
+
+Each knob ranges over the values the tile takes. Constraints, the emitter's
+own limits, read off its plan (:func:`~prism.codegen.gpu.attention.plan_attention`,
+whose registers are :func:`~prism.codegen.gpu.attention.fragment_registers`)
+for every tile: ``registers`` (per thread, within the chip's limit),
+``shared_memory`` (per block, within the chip's opt-in limit) and ``shape``
+(tiles no larger than their padded extents; for decode, each share at least
+one key tile and a block's warps no more than the shares).
+
+The cost is a roofline over the SMs: both products' padded FLOPs at the
+tensor-core rate, and Q, K, V and O moved once at DRAM bandwidth, each
+slowed by the waves of blocks over the SMs (a last wave that fills few SMs,
+or fewer blocks than SMs, leaves bandwidth and tensor cores idle). Decode
+adds its combine kernel: a launch, and the shares' partial results
+(SPLITS x batch x (dv + 2) f32 values) written and read.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from prism.codegen.gpu.attention import MMA_ROWS, AttentionTile, attention_problem, plan_attention
+from prism.codegen.gpu.spec import AttentionSpec, Tensor
+from prism.infra.ir import ELEMENT_BYTES
+from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline
+from prism.search.space import Space, shape_fit, shape_param_bounds
+from prism.targets.nvidia import LAUNCH_SECONDS
+
+if TYPE_CHECKING:
+    from prism.search.attention import Attention
+    from prism.targets.nvidia import GpuModel
+
+COST_TEXT = ("max(padded_flops / rate, bytes / bandwidth) * ceil(blocks / SMs) * SMs / blocks + launch "
+             "[+ launch + 2 * SPLITS*B*(Dv + 2)*4 / bandwidth * ceil(B / SMs) * SMs / B, decode]; "
+             "prefill: blocks = B*ceil(Sq/BQ), padded_flops = blocks * 2*BQ*ceil(keys/BK)*BK*(d + Dv) "
+             "(keys: Skv, or with a causal mask the middle block's), bytes = 2*B*(Sq*(d + Dv) + Skv*(d + Dv)); "
+             "decode: blocks = B*ceil(SPLITS/DECODE_WARPS), padded_flops = blocks * DECODE_WARPS * "
+             "2*16*ceil(ceil(Skv/DECODE_BK)/SPLITS)*DECODE_BK*(d + Dv), "
+             "bytes = 2*B*(d + Skv*(d + Dv)) + SPLITS*B*(Dv + 2)*4")
+
+# The knobs, by exponent variable, and the tile field each sets.
+KNOBS = {"bq": "BQ", "bk": "BK", "dbk": "DECODE_BK", "dw": "DECODE_WARPS", "ks": "SPLITS"}
+# The most key shares of a decode: 2**MAX_SPLITS_LOG2 (each share is also at least one key tile).
+MAX_SPLITS_LOG2 = 12
+GPU_ATTENTION_TYPES = ("f16", "bf16")
+
+
+def tile_values(field: str) -> list[int]:
+    """The powers of two that :class:`AttentionTile` takes for ``field``, as its own check says."""
+    found = []
+    for exponent in range(10):
+        try:
+            AttentionTile(**{field: 2**exponent})
+        except ValueError:
+            continue
+        found.append(2**exponent)
+    return found
+
+
+def smallest_tile() -> AttentionTile:
+    """The tile of every knob's least value."""
+    return AttentionTile(**{field: min(tile_values(field)) for field in KNOBS.values() if field != "SPLITS"})
+
+
+def is_decode(op: Attention) -> bool:
+    """One static query row: the split-KV decode kernels; anything else the prefill kernel."""
+    return op.queries == 1
+
+
+def problem_spec(op: Attention) -> AttentionSpec:
+    """An attention spec of ``op``'s shape (dynamic sizes as symbols), for the emitter's own checks."""
+    dtype = getattr(op, "input_type", "f32")
+    batch = (op.batch if op.batch is not None else "b",)
+    sq = op.queries if op.queries is not None else "sq"
+    skv = op.keys if op.keys is not None else "skv"
+    transposed = getattr(op, "k_transposed", False)
+    k_shape = (*batch, op.head_dim, skv) if transposed else (*batch, skv, op.head_dim)
+    return AttentionSpec(name="attention", q=Tensor("q", dtype, (*batch, sq, op.head_dim)),
+                         k=Tensor("k", dtype, k_shape), v=Tensor("v", dtype, (*batch, skv, op.value_dim)),
+                         o=Tensor("o", dtype, (*batch, sq, op.value_dim)), batch=batch, sq=sq, skv=skv,
+                         d=op.head_dim, dv=op.value_dim, scale=1.0, k_layout="dn" if transposed else "nd",
+                         causal=op.causal is not None)
+
+
+def attention_tile(values: dict[str, int]) -> AttentionTile:
+    """The tile of a point's symbol values."""
+    return AttentionTile(BQ=values["BQ"], BK=values["BK"], DECODE_BK=values["DECODE_BK"],
+                         DECODE_WARPS=values["DECODE_WARPS"])
+
+
+def _log2(value: int) -> int:
+    return int(math.log2(value))
+
+
+def _range(var: str, field: str) -> str:
+    values = tile_values(field)
+    return f"{_log2(min(values))} <= {var} <= {_log2(max(values))}"
+
+
+def _fixed(var: str, field: str) -> str:
+    return f"{var} = {_log2(getattr(AttentionTile(), field))}"
+
+
+def _union(pieces: list[str]) -> str:
+    return "(" + (" or ".join(pieces) or "false") + ")"
+
+
+def _fits(spec: AttentionSpec, target: GpuModel, tiles: list[tuple[dict[str, str], AttentionTile]]
+          ) -> tuple[str, str]:
+    """The registers and shared-memory groups: the union of the tiles (each given as its exponent equalities)
+    whose plan stays within the chip's registers per thread, and within its opt-in shared memory per block."""
+    registers, shared = [], []
+    for exponents, tile in tiles:
+        plan = plan_attention(spec, target.chip, tile)
+        point = "(" + " and ".join(f"{var} = {value}" for var, value in exponents.items()) + ")"
+        if plan.registers <= target.regs_per_thread:
+            registers.append(point)
+        if plan.shared_bytes <= target.smem_per_block:
+            shared.append(point)
+    return _union(registers), _union(shared)
+
+
+def attention_space(op: Attention, target: GpuModel) -> Space | None:
+    """The schedule space of ``op`` on ``target`` (see the module docstring); None where the kernels do not take
+    the chain (operands other than f16 or bf16, a causal mask off the last key, head sizes they refuse): its
+    parts are then lifted as they are."""
+    if getattr(op, "input_type", "f32") not in GPU_ATTENTION_TYPES:
+        return None
+    if op.causal is not None and (op.queries is None or op.keys is None or op.causal != op.keys - op.queries):
+        return None
+    spec = problem_spec(op)
+    decode = is_decode(op)
+    if attention_problem(spec, target.chip, smallest_tile()) is not None:
+        return None  # not a matter of tiles: the smallest one is refused too
+    if decode:
+        knobs = [("dbk", "DECODE_BK"), ("dw", "DECODE_WARPS")]
+        universe = (f"{_fixed('bq', 'BQ')} and {_fixed('bk', 'BK')} and {_range('dbk', 'DECODE_BK')} and "
+                    f"{_range('dw', 'DECODE_WARPS')} and 0 <= ks <= {MAX_SPLITS_LOG2}")
+        shape = f"{shape_fit('dbk', 'n', 4)} and (ks = 0 or ks + dbk <= LN) and dw <= ks"
+    else:
+        knobs = [("bq", "BQ"), ("bk", "BK")]
+        universe = (f"{_range('bq', 'BQ')} and {_range('bk', 'BK')} and {_fixed('dbk', 'DECODE_BK')} and "
+                    f"{_fixed('dw', 'DECODE_WARPS')} and ks = 0")
+        shape = f"{shape_fit('bq', 'm', 4)} and {shape_fit('bk', 'n', 4)}"
+    tiles = []
+    for combination in _product([tile_values(field) for _, field in knobs]):
+        fields = {field: value for (_, field), value in zip(knobs, combination, strict=True)}
+        tiles.append(({var: _log2(value) for (var, _), value in zip(knobs, combination, strict=True)},
+                      AttentionTile(**fields)))
+    registers, shared = _fits(spec, target, tiles)
+    groups = (("registers", registers), ("shared_memory", shared), ("shape", shape))
+    return Space(kind="attention", knobs=dict(KNOBS), flags={}, universe=f"{shape_param_bounds()} and {universe}",
+                 groups=groups)
+
+
+def _product(ranges: list[list[int]]) -> list[tuple[int, ...]]:
+    out: list[tuple[int, ...]] = [()]
+    for values in ranges:
+        out = [(*head, value) for head in out for value in values]
+    return out
+
+
+def _spread(target: GpuModel, blocks: Knob) -> Knob:
+    """How much slower ``blocks`` equal blocks run than the same work spread evenly over every SM: whole waves
+    of blocks over the SMs, the last one as long as a full one."""
+    return ceil_div(blocks, target.sm_count) * target.sm_count / blocks
+
+
+def _element_bytes(op: Attention) -> int:
+    return ELEMENT_BYTES[getattr(op, "input_type", "f32")]
+
+
+def _prefill(target: GpuModel, op: Attention, values: KnobValues, s: dict[str, int]) -> np.ndarray:
+    bq, bk = values["BQ"], values["BK"]
+    blocks = s["batch"] * ceil_div(s["m"], bq)
+    keys = s["n"]
+    if op.causal is not None:  # the keys of the middle block of query rows: up to its last row, plus the offset
+        keys = np.minimum(s["n"], np.ceil(op.causal + (s["m"] + bq) / 2).astype(np.int64))
+    flops = blocks * 2 * bq * (ceil_div(keys, bk) * bk) * (s["k"] + op.value_dim)
+    spread = _spread(target, blocks)
+    compute = flops / target.flops[op.input_type] * spread
+    memory = _traffic(op, s) / target.dram_bytes_per_s * spread
+    return roofline(compute, memory) + LAUNCH_SECONDS
+
+
+def _decode(target: GpuModel, op: Attention, values: KnobValues, s: dict[str, int]) -> np.ndarray:
+    splits, warps, key_tile = values["SPLITS"], values["DECODE_WARPS"], values["DECODE_BK"]
+    per_share = ceil_div(ceil_div(s["n"], key_tile), splits)  # key tiles of a share
+    blocks = s["batch"] * ceil_div(splits, warps)
+    # every warp runs a 16-row tensor-core tile whose one real row is the query
+    flops = blocks * warps * 2 * MMA_ROWS * per_share * key_tile * (s["k"] + op.value_dim)
+    partials = _partial_bytes(op, s, splits)
+    spread = _spread(target, blocks)
+    compute = flops / target.flops[op.input_type] * spread
+    memory = (_traffic(op, s) + partials) / target.dram_bytes_per_s * spread
+    combine = LAUNCH_SECONDS + partials / target.dram_bytes_per_s * _spread(target, s["batch"])
+    return roofline(compute, memory) + LAUNCH_SECONDS + combine
+
+
+def _traffic(op: Attention, s: dict[str, int]) -> int:
+    """Bytes of Q, K, V and O, each moved once."""
+    rows_and_keys = s["m"] * (s["k"] + op.value_dim) + s["n"] * (s["k"] + op.value_dim)
+    return _element_bytes(op) * s["batch"] * rows_and_keys
+
+
+def _partial_bytes(op: Attention, s: dict[str, int], splits: Knob) -> Knob:
+    """The f32 partial results of the decode's shares (output, max and sum of each): written once, read once."""
+    return splits * s["batch"] * (op.value_dim + 2) * 4
+
+
+def attention_seconds(target: GpuModel, op: Attention, values: KnobValues, assumed: int) -> np.ndarray:
+    """Predicted seconds of ``op`` scheduled by ``values`` (see the module docstring)."""
+    s = problem_sizes(op, assumed)
+    return _decode(target, op, values, s) if is_decode(op) else _prefill(target, op, values, s)
+
+
+def attention_lower_bound(target: GpuModel, op: Attention, values: KnobValues, assumed: int) -> np.ndarray:
+    """Below :func:`attention_seconds`: the unpadded products at the tensor-core rate of every SM and Q, K, V, O
+    moved once, with the launches."""
+    s = problem_sizes(op, assumed)
+    work = 2 * s["batch"] * _pairs(op, s["m"], s["n"]) * (s["k"] + op.value_dim)
+    compute = np.full(np.shape(values["BQ"]), work / target.flops[op.input_type])
+    launches = 2 if is_decode(op) else 1
+    return roofline(compute, _traffic(op, s) / target.dram_bytes_per_s) + launches * LAUNCH_SECONDS
+
+
+def _pairs(op: Attention, queries: int, keys: int) -> int:
+    """The (query, key) pairs a mask keeps: all, or key j for query i when j <= i + offset."""
+    if op.causal is None:
+        return queries * keys
+    return int(np.minimum(keys, np.maximum(0, np.arange(queries) + op.causal + 1)).sum())
