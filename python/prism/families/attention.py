@@ -23,18 +23,11 @@ from prism.search.attention import Attention, AttentionMatch, match_attention
 from prism.search.families import Family, FamilyModel, register_family
 from prism.targets import host_attention, nvidia_attention
 from prism.targets.nvidia import GPU_TARGETS
+from prism.targets.nvidia_attention import TypedAttention
 
 GPU_TYPES = ("f32", "f16", "bf16")
 # The smallest tile of the GPU's kernels: a chain it does not fit is refused whatever the tile.
 SMALLEST = nvidia_attention.smallest_tile()
-
-
-@dataclass(frozen=True)
-class TypedAttention(Attention):
-    """An attention with its operands' element type and K's layout, which the GPU's kernels read."""
-
-    input_type: str = "f32"
-    k_transposed: bool = False
 
 
 @dataclass(frozen=True)

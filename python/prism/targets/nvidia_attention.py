@@ -30,6 +30,7 @@ adds its combine kernel: a launch, and the shares' partial results
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,12 +38,12 @@ import numpy as np
 from prism.codegen.gpu.attention import MMA_ROWS, AttentionTile, attention_problem, plan_attention
 from prism.codegen.gpu.spec import AttentionSpec, Tensor
 from prism.infra.ir import ELEMENT_BYTES
+from prism.search.attention import Attention
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline
 from prism.search.space import Space, shape_fit, shape_param_bounds
 from prism.targets.nvidia import LAUNCH_SECONDS
 
 if TYPE_CHECKING:
-    from prism.search.attention import Attention
     from prism.targets.nvidia import GpuModel
 
 COST_TEXT = ("max(padded_flops / rate, bytes / bandwidth) * ceil(blocks / SMs) * SMs / blocks + launch "
@@ -58,6 +59,14 @@ KNOBS = {"bq": "BQ", "bk": "BK", "dbk": "DECODE_BK", "dw": "DECODE_WARPS", "ks":
 # The most key shares of a decode: 2**MAX_SPLITS_LOG2 (each share is also at least one key tile).
 MAX_SPLITS_LOG2 = 12
 GPU_ATTENTION_TYPES = ("f16", "bf16")
+
+
+@dataclass(frozen=True)
+class TypedAttention(Attention):
+    """An attention with its operands' element type and K's layout, which the GPU's kernels read."""
+
+    input_type: str = "f32"
+    k_transposed: bool = False
 
 
 def tile_values(field: str) -> list[int]:

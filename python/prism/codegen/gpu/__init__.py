@@ -88,12 +88,27 @@ class GpuLowering(Lowering):
         for func, error in failures:  # the module still compiles: each function left out is a remark
             self.ctx.remark(func.location, f"@{_name(func)} stays off the GPU: {error.message}"
                             + (f" (at {error.location})" if error.location else ""))
-        # as the host's report lists them: per function, each kernel's kind and the ops it runs
+        # as the host's report lists them: per function, each kernel's kind and the ops it runs, and its
+        # predicted microseconds on the target
         self.ctx.report["kernels"] = [
             {"function": f"@{p.name}", "count": len(p.steps),
              "kernels": [{"kind": step.kind, "kernel": step.spec.name,
-                          "ops": [f"{op.name} at {display_location(op.location)}" for op in step.ops]}
+                          "ops": [f"{op.name} at {display_location(op.location)}" for op in step.ops],
+                          **self._predicted(step)}
                          for step in p.steps]} for p in self.plans]
+
+    def _predicted(self, step) -> dict[str, float]:
+        """``predicted_us``: the step's kernels' predicted microseconds on the compilation's target (the first
+        NVIDIA target of this chip if it names none), dynamic sizes counting as 1024; nothing for a chip no
+        target has."""
+        from prism.targets.nvidia import GPU_TARGETS
+        from prism.targets.nvidia_cost import predict_seconds
+        target = GPU_TARGETS.get(self.ctx.target)
+        if target is None or target.chip != self.chip:
+            target = next((t for t in GPU_TARGETS.values() if t.chip == self.chip), None)
+        if target is None:
+            return {}
+        return {"predicted_us": round(predict_seconds(step.spec, target) * 1e6, 3)}
 
     def emit(self, module: ir.Module) -> None:
         """Write every kernel; the module becomes their one gpu.module."""
