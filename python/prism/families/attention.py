@@ -26,8 +26,6 @@ from prism.targets.nvidia import GPU_TARGETS
 from prism.targets.nvidia_attention import TypedAttention
 
 GPU_TYPES = ("f32", "f16", "bf16")
-# The smallest tile of the GPU's kernels: a chain it does not fit is refused whatever the tile.
-SMALLEST = nvidia_attention.smallest_tile()
 
 
 @dataclass(frozen=True)
@@ -114,7 +112,7 @@ def gpu_attention(op: ir.Operation, buffers, chip: str):
                              splits=splits if sq == 1 else 0)
         return made if tile is None else with_tile(made, tile)
     problem = attention_problem(spec("attention"), chip)
-    if problem is not None and (choice is None or attention_problem(spec("attention"), chip, SMALLEST) is not None):
+    if problem is not None and (choice is None or not nvidia_attention.some_tile_fits(spec("attention"), chip)):
         return None
     if problem is not None:  # a tile fits, the chosen one does not
         raise UnsupportedOp(f"{attrs.ATTENTION_CHOICE}: {problem}", location=str(found.ops[0].location))

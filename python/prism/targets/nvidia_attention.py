@@ -81,9 +81,16 @@ def tile_values(field: str) -> list[int]:
     return found
 
 
-def smallest_tile() -> AttentionTile:
-    """The tile of every knob's least value."""
-    return AttentionTile(**{field: min(tile_values(field)) for field in KNOBS.values() if field != "SPLITS"})
+def every_tile() -> list[AttentionTile]:
+    """Every tile of the knobs' values."""
+    fields = [field for field in KNOBS.values() if field != "SPLITS"]
+    return [AttentionTile(**dict(zip(fields, values, strict=True)))
+            for values in _product([tile_values(field) for field in fields])]
+
+
+def some_tile_fits(spec: AttentionSpec, chip: str) -> bool:
+    """Whether the emitter takes ``spec`` with some tile (a chain none fits is refused for what it is)."""
+    return any(attention_problem(spec, chip, tile) is None for tile in every_tile())
 
 
 def is_decode(op: Attention) -> bool:
@@ -154,8 +161,8 @@ def attention_space(op: Attention, target: GpuModel) -> Space | None:
         return None
     spec = problem_spec(op)
     decode = is_decode(op)
-    if attention_problem(spec, target.chip, smallest_tile()) is not None:
-        return None  # not a matter of tiles: the smallest one is refused too
+    if not some_tile_fits(spec, target.chip):
+        return None
     if decode:
         knobs = [("dbk", "DECODE_BK"), ("dw", "DECODE_WARPS")]
         universe = (f"{_fixed('bq', 'BQ')} and {_fixed('bk', 'BK')} and {_range('dbk', 'DECODE_BK')} and "

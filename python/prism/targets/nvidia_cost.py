@@ -21,6 +21,8 @@ import math
 import operator
 from typing import TYPE_CHECKING
 
+from mlir import ir
+
 from prism.codegen.gpu import generic
 from prism.codegen.gpu.attention import is_decode, plan_attention, spec_tile
 from prism.codegen.gpu.manifest import evaluate
@@ -110,7 +112,8 @@ def _kernels(spec, chip: str) -> list[Kernel]:
         return emit_rows(spec, chip)
     if isinstance(spec, PointwiseSpec):
         return emit_pointwise(spec.name, spec.out, spec.value, chip)
-    return generic.emit_generic(spec)
+    with ir.Context():  # the generic kernel reads its maps as MLIR; its text is all that leaves
+        return generic.emit_generic(spec)
 
 
 def holds(condition: str | None, sizes: dict[str, int]) -> bool:

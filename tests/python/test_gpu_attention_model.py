@@ -1,0 +1,175 @@
+"""The attention family's search model on NVIDIA targets: its space is what the emitter takes, its cost favours
+key shares where few blocks would leave SMs idle, and the search's choice reaches the emitted kernels."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+from mlir import ir
+
+import prism
+import prism.families  # noqa: F401  (registers the attention family)
+from conftest import REPO
+from prism.codegen.gpu.attention import attention_problem
+from prism.codegen.gpu.ptx import ptxas, ptxas_path
+from prism.families.attention import match_family
+from prism.infra import attrs
+from prism.infra.errors import UnsupportedOp
+from prism.search.space import fix_shape, point_array, shape_exponents
+from prism.targets.nvidia import GPU_TARGETS
+from prism.targets.nvidia_attention import (
+    TypedAttention,
+    attention_lower_bound,
+    attention_seconds,
+    attention_space,
+    attention_tile,
+    problem_spec,
+)
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import cpu_workloads as cw  # noqa: E402
+import gpu_workloads as gw  # noqa: E402
+
+needs_ptxas = pytest.mark.skipif(ptxas_path() is None, reason="ptxas (CUDA) is not installed on this machine")
+TARGETS = ("h200", "a100")
+
+# (batch, queries, keys, d, dv, causal offset, type, K transposed)
+PROBLEMS = {
+    "prefill": TypedAttention(16, 128, 1024, 128, 128, None, "bf16", True),
+    "prefill-d256": TypedAttention(8, 300, 700, 256, 256, None, "f16", False),
+    "prefill-d64-causal": TypedAttention(16, 512, 512, 64, 64, 0, "bf16", False),
+    "prefill-dynamic": TypedAttention(None, None, 2048, 128, 128, None, "bf16", False),
+    "decode": TypedAttention(32, 1, 4096, 128, 128, None, "bf16", False),
+    "decode-d192": TypedAttention(4, 1, 1000, 192, 192, None, "f16", True),
+    "decode-dynamic": TypedAttention(8, 1, None, 64, 64, None, "bf16", False),
+}
+
+
+def _points(space, op, groups=None):
+    """The symbol values of the points of ``space`` (within ``groups``, all by default) at ``op``'s shape."""
+    domain = space.universe_set()
+    for name, _ in space.groups:
+        if groups is None or name in groups:
+            domain = domain.intersect(space.group_set(name))
+    found = point_array(fix_shape(space, domain, shape_exponents(op)))
+    return [space.value_of(tuple(row)) for row in found.tolist()]
+
+
+def _spec(op, values):
+    spec = problem_spec(op)
+    return spec.__class__(**{**vars(spec), "splits": values["SPLITS"] if op.queries == 1 else 0})
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_every_point_is_a_tile_the_emitter_takes_and_the_limits_are_its_own(target, name):
+    model, op = GPU_TARGETS[target], PROBLEMS[name]
+    space = attention_space(op, model)
+    inside = _points(space, op)
+    assert inside, name
+    for values in inside:
+        assert attention_problem(_spec(op, values), model.chip, attention_tile(values)) is None, values
+    # a tile the registers or shared-memory group leaves out is one the emitter refuses
+    within_shape = _points(space, op, groups={"shape"})
+    kept = {tuple(sorted(v.items())) for v in inside}
+    for values in within_shape:
+        if tuple(sorted(values.items())) not in kept:
+            assert attention_problem(_spec(op, values), model.chip, attention_tile(values)) is not None, values
+
+
+def test_chains_the_kernels_refuse_have_no_space():
+    model = GPU_TARGETS["h200"]
+    assert attention_space(TypedAttention(4, 64, 64, 64, 64, None, "f32"), model) is None  # f32: no mma.sync
+    assert attention_space(TypedAttention(4, 64, 64, 40, 40, None, "bf16"), model) is None  # head size
+    assert attention_space(TypedAttention(4, 64, 80, 64, 64, 0, "bf16"), model) is None  # mask off the last key
+    # a decode of head size 256 needs more registers than a thread has, whatever the tile
+    assert attention_space(TypedAttention(4, 1, 1000, 256, 256, None, "bf16"), model) is None
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_the_cost_falls_as_splits_grow_from_one_for_few_heads(target):
+    model = GPU_TARGETS[target]
+    op = TypedAttention(4, 1, 8192, 128, 128, None, "bf16", False)
+    seconds = [float(attention_seconds(model, op, {"BQ": 64, "BK": 64, "DECODE_BK": 32, "DECODE_WARPS": 1,
+                                                   "SPLITS": s}, 1024)) for s in (1, 2, 4, 8, 16)]
+    assert all(a > b for a, b in zip(seconds, seconds[1:], strict=False)), seconds
+    assert seconds[0] > 8 * seconds[-1]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_the_bound_is_below_the_cost(target, name):
+    model, op = GPU_TARGETS[target], PROBLEMS[name]
+    space = attention_space(op, model)
+    values = {key: __import__("numpy").array([v[key] for v in _points(space, op)]) for key in space.symbols}
+    assert (attention_lower_bound(model, op, values, 1024) <= attention_seconds(model, op, values, 1024)).all()
+
+
+def _decode_text(dtype="bf16"):
+    return gw.retype(cw.attention(1, 32, 1, 4096, 128).mlir, dtype)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_the_search_picks_balanced_key_shares_for_decode(target):
+    report = prism.compile(_decode_text(), target=target, emit="report").report
+    (family,) = report["families"]
+    assert family["kind"] == "attention"
+    stages = [step["stage"] for step in family["funnel"]]
+    assert stages[:4] == ["space", "registers", "shared_memory", "shape"], stages
+    choice = family["choice"]
+    splits, key_tile, warps = choice["SPLITS"], choice["DECODE_BK"], choice["DECODE_WARPS"]
+    tiles = -(-4096 // key_tile)
+    assert 2 <= splits <= tiles and splits & (splits - 1) == 0, choice
+    assert tiles % splits == 0, choice  # every share the same number of key tiles
+    assert warps <= splits, choice
+    # more blocks than 32 heads alone would give: at least one per SM in the first wave
+    assert 32 * -(-splits // warps) >= GPU_TARGETS[target].sm_count * 0.9, choice
+    (entry,) = report["kernels"]
+    assert entry["kernels"][0]["kind"] == "attention" and entry["kernels"][0]["predicted_us"] > 0
+
+
+def _with_choice(text: str, choice: dict[str, int]) -> str:
+    """``text`` with the attention choice ``choice`` on its chain's first op."""
+    with ir.Context() as context:
+        context.allow_unregistered_dialects = True
+        module = ir.Module.parse(text)
+        found = None
+        for op in module.body.operations[0].regions[0].blocks[0].operations:
+            found = match_family(op.operation) or found
+        assert found is not None
+        i64 = ir.IntegerType.get_signless(64)
+        found.ops[0].attributes[attrs.ATTENTION_CHOICE] = ir.DictAttr.get(
+            {k: ir.IntegerAttr.get(i64, v) for k, v in choice.items()})
+        return str(module)
+
+
+def _kernels(compiled):
+    return {k["name"]: k for f in compiled.manifest["functions"].values() for k in f["kernels"]}
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_choice_reaches_the_emitted_kernels(target):
+    chip = GPU_TARGETS[target].chip
+    decode = {"BQ": 64, "BK": 64, "DECODE_BK": 16, "DECODE_WARPS": 4, "SPLITS": 32}
+    compiled = prism.compile(_with_choice(_decode_text(), decode), target=target, pipeline="", emit="ptx")
+    kernels = _kernels(compiled)
+    (split,) = [k for name, k in kernels.items() if name.endswith("_decode")]
+    assert split["grid"][0].startswith("8 * ") and split["block"][0] == 4 * 32  # 32 shares, 4 a block
+    resources = ptxas(compiled.ptx_text, chip)
+    assert all(r.spill_bytes == 0 for r in resources.values()), resources
+    prefill = {"BQ": 32, "BK": 32, "DECODE_BK": 32, "DECODE_WARPS": 2, "SPLITS": 1}
+    text = gw.retype(cw.attention(2, 8, 128, 1024, 128).mlir, "f16")
+    compiled = prism.compile(_with_choice(text, prefill), target=target, pipeline="", emit="ptx")
+    (kernel,) = _kernels(compiled).values()
+    assert re.match(r"cdiv\(128, 32\)", kernel["grid"][0]) and kernel["block"][0] == 2 * 32, kernel
+    resources = ptxas(compiled.ptx_text, chip)
+    assert all(r.spill_bytes == 0 for r in resources.values()), resources
+
+
+def test_a_choice_the_kernels_cannot_run_is_an_error_at_its_op():
+    wrong = {"BQ": 64, "BK": 64, "DECODE_BK": 32, "DECODE_WARPS": 3, "SPLITS": 4}
+    with pytest.raises(UnsupportedOp, match="DECODE_WARPS"):
+        prism.compile(_with_choice(_decode_text(), wrong), target="h200", pipeline="", emit="ptx")
