@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import sys
 
+import numpy as np
 import pytest
 from mlir import ir
 
@@ -103,7 +104,7 @@ def test_the_cost_falls_as_splits_grow_from_one_for_few_heads(target):
 def test_the_bound_is_below_the_cost(target, name):
     model, op = GPU_TARGETS[target], PROBLEMS[name]
     space = attention_space(op, model)
-    values = {key: __import__("numpy").array([v[key] for v in _points(space, op)]) for key in space.symbols}
+    values = {key: np.array([v[key] for v in _points(space, op)]) for key in space.symbols}
     assert (attention_lower_bound(model, op, values, 1024) <= attention_seconds(model, op, values, 1024)).all()
 
 
