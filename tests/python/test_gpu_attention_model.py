@@ -174,3 +174,14 @@ def test_a_choice_the_kernels_cannot_run_is_an_error_at_its_op():
     wrong = {"BQ": 64, "BK": 64, "DECODE_BK": 32, "DECODE_WARPS": 3, "SPLITS": 4}
     with pytest.raises(UnsupportedOp, match="DECODE_WARPS"):
         prism.compile(_with_choice(_decode_text(), wrong), target="h200", pipeline="", emit="ptx")
+
+
+def test_a_transposed_k_gives_its_keys_and_layout():
+    text = gw.retype((REPO / "benchmarks" / "workloads" / "attention.mlir").read_text(), "bf16")
+    with ir.Context() as context:
+        context.allow_unregistered_dialects = True
+        module = ir.Module.parse(text)
+        found = [match_family(op.operation) for op in module.body.operations[0].regions[0].blocks[0].operations]
+        (problem,) = [m.problem for m in found if m is not None]
+    assert (problem.batch, problem.queries, problem.keys, problem.head_dim) == (16, 128, 1024, 128)
+    assert problem.k_transposed and problem.input_type == "bf16"

@@ -42,7 +42,11 @@ class TypedMatch:
     def problem(self) -> TypedAttention:
         base = self.found.problem
         element = str(ir.ShapedType(self.found.q.type).element_type)
-        return TypedAttention(base.batch, base.queries, base.keys, base.head_dim, base.value_dim, base.causal,
+        keys = base.keys
+        if self.found.k_transposed:  # K is [.., d, keys]
+            extent = ir.RankedTensorType(self.found.k.type).shape[-1]
+            keys = None if ir.ShapedType.is_dynamic_size(extent) else extent
+        return TypedAttention(base.batch, base.queries, keys, base.head_dim, base.value_dim, base.causal,
                               input_type=element, k_transposed=self.found.k_transposed)
 
 

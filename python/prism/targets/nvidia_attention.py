@@ -22,8 +22,12 @@ one key tile and a block's warps no more than the shares).
 The cost is a roofline over the SMs: both products' padded FLOPs at the
 tensor-core rate, and Q, K, V and O moved once at DRAM bandwidth, each
 slowed by the waves of blocks over the SMs (a last wave that fills few SMs,
-or fewer blocks than SMs, leaves bandwidth and tensor cores idle). Decode
-adds its combine kernel: a launch, and the shares' partial results
+or fewer blocks than SMs, leaves bandwidth and tensor cores idle). The
+memory side also pays for latency: a block (a decode warp) waits about a
+DRAM latency per KV_STAGES key tiles, the blocks an SM holds at once (its
+shared memory and registers, by the emitter's plan) waiting side by side;
+this is what makes a few long key loops slower than many short ones.
+Decode adds its combine kernel: a launch, and the shares' partial results
 (SPLITS x batch x (dv + 2) f32 values) written and read.
 """
 
@@ -46,8 +50,10 @@ from prism.targets.nvidia import LAUNCH_SECONDS
 if TYPE_CHECKING:
     from prism.targets.nvidia import GpuModel
 
-COST_TEXT = ("max(padded_flops / rate, bytes / bandwidth) * ceil(blocks / SMs) * SMs / blocks + launch "
-             "[+ launch + 2 * SPLITS*B*(Dv + 2)*4 / bandwidth * ceil(B / SMs) * SMs / B, decode]; "
+COST_TEXT = ("roofline(padded_flops / rate * spread, roofline(bytes / bandwidth * spread, "
+             "ceil(ceil(blocks / SMs) / resident) * steps * latency / 2)) + launch "
+             "[decode: + launch + SPLITS*B*(Dv + 2)*4 / bandwidth * ceil(B / SMs) * SMs / B]; "
+             "spread = ceil(blocks / SMs) * SMs / blocks, steps = ceil(keys/BK) (decode: key tiles of a share); "
              "prefill: blocks = B*ceil(Sq/BQ), padded_flops = blocks * 2*BQ*ceil(keys/BK)*BK*(d + Dv) "
              "(keys: Skv, or with a causal mask the middle block's), bytes = 2*B*(Sq*(d + Dv) + Skv*(d + Dv)); "
              "decode: blocks = B*ceil(SPLITS/DECODE_WARPS), padded_flops = blocks * DECODE_WARPS * "
@@ -59,6 +65,11 @@ KNOBS = {"bq": "BQ", "bk": "BK", "dbk": "DECODE_BK", "dw": "DECODE_WARPS", "ks":
 # The most key shares of a decode: 2**MAX_SPLITS_LOG2 (each share is also at least one key tile).
 MAX_SPLITS_LOG2 = 12
 GPU_ATTENTION_TYPES = ("f16", "bf16")
+# The latency of a load from DRAM under load, an estimate (published microbenchmarks of A100 and H100 put it
+# near 500 to 700 ns), to be calibrated on a device; and the stages of K and V tiles the kernels keep in flight
+# (cp.async double buffering: :func:`prism.codegen.gpu.attention.unit_elements`).
+DRAM_LATENCY_SECONDS = 600e-9
+KV_STAGES = 2
 
 
 @dataclass(frozen=True)
@@ -207,10 +218,11 @@ def _prefill(target: GpuModel, op: Attention, values: KnobValues, s: dict[str, i
     keys = s["n"]
     if op.causal is not None:  # the keys of the middle block of query rows: up to its last row, plus the offset
         keys = np.minimum(s["n"], np.ceil(op.causal + (s["m"] + bq) / 2).astype(np.int64))
-    flops = blocks * 2 * bq * (ceil_div(keys, bk) * bk) * (s["k"] + op.value_dim)
+    steps = ceil_div(keys, bk)
+    flops = blocks * 2 * bq * (steps * bk) * (s["k"] + op.value_dim)
     spread = _spread(target, blocks)
     compute = flops / target.flops[op.input_type] * spread
-    memory = _traffic(op, s) / target.dram_bytes_per_s * spread
+    memory = roofline(_traffic(op, s) / target.dram_bytes_per_s * spread, _latency(target, op, values, blocks, steps))
     return roofline(compute, memory) + LAUNCH_SECONDS
 
 
@@ -223,9 +235,39 @@ def _decode(target: GpuModel, op: Attention, values: KnobValues, s: dict[str, in
     partials = _partial_bytes(op, s, splits)
     spread = _spread(target, blocks)
     compute = flops / target.flops[op.input_type] * spread
-    memory = (_traffic(op, s) + partials) / target.dram_bytes_per_s * spread
+    memory = roofline((_traffic(op, s) + partials) / target.dram_bytes_per_s * spread,
+                      _latency(target, op, values, blocks, per_share))
     combine = LAUNCH_SECONDS + partials / target.dram_bytes_per_s * _spread(target, s["batch"])
     return roofline(compute, memory) + LAUNCH_SECONDS + combine
+
+
+def _latency(target: GpuModel, op: Attention, values: KnobValues, blocks: Knob, steps: Knob) -> Knob:
+    """The time of the busiest SM where its loads wait on memory: a block (a warp, for decode) loads a key
+    tile per step while it works on the one before, so each step costs a DRAM latency over KV_STAGES; the
+    blocks an SM holds at once (by its shared memory and registers, per the emitter's plan) run side by side,
+    the others after them."""
+    resident = _resident(target, op, values)
+    rounds = ceil_div(ceil_div(blocks, target.sm_count), resident)
+    return rounds * steps * DRAM_LATENCY_SECONDS / KV_STAGES
+
+
+def _resident(target: GpuModel, op: Attention, values: KnobValues) -> np.ndarray:
+    """Blocks an SM holds at once: as many as its shared memory and registers take (at least one), from the
+    emitter's plan of each point's tile."""
+    spec = problem_spec(op)
+    shape = np.shape(values["BQ"])
+    columns = [np.broadcast_to(np.asarray(values[key]), shape).ravel().tolist()
+               for key in ("BQ", "BK", "DECODE_BK", "DECODE_WARPS")]
+    found: dict[tuple[int, ...], int] = {}
+    out = np.empty(len(columns[0]), dtype=np.int64)
+    for index, key in enumerate(zip(*columns, strict=True)):
+        if key not in found:
+            plan = plan_attention(spec, target.chip, AttentionTile(*key))
+            threads = plan.warps * target.warp_size
+            found[key] = max(1, min(target.smem_per_sm // max(plan.shared_bytes, 1),
+                                    target.regs_per_sm // (threads * plan.registers)))
+        out[index] = found[key]
+    return out.reshape(shape)
 
 
 def _traffic(op: Attention, s: dict[str, int]) -> int:
