@@ -275,7 +275,8 @@ class ProgramCost:
                       is_result: bool) -> float:
         op = term.op
         if term in epilogues:  # run on the product's tiles: it reads its other inputs, and its kernel stores it
-            return self.pass_seconds(sum(self._size(i) for i in self._inputs(term, fused) if i not in epilogues[term]))
+            moved = sum(self._size(i) for i in self._inputs(term, fused) if i not in epilogues[term])
+            return self.pass_seconds(moved) - self.pass_seconds(0)  # inside the product's kernel: no launch
         if dual:  # one kernel of both products: as one product of twice the columns
             a, b = (self.shapes(arg) for arg in term.args)
             return self.product_seconds(a, (*b[:-1], 2 * b[-1]))
