@@ -18,10 +18,10 @@ from prism.codegen.gpu.ptx import ptxas, ptxas_path
 from prism.families.attention import match_family
 from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
+from prism.search.attention import Attention
 from prism.search.space import fix_shape, point_array, shape_exponents
 from prism.targets.nvidia import GPU_TARGETS
 from prism.targets.nvidia_attention import (
-    TypedAttention,
     attention_lower_bound,
     attention_seconds,
     attention_space,
@@ -38,13 +38,13 @@ TARGETS = ("h200", "a100")
 
 # (batch, queries, keys, d, dv, causal offset, type, K transposed)
 PROBLEMS = {
-    "prefill": TypedAttention(16, 128, 1024, 128, 128, None, "bf16", True),
-    "prefill-d256": TypedAttention(8, 300, 700, 256, 256, None, "f16", False),
-    "prefill-d64-causal": TypedAttention(16, 512, 512, 64, 64, 0, "bf16", False),
-    "prefill-dynamic": TypedAttention(None, None, 2048, 128, 128, None, "bf16", False),
-    "decode": TypedAttention(32, 1, 4096, 128, 128, None, "bf16", False),
-    "decode-d192": TypedAttention(4, 1, 1000, 192, 192, None, "f16", True),
-    "decode-dynamic": TypedAttention(8, 1, None, 64, 64, None, "bf16", False),
+    "prefill": Attention(16, 128, 1024, 128, 128, None, "bf16", True),
+    "prefill-d256": Attention(8, 300, 700, 256, 256, None, "f16", False),
+    "prefill-d64-causal": Attention(16, 512, 512, 64, 64, 0, "bf16", False),
+    "prefill-dynamic": Attention(None, None, 2048, 128, 128, None, "bf16", False),
+    "decode": Attention(32, 1, 4096, 128, 128, None, "bf16", False),
+    "decode-d192": Attention(4, 1, 1000, 192, 192, None, "f16", True),
+    "decode-dynamic": Attention(8, 1, None, 64, 64, None, "bf16", False),
 }
 
 
@@ -82,17 +82,17 @@ def test_every_point_is_a_tile_the_emitter_takes_and_the_limits_are_its_own(targ
 
 def test_chains_the_kernels_refuse_have_no_space():
     model = GPU_TARGETS["h200"]
-    assert attention_space(TypedAttention(4, 64, 64, 64, 64, None, "f32"), model) is None  # f32: no mma.sync
-    assert attention_space(TypedAttention(4, 64, 64, 40, 40, None, "bf16"), model) is None  # head size
-    assert attention_space(TypedAttention(4, 64, 80, 64, 64, 0, "bf16"), model) is None  # mask off the last key
+    assert attention_space(Attention(4, 64, 64, 64, 64, None, "f32"), model) is None  # f32: no mma.sync
+    assert attention_space(Attention(4, 64, 64, 40, 40, None, "bf16"), model) is None  # head size
+    assert attention_space(Attention(4, 64, 80, 64, 64, 0, "bf16"), model) is None  # mask off the last key
     # a decode of head size 256 needs more registers than a thread has, whatever the tile
-    assert attention_space(TypedAttention(4, 1, 1000, 256, 256, None, "bf16"), model) is None
+    assert attention_space(Attention(4, 1, 1000, 256, 256, None, "bf16"), model) is None
 
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_the_cost_falls_as_splits_grow_from_one_for_few_heads(target):
     model = GPU_TARGETS[target]
-    op = TypedAttention(4, 1, 8192, 128, 128, None, "bf16", False)
+    op = Attention(4, 1, 8192, 128, 128, None, "bf16", False)
     seconds = [float(attention_seconds(model, op, {"BQ": 64, "BK": 64, "DECODE_BK": 32, "DECODE_WARPS": 1,
                                                    "SPLITS": s}, 1024)) for s in (1, 2, 4, 8, 16)]
     assert all(a > b for a, b in zip(seconds, seconds[1:], strict=False)), seconds

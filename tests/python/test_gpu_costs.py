@@ -3,6 +3,7 @@ over the SMs, a launch each; GEMMs and attention by their search models."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import numpy as np
@@ -10,9 +11,9 @@ import pytest
 
 import prism
 from conftest import REPO
-from prism.codegen.gpu.attention import AttentionTile, with_tile
 from prism.codegen.gpu.spec import (
     AttentionSpec,
+    AttentionTile,
     GemmSpec,
     GemmTile,
     GenericSpec,
@@ -24,8 +25,9 @@ from prism.codegen.gpu.spec import (
     ScalarFn,
     Tensor,
 )
+from prism.search.attention import Attention
 from prism.targets.nvidia import GPU_TARGETS, LAUNCH_SECONDS
-from prism.targets.nvidia_attention import TypedAttention, attention_seconds
+from prism.targets.nvidia_attention import attention_seconds
 from prism.targets.nvidia_cost import holds, predict_seconds
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -111,10 +113,10 @@ def test_attention_is_its_family_model_with_the_carried_tile():
     spec = AttentionSpec("attn", q, k, v, Tensor("o", "bf16", (*batch, sq, d)), batch, sq, skv, d, d, d**-0.5,
                          splits=8)
     tile = AttentionTile(DECODE_BK=16, DECODE_WARPS=4)
-    problem = TypedAttention(32, 1, 4096, d, d, None, "bf16", False)
+    problem = Attention(32, 1, 4096, d, d, None, "bf16", False)
     expected = attention_seconds(H200, problem, {"BQ": 64, "BK": 64, "DECODE_BK": 16, "DECODE_WARPS": 4,
                                                  "SPLITS": 8}, 1024)
-    assert predict_seconds(with_tile(spec, tile), H200) == pytest.approx(float(expected))
+    assert predict_seconds(dataclasses.replace(spec, tile=tile), H200) == pytest.approx(float(expected))
 
 
 def test_the_report_gives_every_kernel_its_predicted_microseconds():

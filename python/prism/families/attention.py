@@ -10,56 +10,30 @@ untransposed), whose parts are then lifted as they are."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from mlir import ir
 
 from prism.codegen.cpu.attention import fuse_attention
-from prism.codegen.gpu.attention import AttentionTile, attention_problem, with_tile
-from prism.codegen.gpu.spec import AttentionSpec
+from prism.codegen.gpu.attention import attention_problem
+from prism.codegen.gpu.spec import AttentionSpec, AttentionTile
 from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
 from prism.search.attention import Attention, AttentionMatch, match_attention
 from prism.search.families import Family, FamilyModel, register_family
 from prism.targets import host_attention, nvidia_attention
 from prism.targets.nvidia import GPU_TARGETS
-from prism.targets.nvidia_attention import TypedAttention
 
 GPU_TYPES = ("f32", "f16", "bf16")
 
 
-@dataclass(frozen=True)
-class TypedMatch:
-    """An attention chain of any type the targets take, and its :class:`TypedAttention`."""
-
-    found: AttentionMatch
-
-    @property
-    def ops(self) -> tuple[ir.Operation, ...]:
-        return self.found.ops
-
-    @property
-    def problem(self) -> TypedAttention:
-        base = self.found.problem
-        element = str(ir.ShapedType(self.found.q.type).element_type)
-        keys = base.keys
-        if self.found.k_transposed:  # K is [.., d, keys]
-            extent = ir.RankedTensorType(self.found.k.type).shape[-1]
-            keys = None if ir.ShapedType.is_dynamic_size(extent) else extent
-        return TypedAttention(base.batch, base.queries, keys, base.head_dim, base.value_dim, base.causal,
-                              input_type=element, k_transposed=self.found.k_transposed)
-
-
-def match_family(op: ir.Operation) -> TypedMatch | None:
+def match_family(op: ir.Operation) -> AttentionMatch | None:
     """The attention chain ending at ``op``, of any type a target runs; None if there is none."""
-    found = match_attention(op, types=GPU_TYPES, transposed_k=True)
-    return None if found is None else TypedMatch(found)
+    return match_attention(op, types=GPU_TYPES, transposed_k=True)
 
 
 def host_space(op: Attention, target):
     """The host's space (:func:`~prism.targets.host_attention.attention_space`) for f32 chains with K untransposed,
     the only ones its kernel takes; None for the others."""
-    if getattr(op, "input_type", "f32") != "f32" or getattr(op, "k_transposed", False):
+    if op.input_type != "f32" or op.k_transposed:
         return None
     return host_attention.attention_space(op, target)
 
@@ -96,7 +70,7 @@ def gpu_attention(op: ir.Operation, buffers, chip: str):
     The search's choice on the chain's first op (``prism.attention``: BQ, BK, DECODE_BK, DECODE_WARPS, SPLITS)
     sets the kernels' tile and, for decode, the key shares; without one the emitter's own rules apply. A
     choice the kernels cannot run is an error at that op."""
-    found = match_attention(op, types=GPU_TYPES, transposed_k=True)
+    found = match_family(op)
     if found is None:
         return None
     q, k, v = (buffers.tensor(x) for x in (found.q, found.k, found.v))
@@ -110,11 +84,10 @@ def gpu_attention(op: ir.Operation, buffers, chip: str):
     tile, splits = choice if choice is not None else (None, 0)
 
     def spec(name: str) -> AttentionSpec:
-        made = AttentionSpec(name=name, q=q, k=k, v=v, o=buffers.tensor(result), batch=tuple(q.shape[:-2]), sq=sq,
+        return AttentionSpec(name=name, q=q, k=k, v=v, o=buffers.tensor(result), batch=tuple(q.shape[:-2]), sq=sq,
                              skv=skv, d=q.shape[-1], dv=v.shape[-1], scale=found.scale,
                              k_layout="dn" if found.k_transposed else "nd", causal=found.causal is not None,
-                             splits=splits if sq == 1 else 0)
-        return made if tile is None else with_tile(made, tile)
+                             splits=splits if sq == 1 else 0, tile=tile or AttentionTile())
     problem = attention_problem(spec("attention"), chip)
     if problem is not None and (choice is None or not nvidia_attention.some_tile_fits(spec("attention"), chip)):
         return None

@@ -73,10 +73,11 @@ class Attention:
     head_dim: int
     value_dim: int
     causal: int | None = None  # a causal mask's offset: key j is kept for query i when j <= i + causal
+    input_type: str = "f32"  # its operands' element type (it accumulates in f32)
+    k_transposed: bool = False  # K given as [.., d, keys]
 
     roles = ("batch", "m", "n", "k")
     kind = "attention"
-    input_type = "f32"  # its operands', and what it accumulates in
     acc_bytes = 4
 
     def extent(self, role: str) -> int | None:
@@ -102,8 +103,9 @@ class AttentionMatch:
         q, k, v = (ir.RankedTensorType(value.type).shape for value in (self.q, self.k, self.v))
         dynamic = ir.ShapedType.is_dynamic_size
         batch = None if any(dynamic(n) for n in q[:-2]) else math.prod(q[:-2])
-        return Attention(batch, None if dynamic(q[-2]) else q[-2], None if dynamic(k[-2]) else k[-2], q[-1], v[-1],
-                         self.causal)
+        keys = k[-1 if self.k_transposed else -2]
+        return Attention(batch, None if dynamic(q[-2]) else q[-2], None if dynamic(keys) else keys, q[-1], v[-1],
+                         self.causal, str(ir.ShapedType(self.q.type).element_type), self.k_transposed)
 
 
 # Named contractions whose indexing maps the matcher reads like a generic's (their bodies are mulf, addf).

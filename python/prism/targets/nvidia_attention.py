@@ -34,13 +34,12 @@ Decode adds its combine kernel: a launch, and the shares' partial results
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from prism.codegen.gpu.attention import MMA_ROWS, AttentionTile, attention_problem, plan_attention
-from prism.codegen.gpu.spec import AttentionSpec, Tensor
+from prism.codegen.gpu.attention import MMA_ROWS, attention_problem, plan_attention
+from prism.codegen.gpu.spec import AttentionSpec, AttentionTile, Tensor
 from prism.infra.ir import ELEMENT_BYTES
 from prism.search.attention import Attention
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline
@@ -70,14 +69,6 @@ GPU_ATTENTION_TYPES = ("f16", "bf16")
 # (cp.async double buffering: :func:`prism.codegen.gpu.attention.unit_elements`).
 DRAM_LATENCY_SECONDS = 600e-9
 KV_STAGES = 2
-
-
-@dataclass(frozen=True)
-class TypedAttention(Attention):
-    """An attention with its operands' element type and K's layout, which the GPU's kernels read."""
-
-    input_type: str = "f32"
-    k_transposed: bool = False
 
 
 def tile_values(field: str) -> list[int]:
@@ -111,11 +102,11 @@ def is_decode(op: Attention) -> bool:
 
 def problem_spec(op: Attention) -> AttentionSpec:
     """An attention spec of ``op``'s shape (dynamic sizes as symbols), for the emitter's own checks."""
-    dtype = getattr(op, "input_type", "f32")
+    dtype = op.input_type
     batch = (op.batch if op.batch is not None else "b",)
     sq = op.queries if op.queries is not None else "sq"
     skv = op.keys if op.keys is not None else "skv"
-    transposed = getattr(op, "k_transposed", False)
+    transposed = op.k_transposed
     k_shape = (*batch, op.head_dim, skv) if transposed else (*batch, skv, op.head_dim)
     return AttentionSpec(name="attention", q=Tensor("q", dtype, (*batch, sq, op.head_dim)),
                          k=Tensor("k", dtype, k_shape), v=Tensor("v", dtype, (*batch, skv, op.value_dim)),
@@ -166,7 +157,7 @@ def attention_space(op: Attention, target: GpuModel) -> Space | None:
     """The schedule space of ``op`` on ``target`` (see the module docstring); None where the kernels do not take
     the chain (operands other than f16 or bf16, a causal mask off the last key, head sizes they refuse): its
     parts are then lifted as they are."""
-    if getattr(op, "input_type", "f32") not in GPU_ATTENTION_TYPES:
+    if op.input_type not in GPU_ATTENTION_TYPES:
         return None
     if op.causal is not None and (op.queries is None or op.keys is None or op.causal != op.keys - op.queries):
         return None
@@ -209,7 +200,7 @@ def _spread(target: GpuModel, blocks: Knob) -> Knob:
 
 
 def _element_bytes(op: Attention) -> int:
-    return ELEMENT_BYTES[getattr(op, "input_type", "f32")]
+    return ELEMENT_BYTES[op.input_type]
 
 
 def _prefill(target: GpuModel, op: Attention, values: KnobValues, s: dict[str, int]) -> np.ndarray:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from mlir import ir
 
 from prism.codegen.gpu import generic
-from prism.codegen.gpu.attention import is_decode, plan_attention, spec_tile
+from prism.codegen.gpu.attention import is_decode, plan_attention
 from prism.codegen.gpu.manifest import evaluate
 from prism.codegen.gpu.rows import emit_pointwise, emit_rows
 from prism.codegen.gpu.spec import (
@@ -38,10 +38,11 @@ from prism.codegen.gpu.spec import (
     RowSpec,
 )
 from prism.codegen.gpu.tiled import spec_tensors
+from prism.search.attention import Attention
 from prism.search.cost import ceil_div
 from prism.search.space import Contraction
 from prism.targets.nvidia import LAUNCH_SECONDS
-from prism.targets.nvidia_attention import TypedAttention, attention_seconds
+from prism.targets.nvidia_attention import attention_seconds
 
 if TYPE_CHECKING:
     from prism.targets.nvidia import GpuModel
@@ -98,9 +99,9 @@ def _attention(spec: AttentionSpec, target: GpuModel, sizes: dict[str, int], ass
     """The attention family's model with the tile the spec carries and the shares the emitter takes."""
     batch = math.prod(_size(d, sizes, assumed) for d in spec.batch)
     sq, skv = _size(spec.sq, sizes, assumed), _size(spec.skv, sizes, assumed)
-    problem = TypedAttention(batch, sq, skv, spec.d, spec.dv, skv - sq if spec.causal else None,
+    problem = Attention(batch, sq, skv, spec.d, spec.dv, skv - sq if spec.causal else None,
                              input_type=spec.q.dtype, k_transposed=spec.k_layout == "dn")
-    tile = spec_tile(spec)
+    tile = spec.tile
     splits = plan_attention(spec, target.chip, tile).splits if is_decode(spec) else 1
     values = {"BQ": tile.BQ, "BK": tile.BK, "DECODE_BK": tile.DECODE_BK, "DECODE_WARPS": tile.DECODE_WARPS,
               "SPLITS": max(1, splits)}

@@ -33,7 +33,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from prism.codegen.gpu.spec import AttentionSpec, Dim, Kernel, Launch, Param, Tensor, numel_text
+from prism.codegen.gpu.spec import AttentionSpec, AttentionTile, Dim, Kernel, Launch, Param, Tensor, numel_text
 from prism.codegen.text import TextBuilder
 
 LOG2E = math.log2(math.e)
@@ -55,27 +55,6 @@ DECODE_BLOCKS_PER_SM = 2
 DECODE_SKV_GUESS = 4096  # the key count assumed when choosing splits for a dynamic one
 WORKGROUP = "#gpu.address_space<workgroup>"
 
-
-@dataclass(frozen=True)
-class AttentionTile:
-    """The attention kernels' knobs.
-
-    ``BQ`` (prefill query rows per block, 16 per warp) and ``BK`` (keys per
-    shared tile) shape the prefill kernel; ``DECODE_BK`` and ``DECODE_WARPS``
-    (warps per block, each its own key share) the decode kernel.
-    """
-
-    BQ: int = 64
-    BK: int = 64
-    DECODE_BK: int = 32
-    DECODE_WARPS: int = 2
-
-    def __post_init__(self) -> None:
-        for name, value, allowed in (("BQ", self.BQ, (16, 32, 64, 128)), ("BK", self.BK, (16, 32, 64, 128)),
-                                     ("DECODE_BK", self.DECODE_BK, (16, 32, 64)),
-                                     ("DECODE_WARPS", self.DECODE_WARPS, (1, 2, 4, 8))):
-            if value not in allowed:
-                raise ValueError(f"AttentionTile.{name} = {value}: expected one of {allowed}")
 
 
 @dataclass(frozen=True)
@@ -133,25 +112,10 @@ def choose_splits(spec: AttentionSpec, chip: str, tile: AttentionTile) -> int:
     return -(-tiles // per_share)
 
 
-# The attribute under which a spec carries the tile chosen for it (AttentionSpec has no field for it).
-_TILE = "chosen_tile"
-
-
-def with_tile(spec: AttentionSpec, tile: AttentionTile) -> AttentionSpec:
-    """``spec``, carrying ``tile`` as the kernels' knobs (:func:`spec_tile`); a spec rebuilt from it (by
-    ``dataclasses.replace``) carries none and takes the default tile."""
-    object.__setattr__(spec, _TILE, tile)
-    return spec
-
-
-def spec_tile(spec: AttentionSpec) -> AttentionTile:
-    """The tile ``spec`` carries (:func:`with_tile`), else the default one."""
-    return vars(spec).get(_TILE) or AttentionTile()
-
 
 def plan_attention(spec: AttentionSpec, chip: str, tile: AttentionTile | None = None) -> AttentionPlan:
     """The plan for ``spec`` on ``chip`` (whether or not it fits: :func:`attention_problem` checks)."""
-    tile = tile or spec_tile(spec)
+    tile = tile or spec.tile
     if is_decode(spec):
         units, rows, key_tile = tile.DECODE_WARPS, MMA_ROWS, tile.DECODE_BK
         splits = choose_splits(spec, chip, tile) if chip in CHIPS else max(spec.splits, 1)
@@ -217,7 +181,7 @@ def emit_attention(spec: AttentionSpec, chip: str, tile: AttentionTile | None = 
     problem = attention_problem(spec, chip, tile)
     if problem:
         raise ValueError(f"attention {spec.name}: {problem}")
-    tile = tile or spec_tile(spec)
+    tile = tile or spec.tile
     plan = plan_attention(spec, chip, tile)
     if plan.decode:
         return [_decode_kernel(spec, plan, tile), _combine_kernel(spec, plan)]

@@ -268,6 +268,28 @@ class RowSpec:
 
 
 @dataclass(frozen=True)
+class AttentionTile:
+    """The attention kernels' knobs.
+
+    ``BQ`` (prefill query rows per block, 16 per warp) and ``BK`` (keys per
+    shared tile) shape the prefill kernel; ``DECODE_BK`` and ``DECODE_WARPS``
+    (warps per block, each its own key share) the decode kernel.
+    """
+
+    BQ: int = 64
+    BK: int = 64
+    DECODE_BK: int = 32
+    DECODE_WARPS: int = 2
+
+    def __post_init__(self) -> None:
+        for name, value, allowed in (("BQ", self.BQ, (16, 32, 64, 128)), ("BK", self.BK, (16, 32, 64, 128)),
+                                     ("DECODE_BK", self.DECODE_BK, (16, 32, 64)),
+                                     ("DECODE_WARPS", self.DECODE_WARPS, (1, 2, 4, 8))):
+            if value not in allowed:
+                raise ValueError(f"AttentionTile.{name} = {value}: expected one of {allowed}")
+
+
+@dataclass(frozen=True)
 class AttentionSpec:
     """``O = softmax(scale * Q K^T (+ causal mask)) V`` per batch index.
 
@@ -291,6 +313,7 @@ class AttentionSpec:
     k_layout: Literal["nd", "dn"] = "nd"
     causal: bool = False
     splits: int = 0  # decode: key shares per (batch, query row); 0 lets the emitter choose
+    tile: AttentionTile = AttentionTile()  # the search's choice, or the kernels' default
 
 
 @dataclass(frozen=True)
