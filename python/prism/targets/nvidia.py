@@ -96,7 +96,7 @@ class GpuModel:
 
     def space(self, op: Problem) -> Space | None:
         """Block tile (BM, BN, BK), warp tile (WM, WN) and tensor-core use (MMA); for another family, its
-        model's space on this chip (none for attention: its products are lifted as GEMMs)."""
+        model's space on this chip (None where the chip has no model of it: its parts are lifted then)."""
         if family_of(op) is None:
             return gemm_space(op, self)
         model = family_of(op).model(self.name)
