@@ -178,8 +178,6 @@ def _tile_problem(spec: AttentionSpec, tile: Sm90AttentionTile) -> str | None:
         return f"BK={tile.BK}: key tiles are 64 or 128 keys (whole swizzle rows, a TMA box, a wgmma N)"
     if tile.STAGES < 2:
         return f"STAGES={tile.STAGES}: the ring needs at least 2 stages"
-    if tile.BK // 2 + spec.dv // 2 > 128:
-        return f"S ({tile.BK // 2}) and O ({spec.dv // 2}) accumulators exceed 128 registers per thread"
     plan = plan_sm90_attention(spec, tile)
     if plan.shared_bytes + SHARED_RESERVED > SHARED_LIMIT:
         return f"{plan.shared_bytes} bytes of shared memory exceed {SHARED_LIMIT - SHARED_RESERVED}"
