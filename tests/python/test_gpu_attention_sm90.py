@@ -95,9 +95,11 @@ def test_ragged_kernels_assemble(dtype: str, d: int, k_layout: str, causal: bool
     ((8,), 300, "skv", "dn", True),  # one static batch dimension, a dynamic [d, keys] row
     ((), 130, 70, "nd", True),  # no batch: more queries than keys, rows no key reaches
     ((2, 3, 4), 128, 256, "dn", False),  # three batch dimensions, whole tiles: no mask at all
+    ((2, 3), 77, 1000, "nd", True),  # d = 64, dv = 128
 ])
 def test_dynamic_and_batched_kernels_assemble(batch: tuple, sq: Dim, skv: Dim, k_layout: str, causal: bool) -> None:
-    check_kernel(attention("bf16", batch=batch, sq=sq, skv=skv, d=64, k_layout=k_layout, causal=causal))
+    dv = 128 if batch == (2, 3) else 64
+    check_kernel(attention("bf16", batch=batch, sq=sq, skv=skv, d=64, dv=dv, k_layout=k_layout, causal=causal))
 
 
 @needs_ptxas
@@ -164,7 +166,7 @@ def test_launch_and_tensor_maps() -> None:
     spec = attention("bf16", batch=("b", 3), sq="sq", skv=1000, d=64, k_layout="dn")
     (kernel,) = emit_sm90_attention(spec)
     launch, plan = kernel.launch, plan_sm90_attention(spec)
-    assert launch.grid == ("cdiv(sq, 128)", "b * 3", "1")
+    assert launch.grid == ("cdiv(sq, 128) * b * 3", "1", "1")
     assert launch.block == (384, 1, 1)
     assert launch.shared_bytes == 128 * 64 * 2 + plan.tile.STAGES * (2 * 128 * 64 * 2)
     assert [p.kind for p in launch.params] == ["tensormap"] * 3 + ["tensor", "size", "size"]

@@ -1,8 +1,9 @@
 """Attention prefill on sm_90a in the manner of FlashAttention-3: TMA, an mbarrier ring and wgmma, one kernel.
 
-A block takes ``64 * CONSUMERS`` query rows of one batch index (grid x:
-query tiles, grid y: the flattened batch index) and ``128 * (1 + CONSUMERS)``
-threads in warpgroups:
+A block takes ``64 * CONSUMERS`` query rows of one batch index (one grid
+dimension over the batch indices, the query tiles of one batch index
+adjacent so that they share K and V in L2, and no batch count over the
+65535 of CUDA's grid y) and ``128 * (1 + CONSUMERS)`` threads in warpgroups:
 
 - **The producer** (warpgroup 0) gives its registers away (``setmaxnreg``);
   one thread loads the Q tile once by TMA (its own mbarrier), then walks the
@@ -204,7 +205,7 @@ def emit_sm90_attention(spec: AttentionSpec, tile: Sm90AttentionTile | None = No
     plan = plan_sm90_attention(spec, tile)
     writer = _Writer(plan)
     text = writer.kernel()
-    grid = (_cdiv(spec.sq, plan.rows), numel_text(tuple(spec.batch)), "1")
+    grid = (f"{_cdiv(spec.sq, plan.rows)} * {numel_text(tuple(spec.batch))}", "1", "1")
     launch = Launch(grid, (plan.threads, 1, 1), plan.shared_bytes, writer.params(), when=launch_condition(spec))
     return [Kernel(writer.name, text, launch, max_registers=plan.max_registers)]
 
@@ -261,8 +262,9 @@ class _Writer(_Flash):
         self.prologue()
         self.warp = self.op("remui", self.warp, WARPS_PER_GROUP)  # the warp in its warpgroup
         self.wg = self.op("divui", self.tid, WARPGROUP)
-        self.q0 = self.op("muli", self.bid, plan.rows)
-        self.bz = t.value("gpu.block_id y", "bz")
+        q_tiles = self.op("ceildivui", self.dim(spec.sq), plan.rows)
+        self.q0 = self.op("muli", self.op("remui", self.bid, q_tiles), plan.rows)
+        self.bz = self.op("divui", self.bid, q_tiles)  # the flattened batch index
         self.smem = t.value(f"gpu.dynamic_shared_memory : memref<?xi8, {SHARED}>", "smem")
         self.maps = [t.value(f"builtin.unrealized_conversion_cast %map{i} : !llvm.ptr to {op.descriptor_type()}",
                              "tmap") for i, op in enumerate(self.operands)]
