@@ -113,11 +113,15 @@ def test_one_consumer_and_deeper_rings_assemble() -> None:
 
 
 def test_whole_tiles_without_causal_need_no_mask() -> None:
-    """With skv a multiple of BK and no causal mask, one loop without masks: two S products per loop, one
-    loop; ragged keys add the masked loop."""
+    """With skv a multiple of BK and no causal mask, one loop without masks after the first tile; ragged keys
+    add the masked loop. Each S = Q K^T is d / 16 wgmmas from descriptors; each P V, BK / 16 with register A
+    (one per loop and the last tile's)."""
     whole = emit_sm90_attention(attention(skv=1024))[0].text
     ragged = emit_sm90_attention(attention(skv=1000))[0].text
-    assert whole.count("nvvm.wgmma.mma_async") * 2 == ragged.count("nvvm.wgmma.mma_async") == 2 * 128 // 16
+    for text, loops in ((whole, 1), (ragged, 2)):
+        assert text.count("nvvm.wgmma.mma_async") == (1 + loops) * 128 // 16
+        assert text.count("wgmma.mma_async.sync.aligned.m64n128k16") == (loops + 1) * 128 // 16
+        assert text.count("scf.for") == 1 + loops  # the producer's and the consumers'
     assert "0xFF800000" in whole  # the row maxima start at -inf all the same
 
 
@@ -169,6 +173,7 @@ def test_launch_and_tensor_maps() -> None:
     assert launch.grid == ("cdiv(sq, 128) * b * 3", "1", "1")
     assert launch.block == (384, 1, 1)
     assert launch.shared_bytes == 128 * 64 * 2 + plan.tile.STAGES * (2 * 128 * 64 * 2)
+    assert (plan.k.offset, plan.v.offset) == (128 * 64 * 2, 128 * 64 * 2 + plan.tile.STAGES * 128 * 64 * 2)
     assert [p.kind for p in launch.params] == ["tensormap"] * 3 + ["tensor", "size", "size"]
     q, k, v = (p.tensormap for p in launch.params[:3])
     assert q.dims == ("64", "sq", "b * 3") and q.strides == ("128", "sq * 128") and q.box == (64, 128, 1)
@@ -211,7 +216,7 @@ def test_descriptors_address_the_tiles_tma_writes(d: int, dv: int, k_layout: str
     wrote it; every tile starts 1024-byte aligned, as the swizzle needs."""
     plan = plan_sm90_attention(attention(d=d, dv=dv, k_layout=k_layout))
     q, k, v = plan.q, plan.k, plan.v
-    assert all(x % 1024 == 0 for x in (q.bytes, k.bytes, v.bytes, v.offset, plan.stage_bytes))
+    assert all(x % 1024 == 0 for x in (q.bytes, k.bytes, v.bytes, k.offset, v.offset))
     cases = []  # (operand, wgmma's first MN row in the tile, its M or N extent, K steps)
     cases += [(q, 64 * part, 64, d // 16) for part in range(plan.tile.CONSUMERS)]
     cases += [(k, 0, plan.tile.BK, d // 16), (v, 0, dv, plan.tile.BK // 16)]
@@ -281,28 +286,33 @@ def _packed(defs: dict[str, str], register: str) -> tuple[str, str]:
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 def test_the_second_wgmma_reads_p_in_register_order(dtype: str) -> None:
-    """The emitted P * V: each inline wgmma takes as A the pairs of P elements the model above places, in order
-    (low half first), and the accumulator of the step before, V through the descriptor moved by 16 keys."""
+    """The emitted P V: P's words are the pairs of P elements the model above places (low half first), and
+    each inline wgmma of key step s takes words 4 s .. 4 s + 3 as A, the accumulator of the step before, and V
+    through the descriptor moved by 16 keys."""
     plan = plan_sm90_attention(attention(dtype, d=64, dv=128))
     writer = _Writer(plan)
     bk = plan.tile.BK
     p = [[f"%p{4 * j + e}" for e in range(4)] for j in range(bk // 8)]
-    o = [[f"%o{4 * j + e}" for e in range(4)] for j in range(128 // 8)]
-    writer.values_times_p(p, "%vdesc", o)
+    o = [f"%o{i}" for i in range(128 // 2)]
+    words = writer.p_words(p)
+    writer.issue_values_times_p(words, "%vdesc", o)
     text = writer.t.text()
     defs = _definitions(text)
-    calls = re.findall(r"llvm\.inline_asm has_side_effects asm_dialect = att \"([^\"]*)\", \"[^\"]*\" ([^:]*) :",
-                       text)
+    assert [_packed(defs, w) for w in words] == [(f"%p{lo}", f"%p{hi}") for s in range(bk // 16)
+                                                 for lo, hi in hopper.register_a_elements(s)]
+    calls = re.findall(r"(%\w+) = llvm\.inline_asm has_side_effects asm_dialect = att \"([^\"]*)\", \"[^\"]*\" "
+                       r"([^:]*) :", text)
     assert len(calls) == bk // 16
-    for s, (asm, operands) in enumerate(calls):
+    for s, (result, asm, operands) in enumerate(calls):
         assert f"m64n128k16.f32.{dtype}.{dtype}" in asm
         values = [x.strip() for x in operands.split(",")]
         acc, a, b = values[:64], values[64:68], values[68]
-        assert [_packed(defs, reg) for reg in a] == [(f"%p{lo}", f"%p{hi}")
-                                                      for lo, hi in hopper.register_a_elements(s)]
+        assert a == words[4 * s:4 * s + 4]
         if s == 0:
-            assert acc == [x for tile in o for x in tile]
-        if s:
-            assert re.match(rf"arith\.addi %vdesc, (%\w+) : i64", defs[b])
+            assert acc == o and b == "%vdesc"
+        else:
+            previous = calls[s - 1][0]
+            assert all(defs[x] == f"llvm.extractvalue {previous}[{i}] : {hopper.accumulator_type(128)}"
+                       for i, x in enumerate(acc))
             step = re.match(r"arith\.addi %vdesc, (%\w+) : i64", defs[b]).group(1)
             assert defs[step] == f"arith.constant {16 * s * 128 >> 4} : i64"

@@ -7,28 +7,38 @@ adjacent so that they share K and V in L2, and no batch count over the
 
 - **The producer** (warpgroup 0) gives its registers away (``setmaxnreg``);
   one thread loads the Q tile once by TMA (its own mbarrier), then walks the
-  key tiles: waits until a slot of the ``STAGES``-deep ring is empty,
-  announces the slot's bytes on its *full* mbarrier and loads the tile's K
-  and V by TMA. Phases follow :func:`~prism.codegen.gpu.hopper.ring_position`.
+  key tiles, filling two ``STAGES``-deep rings, one of K tiles and one of V
+  tiles: for each it waits until the slot is empty, announces the slot's
+  bytes on its *full* mbarrier and loads the tile. Phases follow
+  :func:`~prism.codegen.gpu.hopper.ring_position`. K and V have rings of
+  their own because a consumer frees a K tile one softmax before the V tile
+  of the same keys.
 - **Each consumer** (warpgroups 1..CONSUMERS, 64 query rows each) takes
-  registers, waits for Q, then per key tile: waits for the slot to be full,
-  runs ``S = Q K^T`` as ``d / 16`` wgmma m64nBKk16 from shared memory (A = Q
-  K-major; B = K, K-major for ``"nd"`` K ``[.., keys, d]``, MN-major read
-  transposed for ``"dn"`` K ``[.., d, keys]``), the online softmax on the S
-  accumulator in registers (:class:`~prism.codegen.gpu.attention._Flash`'s:
-  base-2 scores times ``scale * log2 e``, row maxima and sums over the four
-  lanes of a row, O rescaled when the maximum grows, masked keys at -inf),
-  then ``O += P V`` as ``BK / 16`` wgmma m64n(dv)k16 with **A in
-  registers**: the accumulator of S rounded to the inputs' type and packed
-  in pairs is the register A fragment (the elements ``8 s .. 8 s + 7`` of
-  the m64nBK accumulator are key step ``s``'s A registers,
+  registers and waits for Q. ``S = Q K^T`` is ``d / 16`` wgmma m64nBKk16
+  from shared memory (A = Q, K-major; B = K, K-major for ``"nd"`` K
+  ``[.., keys, d]``, MN-major read transposed for ``"dn"`` K ``[.., d,
+  keys]``). ``O += P V`` is ``BK / 16`` wgmma m64n(dv)k16 with **A in
+  registers**: S's accumulator after the softmax, rounded to the inputs'
+  type and packed in pairs, is the register A fragment (elements ``8 s ..
+  8 s + 7`` of the m64nBK accumulator are key step ``s``'s four words,
   :func:`~prism.codegen.gpu.hopper.register_a_elements`); V ``[.., keys,
-  dv]`` is an MN-major B. After the second product completes, lane 0 of
-  each consumer warp arrives on the slot's *empty* barrier (count: the
-  consumer warps), and the slot is refilled.
+  dv]`` is an MN-major B. The softmax is the online one of
+  :mod:`~prism.codegen.gpu.attention` in registers: base-2 scores times
+  ``scale * log2 e``, row maxima and sums over the four lanes of a row, O
+  rescaled by ``alpha = exp2(m_old - m_new)``, masked keys at -inf.
+- **The schedule** is FA3's intra-warpgroup overlap. Tile 0: S, softmax,
+  P. Tile ``j >= 1``: issue ``S_j`` and then ``O += P_{j-1} V_{j-1}`` as two
+  wgmma groups; wait for the first (``wait_group 1``), free K_j's slot, run
+  the softmax of ``S_j`` while the second runs, pack ``P_j``; wait for it
+  (``wait_group 0``), free V_{j-1}'s slot, rescale O by ``alpha_j``. After
+  the last tile, its ``P V``. A slot is freed by lane 0 of each consumer
+  warp (the empty barriers count the consumer warps). Accumulators and P's
+  words pass through empty inline asm (:func:`~prism.codegen.gpu.hopper.fence_registers`)
+  after each wait and before each ``wgmma.fence``, so that LLVM cannot move
+  their reads and writes across them.
 
-**Shared memory** (dynamic, 1024-byte aligned): the Q tile, then ``STAGES``
-stages of a K tile and a V tile, each stored in chunks of 64 elements (128
+**Shared memory** (dynamic, 1024-byte aligned): the Q tile, the ``STAGES``
+K tiles, the ``STAGES`` V tiles, each stored in chunks of 64 elements (128
 bytes) along its contiguous dimension, as TMA's 128-byte swizzle writes them
 and the wgmma descriptors read them
 (:class:`~prism.codegen.gpu.gemm_sm90.TileOperand`). The tensor maps are
@@ -36,9 +46,9 @@ and the wgmma descriptors read them
 crosses a batch index; TMA zero-fills rows past ``sq`` and keys past ``skv``.
 
 **Masks.** Keys past ``skv`` (zero-filled, but their scores must be -inf)
-and, with ``causal``, keys ``j > i + skv - sq``: the key tiles that hold no
-masked key for the consumer's first row run in a loop without masks, the
-rest with them. The producer loads the key tiles any row of the block
+and, with ``causal``, keys ``j > i + skv - sq``: tile 0 is masked, then
+the key tiles that hold no masked key for the consumer's first row run in a
+loop without masks, the rest in a loop with them. The producer loads the key tiles any row of the block
 reaches. A row that no key reaches comes out zero.
 
 **The output.** O is divided by the row sums once, at the end, and stored
@@ -107,9 +117,9 @@ class Sm90AttentionPlan:
 
     spec: AttentionSpec
     tile: Sm90AttentionTile
-    q: TileOperand  # rows: the block's query rows; K: d
-    k: TileOperand  # rows (N): the tile's keys; K: d
-    v: TileOperand  # rows (N): dv; K: the tile's keys
+    q: TileOperand  # rows: the block's query rows; K: d; at byte 0
+    k: TileOperand  # rows (N): the tile's keys; K: d; its ring's first stage at byte ``k.offset``
+    v: TileOperand  # rows (N): dv; K: the tile's keys; its ring's first stage at byte ``v.offset``
 
     @property
     def rows(self) -> int:
@@ -120,12 +130,8 @@ class Sm90AttentionPlan:
         return WARPGROUP * (1 + self.tile.CONSUMERS)
 
     @property
-    def stage_bytes(self) -> int:
-        return self.k.bytes + self.v.bytes
-
-    @property
     def shared_bytes(self) -> int:
-        return self.q.bytes + self.tile.STAGES * self.stage_bytes
+        return self.q.bytes + self.tile.STAGES * (self.k.bytes + self.v.bytes)
 
     @property
     def max_registers(self) -> int:
@@ -141,10 +147,10 @@ def plan_sm90_attention(spec: AttentionSpec, tile: Sm90AttentionTile | None = No
     batched = bool(spec.batch)
     q = TileOperand(spec.q, WGMMA_M * tile.CONSUMERS, True, batched, spec.d, spec.sq, 0, spec.d)
     if spec.k_layout == "nd":
-        k = TileOperand(spec.k, tile.BK, True, batched, spec.d, spec.skv, 0, spec.d)
+        k = TileOperand(spec.k, tile.BK, True, batched, spec.d, spec.skv, q.bytes, spec.d)
     else:
-        k = TileOperand(spec.k, tile.BK, False, batched, spec.skv, spec.d, 0, spec.d)
-    v = TileOperand(spec.v, spec.dv, False, batched, spec.dv, spec.skv, k.bytes, tile.BK)
+        k = TileOperand(spec.k, tile.BK, False, batched, spec.skv, spec.d, q.bytes, spec.d)
+    v = TileOperand(spec.v, spec.dv, False, batched, spec.dv, spec.skv, q.bytes + tile.STAGES * k.bytes, tile.BK)
     return Sm90AttentionPlan(spec, tile, q, k, v)
 
 
@@ -268,12 +274,14 @@ class _Writer(_Flash):
         self.smem = t.value(f"gpu.dynamic_shared_memory : memref<?xi8, {SHARED}>", "smem")
         self.maps = [t.value(f"builtin.unrealized_conversion_cast %map{i} : !llvm.ptr to {op.descriptor_type()}",
                              "tmap") for i, op in enumerate(self.operands)]
-        self.full = hopper.create_barriers(t, plan.tile.STAGES, "full")
-        self.empty = hopper.create_barriers(t, plan.tile.STAGES, "empty")
+        stages = plan.tile.STAGES
+        self.full = [hopper.create_barriers(t, stages, f"full{x}") for x in "kv"]
+        self.empty = [hopper.create_barriers(t, stages, f"empty{x}") for x in "kv"]
         self.q_ready = hopper.create_barriers(t, 1, "qready")
         with t.if_(self.cmp("eq", self.tid, t.const(0))):
-            self.full.init(t, 1)
-            self.empty.init(t, WARPS_PER_GROUP * plan.tile.CONSUMERS)
+            for full, empty in zip(self.full, self.empty, strict=True):
+                full.init(t, 1)
+                empty.init(t, WARPS_PER_GROUP * plan.tile.CONSUMERS)
             self.q_ready.init(t, 1)
             for m, op in zip(self.maps, self.operands, strict=True):
                 t.add(f"nvgpu.tma.prefetch.descriptor {m} : {op.descriptor_type()}")
@@ -292,7 +300,7 @@ class _Writer(_Flash):
     # -- the producer ------------------------------------------------------------------------------------------------
 
     def producer(self) -> None:
-        """One thread loads Q, then fills the ring with K and V tiles."""
+        """One thread loads Q, then fills the K and V rings, K of a tile before its V."""
         t, plan = self.t, self.plan
         t.add(f"nvvm.setmaxregister decrease {PRODUCER_REGISTERS}")
         leader = self.cmp("eq", self.op("remui", self.tid, WARPGROUP), t.const(0))
@@ -303,88 +311,190 @@ class _Writer(_Flash):
                             self.batch_index())
             with t.for_(zero, self.trips, t.const(1), "it") as it:
                 slot, parity = hopper.ring_position(t, it, plan.tile.STAGES, producer=True)
-                self.empty.wait(t, slot, parity)
-                self.full.expect_bytes(t, slot, plan.stage_bytes)
-                stage = self.op("addi", self.op("muli", slot, plan.stage_bytes), plan.q.bytes)
                 key0 = self.op("muli", it, plan.tile.BK)
-                for op, tmap, k0, mn0 in ((plan.k, self.maps[1], zero, key0), (plan.v, self.maps[2], key0, zero)):
-                    hopper.tma_load(t, self.smem, tmap, op, self.full, slot, self.op("addi", stage, op.offset), k0,
-                                    mn0, self.batch_index())
+                for x, (op, k0, mn0) in enumerate(((plan.k, zero, key0), (plan.v, key0, zero))):
+                    self.empty[x].wait(t, slot, parity)
+                    self.full[x].expect_bytes(t, slot, op.bytes)
+                    at = self.op("addi", self.op("muli", slot, op.bytes), op.offset)
+                    hopper.tma_load(t, self.smem, self.maps[1 + x], op, self.full[x], slot, at, k0, mn0,
+                                    self.batch_index())
 
     # -- the consumers -----------------------------------------------------------------------------------------------
 
     def consumer(self) -> None:
-        """Take registers, wait for Q, run the key tiles (mask-free ones first), store O."""
+        """Take registers, wait for Q; the first key tile's scores and softmax, then the key tiles that follow
+        (mask-free ones first), each overlapping its scores' softmax with the previous tile's P V; the last
+        tile's P V; O stored."""
         t, spec, plan = self.t, self.spec, self.plan
         t.add(f"nvvm.setmaxregister increase {CONSUMER_REGISTERS}")
         part = self.op("subi", self.wg, 1)
         first_row = self.op("addi", self.q0, self.op("muli", part, WGMMA_M))
         rows = [self.op("addi", self.op("addi", first_row, self.op("muli", self.warp, 16)),
                         self.op("addi", self.group, 8 * r)) for r in range(2)]
-        limits = tuple(self.to_i32(_causal_limit(self, row, self.limit) if spec.causal else self.limit)
-                       for row in rows)
+        self.limits = tuple(self.to_i32(_causal_limit(self, row, self.limit) if spec.causal else self.limit)
+                            for row in rows)
         first_limit = _causal_limit(self, first_row, self.limit) if spec.causal else self.limit
-        q_at = self.op("muli", part, WGMMA_M * ROW_BYTES)
-        q_base = hopper.shared_descriptor(t, self.smem, q_at, plan.q)
-        q_descs = [hopper.descriptor_at(t, q_base, plan.q.tile_offset(0, s)) for s in range(spec.d // WGMMA_K)]
-        self.k_base = hopper.shared_descriptor(t, self.smem, t.const(plan.q.bytes + plan.k.offset), plan.k)
-        self.v_base = hopper.shared_descriptor(t, self.smem, t.const(plan.q.bytes + plan.v.offset), plan.v)
+        q_base = hopper.shared_descriptor(t, self.smem, self.op("muli", part, WGMMA_M * ROW_BYTES), plan.q)
+        self.q_descs = [hopper.descriptor_at(t, q_base, plan.q.tile_offset(0, s)) for s in range(spec.d // WGMMA_K)]
+        self.bases = [hopper.shared_descriptor(t, self.smem, t.const(op.offset), op) for op in (plan.k, plan.v)]
         self.q_ready.wait(t, t.const(0), t.value("arith.constant false", "p"))
-        state = [self.ninf] * 2 + [self.zero] * (2 + spec.dv // 2)
-        parts = [(t.const(0), self.trips, self.mask)]
+        state = self.first_tile()
+        start = t.const(1)
+        parts = [(start, self.trips, self.mask)]
         if self.mask:
-            whole = _whole_tiles(self, first_limit, self.trips, plan.tile.BK)
-            parts = [(t.const(0), whole, False), (whole, self.trips, True)]
+            whole = self.op("maxui", _whole_tiles(self, first_limit, self.trips, plan.tile.BK), start)
+            parts = [(start, whole, False), (whole, self.trips, True)]
         for lo, hi, masked in parts:
-            state = self.key_loop(lo, hi, q_descs, limits if masked else None, state)
+            state = self.key_loop(lo, hi, masked, state)
+        out = self.last_product(state)
         o_base = self.op("muli", self.op("muli", self.bz, self.dim(spec.sq)), spec.dv)
-        _store_rows(self, state, rows, self.dim(spec.sq), o_base)
+        _store_rows(self, out, rows, self.dim(spec.sq), o_base)
 
-    def key_loop(self, lo: str, hi: str, q_descs: list[str], limits: tuple[str, str] | None,
-                 state: list[str]) -> list[str]:
-        """Key tiles ``lo`` to ``hi``: wait for the slot, attend to it, free it."""
-        t, plan = self.t, self.plan
-        with t.for_carried(lo, hi, t.const(1), state, "f32", ("it", "st", "fin")) as loop:
-            slot, parity = hopper.ring_position(t, loop.iv, plan.tile.STAGES, producer=False)
-            self.full.wait(t, slot, parity)
-            stage = t.value(f"arith.index_cast {self.op('muli', slot, plan.stage_bytes >> 4)} : index to i64", "d")
-            k_desc, v_desc = (hopper.descriptor_at(t, base, stage) for base in (self.k_base, self.v_base))
-            key0 = self.op("muli", loop.iv, plan.tile.BK)
-            new = self.attend(q_descs, k_desc, v_desc, key0, limits, loop.args)
-            with t.if_(self.cmp("eq", self.lane, t.const(0))):
-                self.empty.arrive(t, slot)
-            t.yield_(new, ["f32"] * len(new))
+    @property
+    def state_types(self) -> list[str]:
+        """The carried state: row maxima (2), row sums (2, the lane's share), O (dv / 2), the previous tile's P
+        as register A words (BK / 4)."""
+        return ["f32"] * (4 + self.spec.dv // 2) + ["i32"] * (self.plan.tile.BK // 4)
+
+    def split(self, state: list[str]) -> tuple[list[str], list[str], list[str], list[str]]:
+        dv = self.spec.dv
+        return state[:2], state[2:4], state[4:4 + dv // 2], state[4 + dv // 2:]
+
+    def first_tile(self) -> list[str]:
+        """Tile 0 (masked: it may hold masked keys) where the block has keys; else the empty state."""
+        t = self.t
+        zero_word = t.value("arith.constant 0 : i32", "w")
+        empty = [self.ninf] * 2 + [self.zero] * (2 + self.spec.dv // 2) + [zero_word] * (self.plan.tile.BK // 4)
+        with t.if_(self.cmp("ugt", self.trips, t.const(0)), self.state_types, "first") as state:
+            t.yield_(self.tile_step(t.const(0), True, empty, previous=False), self.state_types)
+        with t.else_():
+            t.yield_(empty, self.state_types)
+        return state
+
+    def key_loop(self, lo: str, hi: str, masked: bool, state: list[str]) -> list[str]:
+        """Key tiles ``lo`` to ``hi`` (``lo`` >= 1), each with the previous tile's P V."""
+        t = self.t
+        with t.for_carried(lo, hi, t.const(1), state, self.state_types, ("it", "st", "fin")) as loop:
+            t.yield_(self.tile_step(loop.iv, masked, loop.args, previous=True), self.state_types)
         return loop.results
 
-    def scores(self, q_descs: list[str], k_desc: str) -> list[list[str]]:
-        """S = Q K^T of the warpgroup's 64 rows and the tile's keys: d / 16 wgmmas from shared memory; the
-        thread's elements as tiles of 4 (m16n8 order: element 4j + e at row e / 2, column 8j + e % 2)."""
+    def tile_step(self, it: str, masked: bool, state: list[str], previous: bool) -> list[str]:
+        """Key tile ``it``: issue its scores S = Q K^T (and, with ``previous``, the previous tile's O += P V
+        behind them); once S is done, free K's slot and run the softmax while P V runs; once P V is done, free
+        V's slot and rescale O. Returns the new state, P packed for the next step."""
         t, plan = self.t, self.plan
-        bk = plan.tile.BK
-        acc = t.value(f"llvm.mlir.undef : {hopper.accumulator_type(bk)}", "undef")
+        m, l, o, words = self.split(state)
+        slot, parity = hopper.ring_position(t, it, plan.tile.STAGES, producer=False)
+        self.full[0].wait(t, slot, parity)
+        k_desc = self.stage_descriptor(0, slot)
+        if previous:
+            v_slot, v_desc = self.wait_values(self.op("subi", it, 1))
+            o, words = hopper.fence_registers(t, o, "f32"), hopper.fence_registers(t, words, "i32")
         hopper.fence(t)
-        for s, a in enumerate(q_descs):
+        s_acc = self.issue_scores(k_desc)
+        if previous:
+            o_acc = self.issue_values_times_p(words, v_desc, o)
+        hopper.wait(t, 1 if previous else 0)
+        scores = hopper.fence_registers(t, self.elements(s_acc, plan.tile.BK), "f32")
+        self.release(self.empty[0], slot)
+        x = [scores[4 * j:4 * j + 4] for j in range(plan.tile.BK // 8)]
+        x = self.scale_and_mask(x, self.op("muli", it, plan.tile.BK), self.limits if masked else None)
+        m_new, alpha, l_new = self.online_softmax(x, m, l)
+        words = self.p_words(x)
+        if previous:
+            hopper.wait(t, 0)
+            o = hopper.fence_registers(t, self.elements(o_acc, self.spec.dv), "f32")
+            self.release(self.empty[1], v_slot)
+        o = [self.f("mulf", v, alpha[i % 4 // 2]) for i, v in enumerate(o)]
+        return m_new + l_new + o + words
+
+    def last_product(self, state: list[str]) -> list[str]:
+        """The last tile's O += P V where the block has keys; the state for the store (maxima, sums, O)."""
+        t = self.t
+        m, l, o, words = self.split(state)
+        with t.if_(self.cmp("ugt", self.trips, t.const(0)), ["f32"] * len(o), "last") as out:
+            v_slot, v_desc = self.wait_values(self.op("subi", self.trips, 1))
+            pinned = hopper.fence_registers(t, o, "f32")
+            words = hopper.fence_registers(t, words, "i32")
+            hopper.fence(t)
+            acc = self.issue_values_times_p(words, v_desc, pinned)
+            hopper.wait(t, 0)
+            result = hopper.fence_registers(t, self.elements(acc, self.spec.dv), "f32")
+            self.release(self.empty[1], v_slot)
+            t.yield_(result, ["f32"] * len(o))
+        with t.else_():
+            t.yield_(o, ["f32"] * len(o))
+        return m + l + out
+
+    # -- pieces ------------------------------------------------------------------------------------------------------
+
+    def stage_descriptor(self, which: int, slot: str) -> str:
+        """The descriptor of K's (0) or V's (1) tile in ring slot ``slot``."""
+        op = (self.plan.k, self.plan.v)[which]
+        stage = self.t.value(f"arith.index_cast {self.op('muli', slot, op.bytes >> 4)} : index to i64", "d")
+        return hopper.descriptor_at(self.t, self.bases[which], stage)
+
+    def wait_values(self, it: str) -> tuple[str, str]:
+        """Wait for tile ``it``'s V; its slot and descriptor."""
+        slot, parity = hopper.ring_position(self.t, it, self.plan.tile.STAGES, producer=False)
+        self.full[1].wait(self.t, slot, parity)
+        return slot, self.stage_descriptor(1, slot)
+
+    def release(self, barriers: hopper.Barriers, slot: str) -> None:
+        """Lane 0 of each consumer warp frees the slot (its wgmmas have read it)."""
+        with self.t.if_(self.cmp("eq", self.lane, self.t.const(0))):
+            barriers.arrive(self.t, slot)
+
+    def p_words(self, p: list[list[str]]) -> list[str]:
+        """P (tiles of 4) rounded to the inputs' type and packed in pairs: the register A words of the key
+        steps of O += P V, four per step (:func:`~prism.codegen.gpu.hopper.register_a_elements`)."""
+        flat = [v for tile in p for v in tile]
+        return [self.pack(flat[lo], flat[hi]) for s in range(self.plan.tile.BK // WGMMA_K)
+                for lo, hi in hopper.register_a_elements(s)]
+
+    def issue_scores(self, k_desc: str) -> str:
+        """S = Q K^T of the warpgroup's 64 rows and the tile's keys: d / 16 wgmmas from shared memory, one
+        group, committed; the accumulator struct (m16n8 order: element 4j + e at row e / 2, column
+        8j + 2 * (lane % 4) + e % 2)."""
+        t, plan = self.t, self.plan
+        acc = t.value(f"llvm.mlir.undef : {hopper.accumulator_type(plan.tile.BK)}", "undef")
+        for s, a in enumerate(self.q_descs):
             b = hopper.descriptor_at(t, k_desc, plan.k.tile_offset(0, s))
-            acc = hopper.wgmma_shared(t, a, b, acc, bk, self.et, True, plan.k.k_major, accumulate=s > 0)
-        hopper.commit_and_wait(t)
-        values = self.elements(acc, bk)
-        return [values[4 * j:4 * j + 4] for j in range(bk // 8)]
+            acc = hopper.wgmma_shared(t, a, b, acc, plan.tile.BK, self.et, True, plan.k.k_major, accumulate=s > 0)
+        hopper.commit(t)
+        return acc
+
+    def issue_values_times_p(self, words: list[str], v_desc: str, o: list[str]) -> str:
+        """O += P V: BK / 16 wgmmas with P's words as register A (four per key step) and V read through its
+        descriptor, one group, committed; the accumulator struct."""
+        t, plan = self.t, self.plan
+        acc = o
+        for s in range(plan.tile.BK // WGMMA_K):
+            b = hopper.descriptor_at(t, v_desc, plan.v.tile_offset(0, s))
+            struct = hopper.wgmma_register_a(t, words[4 * s:4 * s + 4], b, acc, self.et, plan.v.k_major)
+            acc = self.elements(struct, self.spec.dv) if s + 1 < plan.tile.BK // WGMMA_K else acc
+        hopper.commit(t)
+        return struct
 
     def elements(self, acc: str, n: int) -> list[str]:
         acc_type = hopper.accumulator_type(n)
         return [self.t.value(f"llvm.extractvalue {acc}[{i}] : {acc_type}", "s") for i in range(n // 2)]
 
-    def values_times_p(self, p: list[list[str]], v_desc: str, o: list[list[str]]) -> list[list[str]]:
-        """O += P V: P's elements rounded and paired into the register A fragments of BK / 16 wgmmas with V
-        read through descriptors."""
-        t, plan, dv = self.t, self.plan, self.spec.dv
-        flat = [x for tile in p for x in tile]
-        registers = [[self.pack(flat[lo], flat[hi]) for lo, hi in hopper.register_a_elements(s)]
-                     for s in range(plan.tile.BK // WGMMA_K)]
-        acc = [x for tile in o for x in tile]
-        hopper.fence(t)
-        for s, a in enumerate(registers):
-            b = hopper.descriptor_at(t, v_desc, plan.v.tile_offset(0, s))
-            acc = self.elements(hopper.wgmma_register_a(t, a, b, acc, self.et, plan.v.k_major), dv)
-        hopper.commit_and_wait(t)
-        return [acc[4 * j:4 * j + 4] for j in range(dv // 8)]
+    def online_softmax(self, x: list[list[str]], m: list[str], l: list[str]) -> tuple[list[str], list[str],
+                                                                                        list[str]]:
+        """The online softmax of a tile's masked base-2 scores ``x`` (as in :class:`_Flash`): per accumulator
+        row, the new maximum, the factor ``alpha`` that rescales what came before, and the new sum; ``x``
+        becomes P in place."""
+        m_new, alpha, l_new = [], [], []
+        for r in range(2):
+            row = [tile[e] for tile in x for e in (2 * r, 2 * r + 1)]
+            m_new.append(self.f("maxnumf", m[r], self.quad_reduce(self._fold(row, "maxnumf"), "maxnumf")))
+            empty = self.t.value(f"arith.cmpf oeq, {m_new[r]}, {self.ninf} : f32", "p")
+            ref = self.select(empty, self.zero, m_new[r], "f32")  # no key yet: keep exp2 away from inf - inf
+            alpha.append(self.exp2(self.f("subf", m[r], ref)))
+            for tile in x:
+                for e in (2 * r, 2 * r + 1):
+                    tile[e] = self.exp2(self.f("subf", tile[e], ref))
+            total = self._fold([tile[e] for tile in x for e in (2 * r, 2 * r + 1)], "addf")
+            l_new.append(self.f("addf", self.f("mulf", l[r], alpha[r]), total))
+        return m_new, alpha, l_new

@@ -177,7 +177,26 @@ def fence(t: TextBuilder) -> None:
     t.add("nvvm.wgmma.fence.aligned")
 
 
-def commit_and_wait(t: TextBuilder, pending: int = 0) -> None:
-    """Close the group of wgmmas issued and wait until at most ``pending`` groups are in flight."""
+def commit(t: TextBuilder) -> None:
+    """Close the group of wgmmas issued since the last one."""
     t.add("nvvm.wgmma.commit.group.sync.aligned")
+
+
+def wait(t: TextBuilder, pending: int) -> None:
+    """Wait until at most ``pending`` groups of wgmmas are in flight (groups complete in order)."""
     t.add(f"nvvm.wgmma.wait.group.sync.aligned {pending}")
+
+
+def fence_registers(t: TextBuilder, values: list[str], typ: str) -> list[str]:
+    """``values`` (all of ``typ``, f32 or i32) passed through an empty side-effecting inline asm: the values
+    after it cannot be computed before the side-effecting ops before it (a wgmma wait), nor the values before
+    it after the ops after it (a wgmma fence), however LLVM schedules; it emits no instruction."""
+    if not values:
+        return values
+    code = "f" if typ == "f32" else "r"
+    count = len(values)
+    constraints = ",".join([f"={code}"] * count + [str(i) for i in range(count)])
+    struct = "!llvm.struct<(" + ", ".join([typ] * count) + ")>"
+    out = t.value(f'llvm.inline_asm has_side_effects asm_dialect = att "", "{constraints}" {", ".join(values)} : '
+                  f"({', '.join([typ] * count)}) -> {struct}", "pin")
+    return [t.value(f"llvm.extractvalue {out}[{i}] : {struct}", "r") for i in range(count)]
