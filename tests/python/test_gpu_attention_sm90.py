@@ -303,7 +303,7 @@ def test_the_second_wgmma_reads_p_in_register_order(dtype: str) -> None:
     calls = re.findall(r"(%\w+) = llvm\.inline_asm has_side_effects asm_dialect = att \"([^\"]*)\", \"[^\"]*\" "
                        r"([^:]*) :", text)
     assert len(calls) == bk // 16
-    for s, (result, asm, operands) in enumerate(calls):
+    for s, (_, asm, operands) in enumerate(calls):
         assert f"m64n128k16.f32.{dtype}.{dtype}" in asm
         values = [x.strip() for x in operands.split(",")]
         acc, a, b = values[:64], values[64:68], values[68]
@@ -316,3 +316,56 @@ def test_the_second_wgmma_reads_p_in_register_order(dtype: str) -> None:
                        for i, x in enumerate(acc))
             step = re.match(r"arith\.addi %vdesc, (%\w+) : i64", defs[b]).group(1)
             assert defs[step] == f"arith.constant {16 * s * 128 >> 4} : i64"
+
+
+# -- the schedule ---------------------------------------------------------------------------------------------------
+
+EVENTS = [  # (pattern in a line, event): what orders the pipeline
+    (r"mbarrier\.try_wait\.parity %fullk", "wait K"), (r"mbarrier\.try_wait\.parity %fullv", "wait V"),
+    (r"mbarrier\.try_wait\.parity %emptyk", "wait K free"), (r"mbarrier\.try_wait\.parity %emptyv", "wait V free"),
+    (r"mbarrier\.arrive\.expect_tx %fullk", "expect K"), (r"mbarrier\.arrive\.expect_tx %fullv", "expect V"),
+    (r"tma\.async\.load %\w+\[[^]]*\], %fullk", "load K"), (r"tma\.async\.load %\w+\[[^]]*\], %fullv", "load V"),
+    (r"mbarrier\.arrive %emptyk", "free K"), (r"mbarrier\.arrive %emptyv", "free V"),
+    (r"nvvm\.wgmma\.fence", "fence"), (r"nvvm\.wgmma\.mma_async", "S"), (r"wgmma\.mma_async\.sync\.aligned", "PV"),
+    (r"nvvm\.wgmma\.commit", "commit"), (r"nvvm\.wgmma\.wait\.group\.sync\.aligned 1", "wait 1"),
+    (r"nvvm\.wgmma\.wait\.group\.sync\.aligned 0", "wait 0"), (r"math\.exp2", "softmax"), (r"arith\.truncf", "pack"),
+]
+
+
+def events(lines: list[str]) -> list[str]:
+    """The pipeline's events in ``lines``, repeats of one event in a row counted once."""
+    out: list[str] = []
+    for line in lines:
+        for pattern, event in EVENTS:
+            if re.search(pattern, line) and (not out or out[-1] != event):
+                out.append(event)
+    return out
+
+
+def regions(text: str, header: str) -> list[list[str]]:
+    """The bodies of the regions whose header line matches ``header`` (by indentation)."""
+    lines, out = text.splitlines(), []
+    for i, line in enumerate(lines):
+        if re.search(header, line):
+            depth = len(line) - len(line.lstrip())
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith(" " * depth + "}"))
+            out.append(lines[i + 1:end])
+    return out
+
+
+def test_the_pipeline_is_fa3s_intra_warpgroup_overlap() -> None:
+    """Per key tile after the first: S issued before the previous tile's P V, the wait for S alone (wait_group 1)
+    frees K's slot before the softmax, the wait for P V frees V's slot after it; the first tile has no P V, the
+    last P V comes after the loops; the producer loads a tile's K, then its V, each into a slot freed before."""
+    text = emit_sm90_attention(attention(skv=1000, causal=True))[0].text
+    loops = regions(text, r"scf\.for .* iter_args")
+    assert len(loops) == 2  # without masks, then with them
+    for body in loops:
+        assert events(body) == ["wait K", "wait V", "fence", "S", "commit", "PV", "commit", "wait 1", "free K",
+                                "softmax", "pack", "wait 0", "free V"]
+    assert events(regions(text, r"%first\d+:\d+ = scf\.if")[0]) == [
+        "wait K", "fence", "S", "commit", "wait 0", "free K", "softmax", "pack"]
+    assert events(regions(text, r"%last\d+:\d+ = scf\.if")[0]) == ["wait V", "fence", "PV", "commit", "wait 0",
+                                                                 "free V"]
+    (producer,) = regions(text, r"scf\.for %it\d+ = [^(]*\{$")  # the loop that carries nothing
+    assert events(producer) == ["wait K free", "expect K", "load K", "wait V free", "expect V", "load V"]

@@ -383,7 +383,7 @@ class _Writer(_Flash):
         behind them); once S is done, free K's slot and run the softmax while P V runs; once P V is done, free
         V's slot and rescale O. Returns the new state, P packed for the next step."""
         t, plan = self.t, self.plan
-        m, l, o, words = self.split(state)
+        m, sums, o, words = self.split(state)
         slot, parity = hopper.ring_position(t, it, plan.tile.STAGES, producer=False)
         self.full[0].wait(t, slot, parity)
         k_desc = self.stage_descriptor(0, slot)
@@ -399,7 +399,7 @@ class _Writer(_Flash):
         self.release(self.empty[0], slot)
         x = [scores[4 * j:4 * j + 4] for j in range(plan.tile.BK // 8)]
         x = self.scale_and_mask(x, self.op("muli", it, plan.tile.BK), self.limits if masked else None)
-        m_new, alpha, l_new = self.online_softmax(x, m, l)
+        m_new, alpha, l_new = self.online_softmax(x, m, sums)
         words = self.p_words(x)
         if previous:
             hopper.wait(t, 0)
@@ -411,7 +411,7 @@ class _Writer(_Flash):
     def last_product(self, state: list[str]) -> list[str]:
         """The last tile's O += P V where the block has keys; the state for the store (maxima, sums, O)."""
         t = self.t
-        m, l, o, words = self.split(state)
+        m, sums, o, words = self.split(state)
         with t.if_(self.cmp("ugt", self.trips, t.const(0)), ["f32"] * len(o), "last") as out:
             v_slot, v_desc = self.wait_values(self.op("subi", self.trips, 1))
             pinned = hopper.fence_registers(t, o, "f32")
@@ -424,7 +424,7 @@ class _Writer(_Flash):
             t.yield_(result, ["f32"] * len(o))
         with t.else_():
             t.yield_(o, ["f32"] * len(o))
-        return m + l + out
+        return m + sums + out
 
     # -- pieces ------------------------------------------------------------------------------------------------------
 
@@ -480,8 +480,8 @@ class _Writer(_Flash):
         acc_type = hopper.accumulator_type(n)
         return [self.t.value(f"llvm.extractvalue {acc}[{i}] : {acc_type}", "s") for i in range(n // 2)]
 
-    def online_softmax(self, x: list[list[str]], m: list[str], l: list[str]) -> tuple[list[str], list[str],
-                                                                                        list[str]]:
+    def online_softmax(self, x: list[list[str]], m: list[str], sums: list[str]) -> tuple[list[str], list[str],
+                                                                                           list[str]]:
         """The online softmax of a tile's masked base-2 scores ``x`` (as in :class:`_Flash`): per accumulator
         row, the new maximum, the factor ``alpha`` that rescales what came before, and the new sum; ``x``
         becomes P in place."""
@@ -496,5 +496,5 @@ class _Writer(_Flash):
                 for e in (2 * r, 2 * r + 1):
                     tile[e] = self.exp2(self.f("subf", tile[e], ref))
             total = self._fold([tile[e] for tile in x for e in (2 * r, 2 * r + 1)], "addf")
-            l_new.append(self.f("addf", self.f("mulf", l[r], alpha[r]), total))
+            l_new.append(self.f("addf", self.f("mulf", sums[r], alpha[r]), total))
         return m_new, alpha, l_new
