@@ -86,6 +86,8 @@ def test_ragged_kernels_assemble(dtype: str, d: int, k_layout: str, causal: bool
     # K read transposed (MN-major) from [d, keys], straight (K-major) from [keys, d]; Q K-major
     trans_k = "1" if k_layout == "dn" else "0"
     assert re.search(rf"p, 1,\s*1, 0,\s*{trans_k};", ptx)
+    # O stored from the fragment: each thread's two rows, a pair of adjacent columns per 4-byte store
+    assert ptx.count("st.global.b32") == 2 * d // 8 and ptx.count("st.global") == 2 * d // 8
 
 
 @needs_ptxas
