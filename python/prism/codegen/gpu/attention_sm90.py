@@ -275,9 +275,9 @@ class _Writer(_Flash):
         self.maps = [t.value(f"builtin.unrealized_conversion_cast %map{i} : !llvm.ptr to {op.descriptor_type()}",
                              "tmap") for i, op in enumerate(self.operands)]
         stages = plan.tile.STAGES
-        self.full = [hopper.create_barriers(t, stages, f"full{x}") for x in "kv"]
-        self.empty = [hopper.create_barriers(t, stages, f"empty{x}") for x in "kv"]
-        self.q_ready = hopper.create_barriers(t, 1, "qready")
+        self.full = [hopper.Barriers.create(t, stages, f"full{x}") for x in "kv"]
+        self.empty = [hopper.Barriers.create(t, stages, f"empty{x}") for x in "kv"]
+        self.q_ready = hopper.Barriers.create(t, 1, "qready")
         with t.if_(self.cmp("eq", self.tid, t.const(0))):
             for full, empty in zip(self.full, self.empty, strict=True):
                 full.init(t, 1)

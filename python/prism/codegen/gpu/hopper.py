@@ -63,9 +63,14 @@ class Barriers:
     group: str
     count: int
 
+    @staticmethod
+    def create(t: TextBuilder, count: int, hint: str) -> Barriers:
+        """A group of ``count`` mbarriers (to be initialized by one thread, then fenced)."""
+        return Barriers(t.value(f"nvgpu.mbarrier.create -> {_group_type(count)}", hint), count)
+
     @property
     def type(self) -> str:
-        return f"!nvgpu.mbarrier.group<memorySpace = {SHARED}, num_barriers = {self.count}>"
+        return _group_type(self.count)
 
     def init(self, t: TextBuilder, arrivals: int) -> None:
         """Every barrier initialized to expect ``arrivals`` arrivals a phase."""
@@ -86,10 +91,8 @@ class Barriers:
         t.value(f"nvgpu.mbarrier.arrive {self.group}[{slot}] : {self.type} -> !nvgpu.mbarrier.token", "token")
 
 
-def create_barriers(t: TextBuilder, count: int, hint: str) -> Barriers:
-    """A group of ``count`` mbarriers (to be initialized by one thread, then fenced)."""
-    return Barriers(t.value(f"nvgpu.mbarrier.create -> !nvgpu.mbarrier.group<memorySpace = {SHARED}, "
-                            f"num_barriers = {count}>", hint), count)
+def _group_type(count: int) -> str:
+    return f"!nvgpu.mbarrier.group<memorySpace = {SHARED}, num_barriers = {count}>"
 
 
 # -- TMA -----------------------------------------------------------------------------------------------------------
