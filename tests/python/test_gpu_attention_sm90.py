@@ -328,7 +328,8 @@ EVENTS = [  # (pattern in a line, event): what orders the pipeline
     (r"mbarrier\.arrive\.expect_tx %fullk", "expect K"), (r"mbarrier\.arrive\.expect_tx %fullv", "expect V"),
     (r"tma\.async\.load %\w+\[[^]]*\], %fullk", "load K"), (r"tma\.async\.load %\w+\[[^]]*\], %fullv", "load V"),
     (r"mbarrier\.arrive %emptyk", "free K"), (r"mbarrier\.arrive %emptyv", "free V"),
-    (r"nvvm\.wgmma\.fence", "fence"), (r"nvvm\.wgmma\.mma_async", "S"), (r"wgmma\.mma_async\.sync\.aligned", "PV"),
+    (r"nvvm\.barrier id = ", "turn"), (r"nvvm\.barrier\.arrive id = ", "pass"), (r"nvvm\.wgmma\.fence", "fence"),
+    (r"nvvm\.wgmma\.mma_async", "S"), (r"wgmma\.mma_async\.sync\.aligned", "PV"),
     (r"nvvm\.wgmma\.commit", "commit"), (r"nvvm\.wgmma\.wait\.group\.sync\.aligned 1", "wait 1"),
     (r"nvvm\.wgmma\.wait\.group\.sync\.aligned 0", "wait 0"), (r"math\.exp2", "softmax"), (r"arith\.truncf", "pack"),
 ]
@@ -358,16 +359,40 @@ def regions(text: str, header: str) -> list[list[str]]:
 def test_the_pipeline_is_fa3s_intra_warpgroup_overlap() -> None:
     """Per key tile after the first: S issued before the previous tile's P V, the wait for S alone (wait_group 1)
     frees K's slot before the softmax, the wait for P V frees V's slot after it; the first tile has no P V, the
-    last P V comes after the loops; the producer loads a tile's K, then its V, each into a slot freed before."""
+    last P V comes after the loops; each consumer issues its wgmmas in its turn and then passes it; the producer
+    loads a tile's K, then its V, each into a slot freed before."""
     text = emit_sm90_attention(attention(skv=1000, causal=True))[0].text
     loops = regions(text, r"scf\.for .* iter_args")
     assert len(loops) == 2  # without masks, then with them
     for body in loops:
-        assert events(body) == ["wait K", "wait V", "fence", "S", "commit", "PV", "commit", "wait 1", "free K",
-                                "softmax", "pack", "wait 0", "free V"]
+        assert events(body) == ["wait K", "wait V", "turn", "fence", "S", "commit", "PV", "commit", "pass", "wait 1",
+                                "free K", "softmax", "pack", "wait 0", "free V"]
     assert events(regions(text, r"%first\d+:\d+ = scf\.if")[0]) == [
-        "wait K", "fence", "S", "commit", "wait 0", "free K", "softmax", "pack"]
-    assert events(regions(text, r"%last\d+:\d+ = scf\.if")[0]) == ["wait V", "fence", "PV", "commit", "wait 0",
-                                                                 "free V"]
+        "wait K", "turn", "fence", "S", "commit", "pass", "wait 0", "free K", "softmax", "pack"]
+    assert events(regions(text, r"%last\d+:\d+ = scf\.if")[0]) == [
+        "wait V", "turn", "fence", "PV", "commit", "pass", "wait 0", "free V"]
     (producer,) = regions(text, r"scf\.for %it\d+ = [^(]*\{$")  # the loop that carries nothing
     assert events(producer) == ["wait K free", "expect K", "load K", "wait V free", "expect V", "load V"]
+
+
+def test_two_consumers_take_turns() -> None:
+    """Named barriers 1 and 2 (0 is the CTA's): each consumer waits on its own with both warpgroups' threads and
+    arrives on the other's; the second consumer gives the first its first turn. One consumer, or PINGPONG off:
+    no turns."""
+    text = emit_sm90_attention(attention())[0].text  # the first tile, two loops, the last P V: four turns
+    defs = _definitions(text)
+    turns = re.findall(r"nvvm\.barrier id = (%\w+) number_of_threads = (%\w+)", text)
+    passes = re.findall(r"nvvm\.barrier\.arrive id = (%\w+) number_of_threads = (%\w+)", text)
+    assert len(turns) == 4 and len(passes) == 5
+    assert {defs[n] for _, n in turns + passes} == {"arith.constant 256 : i32"}
+    mine, other = {b for b, _ in turns}, {b for b, _ in passes}
+    assert len(mine) == len(other) == 1 and mine != other
+    part = re.match(r"arith\.index_cast (%\w+) : index to i32", defs[mine.pop()]).group(1)
+    assert re.match(r"arith\.addi %\w+, %c1 : index", defs[part])  # consumer p waits on barrier p + 1
+    part = re.match(r"arith\.index_cast (%\w+) : index to i32", defs[other.pop()]).group(1)
+    assert re.match(r"arith\.subi %c2, %\w+ : index", defs[part])
+    guarded = re.findall(r"scf\.if (%\w+) \{\n\s*nvvm\.barrier\.arrive [^\n]*\n\s*\}", text)
+    assert len(guarded) == 1  # the second consumer's first arrival, alone
+    assert re.match(r"arith\.cmpi eq, %\w+, %c1 : index", defs[guarded[0]])
+    for tile in (Sm90AttentionTile(CONSUMERS=1), Sm90AttentionTile(PINGPONG=False)):
+        assert "nvvm.barrier" not in emit_sm90_attention(attention(), tile)[0].text

@@ -36,6 +36,12 @@ adjacent so that they share K and V in L2, and no batch count over the
   words pass through empty inline asm (:func:`~prism.codegen.gpu.hopper.fence_registers`)
   after each wait and before each ``wgmma.fence``, so that LLVM cannot move
   their reads and writes across them.
+- **Two consumers take turns** (``PINGPONG``, FA3's inter-warpgroup
+  schedule): a consumer issues its wgmmas between a ``bar.sync`` on its own
+  named barrier (1 or 2, of both warpgroups' 256 threads) and a
+  ``bar.arrive`` on the other's, so that one's softmax runs while the
+  other's products do; the second consumer gives the first its first turn.
+  Both run the same key tiles, hence as many turns.
 
 **Shared memory** (dynamic, 1024-byte aligned): the Q tile, the ``STAGES``
 K tiles, the ``STAGES`` V tiles, each stored in chunks of 64 elements (128
@@ -98,11 +104,13 @@ WARPS_PER_GROUP = WARPGROUP // 32
 
 @dataclass(frozen=True)
 class Sm90AttentionTile:
-    """The kernel's knobs: consumer warpgroups (64 query rows each), keys per tile, ring depth."""
+    """The kernel's knobs: consumer warpgroups (64 query rows each), keys per tile, ring depth, and whether two
+    consumers take turns issuing their wgmmas (FA3's inter-warpgroup schedule)."""
 
     CONSUMERS: int = 2
     BK: int = 128
     STAGES: int = 2
+    PINGPONG: bool = True
 
 
 def default_tile(spec: AttentionSpec) -> Sm90AttentionTile:
@@ -338,6 +346,7 @@ class _Writer(_Flash):
         self.q_descs = [hopper.descriptor_at(t, q_base, plan.q.tile_offset(0, s)) for s in range(spec.d // WGMMA_K)]
         self.bases = [hopper.shared_descriptor(t, self.smem, t.const(op.offset), op) for op in (plan.k, plan.v)]
         self.q_ready.wait(t, t.const(0), t.value("arith.constant false", "p"))
+        self.turns = self.turn_barriers(part)
         state = self.first_tile()
         start = t.const(1)
         parts = [(start, self.trips, self.mask)]
@@ -390,10 +399,12 @@ class _Writer(_Flash):
         if previous:
             v_slot, v_desc = self.wait_values(self.op("subi", it, 1))
             o, words = hopper.fence_registers(t, o, "f32"), hopper.fence_registers(t, words, "i32")
+        self.take_turn()
         hopper.fence(t)
         s_acc = self.issue_scores(k_desc)
         if previous:
             o_acc = self.issue_values_times_p(words, v_desc, o)
+        self.pass_turn()
         hopper.wait(t, 1 if previous else 0)
         scores = hopper.fence_registers(t, self.elements(s_acc, plan.tile.BK), "f32")
         self.release(self.empty[0], slot)
@@ -416,8 +427,10 @@ class _Writer(_Flash):
             v_slot, v_desc = self.wait_values(self.op("subi", self.trips, 1))
             pinned = hopper.fence_registers(t, o, "f32")
             words = hopper.fence_registers(t, words, "i32")
+            self.take_turn()
             hopper.fence(t)
             acc = self.issue_values_times_p(words, v_desc, pinned)
+            self.pass_turn()
             hopper.wait(t, 0)
             result = hopper.fence_registers(t, self.elements(acc, self.spec.dv), "f32")
             self.release(self.empty[1], v_slot)
@@ -439,6 +452,32 @@ class _Writer(_Flash):
         slot, parity = hopper.ring_position(self.t, it, self.plan.tile.STAGES, producer=False)
         self.full[1].wait(self.t, slot, parity)
         return slot, self.stage_descriptor(1, slot)
+
+    def turn_barriers(self, part: str) -> tuple[str, str, str] | None:
+        """With two consumers taking turns: the named barriers (ids 1 and 2, 0 being the CTA's) of this
+        consumer's turn and of the other's, and their thread count (both warpgroups). The second consumer gives
+        the first its first turn."""
+        t = self.t
+        if not (self.plan.tile.PINGPONG and self.plan.tile.CONSUMERS == 2):
+            return None
+        mine = t.value(f"arith.index_cast {self.op('addi', part, 1)} : index to i32", "bar")
+        other = t.value(f"arith.index_cast {self.op('subi', t.const(2), part)} : index to i32", "bar")
+        threads = t.value(f"arith.constant {2 * WARPGROUP} : i32", "n")
+        with t.if_(self.cmp("eq", part, t.const(1))):
+            t.add(f"nvvm.barrier.arrive id = {other} number_of_threads = {threads}")
+        return mine, other, threads
+
+    def take_turn(self) -> None:
+        """Wait until the other consumer has issued its wgmmas (bar.sync on this consumer's barrier)."""
+        if self.turns:
+            mine, _, threads = self.turns
+            self.t.add(f"nvvm.barrier id = {mine} number_of_threads = {threads}")
+
+    def pass_turn(self) -> None:
+        """Let the other consumer issue its wgmmas (bar.arrive on its barrier)."""
+        if self.turns:
+            _, other, threads = self.turns
+            self.t.add(f"nvvm.barrier.arrive id = {other} number_of_threads = {threads}")
 
     def release(self, barriers: hopper.Barriers, slot: str) -> None:
         """Lane 0 of each consumer warp frees the slot (its wgmmas have read it)."""
