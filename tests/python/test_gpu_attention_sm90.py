@@ -183,7 +183,8 @@ def test_launch_and_tensor_maps() -> None:
     assert v.dims == ("64", "1000", "b * 3") and v.strides == ("128", "128000") and v.box == (64, 128, 1)
     assert q.swizzle == k.swizzle == v.swizzle == 128
     assert launch.when is None
-    assert kernel.max_registers == 168  # 128 x 40 + 2 x 128 x 232 registers over 384 threads
+    assert kernel.max_registers == 168  # 128 x 24 + 2 x 128 x 240 registers over 384 threads
+    assert "nvvm.setmaxregister decrease 24" in kernel.text and "nvvm.setmaxregister increase 240" in kernel.text
 
 
 # -- layouts: an independent model of TMA's boxes and wgmma's canonical layouts -----------------------------------

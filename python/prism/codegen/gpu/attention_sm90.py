@@ -82,8 +82,6 @@ from prism.codegen.gpu.attention import (
     is_decode,
 )
 from prism.codegen.gpu.gemm_sm90 import (
-    CONSUMER_REGISTERS,
-    PRODUCER_REGISTERS,
     ROW_BYTES,
     SHARED,
     SHARED_LIMIT,
@@ -100,6 +98,11 @@ from prism.infra.errors import UnsupportedOp
 HEAD_SIZES = (64, 128)
 INPUT_TYPES = ("f16", "bf16")
 WARPS_PER_GROUP = WARPGROUP // 32
+# setmaxnreg: the producer only issues TMA and keeps the fewest registers allowed; each consumer holds the S and O
+# accumulators and P's words at once (d = 128 needs all of 232 with two consumers taking turns), so it takes the
+# rest of the SM's 64K registers (24 x 128 + 2 x 240 x 128 = 64512).
+PRODUCER_REGISTERS = 24
+CONSUMER_REGISTERS = 240
 
 
 @dataclass(frozen=True)
