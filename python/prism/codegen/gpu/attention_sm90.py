@@ -232,8 +232,9 @@ def _cdiv(size: int | str, tile: int) -> str:
 
 
 class _Writer(_Flash):
-    """The kernel's text: the setup, the producer's branch and the consumers'; the softmax of a key tile is
-    :class:`_Flash`'s, its two products here on wgmma."""
+    """The kernel's text: the setup, the producer's branch and the consumers'. :class:`_Flash` gives the scores'
+    scale and masks, the reductions over a row's four lanes, P's packing and O's store; the products, the
+    pipeline and the softmax's split around them are here."""
 
     def __init__(self, plan: Sm90AttentionPlan) -> None:
         spec = plan.spec
