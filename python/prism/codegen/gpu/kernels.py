@@ -54,18 +54,40 @@ def _kernels(step: Step, chip: str, remark: Callable[[str], None]) -> list[Kerne
         from prism.codegen.gpu.rows import emit_rows
         return emit_rows(spec, chip)
     if isinstance(spec, AttentionSpec):
-        from prism.codegen.gpu.attention import attention_problem, attention_temporaries, emit_attention
-        problem = attention_problem(spec, chip)
-        if problem:
-            raise UnsupportedOp(f"attention {spec.name}: {problem}")
-        temporaries = tuple(attention_temporaries(spec, chip))
-        return [replace(k, temporaries=temporaries) for k in emit_attention(spec, chip)]
+        return _attention(spec, chip)
     if isinstance(spec, PointwiseSpec):
         from prism.codegen.gpu.rows import emit_pointwise
         return emit_pointwise(spec.name, spec.out, spec.value, chip)
     if isinstance(spec, GenericSpec):
         return generic.emit_generic(spec)
     raise TypeError(f"no emitter for {type(spec).__name__}")
+
+
+def _attention(spec: AttentionSpec, chip: str) -> list[Kernel]:
+    """On sm_90a, a prefill that TMA can read takes the TMA/wgmma kernel; where its rows' alignment is known
+    only at launch, the mma.sync kernel takes the sizes it cannot. Everything else (decode, other chips and
+    shapes) takes the mma.sync and split-KV kernels."""
+    from prism.codegen.gpu.attention import attention_problem, attention_temporaries, emit_attention
+    problem = attention_problem(spec, chip)
+    if problem:
+        raise UnsupportedOp(f"attention {spec.name}: {problem}")
+    if chip == "sm_90a":
+        from prism.codegen.gpu.attention_sm90 import emit_sm90_attention, sm90_attention_problem
+        if sm90_attention_problem(spec) is None:
+            kernels = emit_sm90_attention(spec)
+            when = kernels[0].launch.when
+            if when is None:
+                return kernels
+            return kernels + [_renamed(k, "_unaligned", f"not ({when})") for k in emit_attention(spec, chip)]
+    temporaries = tuple(attention_temporaries(spec, chip))
+    return [replace(k, temporaries=temporaries) for k in emit_attention(spec, chip)]
+
+
+def _renamed(kernel: Kernel, suffix: str, when: str) -> Kernel:
+    """``kernel`` named with ``suffix``, launched only where ``when`` holds."""
+    name = kernel.name + suffix
+    return replace(kernel, name=name, text=kernel.text.replace(f"@{kernel.name}(", f"@{name}(", 1),
+                   launch=replace(kernel.launch, when=when))
 
 
 # The tiles each GEMM kernel takes when the search chose none it can use: the warp-specialized wgmma kernel's

@@ -1,0 +1,399 @@
+"""The sm_90a attention prefill kernel (TMA + mbarrier ring + wgmma, warp-specialized): what it refuses, how it
+launches, where its wgmma operands lie against what TMA writes, that P is fed to the second wgmma in the register
+layout the PTX ISA gives, and its PTX as ptxas assembles it."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from prism.codegen.gpu import hopper
+from prism.codegen.gpu.attention_sm90 import (
+    Sm90AttentionTile,
+    _Writer,
+    emit_sm90_attention,
+    plan_sm90_attention,
+    sm90_attention_problem,
+)
+from prism.codegen.gpu.gemm_sm90 import SHARED_LIMIT, fragment_offset
+from prism.codegen.gpu.kernels import _attention
+from prism.codegen.gpu.ptx import compile_kernels, ptxas, ptxas_path
+from prism.codegen.gpu.spec import AttentionSpec, Dim, Kernel, Tensor
+from prism.infra.errors import UnsupportedOp
+
+needs_ptxas = pytest.mark.skipif(ptxas_path() is None, reason="ptxas is not on PATH")
+HOPPER_PTX = ("wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait.parity", "setmaxnreg",
+              "fence.mbarrier_init", "wgmma.fence", "wgmma.commit_group", "wgmma.wait_group")
+
+
+def attention(dtype: str = "f16", batch: tuple[Dim, ...] = (2, 3), sq: Dim = 77, skv: Dim = 1000, d: int = 128,
+              dv: int | None = None, causal: bool = False, k_layout: str = "nd") -> AttentionSpec:
+    """softmax(Q K^T / sqrt(d)) V over ``batch`` with consistent tensor shapes."""
+    dv = dv or d
+    k_shape = (*batch, skv, d) if k_layout == "nd" else (*batch, d, skv)
+    return AttentionSpec("attn", Tensor("q", dtype, (*batch, sq, d)), Tensor("k", dtype, k_shape),
+                         Tensor("v", dtype, (*batch, skv, dv)), Tensor("o", dtype, (*batch, sq, dv)),
+                         batch, sq, skv, d, dv, d ** -0.5, k_layout, causal)
+
+
+def ptxas_output(ptx: str) -> str:
+    """ptxas -v's whole output: its notes on wgmma serialization and setmaxnreg precede the kernel's lines."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.ptx"
+        src.write_text(ptx)
+        done = subprocess.run([ptxas_path(), "-arch=sm_90a", "-v", str(src), "-o", str(Path(tmp) / "k.o")],
+                              capture_output=True, text=True, check=True)
+    return done.stdout + done.stderr
+
+
+def check_kernel(spec: AttentionSpec) -> tuple[Kernel, str]:
+    """Emit, assemble and check: no spills, no ptxas notes, the Hopper instructions and both wgmma forms."""
+    assert sm90_attention_problem(spec) is None
+    (kernel,) = emit_sm90_attention(spec)
+    ptx = compile_kernels([kernel], "sm_90a")
+    used = ptxas(ptx, "sm_90a")[kernel.name]
+    assert used.spill_bytes == 0, used
+    assert not used.messages, used.messages
+    assert "Potential Performance Loss" not in ptxas_output(ptx)
+    for instruction in HOPPER_PTX:
+        assert instruction in ptx, instruction
+    assert f".maxnreg {kernel.max_registers}" in ptx
+    bk, dt = plan_sm90_attention(spec).tile.BK, spec.q.dtype
+    # S = Q K^T from descriptors; O += P V with P in four registers
+    assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n{bk}k16\.f32\.{dt}\.{dt} \{{[^}}]*\}}, %rd\d+, %rd\d+",
+                     ptx)
+    assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n{spec.dv}k16\.f32\.{dt}\.{dt} \{{[^}}]*\}}, "
+                     r"\{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+, p, 1, 1, 1;", ptx)
+    assert kernel.launch.shared_bytes + used.shared_bytes <= SHARED_LIMIT
+    return kernel, ptx
+
+
+# -- kernels through ptxas ---------------------------------------------------------------------------------------
+
+
+@needs_ptxas
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("k_layout", ["nd", "dn"])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_ragged_kernels_assemble(dtype: str, d: int, k_layout: str, causal: bool) -> None:
+    """77 queries, 1000 keys, two batch dimensions: every variant assembles without spills."""
+    _, ptx = check_kernel(attention(dtype, d=d, k_layout=k_layout, causal=causal))
+    # K read transposed (MN-major) from [d, keys], straight (K-major) from [keys, d]; Q K-major
+    trans_k = "1" if k_layout == "dn" else "0"
+    assert re.search(rf"p, 1,\s*1, 0,\s*{trans_k};", ptx)
+    # O stored from the fragment: each thread's two rows, a pair of adjacent columns per 4-byte store
+    assert ptx.count("st.global.b32") == 2 * d // 8 and ptx.count("st.global") == 2 * d // 8
+
+
+@needs_ptxas
+@pytest.mark.parametrize("batch, sq, skv, k_layout, causal", [
+    (("b", "h"), "sq", "skv", "nd", True),  # everything dynamic
+    (("b",), "sq", 1000, "nd", False),  # one dynamic batch dimension
+    ((8,), 300, "skv", "dn", True),  # one static batch dimension, a dynamic [d, keys] row
+    ((), 130, 70, "nd", True),  # no batch: more queries than keys, rows no key reaches
+    ((2, 3, 4), 128, 256, "dn", False),  # three batch dimensions, whole tiles: no mask at all
+    ((2, 3), 77, 1000, "nd", True),  # d = 64, dv = 128
+])
+def test_dynamic_and_batched_kernels_assemble(batch: tuple, sq: Dim, skv: Dim, k_layout: str, causal: bool) -> None:
+    dv = 128 if batch == (2, 3) else 64
+    check_kernel(attention("bf16", batch=batch, sq=sq, skv=skv, d=64, dv=dv, k_layout=k_layout, causal=causal))
+
+
+@needs_ptxas
+def test_one_consumer_and_deeper_rings_assemble() -> None:
+    spec = attention(d=128)
+    for tile in (Sm90AttentionTile(CONSUMERS=1, BK=128, STAGES=3), Sm90AttentionTile(CONSUMERS=2, BK=64, STAGES=4)):
+        (kernel,) = emit_sm90_attention(spec, tile)
+        ptx = compile_kernels([kernel], "sm_90a")
+        assert ptxas(ptx, "sm_90a")[kernel.name].spill_bytes == 0
+        assert kernel.launch.block == (128 * (1 + tile.CONSUMERS), 1, 1)
+
+
+def test_whole_tiles_without_causal_need_no_mask() -> None:
+    """With skv a multiple of BK and no causal mask, one loop without masks after the first tile; ragged keys
+    add the masked loop. Each S = Q K^T is d / 16 wgmmas from descriptors; each P V, BK / 16 with register A
+    (one per loop and the last tile's)."""
+    whole = emit_sm90_attention(attention(skv=1024))[0].text
+    ragged = emit_sm90_attention(attention(skv=1000))[0].text
+    for text, loops in ((whole, 1), (ragged, 2)):
+        assert text.count("nvvm.wgmma.mma_async") == (1 + loops) * 128 // 16
+        assert text.count("wgmma.mma_async.sync.aligned.m64n128k16") == (loops + 1) * 128 // 16
+        assert text.count("scf.for") == 1 + loops  # the producer's and the consumers'
+    assert "0xFF800000" in whole  # the row maxima start at -inf all the same
+
+
+# -- refusals and dispatch ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec, tile, reason", [
+    (attention(d=96), None, "head size d = 96"),
+    (attention(d=256), None, "head size d = 256"),
+    (attention(d=64, dv=32), None, "head size dv = 32"),
+    (attention("f32"), None, "takes one of f16 or bf16"),
+    (attention(sq=1), None, "decode"),
+    (attention(skv=1001, k_layout="dn"), None, "not a multiple of 8"),
+    (attention(), Sm90AttentionTile(CONSUMERS=3), "CONSUMERS=3"),
+    (attention(), Sm90AttentionTile(BK=32), "BK=32"),
+    (attention(), Sm90AttentionTile(BK=256), "BK=256"),
+    (attention(), Sm90AttentionTile(STAGES=1), "STAGES=1"),
+    (attention(), Sm90AttentionTile(STAGES=4), "shared memory"),
+])
+def test_refuses_what_the_kernel_cannot_take(spec: AttentionSpec, tile, reason: str) -> None:
+    problem = sm90_attention_problem(spec, tile)
+    assert problem is not None and reason in problem, problem
+    with pytest.raises(UnsupportedOp, match="sm_90a wgmma kernel"):
+        emit_sm90_attention(spec, tile)
+
+
+def test_takes_what_tma_can_read() -> None:
+    assert sm90_attention_problem(attention(skv=1000, k_layout="dn")) is None
+    assert sm90_attention_problem(attention(skv="skv", k_layout="dn")) is None
+    assert sm90_attention_problem(attention(sq="sq", skv=1001)) is None  # [keys, d] rows are d long
+
+
+def test_dispatch_on_sm90a() -> None:
+    """Prefill that TMA reads takes the wgmma kernel on sm_90a alone; decode, other head sizes and sm_80 keep
+    the mma.sync and split-KV kernels; a dynamic [d, keys] row takes both, on complementary launch conditions."""
+    assert [k.name for k in _attention(attention(), "sm_90a")] == ["attn_prefill_sm90"]
+    assert [k.name for k in _attention(attention(), "sm_80")] == ["attn_prefill"]
+    assert [k.name for k in _attention(attention(d=96), "sm_90a")] == ["attn_prefill"]
+    assert [k.name for k in _attention(attention(sq=1), "sm_90a")] == ["attn_decode", "attn_combine"]
+    fast, slow = _attention(attention(skv="kv", k_layout="dn"), "sm_90a")
+    assert fast.launch.when == "kv // 8 * 8 == kv" and slow.launch.when == "not (kv // 8 * 8 == kv)"
+    assert slow.name == "attn_prefill_unaligned" and "@attn_prefill_unaligned(" in slow.text
+
+
+def test_launch_and_tensor_maps() -> None:
+    spec = attention("bf16", batch=("b", 3), sq="sq", skv=1000, d=64, k_layout="dn")
+    (kernel,) = emit_sm90_attention(spec)
+    launch, plan = kernel.launch, plan_sm90_attention(spec)
+    assert launch.grid == ("cdiv(sq, 128) * b * 3", "1", "1")
+    assert launch.block == (384, 1, 1)
+    assert launch.shared_bytes == 128 * 64 * 2 + plan.tile.STAGES * (2 * 128 * 64 * 2)
+    assert (plan.k.offset, plan.v.offset) == (128 * 64 * 2, 128 * 64 * 2 + plan.tile.STAGES * 128 * 64 * 2)
+    assert [p.kind for p in launch.params] == ["tensormap"] * 3 + ["tensor", "size", "size"]
+    q, k, v = (p.tensormap for p in launch.params[:3])
+    assert q.dims == ("64", "sq", "b * 3") and q.strides == ("128", "sq * 128") and q.box == (64, 128, 1)
+    assert k.dims == ("1000", "64", "b * 3") and k.strides == ("2000", "128000") and k.box == (64, 64, 1)
+    assert v.dims == ("64", "1000", "b * 3") and v.strides == ("128", "128000") and v.box == (64, 128, 1)
+    assert q.swizzle == k.swizzle == v.swizzle == 128
+    assert launch.when is None
+    assert kernel.max_registers == 168  # 128 x 24 + 2 x 128 x 240 registers over 384 threads
+    assert "nvvm.setmaxregister decrease 24" in kernel.text and "nvvm.setmaxregister increase 240" in kernel.text
+
+
+# -- layouts: an independent model of TMA's boxes and wgmma's canonical layouts -----------------------------------
+
+
+def swizzle(address: int) -> int:
+    """The 128-byte swizzle on a 1024-byte-aligned region: address bits 4-6 XOR bits 7-9."""
+    return address ^ (((address >> 7) & 7) << 4)
+
+
+def tma_address(chunk_bytes: int, row: int, col: int) -> int:
+    """Where TMA's boxes of 64 x rows (the tile's chunks along its contiguous dimension, each ``chunk_bytes``)
+    put element (row, col) of a tile, ``col`` along the contiguous dimension."""
+    return swizzle((col // 64) * chunk_bytes + row * 128 + (col % 64) * 2)
+
+
+def wgmma_address(start: int, bits: int, k_major: bool, mn: int, k: int) -> int:
+    """The PTX ISA's canonical 128-byte-swizzle layouts of a wgmma operand from its descriptor (start address
+    and the leading / stride byte offsets): K-major, 8-row groups of 128-byte rows at the stride offset, K
+    contiguous; MN-major, 8-K-row groups at the stride offset, 64-element MN atoms at the leading offset."""
+    leading, stride = (bits >> 16 & 0x3FFF) << 4, (bits >> 32 & 0x3FFF) << 4
+    assert bits >> 62 == 1  # the 128-byte swizzle
+    if k_major:
+        return swizzle(start + (mn // 8) * stride + (mn % 8) * 128 + k * 2)
+    return swizzle(start + (k // 8) * stride + (k % 8) * 128 + (mn // 64) * leading + (mn % 64) * 2)
+
+
+@pytest.mark.parametrize("k_layout", ["nd", "dn"])
+@pytest.mark.parametrize("d, dv", [(64, 64), (128, 128), (64, 128)])
+def test_descriptors_address_the_tiles_tma_writes(d: int, dv: int, k_layout: str) -> None:
+    """Every element each wgmma reads (Q for each consumer and K step, K and V for each K step) is where TMA
+    wrote it; every tile starts 1024-byte aligned, as the swizzle needs."""
+    plan = plan_sm90_attention(attention(d=d, dv=dv, k_layout=k_layout))
+    q, k, v = plan.q, plan.k, plan.v
+    assert all(x % 1024 == 0 for x in (q.bytes, k.bytes, v.bytes, k.offset, v.offset))
+    cases = []  # (operand, wgmma's first MN row in the tile, its M or N extent, K steps)
+    cases += [(q, 64 * part, 64, d // 16) for part in range(plan.tile.CONSUMERS)]
+    cases += [(k, 0, plan.tile.BK, d // 16), (v, 0, dv, plan.tile.BK // 16)]
+    for op, mn0, extent, steps in cases:
+        first = (mn0 * 128) if op.k_major else (mn0 // 64) * op.chunk_bytes  # the consumer's part, as emitted
+        for s in range(steps):
+            start = first + op.tile_offset(0, s)
+            for mn in range(extent):
+                for kk in range(16):
+                    row, col = (mn0 + mn, 16 * s + kk) if op.k_major else (16 * s + kk, mn0 + mn)
+                    assert wgmma_address(start, op.descriptor_bits(), op.k_major, mn, kk) == \
+                        tma_address(op.chunk_bytes, row, col), (op.tensor.name, s, mn, kk)
+
+
+# -- the register fragment of P -------------------------------------------------------------------------------------
+
+
+def isa_accumulator(thread: int, i: int) -> tuple[int, int]:
+    """PTX ISA, wgmma .m64nNk16 accumulator D (f32): row warp * 16 + groupID (+ 8 for d2, d3 of each four),
+    column (i / 4) * 8 + threadID_in_group * 2 + i % 2."""
+    warp, lane = thread // 32, thread % 32
+    group, in_group = lane >> 2, lane % 4
+    return warp * 16 + group + 8 * ((i % 4) >= 2), (i // 4) * 8 + in_group * 2 + (i & 1)
+
+
+def isa_register_a(thread: int, j: int) -> tuple[int, int]:
+    """PTX ISA, wgmma .m64nNk16 A in registers (.f16/.bf16), elements a0..a7 in four .b32 registers: row
+    warp * 16 + groupID for a0, a1, a4, a5 and + 8 for a2, a3, a6, a7; column threadID_in_group * 2 + (j & 1),
+    + 8 for a4..a7."""
+    warp, lane = thread // 32, thread % 32
+    group, in_group = lane >> 2, lane % 4
+    return warp * 16 + group + 8 * (j in (2, 3, 6, 7)), in_group * 2 + (j & 1) + 8 * (j >= 4)
+
+
+def test_accumulator_model_is_gemm_sm90s_fragment() -> None:
+    for thread in range(128):
+        base_row, base_col = 16 * (thread // 32) + thread % 32 // 4, 2 * (thread % 4)
+        for i in range(64):
+            dr, dc = fragment_offset(i)
+            assert isa_accumulator(thread, i) == (base_row + dr, base_col + dc)
+
+
+@pytest.mark.parametrize("bk", [64, 128])
+def test_p_accumulator_is_the_register_a_of_each_key_step(bk: int) -> None:
+    """For every thread, the S accumulator elements packed into A register r (low, high) of key step s are P's
+    elements at A's place a_{2r}, a_{2r+1} of the 64 x 16 block of keys 16 s .. 16 s + 15."""
+    for thread in range(128):
+        for s in range(bk // 16):
+            for r, pair in enumerate(hopper.register_a_elements(s)):
+                for half, element in enumerate(pair):
+                    row, col = isa_register_a(thread, 2 * r + half)
+                    assert isa_accumulator(thread, element) == (row, 16 * s + col)
+
+
+def _definitions(text: str) -> dict[str, str]:
+    return {m.group(1): m.group(2) for m in re.finditer(r"^\s*(%\w+) = (.*)$", text, re.MULTILINE)}
+
+
+def _packed(defs: dict[str, str], register: str) -> tuple[str, str]:
+    """The two f32 values an i32 register was packed from (low, high), through truncf, from_elements, bitcast
+    and extract."""
+    word = re.match(r"vector\.extract (%\w+)\[0\]", defs[register]).group(1)
+    pair = re.match(r"vector\.bitcast (%\w+) :", defs[word]).group(1)
+    lo, hi = re.match(r"vector\.from_elements (%\w+), (%\w+) :", defs[pair]).groups()
+    return tuple(re.match(r"arith\.truncf (%\w+) :", defs[x]).group(1) for x in (lo, hi))
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_the_second_wgmma_reads_p_in_register_order(dtype: str) -> None:
+    """The emitted P V: P's words are the pairs of P elements the model above places (low half first), and
+    each inline wgmma of key step s takes words 4 s .. 4 s + 3 as A, the accumulator of the step before, and V
+    through the descriptor moved by 16 keys."""
+    plan = plan_sm90_attention(attention(dtype, d=64, dv=128))
+    writer = _Writer(plan)
+    bk = plan.tile.BK
+    p = [[f"%p{4 * j + e}" for e in range(4)] for j in range(bk // 8)]
+    o = [f"%o{i}" for i in range(128 // 2)]
+    words = writer.p_words(p)
+    writer.issue_values_times_p(words, "%vdesc", o)
+    text = writer.t.text()
+    defs = _definitions(text)
+    assert [_packed(defs, w) for w in words] == [(f"%p{lo}", f"%p{hi}") for s in range(bk // 16)
+                                                 for lo, hi in hopper.register_a_elements(s)]
+    calls = re.findall(r"(%\w+) = llvm\.inline_asm has_side_effects asm_dialect = att \"([^\"]*)\", \"[^\"]*\" "
+                       r"([^:]*) :", text)
+    assert len(calls) == bk // 16
+    for s, (_, asm, operands) in enumerate(calls):
+        assert f"m64n128k16.f32.{dtype}.{dtype}" in asm
+        values = [x.strip() for x in operands.split(",")]
+        acc, a, b = values[:64], values[64:68], values[68]
+        assert a == words[4 * s:4 * s + 4]
+        if s == 0:
+            assert acc == o and b == "%vdesc"
+        else:
+            previous = calls[s - 1][0]
+            assert all(defs[x] == f"llvm.extractvalue {previous}[{i}] : {hopper.accumulator_type(128)}"
+                       for i, x in enumerate(acc))
+            step = re.match(r"arith\.addi %vdesc, (%\w+) : i64", defs[b]).group(1)
+            assert defs[step] == f"arith.constant {16 * s * 128 >> 4} : i64"
+
+
+# -- the schedule ---------------------------------------------------------------------------------------------------
+
+EVENTS = [  # (pattern in a line, event): what orders the pipeline
+    (r"mbarrier\.try_wait\.parity %fullk", "wait K"), (r"mbarrier\.try_wait\.parity %fullv", "wait V"),
+    (r"mbarrier\.try_wait\.parity %emptyk", "wait K free"), (r"mbarrier\.try_wait\.parity %emptyv", "wait V free"),
+    (r"mbarrier\.arrive\.expect_tx %fullk", "expect K"), (r"mbarrier\.arrive\.expect_tx %fullv", "expect V"),
+    (r"tma\.async\.load %\w+\[[^]]*\], %fullk", "load K"), (r"tma\.async\.load %\w+\[[^]]*\], %fullv", "load V"),
+    (r"mbarrier\.arrive %emptyk", "free K"), (r"mbarrier\.arrive %emptyv", "free V"),
+    (r"nvvm\.barrier id = ", "turn"), (r"nvvm\.barrier\.arrive id = ", "pass"), (r"nvvm\.wgmma\.fence", "fence"),
+    (r"nvvm\.wgmma\.mma_async", "S"), (r"wgmma\.mma_async\.sync\.aligned", "PV"),
+    (r"nvvm\.wgmma\.commit", "commit"), (r"nvvm\.wgmma\.wait\.group\.sync\.aligned 1", "wait 1"),
+    (r"nvvm\.wgmma\.wait\.group\.sync\.aligned 0", "wait 0"), (r"math\.exp2", "softmax"), (r"arith\.truncf", "pack"),
+]
+
+
+def events(lines: list[str]) -> list[str]:
+    """The pipeline's events in ``lines``, repeats of one event in a row counted once."""
+    out: list[str] = []
+    for line in lines:
+        for pattern, event in EVENTS:
+            if re.search(pattern, line) and (not out or out[-1] != event):
+                out.append(event)
+    return out
+
+
+def regions(text: str, header: str) -> list[list[str]]:
+    """The bodies of the regions whose header line matches ``header`` (by indentation)."""
+    lines, out = text.splitlines(), []
+    for i, line in enumerate(lines):
+        if re.search(header, line):
+            depth = len(line) - len(line.lstrip())
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith(" " * depth + "}"))
+            out.append(lines[i + 1:end])
+    return out
+
+
+def test_the_pipeline_is_fa3s_intra_warpgroup_overlap() -> None:
+    """Per key tile after the first: S issued before the previous tile's P V, the wait for S alone (wait_group 1)
+    frees K's slot before the softmax, the wait for P V frees V's slot after it; the first tile has no P V, the
+    last P V comes after the loops; each consumer issues its wgmmas in its turn and then passes it; the producer
+    loads a tile's K, then its V, each into a slot freed before."""
+    text = emit_sm90_attention(attention(skv=1000, causal=True))[0].text
+    loops = regions(text, r"scf\.for .* iter_args")
+    assert len(loops) == 2  # without masks, then with them
+    for body in loops:
+        assert events(body) == ["wait K", "wait V", "turn", "fence", "S", "commit", "PV", "commit", "pass", "wait 1",
+                                "free K", "softmax", "pack", "wait 0", "free V"]
+    assert events(regions(text, r"%first\d+:\d+ = scf\.if")[0]) == [
+        "wait K", "turn", "fence", "S", "commit", "pass", "wait 0", "free K", "softmax", "pack"]
+    assert events(regions(text, r"%last\d+:\d+ = scf\.if")[0]) == [
+        "wait V", "turn", "fence", "PV", "commit", "pass", "wait 0", "free V"]
+    (producer,) = regions(text, r"scf\.for %it\d+ = [^(]*\{$")  # the loop that carries nothing
+    assert events(producer) == ["wait K free", "expect K", "load K", "wait V free", "expect V", "load V"]
+
+
+def test_two_consumers_take_turns() -> None:
+    """Named barriers 1 and 2 (0 is the CTA's): each consumer waits on its own with both warpgroups' threads and
+    arrives on the other's; the second consumer gives the first its first turn. One consumer, or PINGPONG off:
+    no turns."""
+    text = emit_sm90_attention(attention())[0].text  # the first tile, two loops, the last P V: four turns
+    defs = _definitions(text)
+    turns = re.findall(r"nvvm\.barrier id = (%\w+) number_of_threads = (%\w+)", text)
+    passes = re.findall(r"nvvm\.barrier\.arrive id = (%\w+) number_of_threads = (%\w+)", text)
+    assert len(turns) == 4 and len(passes) == 5
+    assert {defs[n] for _, n in turns + passes} == {"arith.constant 256 : i32"}
+    mine, other = {b for b, _ in turns}, {b for b, _ in passes}
+    assert len(mine) == len(other) == 1 and mine != other
+    part = re.match(r"arith\.index_cast (%\w+) : index to i32", defs[mine.pop()]).group(1)
+    assert re.match(r"arith\.addi %\w+, %c1 : index", defs[part])  # consumer p waits on barrier p + 1
+    part = re.match(r"arith\.index_cast (%\w+) : index to i32", defs[other.pop()]).group(1)
+    assert re.match(r"arith\.subi %c2, %\w+ : index", defs[part])
+    guarded = re.findall(r"scf\.if (%\w+) \{\n\s*nvvm\.barrier\.arrive [^\n]*\n\s*\}", text)
+    assert len(guarded) == 1  # the second consumer's first arrival, alone
+    assert re.match(r"arith\.cmpi eq, %\w+, %c1 : index", defs[guarded[0]])
+    for tile in (Sm90AttentionTile(CONSUMERS=1), Sm90AttentionTile(PINGPONG=False)):
+        assert "nvvm.barrier" not in emit_sm90_attention(attention(), tile)[0].text
