@@ -56,9 +56,8 @@ MBARRIER_BYTES = 8
 # Registers beside the tile's accumulators and fragments, per kernel kind: thread and block ids, the operands'
 # base addresses and copy offsets, the K loop and pipeline slot, the epilogue's indices (calibrated with ptxas).
 GEMM_OVERHEAD = 16
-GEMM_FLOOR_OVERHEAD = 20
+GEMM_FLOOR_OVERHEAD = 8
 GEMM_BOUND_OVERHEAD = 48
-FMA_FLOOR_OVERHEAD = 12
 FMA_BOUND_OVERHEAD = 80
 REGISTER_FILE = 65536  # 32-bit registers of an SM, which a block's threads share
 # Registers a consumer's wgmma takes besides its accumulators (its descriptors, addresses and loop state).
@@ -185,7 +184,7 @@ def gemm_registers(spec: GemmSpec, kind: str, loaded: tuple[bool, bool] = (False
     held = held_registers(spec, loaded)
     hoisted = accumulators + steps * fragments + held
     cap = register_cap(t.BM // t.WM * (t.BN // t.WN) * 32)
-    floor = min(cap, accumulators + held + (GEMM_FLOOR_OVERHEAD if kind == "mma" else FMA_FLOOR_OVERHEAD))
+    floor = min(cap, accumulators + GEMM_FLOOR_OVERHEAD)
     estimate = max(floor, min(cap, hoisted + GEMM_OVERHEAD))
     bound = hoisted * 3 // 2 + GEMM_BOUND_OVERHEAD if kind == "mma" else 2 * hoisted + FMA_BOUND_OVERHEAD
     return Resources(estimate, min(cap, bound), 0, floor)
@@ -205,8 +204,8 @@ def element_loaded(spec: GemmSpec, unaligned: bool) -> tuple[bool, bool]:
 
 
 def held_registers(spec: GemmSpec, loaded: tuple[bool, bool]) -> int:
-    """Registers of the element-loaded chunks the kernel holds across the math (as its ``hold_loads`` decides:
-    while they and the accumulators fit in HELD_REGISTERS)."""
+    """Registers of a thread's element-loaded chunks (4 a 16-byte chunk): held across the math where the
+    kernel's ``hold_loads`` decides so, else loaded together by the unrolled copy loop before their stores."""
     t = spec.tile
     a, b = mma.operand_tiles(t, spec.a.dtype, spec.a_layout, spec.b_layout)
     threads = t.BM // t.WM * (t.BN // t.WN) * 32
@@ -215,8 +214,7 @@ def held_registers(spec: GemmSpec, loaded: tuple[bool, bool]) -> int:
     for stored, is_loaded, count in ((a, loaded[0], 1), (b, loaded[1], products)):
         if is_loaded:
             held += count * -(-stored.rows * stored.chunks_per_row // threads) * mma.CHUNK_BYTES // 4
-    accumulators = t.WM * t.WN // 32 * products
-    return held if held + accumulators <= mma.HELD_REGISTERS else 0
+    return held
 
 
 # -- attention, rows ----------------------------------------------------------------------------------------------
