@@ -10,16 +10,18 @@ decode or combine half of attention) and gives :class:`Resources`:
   module that declares dynamic shared memory (``.extern .shared .align
   1024``, every module holding a GEMM or attention kernel) ptxas rounds a
   kernel's static bytes up to that alignment, so the model does too.
-- **registers per thread**: an estimate and a band. The wgmma kernel
-  declares ``.maxnreg`` (what ``setmaxnreg`` moves: PRODUCER_REGISTERS for
-  the producer, CONSUMER_REGISTERS for each consumer), which is what ptxas
-  allots, exactly. Every other kernel's estimate is the sum of what a thread
-  holds live: the accumulators, one k-step's operand fragments, the chunks
-  it holds in registers, plus a fixed overhead per kernel kind (addresses,
-  loop and pipeline state) calibrated against ptxas; ptxas lands within
-  REGISTER_TOLERANCE of it, never above :attr:`Resources.registers_bound`
-  (the band's top, at most the 255 a thread may address or the kernel's
-  ``.maxnreg``).
+- **registers per thread**: an estimate and a band
+  ``[registers_floor, registers_bound]`` that ptxas's count lies in. The
+  wgmma kernel declares ``.maxnreg`` (what ``setmaxnreg`` moves:
+  PRODUCER_REGISTERS for the producer, CONSUMER_REGISTERS for each
+  consumer), which is what ptxas allots: exact. The mma.sync and FMA
+  kernels: see :func:`gemm_registers` (the accumulators, a BK step's operand
+  fragments, element-loaded chunks; a documented floor and bound, as ptxas
+  hoists loads as far as registers allow). Attention, row, elementwise and
+  generic kernels: the sum of what a thread holds (attention's fragment
+  registers, a row's cached chunks) plus a fixed overhead per kind,
+  calibrated against ptxas, within REGISTER_TOLERANCE (and at most 255, or
+  the kernel's ``.maxnreg``).
 
 :func:`assembled` reads what ptxas reports per kernel of a module
 (:func:`prism.codegen.gpu.ptx.ptxas`) and adds each launch's dynamic bytes,
@@ -45,16 +47,15 @@ from prism.codegen.gpu.spec import (
     RowSpec,
 )
 
-# The relative error of every register estimate but the wgmma kernel's (exact): ptxas lands within
-# [estimate * (1 - REGISTER_TOLERANCE), estimate * (1 + REGISTER_TOLERANCE)], capped at MAX_REGISTERS.
+# The relative error of the attention, row, elementwise and generic kernels' register estimates.
 REGISTER_TOLERANCE = 0.25
 MAX_REGISTERS = 255
 # The alignment of the module's dynamic shared memory (ptx.py declares it so): ptxas rounds each kernel's static
 # shared bytes up to it.
 DYNAMIC_ALIGN = 1024
 MBARRIER_BYTES = 8
-# Registers beside the tile's accumulators and fragments, per kernel kind: thread and block ids, the operands'
-# base addresses and copy offsets, the K loop and pipeline slot, the epilogue's indices (calibrated with ptxas).
+# The mma.sync and FMA kernels (see gemm_registers): the estimate's registers beside the hoisted fragments, the
+# floor's beside the accumulators, the bound's beside 3/2 (mma.sync) or twice (FMA) the hoisted registers.
 GEMM_OVERHEAD = 16
 GEMM_FLOOR_OVERHEAD = 8
 GEMM_BOUND_OVERHEAD = 48
@@ -166,13 +167,14 @@ def register_cap(threads: int) -> int:
 def gemm_registers(spec: GemmSpec, kind: str, loaded: tuple[bool, bool] = (False, False)) -> Resources:
     """The mma.sync or FMA kernel's registers a thread (shared bytes left 0).
 
-    ``hoisted`` is what a thread holds when ptxas loads a whole BK step's operand fragments ahead of its
-    math (as it does where registers allow): the f32 accumulators (WM*WN/32 per product), BK/16 k-steps of
-    fragments (mma.sync: 4 registers per 16 rows of A, 2 per 8 columns of B per product; FMA, BK/4 steps of
-    WM/4 A and WN/8 B values per product) and the element-loaded chunks held across the math (4 a chunk). The
-    estimate is ``hoisted + GEMM_OVERHEAD``; ptxas lands between the accumulators and held chunks plus
-    GEMM_FLOOR_OVERHEAD (the least: addresses and loop state) and ``hoisted * 3/2 + GEMM_BOUND_OVERHEAD``
-    (per-slot addresses it hoists as well), never above :func:`register_cap`.
+    ``hoisted`` is what a thread holds when ptxas loads a whole BK tile's operand fragments ahead of its math
+    (as it does where registers allow): the f32 accumulators (WM*WN/32 per product), BK/16 k-steps of
+    fragments (mma.sync: 4 registers per 16 rows of A, 2 per 8 columns of B per product; FMA: BK/4 steps of
+    WM/4 A and WN/8 B values per product) and the element-loaded chunks (4 a chunk). The estimate is
+    ``hoisted + GEMM_OVERHEAD``. ptxas lands between the accumulators plus GEMM_FLOOR_OVERHEAD (it streams
+    the fragments where registers are short) and ``hoisted * 3/2 + GEMM_BOUND_OVERHEAD`` (mma.sync) or
+    ``hoisted * 2 + FMA_BOUND_OVERHEAD`` (FMA; per-slot addresses hoisted as well), never above
+    :func:`register_cap`.
     """
     t = spec.tile
     products = 2 if spec.b2 is not None else 1
