@@ -58,7 +58,9 @@ def gemm_space(op: Contraction, target: GpuModel) -> Space:
         universe = ("6 <= bm <= 8 and 6 <= bn <= 8 and 6 <= bk <= 7 and wm = 6 and 6 <= wn <= bn and mma = 1")
         groups = [
             ("warpgroups", "(bm - wm) + (bn - wn) <= 1"),
-            ("registers", "wm + wn <= 14"),
+            # A consumer's wgmma needs its WM*WN/128 accumulators and about 26 registers more within the
+            # kernel's .maxnreg: 136 with one consumer (at most 64 x 128), 168 with two (64 x 256 fits).
+            ("registers", "wm + wn <= 13 or (wm + wn <= 14 and (bm - wm) + (bn - wn) = 1)"),
             ("shared_memory", _shared(op, target.smem_per_block, WGMMA_RESERVED_BYTES)),
         ]
         floor = 6
@@ -72,7 +74,10 @@ def gemm_space(op: Contraction, target: GpuModel) -> Space:
         # threads (64 registers each) none without spilling.
         groups = [
             ("threads", "(bm - wm) + (bn - wn) + 5 <= 9"),
-            ("registers", "wm + wn <= 12 and ((bm - wm) + (bn - wn) <= 3 or wm + wn <= 9)"),
+            # FMA: a lane reads WM/4 values of A a k-step and ptxas loads the BK/4 steps ahead, which with the
+            # WM*WN/32 accumulators must stay within 160 registers (beyond, it spills).
+            ("registers", "wm + wn <= 12 and ((bm - wm) + (bn - wn) <= 3 or wm + wn <= 9)"
+                          + ("" if mma else f" and {pow2_sum_le('wm + wn - 5', 'bk + wm - 4', 160)}")),
             # f32 tiles pad each row by 16 bytes against bank conflicts, which at most doubles a row of 4 or more
             ("shared_memory", _shared(op, target.smem_per_block // (1 if mma else 2))),
         ]
