@@ -310,3 +310,70 @@ def test_kernels_compute_the_product(index: int) -> None:
     # an f16 C by its rounding.
     tolerance = {"f32": 1e-5, "f16": 1e-3}[spec.c.dtype]
     np.testing.assert_allclose(got, want, atol=tolerance * np.abs(want).max(), rtol=tolerance)
+
+
+# -- split-K ----------------------------------------------------------------------------------------------------------
+
+SPLIT_TILE = GemmTile(BM=16, BN=32, BK=32, WM=16, WN=16, STAGES=3, SPLITK=4)
+
+
+def split_specs() -> list[tuple[GemmSpec, dict[str, int]]]:
+    """Ragged skinny GEMMs (M=5, N=77, K=1000) split four ways: f16 with a bias+residual epilogue, bf16 from
+    an initial tensor with an odd, dynamic K (element loads), f32 on FMAs split into more shares than K has
+    steps (empty shares), a dual bf16 GEMM, and an even N (pairs of partials in one store)."""
+    init = Tensor("sk_init_c0", "f32", (5, 77))
+    b2 = Tensor("sk_dual_b2", "bf16", (1000, 40))
+    return [
+        (gemm("sk_epi", "f16", 5, 77, 1000, ("mk", "nk"), out="f16", tile=SPLIT_TILE,
+              epilogue=bias_residual("sk_epi", 5, 77, ())), {}),
+        (gemm("sk_init", "bf16", "m", 77, "k", ("km", "kn"), init=init, tile=SPLIT_TILE), {"m": 5, "k": 999}),
+        (gemm("sk_fma", "f32", 5, 77, 40, init_value=0.5,
+              tile=GemmTile(BM=16, BN=32, BK=8, WM=8, WN=16, STAGES=2, SPLITK=8)), {}),
+        (gemm("sk_dual", "bf16", 5, 40, 1000, out="f16", b2=b2, epilogue=silu_mul(),
+              tile=GemmTile(BM=16, BN=32, BK=32, WM=16, WN=16, STAGES=3, SPLITK=2)), {}),
+        (gemm("sk_even", "f16", 9, "n", 1000, batch=(2,), tile=SPLIT_TILE), {"n": 78}),
+    ]
+
+
+def interpret_split(spec: GemmSpec, sizes: dict[str, int], seed: int, launches: int) -> list[np.ndarray]:
+    """Run the split-K kernel ``launches`` times over the same temporaries (zeroed once, as the launcher
+    does), each launch's blocks in another order; C after each launch, and its float64 reference."""
+    rng = np.random.default_rng(seed)
+    (kernel,) = [k for k in emit_gemm(spec, "sm_80") if k.launch.when is None or eval(k.launch.when, {}, sizes)]
+    size = {**sizes, "cdiv": lambda a, b: -(-a // b)}
+    tensors = {t.name: t for t in [spec.a, spec.b, spec.b2, spec.init, spec.c] if t is not None}
+    if spec.epilogue:
+        tensors |= {op.tensor.name: op.tensor for op in spec.epilogue.operands if op.tensor is not None}
+    inputs = {}
+    for name, t in tensors.items():
+        shape = tuple(d if isinstance(d, int) else sizes[d] for d in t.shape)
+        inputs[name] = cast_to(rng.standard_normal(shape), t.dtype)
+    flat = {name: np.ascontiguousarray(v).reshape(-1) for name, v in inputs.items()}
+    for t in kernel.temporaries:
+        count = int(np.prod([eval(str(d), {}, size) for d in t.shape]))
+        flat[t.name] = np.zeros(count, {"f32": np.float32, "i32": np.int32}[t.dtype])
+        tensors[t.name] = t
+    grid = tuple(eval(g, {}, size) for g in kernel.launch.grid)
+    args = [flat[p.name] if p.kind == "tensor" else sizes[p.name] for p in kernel.launch.params]
+    dtypes = [tensors[p.name].dtype if p.kind == "tensor" else None for p in kernel.launch.params]
+    results = []
+    for launch in range(launches):
+        flat[spec.c.name][:] = np.nan
+        run_kernel(kernel.text, grid, kernel.launch.block[0], kernel.launch.shared_bytes, args, dtypes,
+                   seed=None if launch == 0 else seed + launch)
+        counters = flat[kernel.temporaries[1].name]
+        assert not counters.any(), "the last block of each tile resets its counter"
+        results.append(flat[spec.c.name].reshape(inputs[spec.c.name].shape).copy())
+    return [*results, reference(spec, inputs)]
+
+
+@pytest.mark.parametrize("index", range(len(split_specs())))
+def test_split_k_computes_the_product_deterministically(index: int) -> None:
+    spec, sizes = split_specs()[index]
+    *runs, want = interpret_split(spec, sizes, 2000 + index, launches=3)
+    tolerance = {"f32": 1e-5, "f16": 1e-3}[spec.c.dtype]
+    for got in runs:
+        assert not np.isnan(got).any(), "every element of C is written"
+        np.testing.assert_allclose(got, want, atol=tolerance * np.abs(want).max(), rtol=tolerance)
+        # the partials are summed in share order whichever block is last: the same bits every launch
+        np.testing.assert_array_equal(got.view(np.uint8), runs[0].view(np.uint8))
