@@ -5,7 +5,9 @@ the tiles it refuses, with the reason."""
 
 from __future__ import annotations
 
+import math
 import re
+from dataclasses import replace
 from functools import cache
 
 import numpy as np
@@ -14,12 +16,14 @@ from kernel_interpreter import cast_to, run_kernel
 
 from prism.codegen.gpu.gemm import (
     MAX_ACCUMULATORS,
+    MAX_SPLITK,
     SHARED_LIMIT,
     emit_gemm,
     gemm_shared_bytes,
     gemm_tile_problem,
     operand_tiles,
 )
+from prism.codegen.gpu.manifest import evaluate
 from prism.codegen.gpu.ptx import compile_kernels, ptxas, ptxas_path
 from prism.codegen.gpu.spec import Dim, GemmSpec, GemmTile, Kernel, Operand, ScalarFn, Tensor
 from prism.infra.errors import UnsupportedOp
@@ -222,7 +226,8 @@ def test_oversized_and_malformed_tiles_are_refused_with_the_reason() -> None:
         GemmTile(WM=24, BM=96): "powers of two",
         GemmTile(WM=8, WN=64): "multiple of 16",
         GemmTile(STAGES=1): "stages",
-        GemmTile(SPLITK=4): "SPLITK",
+        GemmTile(SPLITK=0): "SPLITK",
+        GemmTile(SPLITK=MAX_SPLITK + 1): "SPLITK",
     }
     for tile, words in cases.items():
         problem = gemm_tile_problem(GemmSpec(**{**spec.__dict__, "tile": tile}), "sm_90a")
@@ -377,3 +382,57 @@ def test_split_k_computes_the_product_deterministically(index: int) -> None:
         np.testing.assert_allclose(got, want, atol=tolerance * np.abs(want).max(), rtol=tolerance)
         # the partials are summed in share order whichever block is last: the same bits every launch
         np.testing.assert_array_equal(got.view(np.uint8), runs[0].view(np.uint8))
+
+
+def skinny_split_specs(dtype: str) -> list[GemmSpec]:
+    """The skinny shapes split-K is for (1, 16 and 128 x 4096 x 4096, a ragged dynamic one, a batched dual
+    GEMM with an epilogue), at the tiles the search gives them."""
+    one = GemmTile(BM=16, BN=64, BK=64, WM=16, WN=32, STAGES=4, SPLITK=16)
+    wide = GemmTile(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3, SPLITK=4)
+    b2 = Tensor(f"skinny_{dtype}_b2", dtype, (2, 4096, 512))
+    return [
+        gemm(f"skinny_{dtype}_1", dtype, 1, 4096, 4096, ("mk", "nk"), out="f16", tile=one),
+        gemm(f"skinny_{dtype}_16", dtype, 16, 4096, 4096, ("mk", "kn"), tile=replace(one, SPLITK=8)),
+        gemm(f"skinny_{dtype}_128", dtype, 128, 4096, 4096, ("mk", "nk"), tile=wide),
+        gemm(f"skinny_{dtype}_dyn", dtype, "m", "n", "k", ("km", "nk"), tile=replace(one, SPLITK=4)),
+        gemm(f"skinny_{dtype}_dual", dtype, 16, 512, 4096, batch=(2,), out="f16", b2=b2, epilogue=silu_mul(),
+             tile=GemmTile(BM=16, BN=64, BK=64, WM=16, WN=32, STAGES=4, SPLITK=8)),
+    ]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("dtype", ("f16", "bf16", "f32"))
+def test_split_k_kernels_assemble_without_spills(dtype: str, chip: str) -> None:
+    """One launch each: the grid's z walks batch x shares, the temporaries are the partials and the per-tile
+    counters; the PTX fences and counts with one atomic add, and does not spill."""
+    specs = skinny_split_specs(dtype)
+    if dtype == "f32":  # FMAs: a smaller warp tile
+        specs = [replace(s, tile=replace(s.tile, WM=min(s.tile.BM // 2, 32), WN=32, BK=16)) for s in specs]
+    kernels = [k for spec in specs for k in emit_gemm(spec, chip)]
+    ptx = compile_kernels(kernels, chip)
+    resources, bodies = ptxas(ptx, chip), entries(ptx)
+    for spec in specs:
+        for kernel in [k for k in kernels if k.name in (spec.name, f"{spec.name}_unaligned")]:
+            used = resources[kernel.name]
+            print(f"{chip} {kernel.name}: {used.registers} registers, {used.spill_bytes} spill bytes")
+            assert used.spill_bytes == 0, f"{kernel.name} spills on {chip}"
+            body = bodies[kernel.name]
+            assert body.count("atom.global.add.u32") == 1 and body.count("fence.acq_rel.gpu") == 2
+            split = spec.tile.SPLITK
+            partials, counters = kernel.temporaries
+            products = 2 if spec.b2 is not None else 1
+            assert partials.dtype == "f32" and partials.shape == (products * split, *spec.batch, spec.m, spec.n)
+            assert counters.dtype == "i32"
+            sizes = {"m": 77, "n": 1000, "k": 3000}
+            tiles = [evaluate(str(d), sizes) for d in counters.shape]
+            grid = [evaluate(g, sizes) for g in kernel.launch.grid]
+            assert tiles[-2:] == [grid[1], grid[0]] and grid[2] == math.prod(tiles[:-2]) * split
+            assert {partials.name, counters.name} <= {p.name for p in kernel.launch.params}
+
+
+def test_split_k_refuses_what_it_cannot_split() -> None:
+    spec = gemm("refuse", "f16", 16, 4096, 4096, tile=GemmTile(BM=16, BN=64, BK=64, WM=16, WN=32, SPLITK=128))
+    assert "SPLITK" in gemm_tile_problem(spec, "sm_80")
+    with pytest.raises(UnsupportedOp, match="SPLITK"):
+        emit_gemm(spec, "sm_80")
