@@ -422,7 +422,9 @@ def test_split_k_kernels_assemble_without_spills(dtype: str, chip: str) -> None:
             split = spec.tile.SPLITK
             partials, counters = kernel.temporaries
             products = 2 if spec.b2 is not None else 1
-            assert partials.dtype == "f32" and partials.shape == (products * split, *spec.batch, spec.m, spec.n)
+            padded = -(-spec.n // spec.tile.BN) * spec.tile.BN if isinstance(spec.n, int) else \
+                f"cdiv({spec.n}, {spec.tile.BN}) * {spec.tile.BN}"
+            assert partials.dtype == "f32" and partials.shape == (products * split, *spec.batch, spec.m, padded)
             assert counters.dtype == "i32"
             sizes = {"m": 77, "n": 1000, "k": 3000}
             tiles = [evaluate(str(d), sizes) for d in counters.shape]
@@ -432,7 +434,16 @@ def test_split_k_kernels_assemble_without_spills(dtype: str, chip: str) -> None:
 
 
 def test_split_k_refuses_what_it_cannot_split() -> None:
-    spec = gemm("refuse", "f16", 16, 4096, 4096, tile=GemmTile(BM=16, BN=64, BK=64, WM=16, WN=32, SPLITK=128))
-    assert "SPLITK" in gemm_tile_problem(spec, "sm_80")
-    with pytest.raises(UnsupportedOp, match="SPLITK"):
-        emit_gemm(spec, "sm_80")
+    """More shares than MAX_SPLITK; warp tiles whose accumulators leave no registers for the last block's sum
+    (64 x 64 on tensor cores, 32 x 64 on FMAs, a dual 32 x 64)."""
+    split = GemmTile(BM=128, BN=128, BK=32, WM=64, WN=64, SPLITK=4)
+    cases = [("f16", replace(split, BM=16, BN=64, WM=16, WN=32, SPLITK=128), {}, "1 to 64 shares"),
+             ("f16", split, {}, "at most 64"),
+             ("f32", replace(split, WM=32), {}, "at most 32"),
+             ("bf16", replace(split, WM=32), {"b2": Tensor("refuse_b2", "bf16", (4096, 4096))}, "at most 64")]
+    for dtype, tile, extra, words in cases:
+        spec = gemm("refuse", dtype, 16, 4096, 4096, tile=tile, **extra)
+        assert words in (gemm_tile_problem(spec, "sm_80") or ""), (tile, gemm_tile_problem(spec, "sm_80"))
+        with pytest.raises(UnsupportedOp, match="SPLITK"):
+            emit_gemm(spec, "sm_80")
+        assert gemm_tile_problem(replace(spec, tile=replace(tile, SPLITK=1)), "sm_80") is None

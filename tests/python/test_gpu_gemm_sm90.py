@@ -277,7 +277,9 @@ SPLIT_TILE = GemmTile(BM=64, BN=128, BK=64, WM=64, WN=128, STAGES=4, SPLITK=8)
          tile=GemmTile(BM=128, BN=128, BK=64, WM=64, WN=128, STAGES=4, SPLITK=4)),
     gemm(m=16, n=520, k=104, batch=(3,), init_value=0.5, tile=dataclasses.replace(SPLIT_TILE, SPLITK=16)),
     gemm(m=16, n=512, k=4096, b2=True, out="f16", tile=GemmTile(BM=64, BN=128, BK=64, WM=64, WN=64, SPLITK=4)),
-], ids=["1x4096x4096", "dynamic", "128x4096x4096-init", "empty-shares-batched", "dual-two-consumers"])
+    gemm(m=512, n=1024, k=2048, b_layout="nk", tile=GemmTile(BM=128, BN=256, BK=64, WM=64, WN=256, SPLITK=4)),
+], ids=["1x4096x4096", "dynamic", "128x4096x4096-init", "empty-shares-batched", "dual-two-consumers",
+        "128-accumulators"])
 def test_split_k_kernel(spec: GemmSpec) -> None:
     """One launch: grid z walks batch x shares; the partials ``[products * SPLITK, batch..., M, N]`` and one
     counter per output tile are temporaries and parameters; only the consumers store partials, fence, meet at
@@ -288,7 +290,8 @@ def test_split_k_kernel(spec: GemmSpec) -> None:
     consumers = (tile.BM // tile.WM) * (tile.BN // tile.WN)
     products = 2 if spec.b2 is not None else 1
     partials, counters = kernel.temporaries
-    assert partials.dtype == "f32" and partials.shape == (products * split, *spec.batch, spec.m, spec.n)
+    padded = -(-spec.n // tile.BN) * tile.BN if isinstance(spec.n, int) else f"cdiv({spec.n}, {tile.BN}) * {tile.BN}"
+    assert partials.dtype == "f32" and partials.shape == (products * split, *spec.batch, spec.m, padded)
     assert counters.dtype == "i32" and counters.shape[:-2] == spec.batch
     assert kernel.launch.grid[2] == (f"{spec.batch[0]} * {split}" if spec.batch else str(split))
     assert [p.name for p in kernel.launch.params if p.kind == "tensor"][-2:] == [partials.name, counters.name]

@@ -39,9 +39,11 @@ grid z also walks the SPLITK shares of K (z = batch index * SPLITK +
 share). A share is ``cdiv(cdiv(K, SPLITK), BK)`` whole BK steps, the last
 shares shorter or empty (an empty share's partial is zero), as the host
 tiled model has it. Each block computes its share's f32 partial tile from
-zero and stores it (pairs of columns in one 8-byte store where N is even)
-into the workspace temporary ``[products * SPLITK, batch..., M, N]``
-(product ``p``, share ``s`` at slab ``p * SPLITK + s``). The block that
+zero and stores its rows inside C (pairs of columns in one 8-byte store)
+into the workspace temporary ``[products * SPLITK, batch..., M, cdiv(N,
+BN) * BN]`` (product ``p``, share ``s`` at slab ``p * SPLITK + s``; rows
+padded to whole N tiles, so that columns need neither masks nor clamps and
+the last block's addresses are a row's start plus constants). The block that
 then adds one to its tile's counter (an i32 temporary, one per output
 tile) and sees SPLITK - 1 is last: it sums the SPLITK partials in share
 order 0, 1, ... onto ``init_value`` (a fixed order, so the result's bits do
@@ -92,6 +94,8 @@ CHUNK_BYTES = 16  # one cp.async, one ldmatrix row
 # stored to shared memory before it.
 HELD_REGISTERS = 144
 MAX_SPLITK = 64  # shares of K; grid z holds batch * SPLITK blocks
+# Accumulators a thread may hold with SPLITK > 1 (tensor cores, FMAs): beyond, the last block's sum spills.
+SPLIT_ACCUMULATORS = {True: 64, False: 32}
 FLAG_BYTES = 16  # shared memory after the ring for a split-K block's count (kept 16-byte aligned)
 SIMT_PAD_BYTES = 16  # padding after each row of an f32 tile: rows 4 apart fall in different banks
 WS = "#gpu.address_space<workgroup>"
@@ -159,14 +163,21 @@ def _cdiv_dim(size: Dim, tile: int) -> Dim:
     return -(-size // tile) if isinstance(size, int) else f"cdiv({size}, {tile})"
 
 
+def padded_n(spec: GemmSpec) -> Dim:
+    """N rounded up to whole N tiles: the length of a row of split-K partials."""
+    t = spec.tile
+    return -(-spec.n // t.BN) * t.BN if isinstance(spec.n, int) else f"cdiv({spec.n}, {t.BN}) * {t.BN}"
+
+
 def splitk_temporaries(spec: GemmSpec) -> tuple[Tensor, Tensor]:
-    """A split-K kernel's temporaries: the f32 partials ``[products * SPLITK, batch..., M, N]`` and the i32
+    """A split-K kernel's temporaries: the f32 partials ``[products * SPLITK, batch..., M, cdiv(N, BN) * BN]``
+    (rows padded to whole N tiles, so that a tile's columns need no mask) and the i32
     counters, one per output tile ``[batch..., cdiv(M, BM), cdiv(N, BN)]``. Named after the tile, so that the
     kernels of one GEMM taking the same tile share them (they run under exclusive launch conditions)."""
     t = spec.tile
     products = 2 if spec.b2 is not None else 1
     stem = f"{spec.name}_splitk{t.SPLITK}_{t.BM}x{t.BN}"
-    partials = Tensor(f"{stem}_partials", "f32", (products * t.SPLITK, *spec.batch, spec.m, spec.n))
+    partials = Tensor(f"{stem}_partials", "f32", (products * t.SPLITK, *spec.batch, spec.m, padded_n(spec)))
     counters = Tensor(f"{stem}_counters", "i32", (*spec.batch, _cdiv_dim(spec.m, t.BM), _cdiv_dim(spec.n, t.BN)))
     return partials, counters
 
@@ -198,6 +209,10 @@ def _knob_problem(tile: GemmTile, dtype: str, dual: bool) -> str | None:
         return f"STAGES={tile.STAGES}: the pipeline needs 2 to 8 stages"
     if not 1 <= tile.SPLITK <= MAX_SPLITK:
         return f"SPLITK={tile.SPLITK}: K splits into 1 to {MAX_SPLITK} shares"
+    limit = SPLIT_ACCUMULATORS[mma]
+    if tile.SPLITK > 1 and accumulators > limit:
+        return (f"SPLITK={tile.SPLITK} with {accumulators} f32 accumulators a thread: the last block's sum of the "
+                f"partials needs registers besides them, so a split tile holds at most {limit}")
     return None
 
 
@@ -866,16 +881,17 @@ class GemmWriter:
         """The partials' offset of slab (product of accumulator ``index``, ``share``) plus C's batch rows."""
         per_product = self.tile.WM * self.tile.WN // 32 // (4 if self.mma else 1)
         slab = self.op("addi", share, index // per_product * self.tile.SPLITK)
-        return self.op("addi", self.op("muli", slab, self.c_numel), self.op("muli", self.c_rows, self.sizes["n"]))
+        return self.op("addi", self.op("muli", slab, self.slab_size), self.op("muli", self.c_rows, self.row_pitch))
 
     def split_epilogue(self, accs: list[str]) -> None:
         """Store this share's partial, count it; the tile's last block sums the partials in share order,
         runs the epilogue and resets the counter."""
         t = self.t
-        numel = self.op("muli", self.sizes["m"], self.sizes["n"])
+        self.row_pitch = self.op("muli", self.op("ceildivui", self.sizes["n"], self.tile.BN), self.tile.BN, "pitch")
+        size = self.op("muli", self.sizes["m"], self.row_pitch)
         for d in self.spec.batch:
-            numel = self.op("muli", numel, self.dim(d))
-        self.c_numel = numel
+            size = self.op("muli", size, self.dim(d))
+        self.slab_size = size
         runs = self.held_runs(len(accs))
         self.store_partials(accs, runs)
         last, counter = self.count_share()
@@ -891,22 +907,20 @@ class GemmWriter:
         return self.tensors[-2], self.tensors[-1]
 
     def store_partials(self, accs: list[str], runs: list[tuple[int, list[int], str, str]]) -> None:
-        """Each held value inside C into the partials (a pair of columns in one store where N is even)."""
+        """Each held value of a row inside C into the partials, whose rows reach the last N tile's end (so that
+        columns need no mask); a pair of columns in one 8-byte store."""
         t, ws = self.t, self.ssa[self.workspace[0].name]
         for index, lanes, row, col in runs:
             values = [t.value(f"vector.extract {accs[index]}[{j}] : f32 from vector<4xf32>", "e")
                       for j in lanes] or [accs[index]]
             at = self.op("addi", self.partial_base(index, self.share),
-                         self.op("addi", self.op("muli", row, self.sizes["n"]), col))
-            row_in = self.cmp("ult", row, self.sizes["m"])
-            if len(values) == 2 and self.widths["c"] == 2:  # N even: col < N puts both columns inside
-                with t.if_(self.both(row_in, self.cmp("ult", col, self.sizes["n"]))):
+                         self.op("addi", self.op("muli", row, self.row_pitch), col))
+            with t.if_(self.cmp("ult", row, self.sizes["m"])):
+                if len(values) == 2:
                     pair = t.value(f"vector.from_elements {values[0]}, {values[1]} : vector<2xf32>", "pair")
                     t.add(f"vector.store {pair}, {ws}[{at}] {{alignment = 8}} : memref<?xf32>, vector<2xf32>")
-                continue
-            for j, value in enumerate(values):
-                with t.if_(self.both(row_in, self.cmp("ult", self.op("addi", col, j), self.sizes["n"]))):
-                    t.add(f"memref.store {value}, {ws}[{self.op('addi', at, j)}] : memref<?xf32>")
+                else:
+                    t.add(f"memref.store {values[0]}, {ws}[{at}] : memref<?xf32>")
 
     def count_share(self) -> tuple[str, str]:
         """Fence, barrier, thread 0's count of the tile's shares, barrier: whether this block is the last (an
@@ -931,33 +945,24 @@ class GemmWriter:
 
     def sum_partials(self, count: int, runs: list[tuple[int, list[int], str, str]]) -> list[str]:
         """The accumulators from ``init_value`` (a dual's second from zero) plus every share's partial in
-        share order. Loads are clamped into C: values outside it are never stored."""
+        share order. Rows are clamped into C and columns lie within the padded rows, so every load is in
+        bounds; the values outside C are never stored."""
         t, ws = self.t, self.ssa[self.workspace[0].name]
-        paired = self.widths["c"] == 2
-        places = []
-        for index, lanes, row, col in runs:
-            row = self.op("minui", row, self.op("subi", self.sizes["m"], 1))
-            width = 2 if paired and lanes else 1
-            cols = [self.op("minui", col, self.op("subi", self.sizes["n"], 2))] if width == 2 else [
-                self.op("minui", self.op("addi", col, j), self.op("subi", self.sizes["n"], 1))
-                for j in range(len(lanes) or 1)]
-            places.append([self.op("addi", self.op("muli", row, self.sizes["n"]), c) for c in cols])
+        last_row = self.op("subi", self.sizes["m"], 1)
+        places = [self.op("addi", self.op("muli", self.op("minui", row, last_row), self.row_pitch), col)
+                  for _, _, row, col in runs]
         init, typ = self.initial_accumulators(self.spec.init_value)
         with t.for_carried(t.const(0), t.const(self.tile.SPLITK), t.const(1), init, typ, ("s", "p", "ps")) as loop:
             lanes_of: dict[int, dict[int, str]] = {i: {} for i in range(count)}
-            for (index, lanes, _, _), offsets in zip(runs, places, strict=True):
-                base = self.partial_base(index, loop.iv)
-                if len(offsets) == 1 and len(lanes) == 2:
-                    pair = t.value(f"vector.load {ws}[{self.op('addi', base, offsets[0])}] {{alignment = 8}} : "
-                                   "memref<?xf32>, vector<2xf32>", "pp")
-                    values = [t.value(f"vector.extract {pair}[{j}] : f32 from vector<2xf32>", "e") for j in range(2)]
+            for (index, lanes, _, _), place in zip(runs, places, strict=True):
+                at = self.op("addi", self.partial_base(index, loop.iv), place)
+                if lanes:
+                    pair = t.value(f"vector.load {ws}[{at}] {{alignment = 8}} : memref<?xf32>, vector<2xf32>", "pp")
+                    for j, lane in enumerate(lanes):
+                        lanes_of[index][lane] = t.value(f"vector.extract {pair}[{j}] : f32 from vector<2xf32>", "e")
                 else:
-                    values = [t.value(f"memref.load {ws}[{self.op('addi', base, o)}] : memref<?xf32>", "e")
-                              for o in offsets]
-                for j, value in zip(lanes or [0], values, strict=True):
-                    lanes_of[index][j] = value
-            yield_ = [self.add_partial(loop.args[i], lanes_of[i]) for i in range(count)]
-            t.yield_(yield_, [typ] * count)
+                    lanes_of[index][0] = t.value(f"memref.load {ws}[{at}] : memref<?xf32>", "e")
+            t.yield_([self.add_partial(loop.args[i], lanes_of[i]) for i in range(count)], [typ] * count)
         return loop.results
 
     def add_partial(self, acc: str, values: dict[int, str]) -> str:

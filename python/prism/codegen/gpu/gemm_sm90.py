@@ -747,10 +747,12 @@ class _Writer:
         the accumulators' start, runs the epilogue and resets the tile's counter."""
         t, spec = self.t, self.spec
         partials, counters = (_ssa("t_", x.name) for x in splitk_temporaries(spec))
-        numel = self.index("muli", self.dim(spec.m), self.dim(spec.n))
+        self.pitch = self.index("muli", self.index("ceildivui", self.dim(spec.n), t.const(spec.tile.BN)),
+                                t.const(spec.tile.BN), "pitch")
+        size = self.index("muli", self.dim(spec.m), self.pitch)
         for d in spec.batch:
-            numel = self.index("muli", numel, self.dim(d))
-        self.c_numel = numel
+            size = self.index("muli", size, self.dim(d))
+        self.slab_size = size
         self.first_consumer = t.value(f"arith.cmpi eq, {self.tid}, {t.const(WARPGROUP)} : index", "firstc")
         self.store_partials(accs, partials)
         last, tile = self.count_share(counters)
@@ -762,31 +764,47 @@ class _Writer:
                 t.add(f"memref.store {zero}, {counters}[{tile}] : memref<?xi32>")
 
     def slab(self, product: int, share: str) -> str:
-        """The partials' offset of (product, share): slab ``product * SPLITK + share`` of C's size."""
+        """The partials' offset of (product, share): slab ``product * SPLITK + share``."""
         t = self.t
         slab = self.index("addi", share, t.const(product * self.spec.tile.SPLITK))
-        return self.index("muli", slab, self.c_numel, "slab")
+        return self.index("muli", slab, self.slab_size, "slab")
+
+    def partial_place(self, row: str, col: str) -> str:
+        """The offset of (``row``, ``col``) of the block's batch index within a slab (rows of ``pitch``)."""
+        start = self.index("addi", self.index("muli", self.bz, self.dim(self.spec.m)), row)
+        return self.index("addi", self.index("muli", start, self.pitch), col)
+
+    def pairs(self) -> list[tuple[int, int, str, str, str]]:
+        """Each pair of adjacent fragment elements ``(block, i)``, ``i + 1``: its row, whether the row is in C,
+        and its first column (even: the pair is 8-byte aligned in the padded rows)."""
+        t, spec = self.t, self.spec
+        m = self.dim(spec.m)
+        rows: dict[int, tuple[str, str]] = {}
+        out = []
+        for mb in range(spec.tile.WM // WGMMA_M):
+            for i in range(0, spec.tile.WN // 2, 2):
+                dr, dc = fragment_offset(i)
+                dr += mb * WGMMA_M
+                if dr not in rows:
+                    row = self.index("addi", self.m_first, t.const(dr), "row")
+                    rows[dr] = (row, t.value(f"arith.cmpi ult, {row}, {m} : index", "rowok"))
+                out.append((mb, i, *rows[dr], self.index("addi", self.n_first, t.const(dc), "col")))
+        return out
 
     def store_partials(self, accs: list[str], partials: str) -> None:
-        """Each fragment element inside C into its slab (pairs of columns in one 8-byte store where C's rows
-        keep them aligned)."""
+        """Each fragment pair of a row inside C into its slab in one 8-byte store (the partials' rows reach the
+        last N tile's end, so that columns need no mask)."""
         t, blocks = self.t, self.spec.tile.WM // WGMMA_M
         bases = [self.slab(j, self.share) for j in range(self.plan.accumulators)]
-        for mb, i, (_, _, start), pair_ok, elements in self.fragment():
-            for j, base in enumerate(bases):
-                acc = accs[j * blocks + mb]
-                values = [t.value(f"llvm.extractvalue {acc}[{i + e}] : {self.acc_type}", "a") for e in range(2)]
-                if pair_ok is not None:
-                    with t.if_(pair_ok):
-                        pair = t.value(f"vector.from_elements {values[0]}, {values[1]} : vector<2xf32>", "pair")
-                        at = self.index("addi", base, self.index("addi", start, elements[0][0]))
-                        t.add(f"vector.store {pair}, {partials}[{at}] {{alignment = 8}} : memref<?xf32>, "
-                              "vector<2xf32>")
-                    continue
-                for value, (col, ok) in zip(values, elements, strict=True):
-                    with t.if_(ok):
-                        at = self.index("addi", base, self.index("addi", start, col))
-                        t.add(f"memref.store {value}, {partials}[{at}] : memref<?xf32>")
+        for mb, i, row, row_ok, col in self.pairs():
+            with t.if_(row_ok):
+                place = self.partial_place(row, col)
+                for j, base in enumerate(bases):
+                    acc = accs[j * blocks + mb]
+                    values = [t.value(f"llvm.extractvalue {acc}[{i + e}] : {self.acc_type}", "a") for e in range(2)]
+                    pair = t.value(f"vector.from_elements {values[0]}, {values[1]} : vector<2xf32>", "pair")
+                    t.add(f"vector.store {pair}, {partials}[{self.index('addi', base, place)}] {{alignment = 8}} : "
+                          "memref<?xf32>, vector<2xf32>")
 
     def count_share(self, counters: str) -> tuple[str, str]:
         """Fence, the consumers' barrier, the first consumer thread's count of the tile's shares, barrier:
@@ -818,27 +836,24 @@ class _Writer:
 
     def sum_partials(self, partials: str) -> list[str]:
         """The accumulators from their start (``init`` or ``init_value``) plus every share's partial, in share
-        order. Loads are clamped into C: values outside it are never stored."""
+        order. Rows are clamped into C and columns lie within the padded rows, so every load is in bounds; the
+        values outside C are never stored."""
         t, spec = self.t, self.spec
-        m, n, blocks = self.dim(spec.m), self.dim(spec.n), spec.tile.WM // WGMMA_M
-        places = []
-        for mb, i, (row, _, _), pair_ok, elements in self.fragment():
-            row = self.index("minui", row, self.index("subi", m, t.const(1)))
-            start = self.index("muli", self.index("addi", self.index("muli", self.bz, m), row), n)
-            if pair_ok is not None:
-                cols = [self.index("minui", elements[0][0], self.index("subi", n, t.const(2)))]
-            else:
-                cols = [self.index("minui", col, self.index("subi", n, t.const(1))) for col, _ in elements]
-            places.append((mb, i, [self.index("addi", start, c) for c in cols]))
+        blocks = spec.tile.WM // WGMMA_M
+        last_row = self.index("subi", self.dim(spec.m), t.const(1))
+        places = [(mb, i, self.partial_place(self.index("minui", row, last_row), col))
+                  for mb, i, row, _, col in self.pairs()]
         init = self.initial_accumulators()
         with t.for_carried(t.const(0), t.const(spec.tile.SPLITK), t.const(1), init, self.acc_type,
                            ("s", "p", "ps")) as loop:
             accs = list(loop.args)
             for j in range(self.plan.accumulators):
                 base = self.slab(j, loop.iv)
-                for mb, i, offsets in places:
-                    values = self.load_partial(partials, base, offsets)
-                    for e, value in enumerate(values):
+                for mb, i, place in places:
+                    pair = t.value(f"vector.load {partials}[{self.index('addi', base, place)}] {{alignment = 8}} : "
+                                   "memref<?xf32>, vector<2xf32>", "pp")
+                    for e in range(2):
+                        value = t.value(f"vector.extract {pair}[{e}] : f32 from vector<2xf32>", "e")
                         acc = accs[j * blocks + mb]
                         old = t.value(f"llvm.extractvalue {acc}[{i + e}] : {self.acc_type}", "a")
                         new = t.value(f"arith.addf {old}, {value} : f32", "a")
@@ -846,16 +861,6 @@ class _Writer:
                                                         "acc")
             t.yield_(accs, [self.acc_type] * len(accs))
         return loop.results
-
-    def load_partial(self, partials: str, base: str, offsets: list[str]) -> list[str]:
-        """Two adjacent partial values: one 8-byte load from a pair's place, or one load each."""
-        t = self.t
-        if len(offsets) == 1:
-            pair = t.value(f"vector.load {partials}[{self.index('addi', base, offsets[0])}] {{alignment = 8}} : "
-                           "memref<?xf32>, vector<2xf32>", "pp")
-            return [t.value(f"vector.extract {pair}[{e}] : f32 from vector<2xf32>", "e") for e in range(2)]
-        return [t.value(f"memref.load {partials}[{self.index('addi', base, o)}] : memref<?xf32>", "e")
-                for o in offsets]
 
 
 def fragment_offset(i: int) -> tuple[int, int]:
