@@ -15,7 +15,9 @@ of indices, fragments, masks and cp.async groups, not the placement of
 barriers. A load or store of an active thread outside its buffer raises
 IndexError.
 
-Only the ops Prism's kernels use are known; any other raises
+Blocks run one at a time in grid order (x fastest), so that the last of a
+split-K tile's blocks to count its share is well defined. Only the ops
+Prism's kernels use are known; any other raises
 NotImplementedError with its name.
 """
 
@@ -28,7 +30,7 @@ import numpy as np
 from mlir import ir
 
 FLOATS = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "bf16": np.float32}
-BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
+BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i32": 4}
 INTS = {"index": np.int64, "i64": np.int64, "i32": np.int32, "i16": np.int16, "i8": np.int8, "i1": np.bool_}
 
 
@@ -253,7 +255,7 @@ def _view(block: Block, op: Op, args: list, mask: np.ndarray) -> Buffer:
     offset = block.uniform(args[1], mask)
     elt = element_type(op.types[0])
     count = int(op.types[0].split("<", 1)[1].split("x")[0])
-    buffer = Buffer(np.zeros(count, FLOATS.get(elt, np.float32)), elt, shared=True, offset=offset)
+    buffer = Buffer(np.zeros(count, FLOATS.get(elt) or INTS[elt]), elt, shared=True, offset=offset)
     size = count * BYTES[elt]
     for other_offset, other_size in block.views:
         if offset < other_offset + other_size and other_offset < offset + size:
@@ -330,8 +332,10 @@ def _if(block: Block, op: Op, args: list, mask: np.ndarray) -> list:
 
 
 def _for(block: Block, op: Op, args: list, mask: np.ndarray) -> list:
-    lo, hi, step = (block.uniform(a, mask) for a in args[:3])
     carried = list(args[3:])
+    if not mask.any():  # a loop under a branch no thread takes
+        return carried
+    lo, hi, step = (block.uniform(a, mask) for a in args[:3])
     iv, *names = op.blocks[0][0]
     for i in range(lo, hi, step):
         block.env[iv] = np.full(block.threads, i, np.int64)
@@ -423,6 +427,23 @@ def _barrier(block: Block, op: Op, args: list, mask: np.ndarray) -> None:
     block.epoch += 1
 
 
+def _atomic_rmw(block: Block, op: Op, args: list, mask: np.ndarray) -> np.ndarray:
+    """``memref.atomic_rmw`` (addi, addf) on a global buffer: the active threads in order of their ids, each
+    reading the value the one before left; the value each read."""
+    kind = ir.IntegerAttr(op.attrs["kind"]).value  # arith::AtomicRMWKind: addf = 0, addi = 1
+    if kind not in (0, 1):
+        raise NotImplementedError(f"memref.atomic_rmw of kind {kind}")
+    value, buffer, index = args
+    if buffer.shared:
+        raise NotImplementedError("memref.atomic_rmw on shared memory")
+    index = _check(buffer, index, mask, "memref.atomic_rmw")
+    old = np.zeros(block.threads, buffer.data.dtype)
+    for thread in np.flatnonzero(mask):
+        old[thread] = buffer.data[index[thread]]
+        buffer.data[index[thread]] = old[thread] + value[thread]
+    return old
+
+
 def _nothing(block: Block, op: Op, args: list, mask: np.ndarray) -> list:
     return [None] * len(op.results)
 
@@ -452,14 +473,17 @@ HANDLERS: dict[str, Callable] = {
     "nvgpu.device_async_copy": _async_copy, "nvgpu.device_async_create_group": _commit,
     "nvvm.cp.async.commit.group": _commit, "nvvm.cp.async.wait.group": _wait,
     "nvgpu.ldmatrix": _ldmatrix, "nvvm.mma.sync": _mma, "llvm.extractvalue": _extractvalue,
+    # Blocks run one after another, so a block sees every store of those before it: a fence has nothing to do.
+    "memref.atomic_rmw": _atomic_rmw, "llvm.fence": _nothing,
 }
 
 
 def run_kernel(text: str, grid: tuple[int, int, int], threads: int, shared_bytes: int,
-               args: list[np.ndarray | int], dtypes: list[str | None]) -> None:
+               args: list[np.ndarray | int], dtypes: list[str | None], seed: int | None = None) -> None:
     """Run the ``gpu.func`` in ``text`` over ``grid`` with ``args`` in parameter order (numpy arrays for
     tensors, written in place; ints for size symbols). ``dtypes`` gives each tensor's element type (None for
-    sizes); bf16 tensors are f32 arrays holding bf16 values."""
+    sizes); bf16 tensors are f32 arrays holding bf16 values. Blocks run in grid order, or with ``seed`` in
+    an order shuffled by it."""
     with ir.Context() as ctx:
         ctx.allow_unregistered_dialects = False
         module = ir.Module.parse("module attributes {gpu.container_module} {\n gpu.module @m {\n" + text + "\n}\n}")
@@ -468,9 +492,10 @@ def run_kernel(text: str, grid: tuple[int, int, int], threads: int, shared_bytes
         params, body = translate(func.regions[0].blocks[0], keys)
     buffers = [Buffer(a, d) if d is not None else np.full(threads, a, np.int64)
                for a, d in zip(args, dtypes, strict=True)]
-    for z in range(grid[2]):
-        for y in range(grid[1]):
-            for x in range(grid[0]):
-                block = Block(threads, (x, y, z), shared_bytes)
-                block.env.update(zip(params, buffers, strict=True))
-                block.run(body, np.ones(threads, bool))
+    order = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
+    if seed is not None:
+        order = [order[i] for i in np.random.default_rng(seed).permutation(len(order))]
+    for block_id in order:
+        block = Block(threads, block_id, shared_bytes)
+        block.env.update(zip(params, buffers, strict=True))
+        block.run(body, np.ones(threads, bool))

@@ -5,7 +5,9 @@ the tiles it refuses, with the reason."""
 
 from __future__ import annotations
 
+import math
 import re
+from dataclasses import replace
 from functools import cache
 
 import numpy as np
@@ -14,12 +16,14 @@ from kernel_interpreter import cast_to, run_kernel
 
 from prism.codegen.gpu.gemm import (
     MAX_ACCUMULATORS,
+    MAX_SPLITK,
     SHARED_LIMIT,
     emit_gemm,
     gemm_shared_bytes,
     gemm_tile_problem,
     operand_tiles,
 )
+from prism.codegen.gpu.manifest import evaluate
 from prism.codegen.gpu.ptx import compile_kernels, ptxas, ptxas_path
 from prism.codegen.gpu.spec import Dim, GemmSpec, GemmTile, Kernel, Operand, ScalarFn, Tensor
 from prism.infra.errors import UnsupportedOp
@@ -222,7 +226,8 @@ def test_oversized_and_malformed_tiles_are_refused_with_the_reason() -> None:
         GemmTile(WM=24, BM=96): "powers of two",
         GemmTile(WM=8, WN=64): "multiple of 16",
         GemmTile(STAGES=1): "stages",
-        GemmTile(SPLITK=4): "SPLITK",
+        GemmTile(SPLITK=0): "SPLITK",
+        GemmTile(SPLITK=MAX_SPLITK + 1): "SPLITK",
     }
     for tile, words in cases.items():
         problem = gemm_tile_problem(GemmSpec(**{**spec.__dict__, "tile": tile}), "sm_90a")
@@ -310,3 +315,135 @@ def test_kernels_compute_the_product(index: int) -> None:
     # an f16 C by its rounding.
     tolerance = {"f32": 1e-5, "f16": 1e-3}[spec.c.dtype]
     np.testing.assert_allclose(got, want, atol=tolerance * np.abs(want).max(), rtol=tolerance)
+
+
+# -- split-K ----------------------------------------------------------------------------------------------------------
+
+SPLIT_TILE = GemmTile(BM=16, BN=32, BK=32, WM=16, WN=16, STAGES=3, SPLITK=4)
+
+
+def split_specs() -> list[tuple[GemmSpec, dict[str, int]]]:
+    """Ragged skinny GEMMs (M=5, N=77, K=1000) split four ways: f16 with a bias+residual epilogue, bf16 from
+    an initial tensor with an odd, dynamic K (element loads), f32 on FMAs split into more shares than K has
+    steps (empty shares), a dual bf16 GEMM, and an even N (pairs of partials in one store)."""
+    init = Tensor("sk_init_c0", "f32", (5, 77))
+    b2 = Tensor("sk_dual_b2", "bf16", (1000, 40))
+    return [
+        (gemm("sk_epi", "f16", 5, 77, 1000, ("mk", "nk"), out="f16", tile=SPLIT_TILE,
+              epilogue=bias_residual("sk_epi", 5, 77, ())), {}),
+        (gemm("sk_init", "bf16", "m", 77, "k", ("km", "kn"), init=init, tile=SPLIT_TILE), {"m": 5, "k": 999}),
+        (gemm("sk_fma", "f32", 5, 77, 40, init_value=0.5,
+              tile=GemmTile(BM=16, BN=32, BK=8, WM=8, WN=16, STAGES=2, SPLITK=8)), {}),
+        (gemm("sk_dual", "bf16", 5, 40, 1000, out="f16", b2=b2, epilogue=silu_mul(),
+              tile=GemmTile(BM=16, BN=32, BK=32, WM=16, WN=16, STAGES=3, SPLITK=2)), {}),
+        (gemm("sk_even", "f16", 9, "n", 1000, batch=(2,), tile=SPLIT_TILE), {"n": 78}),
+    ]
+
+
+def interpret_split(spec: GemmSpec, sizes: dict[str, int], seed: int, launches: int) -> list[np.ndarray]:
+    """Run the split-K kernel ``launches`` times over the same temporaries (zeroed once, as the launcher
+    does), each launch's blocks in another order; C after each launch, and its float64 reference."""
+    rng = np.random.default_rng(seed)
+    (kernel,) = [k for k in emit_gemm(spec, "sm_80") if k.launch.when is None or eval(k.launch.when, {}, sizes)]
+    size = {**sizes, "cdiv": lambda a, b: -(-a // b)}
+    tensors = {t.name: t for t in [spec.a, spec.b, spec.b2, spec.init, spec.c] if t is not None}
+    if spec.epilogue:
+        tensors |= {op.tensor.name: op.tensor for op in spec.epilogue.operands if op.tensor is not None}
+    inputs = {}
+    for name, t in tensors.items():
+        shape = tuple(d if isinstance(d, int) else sizes[d] for d in t.shape)
+        inputs[name] = cast_to(rng.standard_normal(shape), t.dtype)
+    flat = {name: np.ascontiguousarray(v).reshape(-1) for name, v in inputs.items()}
+    for t in kernel.temporaries:
+        count = int(np.prod([eval(str(d), {}, size) for d in t.shape]))
+        flat[t.name] = np.zeros(count, {"f32": np.float32, "i32": np.int32}[t.dtype])
+        tensors[t.name] = t
+    grid = tuple(eval(g, {}, size) for g in kernel.launch.grid)
+    args = [flat[p.name] if p.kind == "tensor" else sizes[p.name] for p in kernel.launch.params]
+    dtypes = [tensors[p.name].dtype if p.kind == "tensor" else None for p in kernel.launch.params]
+    results = []
+    for launch in range(launches):
+        flat[spec.c.name][:] = np.nan
+        run_kernel(kernel.text, grid, kernel.launch.block[0], kernel.launch.shared_bytes, args, dtypes,
+                   seed=None if launch == 0 else seed + launch)
+        counters = flat[kernel.temporaries[1].name]
+        assert not counters.any(), "the last block of each tile resets its counter"
+        results.append(flat[spec.c.name].reshape(inputs[spec.c.name].shape).copy())
+    return [*results, reference(spec, inputs)]
+
+
+@pytest.mark.parametrize("index", range(len(split_specs())))
+def test_split_k_computes_the_product_deterministically(index: int) -> None:
+    spec, sizes = split_specs()[index]
+    *runs, want = interpret_split(spec, sizes, 2000 + index, launches=3)
+    tolerance = {"f32": 1e-5, "f16": 1e-3}[spec.c.dtype]
+    for got in runs:
+        assert not np.isnan(got).any(), "every element of C is written"
+        np.testing.assert_allclose(got, want, atol=tolerance * np.abs(want).max(), rtol=tolerance)
+        # the partials are summed in share order whichever block is last: the same bits every launch
+        np.testing.assert_array_equal(got.view(np.uint8), runs[0].view(np.uint8))
+
+
+def skinny_split_specs(dtype: str) -> list[GemmSpec]:
+    """The skinny shapes split-K is for (1, 16 and 128 x 4096 x 4096, a ragged dynamic one, a batched dual
+    GEMM with an epilogue), at the tiles the search gives them."""
+    one = GemmTile(BM=16, BN=64, BK=64, WM=16, WN=32, STAGES=4, SPLITK=16)
+    wide = GemmTile(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3, SPLITK=4)
+    b2 = Tensor(f"skinny_{dtype}_b2", dtype, (2, 4096, 512))
+    return [
+        gemm(f"skinny_{dtype}_1", dtype, 1, 4096, 4096, ("mk", "nk"), out="f16", tile=one),
+        gemm(f"skinny_{dtype}_16", dtype, 16, 4096, 4096, ("mk", "kn"), tile=replace(one, SPLITK=8)),
+        gemm(f"skinny_{dtype}_128", dtype, 128, 4096, 4096, ("mk", "nk"), tile=wide),
+        gemm(f"skinny_{dtype}_dyn", dtype, "m", "n", "k", ("km", "nk"), tile=replace(one, SPLITK=4)),
+        gemm(f"skinny_{dtype}_dual", dtype, 16, 512, 4096, batch=(2,), out="f16", b2=b2, epilogue=silu_mul(),
+             tile=GemmTile(BM=16, BN=64, BK=64, WM=16, WN=32, STAGES=4, SPLITK=8)),
+    ]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("dtype", ("f16", "bf16", "f32"))
+def test_split_k_kernels_assemble_without_spills(dtype: str, chip: str) -> None:
+    """One launch each: the grid's z walks batch x shares, the temporaries are the partials and the per-tile
+    counters; the PTX fences and counts with one atomic add, and does not spill."""
+    specs = skinny_split_specs(dtype)
+    if dtype == "f32":  # FMAs: a smaller warp tile
+        specs = [replace(s, tile=replace(s.tile, WM=min(s.tile.BM // 2, 32), WN=32, BK=16)) for s in specs]
+    kernels = [k for spec in specs for k in emit_gemm(spec, chip)]
+    ptx = compile_kernels(kernels, chip)
+    resources, bodies = ptxas(ptx, chip), entries(ptx)
+    for spec in specs:
+        for kernel in [k for k in kernels if k.name in (spec.name, f"{spec.name}_unaligned")]:
+            used = resources[kernel.name]
+            print(f"{chip} {kernel.name}: {used.registers} registers, {used.spill_bytes} spill bytes")
+            assert used.spill_bytes == 0, f"{kernel.name} spills on {chip}"
+            body = bodies[kernel.name]
+            assert body.count("atom.global.add.u32") == 1 and body.count("fence.acq_rel.gpu") == 2
+            split = spec.tile.SPLITK
+            partials, counters = kernel.temporaries
+            products = 2 if spec.b2 is not None else 1
+            padded = -(-spec.n // spec.tile.BN) * spec.tile.BN if isinstance(spec.n, int) else \
+                f"cdiv({spec.n}, {spec.tile.BN}) * {spec.tile.BN}"
+            assert partials.dtype == "f32" and partials.shape == (products * split, *spec.batch, spec.m, padded)
+            assert counters.dtype == "i32"
+            sizes = {"m": 77, "n": 1000, "k": 3000}
+            tiles = [evaluate(str(d), sizes) for d in counters.shape]
+            grid = [evaluate(g, sizes) for g in kernel.launch.grid]
+            assert tiles[-2:] == [grid[1], grid[0]] and grid[2] == math.prod(tiles[:-2]) * split
+            assert {partials.name, counters.name} <= {p.name for p in kernel.launch.params}
+
+
+def test_split_k_refuses_what_it_cannot_split() -> None:
+    """More shares than MAX_SPLITK; warp tiles whose accumulators leave no registers for the last block's sum
+    (64 x 64 on tensor cores, 32 x 64 on FMAs, a dual 32 x 64)."""
+    split = GemmTile(BM=128, BN=128, BK=32, WM=64, WN=64, SPLITK=4)
+    cases = [("f16", replace(split, BM=16, BN=64, WM=16, WN=32, SPLITK=128), {}, "1 to 64 shares"),
+             ("f16", split, {}, "at most 64"),
+             ("f32", replace(split, WM=32), {}, "at most 32"),
+             ("bf16", replace(split, WM=32), {"b2": Tensor("refuse_b2", "bf16", (4096, 4096))}, "at most 64")]
+    for dtype, tile, extra, words in cases:
+        spec = gemm("refuse", dtype, 16, 4096, 4096, tile=tile, **extra)
+        assert words in (gemm_tile_problem(spec, "sm_80") or ""), (tile, gemm_tile_problem(spec, "sm_80"))
+        with pytest.raises(UnsupportedOp, match="SPLITK"):
+            emit_gemm(spec, "sm_80")
+        assert gemm_tile_problem(replace(spec, tile=replace(tile, SPLITK=1)), "sm_80") is None

@@ -79,7 +79,8 @@ def check_kernel(spec: GemmSpec) -> tuple[str, ptx.KernelResources]:
     (gemm(tile=GemmTile(BM=256, BN=128, BK=64, WM=64, WN=128)), "one or two consumer warpgroups"),
     (gemm(tile=GemmTile(BM=128, BN=256, BK=128, WM=64, WN=256, STAGES=4)), "shared memory"),
     (gemm(tile=GemmTile(BM=128, BN=256, BK=64, WM=128, WN=256)), "accumulator registers"),
-    (gemm(tile=GemmTile(BM=128, BN=128, BK=64, WM=64, WN=128, SPLITK=2)), "split"),
+    (gemm(tile=GemmTile(BM=128, BN=128, BK=64, WM=64, WN=128, SPLITK=0)), "SPLITK=0"),
+    (gemm(tile=GemmTile(BM=128, BN=128, BK=64, WM=64, WN=128, SPLITK=65)), "SPLITK=65"),
     (gemm(tile=GemmTile(BM=128, BN=128, BK=64, WM=64, WN=128, STAGES=1)), "STAGES=1"),
 ])
 def test_refuses_what_tma_and_wgmma_cannot_do(spec: GemmSpec, reason: str) -> None:
@@ -261,3 +262,59 @@ def test_two_batch_dimensions_init_value_and_a_row_scale() -> None:
     assert kernel.launch.params[0].tensormap.dims == ("80", "1000", "2 * h")
     text, _ = check_kernel(spec)
     assert str(int.from_bytes(struct.pack("<f", 1.5), "little")) in text  # the accumulators start at 1.5
+
+
+# -- split-K -----------------------------------------------------------------------------------------------------
+
+SPLIT_TILE = GemmTile(BM=64, BN=128, BK=64, WM=64, WN=128, STAGES=4, SPLITK=8)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("spec", [
+    gemm(m=1, n=4096, k=4096, b_layout="nk", out="bf16", dtype="bf16", tile=SPLIT_TILE),
+    gemm(m=16, n="n", k="k", tile=dataclasses.replace(SPLIT_TILE, SPLITK=16)),
+    gemm(m=128, n=4096, k=4096, b_layout="nk", out="f16", init=Tensor("c0", "f32", (128, 4096)),
+         tile=GemmTile(BM=128, BN=128, BK=64, WM=64, WN=128, STAGES=4, SPLITK=4)),
+    gemm(m=16, n=520, k=104, batch=(3,), init_value=0.5, tile=dataclasses.replace(SPLIT_TILE, SPLITK=16)),
+    gemm(m=16, n=512, k=4096, b2=True, out="f16", tile=GemmTile(BM=64, BN=128, BK=64, WM=64, WN=64, SPLITK=4)),
+    gemm(m=512, n=1024, k=2048, b_layout="nk", tile=GemmTile(BM=128, BN=256, BK=64, WM=64, WN=256, SPLITK=4)),
+], ids=["1x4096x4096", "dynamic", "128x4096x4096-init", "empty-shares-batched", "dual-two-consumers",
+        "128-accumulators"])
+def test_split_k_kernel(spec: GemmSpec) -> None:
+    """One launch: grid z walks batch x shares; the partials ``[products * SPLITK, batch..., M, N]`` and one
+    counter per output tile are temporaries and parameters; only the consumers store partials, fence, meet at
+    named barrier 1 and count (one atomic add); the producer never waits there; setmaxnreg still acts."""
+    text, _ = check_kernel(spec)
+    (kernel,) = emit_gemm_sm90(spec)
+    tile, split = spec.tile, spec.tile.SPLITK
+    consumers = (tile.BM // tile.WM) * (tile.BN // tile.WN)
+    products = 2 if spec.b2 is not None else 1
+    partials, counters = kernel.temporaries
+    padded = -(-spec.n // tile.BN) * tile.BN if isinstance(spec.n, int) else f"cdiv({spec.n}, {tile.BN}) * {tile.BN}"
+    assert partials.dtype == "f32" and partials.shape == (products * split, *spec.batch, spec.m, padded)
+    assert counters.dtype == "i32" and counters.shape[:-2] == spec.batch
+    assert kernel.launch.grid[2] == (f"{spec.batch[0]} * {split}" if spec.batch else str(split))
+    assert [p.name for p in kernel.launch.params if p.kind == "tensor"][-2:] == [partials.name, counters.name]
+    assert kernel.launch.shared_bytes == tile.STAGES * sum(op.bytes for op in operand_layout(spec)) + 16
+    assert text.count("atom.global.add.u32") == 1 and text.count("fence.acq_rel.gpu") == 2
+    assert len(re.findall(rf"bar\.sync\s+1, {128 * consumers};", text)) == 2
+    assert len(re.findall(r"bar\.sync\s+0;", text)) == 1  # the mbarrier init's, before the roles split
+
+
+def test_split_k_workspace_addressing() -> None:
+    """In the kernel's text: every consumer thread stores its m64nWN fragment's pairs into its share's slab
+    (8-byte stores of f32 pairs, N even), the last block loads SPLITK slabs in a loop of SPLITK steps, and the
+    counter is added to and reset by the first consumer thread only, inside the consumers' branch."""
+    spec = gemm(m=16, n=4096, k=4096, b_layout="nk", tile=SPLIT_TILE)
+    (kernel,) = emit_gemm_sm90(spec)
+    text = kernel.text
+    pairs = SPLIT_TILE.WM * SPLIT_TILE.WN // 128 // 2
+    assert text.count("vector.store") == 2 * pairs  # the partials, then C (f32) in the last block
+    assert len(re.findall(r"vector\.store .*memref<\?xf32>, vector<2xf32>", text)) == 2 * pairs
+    assert len(re.findall(r"vector\.load .*\{alignment = 8\} : memref<\?xf32>, vector<2xf32>", text)) == pairs
+    assert re.search(rf"scf\.for %s\w* = %c0 to %c{spec.tile.SPLITK} step %c1", text)
+    consumer = text.index("nvvm.setmaxregister increase")
+    for op in ("memref.atomic_rmw addi", "nvvm.barrier id", 'llvm.fence syncscope("device") acq_rel'):
+        assert text.index(op) > consumer, op
+    assert re.search(r"arith\.cmpi eq, %tid\w*, %c128 : index", text)
+    assert re.search(r"memref\.store %zero\w*, %t_\w+_counters\[%tile\w*\] : memref<\?xi32>", text)

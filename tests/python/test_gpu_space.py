@@ -7,6 +7,7 @@ import pytest
 from prism.codegen.gpu.gemm import gemm_tile_problem
 from prism.codegen.gpu.gemm_sm90 import tma_problem
 from prism.codegen.gpu.spec import GemmSpec, GemmTile, Tensor
+from prism.search.search import candidates_at, prune, select
 from prism.search.space import Contraction, fix_shape, points, shape_exponents
 from prism.targets import get_target
 from prism.targets.nvidia_space import uses_wgmma
@@ -21,7 +22,7 @@ def _domain(space):
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16", "f32"])
 @pytest.mark.parametrize("target", ["h200", "a100"])
-@pytest.mark.parametrize("mnk", [(1024, 1024, 1024), (77, 513, 1000), (16, 4096, 4096)], ids=str)
+@pytest.mark.parametrize("mnk", [(1024, 1024, 1024), (77, 513, 1000), (16, 4096, 4096), (1, 4096, 100)], ids=str)
 def test_every_point_is_a_tile_the_kernel_takes(target, dtype, mnk):
     m, n, k = mnk
     size = 4 if dtype == "f32" else 2
@@ -36,7 +37,29 @@ def test_every_point_is_a_tile_the_kernel_takes(target, dtype, mnk):
     c = Tensor("result_0", "f32", (m, 1024))
     for point in found:
         values = space.value_of(point)
-        tile = GemmTile(**{key: values[key] for key in ("BM", "BN", "BK", "WM", "WN", "STAGES")})
+        tile = GemmTile(**{key: values[key] for key in ("BM", "BN", "BK", "WM", "WN", "STAGES", "SPLITK")})
+        if tile.SPLITK > 1:  # each share holds a BK step of K (its extent padded to a power of two)
+            assert tile.SPLITK * tile.BK <= 1 << (k - 1).bit_length(), values
         spec = GemmSpec("g", a, b, c, m, 1024, 1024, tile=tile)
         problem = tma_problem(spec) if uses_wgmma(op, chip) else gemm_tile_problem(spec, chip.chip)
         assert problem is None, (values, problem)
+
+
+def _choice(target: str, m: int, n: int, k: int, dtype: str = "bf16") -> dict[str, int]:
+    size = 4 if dtype == "f32" else 2
+    op = Contraction(roles=("m", "n", "k"), operand_dims=((0, 2), (2, 1)), extents=(m, n, k),
+                     elem_bytes=(size, size), acc_bytes=4, input_type=dtype)
+    chip = get_target(target)
+    space = chip.space(op)
+    domain, _ = prune(space, op, space.universe_set(), on_empty=None)
+    return space.value_of(select(space, op, candidates_at(space, op, domain, 1024), chip, 1024).best)
+
+
+@pytest.mark.parametrize("target", ["h200", "a100"])
+def test_skinny_gemms_split_k(target):
+    """Few output tiles leave SMs idle and draw a fraction of the bandwidth: the search splits K for skinny
+    GEMMs, and not for a square one whose tiles fill the chip."""
+    for m in (1, 16, 128):
+        assert _choice(target, m, 4096, 4096)["SPLITK"] > 1, m
+    assert _choice(target, 4096, 4096, 4096)["SPLITK"] == 1
+    assert _choice(target, 1, 4096, 64)["SPLITK"] * _choice(target, 1, 4096, 64)["BK"] <= 64

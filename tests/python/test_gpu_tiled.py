@@ -138,6 +138,19 @@ def test_split_k_gemm_into_an_init(rng: np.random.Generator) -> None:
     assert_close(out, wide(c0) + product(spec, a, b), "f32")
 
 
+def test_split_k_dual_gemm_from_a_value(rng: np.random.Generator) -> None:
+    """A dual GEMM split in four shares of one BK slice over a dynamic K = 70 (the last share empty), both
+    products' partials summed onto init_value (the first) and zero (the second), as the kernels do."""
+    def emit(b: TextBuilder, values: list[str], point: list[str]) -> str:
+        return to(b, b.value(f"arith.mulf {silu(b, values[0])}, {values[1]} : f32"), "bf16")
+    epilogue = ScalarFn((Operand("acc"), Operand("acc2")), "bf16", emit)
+    spec = gemm("bf16", "bf16", 5, 77, "k", b2=Tensor("b2", "bf16", ("k", 77)), epilogue=epilogue,
+                init_value=0.25, tile=GemmTile(BM=16, BN=32, BK=32, SPLITK=4))
+    a, b, b2 = draw(rng, spec.a, (5, 70)), draw(rng, spec.b, (70, 77)), draw(rng, spec.b2, (70, 77))
+    out = run_tiled([spec], {"a": a, "b": b, "b2": b2}, [spec.c], [], {"k": 70})["c"]
+    assert_close(out, silu_np(product(spec, a, b) + 0.25) * product(spec, a, b2), "bf16")
+
+
 # -- rows ---------------------------------------------------------------------------------------------------------
 
 

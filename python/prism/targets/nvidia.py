@@ -44,6 +44,13 @@ PTX_FEATURES = {"sm_80": "+ptx70", "sm_90": "+ptx80", "sm_90a": "+ptx80"}
 
 # Launch and tail overhead of one kernel, so that tiny problems prefer fewer blocks.
 LAUNCH_SECONDS = 3e-6
+# The most DRAM bandwidth one SM draws, in even shares (bandwidth / SMs): the bytes its blocks keep in flight
+# over the memory latency bound it (an estimate: tens of KiB against some 600 ns), so that a grid of few blocks
+# cannot stream at the chip's rate.
+SM_BANDWIDTH_SHARE = 2
+# What split-K adds to a launch besides the partials' traffic: the fence, the count, and the last block's pass over
+# the partials after the others (a few dependent trips to memory).
+SPLIT_SECONDS = 1e-6
 
 # The CUDA chips IREE 3.13 knows by name (--iree-cuda-target); it knows none after sm_87, so a module for
 # sm_90 names its device itself (GpuModel.iree_device).
@@ -52,9 +59,11 @@ IREE_CUDA_CHIPS = frozenset({"sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75
 NVIDIA_INTRINSICS = {("f16", "f32"): "NV_MMA_SYNC_F32_16x8x16_F16", ("f16", "f16"): "NV_MMA_SYNC_F16_16x8x16_F16",
                      ("bf16", "f32"): "NV_MMA_SYNC_F32_16x8x16_BF16"}
 
-COST_TEXT = ("max(waves * blocks_per_sm * 2*BM*BN*ceil(K/BK)*BK / (rate/SMs), "
-             "(bytesA*ceil(N/BN) + bytesB*ceil(M/BM) + bytesC) / bandwidth); "
-             "waves = ceil(B*ceil(M/BM)*ceil(N/BN) / (SMs*blocks_per_sm))")
+COST_TEXT = ("max(waves * blocks_per_sm * 2*BM*BN*ceil(ceil(K/SPLITK)/BK)*BK / (rate/SMs), "
+             "(bytesA*ceil(N/BN) + bytesB*ceil(M/BM) + bytesC + [SPLITK > 1] 2*SPLITK*B*M*N*4) / "
+             "(bandwidth * min(1, 2 * min(blocks, SMs) / SMs))); "
+             " + [SPLITK > 1] 1us; "
+             "blocks = B*ceil(M/BM)*ceil(N/BN)*SPLITK; waves = ceil(blocks / (SMs*blocks_per_sm))")
 
 _TERA = 1e12
 
@@ -113,13 +122,20 @@ class GpuModel:
         resident = np.minimum(np.minimum(self.smem_per_sm // np.maximum(smem, 1), 2048 // threads),
                               self.regs_per_sm // (threads * 128))
         blocks_per_sm = np.maximum(1, resident)
-        blocks = s["batch"] * ceil_div(s["m"], bm) * ceil_div(s["n"], bn)
+        # Split-K: SPLITK blocks a tile, each over its share of K, writing f32 partials that the tile's last
+        # block reads back (in the same launch).
+        split = values.get("SPLITK", 1)
+        blocks = s["batch"] * ceil_div(s["m"], bm) * ceil_div(s["n"], bn) * split
         waves = ceil_div(blocks, self.sm_count * blocks_per_sm)
         rate = self._rate(op, values.get("MMA", 0))
-        block_flops = 2 * bm * bn * ceil_div(s["k"], bk) * bk
+        block_flops = 2 * bm * bn * ceil_div(ceil_div(s["k"], split), bk) * bk
         compute = waves * np.minimum(blocks, blocks_per_sm) * block_flops / (rate / self.sm_count)
-        memory = traffic_bytes(op, bm, bn, s) / self.dram_bytes_per_s
-        return roofline(compute, memory) + LAUNCH_SECONDS
+        partials = np.where(split > 1, 2 * split * s["batch"] * s["m"] * s["n"] * 4, 0)
+        # Fewer blocks than SMs draw only part of the bandwidth: each SM at most SM_BANDWIDTH_SHARE times its
+        # even share (what split-K is for).
+        drawn = np.minimum(1.0, SM_BANDWIDTH_SHARE * np.minimum(blocks, self.sm_count) / self.sm_count)
+        memory = (traffic_bytes(op, bm, bn, s) + partials) / (self.dram_bytes_per_s * drawn)
+        return roofline(compute, memory) + LAUNCH_SECONDS + np.where(split > 1, SPLIT_SECONDS, 0.0)
 
     def lower_bound(self, op: Problem, values: KnobValues, assumed: int = 1024) -> np.ndarray:
         """Reads BM, BN and MMA: exact traffic, and the unpadded work of the output tiles at peak (for another

@@ -16,6 +16,14 @@ Knobs (exponents of two in the set; ``STAGES`` an integer):
 - **FMA** (f32 inputs, any chip): warps of WM x WN (WM a multiple of 4, WN of
   8), BK a multiple of 4, the same thread, register and shared-memory limits.
 
+Both kernels split K (``SPLITK`` = 2**sk shares, 1 to 16, one launch; the
+last block of each tile sums the shares' partials): a split needs each share
+to hold at least one BK step (SPLITK x BK <= K's padded extent), batch x
+SPLITK blocks along grid z, on mma.sync at most 64 accumulators a thread (32
+on FMAs: the last block's sum needs registers), and fewer output tiles than the chip has SMs
+(split-K only fills SMs that the tiles leave idle; beyond, it adds the
+partials' traffic for nothing). Whether it pays is the cost's to say.
+
 No tile need divide the problem: the kernels mask their edges, and the cost
 counts the padded tiles' work (the wasted lanes). Every point of these spaces
 is a tile the kernels take; ``tests/python/test_gpu_space.py`` holds them to
@@ -37,6 +45,8 @@ MIN_STAGES, MAX_STAGES = 2, 5
 # of the swizzled tiles.
 WGMMA_RESERVED_BYTES = 1024
 WGMMA_M = 64
+MAX_SPLITK_LOG2 = 4  # SPLITK up to 16
+GRID_Z_LOG2 = 16  # batch x SPLITK blocks along grid z: below 2**16 (65535)
 
 
 def uses_wgmma(op: Contraction, target: GpuModel) -> bool:
@@ -52,6 +62,18 @@ def _shared(op: Contraction, limit: int, reserved: int = 0) -> str:
                              for s in range(MIN_STAGES, MAX_STAGES + 1)) + ")"
 
 
+def _split_k(target: GpuModel, registers: str = "true") -> str:
+    """SPLITK > 1 only where every share has a BK step, grid z holds batch x SPLITK, the output tiles
+    (batch x M tiles x N tiles, each factor at least one) are at most the largest power of two within the SMs,
+    and ``registers`` holds (the accumulators leave room for the last block's sum)."""
+    sms = target.sm_count.bit_length() - 1
+    pieces = [f"({m_case} and {n_case} and LB{m_tiles}{n_tiles} <= {sms})"
+              for m_case, m_tiles in (("bm >= LM", ""), ("bm < LM", " + LM - bm"))
+              for n_case, n_tiles in (("bn >= LN", ""), ("bn < LN", " + LN - bn"))]
+    return (f"(sk = 0 or (sk + bk <= LK and LB + sk < {GRID_Z_LOG2} and {registers} and "
+            f"({' or '.join(pieces)})))")
+
+
 def gemm_space(op: Contraction, target: GpuModel) -> Space:
     """The space of the contraction's GPU kernel (see the module docstring)."""
     if uses_wgmma(op, target):
@@ -64,6 +86,7 @@ def gemm_space(op: Contraction, target: GpuModel) -> Space:
             ("shared_memory", _shared(op, target.smem_per_block, WGMMA_RESERVED_BYTES)),
         ]
         floor = 6
+        split = _split_k(target)
     else:
         mma = op.input_type in TENSOR_CORE_TYPES
         low_wm, low_wn, low_bk = (4, 4, 4) if mma else (2, 3, 2)
@@ -82,8 +105,12 @@ def gemm_space(op: Contraction, target: GpuModel) -> Space:
             ("shared_memory", _shared(op, target.smem_per_block // (1 if mma else 2))),
         ]
         floor = 4
-    universe = f"{shape_param_bounds()} and {universe} and {MIN_STAGES} <= stages <= {MAX_STAGES}"
+        # with SPLITK > 1, at most 64 accumulators a thread on tensor cores, 32 on FMAs (gemm.SPLIT_ACCUMULATORS)
+        split = _split_k(target, f"wm + wn <= {11 if mma else 10}")
+    universe = (f"{shape_param_bounds()} and {universe} and {MIN_STAGES} <= stages <= {MAX_STAGES} and "
+                f"0 <= sk <= {MAX_SPLITK_LOG2}")
+    groups.append(("split_k", split))
     groups.append(("shape", " and ".join([shape_fit("bm", "m", floor), shape_fit("bn", "n", floor),
                                           shape_fit("bk", "k", floor if uses_wgmma(op, target) else 4)])))
-    return Space(kind="gemm", knobs={"bm": "BM", "bn": "BN", "bk": "BK", "wm": "WM", "wn": "WN"},
+    return Space(kind="gemm", knobs={"bm": "BM", "bn": "BN", "bk": "BK", "wm": "WM", "wn": "WN", "sk": "SPLITK"},
                  flags={"mma": "MMA", "stages": "STAGES"}, universe=universe, groups=tuple(groups))

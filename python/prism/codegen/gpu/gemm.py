@@ -34,7 +34,31 @@ copies of tile ``kt + STAGES - 1`` are in flight.
   at the point, then the cast to C's type and a masked store (pairs of
   columns in one store where C's rows allow).
 
-SPLITK must be 1: one block reduces all of K.
+**Split-K** (SPLITK > 1, for skinny GEMMs whose M x N tiles leave SMs idle):
+grid z also walks the SPLITK shares of K (z = batch index * SPLITK +
+share). A share is ``cdiv(cdiv(K, SPLITK), BK)`` whole BK steps, the last
+shares shorter or empty (an empty share's partial is zero), as the host
+tiled model has it. Each block computes its share's f32 partial tile from
+zero and stores its rows inside C (pairs of columns in one 8-byte store)
+into the workspace temporary ``[products * SPLITK, batch..., M, cdiv(N,
+BN) * BN]`` (product ``p``, share ``s`` at slab ``p * SPLITK + s``; rows
+padded to whole N tiles, so that columns need neither masks nor clamps and
+the last block's addresses are a row's start plus constants). The block that
+then adds one to its tile's counter (an i32 temporary, one per output
+tile) and sees SPLITK - 1 is last: it sums the SPLITK partials in share
+order 0, 1, ... onto ``init_value`` (a fixed order, so the result's bits do
+not depend on which block is last), runs the epilogue as the unsplit
+kernel does, and resets the counter to zero for the next launch (the
+launcher zeroes temporaries once, before the function's first kernel).
+
+*Memory ordering.* Every thread stores its partial, then fences
+(``fence.acq_rel.gpu``), then the block meets at a CTA barrier; only then
+does thread 0 add to the counter (a relaxed ``atom.global.add``), so every
+partial of the block is ordered before its count. The last block meets at
+a barrier after reading the count (broadcast through shared memory) and
+every thread fences again before loading the partials, which then
+observes all the other blocks' stores (the fence-fence synchronization of
+the PTX memory model, cumulative through the barriers).
 """
 
 from __future__ import annotations
@@ -69,6 +93,10 @@ CHUNK_BYTES = 16  # one cp.async, one ldmatrix row
 # Registers for the accumulators and the element-loaded chunks held across the math: beyond, the chunks are
 # stored to shared memory before it.
 HELD_REGISTERS = 144
+MAX_SPLITK = 64  # shares of K; grid z holds batch * SPLITK blocks
+# Accumulators a thread may hold with SPLITK > 1 (tensor cores, FMAs): beyond, the last block's sum spills.
+SPLIT_ACCUMULATORS = {True: 64, False: 32}
+FLAG_BYTES = 16  # shared memory after the ring for a split-K block's count (kept 16-byte aligned)
 SIMT_PAD_BYTES = 16  # padding after each row of an f32 tile: rows 4 apart fall in different banks
 WS = "#gpu.address_space<workgroup>"
 TENSOR_CORE_TYPES = ("f16", "bf16")
@@ -127,7 +155,31 @@ def gemm_shared_bytes(tile: GemmTile, dtype: str, *, a_layout: str = "mk", b_lay
                       dual: bool = False) -> int:
     """Dynamic shared memory of the kernel: STAGES slots of the A and B tiles (and B2's for a dual GEMM)."""
     a, b = operand_tiles(tile, dtype, a_layout, b_layout)
-    return tile.STAGES * (a.elems + b.elems * (2 if dual else 1)) * ELEMENT_BYTES[dtype]
+    ring = tile.STAGES * (a.elems + b.elems * (2 if dual else 1)) * ELEMENT_BYTES[dtype]
+    return ring + (FLAG_BYTES if tile.SPLITK > 1 else 0)
+
+
+def _cdiv_dim(size: Dim, tile: int) -> Dim:
+    return -(-size // tile) if isinstance(size, int) else f"cdiv({size}, {tile})"
+
+
+def padded_n(spec: GemmSpec) -> Dim:
+    """N rounded up to whole N tiles: the length of a row of split-K partials."""
+    t = spec.tile
+    return -(-spec.n // t.BN) * t.BN if isinstance(spec.n, int) else f"cdiv({spec.n}, {t.BN}) * {t.BN}"
+
+
+def splitk_temporaries(spec: GemmSpec) -> tuple[Tensor, Tensor]:
+    """A split-K kernel's temporaries: the f32 partials ``[products * SPLITK, batch..., M, cdiv(N, BN) * BN]``
+    (rows padded to whole N tiles, so that a tile's columns need no mask) and the i32
+    counters, one per output tile ``[batch..., cdiv(M, BM), cdiv(N, BN)]``. Named after the tile, so that the
+    kernels of one GEMM taking the same tile share them (they run under exclusive launch conditions)."""
+    t = spec.tile
+    products = 2 if spec.b2 is not None else 1
+    stem = f"{spec.name}_splitk{t.SPLITK}_{t.BM}x{t.BN}"
+    partials = Tensor(f"{stem}_partials", "f32", (products * t.SPLITK, *spec.batch, spec.m, padded_n(spec)))
+    counters = Tensor(f"{stem}_counters", "i32", (*spec.batch, _cdiv_dim(spec.m, t.BM), _cdiv_dim(spec.n, t.BN)))
+    return partials, counters
 
 
 def _power_of_two(n: int) -> bool:
@@ -155,8 +207,12 @@ def _knob_problem(tile: GemmTile, dtype: str, dual: bool) -> str | None:
                 f"{' (dual GEMM)' if dual else ''}, over {MAX_ACCUMULATORS}: registers would spill")
     if not 2 <= tile.STAGES <= 8:
         return f"STAGES={tile.STAGES}: the pipeline needs 2 to 8 stages"
-    if tile.SPLITK != 1:
-        return f"SPLITK={tile.SPLITK}: this kernel reduces all of K in one block (SPLITK=1)"
+    if not 1 <= tile.SPLITK <= MAX_SPLITK:
+        return f"SPLITK={tile.SPLITK}: K splits into 1 to {MAX_SPLITK} shares"
+    limit = SPLIT_ACCUMULATORS[mma]
+    if tile.SPLITK > 1 and accumulators > limit:
+        return (f"SPLITK={tile.SPLITK} with {accumulators} f32 accumulators a thread: the last block's sum of the "
+                f"partials needs registers besides them, so a split tile holds at most {limit}")
     return None
 
 
@@ -262,14 +318,20 @@ def _symbols(spec: GemmSpec, tensors: Sequence[Tensor]) -> list[str]:
 def _kernel(spec: GemmSpec, chip: str, name: str, widths: dict[str, int], when: str | None) -> Kernel:
     tensors = _tensors(spec)
     symbols = _symbols(spec, tensors)
+    split = spec.tile.SPLITK
+    temporaries = splitk_temporaries(spec) if split > 1 else ()
+    tensors += list(temporaries)
     writer = GemmWriter(spec, name, widths, tensors, symbols)
     text = writer.write()
     batch = " * ".join(f"({dim_text(d)})" for d in spec.batch) or "1"
+    if split > 1:
+        batch = str(split) if batch == "1" else f"{batch} * {split}"
     grid = (f"cdiv({dim_text(spec.n)}, {spec.tile.BN})", f"cdiv({dim_text(spec.m)}, {spec.tile.BM})", batch)
     params = tuple(Param("tensor", t.name) for t in tensors) + tuple(Param("size", s) for s in symbols)
     shared = gemm_shared_bytes(spec.tile, spec.a.dtype, a_layout=spec.a_layout, b_layout=spec.b_layout,
                                dual=spec.b2 is not None)
-    return Kernel(name, text, Launch(grid, (writer.threads, 1, 1), shared, params, when))
+    return Kernel(name, text, Launch(grid, (writer.threads, 1, 1), shared, params, when),
+                  temporaries=tuple(temporaries))
 
 
 # -- the kernel text --------------------------------------------------------------------------------------------------
@@ -345,7 +407,10 @@ class GemmWriter:
         with t.region(header):
             self.setup()
             accs = self.mainloop()
-            self.epilogue(accs)
+            if self.tile.SPLITK > 1:
+                self.split_epilogue(accs)
+            else:
+                self.epilogue(accs)
             t.add("gpu.return")
         return t.function_text()
 
@@ -360,6 +425,9 @@ class GemmWriter:
         self.m0 = self.op("muli", t.value("gpu.block_id y", "by"), tile.BM, "m0")
         self.n0 = self.op("muli", t.value("gpu.block_id x", "bx"), tile.BN, "n0")
         self.z = t.value("gpu.block_id z", "bz")
+        if tile.SPLITK > 1:  # z = batch index * SPLITK + share
+            self.share = self.op("remui", self.z, tile.SPLITK, "share")
+            self.z = self.op("divui", self.z, tile.SPLITK, "bz")
         self.batch = self.batch_indices(self.z)
         self.sizes = {"m": self.dim(spec.m), "n": self.dim(spec.n), "k": self.dim(spec.k)}
         self.operands = self.make_operands()
@@ -384,7 +452,7 @@ class GemmWriter:
         b_dims = ("n", "k") if spec.b_layout == "nk" else ("k", "n")
         made = [(spec.a, a_tile, a_dims, self.widths["a"])] + [
             (b, b_tile, b_dims, self.widths["b"]) for b in (spec.b, spec.b2) if b is not None]
-        dyn = t.value(f"gpu.dynamic_shared_memory : memref<?xi8, {WS}>", "smem")
+        dyn = self.smem = t.value(f"gpu.dynamic_shared_memory : memref<?xi8, {WS}>", "smem")
         operands, offset = [], 0
         elem = ELEMENT_BYTES[self.dtype]
         for tensor, stored, (rd, cd), width in made:
@@ -394,6 +462,7 @@ class GemmWriter:
             op.batch_base = self.op("muli", self.z, self.op("muli", op.rows, op.cols), "base")
             operands.append(op)
             offset += self.tile.STAGES * stored.elems * elem
+        self.ring_bytes = offset
         return operands
 
     # -- the pipeline -------------------------------------------------------------------------------------------
@@ -402,7 +471,10 @@ class GemmWriter:
         """The prologue's STAGES - 1 tiles, then per K tile: wait for it, start the copies of the tile STAGES - 1
         ahead into the slot freed by the last step, compute. Returns the accumulators after the loop."""
         t, stages = self.t, self.tile.STAGES
-        ktiles = self.op("ceildivui", self.sizes["k"], self.tile.BK, "ktiles")
+        if self.tile.SPLITK > 1:
+            ktiles = self.share_steps()
+        else:
+            ktiles = self.op("ceildivui", self.sizes["k"], self.tile.BK, "ktiles")
         for s in range(stages - 1):
             self.start_tile(t.const(s), t.const(s), hold=False)
         init, typ = self.initial_accumulators()
@@ -419,13 +491,16 @@ class GemmWriter:
         t.add("nvvm.cp.async.wait.group 0")
         return loop.results
 
-    def initial_accumulators(self) -> tuple[list[str], str]:
-        """The accumulators' start (``init_value`` for the first product, zero for a dual's second) and type."""
+    def initial_accumulators(self, start: float | None = None) -> tuple[list[str], str]:
+        """The accumulators' start (``start``, by default ``init_value``, for the first product, zero for a
+        dual's second) and type. A split-K share starts from zero."""
         count = self.tile.WM * self.tile.WN // 32
         typ = "vector<4xf32>" if self.mma else "f32"
         count = count // 4 if self.mma else count
+        if start is None:
+            start = 0.0 if self.tile.SPLITK > 1 else self.spec.init_value
         values = []
-        for value in (self.spec.init_value, 0.0)[: 2 if self.spec.b2 is not None else 1]:
+        for value in (start, 0.0)[: 2 if self.spec.b2 is not None else 1]:
             literal = f"dense<{float(value):.9e}>" if self.mma else f"{float(value):.9e}"
             values += [self.t.value(f"arith.constant {literal} : {typ}", "zero")] * count
         return values, typ
@@ -481,16 +556,23 @@ class GemmWriter:
         if self.copies_per_thread(stored) * self.threads > total:  # threads past the tile copy its last chunk again
             q = self.op("minui", q, total - 1, "q")
         row, col = self.op("divui", q, per_row, "r"), self.op("remui", q, per_row, "ch")
+        if self.tile.SPLITK > 1:  # the share's steps, from its first
+            k_tile = self.op("addi", k_tile, self.k_first)
         origin = {"m": self.m0, "n": self.n0, "k": self.op("muli", k_tile, self.tile.BK)}
         grow = self.op("addi", origin[op.row_dim], row, "gr")
         gcol = self.op("addi", origin[op.col_dim], self.op("muli", col, stored.vec), "gc")
-        inside = self.both(self.cmp("ult", grow, op.rows), self.cmp("ult", gcol, op.cols))
-        left = self.op("minui", self.op("subi", op.cols, gcol), stored.vec)
+        rows, cols = self.read_extent(op.row_dim, op.rows), self.read_extent(op.col_dim, op.cols)
+        inside = self.both(self.cmp("ult", grow, rows), self.cmp("ult", gcol, cols))
+        left = self.op("minui", self.op("subi", cols, gcol), stored.vec)
         count = self.select(inside, left, self.t.const(0))
         src = self.op("addi", op.batch_base, self.op("addi", self.op("muli", grow, op.cols), gcol))
         src = self.select(inside, src, self.t.const(0))
         dst = self.op("addi", self.op("muli", slot, stored.elems), self.stored_offset(stored, row, col))
         return src, dst, count
+
+    def read_extent(self, dim: str, extent: str) -> str:
+        """How far the copies read along ``dim``: the tensor's extent, or for K in a split-K share its end."""
+        return self.k_end if dim == "k" and self.tile.SPLITK > 1 else extent
 
     def stored_offset(self, stored: StoredTile, row: str, chunk: str) -> str:
         """The element offset of ``chunk`` of ``row`` in a slot, swizzled (see :attr:`StoredTile.swizzle`)."""
@@ -759,3 +841,135 @@ class GemmWriter:
         for j in range(2):
             with t.if_(self.both(row_in, col_in[j])):
                 self.store(row, self.op("addi", col, j), values[j], 1)
+
+    # -- split-K --------------------------------------------------------------------------------------------------
+
+    def share_steps(self) -> str:
+        """This block's share of K (see the module docstring): sets its first BK step and the end of K its
+        copies read; the count of its steps."""
+        bk = self.tile.BK
+        ktiles = self.op("ceildivui", self.sizes["k"], bk, "ktiles")
+        per = self.op("ceildivui", self.op("ceildivui", self.sizes["k"], self.tile.SPLITK), bk, "per")
+        self.k_first = self.op("minui", self.op("muli", self.share, per), ktiles, "kfirst")
+        last = self.op("minui", self.op("addi", self.k_first, per), ktiles, "klast")
+        self.k_end = self.op("minui", self.op("muli", last, bk), self.sizes["k"], "kend")
+        return self.op("subi", last, self.k_first, "steps")
+
+    def held_runs(self, count: int) -> list[tuple[int, list[int], str, str]]:
+        """The runs of adjacent columns of C the thread holds in ``count`` accumulators: (accumulator, its
+        vector positions, [] for a scalar one; row and first column in C)."""
+        runs = []
+        per_product = self.tile.WM * self.tile.WN // 32 // (4 if self.mma else 1)
+        group = self.op("divui", self.lane, 4)
+        pair = self.op("muli", self.op("remui", self.lane, 4), 2)
+        for index in range(count):
+            local = index % per_product
+            if not self.mma:
+                i, j = divmod(local, self.tile.WN // 8)
+                runs.append((index, [], self.op("addi", self.m0, self.lane_row(i), "row"),
+                             self.op("addi", self.n0, self.lane_col(j), "col")))
+                continue
+            mi, ni = divmod(local, self.tile.WN // MMA_N)
+            col = self.op("addi", self.n0, self.op("addi", self.warp_n, self.op("addi", pair, ni * MMA_N)), "col")
+            for half in range(2):
+                row = self.op("addi", self.m0, self.op("addi", self.warp_m,
+                                                       self.op("addi", group, mi * MMA_M + 8 * half)), "row")
+                runs.append((index, [2 * half, 2 * half + 1], row, col))
+        return runs
+
+    def partial_base(self, index: int, share: str) -> str:
+        """The partials' offset of slab (product of accumulator ``index``, ``share``) plus C's batch rows."""
+        per_product = self.tile.WM * self.tile.WN // 32 // (4 if self.mma else 1)
+        slab = self.op("addi", share, index // per_product * self.tile.SPLITK)
+        return self.op("addi", self.op("muli", slab, self.slab_size), self.op("muli", self.c_rows, self.row_pitch))
+
+    def split_epilogue(self, accs: list[str]) -> None:
+        """Store this share's partial, count it; the tile's last block sums the partials in share order,
+        runs the epilogue and resets the counter."""
+        t = self.t
+        self.row_pitch = self.op("muli", self.op("ceildivui", self.sizes["n"], self.tile.BN), self.tile.BN, "pitch")
+        size = self.op("muli", self.sizes["m"], self.row_pitch)
+        for d in self.spec.batch:
+            size = self.op("muli", size, self.dim(d))
+        self.slab_size = size
+        runs = self.held_runs(len(accs))
+        self.store_partials(accs, runs)
+        last, counter = self.count_share()
+        with t.if_(last):
+            t.add('llvm.fence syncscope("device") acq_rel')
+            self.epilogue(self.sum_partials(len(accs), runs))
+            with t.if_(self.cmp("eq", self.tid, 0)):
+                zero = t.value("arith.constant 0 : i32", "zero")
+                t.add(f"memref.store {zero}, {self.ssa[self.workspace[1].name]}[{counter}] : memref<?xi32>")
+
+    @property
+    def workspace(self) -> tuple[Tensor, Tensor]:
+        return self.tensors[-2], self.tensors[-1]
+
+    def store_partials(self, accs: list[str], runs: list[tuple[int, list[int], str, str]]) -> None:
+        """Each held value of a row inside C into the partials, whose rows reach the last N tile's end (so that
+        columns need no mask); a pair of columns in one 8-byte store."""
+        t, ws = self.t, self.ssa[self.workspace[0].name]
+        for index, lanes, row, col in runs:
+            values = [t.value(f"vector.extract {accs[index]}[{j}] : f32 from vector<4xf32>", "e")
+                      for j in lanes] or [accs[index]]
+            at = self.op("addi", self.partial_base(index, self.share),
+                         self.op("addi", self.op("muli", row, self.row_pitch), col))
+            with t.if_(self.cmp("ult", row, self.sizes["m"])):
+                if len(values) == 2:
+                    pair = t.value(f"vector.from_elements {values[0]}, {values[1]} : vector<2xf32>", "pair")
+                    t.add(f"vector.store {pair}, {ws}[{at}] {{alignment = 8}} : memref<?xf32>, vector<2xf32>")
+                else:
+                    t.add(f"memref.store {values[0]}, {ws}[{at}] : memref<?xf32>")
+
+    def count_share(self) -> tuple[str, str]:
+        """Fence, barrier, thread 0's count of the tile's shares, barrier: whether this block is the last (an
+        i1), and the tile's counter index."""
+        t, counters = self.t, self.ssa[self.workspace[1].name]
+        t.add('llvm.fence syncscope("device") acq_rel')
+        t.add("gpu.barrier")
+        flag = t.value(f"memref.view {self.smem}[{t.const(self.ring_bytes)}][] : memref<?xi8, {WS}> to "
+                       f"memref<1xi32, {WS}>", "flag")
+        tiles_m = self.op("ceildivui", self.sizes["m"], self.tile.BM)
+        tiles_n = self.op("ceildivui", self.sizes["n"], self.tile.BN)
+        tile = self.op("addi", self.op("muli", self.z, tiles_m), t.value("gpu.block_id y", "by"))
+        tile = self.op("addi", self.op("muli", tile, tiles_n), t.value("gpu.block_id x", "bx"), "tile")
+        with t.if_(self.cmp("eq", self.tid, 0)):
+            one = t.value("arith.constant 1 : i32", "one")
+            old = t.value(f"memref.atomic_rmw addi {one}, {counters}[{tile}] : (i32, memref<?xi32>) -> i32", "old")
+            t.add(f"memref.store {old}, {flag}[{t.const(0)}] : memref<1xi32, {WS}>")
+        t.add("gpu.barrier")
+        seen = t.value(f"memref.load {flag}[{t.const(0)}] : memref<1xi32, {WS}>", "seen")
+        last = t.value(f"arith.constant {self.tile.SPLITK - 1} : i32", "k")
+        return t.value(f"arith.cmpi eq, {seen}, {last} : i32", "last"), tile
+
+    def sum_partials(self, count: int, runs: list[tuple[int, list[int], str, str]]) -> list[str]:
+        """The accumulators from ``init_value`` (a dual's second from zero) plus every share's partial in
+        share order. Rows are clamped into C and columns lie within the padded rows, so every load is in
+        bounds; the values outside C are never stored."""
+        t, ws = self.t, self.ssa[self.workspace[0].name]
+        last_row = self.op("subi", self.sizes["m"], 1)
+        places = [self.op("addi", self.op("muli", self.op("minui", row, last_row), self.row_pitch), col)
+                  for _, _, row, col in runs]
+        init, typ = self.initial_accumulators(self.spec.init_value)
+        with t.for_carried(t.const(0), t.const(self.tile.SPLITK), t.const(1), init, typ, ("s", "p", "ps")) as loop:
+            lanes_of: dict[int, dict[int, str]] = {i: {} for i in range(count)}
+            for (index, lanes, _, _), place in zip(runs, places, strict=True):
+                at = self.op("addi", self.partial_base(index, loop.iv), place)
+                if lanes:
+                    pair = t.value(f"vector.load {ws}[{at}] {{alignment = 8}} : memref<?xf32>, vector<2xf32>", "pp")
+                    for j, lane in enumerate(lanes):
+                        lanes_of[index][lane] = t.value(f"vector.extract {pair}[{j}] : f32 from vector<2xf32>", "e")
+                else:
+                    lanes_of[index][0] = t.value(f"memref.load {ws}[{at}] : memref<?xf32>", "e")
+            t.yield_([self.add_partial(loop.args[i], lanes_of[i]) for i in range(count)], [typ] * count)
+        return loop.results
+
+    def add_partial(self, acc: str, values: dict[int, str]) -> str:
+        """``acc`` (a vector<4xf32> or an f32) plus the loaded values at its positions."""
+        t = self.t
+        if not self.mma:
+            return t.value(f"arith.addf {acc}, {values[0]} : f32", "p")
+        sums = [t.value(f"arith.addf {t.value(f'vector.extract {acc}[{j}] : f32 from vector<4xf32>', 'e')}, "
+                        f"{values[j]} : f32", "p") for j in range(4)]
+        return t.value(f"vector.from_elements {', '.join(sums)} : vector<4xf32>", "acc")

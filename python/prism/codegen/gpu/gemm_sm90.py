@@ -31,6 +31,17 @@ store where C's rows have an even length. The accumulator starts at zero,
 ``init_value`` or the ``init`` tensor (masked loads into the fragment); a
 dual GEMM's second accumulator starts at zero.
 
+**Split-K** (SPLITK > 1) follows the mma.sync kernel's scheme (see
+:mod:`prism.codegen.gpu.gemm`: shares of whole BK steps on grid z, f32
+partials and per-tile counters in temporaries, the last block summing the
+partials in share order, the same memory-ordering rule). Here only the
+consumer warpgroups hold accumulators, so only they take part: they store
+the partials, fence, and meet at named barrier 1 (the consumers' threads
+alone), then the first consumer thread counts the share; the producer
+warpgroup, done once it has issued its share's loads, never waits there.
+The last block's consumers start from ``init`` or ``init_value``, add the
+partials in share order and run the epilogue.
+
 **Launch.** Dynamic shared memory above 48 KiB needs the launcher's opt-in;
 each tensor map parameter is the device address of a map encoded as its
 :class:`~prism.codegen.gpu.spec.TensorMap` says. The kernel declares
@@ -45,6 +56,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from prism.codegen.gpu.gemm import FLAG_BYTES, MAX_SPLITK, splitk_temporaries
 from prism.codegen.gpu.spec import (
     ELEMENT_BYTES,
     FLOAT_BITS,
@@ -171,6 +183,11 @@ class _Plan:
         return self.spec.tile.STAGES * self.stage_bytes
 
     @property
+    def launch_shared_bytes(self) -> int:
+        """The ring, and for split-K the block's count after it."""
+        return self.shared_bytes + (FLAG_BYTES if self.spec.tile.SPLITK > 1 else 0)
+
+    @property
     def max_registers(self) -> int:
         """``.maxnreg``: the block's registers at entry cover what setmaxnreg moves (a multiple of 8)."""
         need = PRODUCER_REGISTERS + self.consumers * CONSUMER_REGISTERS
@@ -267,8 +284,8 @@ def _shape_problem(spec: GemmSpec) -> str | None:
 
 def _tile_problem(spec: GemmSpec) -> str | None:
     t = spec.tile
-    if t.SPLITK != 1:
-        return "the wgmma kernel does not split K"
+    if not 1 <= t.SPLITK <= MAX_SPLITK:
+        return f"SPLITK={t.SPLITK}: K splits into 1 to {MAX_SPLITK} shares"
     for name, size, unit in (("BM", t.BM, WGMMA_M), ("BN", t.BN, CHUNK), ("BK", t.BK, CHUNK),
                              ("WM", t.WM, WGMMA_M), ("WN", t.WN, CHUNK)):
         if size <= 0 or size % unit or size > BOX_LIMIT:
@@ -281,8 +298,8 @@ def _tile_problem(spec: GemmSpec) -> str | None:
     registers = plan.accumulators * t.WM * t.WN // WARPGROUP
     if registers > ACC_REGISTER_LIMIT:
         return f"{registers} accumulator registers per thread exceed {ACC_REGISTER_LIMIT}"
-    if plan.shared_bytes + SHARED_RESERVED > SHARED_LIMIT:
-        return f"{plan.shared_bytes} bytes of shared memory exceed {SHARED_LIMIT - SHARED_RESERVED}"
+    if plan.launch_shared_bytes + SHARED_RESERVED > SHARED_LIMIT:
+        return f"{plan.launch_shared_bytes} bytes of shared memory exceed {SHARED_LIMIT - SHARED_RESERVED}"
     return None
 
 
@@ -310,10 +327,14 @@ def emit_gemm_sm90(spec: GemmSpec) -> list[Kernel]:
     plan = _plan(spec)
     params = _params(plan)
     t = spec.tile
-    grid = (_cdiv(spec.n, t.BN), _cdiv(spec.m, t.BM), numel_text(spec.batch))
-    launch = Launch(grid, (plan.threads, 1, 1), plan.shared_bytes, params, when=_row_conditions(spec))
+    batch = numel_text(spec.batch)
+    if t.SPLITK > 1:
+        batch = str(t.SPLITK) if batch == "1" else f"{batch} * {t.SPLITK}"
+    grid = (_cdiv(spec.n, t.BN), _cdiv(spec.m, t.BM), batch)
+    launch = Launch(grid, (plan.threads, 1, 1), plan.launch_shared_bytes, params, when=_row_conditions(spec))
     text = _Writer(plan, params).kernel()
-    return [Kernel(spec.name, text, launch, max_registers=plan.max_registers)]
+    temporaries = splitk_temporaries(spec) if t.SPLITK > 1 else ()
+    return [Kernel(spec.name, text, launch, max_registers=plan.max_registers, temporaries=temporaries)]
 
 
 def _cdiv(size: Dim, tile: int) -> str:
@@ -325,7 +346,7 @@ def _params(plan: _Plan) -> tuple[Param, ...]:
     spec = plan.spec
     maps = tuple(Param("tensormap", op.tensor.name, op.tensormap(spec.batch)) for op in plan.operands)
     tensors: list[Tensor] = []
-    for tensor in [spec.c, spec.init] + _epilogue_tensors(spec):
+    for tensor in [spec.c, spec.init] + _epilogue_tensors(spec) + _temporaries(spec):
         if tensor is not None and tensor.name not in [t.name for t in tensors]:
             tensors.append(tensor)
     symbols: list[str] = []
@@ -337,6 +358,11 @@ def _params(plan: _Plan) -> tuple[Param, ...]:
             symbols.append(d)
     return (maps + tuple(Param("tensor", t.name) for t in tensors)
             + tuple(Param("size", s) for s in symbols))
+
+
+def _temporaries(spec: GemmSpec) -> list[Tensor]:
+    """Split-K's partials and counters (kernel parameters after the epilogue's tensors); none unsplit."""
+    return list(splitk_temporaries(spec)) if spec.tile.SPLITK > 1 else []
 
 
 def _epilogue_tensors(spec: GemmSpec) -> list[Tensor]:
@@ -406,7 +432,7 @@ class _Writer:
 
     def tensor(self, name: str) -> Tensor:
         spec = self.spec
-        for tensor in [spec.c, spec.init] + _epilogue_tensors(spec):
+        for tensor in [spec.c, spec.init] + _epilogue_tensors(spec) + _temporaries(spec):
             if tensor is not None and tensor.name == name:
                 return tensor
         raise KeyError(name)
@@ -422,6 +448,9 @@ class _Writer:
         self.n0 = self.index("muli", t.value("gpu.block_id x", "bx"), t.const(self.spec.tile.BN), "n0")
         self.m0 = self.index("muli", t.value("gpu.block_id y", "by"), t.const(self.spec.tile.BM), "m0")
         self.bz = t.value("gpu.block_id z", "bz")
+        if self.spec.tile.SPLITK > 1:  # z = batch index * SPLITK + share
+            self.share = self.index("remui", self.bz, t.const(self.spec.tile.SPLITK), "share")
+            self.bz = self.index("divui", self.bz, t.const(self.spec.tile.SPLITK), "bz")
         self.shared = t.value(f"gpu.dynamic_shared_memory : memref<?xi8, {SHARED}>", "smem")
         for i, op in enumerate(plan.operands):
             self.maps.append(t.value(f"builtin.unrealized_conversion_cast {_ssa('map', str(i))} : !llvm.ptr to "
@@ -438,6 +467,18 @@ class _Writer:
         t.add("gpu.barrier")
         self.steps = t.value(f"arith.ceildivui {self.dim(self.spec.k)}, {t.const(self.spec.tile.BK)} : index",
                              "steps")
+        if self.spec.tile.SPLITK > 1:
+            self.share_steps()
+
+    def share_steps(self) -> None:
+        """Split-K: this block's first BK step and count of steps, ``cdiv(cdiv(K, SPLITK), BK)`` a share (the
+        last shares shorter or empty)."""
+        t, split = self.t, self.spec.tile.SPLITK
+        per = t.value(f"arith.ceildivui {self.dim(self.spec.k)}, {t.const(split)} : index", "per")
+        per = t.value(f"arith.ceildivui {per}, {t.const(self.spec.tile.BK)} : index", "per")
+        self.first = self.index("minui", self.index("muli", self.share, per), self.steps, "first")
+        last = self.index("minui", self.index("addi", self.first, per), self.steps, "last")
+        self.steps = self.index("subi", last, self.first, "steps")
 
     def slot_and_parity(self, it: str, producer: bool) -> tuple[str, str]:
         """The ring slot of iteration ``it`` and the parity its barrier wait takes."""
@@ -459,7 +500,8 @@ class _Writer:
                   f"{self.bar_type}")
             t.add(f"nvgpu.mbarrier.arrive.expect_tx {self.full}[{slot}], {t.const(self.plan.stage_bytes)} : "
                   f"{self.bar_type}")
-            k0 = self.index("muli", it, t.const(self.spec.tile.BK), "k0")
+            step = self.index("addi", it, self.first) if self.spec.tile.SPLITK > 1 else it
+            k0 = self.index("muli", step, t.const(self.spec.tile.BK), "k0")
             stage = self.index("muli", slot, t.const(self.plan.stage_bytes), "stage")
             for role, (m, op) in enumerate(zip(self.maps, self.plan.operands, strict=True)):
                 self.load(m, op, slot, stage, k0, self.m0 if role == 0 else self.n0)
@@ -491,11 +533,15 @@ class _Writer:
         self.positions(self.index("muli", part_m, t.const(tile.WM)), self.index("muli", part_n, t.const(tile.WN)))
         bases = [self.descriptor_base(op, part_m if role == 0 else part_n, tile.WM if role == 0 else tile.WN)
                  for role, op in enumerate(plan.operands)]
-        init = self.initial_accumulators()
+        split = tile.SPLITK > 1
+        init = self.initial_accumulators(zero=split)
         with t.for_carried(t.const(0), self.steps, t.const(1), init, self.acc_type, ("it", "acc", "accs")) as loop:
             self.step(loop.iv, loop.args, bases)
         t.add("nvvm.wgmma.wait.group.sync.aligned 0")
-        self.epilogue(loop.results)
+        if split:
+            self.split_epilogue(loop.results)
+        else:
+            self.epilogue(loop.results)
 
     def descriptor_base(self, op: TileOperand, part: str, extent: int) -> str:
         """The wgmma descriptor of a consumer's part of ``op``'s tile in stage 0, at K step 0."""
@@ -597,11 +643,15 @@ class _Writer:
         n = self.spec.n
         return (isinstance(n, int) and n % 2 == 0) or self.spec.b_layout == "kn"
 
-    def initial_accumulators(self) -> list[str]:
-        """The first accumulator from ``init`` (masked loads) or ``init_value``; a dual's second from zero."""
+    def initial_accumulators(self, zero: bool = False) -> list[str]:
+        """The first accumulator from ``init`` (masked loads) or ``init_value``; a dual's second from zero;
+        with ``zero``, all from zero (a split-K share's partial)."""
         t, spec = self.t, self.spec
-        zero = t.value(f"llvm.mlir.zero : {self.acc_type}", "zero")
+        zero_struct = t.value(f"llvm.mlir.zero : {self.acc_type}", "zero")
         blocks = spec.tile.WM // WGMMA_M
+        if zero:
+            return [zero_struct] * (blocks * self.plan.accumulators)
+        zero = zero_struct
         if spec.init is None and spec.init_value == 0.0:
             first = [zero] * blocks
         elif spec.init is None:
@@ -689,6 +739,128 @@ class _Writer:
         for size, d in zip(tensor.shape, op.dims, strict=True):
             index = self.index("addi", self.index("muli", index, self.dim(size)), point[d])
         return self.t.value(f"memref.load {_ssa('t_', tensor.name)}[{index}] : {tensor.memref}", "e")
+
+    # -- split-K --------------------------------------------------------------------------------------------------
+
+    def split_epilogue(self, accs: list[str]) -> None:
+        """Store the share's partial and count it; the tile's last block sums the partials in share order onto
+        the accumulators' start, runs the epilogue and resets the tile's counter."""
+        t, spec = self.t, self.spec
+        partials, counters = (_ssa("t_", x.name) for x in splitk_temporaries(spec))
+        self.pitch = self.index("muli", self.index("ceildivui", self.dim(spec.n), t.const(spec.tile.BN)),
+                                t.const(spec.tile.BN), "pitch")
+        size = self.index("muli", self.dim(spec.m), self.pitch)
+        for d in spec.batch:
+            size = self.index("muli", size, self.dim(d))
+        self.slab_size = size
+        self.first_consumer = t.value(f"arith.cmpi eq, {self.tid}, {t.const(WARPGROUP)} : index", "firstc")
+        self.store_partials(accs, partials)
+        last, tile = self.count_share(counters)
+        with t.if_(last):
+            t.add('llvm.fence syncscope("device") acq_rel')
+            self.epilogue(self.sum_partials(partials))
+            with t.if_(self.first_consumer):
+                zero = t.value("arith.constant 0 : i32", "zero")
+                t.add(f"memref.store {zero}, {counters}[{tile}] : memref<?xi32>")
+
+    def slab(self, product: int, share: str) -> str:
+        """The partials' offset of (product, share): slab ``product * SPLITK + share``."""
+        t = self.t
+        slab = self.index("addi", share, t.const(product * self.spec.tile.SPLITK))
+        return self.index("muli", slab, self.slab_size, "slab")
+
+    def partial_place(self, row: str, col: str) -> str:
+        """The offset of (``row``, ``col``) of the block's batch index within a slab (rows of ``pitch``)."""
+        start = self.index("addi", self.index("muli", self.bz, self.dim(self.spec.m)), row)
+        return self.index("addi", self.index("muli", start, self.pitch), col)
+
+    def pairs(self) -> list[tuple[int, int, str, str, str]]:
+        """Each pair of adjacent fragment elements ``(block, i)``, ``i + 1``: its row, whether the row is in C,
+        and its first column (even: the pair is 8-byte aligned in the padded rows)."""
+        t, spec = self.t, self.spec
+        m = self.dim(spec.m)
+        rows: dict[int, tuple[str, str]] = {}
+        out = []
+        for mb in range(spec.tile.WM // WGMMA_M):
+            for i in range(0, spec.tile.WN // 2, 2):
+                dr, dc = fragment_offset(i)
+                dr += mb * WGMMA_M
+                if dr not in rows:
+                    row = self.index("addi", self.m_first, t.const(dr), "row")
+                    rows[dr] = (row, t.value(f"arith.cmpi ult, {row}, {m} : index", "rowok"))
+                out.append((mb, i, *rows[dr], self.index("addi", self.n_first, t.const(dc), "col")))
+        return out
+
+    def store_partials(self, accs: list[str], partials: str) -> None:
+        """Each fragment pair of a row inside C into its slab in one 8-byte store (the partials' rows reach the
+        last N tile's end, so that columns need no mask)."""
+        t, blocks = self.t, self.spec.tile.WM // WGMMA_M
+        bases = [self.slab(j, self.share) for j in range(self.plan.accumulators)]
+        for mb, i, row, row_ok, col in self.pairs():
+            with t.if_(row_ok):
+                place = self.partial_place(row, col)
+                for j, base in enumerate(bases):
+                    acc = accs[j * blocks + mb]
+                    values = [t.value(f"llvm.extractvalue {acc}[{i + e}] : {self.acc_type}", "a") for e in range(2)]
+                    pair = t.value(f"vector.from_elements {values[0]}, {values[1]} : vector<2xf32>", "pair")
+                    t.add(f"vector.store {pair}, {partials}[{self.index('addi', base, place)}] {{alignment = 8}} : "
+                          "memref<?xf32>, vector<2xf32>")
+
+    def count_share(self, counters: str) -> tuple[str, str]:
+        """Fence, the consumers' barrier, the first consumer thread's count of the tile's shares, barrier:
+        whether this block is the tile's last (an i1), and the tile's counter index."""
+        t, spec = self.t, self.spec
+        t.add('llvm.fence syncscope("device") acq_rel')
+        self.consumer_barrier()
+        flag = t.value(f"memref.view {self.shared}[{t.const(self.plan.shared_bytes)}][] : memref<?xi8, {SHARED}> "
+                       f"to memref<1xi32, {SHARED}>", "flag")
+        tiles_m = self.index("ceildivui", self.dim(spec.m), t.const(spec.tile.BM))
+        tiles_n = self.index("ceildivui", self.dim(spec.n), t.const(spec.tile.BN))
+        tile = self.index("addi", self.index("muli", self.bz, tiles_m), t.value("gpu.block_id y", "by"))
+        tile = self.index("addi", self.index("muli", tile, tiles_n), t.value("gpu.block_id x", "bx"), "tile")
+        with t.if_(self.first_consumer):
+            one = t.value("arith.constant 1 : i32", "one")
+            old = t.value(f"memref.atomic_rmw addi {one}, {counters}[{tile}] : (i32, memref<?xi32>) -> i32", "old")
+            t.add(f"memref.store {old}, {flag}[{t.const(0)}] : memref<1xi32, {SHARED}>")
+        self.consumer_barrier()
+        seen = t.value(f"memref.load {flag}[{t.const(0)}] : memref<1xi32, {SHARED}>", "seen")
+        last = t.value(f"arith.constant {spec.tile.SPLITK - 1} : i32", "k")
+        return t.value(f"arith.cmpi eq, {seen}, {last} : i32", "last"), tile
+
+    def consumer_barrier(self) -> None:
+        """Named barrier 1 over the consumer warpgroups' threads (the producer does not take part)."""
+        t = self.t
+        one = t.value("arith.constant 1 : i32", "bar")
+        count = t.value(f"arith.constant {WARPGROUP * self.plan.consumers} : i32", "n")
+        t.add(f"nvvm.barrier id = {one} number_of_threads = {count}")
+
+    def sum_partials(self, partials: str) -> list[str]:
+        """The accumulators from their start (``init`` or ``init_value``) plus every share's partial, in share
+        order. Rows are clamped into C and columns lie within the padded rows, so every load is in bounds; the
+        values outside C are never stored."""
+        t, spec = self.t, self.spec
+        blocks = spec.tile.WM // WGMMA_M
+        last_row = self.index("subi", self.dim(spec.m), t.const(1))
+        places = [(mb, i, self.partial_place(self.index("minui", row, last_row), col))
+                  for mb, i, row, _, col in self.pairs()]
+        init = self.initial_accumulators()
+        with t.for_carried(t.const(0), t.const(spec.tile.SPLITK), t.const(1), init, self.acc_type,
+                           ("s", "p", "ps")) as loop:
+            accs = list(loop.args)
+            for j in range(self.plan.accumulators):
+                base = self.slab(j, loop.iv)
+                for mb, i, place in places:
+                    pair = t.value(f"vector.load {partials}[{self.index('addi', base, place)}] {{alignment = 8}} : "
+                                   "memref<?xf32>, vector<2xf32>", "pp")
+                    for e in range(2):
+                        value = t.value(f"vector.extract {pair}[{e}] : f32 from vector<2xf32>", "e")
+                        acc = accs[j * blocks + mb]
+                        old = t.value(f"llvm.extractvalue {acc}[{i + e}] : {self.acc_type}", "a")
+                        new = t.value(f"arith.addf {old}, {value} : f32", "a")
+                        accs[j * blocks + mb] = t.value(f"llvm.insertvalue {new}, {acc}[{i + e}] : {self.acc_type}",
+                                                        "acc")
+            t.yield_(accs, [self.acc_type] * len(accs))
+        return loop.results
 
 
 def fragment_offset(i: int) -> tuple[int, int]:
