@@ -7,13 +7,16 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from prism.codegen.gpu import hopper
+from prism.codegen.gpu.attention import attention_problem
 from prism.codegen.gpu.attention_sm90 import (
     _Writer,
+    default_tile,
     emit_sm90_attention,
     plan_sm90_attention,
     sm90_attention_problem,
@@ -165,6 +168,29 @@ def test_dispatch_on_sm90a() -> None:
     fast, slow = _attention(attention(skv="kv", k_layout="dn"), "sm_90a")
     assert fast.launch.when == "kv // 8 * 8 == kv" and slow.launch.when == "not (kv // 8 * 8 == kv)"
     assert slow.name == "attn_prefill_unaligned" and "@attn_prefill_unaligned(" in slow.text
+
+
+def test_dispatch_reads_the_specs_tile() -> None:
+    """The spec's tile reaches the wgmma kernel (BQ / 64 consumers, BK, STAGES); without one, the kernel's
+    default; a tile it refuses (chosen for the mma.sync kernel) runs there; beside a launch condition, the
+    mma.sync kernel takes the same tile."""
+    spec = attention(d=64)
+    (default,) = _attention(spec, "sm_90a")
+    assert default.launch.block == (384, 1, 1)
+    assert default.launch.shared_bytes == plan_sm90_attention(spec, default_tile(spec)).shared_bytes
+    assert default_tile(spec) == AttentionTile(BQ=128, BK=128, STAGES=3)
+    chosen = AttentionTile(BQ=64, BK=64, STAGES=4)
+    (kernel,) = _attention(replace(spec, tile=chosen), "sm_90a")
+    assert kernel.launch.block == (256, 1, 1) and kernel.launch.grid[0].startswith("2 * ")
+    assert kernel.launch.shared_bytes == 64 * 64 * 2 + 4 * 2 * 64 * 64 * 2
+    (mma,) = _attention(replace(spec, tile=AttentionTile(BQ=32, BK=32)), "sm_90a")
+    assert mma.name == "attn_prefill" and mma.launch.block == (64, 1, 1)
+    dynamic = attention(d=128, skv="kv", k_layout="dn")
+    for bq in (64, 128):
+        tile = AttentionTile(BQ=bq, BK=128, STAGES=2)
+        fast, slow = _attention(replace(dynamic, tile=tile), "sm_90a")
+        assert fast.launch.block == (128 * (1 + bq // 64), 1, 1) and slow.launch.block == (bq // 16 * 32, 1, 1)
+        assert attention_problem(replace(dynamic, tile=tile), "sm_90a") is None
 
 
 def test_launch_and_tensor_maps() -> None:

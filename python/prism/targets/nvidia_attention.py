@@ -45,11 +45,10 @@ read.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
-
-from dataclasses import replace
 
 from prism.codegen.gpu.attention import MMA_ROWS, attention_spec_problem, plan_attention
 from prism.codegen.gpu.attention_sm90 import (

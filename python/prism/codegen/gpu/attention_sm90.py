@@ -77,7 +77,7 @@ TMA box), rows that TMA can read (16-byte multiples: ``"dn"`` K needs
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from prism.codegen.gpu import hopper
 from prism.codegen.gpu.attention import (
@@ -129,7 +129,7 @@ class _Tile:
     STAGES: int
 
     @property
-    def PINGPONG(self) -> bool:  # noqa: N802 (a knob's name)
+    def PINGPONG(self) -> bool:
         return self.CONSUMERS == 2
 
     @classmethod
@@ -242,20 +242,13 @@ def takes_sm90(spec: AttentionSpec, chip: str) -> bool:
 
 
 def kernels_problem(spec: AttentionSpec, chip: str) -> str | None:
-    """Why no attention kernel takes ``spec`` with its tile on ``chip``: the wgmma kernel's refusal where it
-    runs the spec (and, where its rows' alignment is known only at launch, the mma.sync kernel's with its own
-    default tile for the rest), else the mma.sync and split-KV kernels'."""
-    if takes_sm90(spec, chip):
-        if launch_condition(spec) is None:
-            return None
-        return attention_problem(mma_sync_fallback(spec, chip), chip)
+    """Why no attention kernel takes ``spec`` with its tile on ``chip``: None where the wgmma kernel runs it
+    alone; where its rows' alignment is known only at launch, the mma.sync kernel's refusal of the same tile for
+    the rest (a wgmma tile, at most 128 x 128 with head sizes of 128, always fits it on sm_90a); elsewhere the
+    mma.sync and split-KV kernels'."""
+    if takes_sm90(spec, chip) and launch_condition(spec) is None:
+        return None
     return attention_problem(spec, chip)
-
-
-def mma_sync_fallback(spec: AttentionSpec, chip: str) -> AttentionSpec:
-    """``spec`` for the mma.sync kernel beside the wgmma one: its tile where that kernel takes it, else none
-    (the kernel's default)."""
-    return spec if attention_problem(spec, chip) is None else replace(spec, tile=None)
 
 
 def launch_condition(spec: AttentionSpec) -> str | None:

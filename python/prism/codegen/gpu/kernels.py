@@ -66,11 +66,10 @@ def _kernels(step: Step, chip: str, remark: Callable[[str], None]) -> list[Kerne
 def _attention(spec: AttentionSpec, chip: str) -> list[Kernel]:
     """On sm_90a, a prefill that TMA can read takes the TMA/wgmma kernel with the spec's tile (the search's
     choice, else the kernel's default); where its rows' alignment is known only at launch, the mma.sync kernel
-    takes the sizes it cannot, with the spec's tile where it fits and its own default else. Everything else
-    (decode, other chips and shapes, a tile chosen for the mma.sync kernel) takes the mma.sync and split-KV
-    kernels."""
+    takes the sizes it cannot, with the same tile (without one, its own default). Everything else (decode,
+    other chips and shapes, a tile chosen for the mma.sync kernel) takes the mma.sync and split-KV kernels."""
     from prism.codegen.gpu.attention import attention_temporaries, emit_attention
-    from prism.codegen.gpu.attention_sm90 import emit_sm90_attention, kernels_problem, mma_sync_fallback, takes_sm90
+    from prism.codegen.gpu.attention_sm90 import emit_sm90_attention, kernels_problem, takes_sm90
     problem = kernels_problem(spec, chip)
     if problem:
         raise UnsupportedOp(f"attention {spec.name}: {problem}")
@@ -79,8 +78,7 @@ def _attention(spec: AttentionSpec, chip: str) -> list[Kernel]:
         when = kernels[0].launch.when
         if when is None:
             return kernels
-        rest = emit_attention(mma_sync_fallback(spec, chip), chip)
-        return kernels + [_renamed(k, "_unaligned", f"not ({when})") for k in rest]
+        return kernels + [_renamed(k, "_unaligned", f"not ({when})") for k in emit_attention(spec, chip)]
     temporaries = tuple(attention_temporaries(spec, chip))
     return [replace(k, temporaries=temporaries) for k in emit_attention(spec, chip)]
 
