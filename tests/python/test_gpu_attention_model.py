@@ -244,3 +244,14 @@ def test_a_transposed_k_gives_its_keys_and_layout():
         (problem,) = [m.problem for m in found if m is not None]
     assert (problem.batch, problem.queries, problem.keys, problem.head_dim) == (16, 128, 1024, 128)
     assert problem.k_transposed and problem.input_type == "bf16"
+
+
+def test_the_wgmma_kernels_stages_hide_the_key_loads():
+    """On sm_90a a deeper ring divides the latency of the key loads (the blocks an SM holds alike); the mma.sync
+    kernel's two stages are fixed, so STAGES leaves its cost alone."""
+    op = Attention(2, 4096, 4096, 128, 128, None, "bf16", False)
+    base = {"BQ": 64, "BK": 128, "DECODE_BK": 32, "DECODE_WARPS": 2, "SPLITS": 1}
+    h200 = [float(attention_seconds(GPU_TARGETS["h200"], op, {**base, "STAGES": s}, 1024)) for s in (2, 3)]
+    assert h200[1] < h200[0], h200
+    a100 = [float(attention_seconds(GPU_TARGETS["a100"], op, {**base, "BQ": 32, "STAGES": s}, 1024)) for s in (2, 3)]
+    assert a100[0] == a100[1], a100
