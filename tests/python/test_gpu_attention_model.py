@@ -3,6 +3,7 @@ key shares where few blocks would leave SMs idle, and the search's choice reache
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 
@@ -14,7 +15,9 @@ import prism
 import prism.families  # noqa: F401  (registers the attention family)
 from conftest import REPO
 from prism.codegen.gpu.attention import attention_problem
-from prism.codegen.gpu.ptx import ptxas, ptxas_path
+from prism.codegen.gpu.attention_sm90 import plan_sm90_attention, sm90_attention_problem
+from prism.codegen.gpu.kernels import _attention
+from prism.codegen.gpu.ptx import compile_kernels, ptxas, ptxas_path
 from prism.families.attention import match_family
 from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
@@ -27,6 +30,7 @@ from prism.targets.nvidia_attention import (
     attention_space,
     attention_tile,
     problem_spec,
+    runs_sm90,
 )
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -59,8 +63,15 @@ def _points(space, op, groups=None):
 
 
 def _spec(op, values):
-    spec = problem_spec(op)
-    return spec.__class__(**{**vars(spec), "splits": values["SPLITS"] if op.queries == 1 else 0})
+    """The problem's spec carrying the point's tile and, for decode, its shares."""
+    return dataclasses.replace(problem_spec(op), splits=values["SPLITS"] if op.queries == 1 else 0,
+                               tile=attention_tile(values))
+
+
+def _problem(op, values, chip):
+    """Why the kernel that runs the point refuses it: the wgmma kernel's refusal where the space is its own."""
+    spec = _spec(op, values)
+    return sm90_attention_problem(spec) if runs_sm90(spec, chip) else attention_problem(spec, chip)
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -71,13 +82,46 @@ def test_every_point_is_a_tile_the_emitter_takes_and_the_limits_are_its_own(targ
     inside = _points(space, op)
     assert inside, name
     for values in inside:
-        assert attention_problem(_spec(op, values), model.chip, attention_tile(values)) is None, values
+        assert _problem(op, values, model.chip) is None, values
     # a tile the registers or shared-memory group leaves out is one the emitter refuses
     within_shape = _points(space, op, groups={"shape"})
     kept = {tuple(sorted(v.items())) for v in inside}
     for values in within_shape:
         if tuple(sorted(values.items())) not in kept:
-            assert attention_problem(_spec(op, values), model.chip, attention_tile(values)) is not None, values
+            assert _problem(op, values, model.chip) is not None, values
+
+
+# the prefills the sm_90a wgmma kernel takes: its space is its tiles (BQ 64 or 128, BK 64 or 128, STAGES)
+SM90_PREFILLS = ("prefill", "prefill-d64-causal", "prefill-dynamic")
+
+
+@pytest.mark.parametrize("name", SM90_PREFILLS)
+def test_the_sm90_prefill_space_is_the_wgmma_kernels(name):
+    model, op = GPU_TARGETS["h200"], PROBLEMS[name]
+    inside = _points(attention_space(op, model), op)
+    assert {v["BQ"] for v in inside} <= {64, 128} and {v["BK"] for v in inside} <= {64, 128}
+    assert len({v["STAGES"] for v in inside}) > 1, inside
+    for values in inside:
+        spec = _spec(op, values)
+        assert runs_sm90(spec, model.chip) and sm90_attention_problem(spec) is None, values
+    # on sm_80 the same problem keeps the mma.sync kernel's space, two stages
+    a100 = _points(attention_space(op, GPU_TARGETS["a100"]), op)
+    assert {v["STAGES"] for v in a100} == {2} and {v["BQ"] for v in a100} & {16, 32}
+
+
+@needs_ptxas
+@pytest.mark.parametrize("name", SM90_PREFILLS)
+def test_a_sample_of_the_sm90_prefill_space_assembles_without_spills(name):
+    model, op = GPU_TARGETS["h200"], PROBLEMS[name]
+    inside = sorted(_points(attention_space(op, model), op), key=lambda v: (v["BQ"], v["BK"], v["STAGES"]))
+    for values in inside[::3] + inside[-1:]:
+        spec = dataclasses.replace(_spec(op, values), name="attention")
+        kernels = _attention(spec, model.chip)
+        assert kernels[0].name.endswith("_prefill_sm90"), values
+        assert kernels[0].launch.block[0] == 128 * (1 + values["BQ"] // 64)
+        assert kernels[0].launch.shared_bytes == plan_sm90_attention(spec).shared_bytes
+        resources = ptxas(compile_kernels(kernels, model.chip), model.chip)
+        assert all(r.spill_bytes == 0 for r in resources.values()), (values, resources)
 
 
 def test_chains_the_kernels_refuse_have_no_space():
@@ -154,24 +198,39 @@ def _kernels(compiled):
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_choice_reaches_the_emitted_kernels(target):
     chip = GPU_TARGETS[target].chip
-    decode = {"BQ": 64, "BK": 64, "DECODE_BK": 16, "DECODE_WARPS": 4, "SPLITS": 32}
+    decode = {"BQ": 64, "BK": 64, "DECODE_BK": 16, "DECODE_WARPS": 4, "SPLITS": 32, "STAGES": 2}
     compiled = prism.compile(_with_choice(_decode_text(), decode), target=target, pipeline="", emit="ptx")
     kernels = _kernels(compiled)
     (split,) = [k for name, k in kernels.items() if name.endswith("_decode")]
     assert split["grid"][0].startswith("8 * ") and split["block"][0] == 4 * 32  # 32 shares, 4 a block
     resources = ptxas(compiled.ptx_text, chip)
     assert all(r.spill_bytes == 0 for r in resources.values()), resources
-    prefill = {"BQ": 32, "BK": 32, "DECODE_BK": 32, "DECODE_WARPS": 2, "SPLITS": 1}
     text = gw.retype(cw.attention(2, 8, 128, 1024, 128).mlir, "f16")
-    compiled = prism.compile(_with_choice(text, prefill), target=target, pipeline="", emit="ptx")
-    (kernel,) = _kernels(compiled).values()
-    assert re.match(r"cdiv\(128, 32\)", kernel["grid"][0]) and kernel["block"][0] == 2 * 32, kernel
-    resources = ptxas(compiled.ptx_text, chip)
-    assert all(r.spill_bytes == 0 for r in resources.values()), resources
+    if chip != "sm_90a":  # the mma.sync kernel: BQ / 16 warps, BQ rows a block
+        prefill = {"BQ": 32, "BK": 32, "DECODE_BK": 32, "DECODE_WARPS": 2, "SPLITS": 1, "STAGES": 2}
+        compiled = prism.compile(_with_choice(text, prefill), target=target, pipeline="", emit="ptx")
+        (kernel,) = _kernels(compiled).values()
+        assert re.match(r"cdiv\(128, 32\)", kernel["grid"][0]) and kernel["block"][0] == 2 * 32, kernel
+        resources = ptxas(compiled.ptx_text, chip)
+        assert all(r.spill_bytes == 0 for r in resources.values()), resources
+        return
+    # the wgmma kernel: BQ / 64 consumer warpgroups and a producer, the Q tile and STAGES of K and V tiles
+    shared = set()
+    for bq, bk, stages in ((64, 64, 4), (128, 128, 2), (64, 128, 3)):
+        prefill = {"BQ": bq, "BK": bk, "DECODE_BK": 32, "DECODE_WARPS": 2, "SPLITS": 1, "STAGES": stages}
+        compiled = prism.compile(_with_choice(text, prefill), target=target, pipeline="", emit="ptx")
+        (kernel,) = _kernels(compiled).values()
+        assert kernel["name"].endswith("_prefill_sm90"), kernel
+        assert kernel["grid"][0].startswith(f"{128 // bq} * ") and kernel["block"][0] == 128 * (1 + bq // 64), kernel
+        assert kernel["shared_bytes"] == bq * 128 * 2 + stages * 2 * bk * 128 * 2, kernel
+        shared.add(kernel["shared_bytes"])
+        resources = ptxas(compiled.ptx_text, chip)
+        assert all(r.spill_bytes == 0 for r in resources.values()), resources
+    assert len(shared) == 3
 
 
 def test_a_choice_the_kernels_cannot_run_is_an_error_at_its_op():
-    wrong = {"BQ": 64, "BK": 64, "DECODE_BK": 32, "DECODE_WARPS": 3, "SPLITS": 4}
+    wrong = {"BQ": 64, "BK": 64, "DECODE_BK": 32, "DECODE_WARPS": 3, "SPLITS": 4, "STAGES": 2}
     with pytest.raises(UnsupportedOp, match="DECODE_WARPS"):
         prism.compile(_with_choice(_decode_text(), wrong), target="h200", pipeline="", emit="ptx")
 
@@ -185,3 +244,14 @@ def test_a_transposed_k_gives_its_keys_and_layout():
         (problem,) = [m.problem for m in found if m is not None]
     assert (problem.batch, problem.queries, problem.keys, problem.head_dim) == (16, 128, 1024, 128)
     assert problem.k_transposed and problem.input_type == "bf16"
+
+
+def test_the_wgmma_kernels_stages_hide_the_key_loads():
+    """On sm_90a a deeper ring divides the latency of the key loads (the blocks an SM holds alike); the mma.sync
+    kernel's two stages are fixed, so STAGES leaves its cost alone."""
+    op = Attention(2, 4096, 4096, 128, 128, None, "bf16", False)
+    base = {"BQ": 64, "BK": 128, "DECODE_BK": 32, "DECODE_WARPS": 2, "SPLITS": 1}
+    h200 = [float(attention_seconds(GPU_TARGETS["h200"], op, {**base, "STAGES": s}, 1024)) for s in (2, 3)]
+    assert h200[1] < h200[0], h200
+    a100 = [float(attention_seconds(GPU_TARGETS["a100"], op, {**base, "BQ": 32, "STAGES": s}, 1024)) for s in (2, 3)]
+    assert a100[0] == a100[1], a100

@@ -7,14 +7,16 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from prism.codegen.gpu import hopper
+from prism.codegen.gpu.attention import attention_problem
 from prism.codegen.gpu.attention_sm90 import (
-    Sm90AttentionTile,
     _Writer,
+    default_tile,
     emit_sm90_attention,
     plan_sm90_attention,
     sm90_attention_problem,
@@ -22,7 +24,7 @@ from prism.codegen.gpu.attention_sm90 import (
 from prism.codegen.gpu.gemm_sm90 import SHARED_LIMIT, fragment_offset
 from prism.codegen.gpu.kernels import _attention
 from prism.codegen.gpu.ptx import compile_kernels, ptxas, ptxas_path
-from prism.codegen.gpu.spec import AttentionSpec, Dim, Kernel, Tensor
+from prism.codegen.gpu.spec import AttentionSpec, AttentionTile, Dim, Kernel, Tensor
 from prism.infra.errors import UnsupportedOp
 
 needs_ptxas = pytest.mark.skipif(ptxas_path() is None, reason="ptxas is not on PATH")
@@ -107,11 +109,13 @@ def test_dynamic_and_batched_kernels_assemble(batch: tuple, sq: Dim, skv: Dim, k
 @needs_ptxas
 def test_one_consumer_and_deeper_rings_assemble() -> None:
     spec = attention(d=128)
-    for tile in (Sm90AttentionTile(CONSUMERS=1, BK=128, STAGES=3), Sm90AttentionTile(CONSUMERS=2, BK=64, STAGES=4)):
+    for tile in (AttentionTile(BQ=64, BK=128, STAGES=3), AttentionTile(BQ=128, BK=64, STAGES=4)):
         (kernel,) = emit_sm90_attention(spec, tile)
         ptx = compile_kernels([kernel], "sm_90a")
         assert ptxas(ptx, "sm_90a")[kernel.name].spill_bytes == 0
-        assert kernel.launch.block == (128 * (1 + tile.CONSUMERS), 1, 1)
+        assert kernel.launch.block == (128 * (1 + tile.BQ // 64), 1, 1)
+        assert kernel.launch.shared_bytes == plan_sm90_attention(spec, tile).shared_bytes
+        assert plan_sm90_attention(spec, tile).tile.STAGES == tile.STAGES
 
 
 def test_whole_tiles_without_causal_need_no_mask() -> None:
@@ -137,11 +141,9 @@ def test_whole_tiles_without_causal_need_no_mask() -> None:
     (attention("f32"), None, "takes one of f16 or bf16"),
     (attention(sq=1), None, "decode"),
     (attention(skv=1001, k_layout="dn"), None, "not a multiple of 8"),
-    (attention(), Sm90AttentionTile(CONSUMERS=3), "CONSUMERS=3"),
-    (attention(), Sm90AttentionTile(BK=32), "BK=32"),
-    (attention(), Sm90AttentionTile(BK=256), "BK=256"),
-    (attention(), Sm90AttentionTile(STAGES=1), "STAGES=1"),
-    (attention(), Sm90AttentionTile(STAGES=4), "shared memory"),
+    (attention(), AttentionTile(BQ=32, BK=128), "BQ=32"),
+    (attention(), AttentionTile(BQ=128, BK=32), "BK=32"),
+    (attention(), AttentionTile(BQ=128, BK=128, STAGES=4), "shared memory"),
 ])
 def test_refuses_what_the_kernel_cannot_take(spec: AttentionSpec, tile, reason: str) -> None:
     problem = sm90_attention_problem(spec, tile)
@@ -166,6 +168,29 @@ def test_dispatch_on_sm90a() -> None:
     fast, slow = _attention(attention(skv="kv", k_layout="dn"), "sm_90a")
     assert fast.launch.when == "kv // 8 * 8 == kv" and slow.launch.when == "not (kv // 8 * 8 == kv)"
     assert slow.name == "attn_prefill_unaligned" and "@attn_prefill_unaligned(" in slow.text
+
+
+def test_dispatch_reads_the_specs_tile() -> None:
+    """The spec's tile reaches the wgmma kernel (BQ / 64 consumers, BK, STAGES); without one, the kernel's
+    default; a tile it refuses (chosen for the mma.sync kernel) runs there; beside a launch condition, the
+    mma.sync kernel takes the same tile."""
+    spec = attention(d=64)
+    (default,) = _attention(spec, "sm_90a")
+    assert default.launch.block == (384, 1, 1)
+    assert default.launch.shared_bytes == plan_sm90_attention(spec, default_tile(spec)).shared_bytes
+    assert default_tile(spec) == AttentionTile(BQ=128, BK=128, STAGES=3)
+    chosen = AttentionTile(BQ=64, BK=64, STAGES=4)
+    (kernel,) = _attention(replace(spec, tile=chosen), "sm_90a")
+    assert kernel.launch.block == (256, 1, 1) and kernel.launch.grid[0].startswith("2 * ")
+    assert kernel.launch.shared_bytes == 64 * 64 * 2 + 4 * 2 * 64 * 64 * 2
+    (mma,) = _attention(replace(spec, tile=AttentionTile(BQ=32, BK=32)), "sm_90a")
+    assert mma.name == "attn_prefill" and mma.launch.block == (64, 1, 1)
+    dynamic = attention(d=128, skv="kv", k_layout="dn")
+    for bq in (64, 128):
+        tile = AttentionTile(BQ=bq, BK=128, STAGES=2)
+        fast, slow = _attention(replace(dynamic, tile=tile), "sm_90a")
+        assert fast.launch.block == (128 * (1 + bq // 64), 1, 1) and slow.launch.block == (bq // 16 * 32, 1, 1)
+        assert attention_problem(replace(dynamic, tile=tile), "sm_90a") is None
 
 
 def test_launch_and_tensor_maps() -> None:
@@ -395,5 +420,5 @@ def test_two_consumers_take_turns() -> None:
     guarded = re.findall(r"scf\.if (%\w+) \{\n\s*nvvm\.barrier\.arrive [^\n]*\n\s*\}", text)
     assert len(guarded) == 1  # the second consumer's first arrival, alone
     assert re.match(r"arith\.cmpi eq, %\w+, %c1 : index", defs[guarded[0]])
-    for tile in (Sm90AttentionTile(CONSUMERS=1), Sm90AttentionTile(PINGPONG=False)):
+    for tile in (AttentionTile(BQ=64, BK=128),):  # one consumer: no turns
         assert "nvvm.barrier" not in emit_sm90_attention(attention(), tile)[0].text

@@ -2,7 +2,7 @@
 searched on the host (:mod:`prism.targets.host_attention`) and run there as one online-softmax kernel
 (:mod:`prism.codegen.cpu.attention`); on NVIDIA GPUs, f16 and bf16 chains are searched
 (:mod:`prism.targets.nvidia_attention`) and run as flash attention, or split-KV flash decoding for one query row
-(:mod:`prism.codegen.gpu.attention`).
+(:mod:`prism.codegen.gpu.attention`, and on sm_90a :mod:`prism.codegen.gpu.attention_sm90`).
 
 The family's matcher takes every chain some target runs (f32, f16 and bf16; K as ``[.., keys, d]`` or
 transposed); each target's space refuses the chains its kernel does not take (the host's: all but f32 with K
@@ -13,7 +13,7 @@ from __future__ import annotations
 from mlir import ir
 
 from prism.codegen.cpu.attention import fuse_attention
-from prism.codegen.gpu.attention import attention_problem
+from prism.codegen.gpu.attention_sm90 import kernels_problem
 from prism.codegen.gpu.spec import AttentionSpec, AttentionTile
 from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
@@ -39,7 +39,7 @@ def host_space(op: Attention, target):
 
 
 # The keys of the choice on the chain's first op (prism.attention) that the GPU's kernels read.
-GPU_CHOICE_KEYS = tuple(nvidia_attention.KNOBS.values())
+GPU_CHOICE_KEYS = nvidia_attention.CHOICE_KEYS
 
 
 def read_gpu_choice(op: ir.Operation) -> tuple[AttentionTile, int] | None:
@@ -67,9 +67,10 @@ def gpu_attention(op: ir.Operation, buffers, chip: str):
     the values it produces), or None. A chain the kernels do not take (a causal mask whose offset is not
     ``keys - queries``, f32 operands, a head size they refuse) keeps its ops, which run as GEMMs and rows.
 
-    The search's choice on the chain's first op (``prism.attention``: BQ, BK, DECODE_BK, DECODE_WARPS, SPLITS)
-    sets the kernels' tile and, for decode, the key shares; without one the emitter's own rules apply. A
-    choice the kernels cannot run is an error at that op."""
+    The search's choice on the chain's first op (``prism.attention``: BQ, BK, DECODE_BK, DECODE_WARPS, SPLITS,
+    STAGES) sets the kernels' tile and, for decode, the key shares; without one the spec carries no tile and the
+    emitter's own rules apply (each kernel's default). A choice the kernels cannot run is an error at that
+    op."""
     found = match_family(op)
     if found is None:
         return None
@@ -87,8 +88,8 @@ def gpu_attention(op: ir.Operation, buffers, chip: str):
         return AttentionSpec(name=name, q=q, k=k, v=v, o=buffers.tensor(result), batch=tuple(q.shape[:-2]), sq=sq,
                              skv=skv, d=q.shape[-1], dv=v.shape[-1], scale=found.scale,
                              k_layout="dn" if found.k_transposed else "nd", causal=found.causal is not None,
-                             splits=splits if sq == 1 else 0, tile=tile or AttentionTile())
-    problem = attention_problem(spec("attention"), chip)
+                             splits=splits if sq == 1 else 0, tile=tile)
+    problem = kernels_problem(spec("attention"), chip)
     if problem is not None and (choice is None or not nvidia_attention.some_tile_fits(spec("attention"), chip)):
         return None
     if problem is not None:  # a tile fits, the chosen one does not

@@ -1,44 +1,65 @@
 """The attention family on NVIDIA GPUs: the schedule space of Prism's flash kernels and their roofline.
 
-The kernels are :mod:`prism.codegen.gpu.attention`'s; their knobs are
-:class:`~prism.codegen.gpu.attention.AttentionTile`'s and the decode split
+The kernels are :mod:`prism.codegen.gpu.attention`'s (mma.sync prefill,
+split-KV decode) and, for a prefill on sm_90a that TMA can read,
+:mod:`prism.codegen.gpu.attention_sm90`'s (TMA + wgmma); their knobs are
+:class:`~prism.codegen.gpu.spec.AttentionTile`'s and the decode split
 count. A problem of one static query row is a decode, any other a prefill.
-Knobs (exponents of two in the set):
+Knobs (exponents of two in the set; STAGES an integer):
 
-- prefill: BQ (query rows of a block, 16 per warp) and BK (keys of a shared
-  tile); the decode knobs stay at the tile's defaults (SPLITS = 1);
+- prefill on the mma.sync kernel: BQ (query rows of a block, 16 per warp)
+  and BK (keys of a shared tile); the other knobs stay at the tile's
+  defaults (SPLITS = 1, STAGES = 2, the kernel's double buffer);
+- prefill on the wgmma kernel (sm_90a, where
+  :func:`~prism.codegen.gpu.attention_sm90.sm90_spec_problem` takes the
+  problem): BQ of 64 or 128 (one or two consumer warpgroups of 64 rows, a
+  wgmma's M), BK of 64 or 128 and STAGES (the depth of the K and V rings);
 - decode: DECODE_BK (keys of a shared tile), DECODE_WARPS (warps of a block,
   each its own share of the keys) and SPLITS (the shares of one batch
-  index); BQ and BK stay at the tile's defaults.
+  index); BQ, BK and STAGES stay at the tile's defaults.
 
-Each knob ranges over the values the tile takes. Constraints, the emitter's
-own limits, read off its plan (:func:`~prism.codegen.gpu.attention.plan_attention`,
-whose registers are :func:`~prism.codegen.gpu.attention.fragment_registers`)
-for every tile: ``registers`` (per thread, within the chip's limit),
-``shared_memory`` (per block, within the chip's opt-in limit) and ``shape``
-(tiles no larger than their padded extents; for decode, each share at least
-one key tile and a block's warps no more than the shares).
+Each knob ranges over the values the kernel takes. Constraints, the emitter's
+own limits, read off its plan for every tile: ``registers`` (per thread,
+within the chip's limit: :func:`~prism.codegen.gpu.attention.fragment_registers`
+for the mma.sync kernels, the wgmma kernel's ``.maxnreg``), ``shared_memory``
+(per block, within the chip's opt-in limit and, for the wgmma kernel, what
+:func:`~prism.codegen.gpu.attention_sm90.sm90_attention_problem` takes) and
+``shape`` (tiles no larger than their padded extents, the wgmma kernel's
+smallest always allowed; for decode, each share at least one key tile and a
+block's warps no more than the shares).
 
 The cost is a roofline over the SMs: both products' padded FLOPs at the
 tensor-core rate, and Q, K, V and O moved once at DRAM bandwidth, each
 slowed by the waves of blocks over the SMs (a last wave that fills few SMs,
 or fewer blocks than SMs, leaves bandwidth and tensor cores idle). The
 memory side also pays for latency: a block (a decode warp) waits about a
-DRAM latency per KV_STAGES key tiles, the blocks an SM holds at once (its
-shared memory and registers, by the emitter's plan) waiting side by side;
-this is what makes a few long key loops slower than many short ones.
-Decode adds its combine kernel: a launch, and the shares' partial results
-(SPLITS x batch x (dv + 2) f32 values) written and read.
+DRAM latency per key tiles in flight (KV_STAGES for the mma.sync kernels,
+STAGES for the wgmma kernel), the blocks an SM holds at once (its shared
+memory and registers, by the emitter's plan of the kernel that runs the
+tile) waiting side by side; this is what makes a few long key loops slower
+than many short ones. Decode adds its combine kernel: a launch, and the
+shares' partial results (SPLITS x batch x (dv + 2) f32 values) written and
+read.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from prism.codegen.gpu.attention import MMA_ROWS, attention_problem, plan_attention
+from prism.codegen.gpu.attention import MMA_ROWS, attention_spec_problem, plan_attention
+from prism.codegen.gpu.attention_sm90 import (
+    KEY_TILES,
+    QUERY_TILES,
+    kernels_problem,
+    plan_sm90_attention,
+    sm90_attention_problem,
+    sm90_spec_problem,
+    takes_sm90,
+)
 from prism.codegen.gpu.spec import AttentionSpec, AttentionTile, Tensor
 from prism.infra.ir import ELEMENT_BYTES
 from prism.search.attention import Attention
@@ -50,17 +71,21 @@ if TYPE_CHECKING:
     from prism.targets.nvidia import GpuModel
 
 COST_TEXT = ("roofline(padded_flops / rate * spread, roofline(bytes / bandwidth * spread, "
-             "ceil(ceil(blocks / SMs) / resident) * steps * latency / 2)) + launch "
+             "ceil(ceil(blocks / SMs) / resident) * steps * latency / stages)) + launch "
              "[decode: + launch + SPLITS*B*(Dv + 2)*4 / bandwidth * ceil(B / SMs) * SMs / B]; "
-             "spread = ceil(blocks / SMs) * SMs / blocks, steps = ceil(keys/BK) (decode: key tiles of a share); "
+             "spread = ceil(blocks / SMs) * SMs / blocks, steps = ceil(keys/BK) (decode: key tiles of a share), "
+             "stages = STAGES on the sm_90a wgmma kernel, else 2; "
              "prefill: blocks = B*ceil(Sq/BQ), padded_flops = blocks * 2*BQ*ceil(keys/BK)*BK*(d + Dv) "
              "(keys: Skv, or with a causal mask the middle block's), bytes = 2*B*(Sq*(d + Dv) + Skv*(d + Dv)); "
              "decode: blocks = B*ceil(SPLITS/DECODE_WARPS), padded_flops = blocks * DECODE_WARPS * "
              "2*16*ceil(ceil(Skv/DECODE_BK)/SPLITS)*DECODE_BK*(d + Dv), "
              "bytes = 2*B*(d + Skv*(d + Dv)) + SPLITS*B*(Dv + 2)*4")
 
-# The knobs, by exponent variable, and the tile field each sets.
+# The knobs, by exponent variable, and the tile field each sets; STAGES is an integer (a flag of the space).
 KNOBS = {"bq": "BQ", "bk": "BK", "dbk": "DECODE_BK", "dw": "DECODE_WARPS", "ks": "SPLITS"}
+FLAGS = {"st": "STAGES"}
+# The keys of a choice: every symbol of the space.
+CHOICE_KEYS = (*KNOBS.values(), *FLAGS.values())
 # The most key shares of a decode: 2**MAX_SPLITS_LOG2 (each share is also at least one key tile).
 MAX_SPLITS_LOG2 = 12
 GPU_ATTENTION_TYPES = ("f16", "bf16")
@@ -72,27 +97,28 @@ KV_STAGES = 2
 
 
 def tile_values(field: str) -> list[int]:
-    """The powers of two that :class:`AttentionTile` takes for ``field``, as its own check says."""
+    """The values that :class:`AttentionTile` takes for ``field``, as its own check says: powers of two, or for
+    STAGES integers."""
     found = []
-    for exponent in range(10):
+    for value in range(1, 10) if field in FLAGS.values() else [2**e for e in range(10)]:
         try:
-            AttentionTile(**{field: 2**exponent})
+            AttentionTile(**{field: value})
         except ValueError:
             continue
-        found.append(2**exponent)
+        found.append(value)
     return found
 
 
 def every_tile() -> list[AttentionTile]:
     """Every tile of the knobs' values."""
-    fields = [field for field in KNOBS.values() if field != "SPLITS"]
+    fields = [field for field in CHOICE_KEYS if field != "SPLITS"]
     return [AttentionTile(**dict(zip(fields, values, strict=True)))
             for values in _product([tile_values(field) for field in fields])]
 
 
 def some_tile_fits(spec: AttentionSpec, chip: str) -> bool:
     """Whether the emitter takes ``spec`` with some tile (a chain none fits is refused for what it is)."""
-    return any(attention_problem(spec, chip, tile) is None for tile in every_tile())
+    return any(kernels_problem(replace(spec, tile=tile), chip) is None for tile in every_tile())
 
 
 def is_decode(op: Attention) -> bool:
@@ -118,7 +144,7 @@ def problem_spec(op: Attention) -> AttentionSpec:
 def attention_tile(values: dict[str, int]) -> AttentionTile:
     """The tile of a point's symbol values."""
     return AttentionTile(BQ=values["BQ"], BK=values["BK"], DECODE_BK=values["DECODE_BK"],
-                         DECODE_WARPS=values["DECODE_WARPS"])
+                         DECODE_WARPS=values["DECODE_WARPS"], STAGES=values["STAGES"])
 
 
 def _log2(value: int) -> int:
@@ -138,7 +164,7 @@ def _union(pieces: list[str]) -> str:
     return "(" + (" or ".join(pieces) or "false") + ")"
 
 
-def _fits(spec: AttentionSpec, target: GpuModel, tiles: list[tuple[dict[str, str], AttentionTile]]
+def _fits(spec: AttentionSpec, target: GpuModel, tiles: list[tuple[dict[str, int], AttentionTile]]
           ) -> tuple[str, str]:
     """The registers and shared-memory groups: the union of the tiles (each given as its exponent equalities)
     whose plan stays within the chip's registers per thread, and within its opt-in shared memory per block."""
@@ -153,6 +179,31 @@ def _fits(spec: AttentionSpec, target: GpuModel, tiles: list[tuple[dict[str, str
     return _union(registers), _union(shared)
 
 
+def _fits_sm90(spec: AttentionSpec, target: GpuModel, tiles: list[tuple[dict[str, int], AttentionTile]]
+               ) -> tuple[str, str]:
+    """The registers and shared-memory groups of the wgmma kernel: the tiles whose registers at entry
+    (``.maxnreg``) are within the chip's per thread, and those whose rings and Q tile the kernel takes in shared
+    memory (:func:`~prism.codegen.gpu.attention_sm90.sm90_attention_problem`), within the chip's opt-in limit."""
+    registers, shared = [], []
+    for exponents, tile in tiles:
+        plan = plan_sm90_attention(spec, tile)
+        point = "(" + " and ".join(f"{var} = {value}" for var, value in exponents.items()) + ")"
+        if plan.max_registers <= target.regs_per_thread:
+            registers.append(point)
+        if sm90_attention_problem(spec, tile) is None and plan.shared_bytes <= target.smem_per_block:
+            shared.append(point)
+    return _union(registers), _union(shared)
+
+
+def _exponent_range(var: str, values: tuple[int, ...]) -> str:
+    return f"{_log2(min(values))} <= {var} <= {_log2(max(values))}"
+
+
+def runs_sm90(spec: AttentionSpec, chip: str) -> bool:
+    """Whether the prefill of ``spec`` takes the wgmma kernel on ``chip`` for the tiles that kernel takes."""
+    return chip == "sm_90a" and attention_spec_problem(spec, chip) is None and sm90_spec_problem(spec) is None
+
+
 def attention_space(op: Attention, target: GpuModel) -> Space | None:
     """The schedule space of ``op`` on ``target`` (see the module docstring); None where the kernels do not take
     the chain (operands other than f16 or bf16, a causal mask off the last key, head sizes they refuse): its
@@ -162,28 +213,44 @@ def attention_space(op: Attention, target: GpuModel) -> Space | None:
     if op.causal is not None and (op.queries is None or op.keys is None or op.causal != op.keys - op.queries):
         return None
     spec = problem_spec(op)
-    decode = is_decode(op)
     if not some_tile_fits(spec, target.chip):
         return None
-    if decode:
+    fixed_stages = f"st = {AttentionTile().STAGES}"
+    if is_decode(op):
         knobs = [("dbk", "DECODE_BK"), ("dw", "DECODE_WARPS")]
         universe = (f"{_fixed('bq', 'BQ')} and {_fixed('bk', 'BK')} and {_range('dbk', 'DECODE_BK')} and "
-                    f"{_range('dw', 'DECODE_WARPS')} and 0 <= ks <= {MAX_SPLITS_LOG2}")
+                    f"{_range('dw', 'DECODE_WARPS')} and 0 <= ks <= {MAX_SPLITS_LOG2} and {fixed_stages}")
         shape = f"{shape_fit('dbk', 'n', 4)} and (ks = 0 or ks + dbk <= LN) and dw <= ks"
+        registers, shared = _fits(spec, target, _tiles(knobs))
+    elif runs_sm90(spec, target.chip):
+        stages = tile_values("STAGES")
+        universe = (f"{_exponent_range('bq', QUERY_TILES)} and {_exponent_range('bk', KEY_TILES)} and "
+                    f"{_fixed('dbk', 'DECODE_BK')} and {_fixed('dw', 'DECODE_WARPS')} and ks = 0 and "
+                    f"{min(stages)} <= st <= {max(stages)}")
+        floor = _log2(min(QUERY_TILES))
+        shape = f"{shape_fit('bq', 'm', floor)} and {shape_fit('bk', 'n', _log2(min(KEY_TILES)))}"
+        tiles = [({"bq": _log2(bq), "bk": _log2(bk), "st": st}, AttentionTile(BQ=bq, BK=bk, STAGES=st))
+                 for bq, bk, st in _product([list(QUERY_TILES), list(KEY_TILES), stages])]
+        registers, shared = _fits_sm90(spec, target, tiles)
     else:
         knobs = [("bq", "BQ"), ("bk", "BK")]
         universe = (f"{_range('bq', 'BQ')} and {_range('bk', 'BK')} and {_fixed('dbk', 'DECODE_BK')} and "
-                    f"{_fixed('dw', 'DECODE_WARPS')} and ks = 0")
+                    f"{_fixed('dw', 'DECODE_WARPS')} and ks = 0 and {fixed_stages}")
         shape = f"{shape_fit('bq', 'm', 4)} and {shape_fit('bk', 'n', 4)}"
+        registers, shared = _fits(spec, target, _tiles(knobs))
+    groups = (("registers", registers), ("shared_memory", shared), ("shape", shape))
+    return Space(kind="attention", knobs=dict(KNOBS), flags=dict(FLAGS),
+                 universe=f"{shape_param_bounds()} and {universe}", groups=groups)
+
+
+def _tiles(knobs: list[tuple[str, str]]) -> list[tuple[dict[str, int], AttentionTile]]:
+    """Every combination of the ``knobs`` (variable, field) values: its exponent equalities and its tile."""
     tiles = []
     for combination in _product([tile_values(field) for _, field in knobs]):
         fields = {field: value for (_, field), value in zip(knobs, combination, strict=True)}
         tiles.append(({var: _log2(value) for (var, _), value in zip(knobs, combination, strict=True)},
                       AttentionTile(**fields)))
-    registers, shared = _fits(spec, target, tiles)
-    groups = (("registers", registers), ("shared_memory", shared), ("shape", shape))
-    return Space(kind="attention", knobs=dict(KNOBS), flags={}, universe=f"{shape_param_bounds()} and {universe}",
-                 groups=groups)
+    return tiles
 
 
 def _product(ranges: list[list[int]]) -> list[tuple[int, ...]]:
@@ -234,31 +301,44 @@ def _decode(target: GpuModel, op: Attention, values: KnobValues, s: dict[str, in
 
 def _latency(target: GpuModel, op: Attention, values: KnobValues, blocks: Knob, steps: Knob) -> Knob:
     """The time of the busiest SM where its loads wait on memory: a block (a warp, for decode) loads a key
-    tile per step while it works on the one before, so each step costs a DRAM latency over KV_STAGES; the
-    blocks an SM holds at once (by its shared memory and registers, per the emitter's plan) run side by side,
-    the others after them."""
-    resident = _resident(target, op, values)
+    tile per step while it works on the ones before, so each step costs a DRAM latency over the stages of K and
+    V tiles in flight (KV_STAGES for the mma.sync kernels, STAGES for the wgmma kernel's rings); the blocks an
+    SM holds at once (by its shared memory and registers, per the emitter's plan) run side by side, the others
+    after them."""
+    resident, stages = _residency(target, op, values)
     rounds = ceil_div(ceil_div(blocks, target.sm_count), resident)
-    return rounds * steps * DRAM_LATENCY_SECONDS / KV_STAGES
+    return rounds * steps * DRAM_LATENCY_SECONDS / stages
 
 
-def _resident(target: GpuModel, op: Attention, values: KnobValues) -> np.ndarray:
-    """Blocks an SM holds at once: as many as its shared memory and registers take (at least one), from the
-    emitter's plan of each point's tile."""
+def _residency(target: GpuModel, op: Attention, values: KnobValues) -> tuple[np.ndarray, np.ndarray]:
+    """For each point: the blocks an SM holds at once (as many as its shared memory and registers take, at
+    least one, from the plan of the kernel that runs the point's tile) and the stages of key tiles in flight."""
     spec = problem_spec(op)
+    fields = ("BQ", "BK", "DECODE_BK", "DECODE_WARPS", "STAGES")
     shape = np.shape(values["BQ"])
-    columns = [np.broadcast_to(np.asarray(values[key]), shape).ravel().tolist()
-               for key in ("BQ", "BK", "DECODE_BK", "DECODE_WARPS")]
-    found: dict[tuple[int, ...], int] = {}
-    out = np.empty(len(columns[0]), dtype=np.int64)
+    columns = [np.broadcast_to(np.asarray(values.get(key, AttentionTile().STAGES)), shape).ravel().tolist()
+               for key in fields]
+    found: dict[tuple[int, ...], tuple[int, int]] = {}
+    resident = np.empty(len(columns[0]), dtype=np.int64)
+    stages = np.empty(len(columns[0]), dtype=np.int64)
     for index, key in enumerate(zip(*columns, strict=True)):
         if key not in found:
-            plan = plan_attention(spec, target.chip, AttentionTile(*key))
-            threads = plan.warps * target.warp_size
-            found[key] = max(1, min(target.smem_per_sm // max(plan.shared_bytes, 1),
-                                    target.regs_per_sm // (threads * plan.registers)))
-        out[index] = found[key]
-    return out.reshape(shape)
+            found[key] = _block_residency(target, replace(spec, tile=AttentionTile(*key)))
+        resident[index], stages[index] = found[key]
+    return resident.reshape(shape), stages.reshape(shape)
+
+
+def _block_residency(target: GpuModel, spec: AttentionSpec) -> tuple[int, int]:
+    """Blocks of ``spec`` (with its tile) an SM holds at once, and the key tiles each keeps in flight."""
+    if takes_sm90(spec, target.chip):
+        plan = plan_sm90_attention(spec)
+        threads, registers, shared, stages = plan.threads, plan.max_registers, plan.shared_bytes, plan.tile.STAGES
+    else:
+        mma = plan_attention(spec, target.chip)
+        threads, registers, shared = mma.warps * target.warp_size, mma.registers, mma.shared_bytes
+        stages = KV_STAGES
+    resident = max(1, min(target.smem_per_sm // max(shared, 1), target.regs_per_sm // (threads * registers)))
+    return resident, stages
 
 
 def _traffic(op: Attention, s: dict[str, int]) -> int:

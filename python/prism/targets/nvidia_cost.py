@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 from mlir import ir
 
 from prism.codegen.gpu import generic
-from prism.codegen.gpu.attention import is_decode, plan_attention
+from prism.codegen.gpu.attention import is_decode, kernel_tile, plan_attention
+from prism.codegen.gpu.attention_sm90 import sm90_tile, takes_sm90
 from prism.codegen.gpu.manifest import evaluate
 from prism.codegen.gpu.rows import emit_pointwise, emit_rows
 from prism.codegen.gpu.spec import (
@@ -96,15 +97,16 @@ def _gemm(spec: GemmSpec, target: GpuModel, sizes: dict[str, int], assumed: int)
 
 
 def _attention(spec: AttentionSpec, target: GpuModel, sizes: dict[str, int], assumed: int) -> float:
-    """The attention family's model with the tile the spec carries and the shares the emitter takes."""
+    """The attention family's model with the tile the emitted kernel runs (the spec's, else that kernel's
+    default) and the shares the emitter takes."""
     batch = math.prod(_size(d, sizes, assumed) for d in spec.batch)
     sq, skv = _size(spec.sq, sizes, assumed), _size(spec.skv, sizes, assumed)
     problem = Attention(batch, sq, skv, spec.d, spec.dv, skv - sq if spec.causal else None,
                              input_type=spec.q.dtype, k_transposed=spec.k_layout == "dn")
-    tile = spec.tile
+    tile = sm90_tile(spec) if takes_sm90(spec, target.chip) else kernel_tile(spec)
     splits = plan_attention(spec, target.chip, tile).splits if is_decode(spec) else 1
     values = {"BQ": tile.BQ, "BK": tile.BK, "DECODE_BK": tile.DECODE_BK, "DECODE_WARPS": tile.DECODE_WARPS,
-              "SPLITS": max(1, splits)}
+              "SPLITS": max(1, splits), "STAGES": tile.STAGES}
     return float(attention_seconds(target, problem, values, assumed))
 
 

@@ -114,8 +114,9 @@ def choose_splits(spec: AttentionSpec, chip: str, tile: AttentionTile) -> int:
 
 
 def plan_attention(spec: AttentionSpec, chip: str, tile: AttentionTile | None = None) -> AttentionPlan:
-    """The plan for ``spec`` on ``chip`` (whether or not it fits: :func:`attention_problem` checks)."""
-    tile = tile or spec.tile
+    """The plan for ``spec`` on ``chip`` (whether or not it fits: :func:`attention_problem` checks) with
+    ``tile``, else the spec's, else the default :class:`AttentionTile`."""
+    tile = kernel_tile(spec, tile)
     if is_decode(spec):
         units, rows, key_tile = tile.DECODE_WARPS, MMA_ROWS, tile.DECODE_BK
         splits = choose_splits(spec, chip, tile) if chip in CHIPS else max(spec.splits, 1)
@@ -135,8 +136,31 @@ def _shape_problem(spec: AttentionSpec) -> str | None:
     return None
 
 
+def kernel_tile(spec: AttentionSpec, tile: AttentionTile | None = None) -> AttentionTile:
+    """The tile these kernels run: ``tile``, else the spec's (the search's choice), else the default."""
+    return tile or spec.tile or AttentionTile()
+
+
 def attention_problem(spec: AttentionSpec, chip: str, tile: AttentionTile | None = None) -> str | None:
-    """Why ``spec`` cannot be emitted for ``chip``, or None if it can."""
+    """Why ``spec`` cannot be emitted for ``chip`` with ``tile`` (as :func:`plan_attention` takes it), or None
+    if it can."""
+    problem = attention_spec_problem(spec, chip)
+    if problem:
+        return problem
+    plan = plan_attention(spec, chip, tile)
+    if plan.registers > REGISTER_LIMIT:
+        return (f"d = {spec.d}, dv = {spec.dv} with a key tile of {plan.key_tile} need about {plan.registers} "
+                f"registers per thread (over {REGISTER_LIMIT}): the Q fragments and O accumulator stay in "
+                f"registers; use a smaller key tile or head size")
+    if plan.shared_bytes > CHIPS[chip][0]:
+        return (f"the tiles need {plan.shared_bytes} bytes of shared memory per block, over {chip}'s "
+                f"{CHIPS[chip][0]}; use smaller query or key tiles")
+    return None
+
+
+def attention_spec_problem(spec: AttentionSpec, chip: str) -> str | None:
+    """Why no tile lets ``spec`` be emitted for ``chip`` (its chip, types, head sizes, sizes and shapes), or
+    None: the checks of :func:`attention_problem` that do not read the tile."""
     if chip not in CHIPS:
         return f"attention kernels are emitted for {', '.join(CHIPS)}, not {chip}"
     types = {spec.q.dtype, spec.k.dtype, spec.v.dtype}
@@ -155,18 +179,7 @@ def attention_problem(spec: AttentionSpec, chip: str, tile: AttentionTile | None
         return f"sq = {spec.sq} and skv = {spec.skv} must be at least 1"
     if is_decode(spec) and spec.splits < 0:
         return f"splits = {spec.splits} must be 0 (chosen) or positive"
-    shape = _shape_problem(spec)
-    if shape:
-        return shape
-    plan = plan_attention(spec, chip, tile)
-    if plan.registers > REGISTER_LIMIT:
-        return (f"d = {spec.d}, dv = {spec.dv} with a key tile of {plan.key_tile} need about {plan.registers} "
-                f"registers per thread (over {REGISTER_LIMIT}): the Q fragments and O accumulator stay in "
-                f"registers; use a smaller key tile or head size")
-    if plan.shared_bytes > CHIPS[chip][0]:
-        return (f"the tiles need {plan.shared_bytes} bytes of shared memory per block, over {chip}'s "
-                f"{CHIPS[chip][0]}; use smaller query or key tiles")
-    return None
+    return _shape_problem(spec)
 
 
 def attention_temporaries(spec: AttentionSpec, chip: str, tile: AttentionTile | None = None) -> list[Tensor]:
@@ -181,7 +194,7 @@ def emit_attention(spec: AttentionSpec, chip: str, tile: AttentionTile | None = 
     problem = attention_problem(spec, chip, tile)
     if problem:
         raise ValueError(f"attention {spec.name}: {problem}")
-    tile = tile or spec.tile
+    tile = kernel_tile(spec, tile)
     plan = plan_attention(spec, chip, tile)
     if plan.decode:
         return [_decode_kernel(spec, plan, tile), _combine_kernel(spec, plan)]
@@ -455,7 +468,7 @@ class _WarpTiles:
     copiers: int
 
 
-class _Flash(_Writer):
+class Flash(_Writer):
     """The flash loop of a 16-row warp tile over key tiles, shared by the prefill and the decode kernels."""
 
     def __init__(self, spec: AttentionSpec, tensors: list[tuple[str, Tensor]], threads: int,
@@ -630,7 +643,7 @@ class _Flash(_Writer):
         self.t.add(f"vector.store {pair}, {ssa}[{index}] {{alignment = {align}}} : {tensor.memref}, vector<2x{dt}>")
 
 
-def _needs_key_mask(spec: AttentionSpec, key_tile: int) -> bool:
+def needs_key_mask(spec: AttentionSpec, key_tile: int) -> bool:
     """Scores need masking under a causal mask, or when the last key tile may run past the keys."""
     return spec.causal or not (isinstance(spec.skv, int) and spec.skv % key_tile == 0)
 
@@ -638,8 +651,8 @@ def _needs_key_mask(spec: AttentionSpec, key_tile: int) -> bool:
 def _prefill_kernel(spec: AttentionSpec, plan: AttentionPlan, tile: AttentionTile) -> Kernel:
     """The flash-attention kernel: a block per (batch index, BQ query rows), 16 rows per warp."""
     threads = plan.warps * WARP
-    w = _Flash(spec, [("q", spec.q), ("k", spec.k), ("v", spec.v), ("o", spec.o)], threads,
-               unit_elements(spec, tile.BQ, tile.BK), tile.BK, _needs_key_mask(spec, tile.BK))
+    w = Flash(spec, [("q", spec.q), ("k", spec.k), ("v", spec.v), ("o", spec.o)], threads,
+               unit_elements(spec, tile.BQ, tile.BK), tile.BK, needs_key_mask(spec, tile.BK))
     name = f"{spec.name}_prefill"
     t = w.t
     with t.region(w.header(name)):
@@ -653,36 +666,36 @@ def _prefill_kernel(spec: AttentionSpec, plan: AttentionPlan, tile: AttentionTil
             limit = w.op("minsi", skv, w.op("maxsi", reach, 0))
         rows = [w.op("addi", w.op("addi", q0, w.op("muli", w.warp, MMA_ROWS)), w.op("addi", w.group, 8 * r))
                 for r in range(2)]
-        limits = tuple(w.to_i32(_causal_limit(w, row, limit) if spec.causal else limit) for row in rows)
-        first_limit = _causal_limit(w, q0, limit) if spec.causal else limit  # the block's first row's
+        limits = tuple(w.to_i32(causal_limit(w, row, limit) if spec.causal else limit) for row in rows)
+        first_limit = causal_limit(w, q0, limit) if spec.causal else limit  # the block's first row's
         trips = w.op("ceildivui", limit, tile.BK)
         tiles = _WarpTiles(
             unit=t.const(0), q_rows=tile.BQ, warp_row=w.op("muli", w.warp, MMA_ROWS),
             q_base=w.op("muli", w.op("addi", w.op("muli", batch, sq), q0), spec.d),
             q_valid=w.op("subi", sq, q0), k_base=w.op("muli", w.op("muli", batch, skv), spec.d),
             v_base=w.op("muli", w.op("muli", batch, skv), spec.dv), key_start=t.const(0), key_limit=limit,
-            trips=trips, full_trips=_whole_tiles(w, first_limit, trips, tile.BK), row_limits=limits,
+            trips=trips, full_trips=whole_tiles(w, first_limit, trips, tile.BK), row_limits=limits,
             copier=w.tid, copiers=threads)
         state = w.flash(tiles)
-        _store_rows(w, state, rows, sq, w.op("muli", w.op("muli", batch, sq), spec.dv))
+        store_rows(w, state, rows, sq, w.op("muli", w.op("muli", batch, sq), spec.dv))
         t.add("gpu.return")
     grid = (f"cdiv({spec.sq}, {tile.BQ}) * {numel_text(tuple(spec.batch))}", "1", "1")
     return Kernel(name, t.function_text(), Launch(grid, (threads, 1, 1), plan.shared_bytes, w.params()),
                   max_registers=REGISTER_LIMIT)
 
 
-def _whole_tiles(w: _Flash, limit: str, trips: str, key_tile: int) -> str:
+def whole_tiles(w: Flash, limit: str, trips: str, key_tile: int) -> str:
     """The key tiles that end by ``limit`` (at most ``trips``): no key of theirs is masked."""
     return w.op("minui", w.op("divui", w.op("maxsi", limit, 0), key_tile), trips)
 
 
-def _causal_limit(w: _Flash, row: str, limit: str) -> str:
+def causal_limit(w: Flash, row: str, limit: str) -> str:
     """The first key that query ``row`` may not see: row + skv - sq + 1, at most ``limit``."""
     diagonal = w.op("subi", w.dim(w.spec.skv), w.dim(w.spec.sq))
     return w.op("minsi", limit, w.op("addi", w.op("addi", row, diagonal), 1))
 
 
-def _store_rows(w: _Flash, state: list[str], rows: list[str], sq: str, o_base: str) -> None:
+def store_rows(w: Flash, state: list[str], rows: list[str], sq: str, o_base: str) -> None:
     """O = accumulator / row sum, stored for the lane's two rows that are below sq."""
     t, dv = w.t, w.spec.dv
     inverse = w.row_sums(state)
@@ -701,7 +714,7 @@ def _decode_kernel(spec: AttentionSpec, plan: AttentionPlan, tile: AttentionTile
     partial_o, partial_m, partial_l = _temporaries(spec, plan)
     threads, splits = plan.warps * WARP, plan.splits
     unit = unit_elements(spec, MMA_ROWS, plan.key_tile)
-    w = _Flash(spec, [("q", spec.q), ("k", spec.k), ("v", spec.v), ("po", partial_o), ("pm", partial_m),
+    w = Flash(spec, [("q", spec.q), ("k", spec.k), ("v", spec.v), ("po", partial_o), ("pm", partial_m),
                       ("pl", partial_l)], threads, plan.warps * unit, plan.key_tile, True)
     name, t = f"{spec.name}_decode", w.t
     blocks = -(-splits // plan.warps)  # per batch index

@@ -1,5 +1,11 @@
 """Attention prefill on sm_90a in the manner of FlashAttention-3: TMA, an mbarrier ring and wgmma, one kernel.
 
+**The tile** is the spec's :class:`~prism.codegen.gpu.spec.AttentionTile`
+(the search's choice; else :func:`default_tile`): ``BQ`` (64 or 128) gives
+``CONSUMERS = BQ / 64`` consumer warpgroups, ``BK`` (64 or 128) the keys
+of a tile and ``STAGES`` the depth of the K and V rings; two consumers
+always take turns (``PINGPONG``). The other knobs are the other kernels'.
+
 A block takes ``64 * CONSUMERS`` query rows of one batch index (one grid
 dimension over the batch indices, the query tiles of one batch index
 adjacent so that they share K and V in L2, and no batch count over the
@@ -61,7 +67,8 @@ reaches. A row that no key reaches comes out zero.
 from the fragment: each thread's two adjacent columns as one 2-element
 store (rows of an even ``dv`` keep them aligned), rows past ``sq`` masked.
 
-**What it takes** (:func:`sm90_attention_problem`): f16 or bf16 Q, K, V,
+**What it takes** (:func:`sm90_attention_problem`): a tile as above whose
+shared memory fits, f16 or bf16 Q, K, V,
 ``d`` and ``dv`` of 64 or 128 (whole 128-byte swizzle rows, a wgmma N and a
 TMA box), rows that TMA can read (16-byte multiples: ``"dn"`` K needs
 ``skv`` a multiple of 8; a dynamic one is checked at launch by
@@ -74,12 +81,14 @@ from dataclasses import dataclass
 
 from prism.codegen.gpu import hopper
 from prism.codegen.gpu.attention import (
-    _causal_limit,
-    _Flash,
-    _needs_key_mask,
-    _store_rows,
-    _whole_tiles,
+    Flash,
+    attention_problem,
+    attention_spec_problem,
+    causal_limit,
     is_decode,
+    needs_key_mask,
+    store_rows,
+    whole_tiles,
 )
 from prism.codegen.gpu.gemm_sm90 import (
     ROW_BYTES,
@@ -92,7 +101,7 @@ from prism.codegen.gpu.gemm_sm90 import (
     WGMMA_M,
     TileOperand,
 )
-from prism.codegen.gpu.spec import ELEMENT_BYTES, AttentionSpec, Kernel, Launch, Param, numel_text
+from prism.codegen.gpu.spec import ELEMENT_BYTES, AttentionSpec, AttentionTile, Kernel, Launch, Param, numel_text
 from prism.infra.errors import UnsupportedOp
 
 HEAD_SIZES = (64, 128)
@@ -105,21 +114,38 @@ PRODUCER_REGISTERS = 24
 CONSUMER_REGISTERS = 240
 
 
+QUERY_TILES = (WGMMA_M, 2 * WGMMA_M)  # BQ: one or two consumer warpgroups
+KEY_TILES = (64, 128)  # BK: whole swizzle rows, a TMA box, a wgmma N
+
+
 @dataclass(frozen=True)
-class Sm90AttentionTile:
-    """The kernel's knobs: consumer warpgroups (64 query rows each), keys per tile, ring depth, and whether two
-    consumers take turns issuing their wgmmas (FA3's inter-warpgroup schedule)."""
+class _Tile:
+    """The kernel's view of an :class:`AttentionTile`: consumer warpgroups (``BQ / 64``, 64 query rows each),
+    keys per tile (``BK``), ring depth (``STAGES``), and whether two consumers take turns issuing their wgmmas
+    (FA3's inter-warpgroup schedule: always with two)."""
 
-    CONSUMERS: int = 2
-    BK: int = 128
-    STAGES: int = 2
-    PINGPONG: bool = True
+    CONSUMERS: int
+    BK: int
+    STAGES: int
+
+    @property
+    def PINGPONG(self) -> bool:
+        return self.CONSUMERS == 2
+
+    @classmethod
+    def of(cls, tile: AttentionTile) -> _Tile:
+        return cls(CONSUMERS=tile.BQ // WGMMA_M, BK=tile.BK, STAGES=tile.STAGES)
 
 
-def default_tile(spec: AttentionSpec) -> Sm90AttentionTile:
+def default_tile(spec: AttentionSpec) -> AttentionTile:
     """Two consumers and 128-key tiles; a third stage where the head sizes leave room for it."""
     stages = 3 if max(spec.d, spec.dv) <= 64 else 2
-    return Sm90AttentionTile(CONSUMERS=2, BK=128, STAGES=stages)
+    return AttentionTile(BQ=2 * WGMMA_M, BK=128, STAGES=stages)
+
+
+def sm90_tile(spec: AttentionSpec, tile: AttentionTile | None = None) -> AttentionTile:
+    """The tile the kernel runs: ``tile``, else the spec's (the search's choice), else :func:`default_tile`."""
+    return tile or spec.tile or default_tile(spec)
 
 
 @dataclass(frozen=True)
@@ -127,7 +153,7 @@ class Sm90AttentionPlan:
     """The kernel's shape: the Q tile and one stage's K and V tiles as TMA writes them and wgmma reads them."""
 
     spec: AttentionSpec
-    tile: Sm90AttentionTile
+    tile: _Tile
     q: TileOperand  # rows: the block's query rows; K: d; at byte 0
     k: TileOperand  # rows (N): the tile's keys; K: d; its ring's first stage at byte ``k.offset``
     v: TileOperand  # rows (N): dv; K: the tile's keys; its ring's first stage at byte ``v.offset``
@@ -152,9 +178,10 @@ class Sm90AttentionPlan:
         return -(-need // (8 * (1 + consumers))) * 8
 
 
-def plan_sm90_attention(spec: AttentionSpec, tile: Sm90AttentionTile | None = None) -> Sm90AttentionPlan:
-    """The plan of ``spec`` (whether or not it fits: :func:`sm90_attention_problem` checks)."""
-    tile = tile or default_tile(spec)
+def plan_sm90_attention(spec: AttentionSpec, tile: AttentionTile | None = None) -> Sm90AttentionPlan:
+    """The plan of ``spec`` with the tile of :func:`sm90_tile` (whether or not it fits:
+    :func:`sm90_attention_problem` checks)."""
+    tile = _Tile.of(sm90_tile(spec, tile))
     batched = bool(spec.batch)
     q = TileOperand(spec.q, WGMMA_M * tile.CONSUMERS, True, batched, spec.d, spec.sq, 0, spec.d)
     if spec.k_layout == "nd":
@@ -168,9 +195,15 @@ def plan_sm90_attention(spec: AttentionSpec, tile: Sm90AttentionTile | None = No
 # -- what the kernel refuses -----------------------------------------------------------------------------------------
 
 
-def sm90_attention_problem(spec: AttentionSpec, tile: Sm90AttentionTile | None = None) -> str | None:
-    """Why ``spec`` cannot take the sm_90a TMA/wgmma prefill kernel; None if it can. (The checks of
-    :func:`~prism.codegen.gpu.attention.attention_problem` come first: shapes, sizes, output type.)"""
+def sm90_attention_problem(spec: AttentionSpec, tile: AttentionTile | None = None) -> str | None:
+    """Why ``spec`` cannot take the sm_90a TMA/wgmma prefill kernel with the tile of :func:`sm90_tile`; None if
+    it can. (The checks of :func:`~prism.codegen.gpu.attention.attention_spec_problem` come first: shapes, sizes,
+    output type.)"""
+    return sm90_spec_problem(spec) or _tile_problem(spec, sm90_tile(spec, tile))
+
+
+def sm90_spec_problem(spec: AttentionSpec) -> str | None:
+    """Why no tile lets ``spec`` take the wgmma kernel (decode, types, head sizes, K's rows), or None."""
     if is_decode(spec):
         return "one query row is a decode, which runs on the split-KV kernels"
     types = {spec.q.dtype, spec.k.dtype, spec.v.dtype}
@@ -186,20 +219,36 @@ def sm90_attention_problem(spec: AttentionSpec, tile: Sm90AttentionTile | None =
     if spec.k_layout == "dn" and isinstance(spec.skv, int) and spec.skv % per_row:
         return (f"K stored [d, keys] has rows of {spec.skv} keys, not a multiple of {per_row} ({TMA_ROW_ALIGN} "
                 "bytes), which a TMA tensor map needs")
-    return _tile_problem(spec, tile or default_tile(spec))
+    return None
 
 
-def _tile_problem(spec: AttentionSpec, tile: Sm90AttentionTile) -> str | None:
-    if tile.CONSUMERS not in (1, 2):
-        return f"CONSUMERS={tile.CONSUMERS}: the kernel takes one or two consumer warpgroups"
-    if tile.BK not in (64, 128):
-        return f"BK={tile.BK}: key tiles are 64 or 128 keys (whole swizzle rows, a TMA box, a wgmma N)"
+def _tile_problem(spec: AttentionSpec, tile: AttentionTile) -> str | None:
+    if tile.BQ not in QUERY_TILES:
+        return f"BQ={tile.BQ}: the kernel takes {QUERY_TILES} query rows (one or two consumer warpgroups of 64)"
+    if tile.BK not in KEY_TILES:
+        return f"BK={tile.BK}: key tiles are {KEY_TILES} keys (whole swizzle rows, a TMA box, a wgmma N)"
     if tile.STAGES < 2:
         return f"STAGES={tile.STAGES}: the ring needs at least 2 stages"
     plan = plan_sm90_attention(spec, tile)
     if plan.shared_bytes + SHARED_RESERVED > SHARED_LIMIT:
         return f"{plan.shared_bytes} bytes of shared memory exceed {SHARED_LIMIT - SHARED_RESERVED}"
     return None
+
+
+def takes_sm90(spec: AttentionSpec, chip: str) -> bool:
+    """Whether ``spec``'s prefill runs on the wgmma kernel on ``chip``: sm_90a, and a spec it takes with its
+    tile (a tile it refuses, chosen for the mma.sync kernel, runs there)."""
+    return chip == "sm_90a" and attention_spec_problem(spec, chip) is None and sm90_attention_problem(spec) is None
+
+
+def kernels_problem(spec: AttentionSpec, chip: str) -> str | None:
+    """Why no attention kernel takes ``spec`` with its tile on ``chip``: None where the wgmma kernel runs it
+    alone; where its rows' alignment is known only at launch, the mma.sync kernel's refusal of the same tile for
+    the rest (a wgmma tile, at most 128 x 128 with head sizes of 128, always fits it on sm_90a); elsewhere the
+    mma.sync and split-KV kernels'."""
+    if takes_sm90(spec, chip) and launch_condition(spec) is None:
+        return None
+    return attention_problem(spec, chip)
 
 
 def launch_condition(spec: AttentionSpec) -> str | None:
@@ -213,7 +262,7 @@ def launch_condition(spec: AttentionSpec) -> str | None:
 # -- the kernel ------------------------------------------------------------------------------------------------------
 
 
-def emit_sm90_attention(spec: AttentionSpec, tile: Sm90AttentionTile | None = None) -> list[Kernel]:
+def emit_sm90_attention(spec: AttentionSpec, tile: AttentionTile | None = None) -> list[Kernel]:
     """The warp-specialized TMA/wgmma prefill kernel of ``spec``; raises UnsupportedOp where
     :func:`sm90_attention_problem` refuses it."""
     problem = sm90_attention_problem(spec, tile)
@@ -231,14 +280,14 @@ def _cdiv(size: int | str, tile: int) -> str:
     return str(-(-size // tile)) if isinstance(size, int) else f"cdiv({size}, {tile})"
 
 
-class _Writer(_Flash):
-    """The kernel's text: the setup, the producer's branch and the consumers'. :class:`_Flash` gives the scores'
+class _Writer(Flash):
+    """The kernel's text: the setup, the producer's branch and the consumers'. :class:`Flash` gives the scores'
     scale and masks, the reductions over a row's four lanes, P's packing and O's store; the products, the
     pipeline and the softmax's split around them are here."""
 
     def __init__(self, plan: Sm90AttentionPlan) -> None:
         spec = plan.spec
-        super().__init__(spec, [("o", spec.o)], plan.threads, 0, plan.tile.BK, _needs_key_mask(spec, plan.tile.BK))
+        super().__init__(spec, [("o", spec.o)], plan.threads, 0, plan.tile.BK, needs_key_mask(spec, plan.tile.BK))
         self.plan = plan
         self.name = f"{spec.name}_prefill_sm90"
         self.operands = (plan.q, plan.k, plan.v)
@@ -343,9 +392,9 @@ class _Writer(_Flash):
         first_row = self.op("addi", self.q0, self.op("muli", part, WGMMA_M))
         rows = [self.op("addi", self.op("addi", first_row, self.op("muli", self.warp, 16)),
                         self.op("addi", self.group, 8 * r)) for r in range(2)]
-        self.limits = tuple(self.to_i32(_causal_limit(self, row, self.limit) if spec.causal else self.limit)
+        self.limits = tuple(self.to_i32(causal_limit(self, row, self.limit) if spec.causal else self.limit)
                             for row in rows)
-        first_limit = _causal_limit(self, first_row, self.limit) if spec.causal else self.limit
+        first_limit = causal_limit(self, first_row, self.limit) if spec.causal else self.limit
         q_base = hopper.shared_descriptor(t, self.smem, self.op("muli", part, WGMMA_M * ROW_BYTES), plan.q)
         self.q_descs = [hopper.descriptor_at(t, q_base, plan.q.tile_offset(0, s)) for s in range(spec.d // WGMMA_K)]
         self.bases = [hopper.shared_descriptor(t, self.smem, t.const(op.offset), op) for op in (plan.k, plan.v)]
@@ -355,13 +404,13 @@ class _Writer(_Flash):
         start = t.const(1)
         parts = [(start, self.trips, self.mask)]
         if self.mask:
-            whole = self.op("maxui", _whole_tiles(self, first_limit, self.trips, plan.tile.BK), start)
+            whole = self.op("maxui", whole_tiles(self, first_limit, self.trips, plan.tile.BK), start)
             parts = [(start, whole, False), (whole, self.trips, True)]
         for lo, hi, masked in parts:
             state = self.key_loop(lo, hi, masked, state)
         out = self.last_product(state)
         o_base = self.op("muli", self.op("muli", self.bz, self.dim(spec.sq)), spec.dv)
-        _store_rows(self, out, rows, self.dim(spec.sq), o_base)
+        store_rows(self, out, rows, self.dim(spec.sq), o_base)
 
     @property
     def state_types(self) -> list[str]:
@@ -525,7 +574,7 @@ class _Writer(_Flash):
 
     def online_softmax(self, x: list[list[str]], m: list[str], sums: list[str]) -> tuple[list[str], list[str],
                                                                                            list[str]]:
-        """The online softmax of a tile's masked base-2 scores ``x`` (as in :class:`_Flash`): per accumulator
+        """The online softmax of a tile's masked base-2 scores ``x`` (as in :class:`Flash`): per accumulator
         row, the new maximum, the factor ``alpha`` that rescales what came before, and the new sum; ``x``
         becomes P in place."""
         m_new, alpha, l_new = [], [], []

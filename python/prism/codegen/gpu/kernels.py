@@ -64,21 +64,21 @@ def _kernels(step: Step, chip: str, remark: Callable[[str], None]) -> list[Kerne
 
 
 def _attention(spec: AttentionSpec, chip: str) -> list[Kernel]:
-    """On sm_90a, a prefill that TMA can read takes the TMA/wgmma kernel; where its rows' alignment is known
-    only at launch, the mma.sync kernel takes the sizes it cannot. Everything else (decode, other chips and
-    shapes) takes the mma.sync and split-KV kernels."""
-    from prism.codegen.gpu.attention import attention_problem, attention_temporaries, emit_attention
-    problem = attention_problem(spec, chip)
+    """On sm_90a, a prefill that TMA can read takes the TMA/wgmma kernel with the spec's tile (the search's
+    choice, else the kernel's default); where its rows' alignment is known only at launch, the mma.sync kernel
+    takes the sizes it cannot, with the same tile (without one, its own default). Everything else (decode,
+    other chips and shapes, a tile chosen for the mma.sync kernel) takes the mma.sync and split-KV kernels."""
+    from prism.codegen.gpu.attention import attention_temporaries, emit_attention
+    from prism.codegen.gpu.attention_sm90 import emit_sm90_attention, kernels_problem, takes_sm90
+    problem = kernels_problem(spec, chip)
     if problem:
         raise UnsupportedOp(f"attention {spec.name}: {problem}")
-    if chip == "sm_90a":
-        from prism.codegen.gpu.attention_sm90 import emit_sm90_attention, sm90_attention_problem
-        if sm90_attention_problem(spec) is None:
-            kernels = emit_sm90_attention(spec)
-            when = kernels[0].launch.when
-            if when is None:
-                return kernels
-            return kernels + [_renamed(k, "_unaligned", f"not ({when})") for k in emit_attention(spec, chip)]
+    if takes_sm90(spec, chip):
+        kernels = emit_sm90_attention(spec)
+        when = kernels[0].launch.when
+        if when is None:
+            return kernels
+        return kernels + [_renamed(k, "_unaligned", f"not ({when})") for k in emit_attention(spec, chip)]
     temporaries = tuple(attention_temporaries(spec, chip))
     return [replace(k, temporaries=temporaries) for k in emit_attention(spec, chip)]
 

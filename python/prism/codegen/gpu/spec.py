@@ -269,22 +269,30 @@ class RowSpec:
 
 @dataclass(frozen=True)
 class AttentionTile:
-    """The attention kernels' knobs.
+    """The attention kernels' knobs, one set for all of them.
 
-    ``BQ`` (prefill query rows per block, 16 per warp) and ``BK`` (keys per
-    shared tile) shape the prefill kernel; ``DECODE_BK`` and ``DECODE_WARPS``
-    (warps per block, each its own key share) the decode kernel.
+    - the mma.sync prefill kernel (:mod:`~prism.codegen.gpu.attention`):
+      ``BQ`` (query rows per block, 16 per warp) and ``BK`` (keys per
+      shared tile); its K and V tiles are always two stages deep;
+    - the sm_90a TMA/wgmma prefill kernel (:mod:`~prism.codegen.gpu.attention_sm90`):
+      ``BQ`` (64 or 128: one or two consumer warpgroups of 64 rows, taking
+      turns when two), ``BK`` (64 or 128) and ``STAGES`` (the depth of its
+      K and V rings);
+    - the split-KV decode kernel: ``DECODE_BK`` (keys per shared tile) and
+      ``DECODE_WARPS`` (warps per block, each its own key share).
     """
 
     BQ: int = 64
     BK: int = 64
     DECODE_BK: int = 32
     DECODE_WARPS: int = 2
+    STAGES: int = 2
 
     def __post_init__(self) -> None:
         for name, value, allowed in (("BQ", self.BQ, (16, 32, 64, 128)), ("BK", self.BK, (16, 32, 64, 128)),
                                      ("DECODE_BK", self.DECODE_BK, (16, 32, 64)),
-                                     ("DECODE_WARPS", self.DECODE_WARPS, (1, 2, 4, 8))):
+                                     ("DECODE_WARPS", self.DECODE_WARPS, (1, 2, 4, 8)),
+                                     ("STAGES", self.STAGES, (2, 3, 4))):
             if value not in allowed:
                 raise ValueError(f"AttentionTile.{name} = {value}: expected one of {allowed}")
 
@@ -313,7 +321,7 @@ class AttentionSpec:
     k_layout: Literal["nd", "dn"] = "nd"
     causal: bool = False
     splits: int = 0  # decode: key shares per (batch, query row); 0 lets the emitter choose
-    tile: AttentionTile = AttentionTile()  # the search's choice, or the kernels' default
+    tile: AttentionTile | None = None  # the search's choice; None: each kernel's own default
 
 
 @dataclass(frozen=True)
