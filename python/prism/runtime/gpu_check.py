@@ -16,7 +16,8 @@ Example::
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import ml_dtypes
 import numpy as np
@@ -30,7 +31,7 @@ from prism.codegen.upstream import run_passes
 from prism.infra.errors import PrismError
 from prism.infra.ir import make_context
 
-__all__ = ["HOST_LOWERING", "compile_tiled", "run_tiled"]
+__all__ = ["HOST_LOWERING", "compile_tiled", "planned_function", "predict_planned", "run_planned", "run_tiled"]
 
 # The tiled program to LLVM: the grid and the loops become branches, math on f16/bf16 is computed in f32,
 # math ops without an LLVM intrinsic become libm calls, and every function gets its C interface.
@@ -127,15 +128,12 @@ def run_tiled(specs: Sequence[Spec], inputs: dict[str, np.ndarray], outputs: lis
     return {t.name: buffers[t.name].reshape(shape_of(t, sizes)) for t in outputs}
 
 
-def run_planned(module_text: str, chip: str, name: str, arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+@contextmanager
+def planned_function(module_text: str, chip: str, name: str) -> Iterator:
     """Function ``name`` of ``module_text`` (tensor-level, as ``prism.compile`` optimizes it) planned for the GPU
-    ``chip`` (:mod:`prism.codegen.gpu.plan`), run as its tiled program on the host: its results, in order.
-
-    The check that needs no GPU: the plan's kernels, their tiles, masks and fusions computed as the kernels
-    compute them, short of mapping threads.
-    """
+    ``chip`` (:mod:`prism.codegen.gpu.plan`): its :class:`~prism.codegen.gpu.plan.FunctionPlan`, valid inside the
+    ``with`` block (its specs' bodies are emitted from the module's ops, which live as long)."""
     from prism.codegen.gpu import GpuLowering
-    from prism.codegen.gpu.manifest import bind_sizes
     from prism.infra.passbase import PassContext
 
     with make_context(), ir.Location.unknown():
@@ -145,10 +143,52 @@ def run_planned(module_text: str, chip: str, name: str, arrays: Sequence[np.ndar
         plans = {p.name: p for p in lowering.plans}
         if name not in plans:
             raise PrismError(f"no function @{name} runs on the GPU (it has: {', '.join(sorted(plans))})")
-        plan = plans[name]
+        yield plans[name]
+
+
+def run_planned(module_text: str, chip: str, name: str, arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """Function ``name`` of ``module_text`` planned for the GPU ``chip`` (:func:`planned_function`), run as its
+    tiled program on the host: its results, in order.
+
+    The check that needs no GPU: the plan's kernels, their tiles, masks and fusions computed as the kernels
+    compute them, short of mapping threads.
+    """
+    from prism.codegen.gpu.manifest import bind_sizes
+
+    with planned_function(module_text, chip, name) as plan:
         if len(arrays) != len(plan.inputs):
             raise PrismError(f"@{name} takes {len(plan.inputs)} arguments, got {len(arrays)}")
-        inputs = {t.name: np.asarray(a).astype(numpy_dtype(t.dtype)) for t, a in zip(plan.inputs, arrays, strict=False)}
+        inputs = {t.name: np.asarray(a).astype(numpy_dtype(t.dtype))
+                  for t, a in zip(plan.inputs, arrays, strict=False)}
         sizes = bind_sizes(plan.sizes, {k: v.shape for k, v in inputs.items()})
         outputs = run_tiled([step.spec for step in plan.steps], inputs, plan.outputs, plan.temporaries, sizes)
-    return tuple(outputs[t.name] for t in plan.outputs)
+        return tuple(outputs[t.name] for t in plan.outputs)
+
+
+def predict_planned(module_text: str, target: str, name: str,
+                    shapes: Sequence[tuple[int, ...]]) -> list[tuple[str, float]]:
+    """The predicted seconds of each planned kernel step of function ``name`` on the NVIDIA target named
+    ``target`` (:func:`prism.targets.nvidia_cost.predict_seconds`), for inputs of ``shapes``: (the step's name,
+    seconds), in launch order. A GEMM with size classes is costed with the tile of the class its sizes fall
+    in."""
+    from dataclasses import replace
+
+    from prism.codegen.gpu.manifest import bind_sizes, evaluate
+    from prism.targets.nvidia import GPU_TARGETS
+    from prism.targets.nvidia_cost import predict_seconds
+
+    if target not in GPU_TARGETS:
+        raise PrismError(f"'{target}' is not an NVIDIA target (known: {', '.join(sorted(GPU_TARGETS))})")
+    model = GPU_TARGETS[target]
+    with planned_function(module_text, model.chip, name) as plan:
+        if len(shapes) != len(plan.inputs):
+            raise PrismError(f"@{name} takes {len(plan.inputs)} arguments, got {len(shapes)} shapes")
+        sizes = bind_sizes(plan.sizes, {t.name: tuple(s) for t, s in zip(plan.inputs, shapes, strict=True)})
+        predicted = []
+        for step in plan.steps:
+            spec = step.spec
+            tile = next((tile for condition, tile in step.classes if evaluate(condition, sizes)), None)
+            if tile is not None:
+                spec = replace(spec, tile=tile)
+            predicted.append((spec.name, predict_seconds(spec, model, sizes)))
+        return predicted

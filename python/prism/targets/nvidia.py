@@ -59,11 +59,10 @@ IREE_CUDA_CHIPS = frozenset({"sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75
 NVIDIA_INTRINSICS = {("f16", "f32"): "NV_MMA_SYNC_F32_16x8x16_F16", ("f16", "f16"): "NV_MMA_SYNC_F16_16x8x16_F16",
                      ("bf16", "f32"): "NV_MMA_SYNC_F32_16x8x16_BF16"}
 
-COST_TEXT = ("max(waves * blocks_per_sm * 2*BM*BN*ceil(ceil(K/SPLITK)/BK)*BK / (rate/SMs), "
+COST_TEXT = ("max(ceil(blocks/SMs) * 2*BM*BN*ceil(ceil(K/SPLITK)/BK)*BK / (rate/SMs), "
              "(bytesA*ceil(N/BN) + bytesB*ceil(M/BM) + bytesC + [SPLITK > 1] 2*SPLITK*B*M*N*4) / "
-             "(bandwidth * min(1, 2 * min(blocks, SMs) / SMs))); "
-             " + [SPLITK > 1] 1us; "
-             "blocks = B*ceil(M/BM)*ceil(N/BN)*SPLITK; waves = ceil(blocks / (SMs*blocks_per_sm))")
+             "(bandwidth * min(1, 2 * min(blocks, SMs) / SMs))) + launch + [SPLITK > 1] 1us; "
+             "blocks = B*ceil(M/BM)*ceil(N/BN)*SPLITK")
 
 _TERA = 1e12
 
@@ -117,19 +116,15 @@ class GpuModel:
             return family_model(op, self.name).seconds(self, op, values, assumed)
         s = problem_sizes(op, assumed)
         bm, bn, bk = values["BM"], values["BN"], values["BK"]
-        threads = (bm // values["WM"]) * (bn // values["WN"]) * self.warp_size
-        smem = bm * bk * op.elem_bytes[0] + bk * bn * op.elem_bytes[1]
-        resident = np.minimum(np.minimum(self.smem_per_sm // np.maximum(smem, 1), 2048 // threads),
-                              self.regs_per_sm // (threads * 128))
-        blocks_per_sm = np.maximum(1, resident)
         # Split-K: SPLITK blocks a tile, each over its share of K, writing f32 partials that the tile's last
         # block reads back (in the same launch).
         split = values.get("SPLITK", 1)
         blocks = s["batch"] * ceil_div(s["m"], bm) * ceil_div(s["n"], bn) * split
-        waves = ceil_div(blocks, self.sm_count * blocks_per_sm)
         rate = self._rate(op, values.get("MMA", 0))
         block_flops = 2 * bm * bn * ceil_div(ceil_div(s["k"], split), bk) * bk
-        compute = waves * np.minimum(blocks, blocks_per_sm) * block_flops / (rate / self.sm_count)
+        # The SM with the most blocks runs them at its share of the rate, whether they are resident together
+        # (sharing it) or in waves: the last wave's quantization is this rounding.
+        compute = ceil_div(blocks, self.sm_count) * block_flops / (rate / self.sm_count)
         partials = np.where(split > 1, 2 * split * s["batch"] * s["m"] * s["n"] * 4, 0)
         # Fewer blocks than SMs draw only part of the bandwidth: each SM at most SM_BANDWIDTH_SHARE times its
         # even share (what split-K is for).

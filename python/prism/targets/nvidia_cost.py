@@ -17,6 +17,7 @@ one not given).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 import operator
 from typing import TYPE_CHECKING
@@ -90,9 +91,7 @@ def _gemm(spec: GemmSpec, target: GpuModel, sizes: dict[str, int], assumed: int)
     problem = Contraction(roles=roles, operand_dims=(a_dims, b_dims), extents=extents,
                           elem_bytes=(ELEMENT_BYTES[spec.a.dtype], ELEMENT_BYTES[spec.b.dtype]),
                           acc_bytes=ELEMENT_BYTES[spec.c.dtype], input_type=spec.a.dtype if same else "f32")
-    tile = spec.tile
-    values = {"BM": tile.BM, "BN": tile.BN, "BK": tile.BK, "WM": tile.WM, "WN": tile.WN, "STAGES": tile.STAGES,
-              "MMA": int(problem.input_type in target.mma_types)}
+    values = {**dataclasses.asdict(spec.tile), "MMA": int(problem.input_type in target.mma_types)}  # every knob
     return float(target.seconds(problem, values, assumed))
 
 

@@ -32,8 +32,9 @@
 // REPORT-NEXT:         "kernel": "gemm_k0_gemm",
 // REPORT-NEXT:         "kind": "gemm",
 // REPORT-NEXT:         "ops": [
-// REPORT-NEXT:           "linalg.generic at {{.*}}emit.mlir:[[# @LINE + 44]]:8"
-// REPORT-NEXT:         ]
+// REPORT-NEXT:           "linalg.generic at {{.*}}emit.mlir:[[# @LINE + 45]]:8"
+// REPORT-NEXT:         ],
+// REPORT-NEXT:         "predicted_us": {{[0-9.]+}}
 // REPORT-NEXT:       }
 // REPORT-NEXT:     ]
 // REPORT-NEXT:   }

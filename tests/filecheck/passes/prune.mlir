@@ -10,7 +10,7 @@
 // GPU-LABEL: func.func private @gemm_family0
 // GPU:         "prism.family"()
 // GPU-SAME:      domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [bm, bn, bk, wm = 6, wn, sk, mma = 1, stages] :
-// GPU-SAME:      stats = {registers = 320 : i64, shape = 23 : i64, shared_memory = 245 : i64, space = 720 : i64, split_k = 80 : i64, warpgroups = 320 : i64}
+// GPU-SAME:      stats = {registers = 280 : i64, shape = 23 : i64, shared_memory = 220 : i64, space = 720 : i64, split_k = 71 : i64, warpgroups = 320 : i64}
 // GPU-SAME:      symbols = ["BM", "BN", "BK", "WM", "WN", "SPLITK", "MMA", "STAGES"]
 // On the A100 (sm_80), the mma.sync kernel: warps of any WM x WN, bounded by the threads of a block.
 // A100-LABEL: func.func private @gemm_family0

@@ -66,14 +66,17 @@ def manifest(chip: str, plans: list[FunctionPlan], kernels: dict[str, list[Kerne
 
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+_COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+            ast.Eq: operator.eq, ast.NotEq: operator.ne}
 _CALLS = {"cdiv": lambda a, b: -(-a // b), "min": min, "max": max}
 
 
 def evaluate(expression: int | str, sizes: dict[str, int]) -> int:
-    """The value of a manifest expression (integers, size symbols, ``+ - * //``, ``cdiv``, ``min``, ``max``)."""
+    """The value of a manifest expression: integers, size symbols, ``+ - * //``, comparisons, ``and``/``or``/``not``
+    (a condition is 0 or 1), ``cdiv``, ``min``, ``max``; what a launcher evaluates for grids and ``when``."""
     if isinstance(expression, int):
         return expression
-    return _walk(ast.parse(expression, mode="eval").body, sizes)
+    return int(_walk(ast.parse(expression, mode="eval").body, sizes))
 
 
 def _walk(node: ast.AST, sizes: dict[str, int]) -> int:
@@ -83,6 +86,15 @@ def _walk(node: ast.AST, sizes: dict[str, int]) -> int:
         return sizes[node.id]
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         return _BINARY[type(node.op)](_walk(node.left, sizes), _walk(node.right, sizes))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.Not):
+        value = _walk(node.operand, sizes)
+        return -value if isinstance(node.op, ast.USub) else int(not value)
+    if isinstance(node, ast.BoolOp):
+        values = [_walk(v, sizes) for v in node.values]
+        return int(all(values) if isinstance(node.op, ast.And) else any(values))
+    if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
+        values = [_walk(v, sizes) for v in [node.left, *node.comparators]]
+        return int(all(_COMPARE[type(op)](a, b) for op, a, b in zip(node.ops, values, values[1:], strict=False)))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CALLS:
         return _CALLS[node.func.id](*(_walk(a, sizes) for a in node.args))
     raise ValueError(f"not a manifest expression: {ast.unparse(node)}")
