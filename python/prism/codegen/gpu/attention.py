@@ -100,14 +100,20 @@ def batch_count(spec: AttentionSpec) -> int:
 
 
 def choose_splits(spec: AttentionSpec, chip: str, tile: AttentionTile) -> int:
-    """Key shares per batch index: enough warps for DECODE_BLOCKS_PER_SM blocks on every SM, each share at
-    least one key tile, and the shares balanced (as many tiles each, the last one shorter)."""
+    """Key shares per batch index of the split kernel: :func:`share_count` of its key tiles, a share per warp."""
+    return share_count(spec, chip, tile.DECODE_BK, tile.DECODE_WARPS)
+
+
+def share_count(spec: AttentionSpec, chip: str, key_tile: int, shares_per_block: int) -> int:
+    """The spec's split count, else enough shares of ``key_tile``-key tiles for DECODE_BLOCKS_PER_SM blocks of
+    ``shares_per_block`` shares on every SM, each share at least one key tile, the shares balanced (as many tiles
+    each, the last one shorter)."""
     if spec.splits:
         return spec.splits
     sms = CHIPS[chip][1]
-    wanted = max(1, -(-DECODE_BLOCKS_PER_SM * sms * tile.DECODE_WARPS // batch_count(spec)))
+    wanted = max(1, -(-DECODE_BLOCKS_PER_SM * sms * shares_per_block // batch_count(spec)))
     skv = spec.skv if isinstance(spec.skv, int) else DECODE_SKV_GUESS
-    tiles = max(1, -(-skv // tile.DECODE_BK))
+    tiles = max(1, -(-skv // key_tile))
     per_share = -(-tiles // min(wanted, tiles))
     return -(-tiles // per_share)
 
@@ -186,7 +192,7 @@ def attention_temporaries(spec: AttentionSpec, chip: str, tile: AttentionTile | 
     """The f32 buffers the decode kernels pass between them (none for prefill): per batch index and share,
     the unnormalized output ``[batch..., splits, dv]``, the running max (base 2, scaled) and the sum
     ``[batch..., splits]``. The caller allocates them; no initialization is needed."""
-    return _temporaries(spec, plan_attention(spec, chip, tile)) if is_decode(spec) else []
+    return decode_temporaries(spec, plan_attention(spec, chip, tile)) if is_decode(spec) else []
 
 
 def emit_attention(spec: AttentionSpec, chip: str, tile: AttentionTile | None = None) -> list[Kernel]:
@@ -197,7 +203,7 @@ def emit_attention(spec: AttentionSpec, chip: str, tile: AttentionTile | None = 
     tile = kernel_tile(spec, tile)
     plan = plan_attention(spec, chip, tile)
     if plan.decode:
-        return [_decode_kernel(spec, plan, tile), _combine_kernel(spec, plan)]
+        return [_decode_kernel(spec, plan, tile), combine_kernel(spec, plan)]
     return [_prefill_kernel(spec, plan, tile)]
 
 
@@ -711,7 +717,7 @@ def store_rows(w: Flash, state: list[str], rows: list[str], sq: str, o_base: str
 def _decode_kernel(spec: AttentionSpec, plan: AttentionPlan, tile: AttentionTile) -> Kernel:
     """The split kernel: each warp runs the flash loop over one key share of one batch index (its 16-row
     tile holds the query in row 0) and writes the share's max, sum and unnormalized output."""
-    partial_o, partial_m, partial_l = _temporaries(spec, plan)
+    partial_o, partial_m, partial_l = decode_temporaries(spec, plan)
     threads, splits = plan.warps * WARP, plan.splits
     unit = unit_elements(spec, MMA_ROWS, plan.key_tile)
     w = Flash(spec, [("q", spec.q), ("k", spec.k), ("v", spec.v), ("po", partial_o), ("pm", partial_m),
@@ -753,17 +759,17 @@ def _decode_kernel(spec: AttentionSpec, plan: AttentionPlan, tile: AttentionTile
                   max_registers=REGISTER_LIMIT)
 
 
-def _temporaries(spec: AttentionSpec, plan: AttentionPlan) -> list[Tensor]:
+def decode_temporaries(spec: AttentionSpec, plan: AttentionPlan) -> list[Tensor]:
     """The decode temporaries (see :func:`attention_temporaries`)."""
     return [Tensor(f"{spec.name}_partial_o", "f32", (*spec.batch, plan.splits, spec.dv)),
             Tensor(f"{spec.name}_partial_m", "f32", (*spec.batch, plan.splits)),
             Tensor(f"{spec.name}_partial_l", "f32", (*spec.batch, plan.splits))]
 
 
-def _combine_kernel(spec: AttentionSpec, plan: AttentionPlan) -> Kernel:
+def combine_kernel(spec: AttentionSpec, plan: AttentionPlan) -> Kernel:
     """The combine kernel: a block per batch index, a thread per output column; the shares' outputs
     weighted by exp2(max_s - max) and divided by the weighted sum of their sums."""
-    partial_o, partial_m, partial_l = _temporaries(spec, plan)
+    partial_o, partial_m, partial_l = decode_temporaries(spec, plan)
     threads = min(128, -(-spec.dv // WARP) * WARP)
     w = _Writer(spec, [("po", partial_o), ("pm", partial_m), ("pl", partial_l), ("o", spec.o)], threads)
     name, t, splits = f"{spec.name}_combine", w.t, plan.splits

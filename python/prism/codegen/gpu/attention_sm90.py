@@ -77,16 +77,20 @@ TMA box), rows that TMA can read (16-byte multiples: ``"dn"`` K needs
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from prism.codegen.gpu import hopper
 from prism.codegen.gpu.attention import (
+    AttentionPlan,
     Flash,
     attention_problem,
     attention_spec_problem,
     causal_limit,
+    combine_kernel,
+    decode_temporaries,
     is_decode,
     needs_key_mask,
+    share_count,
     store_rows,
     whole_tiles,
 )
@@ -101,7 +105,16 @@ from prism.codegen.gpu.gemm_sm90 import (
     WGMMA_M,
     TileOperand,
 )
-from prism.codegen.gpu.spec import ELEMENT_BYTES, AttentionSpec, AttentionTile, Kernel, Launch, Param, numel_text
+from prism.codegen.gpu.spec import (
+    ELEMENT_BYTES,
+    AttentionSpec,
+    AttentionTile,
+    Kernel,
+    Launch,
+    Param,
+    Tensor,
+    numel_text,
+)
 from prism.infra.errors import UnsupportedOp
 
 HEAD_SIZES = (64, 128)
@@ -133,12 +146,16 @@ class _Tile:
         return self.CONSUMERS == 2
 
     @classmethod
-    def of(cls, tile: AttentionTile) -> _Tile:
-        return cls(CONSUMERS=tile.BQ // WGMMA_M, BK=tile.BK, STAGES=tile.STAGES)
+    def of(cls, tile: AttentionTile, decode: bool = False) -> _Tile:
+        """A decode's one query row takes one consumer whatever ``BQ`` says."""
+        return cls(CONSUMERS=1 if decode else tile.BQ // WGMMA_M, BK=tile.BK, STAGES=tile.STAGES)
 
 
 def default_tile(spec: AttentionSpec) -> AttentionTile:
-    """Two consumers and 128-key tiles; a third stage where the head sizes leave room for it."""
+    """Prefill: two consumers and 128-key tiles; a third stage where the head sizes leave room for it. Decode:
+    one consumer and 64-key tiles four stages deep (a key stream wants tiles in flight more than long ones)."""
+    if is_decode(spec):
+        return AttentionTile(BQ=WGMMA_M, BK=64, STAGES=4)
     stages = 3 if max(spec.d, spec.dv) <= 64 else 2
     return AttentionTile(BQ=2 * WGMMA_M, BK=128, STAGES=stages)
 
@@ -157,6 +174,11 @@ class Sm90AttentionPlan:
     q: TileOperand  # rows: the block's query rows; K: d; at byte 0
     k: TileOperand  # rows (N): the tile's keys; K: d; its ring's first stage at byte ``k.offset``
     v: TileOperand  # rows (N): dv; K: the tile's keys; its ring's first stage at byte ``v.offset``
+    splits: int = 0  # decode: the key shares of a batch index, a block each; 0 for prefill
+
+    @property
+    def decode(self) -> bool:
+        return self.splits > 0
 
     @property
     def rows(self) -> int:
@@ -181,7 +203,7 @@ class Sm90AttentionPlan:
 def plan_sm90_attention(spec: AttentionSpec, tile: AttentionTile | None = None) -> Sm90AttentionPlan:
     """The plan of ``spec`` with the tile of :func:`sm90_tile` (whether or not it fits:
     :func:`sm90_attention_problem` checks)."""
-    tile = _Tile.of(sm90_tile(spec, tile))
+    tile = _Tile.of(sm90_tile(spec, tile), is_decode(spec))
     batched = bool(spec.batch)
     q = TileOperand(spec.q, WGMMA_M * tile.CONSUMERS, True, batched, spec.d, spec.sq, 0, spec.d)
     if spec.k_layout == "nd":
@@ -189,7 +211,27 @@ def plan_sm90_attention(spec: AttentionSpec, tile: AttentionTile | None = None) 
     else:
         k = TileOperand(spec.k, tile.BK, False, batched, spec.skv, spec.d, q.bytes, spec.d)
     v = TileOperand(spec.v, spec.dv, False, batched, spec.dv, spec.skv, q.bytes + tile.STAGES * k.bytes, tile.BK)
-    return Sm90AttentionPlan(spec, tile, q, k, v)
+    splits = sm90_splits(spec, tile.BK) if is_decode(spec) else 0
+    return Sm90AttentionPlan(spec, tile, q, k, v, splits)
+
+
+def sm90_splits(spec: AttentionSpec, key_tile: int) -> int:
+    """A decode's key shares per batch index, a block each: the spec's count, else as
+    :func:`~prism.codegen.gpu.attention.share_count` balances ``key_tile``-key tiles over the H200's SMs."""
+    return share_count(spec, "sm_90a", key_tile, 1)
+
+
+def split_plan(plan: Sm90AttentionPlan) -> AttentionPlan:
+    """The split-KV plan whose temporaries and combine kernel match the decode's shares."""
+    return AttentionPlan(True, plan.tile.BK, 1, plan.splits, plan.shared_bytes, plan.max_registers)
+
+
+def sm90_temporaries(spec: AttentionSpec, tile: AttentionTile | None = None) -> list[Tensor]:
+    """A decode's f32 partials: the split-KV kernels' own (:func:`~prism.codegen.gpu.attention.attention_temporaries`)
+    for the shares of :func:`sm90_splits`; none for a prefill."""
+    if not is_decode(spec):
+        return []
+    return decode_temporaries(spec, split_plan(plan_sm90_attention(spec, tile)))
 
 
 # -- what the kernel refuses -----------------------------------------------------------------------------------------
@@ -204,8 +246,6 @@ def sm90_attention_problem(spec: AttentionSpec, tile: AttentionTile | None = Non
 
 def sm90_spec_problem(spec: AttentionSpec) -> str | None:
     """Why no tile lets ``spec`` take the wgmma kernel (decode, types, head sizes, K's rows), or None."""
-    if is_decode(spec):
-        return "one query row is a decode, which runs on the split-KV kernels"
     types = {spec.q.dtype, spec.k.dtype, spec.v.dtype}
     if len(types) != 1 or not types <= set(INPUT_TYPES):
         return f"Q, K and V are {sorted(types)}; the wgmma kernel takes one of {' or '.join(INPUT_TYPES)}"
@@ -219,11 +259,16 @@ def sm90_spec_problem(spec: AttentionSpec) -> str | None:
     if spec.k_layout == "dn" and isinstance(spec.skv, int) and spec.skv % per_row:
         return (f"K stored [d, keys] has rows of {spec.skv} keys, not a multiple of {per_row} ({TMA_ROW_ALIGN} "
                 "bytes), which a TMA tensor map needs")
+    if is_decode(spec) and launch_condition(spec) is not None:
+        return ("a decode whose K rows [d, keys] have a dynamic length (TMA's alignment known only at launch) "
+                "runs on the split-KV kernels")
+    if is_decode(spec) and spec.splits < 0:
+        return f"splits = {spec.splits} must be 0 (chosen) or positive"
     return None
 
 
 def _tile_problem(spec: AttentionSpec, tile: AttentionTile) -> str | None:
-    if tile.BQ not in QUERY_TILES:
+    if tile.BQ not in QUERY_TILES and not is_decode(spec):
         return f"BQ={tile.BQ}: the kernel takes {QUERY_TILES} query rows (one or two consumer warpgroups of 64)"
     if tile.BK not in KEY_TILES:
         return f"BK={tile.BK}: key tiles are {KEY_TILES} keys (whole swizzle rows, a TMA box, a wgmma N)"
@@ -271,7 +316,15 @@ def emit_sm90_attention(spec: AttentionSpec, tile: AttentionTile | None = None) 
     plan = plan_sm90_attention(spec, tile)
     writer = _Writer(plan)
     text = writer.kernel()
-    grid = (f"{_cdiv(spec.sq, plan.rows)} * {numel_text(tuple(spec.batch))}", "1", "1")
+    batch = numel_text(tuple(spec.batch))
+    if plan.decode:  # a block per share of each batch index, then the split-KV kernels' combine
+        temporaries = tuple(sm90_temporaries(spec, tile))
+        launch = Launch((f"{plan.splits} * {batch}", "1", "1"), (plan.threads, 1, 1), plan.shared_bytes,
+                        writer.params())
+        split = Kernel(writer.name, text, launch, max_registers=plan.max_registers, temporaries=temporaries)
+        combine = combine_kernel(spec, split_plan(plan))
+        return [split, replace(combine, temporaries=temporaries)]
+    grid = (f"{_cdiv(spec.sq, plan.rows)} * {batch}", "1", "1")
     launch = Launch(grid, (plan.threads, 1, 1), plan.shared_bytes, writer.params(), when=launch_condition(spec))
     return [Kernel(writer.name, text, launch, max_registers=plan.max_registers)]
 
@@ -287,9 +340,12 @@ class _Writer(Flash):
 
     def __init__(self, plan: Sm90AttentionPlan) -> None:
         spec = plan.spec
-        super().__init__(spec, [("o", spec.o)], plan.threads, 0, plan.tile.BK, needs_key_mask(spec, plan.tile.BK))
+        outputs = [("o", spec.o)]
+        if plan.decode:
+            outputs = list(zip(("po", "pm", "pl"), decode_temporaries(spec, split_plan(plan)), strict=True))
+        super().__init__(spec, outputs, plan.threads, 0, plan.tile.BK, needs_key_mask(spec, plan.tile.BK))
         self.plan = plan
-        self.name = f"{spec.name}_prefill_sm90"
+        self.name = f"{spec.name}_{'decode' if plan.decode else 'prefill'}_sm90"
         self.operands = (plan.q, plan.k, plan.v)
 
     @property
@@ -329,9 +385,13 @@ class _Writer(Flash):
         self.prologue()
         self.warp = self.op("remui", self.warp, WARPS_PER_GROUP)  # the warp in its warpgroup
         self.wg = self.op("divui", self.tid, WARPGROUP)
-        q_tiles = self.op("ceildivui", self.dim(spec.sq), plan.rows)
-        self.q0 = self.op("muli", self.op("remui", self.bid, q_tiles), plan.rows)
-        self.bz = self.op("divui", self.bid, q_tiles)  # the flattened batch index
+        if plan.decode:  # block (batch index, share); the one query row at row 0
+            self.bz, self.share = self.op("divui", self.bid, plan.splits), self.op("remui", self.bid, plan.splits)
+            self.q0 = t.const(0)
+        else:
+            q_tiles = self.op("ceildivui", self.dim(spec.sq), plan.rows)
+            self.q0 = self.op("muli", self.op("remui", self.bid, q_tiles), plan.rows)
+            self.bz = self.op("divui", self.bid, q_tiles)  # the flattened batch index
         self.smem = t.value(f"gpu.dynamic_shared_memory : memref<?xi8, {SHARED}>", "smem")
         self.maps = [t.value(f"builtin.unrealized_conversion_cast %map{i} : !llvm.ptr to {op.descriptor_type()}",
                              "tmap") for i, op in enumerate(self.operands)]
@@ -349,11 +409,24 @@ class _Writer(Flash):
         t.add("nvvm.fence.mbarrier.init")
         t.add("gpu.barrier")
         sq, skv = self.dim(spec.sq), self.dim(spec.skv)
-        self.limit = skv
+        if plan.decode:
+            self.key_range(skv)
+            return
+        self.key0, self.limit = t.const(0), skv
         if spec.causal:  # the block's last row reaches key q0 + rows - 1 + skv - sq
             reach = self.op("addi", self.op("subi", skv, sq), self.op("addi", self.q0, plan.rows))
             self.limit = self.op("minsi", skv, self.op("maxsi", reach, 0))
         self.trips = self.op("ceildivui", self.limit, plan.tile.BK)
+
+    def key_range(self, skv: str) -> None:
+        """A decode block's keys, as the split-KV kernel shares them: ``ceil(ceil(skv / BK) / splits)`` whole
+        key tiles a share from key ``share * that * BK`` (``key0``) to ``limit`` (the share's end or skv), in
+        ``trips`` tiles (none for a share past the keys). A causal mask hides no key from the last query row."""
+        bk = self.plan.tile.BK
+        span = self.op("muli", self.op("ceildivui", self.op("ceildivui", skv, bk), self.plan.splits), bk)
+        self.key0 = self.op("muli", self.share, span)
+        self.limit = self.op("minsi", self.op("addi", self.key0, span), skv)
+        self.trips = self.op("ceildivui", self.op("maxsi", self.op("subi", self.limit, self.key0), 0), bk)
 
     def batch_index(self) -> str | None:
         return self.bz if self.spec.batch else None
@@ -372,7 +445,7 @@ class _Writer(Flash):
                             self.batch_index())
             with t.for_(zero, self.trips, t.const(1), "it") as it:
                 slot, parity = hopper.ring_position(t, it, plan.tile.STAGES, producer=True)
-                key0 = self.op("muli", it, plan.tile.BK)
+                key0 = self.op("addi", self.key0, self.op("muli", it, plan.tile.BK))
                 for x, (op, k0, mn0) in enumerate(((plan.k, zero, key0), (plan.v, key0, zero))):
                     self.empty[x].wait(t, slot, parity)
                     self.full[x].expect_bytes(t, slot, op.bytes)
@@ -392,9 +465,10 @@ class _Writer(Flash):
         first_row = self.op("addi", self.q0, self.op("muli", part, WGMMA_M))
         rows = [self.op("addi", self.op("addi", first_row, self.op("muli", self.warp, 16)),
                         self.op("addi", self.group, 8 * r)) for r in range(2)]
-        self.limits = tuple(self.to_i32(causal_limit(self, row, self.limit) if spec.causal else self.limit)
+        causal = spec.causal and not plan.decode
+        self.limits = tuple(self.to_i32(causal_limit(self, row, self.limit) if causal else self.limit)
                             for row in rows)
-        first_limit = causal_limit(self, first_row, self.limit) if spec.causal else self.limit
+        first_limit = causal_limit(self, first_row, self.limit) if causal else self.limit
         q_base = hopper.shared_descriptor(t, self.smem, self.op("muli", part, WGMMA_M * ROW_BYTES), plan.q)
         self.q_descs = [hopper.descriptor_at(t, q_base, plan.q.tile_offset(0, s)) for s in range(spec.d // WGMMA_K)]
         self.bases = [hopper.shared_descriptor(t, self.smem, t.const(op.offset), op) for op in (plan.k, plan.v)]
@@ -404,13 +478,36 @@ class _Writer(Flash):
         start = t.const(1)
         parts = [(start, self.trips, self.mask)]
         if self.mask:
-            whole = self.op("maxui", whole_tiles(self, first_limit, self.trips, plan.tile.BK), start)
+            reach = self.op("subi", first_limit, self.key0)
+            whole = self.op("maxui", whole_tiles(self, reach, self.trips, plan.tile.BK), start)
             parts = [(start, whole, False), (whole, self.trips, True)]
         for lo, hi, masked in parts:
             state = self.key_loop(lo, hi, masked, state)
         out = self.last_product(state)
+        if plan.decode:
+            self.store_partials(out)
+            return
         o_base = self.op("muli", self.op("muli", self.bz, self.dim(spec.sq)), spec.dv)
         store_rows(self, out, rows, self.dim(spec.sq), o_base)
+
+    def store_partials(self, state: list[str]) -> None:
+        """The share's partial state of the query row (accumulator row 0: warp 0's lanes of group 0) where
+        the split-KV kernel writes it, entry ``batch * splits + share``: the unnormalized O row (each lane's
+        column pairs ``8 j + 2 * (lane % 4)``), the running max (base 2, scaled) and the sum over the row's
+        four lanes. A share without keys writes -inf, 0 and zeros, which the combine kernel weighs by 0."""
+        t, spec = self.t, self.spec
+        total = self.quad_reduce(state[2], "addf")
+        row = self.op("addi", self.op("muli", self.bz, self.plan.splits), self.share)
+        first = self.t.value(f"arith.andi {self.cmp('eq', self.warp, t.const(0))}, "
+                             f"{self.cmp('eq', self.group, t.const(0))} : i1", "p")
+        with t.if_(first):
+            start = self.op("addi", self.op("muli", row, spec.dv), self.op("muli", self.quad, 2))
+            for j in range(spec.dv // 8):
+                self.store_pair("po", self.op("addi", start, 8 * j), state[4 + 4 * j], state[5 + 4 * j])
+            with t.if_(self.cmp("eq", self.quad, t.const(0))):
+                for role, value in (("pm", state[0]), ("pl", total)):
+                    ssa, tensor = self.tensors[role]
+                    t.add(f"memref.store {value}, {ssa}[{row}] : {tensor.memref}")
 
     @property
     def state_types(self) -> list[str]:
@@ -462,7 +559,8 @@ class _Writer(Flash):
         scores = hopper.fence_registers(t, self.elements(s_acc, plan.tile.BK), "f32")
         self.release(self.empty[0], slot)
         x = [scores[4 * j:4 * j + 4] for j in range(plan.tile.BK // 8)]
-        x = self.scale_and_mask(x, self.op("muli", it, plan.tile.BK), self.limits if masked else None)
+        key0 = self.op("addi", self.key0, self.op("muli", it, plan.tile.BK))
+        x = self.scale_and_mask(x, key0, self.limits if masked else None)
         m_new, alpha, l_new = self.online_softmax(x, m, sums)
         words = self.p_words(x)
         if previous:
