@@ -165,6 +165,8 @@ def test_the_search_picks_balanced_key_shares_for_decode(target):
     assert stages[:4] == ["space", "registers", "shared_memory", "shape"], stages
     choice = family["choice"]
     splits, key_tile, warps = choice["SPLITS"], choice["DECODE_BK"], choice["DECODE_WARPS"]
+    if GPU_TARGETS[target].chip == "sm_90a":  # the wgmma kernel's split mode: BK-key tiles, a block a share
+        key_tile, warps = choice["BK"], 1
     tiles = -(-4096 // key_tile)
     assert 2 <= splits <= tiles and splits & (splits - 1) == 0, choice
     assert tiles % splits == 0, choice  # every share the same number of key tiles
@@ -201,8 +203,13 @@ def test_a_choice_reaches_the_emitted_kernels(target):
     decode = {"BQ": 64, "BK": 64, "DECODE_BK": 16, "DECODE_WARPS": 4, "SPLITS": 32, "STAGES": 2}
     compiled = prism.compile(_with_choice(_decode_text(), decode), target=target, pipeline="", emit="ptx")
     kernels = _kernels(compiled)
-    (split,) = [k for name, k in kernels.items() if name.endswith("_decode")]
-    assert split["grid"][0].startswith("8 * ") and split["block"][0] == 4 * 32  # 32 shares, 4 a block
+    if chip == "sm_90a":  # the wgmma kernel's split mode: a block of a producer and a consumer per share
+        (split,) = [k for name, k in kernels.items() if name.endswith("_decode_sm90")]
+        assert split["grid"][0].startswith("32 * ") and split["block"][0] == 2 * 128, split
+        assert split["shared_bytes"] == 64 * 128 * 2 + 2 * 2 * 64 * 128 * 2, split
+    else:
+        (split,) = [k for name, k in kernels.items() if name.endswith("_decode")]
+        assert split["grid"][0].startswith("8 * ") and split["block"][0] == 4 * 32  # 32 shares, 4 a block
     resources = ptxas(compiled.ptx_text, chip)
     assert all(r.spill_bytes == 0 for r in resources.values()), resources
     text = gw.retype(cw.attention(2, 8, 128, 1024, 128).mlir, "f16")

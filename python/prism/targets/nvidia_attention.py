@@ -14,9 +14,16 @@ Knobs (exponents of two in the set; STAGES an integer):
   :func:`~prism.codegen.gpu.attention_sm90.sm90_spec_problem` takes the
   problem): BQ of 64 or 128 (one or two consumer warpgroups of 64 rows, a
   wgmma's M), BK of 64 or 128 and STAGES (the depth of the K and V rings);
-- decode: DECODE_BK (keys of a shared tile), DECODE_WARPS (warps of a block,
-  each its own share of the keys) and SPLITS (the shares of one batch
-  index); BQ, BK and STAGES stay at the tile's defaults.
+- decode on the split-KV kernels: DECODE_BK (keys of a shared tile),
+  DECODE_WARPS (warps of a block, each its own share of the keys) and SPLITS
+  (the shares of one batch index); BQ, BK and STAGES stay at the tile's
+  defaults;
+- decode on the wgmma kernel's split mode (sm_90a, where
+  :func:`~prism.codegen.gpu.attention_sm90.sm90_spec_problem` takes the
+  problem): SPLITS (the shares of one batch index, a block each), BK of 64
+  or 128 and STAGES; the kernel has one consumer warpgroup whatever BQ says
+  and a block per share, so BQ, DECODE_BK and DECODE_WARPS stay at the
+  tile's defaults (DECODE_WARPS = 2 pins no warps of this kernel).
 
 Each knob ranges over the values the kernel takes. Constraints, the emitter's
 own limits, read off its plan for every tile: ``registers`` (per thread,
@@ -25,8 +32,8 @@ for the mma.sync kernels, the wgmma kernel's ``.maxnreg``), ``shared_memory``
 (per block, within the chip's opt-in limit and, for the wgmma kernel, what
 :func:`~prism.codegen.gpu.attention_sm90.sm90_attention_problem` takes) and
 ``shape`` (tiles no larger than their padded extents, the wgmma kernel's
-smallest always allowed; for decode, each share at least one key tile and a
-block's warps no more than the shares).
+smallest always allowed; for decode, each share at least one key tile and,
+on the split-KV kernels, a block's warps no more than the shares).
 
 The cost is a roofline over the SMs: both products' padded FLOPs at the
 tensor-core rate, and Q, K, V and O moved once at DRAM bandwidth, each
@@ -39,7 +46,10 @@ memory and registers, by the emitter's plan of the kernel that runs the
 tile) waiting side by side; this is what makes a few long key loops slower
 than many short ones. Decode adds its combine kernel: a launch, and the
 shares' partial results (SPLITS x batch x (dv + 2) f32 values) written and
-read.
+read. The wgmma decode runs batch x SPLITS blocks of a 64-row tile whose one
+real row is the query: its padded FLOPs stay under the K and V stream's
+time at bandwidth, which with the blocks' waves over the SMs and the
+latency over STAGES tiles in flight makes its cost.
 """
 
 from __future__ import annotations
@@ -60,6 +70,7 @@ from prism.codegen.gpu.attention_sm90 import (
     sm90_spec_problem,
     takes_sm90,
 )
+from prism.codegen.gpu.gemm_sm90 import WGMMA_M
 from prism.codegen.gpu.spec import AttentionSpec, AttentionTile, Tensor
 from prism.infra.ir import ELEMENT_BYTES
 from prism.search.attention import Attention
@@ -79,7 +90,9 @@ COST_TEXT = ("roofline(padded_flops / rate * spread, roofline(bytes / bandwidth 
              "(keys: Skv, or with a causal mask the middle block's), bytes = 2*B*(Sq*(d + Dv) + Skv*(d + Dv)); "
              "decode: blocks = B*ceil(SPLITS/DECODE_WARPS), padded_flops = blocks * DECODE_WARPS * "
              "2*16*ceil(ceil(Skv/DECODE_BK)/SPLITS)*DECODE_BK*(d + Dv), "
-             "bytes = 2*B*(d + Skv*(d + Dv)) + SPLITS*B*(Dv + 2)*4")
+             "bytes = 2*B*(d + Skv*(d + Dv)) + SPLITS*B*(Dv + 2)*4; "
+             "sm_90a wgmma decode: blocks = B*SPLITS, padded_flops = blocks * 2*64*ceil(ceil(Skv/BK)/SPLITS)*BK*"
+             "(d + Dv), steps = ceil(ceil(Skv/BK)/SPLITS), stages = STAGES")
 
 # The knobs, by exponent variable, and the tile field each sets; STAGES is an integer (a flag of the space).
 KNOBS = {"bq": "BQ", "bk": "BK", "dbk": "DECODE_BK", "dw": "DECODE_WARPS", "ks": "SPLITS"}
@@ -200,7 +213,8 @@ def _exponent_range(var: str, values: tuple[int, ...]) -> str:
 
 
 def runs_sm90(spec: AttentionSpec, chip: str) -> bool:
-    """Whether the prefill of ``spec`` takes the wgmma kernel on ``chip`` for the tiles that kernel takes."""
+    """Whether ``spec`` (a prefill, or a decode in the kernel's split mode) takes the wgmma kernel on ``chip`` for
+    the tiles that kernel takes."""
     return chip == "sm_90a" and attention_spec_problem(spec, chip) is None and sm90_spec_problem(spec) is None
 
 
@@ -216,7 +230,9 @@ def attention_space(op: Attention, target: GpuModel) -> Space | None:
     if not some_tile_fits(spec, target.chip):
         return None
     fixed_stages = f"st = {AttentionTile().STAGES}"
-    if is_decode(op):
+    if is_decode(op) and runs_sm90(spec, target.chip):
+        universe, shape, registers, shared = _sm90_decode_space(spec, target)
+    elif is_decode(op):
         knobs = [("dbk", "DECODE_BK"), ("dw", "DECODE_WARPS")]
         universe = (f"{_fixed('bq', 'BQ')} and {_fixed('bk', 'BK')} and {_range('dbk', 'DECODE_BK')} and "
                     f"{_range('dw', 'DECODE_WARPS')} and 0 <= ks <= {MAX_SPLITS_LOG2} and {fixed_stages}")
@@ -241,6 +257,21 @@ def attention_space(op: Attention, target: GpuModel) -> Space | None:
     groups = (("registers", registers), ("shared_memory", shared), ("shape", shape))
     return Space(kind="attention", knobs=dict(KNOBS), flags=dict(FLAGS),
                  universe=f"{shape_param_bounds()} and {universe}", groups=groups)
+
+
+def _sm90_decode_space(spec: AttentionSpec, target: GpuModel) -> tuple[str, str, str, str]:
+    """The wgmma decode's universe (SPLITS, BK of 64 or 128, STAGES; BQ, DECODE_BK and DECODE_WARPS at the
+    tile's defaults, which the kernel does not read), shape (each share at least one key tile, the smallest key
+    tile always allowed) and its registers and shared-memory groups (the kernel's own limits)."""
+    stages = tile_values("STAGES")
+    universe = (f"{_fixed('bq', 'BQ')} and {_exponent_range('bk', KEY_TILES)} and {_fixed('dbk', 'DECODE_BK')} "
+                f"and {_fixed('dw', 'DECODE_WARPS')} and 0 <= ks <= {MAX_SPLITS_LOG2} and "
+                f"{min(stages)} <= st <= {max(stages)}")
+    shape = f"{shape_fit('bk', 'n', _log2(min(KEY_TILES)))} and (ks = 0 or ks + bk <= LN)"
+    tiles = [({"bk": _log2(bk), "st": st}, AttentionTile(BK=bk, STAGES=st))
+             for bk, st in _product([list(KEY_TILES), stages])]
+    registers, shared = _fits_sm90(spec, target, tiles)
+    return universe, shape, registers, shared
 
 
 def _tiles(knobs: list[tuple[str, str]]) -> list[tuple[dict[str, int], AttentionTile]]:
@@ -285,11 +316,14 @@ def _prefill(target: GpuModel, op: Attention, values: KnobValues, s: dict[str, i
 
 
 def _decode(target: GpuModel, op: Attention, values: KnobValues, s: dict[str, int]) -> np.ndarray:
-    splits, warps, key_tile = values["SPLITS"], values["DECODE_WARPS"], values["DECODE_BK"]
+    if runs_sm90(problem_spec(op), target.chip):
+        # a block per share, its one consumer's 64-row wgmma tile holding the query in row 0
+        splits, key_tile, warps, rows = values["SPLITS"], values["BK"], 1, WGMMA_M
+    else:  # every warp runs a 16-row tensor-core tile whose one real row is the query
+        splits, warps, key_tile, rows = values["SPLITS"], values["DECODE_WARPS"], values["DECODE_BK"], MMA_ROWS
     per_share = ceil_div(ceil_div(s["n"], key_tile), splits)  # key tiles of a share
     blocks = s["batch"] * ceil_div(splits, warps)
-    # every warp runs a 16-row tensor-core tile whose one real row is the query
-    flops = blocks * warps * 2 * MMA_ROWS * per_share * key_tile * (s["k"] + op.value_dim)
+    flops = blocks * warps * 2 * rows * per_share * key_tile * (s["k"] + op.value_dim)
     partials = _partial_bytes(op, s, splits)
     spread = _spread(target, blocks)
     compute = flops / target.flops[op.input_type] * spread

@@ -66,8 +66,9 @@ def _kernels(step: Step, chip: str, remark: Callable[[str], None]) -> list[Kerne
 def _attention(spec: AttentionSpec, chip: str) -> list[Kernel]:
     """On sm_90a, a prefill that TMA can read takes the TMA/wgmma kernel with the spec's tile (the search's
     choice, else the kernel's default); where its rows' alignment is known only at launch, the mma.sync kernel
-    takes the sizes it cannot, with the same tile (without one, its own default). Everything else (decode,
-    other chips and shapes, a tile chosen for the mma.sync kernel) takes the mma.sync and split-KV kernels."""
+    takes the sizes it cannot, with the same tile (without one, its own default). A decode that TMA can read
+    takes the wgmma kernel's split mode and the split-KV combine kernel, with their temporaries. Everything else
+    (other chips and shapes, a tile chosen for the mma.sync kernel) takes the mma.sync and split-KV kernels."""
     from prism.codegen.gpu.attention import attention_temporaries, emit_attention
     from prism.codegen.gpu.attention_sm90 import emit_sm90_attention, kernels_problem, takes_sm90
     problem = kernels_problem(spec, chip)
