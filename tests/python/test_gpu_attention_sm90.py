@@ -139,7 +139,8 @@ def test_whole_tiles_without_causal_need_no_mask() -> None:
     (attention(d=256), None, "head size d = 256"),
     (attention(d=64, dv=32), None, "head size dv = 32"),
     (attention("f32"), None, "takes one of f16 or bf16"),
-    (attention(sq=1), None, "decode"),
+    (attention(sq=1, skv="skv", k_layout="dn"), None, "runs on the split-KV kernels"),
+    (attention(sq=1, d=256), None, "head size d = 256"),
     (attention(skv=1001, k_layout="dn"), None, "not a multiple of 8"),
     (attention(), AttentionTile(BQ=32, BK=128), "BQ=32"),
     (attention(), AttentionTile(BQ=128, BK=32), "BK=32"),
@@ -159,12 +160,16 @@ def test_takes_what_tma_can_read() -> None:
 
 
 def test_dispatch_on_sm90a() -> None:
-    """Prefill that TMA reads takes the wgmma kernel on sm_90a alone; decode, other head sizes and sm_80 keep
-    the mma.sync and split-KV kernels; a dynamic [d, keys] row takes both, on complementary launch conditions."""
+    """Prefill that TMA reads takes the wgmma kernel on sm_90a alone, decode its split mode and the combine
+    kernel; other head sizes, a decode's dynamic [d, keys] rows and sm_80 keep the mma.sync and split-KV kernels;
+    a prefill's dynamic [d, keys] row takes both, on complementary launch conditions."""
     assert [k.name for k in _attention(attention(), "sm_90a")] == ["attn_prefill_sm90"]
     assert [k.name for k in _attention(attention(), "sm_80")] == ["attn_prefill"]
     assert [k.name for k in _attention(attention(d=96), "sm_90a")] == ["attn_prefill"]
-    assert [k.name for k in _attention(attention(sq=1), "sm_90a")] == ["attn_decode", "attn_combine"]
+    assert [k.name for k in _attention(attention(sq=1), "sm_90a")] == ["attn_decode_sm90", "attn_combine"]
+    assert [k.name for k in _attention(attention(sq=1), "sm_80")] == ["attn_decode", "attn_combine"]
+    decode_dn = attention(sq=1, skv="kv", k_layout="dn")
+    assert [k.name for k in _attention(decode_dn, "sm_90a")] == ["attn_decode", "attn_combine"]
     fast, slow = _attention(attention(skv="kv", k_layout="dn"), "sm_90a")
     assert fast.launch.when == "kv // 8 * 8 == kv" and slow.launch.when == "not (kv // 8 * 8 == kv)"
     assert slow.name == "attn_prefill_unaligned" and "@attn_prefill_unaligned(" in slow.text

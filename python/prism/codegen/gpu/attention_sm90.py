@@ -385,9 +385,8 @@ class _Writer(Flash):
         self.prologue()
         self.warp = self.op("remui", self.warp, WARPS_PER_GROUP)  # the warp in its warpgroup
         self.wg = self.op("divui", self.tid, WARPGROUP)
-        if plan.decode:  # block (batch index, share); the one query row at row 0
-            self.bz, self.share = self.op("divui", self.bid, plan.splits), self.op("remui", self.bid, plan.splits)
-            self.q0 = t.const(0)
+        if plan.decode:
+            self.decode_ids()
         else:
             q_tiles = self.op("ceildivui", self.dim(spec.sq), plan.rows)
             self.q0 = self.op("muli", self.op("remui", self.bid, q_tiles), plan.rows)
@@ -417,6 +416,13 @@ class _Writer(Flash):
             reach = self.op("addi", self.op("subi", skv, sq), self.op("addi", self.q0, plan.rows))
             self.limit = self.op("minsi", skv, self.op("maxsi", reach, 0))
         self.trips = self.op("ceildivui", self.limit, plan.tile.BK)
+
+    def decode_ids(self) -> None:
+        """A decode block's batch index (``bz``) and key share: block ``bz * splits + share``; the one query
+        row at row 0."""
+        splits = self.plan.splits
+        self.bz, self.share = self.op("divui", self.bid, splits), self.op("remui", self.bid, splits)
+        self.q0 = self.t.const(0)
 
     def key_range(self, skv: str) -> None:
         """A decode block's keys, as the split-KV kernel shares them: ``ceil(ceil(skv / BK) / splits)`` whole
@@ -498,9 +504,7 @@ class _Writer(Flash):
         t, spec = self.t, self.spec
         total = self.quad_reduce(state[2], "addf")
         row = self.op("addi", self.op("muli", self.bz, self.plan.splits), self.share)
-        first = self.t.value(f"arith.andi {self.cmp('eq', self.warp, t.const(0))}, "
-                             f"{self.cmp('eq', self.group, t.const(0))} : i1", "p")
-        with t.if_(first):
+        with t.if_(self.cmp("eq", self.warp, t.const(0))), t.if_(self.cmp("eq", self.group, t.const(0))):
             start = self.op("addi", self.op("muli", row, spec.dv), self.op("muli", self.quad, 2))
             for j in range(spec.dv // 8):
                 self.store_pair("po", self.op("addi", start, 8 * j), state[4 + 4 * j], state[5 + 4 * j])
