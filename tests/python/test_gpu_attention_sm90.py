@@ -10,6 +10,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from prism.codegen.gpu import hopper
@@ -20,6 +21,7 @@ from prism.codegen.gpu.attention_sm90 import (
     emit_sm90_attention,
     plan_sm90_attention,
     sm90_attention_problem,
+    sm90_temporaries,
 )
 from prism.codegen.gpu.gemm_sm90 import SHARED_LIMIT, fragment_offset
 from prism.codegen.gpu.kernels import _attention
@@ -427,3 +429,193 @@ def test_two_consumers_take_turns() -> None:
     assert re.match(r"arith\.cmpi eq, %\w+, %c1 : index", defs[guarded[0]])
     for tile in (AttentionTile(BQ=64, BK=128),):  # one consumer: no turns
         assert "nvvm.barrier" not in emit_sm90_attention(attention(), tile)[0].text
+
+
+# -- decode: the split mode ------------------------------------------------------------------------------------------
+
+
+DECODE_PTX = ("wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier", "setmaxnreg", "fence.mbarrier_init")
+
+
+def decode(dtype: str = "f16", batch: tuple[Dim, ...] = (2, 3), skv: Dim = 1000, d: int = 128,
+           k_layout: str = "nd", splits: int = 0, tile: AttentionTile | None = None) -> AttentionSpec:
+    """One query row over ``skv`` keys, ``splits`` key shares (0: the kernel's choice)."""
+    return replace(attention(dtype, batch, 1, skv, d, k_layout=k_layout), splits=splits, tile=tile)
+
+
+def check_decode(spec: AttentionSpec) -> tuple[list[Kernel], str]:
+    """Emit the split mode and the combine kernel, assemble, and check: no spills, no ptxas notes, the Hopper
+    instructions, a block of a producer and one consumer per batch index and share, both kernels on the same
+    temporaries."""
+    assert sm90_attention_problem(spec) is None
+    kernels = emit_sm90_attention(spec)
+    split, combine = kernels
+    assert split.name == "attn_decode_sm90" and combine.name == "attn_combine"
+    plan = plan_sm90_attention(spec)
+    assert plan.decode and plan.tile.CONSUMERS == 1 and split.launch.block == (2 * 128, 1, 1)
+    assert split.launch.grid[0] == f"{plan.splits} * {' * '.join(map(str, spec.batch)) or '1'}"
+    assert split.temporaries == combine.temporaries == tuple(sm90_temporaries(spec))
+    assert [t.shape for t in split.temporaries] == [(*spec.batch, plan.splits, spec.dv), (*spec.batch, plan.splits),
+                                                   (*spec.batch, plan.splits)]
+    ptx = compile_kernels(kernels, "sm_90a")
+    used = ptxas(ptx, "sm_90a")
+    assert all(r.spill_bytes == 0 for r in used.values()), used
+    assert not used[split.name].messages, used[split.name].messages
+    assert "Potential Performance Loss" not in ptxas_output(ptx)
+    for instruction in DECODE_PTX:
+        assert instruction in ptx, instruction
+    dt = spec.q.dtype
+    assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n{plan.tile.BK}k16\.f32\.{dt}\.{dt} ", ptx)
+    assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n{spec.dv}k16\.f32\.{dt}\.{dt} \{{[^}}]*\}}, "
+                     r"\{%r\d+, %r\d+, %r\d+, %r\d+\}", ptx)
+    return kernels, ptx
+
+
+@needs_ptxas
+@pytest.mark.parametrize("k_layout", ["nd", "dn"])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_ragged_decode_kernels_assemble(dtype: str, d: int, k_layout: str) -> None:
+    check_decode(decode(dtype, (2, 3), 1000, d, k_layout, splits=8))
+
+
+@needs_ptxas
+@pytest.mark.parametrize("spec", [
+    decode("bf16", ("b",), "skv", 128),  # dynamic keys and batch, the kernel's share count
+    decode("f16", (4,), "skv", 64, splits=1),  # one share: the whole key loop in one block
+    decode("bf16", (2,), 1024, 128, "dn", splits=8, tile=AttentionTile(BK=128, STAGES=3)),
+    decode("f16", (2, 3), 100, 64, splits=16),  # more shares than key tiles: empty shares
+    decode("f16", (3,), 4096, 128, splits=0, tile=AttentionTile(BK=64, STAGES=4)),
+], ids=["dynamic", "one-split", "dn-bk128", "empty-shares", "default-splits"])
+def test_decode_variants_assemble(spec: AttentionSpec) -> None:
+    check_decode(spec)
+
+
+def test_decode_takes_one_consumer_whatever_bq() -> None:
+    for bq in (64, 128):
+        plan = plan_sm90_attention(decode(tile=AttentionTile(BQ=bq, BK=128, STAGES=2)))
+        assert plan.rows == 64 and plan.threads == 256 and plan.tile.BK == 128
+    assert sm90_attention_problem(decode(tile=AttentionTile(BQ=16))) is None
+    assert "shared memory" in sm90_attention_problem(decode(tile=AttentionTile(BK=128, STAGES=4)))
+
+
+def test_decode_splits_as_the_spec_or_balanced() -> None:
+    assert plan_sm90_attention(decode(splits=8)).splits == 8
+    # 32 batch indices over 4096 keys in tiles of 64: 64 tiles, shares of equal tiles for 2 blocks an SM
+    chosen = plan_sm90_attention(decode(batch=(32,), skv=4096, tile=AttentionTile(BK=64, STAGES=4))).splits
+    assert 64 % chosen == 0 and 32 * chosen >= 132 and chosen <= 64
+
+
+# -- the partials: where the split mode writes them and what the combine kernel makes of them -------------------
+
+
+PROBE = 1 << 16
+
+
+def probe_kernel(spec: AttentionSpec) -> Kernel:
+    """The split mode's ids, key range and partial store, run by every consumer thread with a state read from
+    a probe buffer (``probe[x] == x``): the max is ``probe[key0]``, the sum ``probe[trips]`` and O's element
+    ``i`` ``probe[thread * dv / 2 + i]``, so that what lands where says which thread, element and share wrote
+    it."""
+    plan = plan_sm90_attention(spec)
+    w = _Writer(plan)
+    w.tensors["probe"] = ("%t_probe", Tensor("probe", "f32", (PROBE,)))
+    t = w.t
+    with t.region(w.header(w.name)):
+        w.prologue()
+        w.warp, w.wg = w.op("remui", w.warp, 4), w.op("divui", w.tid, 128)
+        w.decode_ids()
+        w.key_range(w.dim(spec.skv))
+        with t.if_(w.cmp("eq", w.wg, t.const(1))):
+            def probe(index: str) -> str:
+                return t.value(f"memref.load %t_probe[{index}] : memref<?xf32>", "ld")
+            m, total = probe(w.key0), probe(w.trips)
+            base = w.op("muli", w.tid, spec.dv // 2)
+            o = [probe(w.op("addi", base, i)) for i in range(spec.dv // 2)]
+            w.store_partials([m, m, total, total, *o])
+        t.add("gpu.return")
+    launch = emit_sm90_attention(spec)[0].launch
+    return Kernel(w.name, t.function_text(), replace(launch, params=w.params()))
+
+
+def share_model(skv: int, bk: int, splits: int) -> list[tuple[int, int]]:
+    """Each share's keys [start, end), as the split-KV kernel shares them: whole key tiles, balanced."""
+    span = -(-(-(-skv // bk)) // splits) * bk
+    return [(s * span, min(s * span + span, skv)) for s in range(splits)]
+
+
+def run_blocks(kernel: Kernel, arrays: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
+    from warp_simulator import Block
+
+    block = Block(kernel, arrays, sizes)
+    scope = dict(sizes, cdiv=lambda a, b: -(-a // b))
+    for block_id in range(eval(kernel.launch.grid[0], scope)):
+        block.run(block_id)
+
+
+@pytest.mark.parametrize("spec, sizes", [
+    (decode("f16", (2, 3), 1000, 64, splits=8), {}),
+    (decode("bf16", ("b",), "skv", 128, splits=0), {"b": 2, "skv": 300}),
+    (decode("f16", (2,), 100, 64, splits=5), {}),  # two key tiles, five shares: three empty
+], ids=["ragged", "dynamic", "empty-shares"])
+def test_the_partials_lie_where_the_combine_kernel_reads_them(spec: AttentionSpec, sizes: dict[str, int]) -> None:
+    """Block ``b * splits + s`` writes entry ``b * splits + s`` of each temporary: the max and sum of its
+    share (keys as the split-KV kernel shares them, none past the keys for an empty share) and the O row's
+    column ``c`` from the consumer thread and element that hold accumulator row 0, column ``c``."""
+    plan = plan_sm90_attention(spec)
+    kernel = probe_kernel(spec)
+    dims = {**sizes, **{t.name: 0 for t in (spec.q, spec.k, spec.v)}}
+    batch = int(np.prod([sizes.get(b, b) for b in spec.batch]))
+    entries = batch * plan.splits
+    po, pm, pl = (np.full(entries * n, np.nan) for n in (spec.dv, 1, 1))
+    arrays = {"probe": np.arange(PROBE, dtype=np.float64), "attn_partial_o": po, "attn_partial_m": pm,
+              "attn_partial_l": pl}
+    run_blocks(kernel, arrays, dims)
+    skv = sizes.get(spec.skv, spec.skv)
+    shares = share_model(skv, plan.tile.BK, plan.splits)
+    for entry in range(entries):
+        start, end = shares[entry % plan.splits]
+        assert pm[entry] == start
+        assert pl[entry] == 4 * -(-max(end - start, 0) // plan.tile.BK)  # the row's four lanes' sums
+        for c in range(spec.dv):
+            (thread, i), = [(th, i) for th in range(128) for i in range(spec.dv // 2)
+                            if isa_accumulator(th, i) == (0, c)]
+            assert po[entry * spec.dv + c] == (128 + thread) * spec.dv // 2 + i, (entry, c)
+    if spec.splits == 5:  # the case of empty shares has them
+        assert sum(end <= start for start, end in shares) == 3
+
+
+@pytest.mark.parametrize("splits, skv", [(8, 1000), (5, 100), (1, 70)])
+def test_the_combine_kernel_merges_the_shares_into_attention(splits: int, skv: int) -> None:
+    """Partials of each share as the split mode computes them (base-2 scaled max, sum, unnormalized O; an empty
+    share's -inf, 0, 0), at the entries the probe shows, merged by the split-KV combine kernel: softmax(Q K^T *
+    scale) V."""
+    spec = decode("f16", (2,), skv, 64, splits=splits)
+    plan = plan_sm90_attention(spec)
+    rng = np.random.default_rng(splits)
+    q, k, v = (rng.standard_normal(shape) for shape in ((2, 64), (2, skv, 64), (2, skv, 64)))
+    x = np.einsum("bd,bkd->bk", q, k) * spec.scale * np.log2(np.e)
+    po, pm, pl = np.zeros((2, splits, 64)), np.full((2, splits), -np.inf), np.zeros((2, splits))
+    for s, (start, end) in enumerate(share_model(skv, plan.tile.BK, splits)):
+        if end > start:
+            pm[:, s] = x[:, start:end].max(-1)
+            p = np.exp2(x[:, start:end] - pm[:, s:s + 1])
+            pl[:, s], po[:, s] = p.sum(-1), np.einsum("bk,bkd->bd", p, v[:, start:end])
+    out = np.full(2 * 64, np.nan)
+    arrays = {"attn_partial_o": po.ravel(), "attn_partial_m": pm.ravel(), "attn_partial_l": pl.ravel(), "o": out}
+    run_blocks(emit_sm90_attention(spec)[1], arrays, {})
+    s = np.einsum("bd,bkd->bk", q, k) * spec.scale
+    p = np.exp(s - s.max(-1, keepdims=True))
+    expected = np.einsum("bk,bkd->bd", p / p.sum(-1, keepdims=True), v)
+    np.testing.assert_allclose(out.reshape(2, 64), expected, atol=2e-3, rtol=2e-3)
+
+
+def test_decode_dispatch_reads_the_specs_tile_and_splits() -> None:
+    """The spec's BK, STAGES and SPLITS reach the split mode (grid = SPLITS x batch); the combine kernel reads
+    as many shares."""
+    spec = decode(splits=16, tile=AttentionTile(BK=128, STAGES=3))
+    split, combine = _attention(spec, "sm_90a")
+    plan = plan_sm90_attention(spec)
+    assert split.launch.grid[0] == "16 * 2 * 3" and plan.tile.BK == 128 and plan.tile.STAGES == 3
+    assert split.launch.shared_bytes == 64 * 128 * 2 + 3 * 2 * 128 * 128 * 2
+    assert combine.temporaries == split.temporaries and combine.temporaries[1].shape == (2, 3, 16)
