@@ -540,7 +540,8 @@ def probe_kernel(spec: AttentionSpec) -> Kernel:
 
 def share_model(skv: int, bk: int, splits: int) -> list[tuple[int, int]]:
     """Each share's keys [start, end), as the split-KV kernel shares them: whole key tiles, balanced."""
-    span = -(-(-(-skv // bk)) // splits) * bk
+    tiles = -(-skv // bk)
+    span = -(-tiles // splits) * bk
     return [(s * span, min(s * span + span, skv)) for s in range(splits)]
 
 

@@ -1,4 +1,5 @@
-"""Attention prefill on sm_90a in the manner of FlashAttention-3: TMA, an mbarrier ring and wgmma, one kernel.
+"""Attention on sm_90a in the manner of FlashAttention-3: TMA, an mbarrier ring and wgmma; one kernel for a
+prefill, a split mode of it and the split-KV combine kernel for a decode.
 
 **The tile** is the spec's :class:`~prism.codegen.gpu.spec.AttentionTile`
 (the search's choice; else :func:`default_tile`): ``BQ`` (64 or 128) gives
@@ -67,12 +68,26 @@ reaches. A row that no key reaches comes out zero.
 from the fragment: each thread's two adjacent columns as one 2-element
 store (rows of an even ``dv`` keep them aligned), rows past ``sq`` masked.
 
+**Decode** (one query row) runs the same pipeline in a split mode: the
+grid is ``splits`` blocks per batch index (:func:`sm90_splits`: the spec's
+count, else balanced as the split-KV kernel's), each with one consumer
+whatever ``BQ`` says, over one contiguous share of the keys, whole key tiles
+as :mod:`~prism.codegen.gpu.attention`'s split kernel shares them
+(``ceil(ceil(skv / BK) / splits)`` tiles each). The query is row 0 of the
+64-row Q tile (TMA zero-fills the rest, whose results are dropped: the
+padding costs FLOPs a memory-bound decode has to spare). Instead of O the
+block writes its share's partial state of row 0 to the split kernel's
+temporaries at the entries it would (``batch * splits + share``): the
+running max in the same base-2 scaled form, the sum and the unnormalized O
+row; a share past the keys writes -inf, 0 and zeros. The split kernel's
+combine kernel merges them into O unchanged.
+
 **What it takes** (:func:`sm90_attention_problem`): a tile as above whose
 shared memory fits, f16 or bf16 Q, K, V,
 ``d`` and ``dv`` of 64 or 128 (whole 128-byte swizzle rows, a wgmma N and a
 TMA box), rows that TMA can read (16-byte multiples: ``"dn"`` K needs
-``skv`` a multiple of 8; a dynamic one is checked at launch by
-:attr:`Launch.when`), a prefill (decode stays on the split-KV kernels).
+``skv`` a multiple of 8; for a prefill a dynamic one is checked at launch by
+:attr:`Launch.when`, a decode's runs on the split-KV kernels).
 """
 
 from __future__ import annotations
@@ -245,7 +260,7 @@ def sm90_attention_problem(spec: AttentionSpec, tile: AttentionTile | None = Non
 
 
 def sm90_spec_problem(spec: AttentionSpec) -> str | None:
-    """Why no tile lets ``spec`` take the wgmma kernel (decode, types, head sizes, K's rows), or None."""
+    """Why no tile lets ``spec`` take the wgmma kernel (types, head sizes, K's rows), or None."""
     types = {spec.q.dtype, spec.k.dtype, spec.v.dtype}
     if len(types) != 1 or not types <= set(INPUT_TYPES):
         return f"Q, K and V are {sorted(types)}; the wgmma kernel takes one of {' or '.join(INPUT_TYPES)}"
@@ -281,8 +296,8 @@ def _tile_problem(spec: AttentionSpec, tile: AttentionTile) -> str | None:
 
 
 def takes_sm90(spec: AttentionSpec, chip: str) -> bool:
-    """Whether ``spec``'s prefill runs on the wgmma kernel on ``chip``: sm_90a, and a spec it takes with its
-    tile (a tile it refuses, chosen for the mma.sync kernel, runs there)."""
+    """Whether ``spec`` runs on the wgmma kernel (a decode on its split mode) on ``chip``: sm_90a, and a spec it
+    takes with its tile (a tile it refuses, chosen for the mma.sync kernel, runs there)."""
     return chip == "sm_90a" and attention_spec_problem(spec, chip) is None and sm90_attention_problem(spec) is None
 
 
@@ -308,7 +323,8 @@ def launch_condition(spec: AttentionSpec) -> str | None:
 
 
 def emit_sm90_attention(spec: AttentionSpec, tile: AttentionTile | None = None) -> list[Kernel]:
-    """The warp-specialized TMA/wgmma prefill kernel of ``spec``; raises UnsupportedOp where
+    """The warp-specialized TMA/wgmma prefill kernel of ``spec``, or for a decode its split mode and the
+    split-KV combine kernel, both with the temporaries; raises UnsupportedOp where
     :func:`sm90_attention_problem` refuses it."""
     problem = sm90_attention_problem(spec, tile)
     if problem is not None:
