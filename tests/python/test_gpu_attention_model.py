@@ -18,12 +18,13 @@ from prism.codegen.gpu.attention import attention_problem
 from prism.codegen.gpu.attention_sm90 import plan_sm90_attention, sm90_attention_problem
 from prism.codegen.gpu.kernels import _attention
 from prism.codegen.gpu.ptx import compile_kernels, ptxas, ptxas_path
+from prism.codegen.gpu.spec import AttentionTile
 from prism.families.attention import match_family
 from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
 from prism.search.attention import Attention
 from prism.search.space import fix_shape, point_array, shape_exponents
-from prism.targets.nvidia import GPU_TARGETS
+from prism.targets.nvidia import GPU_TARGETS, LAUNCH_SECONDS
 from prism.targets.nvidia_attention import (
     attention_lower_bound,
     attention_seconds,
@@ -262,3 +263,67 @@ def test_the_wgmma_kernels_stages_hide_the_key_loads():
     assert h200[1] < h200[0], h200
     a100 = [float(attention_seconds(GPU_TARGETS["a100"], op, {**base, "BQ": 32, "STAGES": s}, 1024)) for s in (2, 3)]
     assert a100[0] == a100[1], a100
+
+
+# the decodes the sm_90a wgmma kernel's split mode takes (d = 192 and sm_80 keep the split-KV kernels)
+SM90_DECODES = ("decode", "decode-dynamic")
+
+
+@pytest.mark.parametrize("name", SM90_DECODES)
+def test_the_sm90_decode_space_is_the_split_modes(name):
+    """SPLITS, BK of 64 or 128 and STAGES range; BQ, DECODE_BK and DECODE_WARPS stay at the tile's defaults
+    (the split mode reads none of them); every point's kernel is the split mode."""
+    model, op = GPU_TARGETS["h200"], PROBLEMS[name]
+    inside = _points(attention_space(op, model), op)
+    assert {v["BK"] for v in inside} == {64, 128} and len({v["STAGES"] for v in inside}) > 1, inside
+    assert len({v["SPLITS"] for v in inside}) > 4
+    default = AttentionTile()
+    assert {(v["BQ"], v["DECODE_BK"], v["DECODE_WARPS"]) for v in inside} == \
+        {(default.BQ, default.DECODE_BK, default.DECODE_WARPS)}
+    for values in inside:
+        spec = _spec(op, values)
+        assert runs_sm90(spec, model.chip) and sm90_attention_problem(spec) is None, values
+        assert values["SPLITS"] * values["BK"] <= 2 ** shape_exponents(op)["LN"]  # a key tile a share at least
+    # d = 192 and sm_80 keep the split-KV kernels' space
+    assert {v["BK"] for v in _points(attention_space(PROBLEMS["decode-d192"], model), PROBLEMS["decode-d192"])} \
+        == {default.BK}
+    a100 = _points(attention_space(op, GPU_TARGETS["a100"]), op)
+    assert len({v["DECODE_WARPS"] for v in a100}) > 1
+
+
+def test_the_sm90_decodes_cost_is_its_key_stream():
+    """The K and V stream at bandwidth makes the cost: one share a batch index leaves most SMs idle; shares up
+    to a wave of blocks approach the stream's time over every SM (with the two launches); past it, a second
+    wave and the partials cost more. The 64-row tiles' FLOPs stay under the stream."""
+    model = GPU_TARGETS["h200"]
+    op = Attention(4, 1, 8192, 128, 128, None, "bf16", False)
+    base = {"BQ": 64, "BK": 128, "DECODE_BK": 32, "DECODE_WARPS": 2, "STAGES": 2}
+    seconds = [float(attention_seconds(model, op, {**base, "SPLITS": s}, 1024)) for s in (1, 4, 16, 32, 64)]
+    assert all(a > b for a, b in zip(seconds, seconds[1:4], strict=False)), seconds
+    assert seconds[4] > seconds[3], seconds  # 256 blocks: two waves over 132 SMs
+    stream = 4 * 8192 * 256 * 2 / model.dram_bytes_per_s
+    assert stream < seconds[3] - 2 * LAUNCH_SECONDS < 2 * stream and seconds[0] > 8 * stream
+    flops = 4 * 2 * 64 * 8192 * 256 / model.flops["bf16"]  # every share of the 4 batch indices, 64 rows
+    assert flops < stream
+
+
+def _bundle_decode(name: str, dtype: str) -> str:
+    """The GPU bundle's decode workloads (attention-1x32x1x4096x128, qk-norm-attention-1x16x1x4096x64)."""
+    workload = cw.attention(1, 32, 1, 4096, 128) if name == "attention" else cw.qk_norm_attention(1, 16, 1, 4096, 64)
+    return gw.retype(workload.mlir, dtype)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("name", ["attention", "qk-norm-attention"])
+def test_the_bundles_decodes_take_the_split_mode_on_h200(name, dtype):
+    """The search's choice runs on the split mode and the combine kernel, a block per batch index and share,
+    and assembles without spills."""
+    compiled = prism.compile(_bundle_decode(name, dtype), target="h200", emit="ptx")
+    kernels = _kernels(compiled)
+    (split,) = [k for n, k in kernels.items() if n.endswith("_decode_sm90")]
+    assert [n for n in kernels if n.endswith("_combine")], kernels
+    assert split["block"][0] == 256 and re.fullmatch(r"\d+ \* 1 \* (32|16)", split["grid"][0]), split
+    resources = ptxas(compiled.ptx_text, "sm_90a")
+    assert all(r.spill_bytes == 0 for r in resources.values()), resources
+    assert "wgmma.mma_async" in compiled.ptx_text and "cp.async.bulk.tensor" in compiled.ptx_text
