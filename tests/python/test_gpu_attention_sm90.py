@@ -1,6 +1,7 @@
-"""The sm_90a attention prefill kernel (TMA + mbarrier ring + wgmma, warp-specialized): what it refuses, how it
+"""The sm_90a attention kernel (TMA + mbarrier ring + wgmma, warp-specialized): what it refuses, how it
 launches, where its wgmma operands lie against what TMA writes, that P is fed to the second wgmma in the register
-layout the PTX ISA gives, and its PTX as ptxas assembles it."""
+layout the PTX ISA gives, and its PTX as ptxas assembles it; its decode split mode: its variants through ptxas,
+its partials where the split-KV combine kernel reads them, and the combine kernel merging them."""
 
 from __future__ import annotations
 
@@ -141,7 +142,6 @@ def test_whole_tiles_without_causal_need_no_mask() -> None:
     (attention(d=256), None, "head size d = 256"),
     (attention(d=64, dv=32), None, "head size dv = 32"),
     (attention("f32"), None, "takes one of f16 or bf16"),
-    (attention(sq=1, skv="skv", k_layout="dn"), None, "runs on the split-KV kernels"),
     (attention(sq=1, d=256), None, "head size d = 256"),
     (attention(skv=1001, k_layout="dn"), None, "not a multiple of 8"),
     (attention(), AttentionTile(BQ=32, BK=128), "BQ=32"),
@@ -163,15 +163,19 @@ def test_takes_what_tma_can_read() -> None:
 
 def test_dispatch_on_sm90a() -> None:
     """Prefill that TMA reads takes the wgmma kernel on sm_90a alone, decode its split mode and the combine
-    kernel; other head sizes, a decode's dynamic [d, keys] rows and sm_80 keep the mma.sync and split-KV kernels;
-    a prefill's dynamic [d, keys] row takes both, on complementary launch conditions."""
+    kernel; other head sizes and sm_80 keep the mma.sync and split-KV kernels; a dynamic [d, keys] row takes
+    both, on complementary launch conditions (a decode's two split kernels with as many shares, one combine)."""
     assert [k.name for k in _attention(attention(), "sm_90a")] == ["attn_prefill_sm90"]
     assert [k.name for k in _attention(attention(), "sm_80")] == ["attn_prefill"]
     assert [k.name for k in _attention(attention(d=96), "sm_90a")] == ["attn_prefill"]
     assert [k.name for k in _attention(attention(sq=1), "sm_90a")] == ["attn_decode_sm90", "attn_combine"]
     assert [k.name for k in _attention(attention(sq=1), "sm_80")] == ["attn_decode", "attn_combine"]
-    decode_dn = attention(sq=1, skv="kv", k_layout="dn")
-    assert [k.name for k in _attention(decode_dn, "sm_90a")] == ["attn_decode", "attn_combine"]
+    fast, slow, combine = _attention(attention(sq=1, skv="kv", k_layout="dn"), "sm_90a")
+    assert (fast.name, slow.name, combine.name) == ("attn_decode_sm90", "attn_decode_unaligned", "attn_combine")
+    assert fast.launch.when == "kv // 8 * 8 == kv" and slow.launch.when == "not (kv // 8 * 8 == kv)"
+    assert combine.launch.when is None and fast.temporaries == slow.temporaries == combine.temporaries
+    splits = fast.temporaries[1].shape[-1]
+    assert fast.launch.grid[0] == f"{splits} * 2 * 3" and slow.launch.grid[0] == f"{-(-splits // 2)} * 2 * 3"
     fast, slow = _attention(attention(skv="kv", k_layout="dn"), "sm_90a")
     assert fast.launch.when == "kv // 8 * 8 == kv" and slow.launch.when == "not (kv // 8 * 8 == kv)"
     assert slow.name == "attn_prefill_unaligned" and "@attn_prefill_unaligned(" in slow.text
@@ -482,11 +486,12 @@ def test_ragged_decode_kernels_assemble(dtype: str, d: int, k_layout: str) -> No
 @needs_ptxas
 @pytest.mark.parametrize("spec", [
     decode("bf16", ("b",), "skv", 128),  # dynamic keys and batch, the kernel's share count
+    decode("f16", (2,), "skv", 64, "dn", splits=8),  # dynamic [d, keys] rows: aligned at launch
     decode("f16", (4,), "skv", 64, splits=1),  # one share: the whole key loop in one block
     decode("bf16", (2,), 1024, 128, "dn", splits=8, tile=AttentionTile(BK=128, STAGES=3)),
     decode("f16", (2, 3), 100, 64, splits=16),  # more shares than key tiles: empty shares
     decode("f16", (3,), 4096, 128, splits=0, tile=AttentionTile(BK=64, STAGES=4)),
-], ids=["dynamic", "one-split", "dn-bk128", "empty-shares", "default-splits"])
+], ids=["dynamic", "dynamic-dn", "one-split", "dn-bk128", "empty-shares", "default-splits"])
 def test_decode_variants_assemble(spec: AttentionSpec) -> None:
     check_decode(spec)
 

@@ -86,8 +86,10 @@ combine kernel merges them into O unchanged.
 shared memory fits, f16 or bf16 Q, K, V,
 ``d`` and ``dv`` of 64 or 128 (whole 128-byte swizzle rows, a wgmma N and a
 TMA box), rows that TMA can read (16-byte multiples: ``"dn"`` K needs
-``skv`` a multiple of 8; for a prefill a dynamic one is checked at launch by
-:attr:`Launch.when`, a decode's runs on the split-KV kernels).
+``skv`` a multiple of 8; a dynamic one is checked at launch by
+:attr:`Launch.when`: a decode's split mode then shares its temporaries and
+combine kernel with the split-KV kernel of the same share count, which takes
+the other sizes).
 """
 
 from __future__ import annotations
@@ -274,9 +276,6 @@ def sm90_spec_problem(spec: AttentionSpec) -> str | None:
     if spec.k_layout == "dn" and isinstance(spec.skv, int) and spec.skv % per_row:
         return (f"K stored [d, keys] has rows of {spec.skv} keys, not a multiple of {per_row} ({TMA_ROW_ALIGN} "
                 "bytes), which a TMA tensor map needs")
-    if is_decode(spec) and launch_condition(spec) is not None:
-        return ("a decode whose K rows [d, keys] have a dynamic length (TMA's alignment known only at launch) "
-                "runs on the split-KV kernels")
     if is_decode(spec) and spec.splits < 0:
         return f"splits = {spec.splits} must be 0 (chosen) or positive"
     return None
@@ -336,7 +335,7 @@ def emit_sm90_attention(spec: AttentionSpec, tile: AttentionTile | None = None) 
     if plan.decode:  # a block per share of each batch index, then the split-KV kernels' combine
         temporaries = tuple(sm90_temporaries(spec, tile))
         launch = Launch((f"{plan.splits} * {batch}", "1", "1"), (plan.threads, 1, 1), plan.shared_bytes,
-                        writer.params())
+                        writer.params(), when=launch_condition(spec))
         split = Kernel(writer.name, text, launch, max_registers=plan.max_registers, temporaries=temporaries)
         combine = combine_kernel(spec, split_plan(plan))
         return [split, replace(combine, temporaries=temporaries)]

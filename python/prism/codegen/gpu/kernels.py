@@ -67,10 +67,12 @@ def _attention(spec: AttentionSpec, chip: str) -> list[Kernel]:
     """On sm_90a, a prefill that TMA can read takes the TMA/wgmma kernel with the spec's tile (the search's
     choice, else the kernel's default); where its rows' alignment is known only at launch, the mma.sync kernel
     takes the sizes it cannot, with the same tile (without one, its own default). A decode that TMA can read
-    takes the wgmma kernel's split mode and the split-KV combine kernel, with their temporaries. Everything else
-    (other chips and shapes, a tile chosen for the mma.sync kernel) takes the mma.sync and split-KV kernels."""
+    takes the wgmma kernel's split mode and the split-KV combine kernel, with their temporaries; where its rows'
+    alignment is known only at launch, the split-KV kernel of as many shares takes the other sizes, writing the
+    same temporaries for the same combine kernel. Everything else (other chips and shapes, a tile chosen for
+    the mma.sync kernel) takes the mma.sync and split-KV kernels."""
     from prism.codegen.gpu.attention import attention_temporaries, emit_attention
-    from prism.codegen.gpu.attention_sm90 import emit_sm90_attention, kernels_problem, takes_sm90
+    from prism.codegen.gpu.attention_sm90 import emit_sm90_attention, kernels_problem, plan_sm90_attention, takes_sm90
     problem = kernels_problem(spec, chip)
     if problem:
         raise UnsupportedOp(f"attention {spec.name}: {problem}")
@@ -79,6 +81,10 @@ def _attention(spec: AttentionSpec, chip: str) -> list[Kernel]:
         when = kernels[0].launch.when
         if when is None:
             return kernels
+        if len(kernels) == 2:  # a decode: the split-KV split kernel of as many shares, then the one combine
+            shares = replace(spec, splits=plan_sm90_attention(spec).splits)
+            split = _renamed(emit_attention(shares, chip)[0], "_unaligned", f"not ({when})")
+            return [kernels[0], replace(split, temporaries=kernels[0].temporaries), kernels[1]]
         return kernels + [_renamed(k, "_unaligned", f"not ({when})") for k in emit_attention(spec, chip)]
     temporaries = tuple(attention_temporaries(spec, chip))
     return [replace(k, temporaries=temporaries) for k in emit_attention(spec, chip)]
