@@ -50,6 +50,7 @@ PROBLEMS = {
     "decode": Attention(32, 1, 4096, 128, 128, None, "bf16", False),
     "decode-d192": Attention(4, 1, 1000, 192, 192, None, "f16", True),
     "decode-dynamic": Attention(8, 1, None, 64, 64, None, "bf16", False),
+    "decode-dynamic-dn": Attention(8, 1, None, 64, 64, None, "f16", True),
 }
 
 
@@ -266,7 +267,7 @@ def test_the_wgmma_kernels_stages_hide_the_key_loads():
 
 
 # the decodes the sm_90a wgmma kernel's split mode takes (d = 192 and sm_80 keep the split-KV kernels)
-SM90_DECODES = ("decode", "decode-dynamic")
+SM90_DECODES = ("decode", "decode-dynamic", "decode-dynamic-dn")
 
 
 @pytest.mark.parametrize("name", SM90_DECODES)

@@ -625,3 +625,12 @@ def test_decode_dispatch_reads_the_specs_tile_and_splits() -> None:
     assert split.launch.grid[0] == "16 * 2 * 3" and plan.tile.BK == 128 and plan.tile.STAGES == 3
     assert split.launch.shared_bytes == 64 * 128 * 2 + 3 * 2 * 128 * 128 * 2
     assert combine.temporaries == split.temporaries and combine.temporaries[1].shape == (2, 3, 16)
+
+
+@needs_ptxas
+def test_a_dynamic_dn_decodes_three_kernels_assemble() -> None:
+    """The split mode, the split-KV split kernel of as many shares and the combine kernel, without spills."""
+    kernels = _attention(decode("bf16", (4,), "kv", 128, "dn", tile=AttentionTile(BK=128, STAGES=3)), "sm_90a")
+    assert [k.name for k in kernels] == ["attn_decode_sm90", "attn_decode_unaligned", "attn_combine"]
+    used = ptxas(compile_kernels(kernels, "sm_90a"), "sm_90a")
+    assert len(used) == 3 and all(r.spill_bytes == 0 for r in used.values()), used
