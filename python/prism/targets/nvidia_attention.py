@@ -1,8 +1,9 @@
 """The attention family on NVIDIA GPUs: the schedule space of Prism's flash kernels and their roofline.
 
 The kernels are :mod:`prism.codegen.gpu.attention`'s (mma.sync prefill,
-split-KV decode) and, for a prefill on sm_90a that TMA can read,
-:mod:`prism.codegen.gpu.attention_sm90`'s (TMA + wgmma); their knobs are
+split-KV decode) and, for a prefill or decode on sm_90a that TMA can read,
+:mod:`prism.codegen.gpu.attention_sm90`'s (TMA + wgmma; a decode in its
+split mode, with the split-KV combine kernel); their knobs are
 :class:`~prism.codegen.gpu.spec.AttentionTile`'s and the decode split
 count. A problem of one static query row is a decode, any other a prefill.
 Knobs (exponents of two in the set; STAGES an integer):
