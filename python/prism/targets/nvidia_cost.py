@@ -26,7 +26,7 @@ from mlir import ir
 
 from prism.codegen.gpu import generic
 from prism.codegen.gpu.attention import is_decode, kernel_tile, plan_attention
-from prism.codegen.gpu.attention_sm90 import sm90_tile, takes_sm90
+from prism.codegen.gpu.attention_sm90 import sm90_splits, sm90_tile, takes_sm90
 from prism.codegen.gpu.manifest import evaluate
 from prism.codegen.gpu.rows import emit_pointwise, emit_rows
 from prism.codegen.gpu.spec import (
@@ -101,9 +101,13 @@ def _attention(spec: AttentionSpec, target: GpuModel, sizes: dict[str, int], ass
     batch = math.prod(_size(d, sizes, assumed) for d in spec.batch)
     sq, skv = _size(spec.sq, sizes, assumed), _size(spec.skv, sizes, assumed)
     problem = Attention(batch, sq, skv, spec.d, spec.dv, skv - sq if spec.causal else None,
-                             input_type=spec.q.dtype, k_transposed=spec.k_layout == "dn")
-    tile = sm90_tile(spec) if takes_sm90(spec, target.chip) else kernel_tile(spec)
-    splits = plan_attention(spec, target.chip, tile).splits if is_decode(spec) else 1
+                        input_type=spec.q.dtype, k_transposed=spec.k_layout == "dn")
+    wgmma = takes_sm90(spec, target.chip)
+    tile = sm90_tile(spec) if wgmma else kernel_tile(spec)
+    if not is_decode(spec):
+        splits = 1
+    else:  # the shares of the kernel that runs the spec
+        splits = sm90_splits(spec, tile.BK) if wgmma else plan_attention(spec, target.chip, tile).splits
     values = {"BQ": tile.BQ, "BK": tile.BK, "DECODE_BK": tile.DECODE_BK, "DECODE_WARPS": tile.DECODE_WARPS,
               "SPLITS": max(1, splits), "STAGES": tile.STAGES}
     return float(attention_seconds(target, problem, values, assumed))
