@@ -109,7 +109,7 @@ def _space_points(target: str, dtype: str, mnk: tuple[int, int, int], count: int
         domain = domain.intersect(space.group_set(group))
     found = sorted(points(fix_shape(space, domain, shape_exponents(op))), key=str)
     random.Random(seed).shuffle(found)
-    keys = ("BM", "BN", "BK", "WM", "WN", "STAGES")
+    keys = ("BM", "BN", "BK", "WM", "WN", "STAGES", "SPLITK")
     return [GemmTile(**{k: space.value_of(p)[k] for k in keys}) for p in found[:count]]
 
 
