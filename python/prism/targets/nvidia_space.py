@@ -105,8 +105,11 @@ def gemm_space(op: Contraction, target: GpuModel) -> Space:
             ("shared_memory", _shared(op, target.smem_per_block // (1 if mma else 2))),
         ]
         floor = 4
-        # with SPLITK > 1, at most 64 accumulators a thread on tensor cores, 32 on FMAs (gemm.SPLIT_ACCUMULATORS)
-        split = _split_k(target, f"wm + wn <= {11 if mma else 10}")
+        # with SPLITK > 1, at most 64 accumulators a thread on tensor cores, 32 on FMAs (gemm.SPLIT_ACCUMULATORS);
+        # on tensor cores, 512 threads (128 registers each) leave room for the last block's sum beside a BK tile
+        # of fragments only up to WM + WN + BK = 2**14 (resources.gemm_allotment)
+        split = _split_k(target, "wm + wn <= 11 and ((bm - wm) + (bn - wn) <= 3 or wm + wn + bk <= 14)"
+                         if mma else "wm + wn <= 10")
     universe = (f"{shape_param_bounds()} and {universe} and {MIN_STAGES} <= stages <= {MAX_STAGES} and "
                 f"0 <= sk <= {MAX_SPLITK_LOG2}")
     groups.append(("split_k", split))

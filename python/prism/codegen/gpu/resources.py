@@ -60,11 +60,12 @@ DYNAMIC_ALIGN = 1024
 MBARRIER_BYTES = 8
 # The mma.sync and FMA kernels' allotment (see gemm_allotment), per kind (True: tensor cores), calibrated against
 # ptxas: the least .maxnreg it assembles the GEMM space's tiles under without spilling.
-ALLOT_STEP = {True: 0, False: 2}  # quarters of a k-step's fragments
+ALLOT_STEP = {True: 0, False: 4}  # quarters of a k-step's fragments
 ALLOT_HOISTED = {True: (96, 4), False: (48, 2)}  # the most hoisted fragments counted, and quarters of them
 ALLOT_HELD = {True: 6, False: 2}  # quarters of the element-loaded chunks' registers (values and addresses)
 ALLOT_OVERHEAD = {True: 32, False: 40}
-ALLOT_SPLIT = {True: 32, False: 0}
+ALLOT_SPLIT = {True: 40, False: 0}
+ALLOT_ELEMENT = 16  # an element-loading kernel's element addresses and masks
 GEMM_FLOOR_OVERHEAD = 8
 REGISTER_FILE = 65536  # 32-bit registers of an SM, which a block's threads share
 # Registers a consumer's wgmma takes besides its accumulators (its descriptors, addresses and loop state).
@@ -185,7 +186,9 @@ def gemm_allotment(bm, bn, bk, wm, wn, splitk=1, tensor_cores=True, products: in
       product; FMA: WM/4 values of A and WN/8 of B per product), times ALLOT_STEP / 4;
     - the BK tile's fragments (BK/16 or BK/4 k-steps) that ptxas hoists ahead of the math: at most
       ALLOT_HOISTED's first figure of them, times its second / 4;
-    - the element-loaded chunks ``held`` (:func:`held_registers`) and their addresses, times ALLOT_HELD / 4;
+    - the element-loaded chunks ``held`` (:func:`held_registers`) and their addresses, times ALLOT_HELD / 4,
+      and ALLOT_ELEMENT where there are any (the elements' addresses and masks); with SPLITK > 1 as well,
+      the cap (ptxas takes about what it would unbounded there, up to 255, with no rule of the tile found);
     - ALLOT_OVERHEAD for the addresses, indices and loop state, and ALLOT_SPLIT more with SPLITK > 1 (the
       last block's sum of the shares' partials).
 
@@ -202,9 +205,11 @@ def gemm_allotment(bm, bn, bk, wm, wn, splitk=1, tensor_cores=True, products: in
     step = np.where(tc, wm // mma.MMA_M * 4 + wn // mma.MMA_N * 2 * products, wm // 4 + wn // 8 * products)
     most, quarters = (np.where(tc, a, b) for a, b in zip(ALLOT_HOISTED[True], ALLOT_HOISTED[False]))
     need = (accumulators + step * pick(ALLOT_STEP) // 4 + np.minimum(steps * step, most) * quarters // 4
-            + held * pick(ALLOT_HELD) // 4 + pick(ALLOT_OVERHEAD)
+            + held * pick(ALLOT_HELD) // 4 + np.where(np.asarray(held) > 0, ALLOT_ELEMENT, 0) + pick(ALLOT_OVERHEAD)
             + np.where(np.asarray(splitk) > 1, pick(ALLOT_SPLIT), 0))
     need = (need + 7) // 8 * 8
+    # element loads in a split kernel: ptxas needs up to what it takes unbounded (no tile rule found), the cap
+    need = np.where((np.asarray(held) > 0) & (np.asarray(splitk) > 1), MAX_REGISTERS, need)
     return np.minimum(need, register_cap(bm // wm * (bn // wn) * 32)) if capped else need
 
 
@@ -218,12 +223,12 @@ def gemm_tile_allotment(spec: GemmSpec, loaded: tuple[bool, bool] = (False, Fals
 
 def gemm_registers(spec: GemmSpec, kind: str, loaded: tuple[bool, bool] = (False, False)) -> Resources:
     """The mma.sync or FMA kernel's registers a thread (shared bytes left 0): the kernel declares its
-    :func:`gemm_allotment` as ``.maxnreg``, which ptxas keeps to (the bound) without spilling. ptxas uses about
-    all of it; the floor is half of it, and at least the accumulators plus GEMM_FLOOR_OVERHEAD."""
+    :func:`gemm_allotment` as ``.maxnreg``, which ptxas keeps to (the bound) without spilling; it uses about all of it
+    (the floor: the accumulators plus GEMM_FLOOR_OVERHEAD)."""
     t = spec.tile
     allotment = gemm_tile_allotment(spec, loaded)
     accumulators = t.WM * t.WN // 32 * (2 if spec.b2 is not None else 1)
-    floor = min(allotment, max(allotment // 2, accumulators + GEMM_FLOOR_OVERHEAD))
+    floor = min(allotment, accumulators + GEMM_FLOOR_OVERHEAD)
     return Resources(allotment, allotment, 0, floor)
 
 
