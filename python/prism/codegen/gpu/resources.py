@@ -66,6 +66,7 @@ ALLOT_HELD = {True: 6, False: 2}  # quarters of the element-loaded chunks' regis
 ALLOT_OVERHEAD = {True: 32, False: 40}
 ALLOT_SPLIT = {True: 40, False: 0}
 ALLOT_ELEMENT = 16  # an element-loading kernel's element addresses and masks
+ALLOT_EPILOGUE = 40  # a fused epilogue's (or an initial C tensor's) operands' addresses and values
 GEMM_FLOOR_OVERHEAD = 8
 REGISTER_FILE = 65536  # 32-bit registers of an SM, which a block's threads share
 # Registers a consumer's wgmma takes besides its accumulators (its descriptors, addresses and loop state).
@@ -215,10 +216,29 @@ def gemm_allotment(bm, bn, bk, wm, wn, splitk=1, tensor_cores=True, products: in
 
 def gemm_tile_allotment(spec: GemmSpec, loaded: tuple[bool, bool] = (False, False), capped: bool = True) -> int:
     """:func:`gemm_allotment` of ``spec``'s tile (its type picks the kernel; ``loaded``: whether A and B are
-    loaded element by element, see :func:`element_loaded`)."""
+    loaded element by element, see :func:`element_loaded`), ALLOT_EPILOGUE more with a fused epilogue or an
+    initial C tensor, and with A m-major and B n-major, the hoisted fragments once more (ptxas double-buffers
+    them there)."""
     t = spec.tile
-    return int(gemm_allotment(t.BM, t.BN, t.BK, t.WM, t.WN, t.SPLITK, spec.a.dtype in mma.TENSOR_CORE_TYPES,
-                              2 if spec.b2 is not None else 1, held_registers(spec, loaded), capped))
+    held = held_registers(spec, loaded)
+    need = int(gemm_allotment(t.BM, t.BN, t.BK, t.WM, t.WN, t.SPLITK, spec.a.dtype in mma.TENSOR_CORE_TYPES,
+                              2 if spec.b2 is not None else 1, held, capped=False))
+    if need < MAX_REGISTERS:  # (the cap of element loads in a split kernel takes it all)
+        need += ALLOT_EPILOGUE if spec.epilogue is not None or spec.init is not None else 0
+        need += _transposed_b_fragments(spec) if spec.b_layout == "nk" and spec.a_layout == "mk" else 0
+    threads = t.BM // t.WM * (t.BN // t.WN) * 32
+    return min(need, int(register_cap(threads))) if capped else need
+
+
+def _transposed_b_fragments(spec: GemmSpec) -> int:
+    """The hoisted fragments as :func:`gemm_allotment` counts them (tensor cores; FMA: none), rounded to 8."""
+    t = spec.tile
+    if spec.a.dtype not in mma.TENSOR_CORE_TYPES:
+        return 0
+    products = 2 if spec.b2 is not None else 1
+    step = t.WM // mma.MMA_M * 4 + t.WN // mma.MMA_N * 2 * products
+    most, quarters = ALLOT_HOISTED[True]
+    return (min(t.BK // mma.MMA_K * step, most) * quarters // 4 + 7) // 8 * 8
 
 
 def gemm_registers(spec: GemmSpec, kind: str, loaded: tuple[bool, bool] = (False, False)) -> Resources:
