@@ -183,17 +183,21 @@ def test_every_space_point_gets_an_allotment_within_the_cap(target, dtype, mnk):
         assert need <= -(-res.register_cap(threads) // 8) * 8, (tile, int(need))
 
 
-def test_allotment_is_the_declared_maxnreg_and_the_cost_models():
-    """The kernel declares the model's allotment, and the cost model's occupancy follows it: a tile of twice
-    the registers a thread fits half the blocks an SM (the same shared memory and threads)."""
+def test_allotment_is_the_declared_maxnreg():
+    """The kernel declares the model's allotment (a multiple of 8 within the cap), and the allotment of an array
+    of space points is each point's."""
     m = n = k = 1024
     a, b, c = Tensor("a", "f16", (m, k)), Tensor("b", "f16", (k, n)), Tensor("c", "f16", (m, n))
     spec = GemmSpec("g", a, b, c, m, n, k, tile=GemmTile(128, 128, 32, 64, 64, 2))
     (kernel,) = _gemm(spec, "sm_80", lambda message: None)
     assert kernel.max_registers == res.gemm_tile_allotment(spec) == res.predict(spec, "sm_80", kernel).registers
     assert kernel.max_registers % 8 == 0 and kernel.max_registers <= res.register_cap(128)
-    small = res.gemm_allotment(64, 64, 16, 16, 16)
-    assert small < kernel.max_registers and small % 8 == 0
+    tiles = [GemmTile(64, 64, 16, 16, 16, 2), GemmTile(128, 128, 32, 64, 64, 2), GemmTile(16, 128, 16, 16, 16, 2, 8)]
+    import numpy as np
+    knobs = [np.array([getattr(t, name) for t in tiles]) for name in ("BM", "BN", "BK", "WM", "WN", "SPLITK")]
+    together = res.gemm_allotment(*knobs, np.array([True, True, False]))
+    alone = [res.gemm_allotment(t.BM, t.BN, t.BK, t.WM, t.WN, t.SPLITK, tc) for t, tc in zip(tiles, (1, 1, 0))]
+    assert list(together) == alone and alone[0] < alone[1]
 
 
 def test_every_wgmma_space_point_fits_its_maxnreg():

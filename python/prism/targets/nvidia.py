@@ -119,11 +119,8 @@ class GpuModel:
         bm, bn, bk = values["BM"], values["BN"], values["BK"]
         threads = (bm // values["WM"]) * (bn // values["WN"]) * self.warp_size
         smem = bm * bk * op.elem_bytes[0] + bk * bn * op.elem_bytes[1]
-        from prism.codegen.gpu.resources import gemm_allotment  # (the GPU code generator imports this module)
-        registers = 128 if nvidia_space.uses_wgmma(op, self) else gemm_allotment(
-            bm, bn, bk, values["WM"], values["WN"], values.get("SPLITK", 1), op.input_type in nvidia_space.TENSOR_CORE_TYPES)
         resident = np.minimum(np.minimum(self.smem_per_sm // np.maximum(smem, 1), 2048 // threads),
-                              self.regs_per_sm // (threads * registers))
+                              self.regs_per_sm // (threads * 128))
         blocks_per_sm = np.maximum(1, resident)
         # Split-K: SPLITK blocks a tile, each over its share of K, writing f32 partials that the tile's last
         # block reads back (in the same launch).

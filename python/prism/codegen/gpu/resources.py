@@ -18,8 +18,8 @@ decode or combine half of attention) and gives :class:`Resources`:
   kernels declare their :func:`gemm_allotment` as ``.maxnreg`` (the
   accumulators, a k-step's and the hoisted operand fragments, element-loaded
   chunks, split-K's last-block sum, rounded up to 8), calibrated so that
-  ptxas keeps to it without spilling; the cost model reads it for a block's
-  occupancy. Attention, row, elementwise and
+  ptxas keeps to it without spilling (it takes the space's knobs as arrays
+  as well). Attention, row, elementwise and
   generic kernels: the sum of what a thread holds (attention's fragment
   registers, a row's cached chunks) plus a fixed overhead per kind,
   calibrated against ptxas, within REGISTER_TOLERANCE (and at most 255, or
