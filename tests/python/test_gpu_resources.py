@@ -9,6 +9,7 @@ import random
 import sys
 from contextlib import contextmanager
 
+import numpy as np
 import pytest
 
 from conftest import REPO
@@ -193,10 +194,10 @@ def test_allotment_is_the_declared_maxnreg():
     assert kernel.max_registers == res.gemm_tile_allotment(spec) == res.predict(spec, "sm_80", kernel).registers
     assert kernel.max_registers % 8 == 0 and kernel.max_registers <= res.register_cap(128)
     tiles = [GemmTile(64, 64, 16, 16, 16, 2), GemmTile(128, 128, 32, 64, 64, 2), GemmTile(16, 128, 16, 16, 16, 2, 8)]
-    import numpy as np
     knobs = [np.array([getattr(t, name) for t in tiles]) for name in ("BM", "BN", "BK", "WM", "WN", "SPLITK")]
     together = res.gemm_allotment(*knobs, np.array([True, True, False]))
-    alone = [res.gemm_allotment(t.BM, t.BN, t.BK, t.WM, t.WN, t.SPLITK, tc) for t, tc in zip(tiles, (1, 1, 0))]
+    alone = [res.gemm_allotment(t.BM, t.BN, t.BK, t.WM, t.WN, t.SPLITK, tc)
+             for t, tc in zip(tiles, (True, True, False), strict=True)]
     assert list(together) == alone and alone[0] < alone[1]
 
 

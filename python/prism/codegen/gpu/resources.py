@@ -204,7 +204,7 @@ def gemm_allotment(bm, bn, bk, wm, wn, splitk=1, tensor_cores=True, products: in
     accumulators = wm * wn // 32 * products
     steps = np.where(tc, bk // mma.MMA_K, bk // 4)
     step = np.where(tc, wm // mma.MMA_M * 4 + wn // mma.MMA_N * 2 * products, wm // 4 + wn // 8 * products)
-    most, quarters = (np.where(tc, a, b) for a, b in zip(ALLOT_HOISTED[True], ALLOT_HOISTED[False]))
+    most, quarters = (np.where(tc, a, b) for a, b in zip(ALLOT_HOISTED[True], ALLOT_HOISTED[False], strict=True))
     need = (accumulators + step * pick(ALLOT_STEP) // 4 + np.minimum(steps * step, most) * quarters // 4
             + held * pick(ALLOT_HELD) // 4 + np.where(np.asarray(held) > 0, ALLOT_ELEMENT, 0) + pick(ALLOT_OVERHEAD)
             + np.where(np.asarray(splitk) > 1, pick(ALLOT_SPLIT), 0))
