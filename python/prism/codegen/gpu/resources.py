@@ -62,7 +62,7 @@ MBARRIER_BYTES = 8
 # ptxas: the least .maxnreg it assembles the GEMM space's tiles under without spilling.
 ALLOT_STEP = {True: 0, False: 4}  # quarters of a k-step's fragments
 ALLOT_HOISTED = {True: (96, 4), False: (48, 2)}  # the most hoisted fragments counted, and quarters of them
-ALLOT_HELD = {True: 6, False: 2}  # quarters of the element-loaded chunks' registers (values and addresses)
+ALLOT_HELD = {True: 8, False: 2}  # quarters of the element-loaded chunks' registers (values and addresses)
 ALLOT_OVERHEAD = {True: 32, False: 40}
 ALLOT_SPLIT = {True: 40, False: 0}
 ALLOT_ELEMENT = 16  # an element-loading kernel's element addresses and masks
