@@ -27,5 +27,8 @@ repo = Path(__file__).resolve().parents[2]
 config.environment["PRISM_HOST_CONFIG"] = ""  # noqa: F821
 config.environment["PRISM_HOST_DESCRIPTION"] = str(Path(__file__).parent / "Inputs" / "host-avx2.json")  # noqa: F821
 config.environment["PATH"] = os.pathsep.join([bin_dir, config.environment.get("PATH", os.environ["PATH"])])  # noqa: F821
+# The tools import Prism from the tree that holds these tests (ahead of whatever the environment installed).
+config.environment["PYTHONPATH"] = os.pathsep.join(  # noqa: F821
+    [str(repo / "python")] + [p for p in [os.environ.get("PYTHONPATH")] if p])
 config.substitutions.append(("%mlir-opt", str(mlir_opt)))  # noqa: F821
 config.substitutions.append(("%prism-dialect", str(repo / "dialects" / "prism.irdl.mlir")))  # noqa: F821

@@ -5,24 +5,33 @@ Knobs (exponents of two in the set; ``STAGES`` an integer):
 - **wgmma** (sm_90a, 16-bit inputs): a block of BM x BN in one or two consumer
   warpgroups of WM x WN (WM = 64, the wgmma M), BK-deep TMA boxes, STAGES in
   the mbarrier ring. BM, BN, BK, WN are multiples of 64 up to 256 (BK up to
-  128: one swizzle row); (BM/WM)(BN/WN) is 1 or 2 consumers; a consumer's
-  accumulators WM*WN/128 <= 128 registers; STAGES x (BM + BN) x BK x 2 bytes
-  plus the barriers within the opt-in shared memory.
+  128: one swizzle row); (BM/WM)(BN/WN) is 1 or 2 consumers. Registers: the
+  kernel declares ``.maxnreg`` 136 (one consumer) or 168 (two), and a
+  consumer's wgmma needs its WM*WN/128 accumulators and about 26 more within
+  it: one consumer takes at most 64 x 128 (wm + wn <= 13 in exponents), two
+  64 x 256 (resources.wgmma_problem; gemm_sm90.tma_problem refuses the rest).
+  STAGES x (BM + BN) x BK x 2 bytes plus the barriers within the opt-in
+  shared memory.
 - **mma.sync** (sm_80, and sm_90a where TMA cannot read the operands):
   warps of WM x WN (multiples of 16), BK a multiple of 16, at most 512
   threads, WM*WN/32 <= 128 accumulators a thread (16 with 512 threads: the
   register file is shared), STAGES x (A + B tiles) within the opt-in shared
-  memory.
+  memory. The kernel declares the registers it is allotted
+  (resources.gemm_allotment: accumulators, fragments, split-K's sum, rounded
+  up to 8) as ``.maxnreg``; the rules keep every point's allotment within
+  min(255, 65536 / threads).
 - **FMA** (f32 inputs, any chip): warps of WM x WN (WM a multiple of 4, WN of
-  8), BK a multiple of 4, the same thread, register and shared-memory limits.
+  8), BK a multiple of 4, the same thread, register and shared-memory limits,
+  and WM*WN/32 + BK/4 x WM/4 within 160 registers.
 
-Both kernels split K (``SPLITK`` = 2**sk shares, 1 to 16, one launch; the
-last block of each tile sums the shares' partials): a split needs each share
-to hold at least one BK step (SPLITK x BK <= K's padded extent), batch x
-SPLITK blocks along grid z, on mma.sync at most 64 accumulators a thread (32
-on FMAs: the last block's sum needs registers), and fewer output tiles than the chip has SMs
-(split-K only fills SMs that the tiles leave idle; beyond, it adds the
-partials' traffic for nothing). Whether it pays is the cost's to say.
+Both kernels split K (``SPLITK`` = 2**sk shares, 1 to 16, the knob ``sk``;
+one launch; the last block of each tile sums the shares' partials): a split
+needs each share to hold at least one BK step (SPLITK x BK <= K's padded
+extent), batch x SPLITK blocks along grid z (below 2**16), registers for the
+last block's sum (mma.sync at most 64 accumulators a thread, and with 512
+threads WM x WN x BK <= 2**14; FMA at most 32), and fewer output tiles than
+the chip has SMs (split-K only fills SMs that the tiles leave idle; beyond, it
+adds the partials' traffic for nothing). Whether it pays is the cost's to say.
 
 No tile need divide the problem: the kernels mask their edges, and the cost
 counts the padded tiles' work (the wasted lanes). Every point of these spaces
@@ -105,8 +114,11 @@ def gemm_space(op: Contraction, target: GpuModel) -> Space:
             ("shared_memory", _shared(op, target.smem_per_block // (1 if mma else 2))),
         ]
         floor = 4
-        # with SPLITK > 1, at most 64 accumulators a thread on tensor cores, 32 on FMAs (gemm.SPLIT_ACCUMULATORS)
-        split = _split_k(target, f"wm + wn <= {11 if mma else 10}")
+        # with SPLITK > 1, at most 64 accumulators a thread on tensor cores, 32 on FMAs (gemm.SPLIT_ACCUMULATORS);
+        # on tensor cores, 512 threads (128 registers each) leave room for the last block's sum beside a BK tile
+        # of fragments only while WM x WN x BK <= 2**14 (resources.gemm_allotment)
+        split = _split_k(target, "wm + wn <= 11 and ((bm - wm) + (bn - wn) <= 3 or wm + wn + bk <= 14)"
+                         if mma else "wm + wn <= 10")
     universe = (f"{shape_param_bounds()} and {universe} and {MIN_STAGES} <= stages <= {MAX_STAGES} and "
                 f"0 <= sk <= {MAX_SPLITK_LOG2}")
     groups.append(("split_k", split))

@@ -330,8 +330,10 @@ def _kernel(spec: GemmSpec, chip: str, name: str, widths: dict[str, int], when: 
     params = tuple(Param("tensor", t.name) for t in tensors) + tuple(Param("size", s) for s in symbols)
     shared = gemm_shared_bytes(spec.tile, spec.a.dtype, a_layout=spec.a_layout, b_layout=spec.b_layout,
                                dual=spec.b2 is not None)
+    from prism.codegen.gpu.resources import gemm_tile_allotment  # it imports this module
+    registers = gemm_tile_allotment(spec, (widths["a"] == 0, widths["b"] == 0))
     return Kernel(name, text, Launch(grid, (writer.threads, 1, 1), shared, params, when),
-                  temporaries=tuple(temporaries))
+                  max_registers=registers, temporaries=tuple(temporaries))
 
 
 # -- the kernel text --------------------------------------------------------------------------------------------------

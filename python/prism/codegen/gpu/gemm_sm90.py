@@ -245,7 +245,11 @@ def tma_problem(spec: GemmSpec) -> str | None:
     tile within the limits of TMA boxes, wgmma shapes, registers and shared
     memory.
     """
-    return _type_problem(spec) or _shape_problem(spec) or _tile_problem(spec)
+    problem = _type_problem(spec) or _shape_problem(spec) or _tile_problem(spec)
+    if problem is None:
+        from prism.codegen.gpu.resources import wgmma_problem  # it imports this module
+        problem = wgmma_problem(spec)
+    return problem
 
 
 def _type_problem(spec: GemmSpec) -> str | None:
