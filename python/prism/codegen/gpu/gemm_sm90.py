@@ -56,7 +56,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from prism.codegen.gpu import hopper
 from prism.codegen.gpu.gemm import FLAG_BYTES, MAX_SPLITK, splitk_temporaries
+from prism.codegen.gpu.hopper import (
+    BOX_LIMIT,
+    CHUNK,
+    ROW_BYTES,
+    SHARED,
+    SHARED_LIMIT,
+    SHARED_RESERVED,
+    TMA_ROW_ALIGN,
+    WARPGROUP,
+    WGMMA_K,
+    WGMMA_M,
+    TileOperand,
+)
 from prism.codegen.gpu.spec import (
     ELEMENT_BYTES,
     FLOAT_BITS,
@@ -67,7 +81,6 @@ from prism.codegen.gpu.spec import (
     Operand,
     Param,
     Tensor,
-    TensorMap,
     convert,
     numel_text,
 )
@@ -75,88 +88,13 @@ from prism.codegen.text import TextBuilder
 from prism.infra.errors import UnsupportedOp
 
 INPUT_TYPES = ("f16", "bf16")
-# Elements of a 16-bit type in one 128-byte swizzle row: the chunk width of every shared tile.
-CHUNK = 64
-ROW_BYTES = 128
-# Bytes between 8-row groups of a 128-byte-swizzled tile: the wgmma descriptors' stride offset.
-GROUP_BYTES = 8 * ROW_BYTES
-WGMMA_M, WGMMA_K = 64, 16
-WARPGROUP = 128
-BOX_LIMIT = 256  # a TMA box's largest extent per dimension
-SHARED_LIMIT = 227 * 1024  # shared memory per block on GH100
-# The dynamic shared memory starts 1024-byte aligned after the static mbarriers: room kept for both.
-SHARED_RESERVED = 1024
-TMA_ROW_ALIGN = 16  # bytes: a tensor map's global strides are multiples of this
 # setmaxnreg: what the producer keeps and each consumer gets (multiples of 8 in [24, 256]).
 PRODUCER_REGISTERS = 40
 CONSUMER_REGISTERS = 232
 ACC_REGISTER_LIMIT = 128  # f32 accumulator registers per consumer thread, leaving room for addresses
-WAIT_TICKS = 10_000_000
-SHARED = "#gpu.address_space<workgroup>"
-SWIZZLE_128B = 1 << 62  # a wgmma descriptor's layout field for the 128-byte swizzle
 
 
 # -- the plan: what the kernel's shape follows from --------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TileOperand:
-    """A, B or the dual's B2 as the kernel holds it: a tensor map, and a tile of chunks in each stage of the
-    shared ring, read by wgmma through descriptors."""
-
-    tensor: Tensor
-    rows: int  # the tile's M (A) or N (B) extent
-    k_major: bool  # K is the contiguous dimension
-    batched: bool  # the tensor has the batch dimensions (else it is shared by every batch index)
-    inner: Dim  # the tensor's contiguous dimension
-    outer: Dim
-    offset: int  # bytes from the stage's start
-    bk: int
-
-    @property
-    def chunks(self) -> int:
-        return self.bk // CHUNK if self.k_major else self.rows // CHUNK
-
-    @property
-    def chunk_bytes(self) -> int:
-        return (self.rows if self.k_major else self.bk) * ROW_BYTES
-
-    @property
-    def bytes(self) -> int:
-        return self.chunks * self.chunk_bytes
-
-    @property
-    def box(self) -> tuple[int, ...]:
-        """Innermost first; a batched map takes one batch index per box."""
-        box = (CHUNK, self.rows if self.k_major else self.bk)
-        return box + (1,) if self.batched else box
-
-    def tensormap(self, batch: tuple[Dim, ...]) -> TensorMap:
-        """The map cuTensorMapEncodeTiled makes: batch dimensions flattened into one (the tensor is contiguous)."""
-        elem = ELEMENT_BYTES[self.tensor.dtype]
-        dims = (str(self.inner), str(self.outer))
-        strides: tuple[str, ...] = (_product(self.inner, elem),)
-        if self.batched:
-            dims += (numel_text(batch),)
-            strides += (_product(self.inner, self.outer, elem),)
-        return TensorMap(self.tensor.name, self.tensor.dtype, dims, strides, self.box, swizzle=ROW_BYTES)
-
-    def descriptor_type(self) -> str:
-        shape = "x".join(str(d) for d in reversed(self.box))
-        return (f"!nvgpu.tensormap.descriptor<tensor = memref<{shape}x{self.tensor.dtype}, 3>, "
-                "swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>")
-
-    def tile_offset(self, mn: int, kstep: int) -> int:
-        """Bytes from the operand's tile to the wgmma operand at row ``mn`` of the tile and K step ``kstep``."""
-        k = kstep * WGMMA_K
-        if self.k_major:
-            return (k // CHUNK) * self.chunk_bytes + mn * ROW_BYTES + (k % CHUNK) * 2
-        return (mn // CHUNK) * self.chunk_bytes + k * ROW_BYTES
-
-    def descriptor_bits(self) -> int:
-        """A wgmma descriptor's fields other than the address: leading and stride byte offsets, swizzle."""
-        leading = 1 if self.k_major else self.chunk_bytes >> 4  # K-major swizzled tiles ignore it
-        return (leading << 16) | ((GROUP_BYTES >> 4) << 32) | SWIZZLE_128B
 
 
 @dataclass(frozen=True)
@@ -196,17 +134,6 @@ class _Plan:
     @property
     def accumulators(self) -> int:
         return 2 if self.spec.b2 is not None else 1
-
-
-def _product(*factors: Dim) -> str:
-    """The product of ``factors`` as an expression, its static part folded."""
-    static, names = 1, []
-    for f in factors:
-        if isinstance(f, int):
-            static *= f
-        else:
-            names.append(str(f))
-    return " * ".join(names + ([str(static)] if static != 1 or not names else []))
 
 
 def operand_layout(spec: GemmSpec) -> tuple[TileOperand, ...]:
@@ -383,9 +310,7 @@ class _Writer:
     def __init__(self, plan: _Plan, params: tuple[Param, ...]) -> None:
         self.plan, self.spec, self.params = plan, plan.spec, params
         self.t = TextBuilder()
-        stages = plan.spec.tile.STAGES
-        self.bar_type = f"!nvgpu.mbarrier.group<memorySpace = {SHARED}, num_barriers = {stages}>"
-        self.acc_type = "!llvm.struct<(" + ", ".join(["f32"] * (plan.spec.tile.WN // 2)) + ")>"
+        self.acc_type = hopper.accumulator_type(plan.spec.tile.WN)
         self.maps: list[str] = []  # the operands' typed tensor maps
 
     # -- values ---------------------------------------------------------------------------------------------------
@@ -398,12 +323,7 @@ class _Writer:
         return self.t.value(expr, hint)
 
     def index(self, kind: str, a: str, b: str, hint: str = "v") -> str:
-        return self.t.value(f"arith.{kind} {a}, {b} : index", hint)
-
-    def i64(self, kind: str, a: str, b: str | int) -> str:
-        if isinstance(b, int):
-            b = self.t.value(f"arith.constant {b} : i64", "k")
-        return self.t.value(f"arith.{kind} {a}, {b} : i64", "d")
+        return hopper.index_op(self.t, kind, a, b, hint)
 
     # -- the kernel -----------------------------------------------------------------------------------------------
 
@@ -455,12 +375,11 @@ class _Writer:
         for i, op in enumerate(plan.operands):
             self.maps.append(t.value(f"builtin.unrealized_conversion_cast {_ssa('map', str(i))} : !llvm.ptr to "
                                      f"{op.descriptor_type()}", "tmap"))
-        self.full = t.value(f"nvgpu.mbarrier.create -> {self.bar_type}", "full")
-        self.empty = t.value(f"nvgpu.mbarrier.create -> {self.bar_type}", "empty")
+        self.full = hopper.Barriers.create(t, self.spec.tile.STAGES, "full")
+        self.empty = hopper.Barriers.create(t, self.spec.tile.STAGES, "empty")
         with t.if_(t.value(f"arith.cmpi eq, {self.tid}, {t.const(0)} : index", "first")):
-            for s in range(self.spec.tile.STAGES):
-                t.add(f"nvgpu.mbarrier.init {self.full}[{t.const(s)}], {t.const(1)} : {self.bar_type}")
-                t.add(f"nvgpu.mbarrier.init {self.empty}[{t.const(s)}], {t.const(plan.consumers)} : {self.bar_type}")
+            self.full.init(t, 1)
+            self.empty.init(t, plan.consumers)
             for m, op in zip(self.maps, plan.operands, strict=True):
                 t.add(f"nvgpu.tma.prefetch.descriptor {m} : {op.descriptor_type()}")
         t.add("nvvm.fence.mbarrier.init")
@@ -480,14 +399,6 @@ class _Writer:
         last = self.index("minui", self.index("addi", self.first, per), self.steps, "last")
         self.steps = self.index("subi", last, self.first, "steps")
 
-    def slot_and_parity(self, it: str, producer: bool) -> tuple[str, str]:
-        """The ring slot of iteration ``it`` and the parity its barrier wait takes."""
-        t, stages = self.t, self.t.const(self.spec.tile.STAGES)
-        slot = self.index("remui", it, stages, "slot")
-        odd = self.index("andi", self.index("divui", it, stages), t.const(1))
-        parity = t.value(f"arith.cmpi {'eq' if producer else 'ne'}, {odd}, {t.const(0)} : index", "parity")
-        return slot, parity
-
     # -- the producer ---------------------------------------------------------------------------------------------
 
     def producer(self) -> None:
@@ -495,31 +406,16 @@ class _Writer:
         t = self.t
         t.add(f"nvvm.setmaxregister decrease {PRODUCER_REGISTERS}")
         with t.if_(self.leader), t.for_(t.const(0), self.steps, t.const(1), "it") as it:
-            slot, parity = self.slot_and_parity(it, producer=True)
-            t.add(f"nvgpu.mbarrier.try_wait.parity {self.empty}[{slot}], {parity}, {t.const(WAIT_TICKS)} : "
-                  f"{self.bar_type}")
-            t.add(f"nvgpu.mbarrier.arrive.expect_tx {self.full}[{slot}], {t.const(self.plan.stage_bytes)} : "
-                  f"{self.bar_type}")
+            slot, parity = hopper.ring_position(t, it, self.spec.tile.STAGES, producer=True)
+            self.empty.wait(t, slot, parity)
+            self.full.expect_bytes(t, slot, self.plan.stage_bytes)
             step = self.index("addi", it, self.first) if self.spec.tile.SPLITK > 1 else it
             k0 = self.index("muli", step, t.const(self.spec.tile.BK), "k0")
             stage = self.index("muli", slot, t.const(self.plan.stage_bytes), "stage")
             for role, (m, op) in enumerate(zip(self.maps, self.plan.operands, strict=True)):
-                self.load(m, op, slot, stage, k0, self.m0 if role == 0 else self.n0)
-
-    def load(self, tmap: str, op: TileOperand, slot: str, stage: str, k0: str, mn0: str) -> None:
-        """The TMA loads of one operand's chunks into its tile of the stage at byte ``stage``."""
-        t = self.t
-        shape = "x".join(str(d) for d in reversed(op.box))
-        view_type = f"memref<{shape}x{op.tensor.dtype}, {SHARED}>"
-        for c in range(op.chunks):
-            offset = self.index("addi", stage, t.const(op.offset + c * op.chunk_bytes))
-            view = t.value(f"memref.view {self.shared}[{offset}][] : memref<?xi8, {SHARED}> to {view_type}", "tile")
-            step = t.const(c * CHUNK)
-            coords = [self.index("addi", k0, step), mn0] if op.k_major else [self.index("addi", mn0, step), k0]
-            if op.batched:
-                coords.append(self.bz)
-            t.add(f"nvgpu.tma.async.load {tmap}[{', '.join(coords)}], {self.full}[{slot}] to {view} : "
-                  f"{op.descriptor_type()}, {self.bar_type} -> {view_type}")
+                tile_at = self.index("addi", stage, t.const(op.offset))
+                hopper.tma_load(t, self.shared, m, op, self.full, slot, tile_at, k0, self.m0 if role == 0 else self.n0,
+                                self.bz)
 
     # -- the consumers --------------------------------------------------------------------------------------------
 
@@ -537,7 +433,7 @@ class _Writer:
         init = self.initial_accumulators(zero=split)
         with t.for_carried(t.const(0), self.steps, t.const(1), init, self.acc_type, ("it", "acc", "accs")) as loop:
             self.step(loop.iv, loop.args, bases)
-        t.add("nvvm.wgmma.wait.group.sync.aligned 0")
+        hopper.wait(t, 0)
         if split:
             self.split_epilogue(loop.results)
         else:
@@ -547,51 +443,36 @@ class _Writer:
         """The wgmma descriptor of a consumer's part of ``op``'s tile in stage 0, at K step 0."""
         t = self.t
         per_part = extent * ROW_BYTES if op.k_major else extent // CHUNK * op.chunk_bytes
-        address = t.value(f"memref.extract_aligned_pointer_as_index {self.shared} : memref<?xi8, {SHARED}> "
-                          "-> index", "addr")
-        start = self.index("addi", address, self.index("addi", t.const(op.offset),
-                                                       self.index("muli", part, t.const(per_part))))
-        start = self.i64("shrui", t.value(f"arith.index_cast {start} : index to i64", "d"), 4)
-        return self.i64("ori", start, op.descriptor_bits())
+        at = self.index("addi", t.const(op.offset), self.index("muli", part, t.const(per_part)))
+        return hopper.shared_descriptor(t, self.shared, at, op)
 
     def step(self, it: str, accs: list[str], bases: list[str]) -> None:
         """One K step: wait for the slot, issue its wgmmas, keep one group in flight, free the slot before."""
         t, plan, tile = self.t, self.plan, self.spec.tile
-        slot, parity = self.slot_and_parity(it, producer=False)
-        t.add(f"nvgpu.mbarrier.try_wait.parity {self.full}[{slot}], {parity}, {t.const(WAIT_TICKS)} : "
-              f"{self.bar_type}")
+        slot, parity = hopper.ring_position(t, it, tile.STAGES, producer=False)
+        self.full.wait(t, slot, parity)
         stage = self.index("muli", slot, t.const(plan.stage_bytes >> 4))
         stage = t.value(f"arith.index_cast {stage} : index to i64", "d")
-        descriptors = [self.i64("addi", base, stage) for base in bases]
-        t.add("nvvm.wgmma.fence.aligned")
+        descriptors = [hopper.descriptor_at(t, base, stage) for base in bases]
+        hopper.fence(t)
         accs = list(accs)
         blocks = tile.WM // WGMMA_M
+        a_op, b_op = plan.operands[0], plan.operands[1]
         for kstep in range(tile.BK // WGMMA_K):
             for mb in range(blocks):
-                a = self.i64("addi", descriptors[0], plan.operands[0].tile_offset(mb * WGMMA_M, kstep) >> 4)
+                a = hopper.descriptor_at(t, descriptors[0], a_op.tile_offset(mb * WGMMA_M, kstep))
                 for j, op in enumerate(plan.operands[1:]):
-                    b = self.i64("addi", descriptors[1 + j], op.tile_offset(0, kstep) >> 4)
-                    accs[j * blocks + mb] = self.wgmma(a, b, accs[j * blocks + mb])
-        t.add("nvvm.wgmma.commit.group.sync.aligned")
-        t.add("nvvm.wgmma.wait.group.sync.aligned 1")
+                    b = hopper.descriptor_at(t, descriptors[1 + j], op.tile_offset(0, kstep))
+                    accs[j * blocks + mb] = hopper.wgmma_shared(t, a, b, accs[j * blocks + mb], tile.WN,
+                                                                self.spec.a.dtype, a_op.k_major, b_op.k_major)
+        hopper.commit(t)
+        hopper.wait(t, 1)
         started = t.value(f"arith.cmpi ugt, {it}, {t.const(0)} : index", "started")
         with t.if_(t.value(f"arith.andi {started}, {self.leader} : i1", "release")):
             before = self.index("addi", it, t.const(tile.STAGES - 1))
             before = self.index("remui", before, t.const(tile.STAGES), "freed")
-            t.value(f"nvgpu.mbarrier.arrive {self.empty}[{before}] : {self.bar_type} -> !nvgpu.mbarrier.token",
-                    "token")
+            self.empty.arrive(t, before)
         t.yield_(accs, [self.acc_type] * len(accs))
-
-    def wgmma(self, a: str, b: str, acc: str) -> str:
-        """``acc += A * B`` for one m64nWNk16 step; a transposed (MN-major) operand is read as such."""
-        dtype = self.spec.a.dtype
-        a_layout = "row" if self.plan.operands[0].k_major else "col"
-        b_layout = "col" if self.plan.operands[1].k_major else "row"
-        return self.t.value(
-            f"nvvm.wgmma.mma_async {a}, {b}, {acc}, #nvvm.shape<m = {WGMMA_M}, n = {self.spec.tile.WN}, "
-            f"k = {WGMMA_K}>, D [<f32>, #nvvm.wgmma_scale_out<one>, <wrapped>], "
-            f"A [<{dtype}>, #nvvm.wgmma_scale_in<one>, <{a_layout}>], "
-            f"B [<{dtype}>, #nvvm.wgmma_scale_in<one>, <{b_layout}>] : {self.acc_type} -> {self.acc_type}", "acc")
 
     # -- the fragment: where each accumulator element lies ------------------------------------------------------------
 
