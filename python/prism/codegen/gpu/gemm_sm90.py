@@ -54,10 +54,11 @@ where it does not hold.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from prism.codegen.gpu import hopper
-from prism.codegen.gpu.gemm import FLAG_BYTES, MAX_SPLITK, splitk_temporaries
+from prism.codegen.gpu.gemm import FLAG_BYTES, MAX_SPLITK, emit_tile_order, splitk_temporaries
 from prism.codegen.gpu.hopper import (
     BOX_LIMIT,
     CHUNK,
@@ -92,6 +93,7 @@ INPUT_TYPES = ("f16", "bf16")
 PRODUCER_REGISTERS = 40
 CONSUMER_REGISTERS = 232
 ACC_REGISTER_LIMIT = 128  # f32 accumulator registers per consumer thread, leaving room for addresses
+SYSTEM_SHARED = 1024  # shared memory the CUDA runtime keeps per resident block
 
 
 # -- the plan: what the kernel's shape follows from --------------------------------------------------------------
@@ -258,10 +260,31 @@ def emit_gemm_sm90(spec: GemmSpec) -> list[Kernel]:
     if t.SPLITK > 1:
         batch = str(t.SPLITK) if batch == "1" else f"{batch} * {t.SPLITK}"
     grid = (_cdiv(spec.n, t.BN), _cdiv(spec.m, t.BM), batch)
+    if t.PERSISTENT:
+        grid = (persistent_grid(grid, resident_blocks(plan)), "1", "1")
     launch = Launch(grid, (plan.threads, 1, 1), plan.launch_shared_bytes, params, when=_row_conditions(spec))
     text = _Writer(plan, params).kernel()
     temporaries = splitk_temporaries(spec) if t.SPLITK > 1 else ()
     return [Kernel(spec.name, text, launch, max_registers=plan.max_registers, temporaries=temporaries)]
+
+
+def resident_blocks(plan: _Plan) -> int:
+    """The blocks of the kernel that every sm_90a chip holds at once: its fewest SMs times the blocks an SM
+    holds by shared memory and by registers (at least one)."""
+    from prism.targets.nvidia import GPU_TARGETS
+    chips = [c for c in GPU_TARGETS.values() if c.chip == "sm_90a"]
+    shared = plan.launch_shared_bytes + SHARED_RESERVED + SYSTEM_SHARED
+    per_sm = min(min(c.smem_per_sm // shared, c.regs_per_sm // (plan.threads * plan.max_registers)) for c in chips)
+    return max(1, per_sm) * min(c.sm_count for c in chips)
+
+
+def persistent_grid(grid: tuple[str, str, str], blocks: int) -> str:
+    """A persistent kernel's grid x: the output tiles (the product of the one-block-a-tile grid), at most
+    ``blocks``; folded to an integer where the sizes are static."""
+    if all(g.isdigit() for g in grid):
+        return str(min(int(grid[0]) * int(grid[1]) * int(grid[2]), blocks))
+    tiles = " * ".join(g for g in grid if g != "1") or "1"
+    return f"min({tiles}, {blocks})"
 
 
 def _cdiv(size: Dim, tile: int) -> str:
@@ -365,12 +388,6 @@ class _Writer:
         self.wg = self.index("divui", self.tid, t.const(WARPGROUP), "wg")
         self.leader = t.value(f"arith.cmpi eq, {self.index('remui', self.tid, t.const(WARPGROUP))}, "
                               f"{t.const(0)} : index", "leader")
-        self.n0 = self.index("muli", t.value("gpu.block_id x", "bx"), t.const(self.spec.tile.BN), "n0")
-        self.m0 = self.index("muli", t.value("gpu.block_id y", "by"), t.const(self.spec.tile.BM), "m0")
-        self.bz = t.value("gpu.block_id z", "bz")
-        if self.spec.tile.SPLITK > 1:  # z = batch index * SPLITK + share
-            self.share = self.index("remui", self.bz, t.const(self.spec.tile.SPLITK), "share")
-            self.bz = self.index("divui", self.bz, t.const(self.spec.tile.SPLITK), "bz")
         self.shared = t.value(f"gpu.dynamic_shared_memory : memref<?xi8, {SHARED}>", "smem")
         for i, op in enumerate(plan.operands):
             self.maps.append(t.value(f"builtin.unrealized_conversion_cast {_ssa('map', str(i))} : !llvm.ptr to "
@@ -384,20 +401,67 @@ class _Writer:
                 t.add(f"nvgpu.tma.prefetch.descriptor {m} : {op.descriptor_type()}")
         t.add("nvvm.fence.mbarrier.init")
         t.add("gpu.barrier")
-        self.steps = t.value(f"arith.ceildivui {self.dim(self.spec.k)}, {t.const(self.spec.tile.BK)} : index",
-                             "steps")
-        if self.spec.tile.SPLITK > 1:
-            self.share_steps()
+        self.k_steps = t.value(f"arith.ceildivui {self.dim(self.spec.k)}, {t.const(self.spec.tile.BK)} : index",
+                               "steps")
+        tile = self.spec.tile
+        self.tiles_m = self.index("ceildivui", self.dim(self.spec.m), t.const(tile.BM), "tilesm")
+        self.tiles_n = self.index("ceildivui", self.dim(self.spec.n), t.const(tile.BN), "tilesn")
+        if not tile.PERSISTENT:
+            self.block_tile()
 
-    def share_steps(self) -> None:
-        """Split-K: this block's first BK step and count of steps, ``cdiv(cdiv(K, SPLITK), BK)`` a share (the
-        last shares shorter or empty)."""
-        t, split = self.t, self.spec.tile.SPLITK
-        per = t.value(f"arith.ceildivui {self.dim(self.spec.k)}, {t.const(split)} : index", "per")
-        per = t.value(f"arith.ceildivui {per}, {t.const(self.spec.tile.BK)} : index", "per")
-        self.first = self.index("minui", self.index("muli", self.share, per), self.steps, "first")
-        last = self.index("minui", self.index("addi", self.first, per), self.steps, "last")
+    def block_tile(self) -> None:
+        """The tile of a block of the one-block-a-tile grid: x the N tile, y the M tile (or with GROUP_M > 1 the
+        grouped order's tile of ``y * N tiles + x``), z the batch index times SPLITK plus the share."""
+        t = self.t
+        bx, by = t.value("gpu.block_id x", "bx"), t.value("gpu.block_id y", "by")
+        tile_m, tile_n = by, bx
+        if self.spec.tile.GROUP_M > 1:
+            linear = self.index("addi", self.index("muli", by, self.tiles_n), bx)
+            tile_m, tile_n = emit_tile_order(t, linear, self.tiles_m, self.tiles_n, self.spec.tile.GROUP_M)
+        self.tile_origin(t.value("gpu.block_id z", "bz"), tile_m, tile_n)
+
+    def linear_tile(self, linear: str) -> None:
+        """The tile of a persistent block's linear tile index: batch index and share outermost (``z``, as the
+        one-block-a-tile grid's), then the M and N tiles in the grouped order."""
+        per_z = self.index("muli", self.tiles_m, self.tiles_n, "perz")
+        within = self.index("remui", linear, per_z)
+        tile_m, tile_n = emit_tile_order(self.t, within, self.tiles_m, self.tiles_n, self.spec.tile.GROUP_M)
+        self.tile_origin(self.index("divui", linear, per_z, "z"), tile_m, tile_n)
+
+    def tile_origin(self, z: str, tile_m: str, tile_n: str) -> None:
+        """The tile's origin in C, its batch index and (split-K) share, and its K steps: all of K, or the
+        share's ``cdiv(cdiv(K, SPLITK), BK)`` steps from its first (the last shares shorter or empty)."""
+        t, tile = self.t, self.spec.tile
+        self.tile_m, self.tile_n = tile_m, tile_n
+        self.n0 = self.index("muli", tile_n, t.const(tile.BN), "n0")
+        self.m0 = self.index("muli", tile_m, t.const(tile.BM), "m0")
+        self.bz, self.steps = z, self.k_steps
+        if tile.SPLITK == 1:
+            return
+        self.share = self.index("remui", z, t.const(tile.SPLITK), "share")
+        self.bz = self.index("divui", z, t.const(tile.SPLITK), "bz")
+        per = t.value(f"arith.ceildivui {self.dim(self.spec.k)}, {t.const(tile.SPLITK)} : index", "per")
+        per = t.value(f"arith.ceildivui {per}, {t.const(tile.BK)} : index", "per")
+        self.first = self.index("minui", self.index("muli", self.share, per), self.k_steps, "first")
+        last = self.index("minui", self.index("addi", self.first, per), self.k_steps, "last")
         self.steps = self.index("subi", last, self.first, "steps")
+
+    def over_tiles(self, body: Callable[[str | None], None]) -> None:
+        """``body`` on the block's tile, or (persistent) on each of its tiles ``x + i * grid x`` in turn with
+        the ring's iteration count at the tile's start (the count goes on across tiles, so that the slots and
+        parities continue)."""
+        t = self.t
+        if not self.spec.tile.PERSISTENT:
+            body(None)
+            return
+        total = self.index("muli", self.index("muli", self.tiles_m, self.tiles_n), t.const(self.spec.tile.SPLITK))
+        for d in self.spec.batch:
+            total = self.index("muli", total, self.dim(d))
+        first, blocks = t.value("gpu.block_id x", "bx"), t.value("gpu.grid_dim x", "gx")
+        with t.for_carried(first, total, blocks, [t.const(0)], "index", ("tile", "base", "bases")) as loop:
+            self.linear_tile(loop.iv)
+            body(loop.args[0])
+            t.yield_([self.index("addi", loop.args[0], self.steps, "base")], ["index"])
 
     # -- the producer ---------------------------------------------------------------------------------------------
 
@@ -405,7 +469,14 @@ class _Writer:
         """One thread fills the ring: wait for an empty slot, expect its bytes, load every chunk."""
         t = self.t
         t.add(f"nvvm.setmaxregister decrease {PRODUCER_REGISTERS}")
-        with t.if_(self.leader), t.for_(t.const(0), self.steps, t.const(1), "it") as it:
+        with t.if_(self.leader):
+            self.over_tiles(self.produce)
+
+    def produce(self, base: str | None) -> None:
+        """The loads of one tile's K steps, ring iterations from ``base`` (0 where None)."""
+        t = self.t
+        with t.for_(t.const(0), self.steps, t.const(1), "it") as j:
+            it = j if base is None else self.index("addi", base, j, "it")
             slot, parity = hopper.ring_position(t, it, self.spec.tile.STAGES, producer=True)
             self.empty.wait(t, slot, parity)
             self.full.expect_bytes(t, slot, self.plan.stage_bytes)
@@ -426,14 +497,27 @@ class _Writer:
         part = self.index("subi", self.wg, t.const(1), "part")
         part_m = self.index("divui", part, t.const(plan.warpgroups_n))
         part_n = self.index("remui", part, t.const(plan.warpgroups_n))
-        self.positions(self.index("muli", part_m, t.const(tile.WM)), self.index("muli", part_n, t.const(tile.WN)))
+        offsets = (self.index("muli", part_m, t.const(tile.WM)), self.index("muli", part_n, t.const(tile.WN)))
         bases = [self.descriptor_base(op, part_m if role == 0 else part_n, tile.WM if role == 0 else tile.WN)
                  for role, op in enumerate(plan.operands)]
-        split = tile.SPLITK > 1
+        self.over_tiles(lambda base: self.consume(base, offsets, bases))
+
+    def consume(self, base: str | None, offsets: tuple[str, str], bases: list[str]) -> None:
+        """One tile: the accumulators' start, the K loop on the ring (iterations from ``base``, 0 where None),
+        then (persistent) the last slot freed before the epilogue, so that the producer loads the next tile's
+        steps meanwhile."""
+        t, split = self.t, self.spec.tile.SPLITK > 1
+        self.positions(*offsets)
         init = self.initial_accumulators(zero=split)
         with t.for_carried(t.const(0), self.steps, t.const(1), init, self.acc_type, ("it", "acc", "accs")) as loop:
-            self.step(loop.iv, loop.args, bases)
+            it = loop.iv if base is None else self.index("addi", base, loop.iv, "it")
+            self.step(it, loop.iv, loop.args, bases)
         hopper.wait(t, 0)
+        if base is not None:
+            started = t.value(f"arith.cmpi ugt, {self.steps}, {t.const(0)} : index", "started")
+            with t.if_(t.value(f"arith.andi {started}, {self.leader} : i1", "release")):
+                last = self.index("subi", self.index("addi", base, self.steps), t.const(1))
+                self.empty.arrive(t, self.index("remui", last, t.const(self.spec.tile.STAGES), "freed"))
         if split:
             self.split_epilogue(loop.results)
         else:
@@ -446,8 +530,9 @@ class _Writer:
         at = self.index("addi", t.const(op.offset), self.index("muli", part, t.const(per_part)))
         return hopper.shared_descriptor(t, self.shared, at, op)
 
-    def step(self, it: str, accs: list[str], bases: list[str]) -> None:
-        """One K step: wait for the slot, issue its wgmmas, keep one group in flight, free the slot before."""
+    def step(self, it: str, kt: str, accs: list[str], bases: list[str]) -> None:
+        """K step ``kt`` of the tile, ring iteration ``it``: wait for the slot, issue its wgmmas, keep one group in
+        flight, free the slot before (from the tile's second step)."""
         t, plan, tile = self.t, self.plan, self.spec.tile
         slot, parity = hopper.ring_position(t, it, tile.STAGES, producer=False)
         self.full.wait(t, slot, parity)
@@ -467,7 +552,7 @@ class _Writer:
                                                                 self.spec.a.dtype, a_op.k_major, b_op.k_major)
         hopper.commit(t)
         hopper.wait(t, 1)
-        started = t.value(f"arith.cmpi ugt, {it}, {t.const(0)} : index", "started")
+        started = t.value(f"arith.cmpi ugt, {kt}, {t.const(0)} : index", "started")
         with t.if_(t.value(f"arith.andi {started}, {self.leader} : i1", "release")):
             before = self.index("addi", it, t.const(tile.STAGES - 1))
             before = self.index("remui", before, t.const(tile.STAGES), "freed")
@@ -695,10 +780,8 @@ class _Writer:
         self.consumer_barrier()
         flag = t.value(f"memref.view {self.shared}[{t.const(self.plan.shared_bytes)}][] : memref<?xi8, {SHARED}> "
                        f"to memref<1xi32, {SHARED}>", "flag")
-        tiles_m = self.index("ceildivui", self.dim(spec.m), t.const(spec.tile.BM))
-        tiles_n = self.index("ceildivui", self.dim(spec.n), t.const(spec.tile.BN))
-        tile = self.index("addi", self.index("muli", self.bz, tiles_m), t.value("gpu.block_id y", "by"))
-        tile = self.index("addi", self.index("muli", tile, tiles_n), t.value("gpu.block_id x", "bx"), "tile")
+        tile = self.index("addi", self.index("muli", self.bz, self.tiles_m), self.tile_m)
+        tile = self.index("addi", self.index("muli", tile, self.tiles_n), self.tile_n, "tile")
         with t.if_(self.first_consumer):
             one = t.value("arith.constant 1 : i32", "one")
             old = t.value(f"memref.atomic_rmw addi {one}, {counters}[{tile}] : (i32, memref<?xi32>) -> i32", "old")
