@@ -42,6 +42,23 @@ warpgroup, done once it has issued its share's loads, never waits there.
 The last block's consumers start from ``init`` or ``init_value``, add the
 partials in share order and run the epilogue.
 
+**Tile order.** A block's tile is grid x's N tile and y's M tile, z the
+batch index times SPLITK plus the share; with GROUP_M > 1, the linear index
+``y * N tiles + x`` is taken in groups of GROUP_M rows of tiles
+(:func:`~prism.codegen.gpu.gemm.tile_order`), so that the blocks running
+together share A's and B's tiles in L2.
+
+**Persistent** (PERSISTENT = 1): the grid is at most the blocks the chip
+holds at once (:func:`resident_blocks`; grid x ``min(tiles, blocks)``),
+and each block walks the linear tiles ``x, x + grid x, ...`` (tiles
+counted over batch x SPLITK x M tiles x N tiles, in that nesting). The
+producer and the consumers walk the same tiles; the ring's iteration count
+goes on from one tile to the next, so slots and parities continue. After a
+tile's last K step the consumers wait for their wgmmas and free its slot
+before the epilogue: the producer meanwhile loads the next tile's first
+steps. Split-K's last-block reduction runs per tile as above (the counter
+of the tile's M and N index).
+
 **Launch.** Dynamic shared memory above 48 KiB needs the launcher's opt-in;
 each tensor map parameter is the device address of a map encoded as its
 :class:`~prism.codegen.gpu.spec.TensorMap` says. The kernel declares
