@@ -452,7 +452,7 @@ def test_split_k_refuses_what_it_cannot_split() -> None:
         assert gemm_tile_problem(replace(spec, tile=replace(tile, SPLITK=1)), "sm_80") is None
 
 
-# -- tile order (GROUP_M) -----------------------------------------------------------------------------------------------
+# -- tile order (GROUP_M) ----------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("group_m", [1, 2, 3, 4, 8, 16])

@@ -4,16 +4,27 @@ assembled by ptxas with no spills, setmaxnreg in force and the Hopper instructio
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import re
 import struct
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from prism.codegen.gpu import ptx
-from prism.codegen.gpu.gemm_sm90 import SHARED_LIMIT, emit_gemm_sm90, fragment_offset, operand_layout, tma_problem
+from prism.codegen.gpu.gemm_sm90 import (
+    SHARED_LIMIT,
+    _plan,
+    emit_gemm_sm90,
+    fragment_offset,
+    operand_layout,
+    resident_blocks,
+    tma_problem,
+)
+from prism.codegen.gpu.manifest import evaluate
 from prism.codegen.gpu.spec import GemmSpec, GemmTile, Kernel, Operand, ScalarFn, Tensor
 from prism.infra.errors import UnsupportedOp
 
@@ -318,3 +329,67 @@ def test_split_k_workspace_addressing() -> None:
         assert text.index(op) > consumer, op
     assert re.search(r"arith\.cmpi eq, %tid\w*, %c128 : index", text)
     assert re.search(r"memref\.store %zero\w*, %t_\w+_counters\[%tile\w*\] : memref<\?xi32>", text)
+
+
+# -- persistent kernels --------------------------------------------------------------------------------------------
+
+PERSISTENT_TILE = dataclasses.replace(TILE, PERSISTENT=1)
+
+
+def run_script_evaluate():
+    """benchmarks/gpu/run.py's expression evaluator (the launcher's reading of a manifest's grid)."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "run.py"
+    spec = importlib.util.spec_from_file_location("gpu_run", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gpu_run"] = module
+    spec.loader.exec_module(module)
+    return module.evaluate
+
+
+@needs_ptxas
+@pytest.mark.parametrize("spec", [
+    gemm(tile=PERSISTENT_TILE),
+    gemm(m=4096, n=4096, k=4096, dtype="bf16", b_layout="nk", out="bf16",
+         tile=dataclasses.replace(PERSISTENT_TILE, GROUP_M=8)),
+    gemm(m=200, n=520, k=1000, a_layout="km", tile=dataclasses.replace(PERSISTENT_TILE, GROUP_M=4)),
+    gemm(m="m", n="n", k="k", dtype="bf16", tile=dataclasses.replace(PERSISTENT_TILE, GROUP_M=4)),
+    gemm(m=300, n=520, k=1000, batch=(3,), init_value=0.5, tile=dataclasses.replace(PERSISTENT_TILE, GROUP_M=2)),
+    gemm(m=16, n=520, k=104, batch=(3,), tile=GemmTile(BM=64, BN=128, BK=64, WM=64, WN=128, STAGES=4,
+                                                       SPLITK=16, PERSISTENT=1)),
+    gemm(m=200, n=512, k=4096, b2=True, out="f16", tile=GemmTile(BM=128, BN=128, BK=64, WM=64, WN=128,
+                                                                 PERSISTENT=1, GROUP_M=4)),
+    gemm(m=512, n=1024, k=2048, b_layout="nk", init=Tensor("c0", "f32", (512, 1024)),
+         tile=GemmTile(BM=128, BN=256, BK=64, WM=64, WN=256, STAGES=3, PERSISTENT=1)),
+], ids=["f16", "bf16-grouped", "ragged-km", "dynamic", "batched", "split-k-empty-shares", "dual", "init-wide"])
+def test_persistent_kernel(spec: GemmSpec) -> None:
+    """0 spills with setmaxnreg acting; one block a resident slot walking the tiles by grid x; the consumers free
+    each tile's last slot (a second arrive besides the K loop's) so that the producer runs ahead."""
+    text, _ = check_kernel(spec)
+    (kernel,) = emit_gemm_sm90(spec)
+    assert kernel.launch.grid[1:] == ("1", "1")
+    assert "%nctaid.x" in text
+    assert kernel.text.count("nvgpu.mbarrier.arrive ") == 2
+    plain = emit_gemm_sm90(dataclasses.replace(spec, tile=dataclasses.replace(spec.tile, PERSISTENT=0)))[0]
+    assert plain.text.count("nvgpu.mbarrier.arrive ") == 1 and "gpu.grid_dim" not in plain.text
+
+
+def test_persistent_grid_is_the_tiles_up_to_the_resident_blocks() -> None:
+    """The grid is min(tiles, SMs x blocks an SM holds): tiles over batch x shares x M tiles x N tiles; folded
+    where static, else an expression that the manifest's evaluator and the launcher's agree on."""
+    (small,) = emit_gemm_sm90(gemm(tile=PERSISTENT_TILE))  # 1 x 5 tiles
+    assert small.launch.grid == ("5", "1", "1")
+    (square,) = emit_gemm_sm90(gemm(m=4096, n=4096, k=4096, tile=PERSISTENT_TILE))
+    assert square.launch.grid == ("132", "1", "1")  # 1024 tiles; 132 SMs of one block (128 KiB of ring)
+    assert resident_blocks(_plan(gemm(tile=PERSISTENT_TILE))) == 132
+    # 32 KiB of ring would let 6 blocks share an SM, but setmaxnreg's split takes 256 x 136 of the 64 Ki registers
+    small_tile = GemmTile(BM=64, BN=64, BK=64, WM=64, WN=64, STAGES=2, PERSISTENT=1)
+    assert resident_blocks(_plan(gemm(tile=small_tile))) == 132
+    (dynamic,) = emit_gemm_sm90(gemm(m="m", n="n", k="k", batch=("h",),
+                                     tile=dataclasses.replace(PERSISTENT_TILE, SPLITK=2)))
+    grid = dynamic.launch.grid[0]
+    assert grid.startswith("min(")
+    launcher = run_script_evaluate()
+    for sizes in ({"m": 1, "n": 8, "k": 64, "h": 1}, {"m": 1000, "n": 520, "k": 64, "h": 3},
+                  {"m": 4096, "n": 4096, "k": 64, "h": 2}):
+        tiles = -(-sizes["m"] // 128) * -(-sizes["n"] // 128) * sizes["h"] * 2
+        assert evaluate(grid, sizes) == launcher(grid, sizes) == min(tiles, 132), sizes
