@@ -73,8 +73,8 @@ COST_TEXT = ("max(waves * blocks_per_sm * 2*BM*BN*ceil(ceil(K/SPLITK)/BK)*BK / (
              " + [SPLITK > 1] 1us + (PERSISTENT ? 1 : waves) * 1us, the memory term also at least the same A and B "
              "count over L2's bandwidth (3 x DRAM's); "
              "blocks = B*ceil(M/BM)*ceil(N/BN)*SPLITK; waves = ceil(blocks / (SMs*blocks_per_sm)); "
-             "A and B traffic: waves * a wave's unique bytes (its GROUP_M-ordered tiles' rows and columns) where "
-             "they fit L2, tending to the count above as they exceed it")
+             "with GROUP_M > 1, A and B traffic: waves * a wave's unique bytes (its grouped tiles' rows and columns) "
+             "where they fit L2, tending to the count above as they exceed it")
 
 _TERA = 1e12
 
@@ -157,10 +157,12 @@ class GpuModel:
         return L2_BANDWIDTH_RATIO * self.dram_bytes_per_s
 
     def gemm_traffic(self, op: Contraction, values: KnobValues, s: dict[str, int], wave: Knob) -> Knob:
-        """DRAM bytes of a GEMM whose blocks run ``wave`` at a time: where the A and B bytes a wave's tiles read
-        (their rows of M tiles and columns of N tiles, each over its share of K) fit L2, each wave reads them
-        from DRAM once; else A once per N tile and B once per M tile, in the measure L2 falls short of them
-        (it keeps the fraction L2 / unique bytes of them for the wave's other tiles). C is written once."""
+        """DRAM bytes of a GEMM whose blocks run ``wave`` at a time: A once per N tile and B once per M tile,
+        C once. Tiles grouped by GROUP_M (at least two rows of tiles a group) share their A and B panels by
+        construction: where the bytes a wave's tiles read (their rows of M tiles and columns of N tiles, each over
+        its share of K) fit L2, each wave reads them from DRAM once, tending to the count above as they exceed it
+        (L2 keeps the fraction L2 / those bytes for the wave's other tiles). The row-by-row order is credited
+        no reuse."""
         bm, bn = values["BM"], values["BN"]
         split = values.get("SPLITK", 1)
         tiles_m, tiles_n = ceil_div(s["m"], bm), ceil_div(s["n"], bn)
@@ -169,9 +171,11 @@ class GpuModel:
         k = ceil_div(s["k"], split)
         unique = ceil_div(wave, per_z) * (rows * bm * k * op.elem_bytes[0] + cols * bn * k * op.elem_bytes[1])
         reread = traffic_bytes(op, bm, bn, s)
-        reused = ceil_div(s["batch"] * per_z * split, wave) * unique + s["batch"] * s["m"] * s["n"] * op.acc_bytes
+        # the tiles over the wave's, each wave's bytes read once (a last, partial wave reads its part)
+        reused = s["batch"] * per_z * split / wave * unique + s["batch"] * s["m"] * s["n"] * op.acc_bytes
         kept = np.minimum(1.0, self.l2_bytes / np.maximum(unique, 1))
-        return np.minimum(reread, kept * reused + (1 - kept) * reread)
+        grouped = np.minimum(values.get("GROUP_M", 1), tiles_m) > 1
+        return np.where(grouped, np.minimum(reread, kept * reused + (1 - kept) * reread), reread)
 
     def lower_bound(self, op: Problem, values: KnobValues, assumed: int = 1024) -> np.ndarray:
         """Reads BM, BN and MMA: exact traffic, and the unpadded work of the output tiles at peak (for another

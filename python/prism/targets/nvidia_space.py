@@ -90,7 +90,7 @@ def gemm_space(op: Contraction, target: GpuModel) -> Space:
             ("shared_memory", _shared(op, target.smem_per_block, WGMMA_RESERVED_BYTES)),
         ]
         floor = 6
-        persistent = "0 <= persistent <= 1"
+        persistent, group = "0 <= persistent <= 1", MAX_GROUP_M_LOG2
         split = _split_k(target)
     else:
         mma = op.input_type in TENSOR_CORE_TYPES
@@ -110,11 +110,12 @@ def gemm_space(op: Contraction, target: GpuModel) -> Space:
             ("shared_memory", _shared(op, target.smem_per_block // (1 if mma else 2))),
         ]
         floor = 4
-        persistent = "persistent = 0"
+        # tiles grouped on tensor cores; the FMA kernel's are too slow for L2 to matter
+        persistent, group = "persistent = 0", MAX_GROUP_M_LOG2 if mma else 0
         # with SPLITK > 1, at most 64 accumulators a thread on tensor cores, 32 on FMAs (gemm.SPLIT_ACCUMULATORS)
         split = _split_k(target, f"wm + wn <= {11 if mma else 10}")
     universe = (f"{shape_param_bounds()} and {universe} and {MIN_STAGES} <= stages <= {MAX_STAGES} and "
-                f"0 <= sk <= {MAX_SPLITK_LOG2} and {persistent} and 0 <= gm <= {MAX_GROUP_M_LOG2}")
+                f"0 <= sk <= {MAX_SPLITK_LOG2} and {persistent} and 0 <= gm <= {group}")
     groups.append(("split_k", split))
     groups.append(("shape", " and ".join([shape_fit("bm", "m", floor), shape_fit("bn", "n", floor),
                                           shape_fit("bk", "k", floor if uses_wgmma(op, target) else 4)])))
