@@ -393,3 +393,88 @@ def test_persistent_grid_is_the_tiles_up_to_the_resident_blocks() -> None:
                   {"m": 4096, "n": 4096, "k": 64, "h": 2}):
         tiles = -(-sizes["m"] // 128) * -(-sizes["n"] // 128) * sizes["h"] * 2
         assert evaluate(grid, sizes) == launcher(grid, sizes) == min(tiles, 132), sizes
+
+
+class _Barrier:
+    """An mbarrier: ``arrivals`` a phase; a wait for parity ``p`` passes once the phase of that parity before the
+    current one completed (a fresh barrier counts its previous phase, parity 1, as complete)."""
+
+    def __init__(self, arrivals: int) -> None:
+        self.arrivals, self.count, self.completed = arrivals, 0, 0
+
+    def arrive(self) -> None:
+        self.count += 1
+        if self.count == self.arrivals:
+            self.count, self.completed = 0, self.completed + 1
+
+    def passes(self, parity: int) -> bool:
+        return parity != self.completed % 2
+
+
+def _ring_run(steps: list[int], stages: int, consumers: int, free_last: bool = True) -> list[list[int]]:
+    """The persistent kernel's ring protocol over tiles of ``steps`` K steps each, as the kernel writes it: slot
+    ``it % stages``, the producer waiting for parity ``(it // stages & 1) ^ 1`` of the empty barrier and a consumer
+    for ``it // stages & 1`` of the full one, the iteration count going on across tiles; a consumer frees the slot
+    before from a tile's second step, and the tile's last slot after it. Returns the iterations each consumer read
+    per tile; raises on a deadlock or on a slot read with another iteration's data. Without ``free_last``, the
+    consumers keep each tile's last slot (as the one-tile kernel may)."""
+    full, empty = [_Barrier(1) for _ in range(stages)], [_Barrier(consumers) for _ in range(stages)]
+    slots = [None] * stages
+
+    def producer():
+        it = 0
+        for count in steps:
+            for _ in range(count):
+                slot = it % stages
+                yield lambda s=slot, p=(it // stages & 1) ^ 1: empty[s].passes(p)
+                slots[slot] = it
+                full[slot].arrive()
+                it += 1
+
+    def consumer(read: list[list[int]]):
+        base = 0
+        for count in steps:
+            read.append([])
+            for kt in range(count):
+                it = base + kt
+                slot = it % stages
+                yield lambda s=slot, p=it // stages & 1: full[s].passes(p)
+                assert slots[slot] == it, (slots[slot], it)
+                read[-1].append(it)
+                if kt > 0:
+                    empty[(it + stages - 1) % stages].arrive()
+            if count and free_last:
+                empty[(base + count - 1) % stages].arrive()
+            base += count
+
+    reads = [[] for _ in range(consumers)]
+    agents = [producer()] + [consumer(r) for r in reads]
+    waiting = {i: None for i in range(len(agents))}
+    while waiting:
+        moved = False
+        for i in list(waiting):
+            if waiting[i] is None or waiting[i]():
+                moved = True
+                try:
+                    waiting[i] = next(agents[i])
+                except StopIteration:
+                    del waiting[i]
+        assert moved, "deadlock"
+    return reads
+
+
+@pytest.mark.parametrize("steps", [[4], [1, 1, 1, 1, 1], [7, 0, 3, 0, 0, 5, 2], [2] * 9, [16, 1, 16]], ids=str)
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_persistent_ring_phases_continue_across_tiles(steps: list[int], stages: int) -> None:
+    """Tiles of any K steps (split-K's empty shares among them) go through the ring without a deadlock, every
+    consumer reading each tile's iterations in order from the slots the producer filled for them."""
+    reads = _ring_run(steps, stages, consumers=2)
+    first = [sum(steps[:i]) for i in range(len(steps))]
+    want = [list(range(f, f + n)) for f, n in zip(first, steps, strict=True)]
+    assert reads == [want, want]
+
+
+def test_persistent_ring_needs_the_last_slot_freed() -> None:
+    """Without freeing a tile's last slot, the producer waits forever once the ring wraps: the model sees it."""
+    with pytest.raises(AssertionError, match="deadlock"):
+        _ring_run([3, 3, 3], stages=2, consumers=2, free_last=False)
