@@ -4,16 +4,27 @@ assembled by ptxas with no spills, setmaxnreg in force and the Hopper instructio
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import re
 import struct
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from prism.codegen.gpu import ptx
-from prism.codegen.gpu.gemm_sm90 import SHARED_LIMIT, emit_gemm_sm90, fragment_offset, operand_layout, tma_problem
+from prism.codegen.gpu.gemm_sm90 import (
+    SHARED_LIMIT,
+    _plan,
+    emit_gemm_sm90,
+    fragment_offset,
+    operand_layout,
+    resident_blocks,
+    tma_problem,
+)
+from prism.codegen.gpu.manifest import evaluate
 from prism.codegen.gpu.spec import GemmSpec, GemmTile, Kernel, Operand, ScalarFn, Tensor
 from prism.infra.errors import UnsupportedOp
 
@@ -318,3 +329,152 @@ def test_split_k_workspace_addressing() -> None:
         assert text.index(op) > consumer, op
     assert re.search(r"arith\.cmpi eq, %tid\w*, %c128 : index", text)
     assert re.search(r"memref\.store %zero\w*, %t_\w+_counters\[%tile\w*\] : memref<\?xi32>", text)
+
+
+# -- persistent kernels --------------------------------------------------------------------------------------------
+
+PERSISTENT_TILE = dataclasses.replace(TILE, PERSISTENT=1)
+
+
+def run_script_evaluate():
+    """benchmarks/gpu/run.py's expression evaluator (the launcher's reading of a manifest's grid)."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "run.py"
+    spec = importlib.util.spec_from_file_location("gpu_run", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gpu_run"] = module
+    spec.loader.exec_module(module)
+    return module.evaluate
+
+
+@needs_ptxas
+@pytest.mark.parametrize("spec", [
+    gemm(tile=PERSISTENT_TILE),
+    gemm(m=4096, n=4096, k=4096, dtype="bf16", b_layout="nk", out="bf16",
+         tile=dataclasses.replace(PERSISTENT_TILE, GROUP_M=8)),
+    gemm(m=200, n=520, k=1000, a_layout="km", tile=dataclasses.replace(PERSISTENT_TILE, GROUP_M=4)),
+    gemm(m="m", n="n", k="k", dtype="bf16", tile=dataclasses.replace(PERSISTENT_TILE, GROUP_M=4)),
+    gemm(m=300, n=520, k=1000, batch=(3,), init_value=0.5, tile=dataclasses.replace(PERSISTENT_TILE, GROUP_M=2)),
+    gemm(m=16, n=520, k=104, batch=(3,), tile=GemmTile(BM=64, BN=128, BK=64, WM=64, WN=128, STAGES=4,
+                                                       SPLITK=16, PERSISTENT=1)),
+    gemm(m=200, n=512, k=4096, b2=True, out="f16", tile=GemmTile(BM=128, BN=128, BK=64, WM=64, WN=128,
+                                                                 PERSISTENT=1, GROUP_M=4)),
+    gemm(m=512, n=1024, k=2048, b_layout="nk", init=Tensor("c0", "f32", (512, 1024)),
+         tile=GemmTile(BM=128, BN=256, BK=64, WM=64, WN=256, STAGES=3, PERSISTENT=1)),
+], ids=["f16", "bf16-grouped", "ragged-km", "dynamic", "batched", "split-k-empty-shares", "dual", "init-wide"])
+def test_persistent_kernel(spec: GemmSpec) -> None:
+    """0 spills with setmaxnreg acting; one block a resident slot walking the tiles by grid x; the consumers free
+    each tile's last slot (a second arrive besides the K loop's) so that the producer runs ahead."""
+    text, _ = check_kernel(spec)
+    (kernel,) = emit_gemm_sm90(spec)
+    assert kernel.launch.grid[1:] == ("1", "1")
+    assert "%nctaid.x" in text
+    assert kernel.text.count("nvgpu.mbarrier.arrive ") == 2
+    plain = emit_gemm_sm90(dataclasses.replace(spec, tile=dataclasses.replace(spec.tile, PERSISTENT=0)))[0]
+    assert plain.text.count("nvgpu.mbarrier.arrive ") == 1 and "gpu.grid_dim" not in plain.text
+
+
+def test_persistent_grid_is_the_tiles_up_to_the_resident_blocks() -> None:
+    """The grid is min(tiles, SMs x blocks an SM holds): tiles over batch x shares x M tiles x N tiles; folded
+    where static, else an expression that the manifest's evaluator and the launcher's agree on."""
+    (small,) = emit_gemm_sm90(gemm(tile=PERSISTENT_TILE))  # 1 x 5 tiles
+    assert small.launch.grid == ("5", "1", "1")
+    (square,) = emit_gemm_sm90(gemm(m=4096, n=4096, k=4096, tile=PERSISTENT_TILE))
+    assert square.launch.grid == ("132", "1", "1")  # 1024 tiles; 132 SMs of one block (128 KiB of ring)
+    assert resident_blocks(_plan(gemm(tile=PERSISTENT_TILE))) == 132
+    # 32 KiB of ring would let 6 blocks share an SM, but setmaxnreg's split takes 256 x 136 of the 64 Ki registers
+    small_tile = GemmTile(BM=64, BN=64, BK=64, WM=64, WN=64, STAGES=2, PERSISTENT=1)
+    assert resident_blocks(_plan(gemm(tile=small_tile))) == 132
+    (dynamic,) = emit_gemm_sm90(gemm(m="m", n="n", k="k", batch=("h",),
+                                     tile=dataclasses.replace(PERSISTENT_TILE, SPLITK=2)))
+    grid = dynamic.launch.grid[0]
+    assert grid.startswith("min(")
+    launcher = run_script_evaluate()
+    for sizes in ({"m": 1, "n": 8, "k": 64, "h": 1}, {"m": 1000, "n": 520, "k": 64, "h": 3},
+                  {"m": 4096, "n": 4096, "k": 64, "h": 2}):
+        tiles = -(-sizes["m"] // 128) * -(-sizes["n"] // 128) * sizes["h"] * 2
+        assert evaluate(grid, sizes) == launcher(grid, sizes) == min(tiles, 132), sizes
+
+
+class _Barrier:
+    """An mbarrier: ``arrivals`` a phase; a wait for parity ``p`` passes once the phase of that parity before the
+    current one completed (a fresh barrier counts its previous phase, parity 1, as complete)."""
+
+    def __init__(self, arrivals: int) -> None:
+        self.arrivals, self.count, self.completed = arrivals, 0, 0
+
+    def arrive(self) -> None:
+        self.count += 1
+        if self.count == self.arrivals:
+            self.count, self.completed = 0, self.completed + 1
+
+    def passes(self, parity: int) -> bool:
+        return parity != self.completed % 2
+
+
+def _ring_run(steps: list[int], stages: int, consumers: int, free_last: bool = True) -> list[list[int]]:
+    """The persistent kernel's ring protocol over tiles of ``steps`` K steps each, as the kernel writes it: slot
+    ``it % stages``, the producer waiting for parity ``(it // stages & 1) ^ 1`` of the empty barrier and a consumer
+    for ``it // stages & 1`` of the full one, the iteration count going on across tiles; a consumer frees the slot
+    before from a tile's second step, and the tile's last slot after it. Returns the iterations each consumer read
+    per tile; raises on a deadlock or on a slot read with another iteration's data. Without ``free_last``, the
+    consumers keep each tile's last slot (as the one-tile kernel may)."""
+    full, empty = [_Barrier(1) for _ in range(stages)], [_Barrier(consumers) for _ in range(stages)]
+    slots = [None] * stages
+
+    def producer():
+        it = 0
+        for count in steps:
+            for _ in range(count):
+                slot = it % stages
+                yield lambda s=slot, p=(it // stages & 1) ^ 1: empty[s].passes(p)
+                slots[slot] = it
+                full[slot].arrive()
+                it += 1
+
+    def consumer(read: list[list[int]]):
+        base = 0
+        for count in steps:
+            read.append([])
+            for kt in range(count):
+                it = base + kt
+                slot = it % stages
+                yield lambda s=slot, p=it // stages & 1: full[s].passes(p)
+                assert slots[slot] == it, (slots[slot], it)
+                read[-1].append(it)
+                if kt > 0:
+                    empty[(it + stages - 1) % stages].arrive()
+            if count and free_last:
+                empty[(base + count - 1) % stages].arrive()
+            base += count
+
+    reads = [[] for _ in range(consumers)]
+    agents = [producer()] + [consumer(r) for r in reads]
+    waiting = {i: None for i in range(len(agents))}
+    while waiting:
+        moved = False
+        for i in list(waiting):
+            if waiting[i] is None or waiting[i]():
+                moved = True
+                try:
+                    waiting[i] = next(agents[i])
+                except StopIteration:
+                    del waiting[i]
+        assert moved, "deadlock"
+    return reads
+
+
+@pytest.mark.parametrize("steps", [[4], [1, 1, 1, 1, 1], [7, 0, 3, 0, 0, 5, 2], [2] * 9, [16, 1, 16]], ids=str)
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_persistent_ring_phases_continue_across_tiles(steps: list[int], stages: int) -> None:
+    """Tiles of any K steps (split-K's empty shares among them) go through the ring without a deadlock, every
+    consumer reading each tile's iterations in order from the slots the producer filled for them."""
+    reads = _ring_run(steps, stages, consumers=2)
+    first = [sum(steps[:i]) for i in range(len(steps))]
+    want = [list(range(f, f + n)) for f, n in zip(first, steps, strict=True)]
+    assert reads == [want, want]
+
+
+def test_persistent_ring_needs_the_last_slot_freed() -> None:
+    """Without freeing a tile's last slot, the producer waits forever once the ring wraps: the model sees it."""
+    with pytest.raises(AssertionError, match="deadlock"):
+        _ring_run([3, 3, 3], stages=2, consumers=2, free_last=False)

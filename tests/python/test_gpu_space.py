@@ -37,7 +37,8 @@ def test_every_point_is_a_tile_the_kernel_takes(target, dtype, mnk):
     c = Tensor("result_0", "f32", (m, 1024))
     for point in found:
         values = space.value_of(point)
-        tile = GemmTile(**{key: values[key] for key in ("BM", "BN", "BK", "WM", "WN", "STAGES", "SPLITK")})
+        tile = GemmTile(**{key: values[key] for key in ("BM", "BN", "BK", "WM", "WN", "STAGES", "SPLITK",
+                                                        "PERSISTENT", "GROUP_M")})
         if tile.SPLITK > 1:  # each share holds a BK step of K (its extent padded to a power of two)
             assert tile.SPLITK * tile.BK <= 1 << (k - 1).bit_length(), values
         spec = GemmSpec("g", a, b, c, m, 1024, 1024, tile=tile)

@@ -51,6 +51,14 @@ SM_BANDWIDTH_SHARE = 2
 # What split-K adds to a launch besides the partials' traffic: the fence, the count, and the last block's pass over
 # the partials after the others (a few dependent trips to memory).
 SPLIT_SECONDS = 1e-6
+# What each wave of a GEMM's blocks adds besides its products: the blocks' start, the latency of their first loads
+# before the first product and their epilogue's stores after the last. A persistent kernel (PERSISTENT = 1) pays it
+# once: its blocks start once and load a tile's first steps during the previous tile's epilogue.
+WAVE_SECONDS = 1e-6
+# L2's bandwidth to the SMs over the effective DRAM bandwidth (an estimate): every tile's loads of A and B pass
+# through L2 whether DRAM or L2 serves them, and the measured 8192^3 bf16 rate (128 x 256 tiles) reads them at
+# some 10 TB/s, about three times the effective DRAM bandwidth.
+L2_BANDWIDTH_RATIO = 3
 
 # The CUDA chips IREE 3.13 knows by name (--iree-cuda-target); it knows none after sm_87, so a module for
 # sm_90 names its device itself (GpuModel.iree_device).
@@ -61,8 +69,13 @@ NVIDIA_INTRINSICS = {("f16", "f32"): "NV_MMA_SYNC_F32_16x8x16_F16", ("f16", "f16
 
 COST_TEXT = ("max(ceil(blocks/SMs) * 2*BM*BN*ceil(ceil(K/SPLITK)/BK)*BK / (rate/SMs), "
              "(bytesA*ceil(N/BN) + bytesB*ceil(M/BM) + bytesC + [SPLITK > 1] 2*SPLITK*B*M*N*4) / "
-             "(bandwidth * min(1, 2 * min(blocks, SMs) / SMs))) + launch + [SPLITK > 1] 1us; "
-             "blocks = B*ceil(M/BM)*ceil(N/BN)*SPLITK")
+             "(bandwidth * min(1, 2 * min(blocks, SMs) / SMs))) + launch "
+             "+ [SPLITK > 1] 1us + (PERSISTENT ? 1 : waves) * 1us, the memory term also at least the same A and B "
+             "count over L2's bandwidth (3 x DRAM's); "
+             "blocks = B*ceil(M/BM)*ceil(N/BN)*SPLITK; waves = ceil(blocks / (SMs*blocks_per_sm)), blocks_per_sm by the "
+             "kernel's threads, declared registers and shared memory; "
+             "with GROUP_M > 1, A and B traffic: waves * a wave's unique bytes (its grouped tiles' rows and columns) "
+             "where they fit L2, tending to the count above as they exceed it")
 
 _TERA = 1e12
 
@@ -116,6 +129,7 @@ class GpuModel:
             return family_model(op, self.name).seconds(self, op, values, assumed)
         s = problem_sizes(op, assumed)
         bm, bn, bk = values["BM"], values["BN"], values["BK"]
+        blocks_per_sm = self.resident_blocks(op, values)
         # Split-K: SPLITK blocks a tile, each over its share of K, writing f32 partials that the tile's last
         # block reads back (in the same launch).
         split = values.get("SPLITK", 1)
@@ -123,14 +137,69 @@ class GpuModel:
         rate = self._rate(op, values.get("MMA", 0))
         block_flops = 2 * bm * bn * ceil_div(ceil_div(s["k"], split), bk) * bk
         # The SM with the most blocks runs them at its share of the rate, whether they are resident together
-        # (sharing it) or in waves: the last wave's quantization is this rounding.
+        # (sharing it) or in waves: the last wave's quantization is this rounding. Residency sets the waves
+        # (each exposing a start, WAVE_SECONDS, unless the kernel is persistent) and what L2 holds at once.
         compute = ceil_div(blocks, self.sm_count) * block_flops / (rate / self.sm_count)
         partials = np.where(split > 1, 2 * split * s["batch"] * s["m"] * s["n"] * 4, 0)
         # Fewer blocks than SMs draw only part of the bandwidth: each SM at most SM_BANDWIDTH_SHARE times its
         # even share (what split-K is for).
         drawn = np.minimum(1.0, SM_BANDWIDTH_SHARE * np.minimum(blocks, self.sm_count) / self.sm_count)
-        memory = (traffic_bytes(op, bm, bn, s) + partials) / (self.dram_bytes_per_s * drawn)
-        return roofline(compute, memory) + LAUNCH_SECONDS + np.where(split > 1, SPLIT_SECONDS, 0.0)
+        wave = np.minimum(blocks, self.sm_count * blocks_per_sm)
+        waves = ceil_div(blocks, self.sm_count * blocks_per_sm)
+        dram = (self.gemm_traffic(op, values, s, wave) + partials) / (self.dram_bytes_per_s * drawn)
+        memory = np.maximum(dram, (traffic_bytes(op, bm, bn, s) + partials) / (self.l2_bytes_per_s * drawn))
+        exposed = np.where(values.get("PERSISTENT", 0) > 0, 1, waves) * WAVE_SECONDS
+        return roofline(compute, memory) + LAUNCH_SECONDS + exposed + np.where(split > 1, SPLIT_SECONDS, 0.0)
+
+    def resident_blocks(self, op: Contraction, values: KnobValues) -> Knob:
+        """Blocks of the GEMM kernel an SM holds at once: its threads, registers and shared memory against the
+        SM's. The registers are what the kernel declares: the wgmma kernel's ``.maxnreg`` for its warpgroups,
+        the mma.sync and FMA kernels' allotment (:mod:`prism.codegen.gpu.resources`)."""
+        from prism.codegen.gpu import gemm_sm90, resources
+
+        bm, bn, bk, wm, wn = (values[k] for k in ("BM", "BN", "BK", "WM", "WN"))
+        stages = values.get("STAGES", 2)
+        units = (bm // wm) * (bn // wn)  # warps, or on the wgmma kernel consumer warpgroups
+        tiles = stages * (bm * bk * op.elem_bytes[0] + bk * bn * op.elem_bytes[1])
+        if nvidia_space.uses_wgmma(op, self):
+            threads = gemm_sm90.WARPGROUP * (1 + units)
+            need = gemm_sm90.PRODUCER_REGISTERS + units * gemm_sm90.CONSUMER_REGISTERS
+            registers = ceil_div(need, 8 * (1 + units)) * 8
+            smem = tiles + nvidia_space.WGMMA_RESERVED_BYTES
+        else:
+            threads = units * self.warp_size
+            registers = resources.gemm_allotment(bm, bn, bk, wm, wn, values.get("SPLITK", 1),
+                                                 tensor_cores=values.get("MMA", 0) > 0)
+            smem = tiles
+        resident = np.minimum(np.minimum(self.smem_per_sm // np.maximum(smem, 1), 2048 // threads),
+                              self.regs_per_sm // (threads * registers))
+        return np.maximum(1, resident)
+
+    @property
+    def l2_bytes_per_s(self) -> float:
+        """What L2 serves the SMs (L2_BANDWIDTH_RATIO times the effective DRAM bandwidth)."""
+        return L2_BANDWIDTH_RATIO * self.dram_bytes_per_s
+
+    def gemm_traffic(self, op: Contraction, values: KnobValues, s: dict[str, int], wave: Knob) -> Knob:
+        """DRAM bytes of a GEMM whose blocks run ``wave`` at a time: A once per N tile and B once per M tile,
+        C once. Tiles grouped by GROUP_M (at least two rows of tiles a group) share their A and B panels by
+        construction: where the bytes a wave's tiles read (their rows of M tiles and columns of N tiles, each over
+        its share of K) fit L2, each wave reads them from DRAM once, tending to the count above as they exceed it
+        (L2 keeps the fraction L2 / those bytes for the wave's other tiles). The row-by-row order is credited
+        no reuse."""
+        bm, bn = values["BM"], values["BN"]
+        split = values.get("SPLITK", 1)
+        tiles_m, tiles_n = ceil_div(s["m"], bm), ceil_div(s["n"], bn)
+        per_z = tiles_m * tiles_n  # a batch index's (and share's) tiles
+        rows, cols = wave_tiles(np.minimum(wave, per_z), tiles_m, tiles_n, values.get("GROUP_M", 1))
+        k = ceil_div(s["k"], split)
+        unique = ceil_div(wave, per_z) * (rows * bm * k * op.elem_bytes[0] + cols * bn * k * op.elem_bytes[1])
+        reread = traffic_bytes(op, bm, bn, s)
+        # the tiles over the wave's, each wave's bytes read once (a last, partial wave reads its part)
+        reused = s["batch"] * per_z * split / wave * unique + s["batch"] * s["m"] * s["n"] * op.acc_bytes
+        kept = np.minimum(1.0, self.l2_bytes / np.maximum(unique, 1))
+        grouped = np.minimum(values.get("GROUP_M", 1), tiles_m) > 1
+        return np.where(grouped, np.minimum(reread, kept * reused + (1 - kept) * reread), reread)
 
     def lower_bound(self, op: Problem, values: KnobValues, assumed: int = 1024) -> np.ndarray:
         """Reads BM, BN and MMA: exact traffic, and the unpadded work of the output tiles at peak (for another
@@ -141,8 +210,12 @@ class GpuModel:
         bm, bn = values["BM"], values["BN"]
         blocks = s["batch"] * ceil_div(s["m"], bm) * ceil_div(s["n"], bn)
         compute = blocks * 2 * bm * bn * s["k"] / self._rate(op, values.get("MMA", 0))
-        memory = traffic_bytes(op, bm, bn, s) / self.dram_bytes_per_s
-        return roofline(compute, memory) + LAUNCH_SECONDS
+        # L2 may serve every re-read of A and B (gemm_traffic): each is read from DRAM at least once
+        unique = s["batch"] * (s["m"] * s["k"] * op.elem_bytes[0] + s["k"] * s["n"] * op.elem_bytes[1]
+                               + s["m"] * s["n"] * op.acc_bytes)
+        memory = np.maximum(np.minimum(traffic_bytes(op, bm, bn, s), unique) / self.dram_bytes_per_s,
+                            traffic_bytes(op, bm, bn, s) / self.l2_bytes_per_s)
+        return roofline(compute, memory) + LAUNCH_SECONDS + WAVE_SECONDS
 
     iree_backend = "cuda"
 
@@ -254,6 +327,19 @@ class NvidiaTarget(GpuModel):
         if family_of(op) is None:
             return nvidia_space.gemm_space(op, self)
         return super().space(op)
+
+
+def wave_tiles(wave: Knob, tiles_m: Knob, tiles_n: Knob, group_m: Knob) -> tuple[Knob, Knob]:
+    """The rows of M tiles and columns of N tiles that the first ``wave`` tiles (at most one batch index's
+    ``tiles_m x tiles_n``) span in the order of groups of ``group_m`` rows (codegen.gpu.gemm.tile_order): whole
+    groups span every column, a group's first tiles its rows and as many columns as they fill."""
+    group = np.minimum(group_m, tiles_m)
+    whole = wave // (group * tiles_n)
+    rest = wave - whole * group * tiles_n
+    last = np.maximum(np.minimum(group, tiles_m - whole * group), 1)  # the rows of the group the rest lies in
+    rows = np.minimum(tiles_m, whole * group + np.where(rest > 0, np.minimum(last, rest), 0))
+    cols = np.where(whole > 0, tiles_n, ceil_div(rest, last))
+    return rows, cols
 
 
 def gemm_space(op: Contraction, target: GpuModel, stages: int = 1) -> Space:

@@ -56,6 +56,10 @@ WGMMA_RESERVED_BYTES = 1024
 WGMMA_M = 64
 MAX_SPLITK_LOG2 = 4  # SPLITK up to 16
 GRID_Z_LOG2 = 16  # batch x SPLITK blocks along grid z: below 2**16 (65535)
+# The tile orders: output tiles in groups of GROUP_M = 2**gm rows of tiles (1: row by row, up to 8), on both
+# kernels; and the wgmma kernel's persistent grid (PERSISTENT = 1: at most the resident blocks, each looping over
+# tiles).
+MAX_GROUP_M_LOG2 = 3
 
 
 def uses_wgmma(op: Contraction, target: GpuModel) -> bool:
@@ -95,6 +99,7 @@ def gemm_space(op: Contraction, target: GpuModel) -> Space:
             ("shared_memory", _shared(op, target.smem_per_block, WGMMA_RESERVED_BYTES)),
         ]
         floor = 6
+        persistent, group = "0 <= persistent <= 1", MAX_GROUP_M_LOG2
         split = _split_k(target)
     else:
         mma = op.input_type in TENSOR_CORE_TYPES
@@ -119,10 +124,14 @@ def gemm_space(op: Contraction, target: GpuModel) -> Space:
         # of fragments only while WM x WN x BK <= 2**14 (resources.gemm_allotment)
         split = _split_k(target, "wm + wn <= 11 and ((bm - wm) + (bn - wn) <= 3 or wm + wn + bk <= 14)"
                          if mma else "wm + wn <= 10")
+        # tiles grouped on tensor cores; the FMA kernel's are too slow for L2 to matter
+        persistent, group = "persistent = 0", MAX_GROUP_M_LOG2 if mma else 0
     universe = (f"{shape_param_bounds()} and {universe} and {MIN_STAGES} <= stages <= {MAX_STAGES} and "
-                f"0 <= sk <= {MAX_SPLITK_LOG2}")
+                f"0 <= sk <= {MAX_SPLITK_LOG2} and {persistent} and 0 <= gm <= {group}")
     groups.append(("split_k", split))
     groups.append(("shape", " and ".join([shape_fit("bm", "m", floor), shape_fit("bn", "n", floor),
                                           shape_fit("bk", "k", floor if uses_wgmma(op, target) else 4)])))
-    return Space(kind="gemm", knobs={"bm": "BM", "bn": "BN", "bk": "BK", "wm": "WM", "wn": "WN", "sk": "SPLITK"},
-                 flags={"mma": "MMA", "stages": "STAGES"}, universe=universe, groups=tuple(groups))
+    return Space(kind="gemm", knobs={"bm": "BM", "bn": "BN", "bk": "BK", "wm": "WM", "wn": "WN", "sk": "SPLITK",
+                                           "gm": "GROUP_M"},
+                 flags={"mma": "MMA", "stages": "STAGES", "persistent": "PERSISTENT"},
+                 universe=universe, groups=tuple(groups))

@@ -51,7 +51,7 @@
 
 // --emit=manifest launches the GEMM with the search's choice: BM x BN blocks over M x N.
 // CHOICE:      IR Dump After prism-verify
-// CHOICE:      linalg.matmul {prism.choice = {BK = {{[0-9]+}} : i64, BM = [[BM:[0-9]+]] : i64, BN = [[BN:[0-9]+]] : i64, MMA = 0 : i64, SPLITK = {{[0-9]+}} : i64, STAGES = {{[2-5]}} : i64, WM = {{[0-9]+}} : i64, WN = {{[0-9]+}} : i64}
+// CHOICE:      linalg.matmul {prism.choice = {BK = {{[0-9]+}} : i64, BM = [[BM:[0-9]+]] : i64, BN = [[BN:[0-9]+]] : i64, GROUP_M = {{[1248]}} : i64, MMA = 0 : i64, PERSISTENT = 0 : i64, SPLITK = {{[0-9]+}} : i64, STAGES = {{[2-5]}} : i64, WM = {{[0-9]+}} : i64, WN = {{[0-9]+}} : i64}
 // CHOICE:      "name": "gemm_k0_gemm",
 // CHOICE-NEXT: "grid": [
 // CHOICE-NEXT:   "cdiv(256, [[BN]])",

@@ -17,9 +17,21 @@ func.func @tall(%a: tensor<1000000000x64xf32>, %b: tensor<64x64xf32>) -> tensor<
 
 // -----
 
-// A batch of 70000 products: the batch is along grid axis z.
+// A batch of 70000 f32 products: the batch is along grid axis z.
 // GPU: gpu-grid-invalid.mlir:[[# @LINE + 5]]:8: error: prism-lower-gpu: {{.*}}65535
-func.func @batch(%a: tensor<70000x16x16xf16>, %b: tensor<70000x16x16xf16>) -> tensor<70000x16x16xf32> {
+func.func @batch(%a: tensor<70000x16x16xf32>, %b: tensor<70000x16x16xf32>) -> tensor<70000x16x16xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<70000x16x16xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<70000x16x16xf32>) -> tensor<70000x16x16xf32>
+  %r = linalg.batch_matmul ins(%a, %b : tensor<70000x16x16xf32>, tensor<70000x16x16xf32>) outs(%c : tensor<70000x16x16xf32>) -> tensor<70000x16x16xf32>
+  return %r : tensor<70000x16x16xf32>
+}
+
+// -----
+
+// The same batch of f16 products takes the persistent wgmma kernel, whose grid is the blocks the chip holds.
+// GPU-NOT: error: {{.*}}half_batch
+func.func @half_batch(%a: tensor<70000x16x16xf16>, %b: tensor<70000x16x16xf16>) -> tensor<70000x16x16xf32> {
   %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<70000x16x16xf32>
   %c = linalg.fill ins(%z : f32) outs(%e : tensor<70000x16x16xf32>) -> tensor<70000x16x16xf32>

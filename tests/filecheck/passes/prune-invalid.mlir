@@ -5,8 +5,8 @@
 // CHECK: prune-invalid.mlir:[[# @LINE + 3]]:3: error: prism-prune: constraint 'threads' on target 'h200' removed every schedule of family 'big_family0': '(bm - wm) + (bn - wn) + 5 <= {{[0-9]+}}'; funnel: {'space': 100, 'threads': 0}
 func.func private @big_family0(%a: tensor<1024x1024xf32>, %b: tensor<1024x1024xf32>, %c: tensor<1024x1024xf32>)
     -> tensor<1024x1024xf32> attributes {prism.family_body} {
-  "prism.family"() {kind = "gemm", symbols = ["BM", "BN", "BK", "WM", "WN", "SPLITK", "MMA", "STAGES"],
-                    domain = "[LB, LM, LN, LK] -> { [bm, bn, bk, wm, wn, sk, mma, stages] : bm = 8 and bn = 8 and wm = 3 and wn = 3 }",
+  "prism.family"() {kind = "gemm", symbols = ["BM", "BN", "BK", "WM", "WN", "SPLITK", "GROUP_M", "MMA", "STAGES", "PERSISTENT"],
+                    domain = "[LB, LM, LN, LK] -> { [bm, bn, bk, wm, wn, sk, gm, mma, stages, persistent] : bm = 8 and bn = 8 and wm = 3 and wn = 3 }",
                     cost = "", stats = {}} : () -> ()
   %0 = linalg.matmul ins(%a, %b : tensor<1024x1024xf32>, tensor<1024x1024xf32>) outs(%c : tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
   return %0 : tensor<1024x1024xf32>
@@ -16,11 +16,11 @@ func.func private @big_family0(%a: tensor<1024x1024xf32>, %b: tensor<1024x1024xf
 
 // An f16 family on sm_90a narrowed to 256x256 blocks of 64x64 warpgroup tiles would need 16 consumer warpgroups;
 // the wgmma kernel has one or two.
-// CHECK: prune-invalid.mlir:[[# @LINE + 3]]:3: error: prism-prune: constraint 'warpgroups' on target 'h200' removed every schedule of family 'wide_family0': '(bm - wm) + (bn - wn) <= 1'; funnel: {'space': 40, 'warpgroups': 0}
+// CHECK: prune-invalid.mlir:[[# @LINE + 3]]:3: error: prism-prune: constraint 'warpgroups' on target 'h200' removed every schedule of family 'wide_family0': '(bm - wm) + (bn - wn) <= 1'; funnel: {'space': 320, 'warpgroups': 0}
 func.func private @wide_family0(%a: tensor<1024x1024xf16>, %b: tensor<1024x1024xf16>, %c: tensor<1024x1024xf32>)
     -> tensor<1024x1024xf32> attributes {prism.family_body} {
-  "prism.family"() {kind = "gemm", symbols = ["BM", "BN", "BK", "WM", "WN", "SPLITK", "MMA", "STAGES"],
-                    domain = "[LB, LM, LN, LK] -> { [bm, bn, bk, wm, wn, sk, mma, stages] : bm = 8 and bn = 8 and wn = 6 }",
+  "prism.family"() {kind = "gemm", symbols = ["BM", "BN", "BK", "WM", "WN", "SPLITK", "GROUP_M", "MMA", "STAGES", "PERSISTENT"],
+                    domain = "[LB, LM, LN, LK] -> { [bm, bn, bk, wm, wn, sk, gm, mma, stages, persistent] : bm = 8 and bn = 8 and wn = 6 }",
                     cost = "", stats = {}} : () -> ()
   %0 = linalg.matmul ins(%a, %b : tensor<1024x1024xf16>, tensor<1024x1024xf16>) outs(%c : tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
   return %0 : tensor<1024x1024xf32>
@@ -41,7 +41,7 @@ func.func private @broken_family0(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>, %c: 
 
 // A domain over the knobs of another space (here the GPU space before STAGES was a knob) is refused, naming the
 // dimensions the target expects.
-// CHECK: prune-invalid.mlir:[[# @LINE + 3]]:3: error: prism-prune: family 'old_family0' has a domain over [bm, bn, bk, wm, wn, mma]; expected [bm, bn, bk, wm, wn, sk, mma, stages] for this target
+// CHECK: prune-invalid.mlir:[[# @LINE + 3]]:3: error: prism-prune: family 'old_family0' has a domain over [bm, bn, bk, wm, wn, mma]; expected [bm, bn, bk, wm, wn, sk, gm, mma, stages, persistent] for this target
 func.func private @old_family0(%a: tensor<64x64xf16>, %b: tensor<64x64xf16>, %c: tensor<64x64xf32>)
     -> tensor<64x64xf32> attributes {prism.family_body} {
   "prism.family"() {kind = "gemm", symbols = ["BM", "BN", "BK", "WM", "WN", "MMA"],

@@ -9,15 +9,15 @@
 // deep.
 // GPU-LABEL: func.func private @gemm_family0
 // GPU:         "prism.family"()
-// GPU-SAME:      domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [bm, bn, bk, wm = 6, wn, sk, mma = 1, stages] :
-// GPU-SAME:      stats = {registers = 280 : i64, shape = 23 : i64, shared_memory = 220 : i64, space = 720 : i64, split_k = 71 : i64, warpgroups = 320 : i64}
-// GPU-SAME:      symbols = ["BM", "BN", "BK", "WM", "WN", "SPLITK", "MMA", "STAGES"]
+// GPU-SAME:      domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [bm, bn, bk, wm = 6, wn, sk, gm, mma = 1, stages, persistent] :
+// GPU-SAME:      stats = {registers = 2240 : i64, shape = 184 : i64, shared_memory = 1760 : i64, space = 5760 : i64, split_k = 568 : i64, warpgroups = 2560 : i64}
+// GPU-SAME:      symbols = ["BM", "BN", "BK", "WM", "WN", "SPLITK", "GROUP_M", "MMA", "STAGES", "PERSISTENT"]
 // On the A100 (sm_80), the mma.sync kernel: warps of any WM x WN, bounded by the threads of a block.
 // A100-LABEL: func.func private @gemm_family0
 // A100:         "prism.family"()
-// A100-SAME:      domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [bm, bn, bk, wm, wn, sk, mma = 1, stages] :
-// A100-SAME:      stats = {registers = 7980 : i64, shape = 2500 : i64, shared_memory = 7710 : i64, space = 13500 : i64, split_k = 3988 : i64, threads = 11400 : i64}
-// A100-SAME:      symbols = ["BM", "BN", "BK", "WM", "WN", "SPLITK", "MMA", "STAGES"]
+// A100-SAME:      domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [bm, bn, bk, wm, wn, sk, gm, mma = 1, stages, persistent = 0] :
+// A100-SAME:      stats = {registers = 31920 : i64, shape = 9944 : i64, shared_memory = 30840 : i64, space = 54000 : i64, split_k = 15840 : i64, threads = 45600 : i64}
+// A100-SAME:      symbols = ["BM", "BN", "BK", "WM", "WN", "SPLITK", "GROUP_M", "MMA", "STAGES", "PERSISTENT"]
 // HOST-LABEL: func.func private @gemm_family0
 // HOST:         "prism.family"()
 // HOST-SAME:      domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [tm, tn, tk{{( = [0-9]+)?}}, rm{{( = [0-9]+)?}}, rn{{( = [0-9]+)?}}, m3{{( = [0-9]+)?}}, t3
@@ -32,7 +32,7 @@ func.func @gemm(%a: tensor<256x128xf16>, %b: tensor<128x64xf16>, %c: tensor<256x
 // DYN:         domain = "[LB, LM, LN, LK, DM, DN, DK] -> {
 // DYN-SAME:      LM
 // DYN-GPU-LABEL: func.func private @dynamic_family0
-// DYN-GPU:         domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [bm, bn, bk, wm, wn, sk, mma = 0, stages] :
+// DYN-GPU:         domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [bm, bn, bk, wm, wn, sk, gm, mma = 0, stages, persistent = 0] :
 // DYN-GPU-SAME:      bm <= LM
 
 // -----
@@ -41,11 +41,11 @@ func.func @gemm(%a: tensor<256x128xf16>, %b: tensor<128x64xf16>, %c: tensor<256x
 // family (the shape constraint only bounds the tiles by the padded problem).
 // GPU-LABEL: func.func private @ragged_family0
 // GPU:         "prism.family"()
-// GPU-SAME:      domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [bm, bn, bk, wm, wn, sk, mma = 0, stages] :
-// GPU-SAME:      stats = {registers = 24100 : i64, shape = 4294 : i64, shared_memory = 20325 : i64, space = 50000 : i64, split_k = 10910 : i64, threads = 30500 : i64}
+// GPU-SAME:      domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [bm, bn, bk, wm, wn, sk, gm = 0, mma = 0, stages, persistent = 0] :
+// GPU-SAME:      stats = {registers = 20540 : i64, shape = 4211 : i64, shared_memory = 18550 : i64, space = 50000 : i64, split_k = 10540 : i64, threads = 30500 : i64}
 // A100-LABEL: func.func private @ragged_family0
 // A100-NOT:     divisibility
-// A100:         symbols = ["BM", "BN", "BK", "WM", "WN", "SPLITK", "MMA", "STAGES"]
+// A100:         symbols = ["BM", "BN", "BK", "WM", "WN", "SPLITK", "GROUP_M", "MMA", "STAGES", "PERSISTENT"]
 // HOST-LABEL: func.func private @ragged_family0
 func.func @ragged(%a: tensor<100x64xf32>, %b: tensor<64x32xf32>, %c: tensor<100x32xf32>) -> tensor<100x32xf32> {
   %0 = linalg.matmul ins(%a, %b : tensor<100x64xf32>, tensor<64x32xf32>) outs(%c : tensor<100x32xf32>) -> tensor<100x32xf32>

@@ -3,7 +3,7 @@
 
 // The whole search in one named pipeline: plain linalg in, annotated linalg out.
 // GPU-LABEL: func.func @gemm
-// GPU:         linalg.matmul {prism.choice = {BK = {{[0-9]+}} : i64, BM = {{[0-9]+}} : i64, BN = {{[0-9]+}} : i64, MMA = 0 : i64, SPLITK = {{[0-9]+}} : i64, STAGES = {{[2-5]}} : i64, WM = {{[0-9]+}} : i64, WN = {{[0-9]+}} : i64}, prism.roles = ["m", "n", "k"]}
+// GPU:         linalg.matmul {prism.choice = {BK = {{[0-9]+}} : i64, BM = {{[0-9]+}} : i64, BN = {{[0-9]+}} : i64, GROUP_M = {{[1248]}} : i64, MMA = 0 : i64, PERSISTENT = 0 : i64, SPLITK = {{[0-9]+}} : i64, STAGES = {{[2-5]}} : i64, WM = {{[0-9]+}} : i64, WN = {{[0-9]+}} : i64}, prism.roles = ["m", "n", "k"]}
 // GPU-NOT:     prism.family
 // HOST-LABEL: func.func @gemm
 // HOST:         linalg.matmul {prism.choice = {RM = {{[0-9]+}} : i64, RN = {{[0-9]+}} : i64, TK = {{[0-9]+}} : i64, TM = {{[0-9]+}} : i64, TN = {{[0-9]+}} : i64}, prism.roles = ["m", "n", "k"]}

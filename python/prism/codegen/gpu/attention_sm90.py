@@ -54,7 +54,7 @@ adjacent so that they share K and V in L2, and no batch count over the
 K tiles, the ``STAGES`` V tiles, each stored in chunks of 64 elements (128
 bytes) along its contiguous dimension, as TMA's 128-byte swizzle writes them
 and the wgmma descriptors read them
-(:class:`~prism.codegen.gpu.gemm_sm90.TileOperand`). The tensor maps are
+(:class:`~prism.codegen.gpu.hopper.TileOperand`). The tensor maps are
 3-D (contiguous dimension, rows, flattened batch) so that a box never
 crosses a batch index; TMA zero-fills rows past ``sq`` and keys past ``skv``.
 
@@ -111,7 +111,7 @@ from prism.codegen.gpu.attention import (
     store_rows,
     whole_tiles,
 )
-from prism.codegen.gpu.gemm_sm90 import (
+from prism.codegen.gpu.hopper import (
     ROW_BYTES,
     SHARED,
     SHARED_LIMIT,

@@ -2,7 +2,10 @@
 
 A block computes a BM x BN tile of C for one batch index (grid x over the
 N tiles, y over the M tiles, z over the batch); its warps each own a
-WM x WN part of that tile. K is walked in BK steps through a ring of
+WM x WN part of that tile. With GROUP_M > 1 the block's linear index
+within its batch index, ``y * N tiles + x``, is mapped to a tile in
+groups of GROUP_M rows of tiles (:func:`tile_order`), so that the blocks
+running together share A's and B's tiles in L2. K is walked in BK steps through a ring of
 STAGES shared-memory slots: while the block computes on slot ``kt``, the
 copies of tile ``kt + STAGES - 1`` are in flight.
 
@@ -209,6 +212,8 @@ def _knob_problem(tile: GemmTile, dtype: str, dual: bool) -> str | None:
         return f"STAGES={tile.STAGES}: the pipeline needs 2 to 8 stages"
     if not 1 <= tile.SPLITK <= MAX_SPLITK:
         return f"SPLITK={tile.SPLITK}: K splits into 1 to {MAX_SPLITK} shares"
+    if tile.GROUP_M < 1:
+        return f"GROUP_M={tile.GROUP_M}: tiles are grouped in 1 or more rows"
     limit = SPLIT_ACCUMULATORS[mma]
     if tile.SPLITK > 1 and accumulators > limit:
         return (f"SPLITK={tile.SPLITK} with {accumulators} f32 accumulators a thread: the last block's sum of the "
@@ -235,6 +240,31 @@ def gemm_tile_problem(spec: GemmSpec, chip: str) -> str | None:
         return (f"{shared} bytes of shared memory (STAGES * (A tile + B tile{' * 2' if spec.b2 else ''})) "
                 f"exceed {chip}'s {SHARED_LIMIT[chip]}")
     return None
+
+
+def tile_order(linear: int, tiles_m: int, tiles_n: int, group_m: int) -> tuple[int, int]:
+    """The (M tile, N tile) of linear tile ``linear`` of a ``tiles_m x tiles_n`` grid of output tiles, in groups
+    of ``group_m`` rows of tiles: a group's tiles walk down its rows first, then along N (the last group has
+    the rows that are left); ``group_m = 1`` is row by row. Every tile is taken once."""
+    in_group = group_m * tiles_n
+    first = linear // in_group * group_m
+    rows = min(tiles_m - first, group_m)
+    within = linear % in_group
+    return first + within % rows, within // rows
+
+
+def emit_tile_order(t: TextBuilder, linear: str, tiles_m: str, tiles_n: str, group_m: int) -> tuple[str, str]:
+    """:func:`tile_order` as index arithmetic in the kernel: the (M tile, N tile) values of ``linear``."""
+    def op(kind: str, a: str, b: str, hint: str = "v") -> str:
+        return t.value(f"arith.{kind} {a}, {b} : index", hint)
+
+    if group_m == 1:
+        return op("divui", linear, tiles_n, "tm"), op("remui", linear, tiles_n, "tn")
+    in_group = op("muli", t.const(group_m), tiles_n)
+    first = op("muli", op("divui", linear, in_group), t.const(group_m), "first")
+    rows = op("minui", op("subi", tiles_m, first), t.const(group_m), "rows")
+    within = op("remui", linear, in_group)
+    return op("addi", first, op("remui", within, rows), "tm"), op("divui", within, rows, "tn")
 
 
 # -- the kernels and their launches -----------------------------------------------------------------------------------
@@ -424,8 +454,9 @@ class GemmWriter:
         warp = self.op("divui", self.tid, 32, "warp")
         self.warp_m = self.op("muli", self.op("divui", warp, self.warps_n), tile.WM, "wm")
         self.warp_n = self.op("muli", self.op("remui", warp, self.warps_n), tile.WN, "wn")
-        self.m0 = self.op("muli", t.value("gpu.block_id y", "by"), tile.BM, "m0")
-        self.n0 = self.op("muli", t.value("gpu.block_id x", "bx"), tile.BN, "n0")
+        self.tile_m, self.tile_n = self.tile_indices()
+        self.m0 = self.op("muli", self.tile_m, tile.BM, "m0")
+        self.n0 = self.op("muli", self.tile_n, tile.BN, "n0")
         self.z = t.value("gpu.block_id z", "bz")
         if tile.SPLITK > 1:  # z = batch index * SPLITK + share
             self.share = self.op("remui", self.z, tile.SPLITK, "share")
@@ -437,6 +468,17 @@ class GemmWriter:
         if self.mma:  # defined here, before the loops that use them
             for op in self.operands:
                 self.lane_geometry(op)
+
+    def tile_indices(self) -> tuple[str, str]:
+        """The block's (M tile, N tile): grid y and x, or with GROUP_M > 1 the grouped order's tile of the linear
+        index ``y * N tiles + x``."""
+        t, tile = self.t, self.tile
+        by, bx = t.value("gpu.block_id y", "by"), t.value("gpu.block_id x", "bx")
+        if tile.GROUP_M == 1:
+            return by, bx
+        tiles_m = self.op("ceildivui", self.dim(self.spec.m), tile.BM)
+        tiles_n = self.op("ceildivui", self.dim(self.spec.n), tile.BN)
+        return emit_tile_order(t, self.op("addi", self.op("muli", by, tiles_n), bx), tiles_m, tiles_n, tile.GROUP_M)
 
     def batch_indices(self, z: str) -> list[str]:
         """The batch indices of grid index ``z``, outermost first."""
@@ -934,8 +976,8 @@ class GemmWriter:
                        f"memref<1xi32, {WS}>", "flag")
         tiles_m = self.op("ceildivui", self.sizes["m"], self.tile.BM)
         tiles_n = self.op("ceildivui", self.sizes["n"], self.tile.BN)
-        tile = self.op("addi", self.op("muli", self.z, tiles_m), t.value("gpu.block_id y", "by"))
-        tile = self.op("addi", self.op("muli", tile, tiles_n), t.value("gpu.block_id x", "bx"), "tile")
+        tile = self.op("addi", self.op("muli", self.z, tiles_m), self.tile_m)
+        tile = self.op("addi", self.op("muli", tile, tiles_n), self.tile_n, "tile")
         with t.if_(self.cmp("eq", self.tid, 0)):
             one = t.value("arith.constant 1 : i32", "one")
             old = t.value(f"memref.atomic_rmw addi {one}, {counters}[{tile}] : (i32, memref<?xi32>) -> i32", "old")

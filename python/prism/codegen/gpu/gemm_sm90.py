@@ -42,6 +42,23 @@ warpgroup, done once it has issued its share's loads, never waits there.
 The last block's consumers start from ``init`` or ``init_value``, add the
 partials in share order and run the epilogue.
 
+**Tile order.** A block's tile is grid x's N tile and y's M tile, z the
+batch index times SPLITK plus the share; with GROUP_M > 1, the linear index
+``y * N tiles + x`` is taken in groups of GROUP_M rows of tiles
+(:func:`~prism.codegen.gpu.gemm.tile_order`), so that the blocks running
+together share A's and B's tiles in L2.
+
+**Persistent** (PERSISTENT = 1): the grid is at most the blocks the chip
+holds at once (:func:`resident_blocks`; grid x ``min(tiles, blocks)``),
+and each block walks the linear tiles ``x, x + grid x, ...`` (tiles
+counted over batch x SPLITK x M tiles x N tiles, in that nesting). The
+producer and the consumers walk the same tiles; the ring's iteration count
+goes on from one tile to the next, so slots and parities continue. After a
+tile's last K step the consumers wait for their wgmmas and free its slot
+before the epilogue: the producer meanwhile loads the next tile's first
+steps. Split-K's last-block reduction runs per tile as above (the counter
+of the tile's M and N index).
+
 **Launch.** Dynamic shared memory above 48 KiB needs the launcher's opt-in;
 each tensor map parameter is the device address of a map encoded as its
 :class:`~prism.codegen.gpu.spec.TensorMap` says. The kernel declares
@@ -54,9 +71,24 @@ where it does not hold.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from prism.codegen.gpu.gemm import FLAG_BYTES, MAX_SPLITK, splitk_temporaries
+from prism.codegen.gpu import hopper
+from prism.codegen.gpu.gemm import FLAG_BYTES, MAX_SPLITK, emit_tile_order, splitk_temporaries
+from prism.codegen.gpu.hopper import (
+    BOX_LIMIT,
+    CHUNK,
+    ROW_BYTES,
+    SHARED,
+    SHARED_LIMIT,
+    SHARED_RESERVED,
+    TMA_ROW_ALIGN,
+    WARPGROUP,
+    WGMMA_K,
+    WGMMA_M,
+    TileOperand,
+)
 from prism.codegen.gpu.spec import (
     ELEMENT_BYTES,
     FLOAT_BITS,
@@ -67,7 +99,6 @@ from prism.codegen.gpu.spec import (
     Operand,
     Param,
     Tensor,
-    TensorMap,
     convert,
     numel_text,
 )
@@ -75,88 +106,14 @@ from prism.codegen.text import TextBuilder
 from prism.infra.errors import UnsupportedOp
 
 INPUT_TYPES = ("f16", "bf16")
-# Elements of a 16-bit type in one 128-byte swizzle row: the chunk width of every shared tile.
-CHUNK = 64
-ROW_BYTES = 128
-# Bytes between 8-row groups of a 128-byte-swizzled tile: the wgmma descriptors' stride offset.
-GROUP_BYTES = 8 * ROW_BYTES
-WGMMA_M, WGMMA_K = 64, 16
-WARPGROUP = 128
-BOX_LIMIT = 256  # a TMA box's largest extent per dimension
-SHARED_LIMIT = 227 * 1024  # shared memory per block on GH100
-# The dynamic shared memory starts 1024-byte aligned after the static mbarriers: room kept for both.
-SHARED_RESERVED = 1024
-TMA_ROW_ALIGN = 16  # bytes: a tensor map's global strides are multiples of this
 # setmaxnreg: what the producer keeps and each consumer gets (multiples of 8 in [24, 256]).
 PRODUCER_REGISTERS = 40
 CONSUMER_REGISTERS = 232
 ACC_REGISTER_LIMIT = 128  # f32 accumulator registers per consumer thread, leaving room for addresses
-WAIT_TICKS = 10_000_000
-SHARED = "#gpu.address_space<workgroup>"
-SWIZZLE_128B = 1 << 62  # a wgmma descriptor's layout field for the 128-byte swizzle
+SYSTEM_SHARED = 1024  # shared memory the CUDA runtime keeps per resident block
 
 
 # -- the plan: what the kernel's shape follows from --------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TileOperand:
-    """A, B or the dual's B2 as the kernel holds it: a tensor map, and a tile of chunks in each stage of the
-    shared ring, read by wgmma through descriptors."""
-
-    tensor: Tensor
-    rows: int  # the tile's M (A) or N (B) extent
-    k_major: bool  # K is the contiguous dimension
-    batched: bool  # the tensor has the batch dimensions (else it is shared by every batch index)
-    inner: Dim  # the tensor's contiguous dimension
-    outer: Dim
-    offset: int  # bytes from the stage's start
-    bk: int
-
-    @property
-    def chunks(self) -> int:
-        return self.bk // CHUNK if self.k_major else self.rows // CHUNK
-
-    @property
-    def chunk_bytes(self) -> int:
-        return (self.rows if self.k_major else self.bk) * ROW_BYTES
-
-    @property
-    def bytes(self) -> int:
-        return self.chunks * self.chunk_bytes
-
-    @property
-    def box(self) -> tuple[int, ...]:
-        """Innermost first; a batched map takes one batch index per box."""
-        box = (CHUNK, self.rows if self.k_major else self.bk)
-        return box + (1,) if self.batched else box
-
-    def tensormap(self, batch: tuple[Dim, ...]) -> TensorMap:
-        """The map cuTensorMapEncodeTiled makes: batch dimensions flattened into one (the tensor is contiguous)."""
-        elem = ELEMENT_BYTES[self.tensor.dtype]
-        dims = (str(self.inner), str(self.outer))
-        strides: tuple[str, ...] = (_product(self.inner, elem),)
-        if self.batched:
-            dims += (numel_text(batch),)
-            strides += (_product(self.inner, self.outer, elem),)
-        return TensorMap(self.tensor.name, self.tensor.dtype, dims, strides, self.box, swizzle=ROW_BYTES)
-
-    def descriptor_type(self) -> str:
-        shape = "x".join(str(d) for d in reversed(self.box))
-        return (f"!nvgpu.tensormap.descriptor<tensor = memref<{shape}x{self.tensor.dtype}, 3>, "
-                "swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>")
-
-    def tile_offset(self, mn: int, kstep: int) -> int:
-        """Bytes from the operand's tile to the wgmma operand at row ``mn`` of the tile and K step ``kstep``."""
-        k = kstep * WGMMA_K
-        if self.k_major:
-            return (k // CHUNK) * self.chunk_bytes + mn * ROW_BYTES + (k % CHUNK) * 2
-        return (mn // CHUNK) * self.chunk_bytes + k * ROW_BYTES
-
-    def descriptor_bits(self) -> int:
-        """A wgmma descriptor's fields other than the address: leading and stride byte offsets, swizzle."""
-        leading = 1 if self.k_major else self.chunk_bytes >> 4  # K-major swizzled tiles ignore it
-        return (leading << 16) | ((GROUP_BYTES >> 4) << 32) | SWIZZLE_128B
 
 
 @dataclass(frozen=True)
@@ -196,17 +153,6 @@ class _Plan:
     @property
     def accumulators(self) -> int:
         return 2 if self.spec.b2 is not None else 1
-
-
-def _product(*factors: Dim) -> str:
-    """The product of ``factors`` as an expression, its static part folded."""
-    static, names = 1, []
-    for f in factors:
-        if isinstance(f, int):
-            static *= f
-        else:
-            names.append(str(f))
-    return " * ".join(names + ([str(static)] if static != 1 or not names else []))
 
 
 def operand_layout(spec: GemmSpec) -> tuple[TileOperand, ...]:
@@ -335,10 +281,31 @@ def emit_gemm_sm90(spec: GemmSpec) -> list[Kernel]:
     if t.SPLITK > 1:
         batch = str(t.SPLITK) if batch == "1" else f"{batch} * {t.SPLITK}"
     grid = (_cdiv(spec.n, t.BN), _cdiv(spec.m, t.BM), batch)
+    if t.PERSISTENT:
+        grid = (persistent_grid(grid, resident_blocks(plan)), "1", "1")
     launch = Launch(grid, (plan.threads, 1, 1), plan.launch_shared_bytes, params, when=_row_conditions(spec))
     text = _Writer(plan, params).kernel()
     temporaries = splitk_temporaries(spec) if t.SPLITK > 1 else ()
     return [Kernel(spec.name, text, launch, max_registers=plan.max_registers, temporaries=temporaries)]
+
+
+def resident_blocks(plan: _Plan) -> int:
+    """The blocks of the kernel that every sm_90a chip holds at once: its fewest SMs times the blocks an SM
+    holds by shared memory and by registers (at least one)."""
+    from prism.targets.nvidia import GPU_TARGETS
+    chips = [c for c in GPU_TARGETS.values() if c.chip == "sm_90a"]
+    shared = plan.launch_shared_bytes + SHARED_RESERVED + SYSTEM_SHARED
+    per_sm = min(min(c.smem_per_sm // shared, c.regs_per_sm // (plan.threads * plan.max_registers)) for c in chips)
+    return max(1, per_sm) * min(c.sm_count for c in chips)
+
+
+def persistent_grid(grid: tuple[str, str, str], blocks: int) -> str:
+    """A persistent kernel's grid x: the output tiles (the product of the one-block-a-tile grid), at most
+    ``blocks``; folded to an integer where the sizes are static."""
+    if all(g.isdigit() for g in grid):
+        return str(min(int(grid[0]) * int(grid[1]) * int(grid[2]), blocks))
+    tiles = " * ".join(g for g in grid if g != "1") or "1"
+    return f"min({tiles}, {blocks})"
 
 
 def _cdiv(size: Dim, tile: int) -> str:
@@ -387,9 +354,7 @@ class _Writer:
     def __init__(self, plan: _Plan, params: tuple[Param, ...]) -> None:
         self.plan, self.spec, self.params = plan, plan.spec, params
         self.t = TextBuilder()
-        stages = plan.spec.tile.STAGES
-        self.bar_type = f"!nvgpu.mbarrier.group<memorySpace = {SHARED}, num_barriers = {stages}>"
-        self.acc_type = "!llvm.struct<(" + ", ".join(["f32"] * (plan.spec.tile.WN // 2)) + ")>"
+        self.acc_type = hopper.accumulator_type(plan.spec.tile.WN)
         self.maps: list[str] = []  # the operands' typed tensor maps
 
     # -- values ---------------------------------------------------------------------------------------------------
@@ -402,12 +367,7 @@ class _Writer:
         return self.t.value(expr, hint)
 
     def index(self, kind: str, a: str, b: str, hint: str = "v") -> str:
-        return self.t.value(f"arith.{kind} {a}, {b} : index", hint)
-
-    def i64(self, kind: str, a: str, b: str | int) -> str:
-        if isinstance(b, int):
-            b = self.t.value(f"arith.constant {b} : i64", "k")
-        return self.t.value(f"arith.{kind} {a}, {b} : i64", "d")
+        return hopper.index_op(self.t, kind, a, b, hint)
 
     # -- the kernel -----------------------------------------------------------------------------------------------
 
@@ -449,48 +409,80 @@ class _Writer:
         self.wg = self.index("divui", self.tid, t.const(WARPGROUP), "wg")
         self.leader = t.value(f"arith.cmpi eq, {self.index('remui', self.tid, t.const(WARPGROUP))}, "
                               f"{t.const(0)} : index", "leader")
-        self.n0 = self.index("muli", t.value("gpu.block_id x", "bx"), t.const(self.spec.tile.BN), "n0")
-        self.m0 = self.index("muli", t.value("gpu.block_id y", "by"), t.const(self.spec.tile.BM), "m0")
-        self.bz = t.value("gpu.block_id z", "bz")
-        if self.spec.tile.SPLITK > 1:  # z = batch index * SPLITK + share
-            self.share = self.index("remui", self.bz, t.const(self.spec.tile.SPLITK), "share")
-            self.bz = self.index("divui", self.bz, t.const(self.spec.tile.SPLITK), "bz")
         self.shared = t.value(f"gpu.dynamic_shared_memory : memref<?xi8, {SHARED}>", "smem")
         for i, op in enumerate(plan.operands):
             self.maps.append(t.value(f"builtin.unrealized_conversion_cast {_ssa('map', str(i))} : !llvm.ptr to "
                                      f"{op.descriptor_type()}", "tmap"))
-        self.full = t.value(f"nvgpu.mbarrier.create -> {self.bar_type}", "full")
-        self.empty = t.value(f"nvgpu.mbarrier.create -> {self.bar_type}", "empty")
+        self.full = hopper.Barriers.create(t, self.spec.tile.STAGES, "full")
+        self.empty = hopper.Barriers.create(t, self.spec.tile.STAGES, "empty")
         with t.if_(t.value(f"arith.cmpi eq, {self.tid}, {t.const(0)} : index", "first")):
-            for s in range(self.spec.tile.STAGES):
-                t.add(f"nvgpu.mbarrier.init {self.full}[{t.const(s)}], {t.const(1)} : {self.bar_type}")
-                t.add(f"nvgpu.mbarrier.init {self.empty}[{t.const(s)}], {t.const(plan.consumers)} : {self.bar_type}")
+            self.full.init(t, 1)
+            self.empty.init(t, plan.consumers)
             for m, op in zip(self.maps, plan.operands, strict=True):
                 t.add(f"nvgpu.tma.prefetch.descriptor {m} : {op.descriptor_type()}")
         t.add("nvvm.fence.mbarrier.init")
         t.add("gpu.barrier")
-        self.steps = t.value(f"arith.ceildivui {self.dim(self.spec.k)}, {t.const(self.spec.tile.BK)} : index",
-                             "steps")
-        if self.spec.tile.SPLITK > 1:
-            self.share_steps()
+        self.k_steps = t.value(f"arith.ceildivui {self.dim(self.spec.k)}, {t.const(self.spec.tile.BK)} : index",
+                               "steps")
+        tile = self.spec.tile
+        self.tiles_m = self.index("ceildivui", self.dim(self.spec.m), t.const(tile.BM), "tilesm")
+        self.tiles_n = self.index("ceildivui", self.dim(self.spec.n), t.const(tile.BN), "tilesn")
+        if not tile.PERSISTENT:
+            self.block_tile()
 
-    def share_steps(self) -> None:
-        """Split-K: this block's first BK step and count of steps, ``cdiv(cdiv(K, SPLITK), BK)`` a share (the
-        last shares shorter or empty)."""
-        t, split = self.t, self.spec.tile.SPLITK
-        per = t.value(f"arith.ceildivui {self.dim(self.spec.k)}, {t.const(split)} : index", "per")
-        per = t.value(f"arith.ceildivui {per}, {t.const(self.spec.tile.BK)} : index", "per")
-        self.first = self.index("minui", self.index("muli", self.share, per), self.steps, "first")
-        last = self.index("minui", self.index("addi", self.first, per), self.steps, "last")
+    def block_tile(self) -> None:
+        """The tile of a block of the one-block-a-tile grid: x the N tile, y the M tile (or with GROUP_M > 1 the
+        grouped order's tile of ``y * N tiles + x``), z the batch index times SPLITK plus the share."""
+        t = self.t
+        bx, by = t.value("gpu.block_id x", "bx"), t.value("gpu.block_id y", "by")
+        tile_m, tile_n = by, bx
+        if self.spec.tile.GROUP_M > 1:
+            linear = self.index("addi", self.index("muli", by, self.tiles_n), bx)
+            tile_m, tile_n = emit_tile_order(t, linear, self.tiles_m, self.tiles_n, self.spec.tile.GROUP_M)
+        self.tile_origin(t.value("gpu.block_id z", "bz"), tile_m, tile_n)
+
+    def linear_tile(self, linear: str) -> None:
+        """The tile of a persistent block's linear tile index: batch index and share outermost (``z``, as the
+        one-block-a-tile grid's), then the M and N tiles in the grouped order."""
+        per_z = self.index("muli", self.tiles_m, self.tiles_n, "perz")
+        within = self.index("remui", linear, per_z)
+        tile_m, tile_n = emit_tile_order(self.t, within, self.tiles_m, self.tiles_n, self.spec.tile.GROUP_M)
+        self.tile_origin(self.index("divui", linear, per_z, "z"), tile_m, tile_n)
+
+    def tile_origin(self, z: str, tile_m: str, tile_n: str) -> None:
+        """The tile's origin in C, its batch index and (split-K) share, and its K steps: all of K, or the
+        share's ``cdiv(cdiv(K, SPLITK), BK)`` steps from its first (the last shares shorter or empty)."""
+        t, tile = self.t, self.spec.tile
+        self.tile_m, self.tile_n = tile_m, tile_n
+        self.n0 = self.index("muli", tile_n, t.const(tile.BN), "n0")
+        self.m0 = self.index("muli", tile_m, t.const(tile.BM), "m0")
+        self.bz, self.steps = z, self.k_steps
+        if tile.SPLITK == 1:
+            return
+        self.share = self.index("remui", z, t.const(tile.SPLITK), "share")
+        self.bz = self.index("divui", z, t.const(tile.SPLITK), "bz")
+        per = t.value(f"arith.ceildivui {self.dim(self.spec.k)}, {t.const(tile.SPLITK)} : index", "per")
+        per = t.value(f"arith.ceildivui {per}, {t.const(tile.BK)} : index", "per")
+        self.first = self.index("minui", self.index("muli", self.share, per), self.k_steps, "first")
+        last = self.index("minui", self.index("addi", self.first, per), self.k_steps, "last")
         self.steps = self.index("subi", last, self.first, "steps")
 
-    def slot_and_parity(self, it: str, producer: bool) -> tuple[str, str]:
-        """The ring slot of iteration ``it`` and the parity its barrier wait takes."""
-        t, stages = self.t, self.t.const(self.spec.tile.STAGES)
-        slot = self.index("remui", it, stages, "slot")
-        odd = self.index("andi", self.index("divui", it, stages), t.const(1))
-        parity = t.value(f"arith.cmpi {'eq' if producer else 'ne'}, {odd}, {t.const(0)} : index", "parity")
-        return slot, parity
+    def over_tiles(self, body: Callable[[str | None], None]) -> None:
+        """``body`` on the block's tile, or (persistent) on each of its tiles ``x + i * grid x`` in turn with
+        the ring's iteration count at the tile's start (the count goes on across tiles, so that the slots and
+        parities continue)."""
+        t = self.t
+        if not self.spec.tile.PERSISTENT:
+            body(None)
+            return
+        total = self.index("muli", self.index("muli", self.tiles_m, self.tiles_n), t.const(self.spec.tile.SPLITK))
+        for d in self.spec.batch:
+            total = self.index("muli", total, self.dim(d))
+        first, blocks = t.value("gpu.block_id x", "bx"), t.value("gpu.grid_dim x", "gx")
+        with t.for_carried(first, total, blocks, [t.const(0)], "index", ("tile", "base", "bases")) as loop:
+            self.linear_tile(loop.iv)
+            body(loop.args[0])
+            t.yield_([self.index("addi", loop.args[0], self.steps, "base")], ["index"])
 
     # -- the producer ---------------------------------------------------------------------------------------------
 
@@ -498,32 +490,24 @@ class _Writer:
         """One thread fills the ring: wait for an empty slot, expect its bytes, load every chunk."""
         t = self.t
         t.add(f"nvvm.setmaxregister decrease {PRODUCER_REGISTERS}")
-        with t.if_(self.leader), t.for_(t.const(0), self.steps, t.const(1), "it") as it:
-            slot, parity = self.slot_and_parity(it, producer=True)
-            t.add(f"nvgpu.mbarrier.try_wait.parity {self.empty}[{slot}], {parity}, {t.const(WAIT_TICKS)} : "
-                  f"{self.bar_type}")
-            t.add(f"nvgpu.mbarrier.arrive.expect_tx {self.full}[{slot}], {t.const(self.plan.stage_bytes)} : "
-                  f"{self.bar_type}")
+        with t.if_(self.leader):
+            self.over_tiles(self.produce)
+
+    def produce(self, base: str | None) -> None:
+        """The loads of one tile's K steps, ring iterations from ``base`` (0 where None)."""
+        t = self.t
+        with t.for_(t.const(0), self.steps, t.const(1), "it") as j:
+            it = j if base is None else self.index("addi", base, j, "it")
+            slot, parity = hopper.ring_position(t, it, self.spec.tile.STAGES, producer=True)
+            self.empty.wait(t, slot, parity)
+            self.full.expect_bytes(t, slot, self.plan.stage_bytes)
             step = self.index("addi", it, self.first) if self.spec.tile.SPLITK > 1 else it
             k0 = self.index("muli", step, t.const(self.spec.tile.BK), "k0")
             stage = self.index("muli", slot, t.const(self.plan.stage_bytes), "stage")
             for role, (m, op) in enumerate(zip(self.maps, self.plan.operands, strict=True)):
-                self.load(m, op, slot, stage, k0, self.m0 if role == 0 else self.n0)
-
-    def load(self, tmap: str, op: TileOperand, slot: str, stage: str, k0: str, mn0: str) -> None:
-        """The TMA loads of one operand's chunks into its tile of the stage at byte ``stage``."""
-        t = self.t
-        shape = "x".join(str(d) for d in reversed(op.box))
-        view_type = f"memref<{shape}x{op.tensor.dtype}, {SHARED}>"
-        for c in range(op.chunks):
-            offset = self.index("addi", stage, t.const(op.offset + c * op.chunk_bytes))
-            view = t.value(f"memref.view {self.shared}[{offset}][] : memref<?xi8, {SHARED}> to {view_type}", "tile")
-            step = t.const(c * CHUNK)
-            coords = [self.index("addi", k0, step), mn0] if op.k_major else [self.index("addi", mn0, step), k0]
-            if op.batched:
-                coords.append(self.bz)
-            t.add(f"nvgpu.tma.async.load {tmap}[{', '.join(coords)}], {self.full}[{slot}] to {view} : "
-                  f"{op.descriptor_type()}, {self.bar_type} -> {view_type}")
+                tile_at = self.index("addi", stage, t.const(op.offset))
+                hopper.tma_load(t, self.shared, m, op, self.full, slot, tile_at, k0, self.m0 if role == 0 else self.n0,
+                                self.bz)
 
     # -- the consumers --------------------------------------------------------------------------------------------
 
@@ -534,14 +518,27 @@ class _Writer:
         part = self.index("subi", self.wg, t.const(1), "part")
         part_m = self.index("divui", part, t.const(plan.warpgroups_n))
         part_n = self.index("remui", part, t.const(plan.warpgroups_n))
-        self.positions(self.index("muli", part_m, t.const(tile.WM)), self.index("muli", part_n, t.const(tile.WN)))
+        offsets = (self.index("muli", part_m, t.const(tile.WM)), self.index("muli", part_n, t.const(tile.WN)))
         bases = [self.descriptor_base(op, part_m if role == 0 else part_n, tile.WM if role == 0 else tile.WN)
                  for role, op in enumerate(plan.operands)]
-        split = tile.SPLITK > 1
+        self.over_tiles(lambda base: self.consume(base, offsets, bases))
+
+    def consume(self, base: str | None, offsets: tuple[str, str], bases: list[str]) -> None:
+        """One tile: the accumulators' start, the K loop on the ring (iterations from ``base``, 0 where None),
+        then (persistent) the last slot freed before the epilogue, so that the producer loads the next tile's
+        steps meanwhile."""
+        t, split = self.t, self.spec.tile.SPLITK > 1
+        self.positions(*offsets)
         init = self.initial_accumulators(zero=split)
         with t.for_carried(t.const(0), self.steps, t.const(1), init, self.acc_type, ("it", "acc", "accs")) as loop:
-            self.step(loop.iv, loop.args, bases)
-        t.add("nvvm.wgmma.wait.group.sync.aligned 0")
+            it = loop.iv if base is None else self.index("addi", base, loop.iv, "it")
+            self.step(it, loop.iv, loop.args, bases)
+        hopper.wait(t, 0)
+        if base is not None:
+            started = t.value(f"arith.cmpi ugt, {self.steps}, {t.const(0)} : index", "started")
+            with t.if_(t.value(f"arith.andi {started}, {self.leader} : i1", "release")):
+                last = self.index("subi", self.index("addi", base, self.steps), t.const(1))
+                self.empty.arrive(t, self.index("remui", last, t.const(self.spec.tile.STAGES), "freed"))
         if split:
             self.split_epilogue(loop.results)
         else:
@@ -551,51 +548,37 @@ class _Writer:
         """The wgmma descriptor of a consumer's part of ``op``'s tile in stage 0, at K step 0."""
         t = self.t
         per_part = extent * ROW_BYTES if op.k_major else extent // CHUNK * op.chunk_bytes
-        address = t.value(f"memref.extract_aligned_pointer_as_index {self.shared} : memref<?xi8, {SHARED}> "
-                          "-> index", "addr")
-        start = self.index("addi", address, self.index("addi", t.const(op.offset),
-                                                       self.index("muli", part, t.const(per_part))))
-        start = self.i64("shrui", t.value(f"arith.index_cast {start} : index to i64", "d"), 4)
-        return self.i64("ori", start, op.descriptor_bits())
+        at = self.index("addi", t.const(op.offset), self.index("muli", part, t.const(per_part)))
+        return hopper.shared_descriptor(t, self.shared, at, op)
 
-    def step(self, it: str, accs: list[str], bases: list[str]) -> None:
-        """One K step: wait for the slot, issue its wgmmas, keep one group in flight, free the slot before."""
+    def step(self, it: str, kt: str, accs: list[str], bases: list[str]) -> None:
+        """K step ``kt`` of the tile, ring iteration ``it``: wait for the slot, issue its wgmmas, keep one group in
+        flight, free the slot before (from the tile's second step)."""
         t, plan, tile = self.t, self.plan, self.spec.tile
-        slot, parity = self.slot_and_parity(it, producer=False)
-        t.add(f"nvgpu.mbarrier.try_wait.parity {self.full}[{slot}], {parity}, {t.const(WAIT_TICKS)} : "
-              f"{self.bar_type}")
+        slot, parity = hopper.ring_position(t, it, tile.STAGES, producer=False)
+        self.full.wait(t, slot, parity)
         stage = self.index("muli", slot, t.const(plan.stage_bytes >> 4))
         stage = t.value(f"arith.index_cast {stage} : index to i64", "d")
-        descriptors = [self.i64("addi", base, stage) for base in bases]
-        t.add("nvvm.wgmma.fence.aligned")
+        descriptors = [hopper.descriptor_at(t, base, stage) for base in bases]
+        hopper.fence(t)
         accs = list(accs)
         blocks = tile.WM // WGMMA_M
+        a_op, b_op = plan.operands[0], plan.operands[1]
         for kstep in range(tile.BK // WGMMA_K):
             for mb in range(blocks):
-                a = self.i64("addi", descriptors[0], plan.operands[0].tile_offset(mb * WGMMA_M, kstep) >> 4)
+                a = hopper.descriptor_at(t, descriptors[0], a_op.tile_offset(mb * WGMMA_M, kstep))
                 for j, op in enumerate(plan.operands[1:]):
-                    b = self.i64("addi", descriptors[1 + j], op.tile_offset(0, kstep) >> 4)
-                    accs[j * blocks + mb] = self.wgmma(a, b, accs[j * blocks + mb])
-        t.add("nvvm.wgmma.commit.group.sync.aligned")
-        t.add("nvvm.wgmma.wait.group.sync.aligned 1")
-        started = t.value(f"arith.cmpi ugt, {it}, {t.const(0)} : index", "started")
+                    b = hopper.descriptor_at(t, descriptors[1 + j], op.tile_offset(0, kstep))
+                    accs[j * blocks + mb] = hopper.wgmma_shared(t, a, b, accs[j * blocks + mb], tile.WN,
+                                                                self.spec.a.dtype, a_op.k_major, b_op.k_major)
+        hopper.commit(t)
+        hopper.wait(t, 1)
+        started = t.value(f"arith.cmpi ugt, {kt}, {t.const(0)} : index", "started")
         with t.if_(t.value(f"arith.andi {started}, {self.leader} : i1", "release")):
             before = self.index("addi", it, t.const(tile.STAGES - 1))
             before = self.index("remui", before, t.const(tile.STAGES), "freed")
-            t.value(f"nvgpu.mbarrier.arrive {self.empty}[{before}] : {self.bar_type} -> !nvgpu.mbarrier.token",
-                    "token")
+            self.empty.arrive(t, before)
         t.yield_(accs, [self.acc_type] * len(accs))
-
-    def wgmma(self, a: str, b: str, acc: str) -> str:
-        """``acc += A * B`` for one m64nWNk16 step; a transposed (MN-major) operand is read as such."""
-        dtype = self.spec.a.dtype
-        a_layout = "row" if self.plan.operands[0].k_major else "col"
-        b_layout = "col" if self.plan.operands[1].k_major else "row"
-        return self.t.value(
-            f"nvvm.wgmma.mma_async {a}, {b}, {acc}, #nvvm.shape<m = {WGMMA_M}, n = {self.spec.tile.WN}, "
-            f"k = {WGMMA_K}>, D [<f32>, #nvvm.wgmma_scale_out<one>, <wrapped>], "
-            f"A [<{dtype}>, #nvvm.wgmma_scale_in<one>, <{a_layout}>], "
-            f"B [<{dtype}>, #nvvm.wgmma_scale_in<one>, <{b_layout}>] : {self.acc_type} -> {self.acc_type}", "acc")
 
     # -- the fragment: where each accumulator element lies ------------------------------------------------------------
 
@@ -818,10 +801,8 @@ class _Writer:
         self.consumer_barrier()
         flag = t.value(f"memref.view {self.shared}[{t.const(self.plan.shared_bytes)}][] : memref<?xi8, {SHARED}> "
                        f"to memref<1xi32, {SHARED}>", "flag")
-        tiles_m = self.index("ceildivui", self.dim(spec.m), t.const(spec.tile.BM))
-        tiles_n = self.index("ceildivui", self.dim(spec.n), t.const(spec.tile.BN))
-        tile = self.index("addi", self.index("muli", self.bz, tiles_m), t.value("gpu.block_id y", "by"))
-        tile = self.index("addi", self.index("muli", tile, tiles_n), t.value("gpu.block_id x", "bx"), "tile")
+        tile = self.index("addi", self.index("muli", self.bz, self.tiles_m), self.tile_m)
+        tile = self.index("addi", self.index("muli", tile, self.tiles_n), self.tile_n, "tile")
         with t.if_(self.first_consumer):
             one = t.value("arith.constant 1 : i32", "one")
             old = t.value(f"memref.atomic_rmw addi {one}, {counters}[{tile}] : (i32, memref<?xi32>) -> i32", "old")

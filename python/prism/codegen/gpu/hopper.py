@@ -5,7 +5,7 @@
   the slot's *full* barrier (the consumer) and ``(round & 1) ^ 1`` on its
   *empty* barrier (the producer: a fresh barrier counts its previous phase as
   complete, so the first round does not wait).
-- **TMA loads.** An operand's tile (:class:`~prism.codegen.gpu.gemm_sm90.TileOperand`)
+- **TMA loads.** An operand's tile (:class:`TileOperand`)
   is loaded chunk by chunk (64 elements, one 128-byte swizzle row, along its
   contiguous dimension), every chunk completing bytes on one mbarrier.
 - **Descriptors.** A wgmma shared-memory descriptor is the tile's shared
@@ -28,8 +28,98 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from prism.codegen.gpu.gemm_sm90 import CHUNK, SHARED, WAIT_TICKS, WGMMA_K, WGMMA_M, TileOperand
+from prism.codegen.gpu.spec import ELEMENT_BYTES, Dim, Tensor, TensorMap, numel_text
 from prism.codegen.text import TextBuilder
+
+# Elements of a 16-bit type in one 128-byte swizzle row: the chunk width of every shared tile.
+CHUNK = 64
+ROW_BYTES = 128
+# Bytes between 8-row groups of a 128-byte-swizzled tile: the wgmma descriptors' stride offset.
+GROUP_BYTES = 8 * ROW_BYTES
+WGMMA_M, WGMMA_K = 64, 16
+WARPGROUP = 128
+BOX_LIMIT = 256  # a TMA box's largest extent per dimension
+SHARED_LIMIT = 227 * 1024  # shared memory per block on GH100
+# The dynamic shared memory starts 1024-byte aligned after the static mbarriers: room kept for both.
+SHARED_RESERVED = 1024
+TMA_ROW_ALIGN = 16  # bytes: a tensor map's global strides are multiples of this
+WAIT_TICKS = 10_000_000
+SHARED = "#gpu.address_space<workgroup>"
+SWIZZLE_128B = 1 << 62  # a wgmma descriptor's layout field for the 128-byte swizzle
+
+
+# -- operand tiles -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TileOperand:
+    """A, B or the dual's B2 as the kernel holds it: a tensor map, and a tile of chunks in each stage of the
+    shared ring, read by wgmma through descriptors."""
+
+    tensor: Tensor
+    rows: int  # the tile's M (A) or N (B) extent
+    k_major: bool  # K is the contiguous dimension
+    batched: bool  # the tensor has the batch dimensions (else it is shared by every batch index)
+    inner: Dim  # the tensor's contiguous dimension
+    outer: Dim
+    offset: int  # bytes from the stage's start
+    bk: int
+
+    @property
+    def chunks(self) -> int:
+        return self.bk // CHUNK if self.k_major else self.rows // CHUNK
+
+    @property
+    def chunk_bytes(self) -> int:
+        return (self.rows if self.k_major else self.bk) * ROW_BYTES
+
+    @property
+    def bytes(self) -> int:
+        return self.chunks * self.chunk_bytes
+
+    @property
+    def box(self) -> tuple[int, ...]:
+        """Innermost first; a batched map takes one batch index per box."""
+        box = (CHUNK, self.rows if self.k_major else self.bk)
+        return box + (1,) if self.batched else box
+
+    def tensormap(self, batch: tuple[Dim, ...]) -> TensorMap:
+        """The map cuTensorMapEncodeTiled makes: batch dimensions flattened into one (the tensor is contiguous)."""
+        elem = ELEMENT_BYTES[self.tensor.dtype]
+        dims = (str(self.inner), str(self.outer))
+        strides: tuple[str, ...] = (_product(self.inner, elem),)
+        if self.batched:
+            dims += (numel_text(batch),)
+            strides += (_product(self.inner, self.outer, elem),)
+        return TensorMap(self.tensor.name, self.tensor.dtype, dims, strides, self.box, swizzle=ROW_BYTES)
+
+    def descriptor_type(self) -> str:
+        shape = "x".join(str(d) for d in reversed(self.box))
+        return (f"!nvgpu.tensormap.descriptor<tensor = memref<{shape}x{self.tensor.dtype}, 3>, "
+                "swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>")
+
+    def tile_offset(self, mn: int, kstep: int) -> int:
+        """Bytes from the operand's tile to the wgmma operand at row ``mn`` of the tile and K step ``kstep``."""
+        k = kstep * WGMMA_K
+        if self.k_major:
+            return (k // CHUNK) * self.chunk_bytes + mn * ROW_BYTES + (k % CHUNK) * 2
+        return (mn // CHUNK) * self.chunk_bytes + k * ROW_BYTES
+
+    def descriptor_bits(self) -> int:
+        """A wgmma descriptor's fields other than the address: leading and stride byte offsets, swizzle."""
+        leading = 1 if self.k_major else self.chunk_bytes >> 4  # K-major swizzled tiles ignore it
+        return (leading << 16) | ((GROUP_BYTES >> 4) << 32) | SWIZZLE_128B
+
+
+def _product(*factors: Dim) -> str:
+    """The product of ``factors`` as an expression, its static part folded."""
+    static, names = 1, []
+    for f in factors:
+        if isinstance(f, int):
+            static *= f
+        else:
+            names.append(str(f))
+    return " * ".join(names + ([str(static)] if static != 1 or not names else []))
 
 
 def index_op(t: TextBuilder, kind: str, a: str, b: str, hint: str = "v") -> str:

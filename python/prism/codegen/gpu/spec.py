@@ -194,6 +194,10 @@ class GemmTile:
     WN: int = 64
     STAGES: int = 3
     SPLITK: int = 1
+    # 1: the wgmma kernel's grid is at most the blocks the chip holds at once, each looping over output tiles
+    PERSISTENT: int = 0
+    # Output tiles ordered in groups of GROUP_M rows of tiles, each group walking N (1: row by row)
+    GROUP_M: int = 1
 
 
 @dataclass(frozen=True)
