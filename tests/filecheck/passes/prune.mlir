@@ -32,7 +32,7 @@ func.func @gemm(%a: tensor<256x128xf16>, %b: tensor<128x64xf16>, %c: tensor<256x
 // DYN:         domain = "[LB, LM, LN, LK, DM, DN, DK] -> {
 // DYN-SAME:      LM
 // DYN-GPU-LABEL: func.func private @dynamic_family0
-// DYN-GPU:         domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [bm, bn, bk, wm, wn, sk, gm, mma = 0, stages, persistent = 0] :
+// DYN-GPU:         domain = "[LB, LM, LN, LK, DM, DN, DK] -> { [bm, bn, bk, wm, wn, sk, gm = 0, mma = 0, stages, persistent = 0] :
 // DYN-GPU-SAME:      bm <= LM
 
 // -----
