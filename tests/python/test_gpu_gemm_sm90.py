@@ -249,7 +249,7 @@ def test_dual_gemm() -> None:
 @needs_ptxas
 @pytest.mark.parametrize("tile", [
     GemmTile(BM=128, BN=256, BK=64, WM=64, WN=256, STAGES=4),  # two consumers, 128 accumulators each
-    GemmTile(BM=128, BN=128, BK=64, WM=128, WN=128, STAGES=5),  # one consumer, two m64 blocks
+    GemmTile(BM=128, BN=64, BK=64, WM=128, WN=64, STAGES=5),  # one consumer, two m64 blocks
     GemmTile(BM=64, BN=128, BK=128, WM=64, WN=64, STAGES=3),  # consumers split N; K in two chunks
 ])
 def test_tile_shapes(tile: GemmTile) -> None:

@@ -30,13 +30,13 @@ def test_no_prediction_beats_the_measured_ceilings(rows: list[dict]) -> None:
 
 
 def test_a_dynamic_gemm_is_predicted_at_each_size_with_its_class_tile(rows: list[dict]) -> None:
-    """One compiled unit serves every M; the prediction grows with M, and the decode sizes (M <= 16) run their
-    own tile (split over K), predicted near the weight's streaming time."""
+    """One compiled unit serves every M, each size predicted with its class's tile: the small sizes near the
+    weight's streaming time, the large one compute-bound and slower."""
     times = {int(r["workload"].split("m")[-1].split("x")[0]): r["predicted_us"] for r in rows
              if r["workload"].startswith("gemm-dynamic-m")}
     sizes = sorted(times)
     assert sizes == [1, 16, 77, 128, 2048]
-    assert all(times[a] <= times[b] for a, b in zip(sizes, sizes[1:], strict=False))
+    assert max(times[m] for m in sizes[:-1]) < times[2048]
     weight_us = 4096 * 4096 * 2 / predict.CEILINGS["h200"]["bytes_per_s"] * 1e6
     assert times[1] < 3 * weight_us
 
