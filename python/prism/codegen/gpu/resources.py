@@ -297,8 +297,8 @@ def predict_attention(spec: AttentionSpec, chip: str, combine: bool = False) -> 
 
 def predict_sm90_attention(spec: AttentionSpec, aligned: bool = True) -> Resources:
     """The sm_90a TMA/wgmma prefill kernel and its decode split mode: registers = its ``.maxnreg`` (exact, as
-    the wgmma GEMM's); shared
-    memory: the plan's Q tile and K/V rings plus its mbarriers (static, under a DYNAMIC_ALIGN block)."""
+    the wgmma GEMM's); shared memory: the plan's Q tile and K/V rings plus its mbarriers (static, under a
+    DYNAMIC_ALIGN block)."""
     from prism.codegen.gpu.attention_sm90 import plan_sm90_attention
     plan = plan_sm90_attention(spec)
     shared = plan.shared_bytes + static_shared(MBARRIER_BYTES, aligned)
