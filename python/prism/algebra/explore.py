@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mlir import ir
 
@@ -45,7 +45,7 @@ from prism.infra import attrs
 from prism.infra.errors import EmptySearchSpace
 from prism.infra.ir import ELEMENT_BYTES
 from prism.search.model import SearchModel
-from prism.search.search import FunnelStep, candidates_at, prune, select
+from prism.search.search import candidates_at, prune, select
 from prism.search.space import Contraction
 
 RULESETS = ("linear", "elementwise", "fusion", "scaling", "sharing")
@@ -147,13 +147,21 @@ def contraction_seconds(contraction: Contraction, target: SearchModel) -> float:
     return _CONTRACTIONS[key]
 
 
-def _best_schedule_seconds(contraction: Contraction, target: SearchModel) -> float:
-    def empty(group: str, funnel: list[FunnelStep], why: str) -> None:
-        raise EmptySearchSpace(group)
+# Pruned domains, by target and by contraction less its extents: the domain keeps the shapes symbolic (the
+# search's parameters), so products of every shape share one pruning.
+_DOMAINS: dict[tuple, tuple] = {}
 
-    space = target.space(contraction)
+
+def _best_schedule_seconds(contraction: Contraction, target: SearchModel) -> float:
+    key = (repr(target), replace(contraction, extents=(None,) * len(contraction.extents)))
+    if key not in _DOMAINS:
+        space = target.space(contraction)
+        _DOMAINS[key] = (space, None if space is None else prune(space, contraction, space.universe_set(),
+                                                                  on_empty=None)[0])
+    space, domain = _DOMAINS[key]
+    if space is None:
+        return math.inf
     try:
-        domain, _ = prune(space, contraction, space.universe_set(), empty)
         return float(select(space, contraction, candidates_at(space, contraction, domain, 1), target, 1)
                      .predicted[0])
     except EmptySearchSpace:

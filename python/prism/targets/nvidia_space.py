@@ -61,6 +61,12 @@ GRID_Z_LOG2 = 16  # batch x SPLITK blocks along grid z: below 2**16 (65535)
 # tiles).
 MAX_GROUP_M_LOG2 = 3
 
+# FMA: WM*WN/32 accumulators plus a BK tile's WM/4 values of A per k-step within 160 registers, i.e.
+# 2**a + 2**b <= 160 for a = wm + wn - 5 and b = bk + wm - 4: over integers, exactly these three pieces (fewer
+# than pow2_sum_le's general form, which made pruning an FMA space several times slower).
+FMA_HELD_RULE = ("((wm + wn <= 12 and bk + wm <= 9) or (wm + wn <= 11 and bk + wm <= 10) or "
+                 "(wm + wn <= 10 and bk + wm <= 11))")
+
 
 def uses_wgmma(op: Contraction, target: GpuModel) -> bool:
     """Whether the contraction's kernel on ``target`` is the wgmma one (sm_90a, 16-bit inputs)."""
@@ -114,7 +120,7 @@ def gemm_space(op: Contraction, target: GpuModel) -> Space:
             # FMA: a lane reads WM/4 values of A a k-step and ptxas loads the BK/4 steps ahead, which with the
             # WM*WN/32 accumulators must stay within 160 registers (beyond, it spills).
             ("registers", "wm + wn <= 12 and ((bm - wm) + (bn - wn) <= 3 or wm + wn <= 9)"
-                          + ("" if mma else f" and {pow2_sum_le('wm + wn - 5', 'bk + wm - 4', 160)}")),
+                          + ("" if mma else f" and {FMA_HELD_RULE}")),
             # f32 tiles pad each row by 16 bytes against bank conflicts, which at most doubles a row of 4 or more
             ("shared_memory", _shared(op, target.smem_per_block // (1 if mma else 2))),
         ]
