@@ -59,6 +59,9 @@ WAVE_SECONDS = 1e-6
 # through L2 whether DRAM or L2 serves them, and the measured 8192^3 bf16 rate (128 x 256 tiles) reads them at
 # some 10 TB/s, about three times the effective DRAM bandwidth.
 L2_BANDWIDTH_RATIO = 3
+# The latency of a load from DRAM under load, an estimate (published microbenchmarks of the A100 and H100 put it
+# near 500 to 700 ns); a pipeline with STAGES tiles in flight hides it behind STAGES - 1 steps of the K loop.
+LOAD_LATENCY_SECONDS = 600e-9
 
 # The CUDA chips IREE 3.13 knows by name (--iree-cuda-target); it knows none after sm_87, so a module for
 # sm_90 names its device itself (GpuModel.iree_device).
@@ -69,7 +72,8 @@ NVIDIA_INTRINSICS = {("f16", "f32"): "NV_MMA_SYNC_F32_16x8x16_F16", ("f16", "f16
 
 COST_TEXT = ("max(ceil(blocks/SMs) * 2*BM*BN*ceil(ceil(K/SPLITK)/BK)*BK / (rate/SMs), "
              "(bytesA*ceil(N/BN) + bytesB*ceil(M/BM) + bytesC + [SPLITK > 1] 2*SPLITK*B*M*N*4) / "
-             "(bandwidth * min(1, 2 * min(blocks, SMs) / SMs))) + launch "
+             "(bandwidth * min(1, 2 * min(blocks, SMs) / SMs))), the first term at least "
+             "waves * ceil(ceil(K/SPLITK)/BK) * latency / (STAGES - 1), + launch "
              "+ [SPLITK > 1] 1us + (PERSISTENT ? 1 : waves) * 1us, the memory term also at least the same A and B "
              "count over L2's bandwidth (3 x DRAM's); "
              "blocks = B*ceil(M/BM)*ceil(N/BN)*SPLITK; waves = ceil(blocks / (SMs*blocks_per_sm)), "
@@ -149,7 +153,12 @@ class GpuModel:
         dram = (self.gemm_traffic(op, values, s, wave) + partials) / (self.dram_bytes_per_s * drawn)
         memory = np.maximum(dram, (traffic_bytes(op, bm, bn, s) + partials) / (self.l2_bytes_per_s * drawn))
         exposed = np.where(values.get("PERSISTENT", 0) > 0, 1, waves) * WAVE_SECONDS
-        return roofline(compute, memory) + LAUNCH_SECONDS + exposed + np.where(split > 1, SPLIT_SECONDS, 0.0)
+        # Each K step waits for its tile's loads unless STAGES - 1 steps of the loop cover their latency; a wave's
+        # resident blocks wait together.
+        steps = ceil_div(ceil_div(s["k"], split), bk)
+        latency = waves * steps * LOAD_LATENCY_SECONDS / np.maximum(values.get("STAGES", 2) - 1, 1)
+        return (roofline(np.maximum(compute, latency), memory) + LAUNCH_SECONDS + exposed
+                + np.where(split > 1, SPLIT_SECONDS, 0.0))
 
     def resident_blocks(self, op: Contraction, values: KnobValues) -> Knob:
         """Blocks of the GEMM kernel an SM holds at once: its threads, registers and shared memory against the
