@@ -71,7 +71,8 @@ COST_TEXT = ("max(ceil(blocks/SMs) * 2*BM*BN*ceil(ceil(K/SPLITK)/BK)*BK / (rate/
              "(bandwidth * min(1, 2 * min(blocks, SMs) / SMs))) + launch "
              "+ [SPLITK > 1] 1us + (PERSISTENT ? 1 : waves) * 1us, the memory term also at least the same A and B "
              "count over L2's bandwidth (3 x DRAM's); "
-             "blocks = B*ceil(M/BM)*ceil(N/BN)*SPLITK; waves = ceil(blocks / (SMs*blocks_per_sm)), blocks_per_sm by the "
+             "blocks = B*ceil(M/BM)*ceil(N/BN)*SPLITK; waves = ceil(blocks / (SMs*blocks_per_sm)), "
+             "blocks_per_sm by the "
              "kernel's threads, declared registers and shared memory; "
              "with GROUP_M > 1, A and B traffic: waves * a wave's unique bytes (its grouped tiles' rows and columns) "
              "where they fit L2, tending to the count above as they exceed it")
