@@ -20,12 +20,7 @@ from prism.codegen.gpu.kernels import _attention
 from prism.codegen.gpu.ptx import compile_kernels, ptxas, ptxas_path
 from prism.codegen.gpu.spec import AttentionTile
 from prism.families.attention import match_family
-from prism.infra import attrs
-from prism.infra.errors import UnsupportedOp
-from prism.search.attention import Attention
-from prism.search.space import fix_shape, point_array, shape_exponents
-from prism.targets.nvidia import GPU_TARGETS, LAUNCH_SECONDS
-from prism.targets.nvidia_attention import (
+from prism.families.attention_gpu import (
     attention_lower_bound,
     attention_seconds,
     attention_space,
@@ -33,6 +28,11 @@ from prism.targets.nvidia_attention import (
     problem_spec,
     runs_sm90,
 )
+from prism.infra import attrs
+from prism.infra.errors import UnsupportedOp
+from prism.search.attention import Attention
+from prism.search.space import fix_shape, point_array, shape_exponents
+from prism.targets.nvidia import GPU_TARGETS, LAUNCH_SECONDS
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import cpu_workloads as cw  # noqa: E402

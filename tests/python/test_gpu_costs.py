@@ -1,4 +1,4 @@
-"""Predicted seconds of planned GPU kernels (prism.targets.nvidia_cost): bytes at DRAM bandwidth, blocks in waves
+"""Predicted seconds of planned GPU kernels (prism.codegen.gpu.cost): bytes at DRAM bandwidth, blocks in waves
 over the SMs, a launch each; GEMMs and attention by their search models."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import pytest
 
 import prism
 from conftest import REPO
+from prism.codegen.gpu.cost import holds, predict_seconds
 from prism.codegen.gpu.spec import (
     AttentionSpec,
     AttentionTile,
@@ -25,10 +26,9 @@ from prism.codegen.gpu.spec import (
     ScalarFn,
     Tensor,
 )
+from prism.families.attention_gpu import attention_seconds
 from prism.search.attention import Attention
 from prism.targets.nvidia import GPU_TARGETS, LAUNCH_SECONDS
-from prism.targets.nvidia_attention import attention_seconds
-from prism.targets.nvidia_cost import holds, predict_seconds
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import cpu_workloads as cw  # noqa: E402

@@ -15,11 +15,14 @@ import pytest
 from conftest import REPO
 from prism.codegen.gpu import GpuLowering
 from prism.codegen.gpu import resources as res
+from prism.codegen.gpu.gemm import gemm_tile_allotment
+from prism.codegen.gpu.gemm_sm90 import wgmma_problem
 from prism.codegen.gpu.kernels import _gemm
 from prism.codegen.gpu.ptx import compile_kernels, ptxas, ptxas_path
 from prism.codegen.gpu.spec import GemmSpec, GemmTile, Tensor
 from prism.search.space import Contraction, fix_shape, points, shape_exponents
 from prism.targets import get_target
+from prism.targets.nvidia_registers import gemm_allotment, register_cap
 
 sys.path[:0] = [str(REPO / "benchmarks" / "gpu"), str(REPO / "benchmarks")]
 import build  # noqa: E402  (the bundle's workloads live with the benchmarks)
@@ -179,9 +182,9 @@ def test_every_space_point_gets_an_allotment_within_the_cap(target, dtype, mnk):
     space does not see row strides: tiles of element-loaded rows may need more, and take the cap.)"""
     for tile in _space_points(target, dtype, mnk, 10**6, seed=0):
         threads = tile.BM // tile.WM * (tile.BN // tile.WN) * 32
-        need = res.gemm_allotment(tile.BM, tile.BN, tile.BK, tile.WM, tile.WN, tile.SPLITK, dtype != "f32",
+        need = gemm_allotment(tile.BM, tile.BN, tile.BK, tile.WM, tile.WN, tile.SPLITK, dtype != "f32",
                                   capped=False)
-        assert need <= -(-res.register_cap(threads) // 8) * 8, (tile, int(need))
+        assert need <= -(-register_cap(threads) // 8) * 8, (tile, int(need))
 
 
 def test_allotment_is_the_declared_maxnreg():
@@ -191,12 +194,12 @@ def test_allotment_is_the_declared_maxnreg():
     a, b, c = Tensor("a", "f16", (m, k)), Tensor("b", "f16", (k, n)), Tensor("c", "f16", (m, n))
     spec = GemmSpec("g", a, b, c, m, n, k, tile=GemmTile(128, 128, 32, 64, 64, 2))
     (kernel,) = _gemm(spec, "sm_80", lambda message: None)
-    assert kernel.max_registers == res.gemm_tile_allotment(spec) == res.predict(spec, "sm_80", kernel).registers
-    assert kernel.max_registers % 8 == 0 and kernel.max_registers <= res.register_cap(128)
+    assert kernel.max_registers == gemm_tile_allotment(spec) == res.predict(spec, "sm_80", kernel).registers
+    assert kernel.max_registers % 8 == 0 and kernel.max_registers <= register_cap(128)
     tiles = [GemmTile(64, 64, 16, 16, 16, 2), GemmTile(128, 128, 32, 64, 64, 2), GemmTile(16, 128, 16, 16, 16, 2, 8)]
     knobs = [np.array([getattr(t, name) for t in tiles]) for name in ("BM", "BN", "BK", "WM", "WN", "SPLITK")]
-    together = res.gemm_allotment(*knobs, np.array([True, True, False]))
-    alone = [res.gemm_allotment(t.BM, t.BN, t.BK, t.WM, t.WN, t.SPLITK, tc)
+    together = gemm_allotment(*knobs, np.array([True, True, False]))
+    alone = [gemm_allotment(t.BM, t.BN, t.BK, t.WM, t.WN, t.SPLITK, tc)
              for t, tc in zip(tiles, (True, True, False), strict=True)]
     assert list(together) == alone and alone[0] < alone[1]
 
@@ -210,7 +213,7 @@ def test_every_wgmma_space_point_fits_its_maxnreg():
         for tile in tiles:
             spec = GemmSpec("g", a, b, c, *mnk, tile=tile)
             assert res.gemm_kernel(spec, "sm_90a") == ("wgmma", spec), tile
-            assert res.wgmma_problem(spec) is None, tile
+            assert wgmma_problem(spec) is None, tile
 
 
 def test_one_consumer_cannot_take_a_64x256_wgmma(monkeypatch):
@@ -223,8 +226,8 @@ def test_one_consumer_cannot_take_a_64x256_wgmma(monkeypatch):
     a, b, c = Tensor("a", "f16", (m, k)), Tensor("b", "f16", (k, n)), Tensor("c", "f16", (m, n))
     narrow = GemmSpec("g", a, b, c, m, n, k, tile=GemmTile(64, 128, 64, 64, 128, 2))
     wide = GemmSpec("g", a, b, c, m, n, k, tile=GemmTile(64, 256, 64, 64, 256, 2))
-    assert res.wgmma_problem(narrow) is None and gemm_sm90.tma_problem(narrow) is None
-    assert res.wgmma_problem(wide) is not None and gemm_sm90.tma_problem(wide) == res.wgmma_problem(wide)
+    assert wgmma_problem(narrow) is None and gemm_sm90.tma_problem(narrow) is None
+    assert wgmma_problem(wide) is not None and gemm_sm90.tma_problem(wide) == wgmma_problem(wide)
     assert ptxas(compile_kernels(gemm_sm90.emit_gemm_sm90(narrow), "sm_90a"), "sm_90a")["g"].spill_bytes == 0
     with pytest.raises(UnsupportedOp, match="registers"):
         gemm_sm90.emit_gemm_sm90(wide)

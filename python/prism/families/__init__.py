@@ -2,7 +2,8 @@
 :class:`~prism.search.families.Family` from its parts and registers it.
 
 A family's parts live in the layers they belong to (its matcher and problem in ``search/``, its space and cost
-in ``targets/``, its kernel in ``codegen/``); its module here, above them all, joins them into one object.
+in ``targets/``, its kernel in ``codegen/``); its module here, above them all, joins them into one object. A
+model read off a code generator's own limits (the GPU attention kernels' plans) lives here too, beside it.
 Importing :mod:`prism` registers these.
 
 Adding a family (``tests/python/test_families.py`` does it in one file):

@@ -1,7 +1,7 @@
 """The attention family, ``softmax(c Q K^T) V``: matched by :func:`prism.search.attention.match_attention`,
 searched on the host (:mod:`prism.targets.host_attention`) and run there as one online-softmax kernel
 (:mod:`prism.codegen.cpu.attention`); on NVIDIA GPUs, f16 and bf16 chains are searched
-(:mod:`prism.targets.nvidia_attention`) and run as flash attention, or split-KV flash decoding for one query row
+(:mod:`prism.families.attention_gpu`) and run as flash attention, or split-KV flash decoding for one query row
 (:mod:`prism.codegen.gpu.attention`, and on sm_90a :mod:`prism.codegen.gpu.attention_sm90`).
 
 The family's matcher takes every chain some target runs (f32, f16 and bf16; K as ``[.., keys, d]`` or
@@ -15,11 +15,12 @@ from mlir import ir
 from prism.codegen.cpu.attention import fuse_attention
 from prism.codegen.gpu.attention_sm90 import kernels_problem
 from prism.codegen.gpu.spec import AttentionSpec, AttentionTile
+from prism.families import attention_gpu
 from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
 from prism.search.attention import Attention, AttentionMatch, match_attention
 from prism.search.families import Family, FamilyModel, register_family
-from prism.targets import host_attention, nvidia_attention
+from prism.targets import host_attention
 from prism.targets.nvidia import GPU_TARGETS
 
 GPU_TYPES = ("f32", "f16", "bf16")
@@ -39,7 +40,7 @@ def host_space(op: Attention, target):
 
 
 # The keys of the choice on the chain's first op (prism.attention) that the GPU's kernels read.
-GPU_CHOICE_KEYS = nvidia_attention.CHOICE_KEYS
+GPU_CHOICE_KEYS = attention_gpu.CHOICE_KEYS
 
 
 def read_gpu_choice(op: ir.Operation) -> tuple[AttentionTile, int] | None:
@@ -56,7 +57,7 @@ def read_gpu_choice(op: ir.Operation) -> tuple[AttentionTile, int] | None:
                                 location=where)
         values[key] = value.value
     try:
-        tile = nvidia_attention.attention_tile(values)
+        tile = attention_gpu.attention_tile(values)
     except ValueError as error:
         raise UnsupportedOp(f"{attrs.ATTENTION_CHOICE}: {error}", location=where) from None
     return tile, values["SPLITS"]
@@ -90,15 +91,15 @@ def gpu_attention(op: ir.Operation, buffers, chip: str):
                              k_layout="dn" if found.k_transposed else "nd", causal=found.causal is not None,
                              splits=splits if sq == 1 else 0, tile=tile)
     problem = kernels_problem(spec("attention"), chip)
-    if problem is not None and (choice is None or not nvidia_attention.some_tile_fits(spec("attention"), chip)):
+    if problem is not None and (choice is None or not attention_gpu.some_tile_fits(spec("attention"), chip)):
         return None
     if problem is not None:  # a tile fits, the chosen one does not
         raise UnsupportedOp(f"{attrs.ATTENTION_CHOICE}: {problem}", location=str(found.ops[0].location))
     return list(found.ops), spec, [result]
 
 
-_GPU_MODEL = FamilyModel(space=nvidia_attention.attention_space, seconds=nvidia_attention.attention_seconds,
-                         lower_bound=nvidia_attention.attention_lower_bound, cost_text=nvidia_attention.COST_TEXT)
+_GPU_MODEL = FamilyModel(space=attention_gpu.attention_space, seconds=attention_gpu.attention_seconds,
+                         lower_bound=attention_gpu.attention_lower_bound, cost_text=attention_gpu.COST_TEXT)
 
 ATTENTION = Family(
     kind=Attention.kind,

@@ -168,14 +168,14 @@ def run_planned(module_text: str, chip: str, name: str, arrays: Sequence[np.ndar
 def predict_planned(module_text: str, target: str, name: str,
                     shapes: Sequence[tuple[int, ...]]) -> list[tuple[str, float]]:
     """The predicted seconds of each planned kernel step of function ``name`` on the NVIDIA target named
-    ``target`` (:func:`prism.targets.nvidia_cost.predict_seconds`), for inputs of ``shapes``: (the step's name,
+    ``target`` (:func:`prism.codegen.gpu.cost.predict_seconds`), for inputs of ``shapes``: (the step's name,
     seconds), in launch order. A GEMM with size classes is costed with the tile of the class its sizes fall
     in."""
     from dataclasses import replace
 
+    from prism.codegen.gpu.cost import predict_seconds
     from prism.codegen.gpu.manifest import bind_sizes, evaluate
     from prism.targets.nvidia import GPU_TARGETS
-    from prism.targets.nvidia_cost import predict_seconds
 
     if target not in GPU_TARGETS:
         raise PrismError(f"'{target}' is not an NVIDIA target (known: {', '.join(sorted(GPU_TARGETS))})")

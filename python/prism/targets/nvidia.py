@@ -24,8 +24,9 @@ import numpy as np
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline, traffic_bytes
 from prism.search.families import family_model, family_of
 from prism.search.space import Contraction, Space, pow2_sum_le, shape_fit, shape_param_bounds
-from prism.targets import nvidia_space
+from prism.targets import nvidia_registers, nvidia_space
 from prism.targets.base import BANDWIDTH_MARGIN, iree_tile_levels
+from prism.targets.nvidia_registers import MMA_SHAPE
 
 if TYPE_CHECKING:
     from prism.search.family import Problem
@@ -36,8 +37,6 @@ MAX_THREADS_PER_BLOCK = 1024  # on every chip Prism targets
 STATIC_SHARED_BYTES = 48 * 1024
 # Blocks a grid may have along x, y and z.
 MAX_GRID = (2**31 - 1, 65535, 65535)
-# m, n, k of mma.sync for 16-bit inputs: a tensor-core warp tile is a multiple of it.
-MMA_SHAPE = (16, 8, 16)
 # The PTX feature each chip needs: without it, sm_90 makes the NVPTX backend abort the process instead of failing.
 # sm_90a needs 8.0 for wgmma and setmaxnreg; the wheel silently ignores features above +ptx90.
 PTX_FEATURES = {"sm_80": "+ptx70", "sm_90": "+ptx80", "sm_90a": "+ptx80"}
@@ -163,25 +162,25 @@ class GpuModel:
     def resident_blocks(self, op: Contraction, values: KnobValues) -> Knob:
         """Blocks of the GEMM kernel an SM holds at once: its threads, registers and shared memory against the
         SM's. The registers are what the kernel declares: the wgmma kernel's ``.maxnreg`` for its warpgroups,
-        the mma.sync and FMA kernels' allotment (:mod:`prism.codegen.gpu.resources`)."""
-        from prism.codegen.gpu import gemm_sm90, resources
-
+        the mma.sync and FMA kernels' allotment (:mod:`prism.targets.nvidia_registers`)."""
         bm, bn, bk, wm, wn = (values[k] for k in ("BM", "BN", "BK", "WM", "WN"))
         stages = values.get("STAGES", 2)
         units = (bm // wm) * (bn // wn)  # warps, or on the wgmma kernel consumer warpgroups
         tiles = stages * (bm * bk * op.elem_bytes[0] + bk * bn * op.elem_bytes[1])
         if nvidia_space.uses_wgmma(op, self):
-            threads = gemm_sm90.WARPGROUP * (1 + units)
-            need = gemm_sm90.PRODUCER_REGISTERS + units * gemm_sm90.CONSUMER_REGISTERS
-            registers = ceil_div(need, 8 * (1 + units)) * 8
+            threads = nvidia_registers.WARPGROUP * (1 + units)
+            registers = nvidia_registers.wgmma_max_registers(units)
             smem = tiles + nvidia_space.WGMMA_RESERVED_BYTES
         else:
             threads = units * self.warp_size
-            registers = resources.gemm_allotment(bm, bn, bk, wm, wn, values.get("SPLITK", 1),
-                                                 tensor_cores=values.get("MMA", 0) > 0)
+            registers = nvidia_registers.gemm_allotment(bm, bn, bk, wm, wn, values.get("SPLITK", 1),
+                                                        tensor_cores=values.get("MMA", 0) > 0)
             smem = tiles
-        resident = np.minimum(np.minimum(self.smem_per_sm // np.maximum(smem, 1), 2048 // threads),
-                              self.regs_per_sm // (threads * registers))
+        # a point without a warp (WM > BM or WN > BN) holds none of either: 0 rather than a division by zero
+        block_registers = threads * registers
+        by_threads = np.where(threads > 0, 2048 // np.maximum(threads, 1), 0)
+        by_registers = np.where(block_registers > 0, self.regs_per_sm // np.maximum(block_registers, 1), 0)
+        resident = np.minimum(np.minimum(self.smem_per_sm // np.maximum(smem, 1), by_threads), by_registers)
         return np.maximum(1, resident)
 
     @property

@@ -9,7 +9,7 @@ Knobs (exponents of two in the set; ``STAGES`` an integer):
   kernel declares ``.maxnreg`` 136 (one consumer) or 168 (two), and a
   consumer's wgmma needs its WM*WN/128 accumulators and about 26 more within
   it: one consumer takes at most 64 x 128 (wm + wn <= 13 in exponents), two
-  64 x 256 (resources.wgmma_problem; gemm_sm90.tma_problem refuses the rest).
+  64 x 256 (gemm_sm90.wgmma_problem; gemm_sm90.tma_problem refuses the rest).
   STAGES x (BM + BN) x BK x 2 bytes plus the barriers within the opt-in
   shared memory.
 - **mma.sync** (sm_80, and sm_90a where TMA cannot read the operands):
@@ -17,7 +17,7 @@ Knobs (exponents of two in the set; ``STAGES`` an integer):
   threads, WM*WN/32 <= 128 accumulators a thread (16 with 512 threads: the
   register file is shared), STAGES x (A + B tiles) within the opt-in shared
   memory. The kernel declares the registers it is allotted
-  (resources.gemm_allotment: accumulators, fragments, split-K's sum, rounded
+  (nvidia_registers.gemm_allotment: accumulators, fragments, split-K's sum, rounded
   up to 8) as ``.maxnreg``; the rules keep every point's allotment within
   min(255, 65536 / threads).
 - **FMA** (f32 inputs, any chip): warps of WM x WN (WM a multiple of 4, WN of
@@ -127,7 +127,7 @@ def gemm_space(op: Contraction, target: GpuModel) -> Space:
         floor = 4
         # with SPLITK > 1, at most 64 accumulators a thread on tensor cores, 32 on FMAs (gemm.SPLIT_ACCUMULATORS);
         # on tensor cores, 512 threads (128 registers each) leave room for the last block's sum beside a BK tile
-        # of fragments only while WM x WN x BK <= 2**14 (resources.gemm_allotment)
+        # of fragments only while WM x WN x BK <= 2**14 (nvidia_registers.gemm_allotment)
         split = _split_k(target, "wm + wn <= 11 and ((bm - wm) + (bn - wn) <= 3 or wm + wn + bk <= 14)"
                          if mma else "wm + wn <= 10")
         # tiles grouped on tensor cores; the FMA kernel's are too slow for L2 to matter

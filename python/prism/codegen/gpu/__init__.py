@@ -101,8 +101,8 @@ class GpuLowering(Lowering):
         """``predicted_us``: the step's kernels' predicted microseconds on the compilation's target (the first
         NVIDIA target of this chip if it names none), dynamic sizes counting as 1024; nothing for a chip no
         target has."""
+        from prism.codegen.gpu.cost import predict_seconds
         from prism.targets.nvidia import GPU_TARGETS
-        from prism.targets.nvidia_cost import predict_seconds
         target = GPU_TARGETS.get(self.ctx.target)
         if target is None or target.chip != self.chip:
             target = next((t for t in GPU_TARGETS.values() if t.chip == self.chip), None)

@@ -85,8 +85,16 @@ from prism.codegen.gpu.spec import (
 )
 from prism.codegen.text import TextBuilder
 from prism.infra.errors import UnsupportedOp
+from prism.targets.nvidia_registers import (
+    ALLOT_EPILOGUE,
+    MAX_REGISTERS,
+    MMA_SHAPE,
+    gemm_allotment,
+    hoisted_fragments,
+    register_cap,
+)
 
-MMA_M, MMA_N, MMA_K = 16, 8, 16
+MMA_M, MMA_N, MMA_K = MMA_SHAPE
 # Dynamic shared memory a block may opt in to, per chip.
 SHARED_LIMIT = {"sm_80": 163 * 1024, "sm_90": 227 * 1024, "sm_90a": 227 * 1024}
 MAX_THREADS = 1024
@@ -360,10 +368,51 @@ def _kernel(spec: GemmSpec, chip: str, name: str, widths: dict[str, int], when: 
     params = tuple(Param("tensor", t.name) for t in tensors) + tuple(Param("size", s) for s in symbols)
     shared = gemm_shared_bytes(spec.tile, spec.a.dtype, a_layout=spec.a_layout, b_layout=spec.b_layout,
                                dual=spec.b2 is not None)
-    from prism.codegen.gpu.resources import gemm_tile_allotment  # it imports this module
     registers = gemm_tile_allotment(spec, (widths["a"] == 0, widths["b"] == 0))
     return Kernel(name, text, Launch(grid, (writer.threads, 1, 1), shared, params, when),
                   max_registers=registers, temporaries=tuple(temporaries))
+
+
+# -- the registers it declares -----------------------------------------------------------------------------------------
+
+
+def gemm_tile_allotment(spec: GemmSpec, loaded: tuple[bool, bool] = (False, False), capped: bool = True) -> int:
+    """The ``.maxnreg`` the kernel of ``spec`` declares: :func:`~prism.targets.nvidia_registers.gemm_allotment` of
+    its tile (its type picks the kernel; ``loaded``: whether A and B are loaded element by element), ALLOT_EPILOGUE
+    more with a fused epilogue or an initial C tensor, and with A m-major and B n-major, the hoisted fragments once
+    more (ptxas double-buffers them there)."""
+    t = spec.tile
+    held = held_registers(spec, loaded)
+    need = int(gemm_allotment(t.BM, t.BN, t.BK, t.WM, t.WN, t.SPLITK, spec.a.dtype in TENSOR_CORE_TYPES,
+                              2 if spec.b2 is not None else 1, held, capped=False))
+    if need < MAX_REGISTERS:  # (the cap of element loads in a split kernel takes it all)
+        need += ALLOT_EPILOGUE if spec.epilogue is not None or spec.init is not None else 0
+        need += _transposed_b_fragments(spec) if spec.b_layout == "nk" and spec.a_layout == "mk" else 0
+    threads = t.BM // t.WM * (t.BN // t.WN) * 32
+    return min(need, int(register_cap(threads))) if capped else need
+
+
+def _transposed_b_fragments(spec: GemmSpec) -> int:
+    """The hoisted fragments as the allotment counts them (tensor cores; FMA: none), rounded to 8."""
+    t = spec.tile
+    if spec.a.dtype not in TENSOR_CORE_TYPES:
+        return 0
+    products = 2 if spec.b2 is not None else 1
+    return (int(hoisted_fragments(t.WM, t.WN, t.BK, products)) + 7) // 8 * 8
+
+
+def held_registers(spec: GemmSpec, loaded: tuple[bool, bool]) -> int:
+    """Registers of a thread's element-loaded chunks (4 a 16-byte chunk): held across the math where the
+    kernel's ``hold_loads`` decides so, else loaded together by the unrolled copy loop before their stores."""
+    t = spec.tile
+    a, b = operand_tiles(t, spec.a.dtype, spec.a_layout, spec.b_layout)
+    threads = t.BM // t.WM * (t.BN // t.WN) * 32
+    products = 2 if spec.b2 is not None else 1
+    held = 0
+    for stored, is_loaded, count in ((a, loaded[0], 1), (b, loaded[1], products)):
+        if is_loaded:
+            held += count * -(-stored.rows * stored.chunks_per_row // threads) * CHUNK_BYTES // 4
+    return held
 
 
 # -- the kernel text --------------------------------------------------------------------------------------------------

@@ -104,11 +104,11 @@ from prism.codegen.gpu.spec import (
 )
 from prism.codegen.text import TextBuilder
 from prism.infra.errors import UnsupportedOp
+from prism.targets.nvidia_registers import CONSUMER_REGISTERS, PRODUCER_REGISTERS, wgmma_max_registers
 
 INPUT_TYPES = ("f16", "bf16")
-# setmaxnreg: what the producer keeps and each consumer gets (multiples of 8 in [24, 256]).
-PRODUCER_REGISTERS = 40
-CONSUMER_REGISTERS = 232
+# Registers a consumer's wgmma takes besides its accumulators (its descriptors, addresses and loop state).
+WGMMA_OVERHEAD = 26
 ACC_REGISTER_LIMIT = 128  # f32 accumulator registers per consumer thread, leaving room for addresses
 SYSTEM_SHARED = 1024  # shared memory the CUDA runtime keeps per resident block
 
@@ -147,8 +147,7 @@ class _Plan:
     @property
     def max_registers(self) -> int:
         """``.maxnreg``: the block's registers at entry cover what setmaxnreg moves (a multiple of 8)."""
-        need = PRODUCER_REGISTERS + self.consumers * CONSUMER_REGISTERS
-        return -(-need // (8 * (1 + self.consumers))) * 8
+        return wgmma_max_registers(self.consumers)
 
     @property
     def accumulators(self) -> int:
@@ -193,9 +192,20 @@ def tma_problem(spec: GemmSpec) -> str | None:
     """
     problem = _type_problem(spec) or _shape_problem(spec) or _tile_problem(spec)
     if problem is None:
-        from prism.codegen.gpu.resources import wgmma_problem  # it imports this module
         problem = wgmma_problem(spec)
     return problem
+
+
+def wgmma_problem(spec: GemmSpec) -> str | None:
+    """Why ptxas cannot assemble the wgmma kernel of ``spec`` (its tile as given), or None: a consumer's
+    ``wgmma`` needs its accumulators (WM*WN/128) and WGMMA_OVERHEAD more registers within the kernel's
+    ``.maxnreg`` (136 with one consumer, 168 with two), which ptxas allots every thread."""
+    plan = _plan(spec)
+    need = spec.tile.WM * spec.tile.WN // WARPGROUP * plan.accumulators + WGMMA_OVERHEAD
+    if need > plan.max_registers:
+        return (f"a consumer's wgmma needs {need} registers, over the kernel's .maxnreg {plan.max_registers} "
+                f"({plan.consumers} consumer warpgroup{'s' if plan.consumers > 1 else ''})")
+    return None
 
 
 def _type_problem(spec: GemmSpec) -> str | None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from prism.codegen.gpu.spec import ELEMENT_BYTES, Dim, Tensor, TensorMap, numel_text
 from prism.codegen.text import TextBuilder
+from prism.targets.nvidia_registers import WARPGROUP as WARPGROUP  # the building blocks' warpgroup
 
 # Elements of a 16-bit type in one 128-byte swizzle row: the chunk width of every shared tile.
 CHUNK = 64
@@ -37,7 +38,6 @@ ROW_BYTES = 128
 # Bytes between 8-row groups of a 128-byte-swizzled tile: the wgmma descriptors' stride offset.
 GROUP_BYTES = 8 * ROW_BYTES
 WGMMA_M, WGMMA_K = 64, 16
-WARPGROUP = 128
 BOX_LIMIT = 256  # a TMA box's largest extent per dimension
 SHARED_LIMIT = 227 * 1024  # shared memory per block on GH100
 # The dynamic shared memory starts 1024-byte aligned after the static mbarriers: room kept for both.

@@ -15,7 +15,8 @@ decode or combine half of attention) and gives :class:`Resources`:
   wgmma kernel declares ``.maxnreg`` (what ``setmaxnreg`` moves:
   PRODUCER_REGISTERS for the producer, CONSUMER_REGISTERS for each
   consumer), which is what ptxas allots: exact. The mma.sync and FMA
-  kernels declare their :func:`gemm_allotment` as ``.maxnreg`` (the
+  kernels declare their allotment (:mod:`prism.targets.nvidia_registers`,
+  :func:`prism.codegen.gpu.gemm.gemm_tile_allotment`) as ``.maxnreg`` (the
   accumulators, a k-step's and the hoisted operand fragments, element-loaded
   chunks, split-K's last-block sum, rounded up to 8), calibrated so that
   ptxas keeps to it without spilling (it takes the space's knobs as arrays
@@ -35,8 +36,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from prism.codegen.gpu import attention as attn
 from prism.codegen.gpu import gemm as mma
 from prism.codegen.gpu import gemm_sm90 as sm90
@@ -50,27 +49,15 @@ from prism.codegen.gpu.spec import (
     PointwiseSpec,
     RowSpec,
 )
+from prism.targets.nvidia_registers import MAX_REGISTERS
 
 # The relative error of the attention, row, elementwise and generic kernels' register estimates.
 REGISTER_TOLERANCE = 0.25
-MAX_REGISTERS = 255
 # The alignment of the module's dynamic shared memory (ptx.py declares it so): ptxas rounds each kernel's static
 # shared bytes up to it.
 DYNAMIC_ALIGN = 1024
 MBARRIER_BYTES = 8
-# The mma.sync and FMA kernels' allotment (see gemm_allotment), per kind (True: tensor cores), calibrated against
-# ptxas: the least .maxnreg it assembles the GEMM space's tiles under without spilling.
-ALLOT_STEP = {True: 0, False: 4}  # quarters of a k-step's fragments
-ALLOT_HOISTED = {True: (96, 4), False: (48, 2)}  # the most hoisted fragments counted, and quarters of them
-ALLOT_HELD = {True: 8, False: 2}  # quarters of the element-loaded chunks' registers (values and addresses)
-ALLOT_OVERHEAD = {True: 32, False: 40}
-ALLOT_SPLIT = {True: 40, False: 0}
-ALLOT_ELEMENT = 16  # an element-loading kernel's element addresses and masks
-ALLOT_EPILOGUE = 40  # a fused epilogue's (or an initial C tensor's) operands' addresses and values
 GEMM_FLOOR_OVERHEAD = 8
-REGISTER_FILE = 65536  # 32-bit registers of an SM, which a block's threads share
-# Registers a consumer's wgmma takes besides its accumulators (its descriptors, addresses and loop state).
-WGMMA_OVERHEAD = 26
 ATTENTION_DECODE_EXTRA = 8  # the decode kernel's share bounds and partial-result addresses
 COMBINE_REGISTERS = 36  # the decode's combine: a few running values and addresses a thread
 # ptxas gives the combine kernel 23 to 40 registers by head size and chip: its band
@@ -158,97 +145,12 @@ def predict_gemm(spec: GemmSpec, chip: str, unaligned: bool = False, aligned: bo
     return replace(gemm_registers(spec, kind, element_loaded(spec, unaligned)), shared_bytes=dynamic)
 
 
-def wgmma_problem(spec: GemmSpec) -> str | None:
-    """Why ptxas cannot assemble the wgmma kernel of ``spec`` (its tile as given), or None: a consumer's
-    ``wgmma`` needs its accumulators (WM*WN/128) and WGMMA_OVERHEAD more registers within the kernel's
-    ``.maxnreg`` (136 with one consumer, 168 with two), which ptxas allots every thread."""
-    plan = sm90._plan(spec)
-    need = spec.tile.WM * spec.tile.WN // sm90.WARPGROUP * plan.accumulators + WGMMA_OVERHEAD
-    if need > plan.max_registers:
-        return (f"a consumer's wgmma needs {need} registers, over the kernel's .maxnreg {plan.max_registers} "
-                f"({plan.consumers} consumer warpgroup{'s' if plan.consumers > 1 else ''})")
-    return None
-
-
-def register_cap(threads):
-    """The most registers ptxas gives a thread of a block of ``threads`` (the kernel declares its block size):
-    the block within the 64K-register file, rounded down to 8, at most MAX_REGISTERS (arrays too)."""
-    return np.minimum(MAX_REGISTERS, REGISTER_FILE // threads // 8 * 8)
-
-
-def gemm_allotment(bm, bn, bk, wm, wn, splitk=1, tensor_cores=True, products: int = 1, held=0,
-                   capped: bool = True):
-    """The registers a thread of the mma.sync (``tensor_cores``) or FMA kernel is allotted: what the kernel
-    declares as ``.maxnreg``, calibrated so that ptxas fits within it without spilling (the knobs may be
-    arrays of the space's points, as the cost model passes them).
-
-    What a thread holds, rounded up to a multiple of 8:
-
-    - the f32 accumulators, WM*WN/32 per product;
-    - one k-step's operand fragments (mma.sync: 4 registers per 16 rows of A and 2 per 8 columns of B per
-      product; FMA: WM/4 values of A and WN/8 of B per product), times ALLOT_STEP / 4;
-    - the BK tile's fragments (BK/16 or BK/4 k-steps) that ptxas hoists ahead of the math: at most
-      ALLOT_HOISTED's first figure of them, times its second / 4;
-    - the element-loaded chunks ``held`` (:func:`held_registers`) and their addresses, times ALLOT_HELD / 4,
-      and ALLOT_ELEMENT where there are any (the elements' addresses and masks); with SPLITK > 1 as well,
-      the cap (ptxas takes about what it would unbounded there, up to 255, with no rule of the tile found);
-    - ALLOT_OVERHEAD for the addresses, indices and loop state, and ALLOT_SPLIT more with SPLITK > 1 (the
-      last block's sum of the shares' partials).
-
-    ``capped``: at most :func:`register_cap` of the block's threads (uncapped, what the space's registers rule
-    keeps within that cap).
-    """
-    tc = np.asarray(tensor_cores, dtype=bool)
-
-    def pick(table):
-        return np.where(tc, table[True], table[False])
-
-    accumulators = wm * wn // 32 * products
-    steps = np.where(tc, bk // mma.MMA_K, bk // 4)
-    step = np.where(tc, wm // mma.MMA_M * 4 + wn // mma.MMA_N * 2 * products, wm // 4 + wn // 8 * products)
-    most, quarters = (np.where(tc, a, b) for a, b in zip(ALLOT_HOISTED[True], ALLOT_HOISTED[False], strict=True))
-    need = (accumulators + step * pick(ALLOT_STEP) // 4 + np.minimum(steps * step, most) * quarters // 4
-            + held * pick(ALLOT_HELD) // 4 + np.where(np.asarray(held) > 0, ALLOT_ELEMENT, 0) + pick(ALLOT_OVERHEAD)
-            + np.where(np.asarray(splitk) > 1, pick(ALLOT_SPLIT), 0))
-    need = (need + 7) // 8 * 8
-    # element loads in a split kernel: ptxas needs up to what it takes unbounded (no tile rule found), the cap
-    need = np.where((np.asarray(held) > 0) & (np.asarray(splitk) > 1), MAX_REGISTERS, need)
-    return np.minimum(need, register_cap(bm // wm * (bn // wn) * 32)) if capped else need
-
-
-def gemm_tile_allotment(spec: GemmSpec, loaded: tuple[bool, bool] = (False, False), capped: bool = True) -> int:
-    """:func:`gemm_allotment` of ``spec``'s tile (its type picks the kernel; ``loaded``: whether A and B are
-    loaded element by element, see :func:`element_loaded`), ALLOT_EPILOGUE more with a fused epilogue or an
-    initial C tensor, and with A m-major and B n-major, the hoisted fragments once more (ptxas double-buffers
-    them there)."""
-    t = spec.tile
-    held = held_registers(spec, loaded)
-    need = int(gemm_allotment(t.BM, t.BN, t.BK, t.WM, t.WN, t.SPLITK, spec.a.dtype in mma.TENSOR_CORE_TYPES,
-                              2 if spec.b2 is not None else 1, held, capped=False))
-    if need < MAX_REGISTERS:  # (the cap of element loads in a split kernel takes it all)
-        need += ALLOT_EPILOGUE if spec.epilogue is not None or spec.init is not None else 0
-        need += _transposed_b_fragments(spec) if spec.b_layout == "nk" and spec.a_layout == "mk" else 0
-    threads = t.BM // t.WM * (t.BN // t.WN) * 32
-    return min(need, int(register_cap(threads))) if capped else need
-
-
-def _transposed_b_fragments(spec: GemmSpec) -> int:
-    """The hoisted fragments as :func:`gemm_allotment` counts them (tensor cores; FMA: none), rounded to 8."""
-    t = spec.tile
-    if spec.a.dtype not in mma.TENSOR_CORE_TYPES:
-        return 0
-    products = 2 if spec.b2 is not None else 1
-    step = t.WM // mma.MMA_M * 4 + t.WN // mma.MMA_N * 2 * products
-    most, quarters = ALLOT_HOISTED[True]
-    return (min(t.BK // mma.MMA_K * step, most) * quarters // 4 + 7) // 8 * 8
-
-
 def gemm_registers(spec: GemmSpec, kind: str, loaded: tuple[bool, bool] = (False, False)) -> Resources:
     """The mma.sync or FMA kernel's registers a thread (shared bytes left 0): the kernel declares its
-    :func:`gemm_allotment` as ``.maxnreg``, which ptxas keeps to (the bound) without spilling; it uses about all of it
-    (the floor: the accumulators plus GEMM_FLOOR_OVERHEAD)."""
+    :func:`~prism.codegen.gpu.gemm.gemm_tile_allotment` as ``.maxnreg``, which ptxas keeps to (the bound) without
+    spilling; it uses about all of it (the floor: the accumulators plus GEMM_FLOOR_OVERHEAD)."""
     t = spec.tile
-    allotment = gemm_tile_allotment(spec, loaded)
+    allotment = mma.gemm_tile_allotment(spec, loaded)
     accumulators = t.WM * t.WN // 32 * (2 if spec.b2 is not None else 1)
     floor = min(allotment, accumulators + GEMM_FLOOR_OVERHEAD)
     return Resources(allotment, allotment, 0, floor)
@@ -265,20 +167,6 @@ def element_loaded(spec: GemmSpec, unaligned: bool) -> tuple[bool, bool]:
             width = mma._fallback_width(name, spec) if unaligned else mma.WIDEST[name]
         found.append(width == 0)
     return found[0], found[1]
-
-
-def held_registers(spec: GemmSpec, loaded: tuple[bool, bool]) -> int:
-    """Registers of a thread's element-loaded chunks (4 a 16-byte chunk): held across the math where the
-    kernel's ``hold_loads`` decides so, else loaded together by the unrolled copy loop before their stores."""
-    t = spec.tile
-    a, b = mma.operand_tiles(t, spec.a.dtype, spec.a_layout, spec.b_layout)
-    threads = t.BM // t.WM * (t.BN // t.WN) * 32
-    products = 2 if spec.b2 is not None else 1
-    held = 0
-    for stored, is_loaded, count in ((a, loaded[0], 1), (b, loaded[1], products)):
-        if is_loaded:
-            held += count * -(-stored.rows * stored.chunks_per_row // threads) * mma.CHUNK_BYTES // 4
-    return held
 
 
 # -- attention, rows ----------------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """Predicted seconds of each planned GPU kernel (a spec of :mod:`prism.codegen.gpu.spec`) on an NVIDIA GPU.
 
-- a GEMM is its contraction under the GPU's model (:meth:`GpuModel.seconds`)
+- a GEMM is its contraction under the GPU target's model (its ``seconds``)
   with the spec's tile; a dual GEMM counts as one product twice as wide;
-- attention is its family's model (:mod:`.nvidia_attention`) with the tile
-  and key shares the emitter takes;
+- attention is its family's model on the target (looked up in the family
+  registry, :func:`prism.search.families.family_model`) with the tile and
+  key shares the emitter takes;
 - a row, elementwise or generic kernel is memory-bound: a launch, and the
   bytes of every tensor it reads or writes, moved once at DRAM bandwidth,
   slowed by the waves of its blocks over the SMs (its launch, as the emitter
@@ -42,19 +43,19 @@ from prism.codegen.gpu.spec import (
 from prism.codegen.gpu.tiled import spec_tensors
 from prism.search.attention import Attention
 from prism.search.cost import ceil_div
+from prism.search.families import family_model
 from prism.search.space import Contraction
 from prism.targets.nvidia import LAUNCH_SECONDS
-from prism.targets.nvidia_attention import attention_seconds
 
 if TYPE_CHECKING:
-    from prism.targets.nvidia import GpuModel
+    from prism.targets.base import Target
 
 ASSUMED = 1024
 _COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
             ast.Eq: operator.eq, ast.NotEq: operator.ne}
 
 
-def predict_seconds(spec, target: GpuModel, sizes: dict[str, int] | None = None, assumed: int = ASSUMED) -> float:
+def predict_seconds(spec, target: Target, sizes: dict[str, int] | None = None, assumed: int = ASSUMED) -> float:
     """Predicted seconds of the kernels of ``spec`` on ``target`` (see the module docstring)."""
     known = dict(sizes or {})
     if isinstance(spec, GemmSpec):
@@ -75,7 +76,7 @@ def _bound(sizes: dict[str, int], symbols, assumed: int) -> dict[str, int]:
     return {**{s: assumed for s in symbols if isinstance(s, str)}, **sizes}
 
 
-def _gemm(spec: GemmSpec, target: GpuModel, sizes: dict[str, int], assumed: int) -> float:
+def _gemm(spec: GemmSpec, target: Target, sizes: dict[str, int], assumed: int) -> float:
     """The contraction of ``spec`` (a dual GEMM's two products as one of twice the columns) under the GPU's
     model, with the spec's tile."""
     batch = math.prod(_size(d, sizes, assumed) for d in spec.batch)
@@ -95,7 +96,7 @@ def _gemm(spec: GemmSpec, target: GpuModel, sizes: dict[str, int], assumed: int)
     return float(target.seconds(problem, values, assumed))
 
 
-def _attention(spec: AttentionSpec, target: GpuModel, sizes: dict[str, int], assumed: int) -> float:
+def _attention(spec: AttentionSpec, target: Target, sizes: dict[str, int], assumed: int) -> float:
     """The attention family's model with the tile the emitted kernel runs (the spec's, else that kernel's
     default) and the shares the emitter takes."""
     batch = math.prod(_size(d, sizes, assumed) for d in spec.batch)
@@ -110,7 +111,7 @@ def _attention(spec: AttentionSpec, target: GpuModel, sizes: dict[str, int], ass
         splits = sm90_splits(spec, tile.BK) if wgmma else plan_attention(spec, target.chip, tile).splits
     values = {"BQ": tile.BQ, "BK": tile.BK, "DECODE_BK": tile.DECODE_BK, "DECODE_WARPS": tile.DECODE_WARPS,
               "SPLITS": max(1, splits), "STAGES": tile.STAGES}
-    return float(attention_seconds(target, problem, values, assumed))
+    return float(family_model(problem, target.name).seconds(target, problem, values, assumed))
 
 
 def _kernels(spec, chip: str) -> list[Kernel]:
@@ -136,7 +137,7 @@ def holds(condition: str | None, sizes: dict[str, int]) -> bool:
     raise ValueError(f"not a launch condition: {condition}")
 
 
-def _streaming(spec, target: GpuModel, sizes: dict[str, int], assumed: int) -> float:
+def _streaming(spec, target: Target, sizes: dict[str, int], assumed: int) -> float:
     """A memory-bound kernel: each launched kernel's overhead, and every tensor's bytes once at DRAM bandwidth,
     the blocks (of the kernel that runs at these sizes) in waves over the SMs."""
     tensors = spec_tensors(spec)

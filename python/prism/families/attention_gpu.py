@@ -77,10 +77,10 @@ from prism.infra.ir import ELEMENT_BYTES
 from prism.search.attention import Attention
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline
 from prism.search.space import Space, shape_fit, shape_param_bounds
-from prism.targets.nvidia import LAUNCH_SECONDS
+from prism.targets.nvidia import LAUNCH_SECONDS, LOAD_LATENCY_SECONDS
 
 if TYPE_CHECKING:
-    from prism.targets.nvidia import GpuModel
+    from prism.targets.base import Target
 
 COST_TEXT = ("roofline(padded_flops / rate * spread, roofline(bytes / bandwidth * spread, "
              "ceil(ceil(blocks / SMs) / resident) * steps * latency / stages)) + launch "
@@ -103,10 +103,9 @@ CHOICE_KEYS = (*KNOBS.values(), *FLAGS.values())
 # The most key shares of a decode: 2**MAX_SPLITS_LOG2 (each share is also at least one key tile).
 MAX_SPLITS_LOG2 = 12
 GPU_ATTENTION_TYPES = ("f16", "bf16")
-# The latency of a load from DRAM under load, an estimate (published microbenchmarks of A100 and H100 put it
-# near 500 to 700 ns), to be calibrated on a device; and the stages of K and V tiles the kernels keep in flight
-# (cp.async double buffering: :func:`prism.codegen.gpu.attention.unit_elements`).
-DRAM_LATENCY_SECONDS = 600e-9
+# The stages of K and V tiles the mma.sync kernels keep in flight (cp.async double buffering:
+# :func:`prism.codegen.gpu.attention.unit_elements`); each hides the load latency (LOAD_LATENCY_SECONDS, the
+# target's estimate, as for GEMMs).
 KV_STAGES = 2
 
 
@@ -178,7 +177,7 @@ def _union(pieces: list[str]) -> str:
     return "(" + (" or ".join(pieces) or "false") + ")"
 
 
-def _fits(spec: AttentionSpec, target: GpuModel, tiles: list[tuple[dict[str, int], AttentionTile]]
+def _fits(spec: AttentionSpec, target: Target, tiles: list[tuple[dict[str, int], AttentionTile]]
           ) -> tuple[str, str]:
     """The registers and shared-memory groups: the union of the tiles (each given as its exponent equalities)
     whose plan stays within the chip's registers per thread, and within its opt-in shared memory per block."""
@@ -193,7 +192,7 @@ def _fits(spec: AttentionSpec, target: GpuModel, tiles: list[tuple[dict[str, int
     return _union(registers), _union(shared)
 
 
-def _fits_sm90(spec: AttentionSpec, target: GpuModel, tiles: list[tuple[dict[str, int], AttentionTile]]
+def _fits_sm90(spec: AttentionSpec, target: Target, tiles: list[tuple[dict[str, int], AttentionTile]]
                ) -> tuple[str, str]:
     """The registers and shared-memory groups of the wgmma kernel: the tiles whose registers at entry
     (``.maxnreg``) are within the chip's per thread, and those whose rings and Q tile the kernel takes in shared
@@ -219,7 +218,7 @@ def runs_sm90(spec: AttentionSpec, chip: str) -> bool:
     return chip == "sm_90a" and attention_spec_problem(spec, chip) is None and sm90_spec_problem(spec) is None
 
 
-def attention_space(op: Attention, target: GpuModel) -> Space | None:
+def attention_space(op: Attention, target: Target) -> Space | None:
     """The schedule space of ``op`` on ``target`` (see the module docstring); None where the kernels do not take
     the chain (operands other than f16 or bf16, a causal mask off the last key, head sizes they refuse): its
     parts are then lifted as they are."""
@@ -260,7 +259,7 @@ def attention_space(op: Attention, target: GpuModel) -> Space | None:
                  universe=f"{shape_param_bounds()} and {universe}", groups=groups)
 
 
-def _sm90_decode_space(spec: AttentionSpec, target: GpuModel) -> tuple[str, str, str, str]:
+def _sm90_decode_space(spec: AttentionSpec, target: Target) -> tuple[str, str, str, str]:
     """The wgmma decode's universe (SPLITS, BK of 64 or 128, STAGES; BQ, DECODE_BK and DECODE_WARPS at the
     tile's defaults, which the kernel does not read), shape (each share at least one key tile, the smallest key
     tile always allowed) and its registers and shared-memory groups (the kernel's own limits)."""
@@ -292,7 +291,7 @@ def _product(ranges: list[list[int]]) -> list[tuple[int, ...]]:
     return out
 
 
-def _spread(target: GpuModel, blocks: Knob) -> Knob:
+def _spread(target: Target, blocks: Knob) -> Knob:
     """How much slower ``blocks`` equal blocks run than the same work spread evenly over every SM: whole waves
     of blocks over the SMs, the last one as long as a full one."""
     return ceil_div(blocks, target.sm_count) * target.sm_count / blocks
@@ -302,7 +301,7 @@ def _element_bytes(op: Attention) -> int:
     return ELEMENT_BYTES[op.input_type]
 
 
-def _prefill(target: GpuModel, op: Attention, values: KnobValues, s: dict[str, int]) -> np.ndarray:
+def _prefill(target: Target, op: Attention, values: KnobValues, s: dict[str, int]) -> np.ndarray:
     bq, bk = values["BQ"], values["BK"]
     blocks = s["batch"] * ceil_div(s["m"], bq)
     keys = s["n"]
@@ -316,7 +315,7 @@ def _prefill(target: GpuModel, op: Attention, values: KnobValues, s: dict[str, i
     return roofline(compute, memory) + LAUNCH_SECONDS
 
 
-def _decode(target: GpuModel, op: Attention, values: KnobValues, s: dict[str, int]) -> np.ndarray:
+def _decode(target: Target, op: Attention, values: KnobValues, s: dict[str, int]) -> np.ndarray:
     if runs_sm90(problem_spec(op), target.chip):
         # a block per share, its one consumer's 64-row wgmma tile holding the query in row 0
         splits, key_tile, warps, rows = values["SPLITS"], values["BK"], 1, WGMMA_M
@@ -334,7 +333,7 @@ def _decode(target: GpuModel, op: Attention, values: KnobValues, s: dict[str, in
     return roofline(compute, memory) + LAUNCH_SECONDS + combine
 
 
-def _latency(target: GpuModel, op: Attention, values: KnobValues, blocks: Knob, steps: Knob) -> Knob:
+def _latency(target: Target, op: Attention, values: KnobValues, blocks: Knob, steps: Knob) -> Knob:
     """The time of the busiest SM where its loads wait on memory: a block (a warp, for decode) loads a key
     tile per step while it works on the ones before, so each step costs a DRAM latency over the stages of K and
     V tiles in flight (KV_STAGES for the mma.sync kernels, STAGES for the wgmma kernel's rings); the blocks an
@@ -342,10 +341,10 @@ def _latency(target: GpuModel, op: Attention, values: KnobValues, blocks: Knob, 
     after them."""
     resident, stages = _residency(target, op, values)
     rounds = ceil_div(ceil_div(blocks, target.sm_count), resident)
-    return rounds * steps * DRAM_LATENCY_SECONDS / stages
+    return rounds * steps * LOAD_LATENCY_SECONDS / stages
 
 
-def _residency(target: GpuModel, op: Attention, values: KnobValues) -> tuple[np.ndarray, np.ndarray]:
+def _residency(target: Target, op: Attention, values: KnobValues) -> tuple[np.ndarray, np.ndarray]:
     """For each point: the blocks an SM holds at once (as many as its shared memory and registers take, at
     least one, from the plan of the kernel that runs the point's tile) and the stages of key tiles in flight."""
     spec = problem_spec(op)
@@ -363,7 +362,7 @@ def _residency(target: GpuModel, op: Attention, values: KnobValues) -> tuple[np.
     return resident.reshape(shape), stages.reshape(shape)
 
 
-def _block_residency(target: GpuModel, spec: AttentionSpec) -> tuple[int, int]:
+def _block_residency(target: Target, spec: AttentionSpec) -> tuple[int, int]:
     """Blocks of ``spec`` (with its tile) an SM holds at once, and the key tiles each keeps in flight."""
     if takes_sm90(spec, target.chip):
         plan = plan_sm90_attention(spec)
@@ -387,13 +386,13 @@ def _partial_bytes(op: Attention, s: dict[str, int], splits: Knob) -> Knob:
     return splits * s["batch"] * (op.value_dim + 2) * 4
 
 
-def attention_seconds(target: GpuModel, op: Attention, values: KnobValues, assumed: int) -> np.ndarray:
+def attention_seconds(target: Target, op: Attention, values: KnobValues, assumed: int) -> np.ndarray:
     """Predicted seconds of ``op`` scheduled by ``values`` (see the module docstring)."""
     s = problem_sizes(op, assumed)
     return _decode(target, op, values, s) if is_decode(op) else _prefill(target, op, values, s)
 
 
-def attention_lower_bound(target: GpuModel, op: Attention, values: KnobValues, assumed: int) -> np.ndarray:
+def attention_lower_bound(target: Target, op: Attention, values: KnobValues, assumed: int) -> np.ndarray:
     """Below :func:`attention_seconds`: the unpadded products at the tensor-core rate of every SM and Q, K, V, O
     moved once, with the launches."""
     s = problem_sizes(op, assumed)
