@@ -65,6 +65,29 @@ def test_workloads_make_one_module_on_tensor_cores_within_the_caps(target, dtype
                 workload.family in ("swiglu", "lora", "rmsnorm-linear", "rmsnorm-mlp"):
             assert ("wgmma.mma_async" in ptx) or (f"mma.sync.aligned.m16n8k16.row.col.f32.{dtype}.{dtype}" in ptx), \
                 workload.name
+        if workload.name in UNALIGNED:  # rows neither TMA nor a 16-byte copy can read: element loads
+            continue
+        assert_expert_memory_pipeline(ptx, chip, workload.name)
+
+
+# Workloads with an operand whose rows are not a multiple of 16 bytes (1000 x 513 16-bit values): TMA needs
+# 16-byte strides and a 16-byte copy a 16-byte-aligned row, so their GEMMs copy that operand by elements.
+UNALIGNED = {"gemm-ragged"}
+
+
+def assert_expert_memory_pipeline(ptx: str, chip: str, name: str) -> None:
+    """The memory pipeline of the GPU speed issue's static checks: on sm_90a, TMA tile loads into shared memory
+    under mbarriers feeding wgmma; on sm_80, 16-byte cp.async copies (no narrower) in a pipeline that keeps at
+    least one group in flight (a wait_group of 1 or more) feeding ldmatrix; global operand loads 128 bits."""
+    if chip == "sm_90a":
+        for needed in ("wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait"):
+            assert needed in ptx, (name, needed)
+        return
+    sizes = set(re.findall(r"cp\.async\.c[ga]\.shared\.global \[[^]]*\], \[[^]]*\], (\d+)", ptx))
+    assert sizes == {"16"}, (name, sizes)
+    waits = {int(n) for n in re.findall(r"cp\.async\.wait_group\s+(\d+);", ptx)}
+    assert max(waits, default=0) >= 1, (name, waits)
+    assert "ldmatrix.sync.aligned" in ptx, name
 
 
 def _contraction_as_generic(dtype: str) -> str:
