@@ -155,7 +155,8 @@ class GpuModel:
         # Each K step waits for its tile's loads unless STAGES - 1 steps of the loop cover their latency; a wave's
         # resident blocks wait together.
         steps = ceil_div(ceil_div(s["k"], split), bk)
-        latency = waves * steps * LOAD_LATENCY_SECONDS / np.maximum(values.get("STAGES", 2) - 1, 1)
+        latency = (waves * steps * LOAD_LATENCY_SECONDS / np.maximum(values["STAGES"] - 1, 1)
+                   if "STAGES" in values else 0.0)  # a kernel without the knob (IREE's) pipelines as it will
         return (roofline(np.maximum(compute, latency), memory) + LAUNCH_SECONDS + exposed
                 + np.where(split > 1, SPLIT_SECONDS, 0.0))
 
@@ -163,25 +164,20 @@ class GpuModel:
         """Blocks of the GEMM kernel an SM holds at once: its threads, registers and shared memory against the
         SM's. The registers are what the kernel declares: the wgmma kernel's ``.maxnreg`` for its warpgroups,
         the mma.sync and FMA kernels' allotment (:mod:`prism.targets.nvidia_registers`)."""
-        bm, bn, bk, wm, wn = (values[k] for k in ("BM", "BN", "BK", "WM", "WN"))
-        stages = values.get("STAGES", 2)
-        units = (bm // wm) * (bn // wn)  # warps, or on the wgmma kernel consumer warpgroups
-        tiles = stages * (bm * bk * op.elem_bytes[0] + bk * bn * op.elem_bytes[1])
-        if nvidia_space.uses_wgmma(op, self):
-            threads = nvidia_registers.WARPGROUP * (1 + units)
-            registers = nvidia_registers.wgmma_max_registers(units)
-            smem = tiles + nvidia_space.WGMMA_RESERVED_BYTES
-        else:
-            threads = units * self.warp_size
-            registers = nvidia_registers.gemm_allotment(bm, bn, bk, wm, wn, values.get("SPLITK", 1),
-                                                        tensor_cores=values.get("MMA", 0) > 0)
-            smem = tiles
+        threads, registers, smem = self.block_resources(op, values)
         # a point without a warp (WM > BM or WN > BN) holds none of either: 0 rather than a division by zero
         block_registers = threads * registers
         by_threads = np.where(threads > 0, 2048 // np.maximum(threads, 1), 0)
         by_registers = np.where(block_registers > 0, self.regs_per_sm // np.maximum(block_registers, 1), 0)
         resident = np.minimum(np.minimum(self.smem_per_sm // np.maximum(smem, 1), by_threads), by_registers)
         return np.maximum(1, resident)
+
+    def block_resources(self, op: Contraction, values: KnobValues) -> tuple[Knob, Knob, Knob]:
+        """A block's threads, registers per thread and shared memory: here a kernel's warps of WM x WN, some 128
+        registers each and one stage of tiles (IREE's kernels on AMD chips; Prism's own on NVIDIA override it)."""
+        bm, bn, bk, wm, wn = (values[k] for k in ("BM", "BN", "BK", "WM", "WN"))
+        threads = (bm // wm) * (bn // wn) * self.warp_size
+        return threads, 128, bm * bk * op.elem_bytes[0] + bk * bn * op.elem_bytes[1]
 
     @property
     def l2_bytes_per_s(self) -> float:
@@ -328,6 +324,19 @@ class NvidiaTarget(GpuModel):
     def lowering(self) -> str:
         """prism-lower-gpu for this chip."""
         return f"prism-lower-gpu{{chip={self.chip}}}"
+
+    def block_resources(self, op: Contraction, values: KnobValues) -> tuple[Knob, Knob, Knob]:
+        """What Prism's GEMM kernels declare: the wgmma kernel's warpgroups and ``.maxnreg``, the mma.sync and FMA
+        kernels' warps and register allotment (:mod:`.nvidia_registers`); STAGES of tiles."""
+        bm, bn, bk, wm, wn = (values[k] for k in ("BM", "BN", "BK", "WM", "WN"))
+        units = (bm // wm) * (bn // wn)  # warps, or on the wgmma kernel consumer warpgroups
+        tiles = values.get("STAGES", 2) * (bm * bk * op.elem_bytes[0] + bk * bn * op.elem_bytes[1])
+        if nvidia_space.uses_wgmma(op, self):
+            return (nvidia_registers.WARPGROUP * (1 + units), nvidia_registers.wgmma_max_registers(units),
+                    tiles + nvidia_space.WGMMA_RESERVED_BYTES)
+        registers = nvidia_registers.gemm_allotment(bm, bn, bk, wm, wn, values.get("SPLITK", 1),
+                                                    tensor_cores=values.get("MMA", 0) > 0)
+        return units * self.warp_size, registers, tiles
 
     def space(self, op: Problem) -> Space | None:
         """The space of Prism's own kernel for a contraction (:mod:`.nvidia_space`); for another family, its

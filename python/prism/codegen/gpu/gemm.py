@@ -376,11 +376,16 @@ def _kernel(spec: GemmSpec, chip: str, name: str, widths: dict[str, int], when: 
 # -- the registers it declares -----------------------------------------------------------------------------------------
 
 
+# Registers a grouped tile order (GROUP_M > 1) adds: its group, row and column arithmetic, held across the K loop
+# (a batched 32 x 128 tile of 16 x 64 warps spilled 40 bytes without them).
+ALLOT_GROUPED = 8
+
+
 def gemm_tile_allotment(spec: GemmSpec, loaded: tuple[bool, bool] = (False, False), capped: bool = True) -> int:
     """The ``.maxnreg`` the kernel of ``spec`` declares: :func:`~prism.targets.nvidia_registers.gemm_allotment` of
     its tile (its type picks the kernel; ``loaded``: whether A and B are loaded element by element), ALLOT_EPILOGUE
-    more with a fused epilogue or an initial C tensor, and with A m-major and B n-major, the hoisted fragments once
-    more (ptxas double-buffers them there)."""
+    more with a fused epilogue or an initial C tensor, ALLOT_GROUPED more for a grouped tile order, and with A
+    m-major and B n-major, the hoisted fragments once more (ptxas double-buffers them there)."""
     t = spec.tile
     held = held_registers(spec, loaded)
     need = int(gemm_allotment(t.BM, t.BN, t.BK, t.WM, t.WN, t.SPLITK, spec.a.dtype in TENSOR_CORE_TYPES,
@@ -388,6 +393,7 @@ def gemm_tile_allotment(spec: GemmSpec, loaded: tuple[bool, bool] = (False, Fals
     if need < MAX_REGISTERS:  # (the cap of element loads in a split kernel takes it all)
         need += ALLOT_EPILOGUE if spec.epilogue is not None or spec.init is not None else 0
         need += _transposed_b_fragments(spec) if spec.b_layout == "nk" and spec.a_layout == "mk" else 0
+        need += ALLOT_GROUPED if t.GROUP_M > 1 else 0
     threads = t.BM // t.WM * (t.BN // t.WN) * 32
     return min(need, int(register_cap(threads))) if capped else need
 
