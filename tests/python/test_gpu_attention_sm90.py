@@ -579,13 +579,18 @@ def test_the_partials_lie_where_the_combine_kernel_reads_them(spec: AttentionSpe
     run_blocks(kernel, arrays, dims)
     skv = sizes.get(spec.skv, spec.skv)
     shares = share_model(skv, plan.tile.BK, plan.splits)
+    holders: dict[int, list[tuple[int, int]]] = {}  # column c of accumulator row 0: (thread, element)
+    for th in range(128):
+        for i in range(spec.dv // 2):
+            row, column = isa_accumulator(th, i)
+            if row == 0:
+                holders.setdefault(column, []).append((th, i))
     for entry in range(entries):
         start, end = shares[entry % plan.splits]
         assert pm[entry] == start
         assert pl[entry] == 4 * -(-max(end - start, 0) // plan.tile.BK)  # the row's four lanes' sums
         for c in range(spec.dv):
-            (thread, i), = [(th, i) for th in range(128) for i in range(spec.dv // 2)
-                            if isa_accumulator(th, i) == (0, c)]
+            (thread, i), = holders[c]
             assert po[entry * spec.dv + c] == (128 + thread) * spec.dv // 2 + i, (entry, c)
     if spec.splits == 5:  # the case of empty shares has them
         assert sum(end <= start for start, end in shares) == 3
