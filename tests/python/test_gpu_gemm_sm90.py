@@ -478,3 +478,19 @@ def test_persistent_ring_needs_the_last_slot_freed() -> None:
     """Without freeing a tile's last slot, the producer waits forever once the ring wraps: the model sees it."""
     with pytest.raises(AssertionError, match="deadlock"):
         _ring_run([3, 3, 3], stages=2, consumers=2, free_last=False)
+
+
+@needs_ptxas
+def test_a_split_dynamic_gemm_takes_only_size_symbols() -> None:
+    """Split-K's counters are shaped by expressions of the sizes (``cdiv(m, BM)``); the kernel takes the symbols
+    alone, as a launcher binds them (an expression among its size parameters cannot be bound)."""
+    spec = gemm(m="m", k="k", tile=GemmTile(BM=64, BN=128, BK=64, WM=64, WN=128, STAGES=4, SPLITK=4))
+    kernel, = emit_gemm_sm90(spec)
+    sizes = [p.name for p in kernel.launch.params if p.kind == "size"]
+    assert sizes and all(name.isidentifier() for name in sizes), sizes
+    assert any(not isinstance(d, int) and not d.isidentifier() for t in kernel.temporaries for d in t.shape)
+    check_kernel(spec)
+    from prism.codegen.gpu.gemm import emit_gemm
+    for k in emit_gemm(gemm(m="m", k="k", tile=GemmTile(BM=64, BN=64, BK=32, WM=32, WN=32, STAGES=3, SPLITK=4)),
+                       "sm_80"):
+        assert all(p.name.isidentifier() for p in k.launch.params if p.kind == "size"), k.name

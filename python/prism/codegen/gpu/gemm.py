@@ -347,8 +347,8 @@ def _symbols(spec: GemmSpec, tensors: Sequence[Tensor]) -> list[str]:
     """The size symbols the kernel reads, in order of first use."""
     dims: list[Dim] = [spec.m, spec.n, spec.k, *spec.batch] + [d for t in tensors for d in t.shape]
     found: list[str] = []
-    for d in dims:
-        if isinstance(d, str) and d not in found:
+    for d in dims:  # a temporary's extent may be an expression of them (split-K's counters): not a symbol
+        if isinstance(d, str) and d.isidentifier() and d not in found:
             found.append(d)
     return found
 

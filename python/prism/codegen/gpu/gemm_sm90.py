@@ -334,8 +334,8 @@ def _params(plan: _Plan) -> tuple[Param, ...]:
     dims = [spec.m, spec.n, spec.k, *spec.batch]
     for tensor in [op.tensor for op in plan.operands] + tensors:
         dims += list(tensor.shape)
-    for d in dims:
-        if isinstance(d, str) and d not in symbols:
+    for d in dims:  # a temporary's extent may be an expression of them (split-K's counters): not a symbol
+        if isinstance(d, str) and d.isidentifier() and d not in symbols:
             symbols.append(d)
     return (maps + tuple(Param("tensor", t.name) for t in tensors)
             + tuple(Param("size", s) for s in symbols))
