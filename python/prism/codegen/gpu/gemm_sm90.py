@@ -71,7 +71,7 @@ where it does not hold.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from prism.codegen.gpu import hopper
@@ -611,26 +611,23 @@ class _Writer:
         rows: dict[int, tuple[str, str, str]] = {}
         cols: dict[int, tuple[str, str]] = {}
         out = []
-        for mb in range(spec.tile.WM // WGMMA_M):
-            for i in range(0, spec.tile.WN // 2, 2):
-                dr, dc = fragment_offset(i)
-                dr += mb * WGMMA_M
-                if dr not in rows:
-                    row = self.index("addi", self.m_first, t.const(dr), "row")
-                    ok = t.value(f"arith.cmpi ult, {row}, {m} : index", "rowok")
-                    start = self.index("muli", self.index("addi", self.index("muli", self.bz, m), row), n, "crow")
-                    rows[dr] = (row, ok, start)
-                for d in (dc, dc + 1) if not self.paired else (dc,):
-                    if d not in cols:
-                        col = self.index("addi", self.n_first, t.const(d), "col")
-                        col_ok = t.value(f"arith.cmpi ult, {col}, {n} : index", "colok")
-                        cols[d] = (col, t.value(f"arith.andi {rows[dr][1]}, {col_ok} : i1", "ok"))
-                if self.paired:  # N even: the pair's first column in bounds means both are
-                    col, ok = cols[dc]
-                    one = self.index("addi", col, t.const(1), "col")
-                    out.append((mb, i, rows[dr], ok, [(col, ok), (one, ok)]))
-                else:
-                    out.append((mb, i, rows[dr], None, [cols[dc], cols[dc + 1]]))
+        for mb, i, dr, dc in fragment_pairs(spec.tile):
+            if dr not in rows:
+                row = self.index("addi", self.m_first, t.const(dr), "row")
+                ok = t.value(f"arith.cmpi ult, {row}, {m} : index", "rowok")
+                start = self.index("muli", self.index("addi", self.index("muli", self.bz, m), row), n, "crow")
+                rows[dr] = (row, ok, start)
+            for d in (dc, dc + 1) if not self.paired else (dc,):
+                if d not in cols:
+                    col = self.index("addi", self.n_first, t.const(d), "col")
+                    col_ok = t.value(f"arith.cmpi ult, {col}, {n} : index", "colok")
+                    cols[d] = (col, t.value(f"arith.andi {rows[dr][1]}, {col_ok} : i1", "ok"))
+            if self.paired:  # N even: the pair's first column in bounds means both are
+                col, ok = cols[dc]
+                one = self.index("addi", col, t.const(1), "col")
+                out.append((mb, i, rows[dr], ok, [(col, ok), (one, ok)]))
+            else:
+                out.append((mb, i, rows[dr], None, [cols[dc], cols[dc + 1]]))
         return out
 
     @property
@@ -778,14 +775,11 @@ class _Writer:
         m = self.dim(spec.m)
         rows: dict[int, tuple[str, str]] = {}
         out = []
-        for mb in range(spec.tile.WM // WGMMA_M):
-            for i in range(0, spec.tile.WN // 2, 2):
-                dr, dc = fragment_offset(i)
-                dr += mb * WGMMA_M
-                if dr not in rows:
-                    row = self.index("addi", self.m_first, t.const(dr), "row")
-                    rows[dr] = (row, t.value(f"arith.cmpi ult, {row}, {m} : index", "rowok"))
-                out.append((mb, i, *rows[dr], self.index("addi", self.n_first, t.const(dc), "col")))
+        for mb, i, dr, dc in fragment_pairs(spec.tile):
+            if dr not in rows:
+                row = self.index("addi", self.m_first, t.const(dr), "row")
+                rows[dr] = (row, t.value(f"arith.cmpi ult, {row}, {m} : index", "rowok"))
+            out.append((mb, i, *rows[dr], self.index("addi", self.n_first, t.const(dc), "col")))
         return out
 
     def store_partials(self, accs: list[str], partials: str) -> None:
@@ -856,6 +850,16 @@ class _Writer:
                                                         "acc")
             t.yield_(accs, [self.acc_type] * len(accs))
         return loop.results
+
+
+def fragment_pairs(tile) -> Iterator[tuple[int, int, int, int]]:
+    """Each pair of adjacent accumulator elements ``i``, ``i + 1`` of a consumer's fragment, per m64 block
+    ``mb``: ``(mb, i, row, column)`` of the pair's first element in the consumer's ``WM x WN`` tile, in the order
+    the epilogue and the split-K partials walk them."""
+    for mb in range(tile.WM // WGMMA_M):
+        for i in range(0, tile.WN // 2, 2):
+            dr, dc = fragment_offset(i)
+            yield mb, i, dr + mb * WGMMA_M, dc
 
 
 def fragment_offset(i: int) -> tuple[int, int]:
