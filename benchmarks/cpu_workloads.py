@@ -18,6 +18,9 @@ import numpy as np
 LAYER_SHAPES = ((1, 4096), (8, 1024), (8, 2048), (8, 4096), (16, 1024), (16, 4096), (128, 4096))
 ATTENTION_SHAPES = ((2, 8, 1, 1024, 128), (2, 8, 128, 1024, 128), (2, 32, 1, 1024, 128), (4, 8, 1, 1024, 128),
                     (1, 16, 512, 512, 64), (1, 16, 2048, 2048, 64), (1, 16, 1, 4096, 64))
+# Attention written another way (the scale inside the row max and the exponent, as a graph compiler fuses
+# it): the long-context shape.
+SCALE_IN_MAX_SHAPES = ((1, 16, 1024, 1024, 64),)
 # Causal attention (b, h, s, d): prefill of a prompt of s tokens.
 CAUSAL_SHAPES = ((1, 16, 512, 64), (1, 16, 2048, 64))
 # QK-norm attention (RMSNorm of each query and key over the head dimension first): prefill, a batch of
@@ -407,6 +410,16 @@ def attention(b: int, h: int, q: int, kv: int, d: int) -> Workload:
                     _attention_array, 4 * b * h * q * kv * d, q, attention=lambda ops, q, k, v: (q, k, v))
 
 
+def scale_in_max_attention(b: int, h: int, q: int, kv: int, d: int) -> Workload:
+    """Attention with the scale applied inside each consumer of the raw scores: ``m = max(s c)``,
+    ``p = exp(s c - m)``, normalized after P V. The same function as :func:`attention`, spelled otherwise."""
+    args = (Arg("q", (b, h, q, d)), Arg("k", (b, h, kv, d)), Arg("v", (b, h, kv, d)))
+    return Workload(f"scale-in-max-attention-{b}x{h}x{q}x{kv}x{d}", "scale-in-max-attention", "attention", args,
+                    _function("attention", args, [("out", (b, h, q, d))],
+                              _attention("q", "k", "v", args, scale_in_max=True), ATTENTION_MAPS),
+                    _attention_array, 4 * b * h * q * kv * d, q, attention=lambda ops, q, k, v: (q, k, v))
+
+
 def causal_attention(b: int, h: int, s: int, d: int) -> Workload:
     """Attention over ``s`` queries and keys with a causal mask (key j for query i when j <= i) on the scores,
     written with ``linalg.index``: half the pairs weigh."""
@@ -454,9 +467,11 @@ def _rmsnorm4(out: str, x: str, g: str, shape: tuple[int, int, int, int]) -> lis
     ]
 
 
-def _attention(q_name: str, k_name: str, v_name: str, args: Sequence[Arg], causal: bool = False) -> list[str]:
+def _attention(q_name: str, k_name: str, v_name: str, args: Sequence[Arg], causal: bool = False,
+               scale_in_max: bool = False) -> list[str]:
     """The six ops of attention over ``q_name``, ``k_name`` and ``v_name`` (shaped as ``args[:3]``), into %out;
-    with ``causal``, a seventh masks the scores (-inf where key j comes after query i)."""
+    with ``causal``, a seventh masks the scores (-inf where key j comes after query i); with ``scale_in_max``,
+    the row max and the exponent each scale the raw scores themselves."""
     b, h, q, d = args[0].shape
     kv = args[1].shape[2]
     scores, rows, out = (b, h, q, kv), (b, h, q), (b, h, q, d)
@@ -478,8 +493,11 @@ def _attention(q_name: str, k_name: str, v_name: str, args: Sequence[Arg], causa
         f"%row_ninf = linalg.fill ins(%ninf : f32) outs(%row_empty : {_t(*rows)}) -> {_t(*rows)}",
         f"%row_zero = linalg.fill ins(%zero : f32) outs(%row_empty : {_t(*rows)}) -> {_t(*rows)}",
         *_generic("m", ["all4", "row4"], par4[:3] + red, [(s, scores)], "row_ninf", rows,
-                  ["%r = arith.maximumf %acc, %a0 : f32"]),
+                  ["%scaled = arith.mulf %a0, %scale : f32", "%r = arith.maximumf %acc, %scaled : f32"]
+                  if scale_in_max else ["%r = arith.maximumf %acc, %a0 : f32"]),
         *_generic("p", ["all4", "row4", "all4"], par4, [(s, scores), ("m", rows)], "s_empty", scores,
+                  ["%scaled = arith.mulf %a0, %scale : f32", "%shifted = arith.subf %scaled, %a1 : f32",
+                   "%r = math.exp %shifted : f32"] if scale_in_max else
                   ["%shifted = arith.subf %a0, %a1 : f32", "%scaled = arith.mulf %shifted, %scale : f32",
                    "%r = math.exp %scaled : f32"]),
         *_generic("l", ["all4", "row4"], par4[:3] + red, [("p", scores)], "row_zero", rows,
@@ -509,6 +527,7 @@ def all_workloads() -> list[Workload]:
         *(gemm(f"gemm-m{m}-4096", m, 4096, 4096) for m in (16, 128)),
         *(build(n, d) for build in (rmsnorm_linear, swiglu, rmsnorm_mlp, qkv, lora) for n, d in LAYER_SHAPES),
         *(attention(*shape) for shape in ATTENTION_SHAPES),
+        *(scale_in_max_attention(*shape) for shape in SCALE_IN_MAX_SHAPES),
         *(causal_attention(*shape) for shape in CAUSAL_SHAPES),
         *(qk_norm_attention(*shape) for shape in QK_NORM_SHAPES),
         *(rmsnorm(*shape) for shape in ROW_SHAPES["rmsnorm"]),
