@@ -11,7 +11,7 @@ evidence). The rulesets are grouped by the rewrite families of the design:
 sharing an operand through concat/slice, and slices moved inside elementwise
 ops, broadcasts and reductions), ``SCALING`` (row and column scalings across
 a matmul, reductions of broadcasts and of scalings), ``SOFTMAX`` (division
-after the matmul), ``ELEMENTWISE`` (commutativity and associativity of the
+after the matmul, max-subtraction invariance), ``ELEMENTWISE`` (commutativity and associativity of the
 pointwise ops, pointwise ops through broadcasts, exact constant folding)
 and, for exploration only, ``SHARING``.
 """
