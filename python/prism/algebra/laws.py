@@ -63,6 +63,17 @@ def laws(name: str, lhs: Tensor, rhs: Tensor, *conditions: object) -> list[Law]:
     return [*law(name, lhs, rhs, *conditions), *law(name + "~", rhs, lhs, *conditions)]
 
 
+def shaped(*terms: Tensor) -> list[object]:
+    """The conditions that each of ``terms`` has a known rank: a tensor, not a constant (which has no shape).
+
+    A law that moves a broadcast, a slice or a reduction onto an operand
+    requires it, so that no law writes a broadcast, slice or reduction of a
+    constant: a term without a shape, which neither the shape rules nor the
+    emission of MLIR can size.
+    """
+    return [_eq(rank(term)).to(rank(term)) for term in terms]
+
+
 # The names of each ruleset's laws, in declaration order.
 LAW_NAMES: dict[str, list[str]] = {}
 
@@ -139,19 +150,24 @@ LINEAR: Ruleset = _ruleset(
 
 def _through_broadcasts() -> list[Law]:
     """Every elementwise op commutes with broadcasting: applied to broadcast operands, it is the broadcast of
-    the op applied before, both ways. A constant fits every shape, so it stays an operand on either side, and
-    broadcasting a constant leaves it as it is."""
+    the op applied before, both ways. A constant fits every shape, so it stays an operand on either side.
+
+    The operands broadcast must be tensors (:func:`shaped`), and there is deliberately no law that a broadcast
+    constant is the constant: a constant has no shape, so its e-class would gather broadcasts of every size,
+    and a law that reads a size off a broadcast (the sum of a broadcast along its own axis) could then equate
+    sums over different sizes.
+    """
     entries: list[Law] = []
     for name, unary in UNARY.items():
-        entries += laws(f"{name}-of-broadcast", unary(broadcast(a, ax, size)), broadcast(unary(a), ax, size))
+        entries += laws(f"{name}-of-broadcast", unary(broadcast(a, ax, size)), broadcast(unary(a), ax, size),
+                        *shaped(a))
     for name, binary in BINARY.items():
         entries += laws(f"{name}-of-broadcasts", binary(broadcast(a, ax, size), broadcast(b, ax, size)),
-                        broadcast(binary(a, b), ax, size))
+                        broadcast(binary(a, b), ax, size), *shaped(a, b))
         entries += laws(f"{name}-of-broadcast-and-constant", binary(broadcast(a, ax, size), Tensor.splat(k)),
-                        broadcast(binary(a, Tensor.splat(k)), ax, size))
+                        broadcast(binary(a, Tensor.splat(k)), ax, size), *shaped(a))
         entries += laws(f"{name}-of-constant-and-broadcast", binary(Tensor.splat(k), broadcast(a, ax, size)),
-                        broadcast(binary(Tensor.splat(k), a), ax, size))
-    entries += law("broadcast-of-constant", broadcast(Tensor.splat(k), ax, size), Tensor.splat(k))
+                        broadcast(binary(Tensor.splat(k), a), ax, size), *shaped(a))
     return entries
 
 
@@ -202,17 +218,22 @@ ELEMENTWISE: Ruleset = _ruleset(
 )
 
 def _slices_of_pointwise() -> list[Law]:
-    """A slice of an elementwise op is the op on slices of its operands (a constant is its own slice); back,
-    the operands must agree along the sliced axis."""
+    """A slice of an elementwise op is the op on slices of its operands, a constant operand kept as it is (it
+    fits every shape; only tensors are sliced, see :func:`shaped`); back, the operands must agree along the
+    sliced axis."""
     entries: list[Law] = []
     for name, unary in UNARY.items():
-        entries += laws(f"slice-of-{name}", slice_(unary(a), ax, off, size), unary(slice_(a, ax, off, size)))
+        entries += laws(f"slice-of-{name}", slice_(unary(a), ax, off, size), unary(slice_(a, ax, off, size)),
+                        *shaped(a))
     for name, binary in BINARY.items():
         entries += law(f"slice-of-{name}", slice_(binary(a, b), ax, off, size),
-                       binary(slice_(a, ax, off, size), slice_(b, ax, off, size)))
+                       binary(slice_(a, ax, off, size), slice_(b, ax, off, size)), *shaped(a, b))
         entries += law(f"slice-of-{name}~", binary(slice_(a, ax, off, size), slice_(b, ax, off, size)),
                        slice_(binary(a, b), ax, off, size), _eq(dim(a, ax)).to(dim(b, ax)))
-    entries += law("slice-of-constant", slice_(Tensor.splat(k), ax, off, size), Tensor.splat(k))
+        entries += laws(f"slice-of-{name}-with-constant", slice_(binary(a, Tensor.splat(k)), ax, off, size),
+                        binary(slice_(a, ax, off, size), Tensor.splat(k)), *shaped(a))
+        entries += laws(f"slice-of-{name}-of-constant", slice_(binary(Tensor.splat(k), a), ax, off, size),
+                        binary(Tensor.splat(k), slice_(a, ax, off, size)), *shaped(a))
     return entries
 
 
@@ -222,41 +243,43 @@ def _slices_of_broadcasts_and_reductions() -> list[Law]:
     entries: list[Law] = [
         *law("slice-of-broadcast-along-it", slice_(broadcast(a, ax, n), ax, off, size), broadcast(a, ax, size)),
         *laws("slice-of-broadcast-before-it", slice_(broadcast(a, ax, n), r, off, size),
-              broadcast(slice_(a, r, off, size), ax, n), r < ax),
+              broadcast(slice_(a, r, off, size), ax, n), r < ax, *shaped(a)),
         *law("slice-of-broadcast-after-it", slice_(broadcast(a, ax, n), r, off, size),
-             broadcast(slice_(a, r - 1, off, size), ax, n), r > ax),
+             broadcast(slice_(a, r - 1, off, size), ax, n), r > ax, *shaped(a)),
         *law("slice-of-broadcast-after-it~", broadcast(slice_(a, r, off, size), ax, n),
-             slice_(broadcast(a, ax, n), r + 1, off, size), r >= ax),
+             slice_(broadcast(a, ax, n), r + 1, off, size), r >= ax, *shaped(a)),
     ]
     for name, reduce in (("sum", reduce_sum), ("max", reduce_max)):
         entries += [
             *laws(f"slice-of-{name}-before-its-axis", slice_(reduce(a, r), ax, off, size),
-                  reduce(slice_(a, ax, off, size), r), ax < r),
+                  reduce(slice_(a, ax, off, size), r), ax < r, *shaped(a)),
             *law(f"slice-of-{name}-after-its-axis", slice_(reduce(a, r), ax, off, size),
-                 reduce(slice_(a, ax + 1, off, size), r), ax >= r),
+                 reduce(slice_(a, ax + 1, off, size), r), ax >= r, *shaped(a)),
             *law(f"slice-of-{name}-after-its-axis~", reduce(slice_(a, ax, off, size), r),
-                 slice_(reduce(a, r), ax - 1, off, size), ax > r),
+                 slice_(reduce(a, r), ax - 1, off, size), ax > r, *shaped(a)),
         ]
     return entries
 
 
 def _reductions_of_broadcasts() -> list[Law]:
-    """Summing a broadcast along its own axis multiplies by its size; its maximum there is the value broadcast.
-    A reduction along another axis commutes with the broadcast, each renumbered past the other."""
+    """Summing a broadcast along its own axis multiplies by its size (a static one, of a tensor with a shape:
+    never a constant's, see :func:`_through_broadcasts`); its maximum there is the value broadcast. A reduction
+    along another axis commutes with the broadcast, each renumbered past the other."""
     entries: list[Law] = [
-        *law("sum-of-broadcast-along-it", reduce_sum(broadcast(a, ax, n), ax), mul(a, Tensor.splat(f64.from_i64(n)))),
-        *law("max-of-broadcast-along-it", reduce_max(broadcast(a, ax, n), ax), a, n >= 1),
+        *law("sum-of-broadcast-along-it", reduce_sum(broadcast(a, ax, n), ax), mul(a, Tensor.splat(f64.from_i64(n))),
+             n >= 0, *shaped(a)),
+        *law("max-of-broadcast-along-it", reduce_max(broadcast(a, ax, n), ax), a, n >= 1, *shaped(a)),
     ]
     for name, reduce in (("sum", reduce_sum), ("max", reduce_max)):
         entries += [
             *law(f"{name}-of-broadcast-before-it", reduce(broadcast(a, ax, n), r),
-                 broadcast(reduce(a, r), ax - 1, n), r < ax),
+                 broadcast(reduce(a, r), ax - 1, n), r < ax, *shaped(a)),
             *law(f"{name}-of-broadcast-before-it~", broadcast(reduce(a, r), m, n),
-                 reduce(broadcast(a, m + 1, n), r), r <= m),
+                 reduce(broadcast(a, m + 1, n), r), r <= m, *shaped(a)),
             *law(f"{name}-of-broadcast-after-it", reduce(broadcast(a, ax, n), r),
-                 broadcast(reduce(a, r - 1), ax, n), r > ax),
+                 broadcast(reduce(a, r - 1), ax, n), r > ax, *shaped(a)),
             *law(f"{name}-of-broadcast-after-it~", broadcast(reduce(a, r), ax, n),
-                 reduce(broadcast(a, ax, n), r + 1), r >= ax),
+                 reduce(broadcast(a, ax, n), r + 1), r >= ax, *shaped(a)),
         ]
     return entries
 
@@ -266,11 +289,11 @@ def _reductions_of_scalings() -> list[Law]:
     maximum, for a positive constant scale."""
     return [
         *laws("sum-of-constant-scaling", reduce_sum(mul(a, Tensor.splat(k)), ax),
-              mul(reduce_sum(a, ax), Tensor.splat(k))),
+              mul(reduce_sum(a, ax), Tensor.splat(k)), *shaped(a)),
         *laws("sum-of-broadcast-scaling", reduce_sum(mul(a, broadcast(s, ax, n)), ax), mul(reduce_sum(a, ax), s),
-              _eq(n).to(dim(a, ax))),
+              _eq(n).to(dim(a, ax)), *shaped(s)),
         *laws("max-of-positive-scaling", reduce_max(mul(a, Tensor.splat(k)), ax),
-              mul(reduce_max(a, ax), Tensor.splat(k)), k > f64(0.0)),
+              mul(reduce_max(a, ax), Tensor.splat(k)), k > f64(0.0), *shaped(a)),
     ]
 
 
