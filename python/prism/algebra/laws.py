@@ -10,10 +10,10 @@ evidence). The rulesets are grouped by the rewrite families of the design:
 ``LINEAR`` (distributivity, associativity, transposes), ``FUSION`` (GEMMs
 sharing an operand through concat/slice, and slices moved inside elementwise
 ops, broadcasts and reductions), ``SCALING`` (row and column scalings across
-a matmul, reductions of broadcasts and of scalings), ``SOFTMAX`` (division
-after the matmul, max-subtraction invariance), ``ELEMENTWISE`` (commutativity and associativity of the
-pointwise ops, pointwise ops through broadcasts, exact constant folding)
-and, for exploration only, ``SHARING``.
+a matmul, reductions of broadcasts and of scalings), ``SOFTMAX``
+(max-subtraction invariance, division after the matmul), ``ELEMENTWISE``
+(commutativity and associativity of the pointwise ops, pointwise ops through
+broadcasts, exact constant folding) and, for exploration only, ``SHARING``.
 """
 
 from __future__ import annotations
@@ -148,6 +148,7 @@ LINEAR: Ruleset = _ruleset(
     *laws("transpose-of-add", transpose(add(a, b)), add(transpose(a), transpose(b))),
 )
 
+
 def _through_broadcasts() -> list[Law]:
     """Every elementwise op commutes with broadcasting: applied to broadcast operands, it is the broadcast of
     the op applied before, both ways. A constant fits every shape, so it stays an operand on either side.
@@ -217,6 +218,7 @@ ELEMENTWISE: Ruleset = _ruleset(
     *_folded_constants(),
 )
 
+
 def _slices_of_pointwise() -> list[Law]:
     """A slice of an elementwise op is the op on slices of its operands, a constant operand kept as it is (it
     fits every shape; only tensors are sliced, see :func:`shaped`); back, the operands must agree along the
@@ -241,7 +243,8 @@ def _slices_of_broadcasts_and_reductions() -> list[Law]:
     """Slicing commutes with a broadcast along another axis (renumbered past it) and cuts a broadcast along its
     own axis short; it commutes with a reduction along another axis (renumbered past the reduced one)."""
     entries: list[Law] = [
-        *law("slice-of-broadcast-along-it", slice_(broadcast(a, ax, n), ax, off, size), broadcast(a, ax, size)),
+        *law("slice-of-broadcast-along-it", slice_(broadcast(a, ax, n), ax, off, size), broadcast(a, ax, size),
+             *shaped(a)),
         *laws("slice-of-broadcast-before-it", slice_(broadcast(a, ax, n), r, off, size),
               broadcast(slice_(a, r, off, size), ax, n), r < ax, *shaped(a)),
         *law("slice-of-broadcast-after-it", slice_(broadcast(a, ax, n), r, off, size),
