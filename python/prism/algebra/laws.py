@@ -74,12 +74,14 @@ def shaped(*terms: Tensor) -> list[object]:
     return [_eq(rank(term)).to(rank(term)) for term in terms]
 
 
-# The names of each ruleset's laws, in declaration order.
+# The names of each ruleset's laws, in declaration order, and each law's rule by name.
 LAW_NAMES: dict[str, list[str]] = {}
+LAW_RULES: dict[str, object] = {}
 
 
 def _ruleset(name: str, *entries: Law) -> Ruleset:
     LAW_NAMES[name] = [law_name for law_name, _ in entries]
+    LAW_RULES.update(entries)
     return ruleset(*(rule_ for _, rule_ in entries), name=name)
 
 
@@ -381,5 +383,5 @@ def named_ruleset(name: str) -> Ruleset:
     return RULESETS.get(name) or EXPLORATION_RULESETS[name]
 
 
-__all__ = ["ELEMENTWISE", "EXPLORATION_RULESETS", "FUSION", "LAW_NAMES", "LINEAR", "RULESETS", "SCALING", "SHAPES",
-           "SHARING", "SOFTMAX", "named_ruleset"]
+__all__ = ["ELEMENTWISE", "EXPLORATION_RULESETS", "FUSION", "LAW_NAMES", "LAW_RULES", "LINEAR", "RULESETS", "SCALING",
+           "SHAPES", "SHARING", "SOFTMAX", "named_ruleset"]
