@@ -8,10 +8,12 @@ Every law is a named egglog rule, so that a proof can report the laws that
 fired (egglog gives Python no proof certificates; the run report is the
 evidence). The rulesets are grouped by the rewrite families of the design:
 ``LINEAR`` (distributivity, associativity, transposes), ``FUSION`` (GEMMs
-sharing an operand through concat/slice), ``SCALING`` (row and column
-scalings across a matmul), ``SOFTMAX`` (max-subtraction invariance, division
-after the matmul), ``ELEMENTWISE`` (commutativity and associativity of the
-pointwise ops) and, for exploration only, ``SHARING``.
+sharing an operand through concat/slice, and slices moved inside elementwise
+ops, broadcasts and reductions), ``SCALING`` (row and column scalings across
+a matmul, reductions of broadcasts and of scalings), ``SOFTMAX``
+(max-subtraction invariance, division after the matmul), ``ELEMENTWISE``
+(commutativity and associativity of the pointwise ops, pointwise ops through
+broadcasts, exact constant folding) and, for exploration only, ``SHARING``.
 """
 
 from __future__ import annotations
@@ -61,12 +63,25 @@ def laws(name: str, lhs: Tensor, rhs: Tensor, *conditions: object) -> list[Law]:
     return [*law(name, lhs, rhs, *conditions), *law(name + "~", rhs, lhs, *conditions)]
 
 
-# The names of each ruleset's laws, in declaration order.
+def shaped(*terms: Tensor) -> list[object]:
+    """The conditions that each of ``terms`` has a known rank: a tensor, not a constant (which has no shape).
+
+    A law that moves a broadcast, a slice or a reduction onto an operand
+    requires it, so that no law writes a broadcast, slice or reduction of a
+    constant: a term without a shape, which neither the shape rules nor the
+    emission of MLIR can size.
+    """
+    return [_eq(rank(term)).to(rank(term)) for term in terms]
+
+
+# The names of each ruleset's laws, in declaration order, and each law's rule by name.
 LAW_NAMES: dict[str, list[str]] = {}
+LAW_RULES: dict[str, object] = {}
 
 
 def _ruleset(name: str, *entries: Law) -> Ruleset:
     LAW_NAMES[name] = [law_name for law_name, _ in entries]
+    LAW_RULES.update(entries)
     return ruleset(*(rule_ for _, rule_ in entries), name=name)
 
 
@@ -135,6 +150,61 @@ LINEAR: Ruleset = _ruleset(
     *laws("transpose-of-add", transpose(add(a, b)), add(transpose(a), transpose(b))),
 )
 
+
+def _through_broadcasts() -> list[Law]:
+    """Every elementwise op commutes with broadcasting: applied to broadcast operands, it is the broadcast of
+    the op applied before, both ways. A constant fits every shape, so it stays an operand on either side.
+
+    The operands broadcast must be tensors (:func:`shaped`), and there is deliberately no law that a broadcast
+    constant is the constant: a constant has no shape, so its e-class would gather broadcasts of every size,
+    and a law that reads a size off a broadcast (the sum of a broadcast along its own axis) could then equate
+    sums over different sizes.
+    """
+    entries: list[Law] = []
+    for name, unary in UNARY.items():
+        entries += laws(f"{name}-of-broadcast", unary(broadcast(a, ax, size)), broadcast(unary(a), ax, size),
+                        *shaped(a))
+    for name, binary in BINARY.items():
+        entries += laws(f"{name}-of-broadcasts", binary(broadcast(a, ax, size), broadcast(b, ax, size)),
+                        broadcast(binary(a, b), ax, size), *shaped(a, b))
+        entries += laws(f"{name}-of-broadcast-and-constant", binary(broadcast(a, ax, size), Tensor.splat(k)),
+                        broadcast(binary(a, Tensor.splat(k)), ax, size), *shaped(a))
+        entries += laws(f"{name}-of-constant-and-broadcast", binary(Tensor.splat(k), broadcast(a, ax, size)),
+                        broadcast(binary(Tensor.splat(k), a), ax, size), *shaped(a))
+    return entries
+
+
+# Veltkamp's splitter for a 24-bit significand: ``S*v - (S*v - v)`` is v rounded to float32's precision.
+_SPLITTER = float(2**29 + 1)
+# Folded constants stay well inside float32's normal range, where that rounding is the only one.
+_FOLD_RANGE = (2.0**-200, 2.0**200)  # bounds of v*v
+
+
+def _float32_exact(value: object) -> list[object]:
+    """The conditions that the float64 ``value`` is a normal float32 (a nonzero one; zero is folded apart)."""
+    split = f64(_SPLITTER) * value
+    return [_eq(split - (split - value)).to(value), value * value >= f64(_FOLD_RANGE[0]),
+            value * value <= f64(_FOLD_RANGE[1])]
+
+
+def _folded_constants() -> list[Law]:
+    """An arithmetic op of two constants is one constant when the float64 result is a float32 (so exact: a sum,
+    difference or product of two float32 values is exact in float64, and a quotient whose float64 rounding is a
+    float32 is that float32). A zero result is exact for a sum or difference (only an exact cancellation
+    gives zero) and for a product or quotient of zero (not an underflow). Translation folds the same way (see
+    prism.algebra.terms)."""
+    entries: list[Law] = []
+    p, q, v = vars_("p q v", f64)
+    for name, binary, compute, zero in (("add", add, lambda: p + q, []), ("sub", sub, lambda: p - q, []),
+                                        ("mul", mul, lambda: p * q, [_eq(p).to(f64(0.0))]),
+                                        ("div", div, lambda: p / q, [_eq(p).to(f64(0.0))])):
+        lhs = binary(Tensor.splat(p), Tensor.splat(q))
+        entries += law(f"{name}-of-constants", lhs, Tensor.splat(v), _eq(v).to(compute()), *_float32_exact(v))
+        entries += law(f"{name}-of-constants-to-zero", lhs, Tensor.splat(0.0), _eq(compute()).to(f64(0.0)),
+                       *zero)
+    return entries
+
+
 ELEMENTWISE: Ruleset = _ruleset(
     "elementwise",
     *law("add-commutative", add(a, b), add(b, a)),
@@ -146,7 +216,91 @@ ELEMENTWISE: Ruleset = _ruleset(
     *law("mul-one", mul(a, Tensor.splat(1.0)), a),
     *laws("rsqrt-is-reciprocal-sqrt", rsqrt(a), div(Tensor.splat(1.0), sqrt(a))),
     *laws("div-is-mul-by-reciprocal", div(a, b), mul(a, div(Tensor.splat(1.0), b))),
+    *_through_broadcasts(),
+    *_folded_constants(),
 )
+
+
+def _slices_of_pointwise() -> list[Law]:
+    """A slice of an elementwise op is the op on slices of its operands, a constant operand kept as it is (it
+    fits every shape; only tensors are sliced, see :func:`shaped`); back, the operands must agree along the
+    sliced axis."""
+    entries: list[Law] = []
+    for name, unary in UNARY.items():
+        entries += laws(f"slice-of-{name}", slice_(unary(a), ax, off, size), unary(slice_(a, ax, off, size)),
+                        *shaped(a))
+    for name, binary in BINARY.items():
+        entries += law(f"slice-of-{name}", slice_(binary(a, b), ax, off, size),
+                       binary(slice_(a, ax, off, size), slice_(b, ax, off, size)), *shaped(a, b))
+        entries += law(f"slice-of-{name}~", binary(slice_(a, ax, off, size), slice_(b, ax, off, size)),
+                       slice_(binary(a, b), ax, off, size), _eq(dim(a, ax)).to(dim(b, ax)))
+        entries += laws(f"slice-of-{name}-with-constant", slice_(binary(a, Tensor.splat(k)), ax, off, size),
+                        binary(slice_(a, ax, off, size), Tensor.splat(k)), *shaped(a))
+        entries += laws(f"slice-of-{name}-of-constant", slice_(binary(Tensor.splat(k), a), ax, off, size),
+                        binary(Tensor.splat(k), slice_(a, ax, off, size)), *shaped(a))
+    return entries
+
+
+def _slices_of_broadcasts_and_reductions() -> list[Law]:
+    """Slicing commutes with a broadcast along another axis (renumbered past it) and cuts a broadcast along its
+    own axis short; it commutes with a reduction along another axis (renumbered past the reduced one)."""
+    entries: list[Law] = [
+        *law("slice-of-broadcast-along-it", slice_(broadcast(a, ax, n), ax, off, size), broadcast(a, ax, size),
+             *shaped(a)),
+        *laws("slice-of-broadcast-before-it", slice_(broadcast(a, ax, n), r, off, size),
+              broadcast(slice_(a, r, off, size), ax, n), r < ax, *shaped(a)),
+        *law("slice-of-broadcast-after-it", slice_(broadcast(a, ax, n), r, off, size),
+             broadcast(slice_(a, r - 1, off, size), ax, n), r > ax, *shaped(a)),
+        *law("slice-of-broadcast-after-it~", broadcast(slice_(a, r, off, size), ax, n),
+             slice_(broadcast(a, ax, n), r + 1, off, size), r >= ax, *shaped(a)),
+    ]
+    for name, reduce in (("sum", reduce_sum), ("max", reduce_max)):
+        entries += [
+            *laws(f"slice-of-{name}-before-its-axis", slice_(reduce(a, r), ax, off, size),
+                  reduce(slice_(a, ax, off, size), r), ax < r, *shaped(a)),
+            *law(f"slice-of-{name}-after-its-axis", slice_(reduce(a, r), ax, off, size),
+                 reduce(slice_(a, ax + 1, off, size), r), ax >= r, *shaped(a)),
+            *law(f"slice-of-{name}-after-its-axis~", reduce(slice_(a, ax, off, size), r),
+                 slice_(reduce(a, r), ax - 1, off, size), ax > r, *shaped(a)),
+        ]
+    return entries
+
+
+def _reductions_of_broadcasts() -> list[Law]:
+    """Summing a broadcast along its own axis multiplies by its size (a static one, of a tensor with a shape:
+    never a constant's, see :func:`_through_broadcasts`); its maximum there is the value broadcast. A reduction
+    along another axis commutes with the broadcast, each renumbered past the other."""
+    entries: list[Law] = [
+        *law("sum-of-broadcast-along-it", reduce_sum(broadcast(a, ax, n), ax), mul(a, Tensor.splat(f64.from_i64(n))),
+             n >= 0, *shaped(a)),
+        *law("max-of-broadcast-along-it", reduce_max(broadcast(a, ax, n), ax), a, n >= 1, *shaped(a)),
+    ]
+    for name, reduce in (("sum", reduce_sum), ("max", reduce_max)):
+        entries += [
+            *law(f"{name}-of-broadcast-before-it", reduce(broadcast(a, ax, n), r),
+                 broadcast(reduce(a, r), ax - 1, n), r < ax, *shaped(a)),
+            *law(f"{name}-of-broadcast-before-it~", broadcast(reduce(a, r), m, n),
+                 reduce(broadcast(a, m + 1, n), r), r <= m, *shaped(a)),
+            *law(f"{name}-of-broadcast-after-it", reduce(broadcast(a, ax, n), r),
+                 broadcast(reduce(a, r - 1), ax, n), r > ax, *shaped(a)),
+            *law(f"{name}-of-broadcast-after-it~", broadcast(reduce(a, r), ax, n),
+                 reduce(broadcast(a, ax, n), r + 1), r >= ax, *shaped(a)),
+        ]
+    return entries
+
+
+def _reductions_of_scalings() -> list[Law]:
+    """A sum of a scaling is the scaling of the sum, when the scale is constant along the summed axis; so is a
+    maximum, for a positive constant scale."""
+    return [
+        *laws("sum-of-constant-scaling", reduce_sum(mul(a, Tensor.splat(k)), ax),
+              mul(reduce_sum(a, ax), Tensor.splat(k)), *shaped(a)),
+        *laws("sum-of-broadcast-scaling", reduce_sum(mul(a, broadcast(s, ax, n)), ax), mul(reduce_sum(a, ax), s),
+              _eq(n).to(dim(a, ax)), *shaped(s)),
+        *laws("max-of-positive-scaling", reduce_max(mul(a, Tensor.splat(k)), ax),
+              mul(reduce_max(a, ax), Tensor.splat(k)), k > f64(0.0), *shaped(a)),
+    ]
+
 
 FUSION: Ruleset = _ruleset(
     "fusion",
@@ -163,6 +317,8 @@ FUSION: Ruleset = _ruleset(
     *law("slice-of-slice", slice_(slice_(a, ax, off, n), ax, i, size), slice_(a, ax, off + i, size)),
     *laws("concat-of-matmuls-sharing-a", concat(matmul(x, a), matmul(x, b), ax), matmul(x, concat(a, b, ax)),
           _eq(rank(a)).to(ax + 1)),
+    *_slices_of_pointwise(),
+    *_slices_of_broadcasts_and_reductions(),
 )
 
 SCALING: Ruleset = _ruleset(
@@ -184,15 +340,15 @@ SCALING: Ruleset = _ruleset(
     *laws("row-division-commutes-with-matmul",
           matmul(div(a, broadcast(s, ax, size)), b), div(matmul(a, b), broadcast(s, ax, n)),
           _eq(rank(a)).to(ax + 1), _eq(size).to(dim(a, ax)), _eq(n).to(dim(b, ax))),
+    *_reductions_of_broadcasts(),
+    *_reductions_of_scalings(),
 )
 
 SOFTMAX: Ruleset = _ruleset(
     "softmax",
     *laws("exp-of-difference", exp(sub(a, b)), div(exp(a), exp(b))),
-    *laws("exp-of-broadcast", exp(broadcast(a, ax, size)), broadcast(exp(a), ax, size)),
     *laws("sum-of-a-broadcast-division", reduce_sum(div(a, broadcast(s, ax, size)), ax),
           div(reduce_sum(a, ax), s), _eq(size).to(dim(a, ax))),
-    *laws("broadcast-of-division", broadcast(div(a, b), ax, size), div(broadcast(a, ax, size), broadcast(b, ax, size))),
     *law("division-cancels", div(div(a, c), div(b, c)), div(a, b)),
 )
 
@@ -227,5 +383,5 @@ def named_ruleset(name: str) -> Ruleset:
     return RULESETS.get(name) or EXPLORATION_RULESETS[name]
 
 
-__all__ = ["ELEMENTWISE", "EXPLORATION_RULESETS", "FUSION", "LAW_NAMES", "LINEAR", "RULESETS", "SCALING", "SHAPES",
-           "SHARING", "SOFTMAX", "named_ruleset"]
+__all__ = ["ELEMENTWISE", "EXPLORATION_RULESETS", "FUSION", "LAW_NAMES", "LAW_RULES", "LINEAR", "RULESETS", "SCALING",
+           "SHAPES", "SHARING", "SOFTMAX", "named_ruleset"]

@@ -3,13 +3,14 @@
 Each SSA value becomes a term over the function's arguments. Supported:
 - ``linalg.matmul``, ``linalg.batch_matmul`` and every contraction with one M,
   one N and one K loop (transposed operands become ``transpose``);
-- ``linalg.transpose`` of the last two axes, ``linalg.fill`` with a constant,
+- ``linalg.transpose`` of the last two axes, ``linalg.broadcast``, ``linalg.fill`` with a constant,
   ``tensor.empty`` as an init that is overwritten;
 - ``linalg.generic`` whose body is ``arith``/``math`` arithmetic: inputs
   read through projected permutations become broadcasts (and transposes),
   and a body that folds its output with ``addf`` or ``maximumf`` over
   reduction loops becomes ``reduce_sum`` or ``reduce_max``;
-- named elementwise ops (``linalg.add``, ``linalg.mul``, ...);
+- named elementwise ops (``linalg.add``, ``linalg.mul``, ...); an arithmetic
+  op of two constants is one constant when its float32 result is exact;
 - ``tensor.concat`` and static, unit-stride ``tensor.extract_slice``;
 - ``func.call`` of a function defined in the module (translated inline).
 
@@ -21,6 +22,8 @@ change a value and are left out of the keys.
 
 from __future__ import annotations
 
+import math
+import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -206,6 +209,33 @@ def _splat(value: float) -> Term:
     return ZERO if value == 0.0 else A.splat(value)
 
 
+_ARITHMETIC: dict[str, Callable[[float, float], float]] = {
+    "add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y,
+    "div": lambda x, y: x / y if y else math.nan, "maximum": max}
+
+
+def _folded(term: Term) -> Term:
+    """``term``, or one constant when it is an arithmetic op of two constants whose float32 result is exact.
+
+    Exact: the float64 result equals its float32 rounding. A sum, difference,
+    product or maximum of two float32 values is exact in float64, and a
+    quotient whose float64 rounding is a float32 is exactly that float32, so
+    the folded constant is the real value the op computes; an inexact result
+    stays an op, as the program rounds it. The laws ``*-of-constants`` of
+    prism.algebra.laws fold the same way.
+    """
+    if term.op not in _ARITHMETIC or any(arg.op != "splat" for arg in term.args):
+        return term
+    value = _ARITHMETIC[term.op](term.args[0].attrs[0], term.args[1].attrs[0])
+    if not math.isfinite(value):
+        return term
+    try:
+        rounded = struct.unpack("f", struct.pack("f", value))[0]
+    except OverflowError:
+        return term
+    return _splat(value) if rounded == value else term
+
+
 def _float_constant(op: ir.Operation) -> float | None:
     if op.name == "arith.constant" and isinstance(op.attributes["value"], ir.FloatAttr):
         return ir.FloatAttr(op.attributes["value"]).value
@@ -277,12 +307,13 @@ class _Translator:
             "tensor.empty": lambda op, values, depth: [self.uninitialized(op)],
             "linalg.fill": lambda op, values, depth: self.fill(op, values),
             "linalg.transpose": lambda op, values, depth: self.transpose(op, values),
+            "linalg.broadcast": lambda op, values, depth: self.broadcast(op, values),
             "linalg.generic": lambda op, values, depth: self.generic(op, values),
             "tensor.concat": lambda op, values, depth: self.concat(op, values),
             "tensor.extract_slice": lambda op, values, depth: self.extract_slice(op, values),
             "func.call": self.call,
-            **{name: (lambda op, values, depth, f=f: [f(self.term(values, op.operands[0]),
-                                                        self.term(values, op.operands[1]))])
+            **{name: (lambda op, values, depth, f=f: [_folded(f(self.term(values, op.operands[0]),
+                                                                self.term(values, op.operands[1])))])
                for name, f in {**_BINARY, **_NAMED_BINARY}.items()},
             **{name: (lambda op, values, depth, f=f: [f(self.term(values, op.operands[0]))])
                for name, f in {**_UNARY, **_NAMED_UNARY}.items()},
@@ -307,6 +338,14 @@ class _Translator:
         if rank < 2 or perm != [*range(rank - 2), rank - 1, rank - 2]:
             return None
         return [A.transpose(self.term(values, op.operands[0]))]
+
+    def broadcast(self, op: ir.Operation, values: dict[ir.Value, Term]) -> list[Term]:
+        """``linalg.broadcast``: one broadcast per added dimension, in increasing order."""
+        sizes = _static_sizes(op.results[0])
+        term = self.term(values, op.operands[0])
+        for axis in sorted(ir.DenseI64ArrayAttr(op.attributes["dimensions"])):
+            term = A.broadcast(term, axis, sizes[axis])
+        return [term]
 
     def contraction(self, op: ir.Operation, analysis: Contraction,
                     values: dict[ir.Value, Term]) -> list[Term] | None:
