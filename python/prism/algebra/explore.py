@@ -48,7 +48,7 @@ from prism.search.model import SearchModel
 from prism.search.search import candidates_at, prune, select
 from prism.search.space import Contraction
 
-RULESETS = ("linear", "elementwise", "fusion", "scaling", "sharing")
+RULESETS = ("linear", "elementwise", "fusion", "scaling", "normal", "sharing")
 BUDGET = EXPLORATION
 _MAX_ROUNDS = 32
 # E-nodes one variant may try while completing a choice around cycles; the search backtracks, so without a
