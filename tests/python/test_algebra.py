@@ -137,7 +137,7 @@ CASES: dict[str, tuple[list[tuple[int, ...]], Build, Build, Build]] = {
     "scalar-commutes-with-broadcast": (
         [(4,)], lambda o: o.broadcast(o.mul(X(o), o.splat(2.0)), 1, 3),
         lambda o: o.mul(o.broadcast(X(o), 1, 3), o.splat(2.0)),
-        lambda o: o.mul(o.broadcast(X(o), 0, 3), o.splat(2.0))),
+        lambda o: o.mul(o.broadcast(X(o), 1, 3), o.splat(3.0))),
     "reciprocal-commutes-with-broadcast": (
         [(4,)], lambda o: o.broadcast(o.div(o.splat(1.0), o.exp(X(o))), 1, 3),
         lambda o: o.div(o.splat(1.0), o.broadcast(o.exp(X(o)), 1, 3)),
