@@ -150,7 +150,7 @@ CASES: dict[str, tuple[list[tuple[int, ...]], Build, Build, Build]] = {
         lambda o: o.mul(o.matmul(X(o), Y(o)), o.splat(0.5))),
     "scalar-commutes-with-transpose": (
         [(6, 5)], lambda o: o.transpose(o.mul(X(o), o.splat(2.0))),
-        lambda o: o.mul(o.transpose(X(o)), o.splat(2.0)), lambda o: o.mul(X(o), o.splat(2.0))),
+        lambda o: o.mul(o.transpose(X(o)), o.splat(2.0)), lambda o: o.mul(o.transpose(X(o)), o.splat(0.5))),
     "max-from-lowest": (
         [(4, 6)], lambda o: o.maximum(o.splat(laws.LOWEST_F32), o.reduce_max(X(o), 1)),
         lambda o: o.reduce_max(X(o), 1), lambda o: o.maximum(o.splat(5.0), o.reduce_max(X(o), 1))),
