@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 
 from mlir import ir
 
-from prism.algebra import to_mlir
+from prism.algebra import recognize, to_mlir
 from prism.algebra.budget import EXPLORATION, Budget
 from prism.algebra.egraph import Graph, Node, owned_egraph, read_graph, saturate
 from prism.algebra.terms import A, Program, Term, argument_indices, renamed_arguments, to_egglog
@@ -202,20 +202,43 @@ class ProgramCost:
         epilogues = self._epilogues(fused, uses)
         # A dual kernel's first product, mapped to its second (which costs nothing of its own).
         duals = {products[0]: products[1] for products in epilogues.values() if len(products) == 2}
+        attentions = {match.root: match for match in self._attentions(results, uses)}
+        absorbed = {term for match in attentions.values() for term in match.inner}
         total = 0.0
         depth: dict[Term, int] = {}
 
         def chain(term: Term) -> int:  # materialized ops on the longest path into ``term``, itself included
             if term not in depth:
                 below = max((chain(arg) for arg in term.args), default=0)
-                depth[term] = below + (term not in fused and term.op not in ("arg", "splat", "slice_"))
+                depth[term] = below + (term not in fused and term not in absorbed
+                                       and term.op not in ("arg", "splat", "slice_"))
             return depth[term]
 
         for term in uses:
-            if term in fused or term in duals.values() or term.op in ("arg", "splat"):
+            if term in fused or term in absorbed or term in duals.values() or term.op in ("arg", "splat"):
+                continue
+            if term in attentions:
+                total += self.attention_seconds(attentions[term])
                 continue
             total += self._materialized(term, fused, epilogues, term in duals, is_result=term in results)
         return total, max((chain(term) for term in results), default=0), len(uses)
+
+    def _attentions(self, results: list[Term], uses: dict[Term, int]) -> list[recognize.AttentionTerms]:
+        """The attention chains the target runs as one kernel (see prism.algebra.recognize)."""
+        if "attention" not in self.target.fusion or self.element != "f32":
+            return []
+        return recognize.attention_terms(results, uses, self.shapes)
+
+    def attention_seconds(self, match: recognize.AttentionTerms) -> float:
+        """One attention kernel: both products' flops at the target's peak, and the traffic of Q, K, V and the
+        result (the scores are never stored)."""
+        q, k, v = (self.shapes(t) for t in (match.q, match.k, match.v))
+        moved = sum(self._size(t) for t in (match.q, match.k, match.v, match.root))
+        flops = getattr(self.target, "flops", {}).get(self.element)
+        if not flops:
+            scores = (*q[:-2], q[-2], k[-2])
+            return self.product_seconds(q, (*k[:-2], k[-1], k[-2])) + self.product_seconds(scores, v)
+        return 2 * math.prod(q[:-1]) * k[-2] * (q[-1] + v[-1]) / flops + self.pass_seconds(moved)
 
     def product_seconds(self, a: tuple[int, ...], b: tuple[int, ...]) -> float:
         """The predicted time of a product of operands of shapes ``a`` and ``b``, scheduled by the search."""
@@ -440,10 +463,13 @@ class _Cycle(Exception):
     """A choice of e-nodes that makes a value depend on itself."""
 
 
-def _moves(search: _Search, choice: dict[int, Node]) -> Iterable[dict[int, Node]]:
-    """The neighbours of ``choice``: one e-class switched, or every reader of one shared e-class switched."""
+def _moves(search: _Search, choice: dict[int, Node],
+           pinned: frozenset[int] = frozenset()) -> Iterable[dict[int, Node]]:
+    """The neighbours of ``choice``: one e-class switched, or every reader of one shared e-class switched;
+    ``pinned`` e-classes (a recognized pattern's) are never switched."""
     reachable = search.reachable(choice)
     current = {cls: choice.get(cls) or search.tree_choice[cls] for cls in reachable}
+    reachable = [cls for cls in reachable if cls not in pinned]
     for cls in reachable:
         for node in search.graph.classes[cls]:
             if node != current[cls] and node.op != "opaque":
@@ -461,13 +487,16 @@ def _moves(search: _Search, choice: dict[int, Node]) -> Iterable[dict[int, Node]
             yield {**choice, **readers}
 
 
-def _descend(search: _Search, start: dict[int, Node]) -> tuple[dict[int, Node], Variant]:
-    """Steepest descent from ``start`` over :func:`_moves` until no move lowers the cost."""
+def _descend(search: _Search, start: dict[int, Node],
+             pinned: frozenset[int] = frozenset()) -> tuple[dict[int, Node], Variant | None]:
+    """Steepest descent from ``start`` over :func:`_moves` (never switching ``pinned`` e-classes) until no move
+    lowers the cost; None for a start that makes a value depend on itself."""
     choice, best = start, search.variant(start)
-    assert best is not None, "the program as written is acyclic"
+    if best is None:
+        return choice, None
     for _ in range(_MAX_ROUNDS):
         improved = None
-        for candidate in _moves(search, choice):
+        for candidate in _moves(search, choice, pinned):
             found = search.variant(candidate)
             if found is not None and found.better_than(improved[1] if improved else best):
                 improved = (candidate, found)
@@ -498,9 +527,15 @@ def explore(program: Program, target: SearchModel, element: str, invariant: froz
     written = _as_written(graph, program.results)
     original = Variant(tuple(program.results), (), *cost.profile(program.results))
 
+    starts = [(written, frozenset())] + [({**written, **pin}, frozenset(pin)) for pin in _recognized(graph, cost)]
+
     def best_from(search: _Search) -> Variant:
-        _, found = _descend(search, written)
-        return found if found.better_than(original) else original
+        best = original
+        for start, pinned in starts:
+            _, found = _descend(search, start, pinned)
+            if found is not None and found.better_than(best):
+                best = found
+        return best
 
     search = _Search(graph, roots, len(program.arg_shapes), invariant, cost)
     best = standalone = best_from(search)
@@ -512,6 +547,14 @@ def explore(program: Program, target: SearchModel, element: str, invariant: froz
     return Exploration(original, best, standalone, stopped, laws, len(graph.classes),
                        sum(len(nodes) for nodes in graph.classes.values()), evaluated,
                        time.perf_counter() - began, invariant)
+
+
+def _recognized(graph: Graph, cost: ProgramCost) -> list[dict[int, Node]]:
+    """The choices that spell a fused pattern the target runs (prism.algebra.recognize), each a start of the
+    descent whose e-classes stay pinned."""
+    if "attention" not in cost.target.fusion or cost.element != "f32":
+        return []
+    return recognize.attention_choices(graph)
 
 
 def _as_written(graph: Graph, results: list[Term]) -> dict[int, Node]:
