@@ -101,6 +101,7 @@ class Exploration:
     evaluated: int
     seconds: float
     invariant: frozenset[int] = frozenset()  # the arguments that are the same on every call
+    regrouped: bool = False  # the best variant is the program as written, in fewer loop nests than written
 
     @property
     def speedup(self) -> float:
@@ -109,8 +110,9 @@ class Exploration:
 
     @property
     def improves(self) -> bool:
-        """Whether the best variant beats the program as written (see :meth:`Variant.better_than`)."""
-        return self.best.results != self.original.results
+        """Whether the best variant beats the program as written (see :meth:`Variant.better_than`), or is
+        the program as written grouped into fewer loop nests (as the cost assumes it runs)."""
+        return self.best.results != self.original.results or self.regrouped
 
     def describe(self, name: str) -> str:
         """One line for a rewritten function: its predicted time per call, and with prepared values."""
@@ -120,7 +122,7 @@ class Exploration:
         def times(variant: Variant) -> str:
             return f"{self.original.seconds / variant.seconds:.2f}x" if variant.seconds else "1.00x"
 
-        if self.standalone.results != self.original.results:
+        if self.standalone.results != self.original.results or self.regrouped:
             text = (f"@{name} rewritten: predicted {us(self.original)} -> {us(self.standalone)} per call "
                     f"({times(self.standalone)})")
         else:
@@ -276,8 +278,9 @@ class ProgramCost:
                 continue
             loops = tuple(range(len(self.shapes(term))))
             reads = self._reads_as(term, fused, loops)
+            inside = self._occurrences(term, fused)
             products = [operand for operand, along in reads
-                        if operand.op == "matmul" and uses[operand] == 1 and along == loops]
+                        if operand.op == "matmul" and uses[operand] == inside.get(operand) and along == loops]
             others = [along for operand, along in reads if operand not in products]
             if not products or any(along not in (loops, loops[:-1], loops[-1:]) for along in others):
                 continue
@@ -286,6 +289,20 @@ class ProgramCost:
                            and self.shapes(p.args[1]) == self.shapes(first.args[1])), None)
             found[term] = (first,) if second is None else (first, second)
         return found
+
+    @staticmethod
+    def _occurrences(term: Term, fused: set[Term]) -> dict[Term, int]:
+        """How often the generic computing ``term`` reads each of its inputs in its body: a product read twice
+        by one epilogue (as ``g / (1 + exp(-g))`` reads it) is still read by that epilogue alone."""
+        counts: dict[Term, int] = {}
+        stack = list(term.args)
+        while stack:
+            operand = stack.pop()
+            if operand in fused:
+                stack.extend(operand.args)
+            else:
+                counts[operand] = counts.get(operand, 0) + 1
+        return counts
 
     def _reads_as(self, term: Term, fused: set[Term], loops: tuple[int, ...]) -> list[tuple[Term, tuple[int, ...]]]:
         """The inputs of the generic computing ``term`` (over ``loops``), each with the loops it varies along
@@ -544,9 +561,26 @@ def explore(program: Program, target: SearchModel, element: str, invariant: froz
         plain = _Search(graph, roots, len(program.arg_shapes), frozenset(), cost)
         standalone = best_from(plain)
         evaluated += plain.evaluated
+    regrouped = not best.prepared and best.results == original.results and _regroups(program, element)
     return Exploration(original, best, standalone, stopped, laws, len(graph.classes),
                        sum(len(nodes) for nodes in graph.classes.values()), evaluated,
-                       time.perf_counter() - began, invariant)
+                       time.perf_counter() - began, invariant, regrouped)
+
+
+def _regroups(program: Program, element: str) -> bool:
+    """Whether to_mlir writes ``program``'s results in fewer loop nests than the function is written in.
+
+    The cost of a program of terms is that of to_mlir's writing, where a pointwise op with one use runs inside
+    its consumer's loop nest; a function written with that op in a nest of its own (SiLU in its own generic
+    before the product with the up projection) loses what the cost counted on, a product's epilogue above all.
+    """
+    if program.nests is None:
+        return False
+    shapes = [tuple(s) for s in program.arg_shapes]
+    text = to_mlir.function_text(program.name, shapes, list(program.results), element)
+    written = sum(1 for line in text.splitlines() if line.lstrip().startswith("%v")
+                  and " = linalg." in line and " = linalg.fill" not in line)
+    return written < program.nests
 
 
 def _recognized(graph: Graph, cost: ProgramCost) -> list[dict[int, Node]]:
@@ -623,7 +657,7 @@ def replace_function(module: ir.Module, func: ir.Operation, name: str, program: 
         parts = to_mlir.split_functions(name, shapes, found.best.prepared, found.best.results, element, location)
         texts += [parts.prepare, parts.apply]
     whole = found.standalone if parts else found.best
-    if whole.results != found.original.results:
+    if whole.results != found.original.results or found.regrouped:
         texts.append(to_mlir.function_text(name, shapes, list(whole.results), element, location))
     function_type = func.attributes["function_type"]
     carried = {key: func.attributes[key] for key in ("arg_attrs", "res_attrs") if key in func.attributes}
