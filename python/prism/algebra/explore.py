@@ -1,7 +1,7 @@
 """Algebraic exploration: equivalent forms of a function, costed with the search's model.
 
 A function's result terms go into an e-graph, where the linear-algebra,
-elementwise, fusion and scaling laws of :mod:`prism.algebra.laws` and the
+elementwise, fusion, scaling and normal laws of :mod:`prism.algebra.laws` and the
 generative ``sharing`` law (two products of one operand become slices of one
 fused product) run under a bounded budget. Softmax laws stay out: exact in
 the reals, they would let extraction drop the max-subtraction that keeps
@@ -17,6 +17,15 @@ consumer exactly as :mod:`prism.algebra.to_mlir` writes them. The search starts 
 the program as written and takes the best improving move until none is left
 (:func:`_descend`): switching one e-class to another e-node, or switching
 every e-class that can read one shared e-class to e-nodes that do.
+
+Fused patterns the target runs as one kernel are recognized in the e-graph
+(:mod:`prism.algebra.recognize`): each match, the canonical spelling of an
+attention, is a further start of the descent whose e-classes stay pinned,
+and the cost takes the chain as its kernel. The ``normal`` laws put every
+spelling of a pattern in the classes of its canonical one. A program whose
+best form is itself, written in more loop nests than to_mlir writes it
+(SiLU in a generic of its own before the product with the up projection),
+is rewritten too, since the cost counted on the fused writing.
 
 Arguments marked invariant (weights: the same on every call) make every
 value computed from them alone a *prepared* value: computed once by a
