@@ -27,7 +27,7 @@ def numpy_namespace(args: list[np.ndarray]) -> SimpleNamespace:
     """The same operators on arrays."""
     return SimpleNamespace(
         arg=lambda i: args[i], splat=lambda v: v, matmul=np.matmul, transpose=lambda a: np.swapaxes(a, -1, -2),
-        add=np.add, sub=np.subtract, mul=np.multiply, div=np.divide, neg=np.negative, exp=np.exp,
+        add=np.add, sub=np.subtract, mul=np.multiply, maximum=np.maximum, div=np.divide, neg=np.negative, exp=np.exp,
         rsqrt=lambda a: 1 / np.sqrt(a), sqrt=np.sqrt, reduce_sum=lambda a, axis: a.sum(axis=axis),
         reduce_max=lambda a, axis: a.max(axis=axis),
         broadcast=lambda a, axis, size: np.repeat(np.expand_dims(a, axis), size, axis=axis),
@@ -121,6 +121,25 @@ CASES: dict[str, tuple[list[tuple[int, ...]], Build, Build, Build]] = {
         lambda o: o.div(o.reduce_sum(X(o), 1), o.exp(Y(o))), lambda o: o.reduce_sum(X(o), 1)),
     "division-cancels": ([(4, 3)] * 3, lambda o: o.div(o.div(X(o), o.exp(Z(o))), o.div(o.exp(Y(o)), o.exp(Z(o)))),
                          lambda o: o.div(X(o), o.exp(Y(o))), lambda o: o.div(X(o), o.exp(Z(o)))),
+    "scalar-distributes-over-sub": (
+        [(4, 3), (4, 3)], lambda o: o.mul(o.sub(X(o), Y(o)), o.splat(3.0)),
+        lambda o: o.sub(o.mul(X(o), o.splat(3.0)), o.mul(Y(o), o.splat(3.0))),
+        lambda o: o.sub(o.mul(X(o), o.splat(3.0)), Y(o))),
+    "zero-minus-is-negation": ([(4, 3)], lambda o: o.sub(o.splat(0.0), X(o)), lambda o: o.neg(X(o)),
+                               lambda o: o.sub(X(o), o.splat(0.0))),
+    "scalar-of-b-commutes-with-matmul": (
+        [(6, 5), (5, 4)], lambda o: o.matmul(X(o), o.mul(Y(o), o.splat(0.25))),
+        lambda o: o.mul(o.matmul(X(o), Y(o)), o.splat(0.25)),
+        lambda o: o.mul(o.matmul(X(o), Y(o)), o.splat(0.5))),
+    "scalar-commutes-with-transpose": (
+        [(6, 5)], lambda o: o.transpose(o.mul(X(o), o.splat(2.0))),
+        lambda o: o.mul(o.transpose(X(o)), o.splat(2.0)), lambda o: o.mul(o.transpose(X(o)), o.splat(0.5))),
+    "max-from-lowest": (
+        [(4, 6)], lambda o: o.maximum(o.splat(laws.LOWEST_F32), o.reduce_max(X(o), 1)),
+        lambda o: o.reduce_max(X(o), 1), lambda o: o.maximum(o.splat(5.0), o.reduce_max(X(o), 1))),
+    "max-from-negative-infinity": (
+        [(4, 6)], lambda o: o.maximum(o.splat(float("-inf")), o.reduce_max(X(o), 1)),
+        lambda o: o.reduce_max(X(o), 1), lambda o: o.maximum(o.splat(5.0), o.reduce_max(X(o), 1))),
 }
 
 

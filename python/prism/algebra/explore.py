@@ -1,7 +1,7 @@
 """Algebraic exploration: equivalent forms of a function, costed with the search's model.
 
 A function's result terms go into an e-graph, where the linear-algebra,
-elementwise, fusion and scaling laws of :mod:`prism.algebra.laws` and the
+elementwise, fusion, scaling and normal laws of :mod:`prism.algebra.laws` and the
 generative ``sharing`` law (two products of one operand become slices of one
 fused product) run under a bounded budget. Softmax laws stay out: exact in
 the reals, they would let extraction drop the max-subtraction that keeps
@@ -17,6 +17,15 @@ consumer exactly as :mod:`prism.algebra.to_mlir` writes them. The search starts 
 the program as written and takes the best improving move until none is left
 (:func:`_descend`): switching one e-class to another e-node, or switching
 every e-class that can read one shared e-class to e-nodes that do.
+
+Fused patterns the target runs as one kernel are recognized in the e-graph
+(:mod:`prism.algebra.recognize`): each match, the canonical spelling of an
+attention, is a further start of the descent whose e-classes stay pinned,
+and the cost takes the chain as its kernel. The ``normal`` laws put every
+spelling of a pattern in the classes of its canonical one. A program whose
+best form is itself, written in more loop nests than to_mlir writes it
+(SiLU in a generic of its own before the product with the up projection),
+is rewritten too, since the cost counted on the fused writing.
 
 Arguments marked invariant (weights: the same on every call) make every
 value computed from them alone a *prepared* value: computed once by a
@@ -37,7 +46,7 @@ from dataclasses import dataclass, field, replace
 
 from mlir import ir
 
-from prism.algebra import to_mlir
+from prism.algebra import recognize, to_mlir
 from prism.algebra.budget import EXPLORATION, Budget
 from prism.algebra.egraph import Graph, Node, owned_egraph, read_graph, saturate
 from prism.algebra.terms import A, Program, Term, argument_indices, renamed_arguments, to_egglog
@@ -48,7 +57,7 @@ from prism.search.model import SearchModel
 from prism.search.search import candidates_at, prune, select
 from prism.search.space import Contraction
 
-RULESETS = ("linear", "elementwise", "fusion", "scaling", "sharing")
+RULESETS = ("linear", "elementwise", "fusion", "scaling", "normal", "sharing")
 BUDGET = EXPLORATION
 _MAX_ROUNDS = 32
 # E-nodes one variant may try while completing a choice around cycles; the search backtracks, so without a
@@ -101,6 +110,7 @@ class Exploration:
     evaluated: int
     seconds: float
     invariant: frozenset[int] = frozenset()  # the arguments that are the same on every call
+    regrouped: bool = False  # the best variant is the program as written, in fewer loop nests than written
 
     @property
     def speedup(self) -> float:
@@ -109,8 +119,9 @@ class Exploration:
 
     @property
     def improves(self) -> bool:
-        """Whether the best variant beats the program as written (see :meth:`Variant.better_than`)."""
-        return self.best.results != self.original.results
+        """Whether the best variant beats the program as written (see :meth:`Variant.better_than`), or is
+        the program as written grouped into fewer loop nests (as the cost assumes it runs)."""
+        return self.best.results != self.original.results or self.regrouped
 
     def describe(self, name: str) -> str:
         """One line for a rewritten function: its predicted time per call, and with prepared values."""
@@ -120,7 +131,7 @@ class Exploration:
         def times(variant: Variant) -> str:
             return f"{self.original.seconds / variant.seconds:.2f}x" if variant.seconds else "1.00x"
 
-        if self.standalone.results != self.original.results:
+        if self.standalone.results != self.original.results or self.regrouped:
             text = (f"@{name} rewritten: predicted {us(self.original)} -> {us(self.standalone)} per call "
                     f"({times(self.standalone)})")
         else:
@@ -202,20 +213,43 @@ class ProgramCost:
         epilogues = self._epilogues(fused, uses)
         # A dual kernel's first product, mapped to its second (which costs nothing of its own).
         duals = {products[0]: products[1] for products in epilogues.values() if len(products) == 2}
+        attentions = {match.root: match for match in self._attentions(results, uses)}
+        absorbed = {term for match in attentions.values() for term in match.inner}
         total = 0.0
         depth: dict[Term, int] = {}
 
         def chain(term: Term) -> int:  # materialized ops on the longest path into ``term``, itself included
             if term not in depth:
                 below = max((chain(arg) for arg in term.args), default=0)
-                depth[term] = below + (term not in fused and term.op not in ("arg", "splat", "slice_"))
+                depth[term] = below + (term not in fused and term not in absorbed
+                                       and term.op not in ("arg", "splat", "slice_"))
             return depth[term]
 
         for term in uses:
-            if term in fused or term in duals.values() or term.op in ("arg", "splat"):
+            if term in fused or term in absorbed or term in duals.values() or term.op in ("arg", "splat"):
+                continue
+            if term in attentions:
+                total += self.attention_seconds(attentions[term])
                 continue
             total += self._materialized(term, fused, epilogues, term in duals, is_result=term in results)
         return total, max((chain(term) for term in results), default=0), len(uses)
+
+    def _attentions(self, results: list[Term], uses: dict[Term, int]) -> list[recognize.AttentionTerms]:
+        """The attention chains the target runs as one kernel (see prism.algebra.recognize)."""
+        if "attention" not in self.target.fusion or self.element != "f32":
+            return []
+        return recognize.attention_terms(results, uses, self.shapes)
+
+    def attention_seconds(self, match: recognize.AttentionTerms) -> float:
+        """One attention kernel: both products' flops at the target's peak, and the traffic of Q, K, V and the
+        result (the scores are never stored)."""
+        q, k, v = (self.shapes(t) for t in (match.q, match.k, match.v))
+        moved = sum(self._size(t) for t in (match.q, match.k, match.v, match.root))
+        flops = getattr(self.target, "flops", {}).get(self.element)
+        if not flops:
+            scores = (*q[:-2], q[-2], k[-2])
+            return self.product_seconds(q, (*k[:-2], k[-1], k[-2])) + self.product_seconds(scores, v)
+        return 2 * math.prod(q[:-1]) * k[-2] * (q[-1] + v[-1]) / flops + self.pass_seconds(moved)
 
     def product_seconds(self, a: tuple[int, ...], b: tuple[int, ...]) -> float:
         """The predicted time of a product of operands of shapes ``a`` and ``b``, scheduled by the search."""
@@ -253,8 +287,9 @@ class ProgramCost:
                 continue
             loops = tuple(range(len(self.shapes(term))))
             reads = self._reads_as(term, fused, loops)
+            inside = self._occurrences(term, fused)
             products = [operand for operand, along in reads
-                        if operand.op == "matmul" and uses[operand] == 1 and along == loops]
+                        if operand.op == "matmul" and uses[operand] == inside.get(operand) and along == loops]
             others = [along for operand, along in reads if operand not in products]
             if not products or any(along not in (loops, loops[:-1], loops[-1:]) for along in others):
                 continue
@@ -263,6 +298,20 @@ class ProgramCost:
                            and self.shapes(p.args[1]) == self.shapes(first.args[1])), None)
             found[term] = (first,) if second is None else (first, second)
         return found
+
+    @staticmethod
+    def _occurrences(term: Term, fused: set[Term]) -> dict[Term, int]:
+        """How often the generic computing ``term`` reads each of its inputs in its body: a product read twice
+        by one epilogue (as ``g / (1 + exp(-g))`` reads it) is still read by that epilogue alone."""
+        counts: dict[Term, int] = {}
+        stack = list(term.args)
+        while stack:
+            operand = stack.pop()
+            if operand in fused:
+                stack.extend(operand.args)
+            else:
+                counts[operand] = counts.get(operand, 0) + 1
+        return counts
 
     def _reads_as(self, term: Term, fused: set[Term], loops: tuple[int, ...]) -> list[tuple[Term, tuple[int, ...]]]:
         """The inputs of the generic computing ``term`` (over ``loops``), each with the loops it varies along
@@ -440,10 +489,13 @@ class _Cycle(Exception):
     """A choice of e-nodes that makes a value depend on itself."""
 
 
-def _moves(search: _Search, choice: dict[int, Node]) -> Iterable[dict[int, Node]]:
-    """The neighbours of ``choice``: one e-class switched, or every reader of one shared e-class switched."""
+def _moves(search: _Search, choice: dict[int, Node],
+           pinned: frozenset[int] = frozenset()) -> Iterable[dict[int, Node]]:
+    """The neighbours of ``choice``: one e-class switched, or every reader of one shared e-class switched;
+    ``pinned`` e-classes (a recognized pattern's) are never switched."""
     reachable = search.reachable(choice)
     current = {cls: choice.get(cls) or search.tree_choice[cls] for cls in reachable}
+    reachable = [cls for cls in reachable if cls not in pinned]
     for cls in reachable:
         for node in search.graph.classes[cls]:
             if node != current[cls] and node.op != "opaque":
@@ -461,13 +513,16 @@ def _moves(search: _Search, choice: dict[int, Node]) -> Iterable[dict[int, Node]
             yield {**choice, **readers}
 
 
-def _descend(search: _Search, start: dict[int, Node]) -> tuple[dict[int, Node], Variant]:
-    """Steepest descent from ``start`` over :func:`_moves` until no move lowers the cost."""
+def _descend(search: _Search, start: dict[int, Node],
+             pinned: frozenset[int] = frozenset()) -> tuple[dict[int, Node], Variant | None]:
+    """Steepest descent from ``start`` over :func:`_moves` (never switching ``pinned`` e-classes) until no move
+    lowers the cost; None for a start that makes a value depend on itself."""
     choice, best = start, search.variant(start)
-    assert best is not None, "the program as written is acyclic"
+    if best is None:
+        return choice, None
     for _ in range(_MAX_ROUNDS):
         improved = None
-        for candidate in _moves(search, choice):
+        for candidate in _moves(search, choice, pinned):
             found = search.variant(candidate)
             if found is not None and found.better_than(improved[1] if improved else best):
                 improved = (candidate, found)
@@ -498,9 +553,15 @@ def explore(program: Program, target: SearchModel, element: str, invariant: froz
     written = _as_written(graph, program.results)
     original = Variant(tuple(program.results), (), *cost.profile(program.results))
 
+    starts = [(written, frozenset())] + [({**written, **pin}, frozenset(pin)) for pin in _recognized(graph, cost)]
+
     def best_from(search: _Search) -> Variant:
-        _, found = _descend(search, written)
-        return found if found.better_than(original) else original
+        best = original
+        for start, pinned in starts:
+            _, found = _descend(search, start, pinned)
+            if found is not None and found.better_than(best):
+                best = found
+        return best
 
     search = _Search(graph, roots, len(program.arg_shapes), invariant, cost)
     best = standalone = best_from(search)
@@ -509,9 +570,34 @@ def explore(program: Program, target: SearchModel, element: str, invariant: froz
         plain = _Search(graph, roots, len(program.arg_shapes), frozenset(), cost)
         standalone = best_from(plain)
         evaluated += plain.evaluated
+    regrouped = not best.prepared and best.results == original.results and _regroups(program, element)
     return Exploration(original, best, standalone, stopped, laws, len(graph.classes),
                        sum(len(nodes) for nodes in graph.classes.values()), evaluated,
-                       time.perf_counter() - began, invariant)
+                       time.perf_counter() - began, invariant, regrouped)
+
+
+def _regroups(program: Program, element: str) -> bool:
+    """Whether to_mlir writes ``program``'s results in fewer loop nests than the function is written in.
+
+    The cost of a program of terms is that of to_mlir's writing, where a pointwise op with one use runs inside
+    its consumer's loop nest; a function written with that op in a nest of its own (SiLU in its own generic
+    before the product with the up projection) loses what the cost counted on, a product's epilogue above all.
+    """
+    if program.nests is None:
+        return False
+    shapes = [tuple(s) for s in program.arg_shapes]
+    text = to_mlir.function_text(program.name, shapes, list(program.results), element)
+    written = sum(1 for line in text.splitlines() if line.lstrip().startswith("%v")
+                  and " = linalg." in line and " = linalg.fill" not in line)
+    return written < program.nests
+
+
+def _recognized(graph: Graph, cost: ProgramCost) -> list[dict[int, Node]]:
+    """The choices that spell a fused pattern the target runs (prism.algebra.recognize), each a start of the
+    descent whose e-classes stay pinned."""
+    if "attention" not in cost.target.fusion or cost.element != "f32":
+        return []
+    return recognize.attention_choices(graph)
 
 
 def _as_written(graph: Graph, results: list[Term]) -> dict[int, Node]:
@@ -580,7 +666,7 @@ def replace_function(module: ir.Module, func: ir.Operation, name: str, program: 
         parts = to_mlir.split_functions(name, shapes, found.best.prepared, found.best.results, element, location)
         texts += [parts.prepare, parts.apply]
     whole = found.standalone if parts else found.best
-    if whole.results != found.original.results:
+    if whole.results != found.original.results or found.regrouped:
         texts.append(to_mlir.function_text(name, shapes, list(whole.results), element, location))
     function_type = func.attributes["function_type"]
     carried = {key: func.attributes[key] for key in ("arg_attrs", "res_attrs") if key in func.attributes}

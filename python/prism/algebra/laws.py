@@ -33,6 +33,7 @@ from prism.algebra.ops import (
     div,
     exp,
     matmul,
+    maximum,
     mul,
     neg,
     rank,
@@ -352,9 +353,26 @@ SOFTMAX: Ruleset = _ruleset(
     *law("division-cancels", div(div(a, c), div(b, c)), div(a, b)),
 )
 
+# The lowest finite f32: a row maximum started from it equals one started from -inf on f32 values.
+LOWEST_F32 = -3.4028234663852886e38
+
+NORMAL: Ruleset = _ruleset(
+    "normal",
+    *laws("scalar-distributes-over-sub", mul(sub(a, b), Tensor.splat(k)),
+          sub(mul(a, Tensor.splat(k)), mul(b, Tensor.splat(k)))),
+    *laws("zero-minus-is-negation", sub(Tensor.splat(0.0), a), neg(a)),
+    # A (c B) = c (A B); (c A)^T = c A^T.
+    *laws("scalar-of-b-commutes-with-matmul", matmul(a, mul(b, Tensor.splat(k))), mul(matmul(a, b), Tensor.splat(k))),
+    *laws("scalar-commutes-with-transpose", transpose(mul(a, Tensor.splat(k))), mul(transpose(a), Tensor.splat(k))),
+    # A maximum started from the lowest float (or -inf) is the plain maximum of finite f32 values.
+    *law("max-from-lowest", maximum(Tensor.splat(LOWEST_F32), reduce_max(a, ax)), reduce_max(a, ax)),
+    *law("max-from-negative-infinity", maximum(Tensor.splat(float("-inf")), reduce_max(a, ax)), reduce_max(a, ax)),
+)
+
 # The rewrite families, by name; SHAPES runs beside every one of them.
 RULESETS: dict[str, Ruleset] = {
     "linear": LINEAR, "elementwise": ELEMENTWISE, "fusion": FUSION, "scaling": SCALING, "softmax": SOFTMAX,
+    "normal": NORMAL,
 }
 
 
@@ -383,5 +401,5 @@ def named_ruleset(name: str) -> Ruleset:
     return RULESETS.get(name) or EXPLORATION_RULESETS[name]
 
 
-__all__ = ["ELEMENTWISE", "EXPLORATION_RULESETS", "FUSION", "LAW_NAMES", "LAW_RULES", "LINEAR", "RULESETS", "SCALING",
-           "SHAPES", "SHARING", "SOFTMAX", "named_ruleset"]
+__all__ = ["ELEMENTWISE", "EXPLORATION_RULESETS", "FUSION", "LAW_NAMES", "LAW_RULES", "LINEAR", "LOWEST_F32", "NORMAL",
+           "RULESETS", "SCALING", "SHAPES", "SHARING", "SOFTMAX", "named_ruleset"]

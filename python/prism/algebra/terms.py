@@ -139,6 +139,7 @@ class Program:
     arg_shapes: list[tuple[int | None, ...] | None]
     results: list[Term]
     opaque: list[tuple[str, ir.Location | None]] = field(default_factory=list)  # what, and where
+    nests: int | None = None  # the loop nests (Linalg ops but fills) the function is written in, when translated
 
     def register_shapes(self, egraph: EGraph) -> None:
         """Add the rank and static sizes of every tensor argument to ``egraph`` (a function may have none)."""
@@ -176,7 +177,13 @@ def translate(func: ir.Operation) -> Program:
     keys = [term.attrs[0] for term in subterms(results) if term.op == "opaque"]
     used = [translator.opaque_keys[key] for key in keys if key in translator.opaque_keys]
     opaque = list(dict.fromkeys([*used, *translator.opaque]))
-    return Program(name, [_shape_of(arg.type) for arg in block.arguments], results, opaque)
+    return Program(name, [_shape_of(arg.type) for arg in block.arguments], results, opaque, loop_nests(func))
+
+
+def loop_nests(func: ir.Operation) -> int:
+    """The Linalg ops of ``func``'s body but fills: the loop nests it is written in."""
+    return sum(1 for op in func.regions[0].blocks[0].operations
+               if op.operation.name.startswith("linalg.") and op.operation.name != "linalg.fill")
 
 
 def _static_sizes(value: ir.Value) -> list[int]:

@@ -34,6 +34,7 @@ import math
 import struct
 from dataclasses import dataclass
 
+from prism.algebra import recognize
 from prism.algebra.terms import Term, argument_indices, renamed_arguments, subterms
 from prism.infra.errors import UnsupportedOp
 
@@ -178,6 +179,7 @@ class _Writer:
         self.shape = Shapes(arg_shapes)
         self.count = 0
         self.fused: set[Term] = set()
+        self.transposed: frozenset[Term] = frozenset()
 
     def type(self, shape: Shape) -> str:
         return tensor_type(shape, self.element)
@@ -193,6 +195,7 @@ class _Writer:
 
     def function(self, name: str, results: list[Term]) -> str:
         self.fused = fused_terms(results)
+        self.transposed = recognize.transposed_products(results, use_counts(results), self.shape)
         shapes = [self.shape(term) for term in results]
         if any(shape is None for shape in shapes):
             raise UnsupportedOp("a result is a bare constant, whose shape the terms do not fix")
@@ -227,6 +230,8 @@ class _Writer:
             return self._filled(context, attrs[0])
         shape = self.shape(term)
         out = self.type(shape)
+        if op == "matmul" and term in self.transposed:
+            return self._contraction_of_transposed(term, shape)
         if op == "matmul":
             a, b = (self.value(x) for x in args)
             named = "linalg.batch_matmul" if len(shape) == 3 else "linalg.matmul"
@@ -296,6 +301,19 @@ class _Writer:
         if read not in inputs:
             inputs.append(read)
         return f"%in{inputs.index(read)}"
+
+    def _contraction_of_transposed(self, term: Term, shape: Shape) -> str:
+        """``matmul(a, transpose(b))`` as one contraction reading ``b`` through a transposed map (the scores of an
+        attention, as the host's attention kernel takes them)."""
+        a, b = self.value(term.args[0]), self.value(term.args[1].args[0])
+        rank = len(shape)
+        batch, row, col, red = list(range(rank - 2)), rank - 2, rank - 1, rank
+        inputs = [(a, self.shape(term.args[0]), [*batch, row, red]), (b, self.shape(term.args[1].args[0]),
+                                                                        [*batch, col, red])]
+        init = self._filled(shape, 0.0)
+        body = ["%r0 = arith.mulf %in0, %in1 : " + self.element, "%r1 = arith.addf %out, %r0 : " + self.element]
+        return self._generic(inputs, shape, ["parallel"] * rank + ["reduction"], [*batch, row, col], init, body,
+                             "%r1")
 
     def _pointwise(self, term: Term, shape: Shape) -> str:
         """A pointwise term or a broadcast, with its single-use pointwise operands fused into one generic."""

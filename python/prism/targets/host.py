@@ -57,7 +57,8 @@ class HostTarget:
     artifact = "llvm"
     runs_here = True
     block_overhead_seconds = host_cost.BLOCK_OVERHEAD_SECONDS
-    fusion = frozenset({"epilogue", "dual"})  # f32 products (see prism.codegen.cpu.epilogue)
+    # f32 products (see prism.codegen.cpu.epilogue); f32 attention chains (prism.codegen.cpu.attention)
+    fusion = frozenset({"epilogue", "dual", "attention"})
 
     @property
     def vector_fmas_per_cycle(self) -> float:

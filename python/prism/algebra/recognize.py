@@ -1,0 +1,200 @@
+"""Fused patterns recognized as queries over a saturated e-graph, in one canonical form.
+
+The host's fused kernels match one spelling of their op chain. The laws of
+:mod:`prism.algebra.laws` (the ``normal`` ruleset above all) put every
+equivalent spelling of a pattern in the same e-classes as its canonical
+spelling, so a query need only look for the canonical form: each match is
+a choice of e-nodes (e-class -> :class:`~prism.algebra.egraph.Node`) that
+spells it, which exploration pins, and which :mod:`prism.algebra.to_mlir`
+writes as the chain the host's matcher takes.
+
+Attention's canonical form (``r`` the rank, every reduction and broadcast
+along the last axis ``r - 1``)::
+
+    s = matmul(q, transpose(k))
+    e = exp(mul(sub(s, broadcast(reduce_max(s), n)), splat c))     c > 0; or exp(sub(...)) for c = 1
+    o = div(matmul(e, v), broadcast(reduce_sum(e), dv))
+
+where ``s`` and ``e`` are read by the chain alone (twice each) and every
+other intermediate once; the value size ``dv`` is a multiple of the
+kernel's narrowest vector. to_mlir writes ``s`` as one contraction that
+reads ``k`` through a transposed map (:func:`transposed_products`), which
+is how the host's attention matcher takes K.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from prism.algebra.egraph import Graph, Node
+from prism.algebra.terms import Term
+
+# The narrowest vectors of the host's attention kernel (prism.search.attention.MIN_LANES): a value size that
+# is no multiple of it keeps the chain generic.
+_MIN_LANES = 4
+# Matches tried per pattern: each is a starting point of the descent.
+MAX_MATCHES = 8
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class AttentionTerms:
+    """One attention in a program of terms: its result, its operands, its scale and the terms it absorbs."""
+
+    root: Term
+    q: Term
+    k: Term
+    v: Term
+    scale: float
+    inner: frozenset[Term]  # every term of the chain but the root and its operands
+
+    @property
+    def scores(self) -> Term:
+        """The product ``q k^T``."""
+        return next(t for t in self.inner if t.op == "matmul" and t.args[0] == self.q
+                    and t.args[1].op == "transpose")
+
+
+def _scale(term: Term) -> tuple[Term, float] | None:
+    """(the difference, c) of ``mul(d, splat c)`` with c > 0 finite, or of ``d`` itself (c = 1)."""
+    if term.op == "mul" and term.args[1].op == "splat":
+        c = term.args[1].attrs[0]
+        return (term.args[0], c) if c > 0 and math.isfinite(c) else None
+    return term, 1.0
+
+
+def attention_terms(results: list[Term], uses: dict[Term, int],
+                    shape: Callable[[Term], Shape | None]) -> list[AttentionTerms]:
+    """The attentions of canonical form (see the module docstring) among ``results``' subterms; ``uses``
+    counts each subterm's uses (prism.algebra.to_mlir.use_counts)."""
+    found = []
+    for term in uses:
+        match = _attention_at(term, uses, shape)
+        if match is not None:
+            found.append(match)
+    return found
+
+
+def _attention_at(root: Term, uses: dict[Term, int], shape: Callable[[Term], Shape | None]) -> AttentionTerms | None:
+    if root.op != "div" or root.args[0].op != "matmul" or root.args[1].op != "broadcast":
+        return None
+    product, spread = root.args
+    out = shape(root)
+    if out is None or len(out) < 2 or out[-1] % _MIN_LANES:
+        return None
+    last = len(out) - 1
+    e, v = product.args
+    sums = spread.args[0]
+    if spread.attrs[0] != last or sums.op != "reduce_sum" or sums.attrs != (last,) or sums.args[0] != e:
+        return None
+    if e.op != "exp" or (scaled := _scale(e.args[0])) is None:
+        return None
+    difference, c = scaled
+    if difference.op != "sub" or difference.args[1].op != "broadcast" or difference.args[1].attrs[0] != last:
+        return None
+    s, row = difference.args[0], difference.args[1].args[0]
+    if row.op != "reduce_max" or row.attrs != (last,) or row.args[0] != s:
+        return None
+    if s.op != "matmul" or s.args[1].op != "transpose":
+        return None
+    twice = {s, e}
+    once = {product, spread, sums, difference, difference.args[1], row, s.args[1]} | (
+        {e.args[0]} if e.args[0] is not difference else set())
+    if any(uses.get(t) != 2 for t in twice) or any(uses.get(t) != 1 for t in once):
+        return None
+    return AttentionTerms(root, s.args[0], s.args[1].args[0], v, c, frozenset(twice | once))
+
+
+def transposed_products(results: list[Term], uses: dict[Term, int],
+                        shape: Callable[[Term], Shape | None]) -> frozenset[Term]:
+    """The products that to_mlir writes as one contraction reading their transposed right operand through
+    its map: the scores of each recognized attention."""
+    return frozenset(match.scores for match in attention_terms(results, uses, shape))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Queries over the e-graph
+
+
+def _nodes(graph: Graph, cls: int, op: str) -> Iterator[Node]:
+    return (node for node in graph.classes.get(cls, ()) if node.op == op)
+
+
+def _splat_value(graph: Graph, cls: int) -> float | None:
+    return next((node.attrs[0] for node in _nodes(graph, cls, "splat")), None)
+
+
+def attention_choices(graph: Graph) -> list[dict[int, Node]]:
+    """Choices of e-nodes that spell an attention in canonical form (at most MAX_MATCHES), in a deterministic
+    order: the e-classes of its chain, each with the e-node of the canonical spelling. Its operands' e-classes
+    are left to extraction."""
+    found: list[dict[int, Node]] = []
+    for cls in sorted(graph.classes):
+        for root in _nodes(graph, cls, "div"):
+            for choice in _attention_from(graph, cls, root):
+                found.append(choice)
+                if len(found) >= MAX_MATCHES:
+                    return found
+    return found
+
+
+def _attention_from(graph: Graph, cls: int, root: Node) -> Iterator[dict[int, Node]]:
+    out = graph.shapes.get(cls)
+    if out is None or len(out) < 2 or out[-1] % _MIN_LANES:
+        return
+    last = len(out) - 1
+    o_cls, b_cls = root.children
+    for spread in _nodes(graph, b_cls, "broadcast"):
+        if spread.attrs[0] != last:
+            continue
+        (l_cls,) = spread.children
+        for product in _nodes(graph, o_cls, "matmul"):
+            e_cls, _ = product.children
+            for sums in _nodes(graph, l_cls, "reduce_sum"):
+                if sums.children != (e_cls,) or sums.attrs != (last,):
+                    continue
+                chain = {cls: root, b_cls: spread, o_cls: product, l_cls: sums}
+                for rest in _exponent(graph, e_cls, last):
+                    if not set(rest) & set(chain):
+                        yield {**chain, **rest}
+
+
+def _exponent(graph: Graph, e_cls: int, last: int) -> Iterator[dict[int, Node]]:
+    """The canonical spellings of ``exp((s - max(s)) c)`` in e-class ``e_cls``."""
+    for exp in _nodes(graph, e_cls, "exp"):
+        (x_cls,) = exp.children
+        scalings = [(node, node.children[0]) for node in _nodes(graph, x_cls, "mul")
+                    if (c := _splat_value(graph, node.children[1])) is not None and c > 0 and math.isfinite(c)]
+        for scaling, d_cls in [*scalings, (None, x_cls)]:
+            for difference in _nodes(graph, d_cls, "sub"):
+                s_cls, bm_cls = difference.children
+                for rest in _shifted_scores(graph, s_cls, bm_cls, last):
+                    chain = {e_cls: exp, d_cls: difference, **rest}
+                    if scaling is not None:
+                        c_cls = scaling.children[1]
+                        chain.update({x_cls: scaling, c_cls: next(_nodes(graph, c_cls, "splat"))})
+                    if len(chain) == len(rest) + 2 + 2 * (scaling is not None):  # no e-class twice
+                        yield chain
+
+
+def _shifted_scores(graph: Graph, s_cls: int, bm_cls: int, last: int) -> Iterator[dict[int, Node]]:
+    """``s = matmul(q, transpose(k))`` in ``s_cls`` and ``broadcast(reduce_max(s))`` in ``bm_cls``."""
+    for spread in _nodes(graph, bm_cls, "broadcast"):
+        (m_cls,) = spread.children
+        if spread.attrs[0] != last:
+            continue
+        for row in _nodes(graph, m_cls, "reduce_max"):
+            if row.children != (s_cls,) or row.attrs != (last,):
+                continue
+            for scores in _nodes(graph, s_cls, "matmul"):
+                q_cls, t_cls = scores.children
+                for transpose in _nodes(graph, t_cls, "transpose"):
+                    chain = {bm_cls: spread, m_cls: row, s_cls: scores, t_cls: transpose}
+                    if len(chain) == 4 and q_cls not in chain and transpose.children[0] not in chain:
+                        yield chain
+
+
+__all__ = ["MAX_MATCHES", "AttentionTerms", "attention_choices", "attention_terms", "transposed_products"]

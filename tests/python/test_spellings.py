@@ -1,0 +1,159 @@
+"""Spellings of attention, RMSNorm + linear and SwiGLU reach the host's fused kernels, proven and right.
+
+Every file in tests/python/spellings/ says on its first line what it computes (``// expect: attention``,
+``rmsnorm`` or ``swiglu``) and on its second how it spells it. Its arguments come in the order q, k, v;
+x, gamma, w; or x, wg, wu, wd. Each must reach the expected kernels on the host (from the report's
+``kernels``), its explored program must be proven equal to it (the report's ``proofs``), and the compiled
+function must match a float64 numpy reference of its kind. The references' one free constant (attention's
+scale, RMSNorm's epsilon) is one of the file's own float constants.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import prism
+
+SPELLINGS = Path(__file__).parent / "spellings"
+FILES = sorted(SPELLINGS.glob("*.mlir"))
+KINDS = ("attention", "rmsnorm", "swiglu")
+# The kinds whose fused kernels the host runs at the spellings' small sizes. At these sizes the host runs the
+# products of RMSNorm + linear and SwiGLU, even as spelled in benchmarks/workloads, on its transform path,
+# which takes no epilogue: their kernel expectation is a strict expected failure here, and is checked at the
+# workloads' sizes instead (test_spelling_at_workload_size).
+RECOGNIZED = ("attention",)
+# Per kind, the sizes of benchmarks/workloads/ by the role of each argument's axes (rows, model, ...).
+WORKLOAD_ROLES = {"rmsnorm": (("rows", "model"), ("model",), ("model", "out")),
+                  "swiglu": (("rows", "model"), ("model", "hidden"), ("model", "hidden"), ("hidden", "model"))}
+WORKLOAD_SIZES = {"rows": 16, "model": 1024, "out": 1024, "hidden": 2816}
+
+
+def expectation(path: Path) -> str:
+    """The kind of computation a spelling's first line names."""
+    first = path.read_text().splitlines()[0]
+    found = re.fullmatch(r"//\s*expect:\s*(\w+)\s*", first)
+    assert found and found.group(1) in KINDS, f"{path.name}: first line must be '// expect: {'|'.join(KINDS)}'"
+    return found.group(1)
+
+
+def constants(text: str) -> list[float]:
+    """The finite float constants of a program, each once, in order of appearance."""
+    values = []
+    for literal in re.findall(r"arith\.constant\s+([-+0-9.eE]+)\s*:\s*f32", text):
+        value = float(literal)
+        if np.isfinite(value) and value not in values:
+            values.append(value)
+    return values
+
+
+def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
+    s = scale * (q @ np.swapaxes(k, -1, -2))
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (e / e.sum(axis=-1, keepdims=True)) @ v
+
+
+def rmsnorm(x: np.ndarray, gamma: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
+    return (x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * gamma) @ w
+
+
+def swiglu(x: np.ndarray, wg: np.ndarray, wu: np.ndarray, wd: np.ndarray, _: float) -> np.ndarray:
+    g = x @ wg
+    return (g / (1 + np.exp(-g)) * (x @ wu)) @ wd
+
+
+REFERENCES: dict[str, Callable[..., np.ndarray]] = {"attention": attention, "rmsnorm": rmsnorm, "swiglu": swiglu}
+
+
+def kernel_kinds(report: dict) -> list[str]:
+    return [kernel["kind"] for function in report["kernels"] for kernel in function["kernels"]]
+
+
+def reaches(kind: str, kernels: list[str]) -> bool:
+    """Whether ``kernels`` are the fused kernels ``kind`` should become on the host."""
+    if kind == "attention":
+        return kernels == ["attention"]
+    if kind == "rmsnorm":
+        return len(kernels) <= 2
+    return sorted(kernels) == ["dual gemm + epilogue", "gemm"]
+
+
+def signature_shapes(text: str) -> list[tuple[int, ...]]:
+    """The shapes of a spelling's arguments, in order."""
+    signature = re.search(r"func\.func @\w+\(([^)]*)\)", text).group(1)
+    return [tuple(int(n) for n in found.split("x")) for found in re.findall(r"tensor<([0-9x]+)xf32>", signature)]
+
+
+def at_workload_size(path: Path) -> str | None:
+    """The spelling with every size replaced by the workload's size of its role; None when its arguments do not
+    take the roles one-to-one (their ranks differ, or two roles share a size)."""
+    text, roles = path.read_text(), WORKLOAD_ROLES.get(expectation(path))
+    shapes = signature_shapes(text)
+    if roles is None or [len(s) for s in shapes] != [len(r) for r in roles]:
+        return None
+    sizes: dict[int, str] = {}
+    for shape, named in zip(shapes, roles, strict=True):
+        for size, role in zip(shape, named, strict=True):
+            if sizes.setdefault(size, role) != role:
+                return None
+    if len(set(sizes.values())) != len(sizes):
+        return None
+
+    def scaled(found: re.Match) -> str:
+        dims = [str(WORKLOAD_SIZES[sizes[int(n)]]) if int(n) in sizes else n for n in found.group(1).split("x")]
+        return f"tensor<{'x'.join(dims)}xf32>"
+
+    return re.sub(r"tensor<([0-9x]+)xf32>", scaled, text)
+
+
+SCALABLE = [p for p in FILES if expectation(p) not in RECOGNIZED and at_workload_size(p) is not None]
+
+
+@pytest.mark.parametrize("path", SCALABLE, ids=[p.stem for p in SCALABLE])
+def test_spelling_at_workload_size(path: Path) -> None:
+    """At the sizes of benchmarks/workloads/, where the host runs the bundled spellings fused, so does this one."""
+    report = prism.compile(at_workload_size(path), target="host", emit="report").report
+    kernels = kernel_kinds(report)
+    assert reaches(expectation(path), kernels), f"{path.name}: {expectation(path)} became {kernels}"
+    assert report["proofs"] and all(proof["proved"] for proof in report["proofs"]), report["proofs"]
+
+
+def test_every_spelling_names_a_kind() -> None:
+    assert len(FILES) >= 8
+    for path in FILES:
+        lines = path.read_text().splitlines()
+        assert expectation(path) in KINDS and lines[1].startswith("//"), path.name
+
+
+def _kernel_case(path: Path) -> object:
+    if expectation(path) in RECOGNIZED:
+        return path
+    return pytest.param(path, marks=pytest.mark.xfail(strict=True, reason=f"{expectation(path)} is not recognized"))
+
+
+@pytest.mark.parametrize("path", [_kernel_case(p) for p in FILES], ids=[p.stem for p in FILES])
+def test_spelling_reaches_its_kernels_proven(path: Path) -> None:
+    kind = expectation(path)
+    report = prism.compile(path.read_text(), target="host", emit="report").report
+    kernels = kernel_kinds(report)
+    assert reaches(kind, kernels), f"{path.name}: {kind} became {kernels}"
+    assert report["proofs"] and all(proof["proved"] for proof in report["proofs"]), report["proofs"]
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_spelling_matches_numpy(path: Path, rng: np.random.Generator) -> None:
+    text = path.read_text()
+    compiled = prism.compile(text, target="host")
+    function = compiled.jit()
+    shapes = signature_shapes(text)
+    args = [rng.standard_normal(shape).astype(np.float32) for shape in shapes]
+    result = function(*args)
+    got = np.asarray(result[0] if isinstance(result, tuple) else result, dtype=np.float64)
+    wide = [a.astype(np.float64) for a in args]
+    reference = REFERENCES[expectation(path)]
+    errors = [float(np.max(np.abs(got - reference(*wide, c)))) for c in [*constants(text), 1.0]]
+    assert min(errors) < 1e-3 * max(1.0, float(np.max(np.abs(reference(*wide, 1.0))))), errors
