@@ -5,7 +5,7 @@
 // contraction the algebra reads nor an op with a generic twin it translates)
 // passes through unchanged, and prism-explore says once that it is outside
 // the algebra; the named ops around it are still normalized.
-// REMARK: normalize-invalid.mlir:[[# @LINE + 14]]:8: remark: prism-explore: @conv kept as written: 'linalg.conv_2d_nhwc_hwcf' is outside the algebra
+// REMARK: normalize-invalid.mlir:[[# @LINE + 12]]:8: remark: prism-explore: @conv kept as written: 'linalg.conv_2d_nhwc_hwcf' is outside the algebra
 // REMARK-NOT: remark
 // CHECK-LABEL: func.func @conv
 // CHECK:         linalg.conv_2d_nhwc_hwcf ins(%arg0, %arg1 : tensor<1x8x8x4xf32>, tensor<3x3x4x8xf32>)
