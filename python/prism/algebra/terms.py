@@ -7,9 +7,16 @@ Each SSA value becomes a term over the function's arguments. Supported:
   ``tensor.empty`` as an init that is overwritten;
 - ``linalg.generic`` whose body is ``arith``/``math`` arithmetic: inputs
   read through projected permutations become broadcasts (and transposes),
-  and a body that folds its output with ``addf`` or ``maximumf`` over
-  reduction loops becomes ``reduce_sum`` or ``reduce_max``;
-- named elementwise ops (``linalg.add``, ``linalg.mul``, ...);
+  and a body that folds its output with ``addf`` or ``maximumf`` (``maxnumf``,
+  which ignores the NaN that starts linalg.softmax's maximum) over reduction
+  loops becomes ``reduce_sum`` or ``reduce_max``. A unit axis read at the
+  constant 0 (a statistic kept as ``tensor<..x1xf32>``) is dropped from an
+  input (a ``reduce_sum`` over its one element, or the broadcast that
+  inserted it taken away) and inserted into the output (``broadcast(t, axis,
+  1)``);
+- named elementwise ops (``linalg.add``, ``linalg.mul``, ...); the passes
+  see them, and the other named ops that are not contractions, as generics
+  (:func:`prism.infra.ir.normalize_program`);
 - ``tensor.concat`` and static, unit-stride ``tensor.extract_slice``;
 - ``func.call`` of a function defined in the module (translated inline).
 
