@@ -417,3 +417,15 @@ def test_spelling_runs_on_the_host(name: str, rng: np.random.Generator) -> None:
     args = [rng.standard_normal(shape).astype(np.float32) for shape in shapes]
     got = prism.compile(SPELLINGS / f"{name}.mlir", target="host").jit(function)(*args)
     np.testing.assert_allclose(got, reference(*(a.astype(F64) for a in args)), rtol=1e-4, atol=1e-5)
+
+
+def test_written_back_batched_product_reads_its_transpose_through_maps(rng: np.random.Generator) -> None:
+    """Q K^T's terms, written back, read K through the product's maps (no transpose op), and run right."""
+    program = _program((SPELLINGS / "attention_named.mlir").read_text())
+    written = function_text("attention", [(2, 24, 16), (2, 40, 16), (2, 40, 16)], program.results, "f32")
+    assert "linalg.transpose" not in written
+    assert "affine_map<(b, m, n, k) -> (b, n, k)>" in written
+    assert _program(written).results == program.results
+    args = [rng.standard_normal(shape).astype(np.float32) for shape in [(2, 24, 16), (2, 40, 16), (2, 40, 16)]]
+    got = prism.compile(written, target="host").jit("attention")(*args)
+    np.testing.assert_allclose(got, _attention(*(a.astype(F64) for a in args)), rtol=1e-4, atol=1e-5)
