@@ -7,10 +7,17 @@ Each SSA value becomes a term over the function's arguments. Supported:
   ``tensor.empty`` as an init that is overwritten;
 - ``linalg.generic`` whose body is ``arith``/``math`` arithmetic: inputs
   read through projected permutations become broadcasts (and transposes),
-  and a body that folds its output with ``addf`` or ``maximumf`` over
-  reduction loops becomes ``reduce_sum`` or ``reduce_max``;
-- named elementwise ops (``linalg.add``, ``linalg.mul``, ...); an arithmetic
-  op of two constants is one constant when its float32 result is exact;
+  and a body that folds its output with ``addf`` or ``maximumf`` (``maxnumf``,
+  which ignores the NaN that starts linalg.softmax's maximum) over reduction
+  loops becomes ``reduce_sum`` or ``reduce_max``. A unit axis read at the
+  constant 0 (a statistic kept as ``tensor<..x1xf32>``) is dropped from an
+  input (a ``reduce_sum`` over its one element, or the broadcast that
+  inserted it taken away) and inserted into the output (``broadcast(t, axis,
+  1)``);
+- named elementwise ops (``linalg.add``, ``linalg.mul``, ...); the passes
+  see them, and the other named ops that are not contractions, as generics
+  (:func:`prism.infra.ir.normalize_program`); an arithmetic op of two
+  constants is one constant when its float32 result is exact;
 - ``tensor.concat`` and static, unit-stride ``tensor.extract_slice``;
 - ``func.call`` of a function defined in the module (translated inline).
 
@@ -249,6 +256,51 @@ def _float_constant(op: ir.Operation) -> float | None:
     return None
 
 
+def _unit_reads(op: ir.Operation, operand: ir.Value, affine_map: ir.AffineMap) -> list[int | None] | None:
+    """The loop each axis of ``operand`` is read at, None for a unit axis read at the constant 0; None when the
+    map has other results (or a constant 0 on an axis that is not of size 1)."""
+    reads: list[int | None] = []
+    for axis, expr in enumerate(affine_map.results):
+        if isinstance(expr, ir.AffineDimExpr):
+            reads.append(expr.position)
+        elif isinstance(expr, ir.AffineConstantExpr) and expr.value == 0 and _unit_axis(operand, axis):
+            reads.append(None)
+        else:
+            return None
+    return reads
+
+
+def _unit_axis(value: ir.Value, axis: int) -> bool:
+    type_ = value.type
+    return isinstance(type_, ir.RankedTensorType) and not type_.is_dynamic_dim(axis) and type_.get_dim_size(axis) == 1
+
+
+def _drop_unit(term: Term, axis: int) -> Term:
+    """``term`` without its unit ``axis``: the sum over that one element (a unit axis inserted by a broadcast is
+    simply taken away again; a splat has every shape)."""
+    if term.op == "splat":
+        return term
+    if term.op == "broadcast" and term.attrs == (axis, 1):
+        return term.args[0]
+    return A.reduce_sum(term, axis)
+
+
+def _without_units(term: Term, reads: list[int | None]) -> Term:
+    """``term`` with the unit axes that ``reads`` reads at the constant 0 dropped."""
+    for axis in reversed(range(len(reads))):
+        if reads[axis] is None:
+            term = _drop_unit(term, axis)
+    return term
+
+
+def _with_units(term: Term, reads: list[int | None]) -> Term:
+    """``term`` with a unit axis inserted where ``reads`` writes at the constant 0."""
+    for axis, loop in enumerate(reads):
+        if loop is None:
+            term = A.broadcast(term, axis, 1)
+    return term
+
+
 class _Translator:
     """Walks blocks and builds terms; remembers the ops it had to keep opaque."""
 
@@ -383,29 +435,35 @@ class _Translator:
 
     def generic(self, op: ir.Operation, values: dict[ir.Value, Term]) -> list[Term] | None:
         """An elementwise, broadcasting or reducing generic (see the module docstring)."""
-        maps = [map_dims(ir.AffineMapAttr(m).value) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        reads = [_unit_reads(op, operand, ir.AffineMapAttr(m).value)
+                 for operand, m in zip(op.operands, ir.ArrayAttr(op.attributes["indexing_maps"]), strict=True)]
         iterators = [str(it) for it in ir.ArrayAttr(op.attributes["iterator_types"])]
         n_inputs = len(op.operands) - len(op.results)
-        if len(op.results) != 1 or any(m is None for m in maps):
+        if len(op.results) != 1 or any(r is None for r in reads):
             return None
+        maps = [[d for d in r if d is not None] for r in reads]
         out_dims = maps[-1]
         reduced = [d for d, it in enumerate(iterators) if "reduction" in it]
         if sorted(out_dims) != out_dims or set(out_dims) | set(reduced) != set(range(len(iterators))):
             return None
-        extents = self._loop_extents(op, maps)
+        extents = self._loop_extents(op, reads)
         body = op.regions[0].blocks[0]
         inner: dict[ir.Value, Term] = dict(values)
-        for arg, operand, dims in zip(body.arguments[:n_inputs], op.operands[:n_inputs], maps[:n_inputs], strict=True):
-            lifted = self._lift(self.term(values, operand), dims, extents)
+        for arg, operand, read in zip(body.arguments[:n_inputs], op.operands[:n_inputs], reads[:n_inputs],
+                                      strict=True):
+            lifted = self._lift(_without_units(self.term(values, operand), read), [d for d in read if d is not None],
+                                extents)
             if lifted is None:
                 return None
             inner[arg] = lifted
-        init = self.term(values, op.operands[n_inputs])
+        init = _without_units(self.term(values, op.operands[n_inputs]), reads[-1])
         out_arg = body.arguments[n_inputs]
         if not reduced:
             inner[out_arg] = init
-            return self.block(body, inner, depth=0)
-        return self._reduction(body, inner, out_arg, init, reduced)
+            found = self.block(body, inner, depth=0)
+        else:
+            found = self._reduction(body, inner, out_arg, init, reduced)
+        return None if found is None else [_with_units(term, reads[-1]) for term in found]
 
     def _reduction(self, body: ir.Block, inner: dict[ir.Value, Term], out_arg: ir.Value, init: Term,
                    reduced: list[int]) -> list[Term] | None:
@@ -431,18 +489,19 @@ class _Translator:
         reducer = _REDUCERS[combine.operation.name]
         for axis in sorted(reduced, reverse=True):
             reduced_term = reducer(reduced_term, axis)
-        neutral = init == (ZERO if reducer is A.reduce_sum else NEGATIVE_INFINITY)
+        neutral = init == (ZERO if reducer is A.reduce_sum else NEGATIVE_INFINITY) or (
+            combine.operation.name == "arith.maxnumf" and init.op == "splat" and math.isnan(init.attrs[0]))
         fold = _BINARY[combine.operation.name]
         return [reduced_term if neutral else fold(init, reduced_term)]
 
     @staticmethod
-    def _loop_extents(op: ir.Operation, maps: list[list[int]]) -> list[int]:
+    def _loop_extents(op: ir.Operation, reads: list[list[int | None]]) -> list[int]:
         extents = [-1] * len(ir.ArrayAttr(op.attributes["iterator_types"]))
-        for operand, dims in zip(op.operands, maps, strict=True):
+        for operand, read in zip(op.operands, reads, strict=True):
             if not isinstance(operand.type, ir.RankedTensorType):
                 continue
-            for size, loop in zip(_static_sizes(operand), dims, strict=True):
-                if size >= 0:
+            for size, loop in zip(_static_sizes(operand), read, strict=True):
+                if size >= 0 and loop is not None:
                     extents[loop] = size
         return extents
 

@@ -3,7 +3,8 @@
 The inverse of :mod:`prism.algebra.terms`, for programs with static shapes whose
 tensors share one float element type (the caller checks it; terms carry no
 element types): ``matmul`` becomes ``linalg.matmul`` (``batch_matmul``
-at rank 3) into a zero-filled init, ``transpose`` a ``linalg.transpose``,
+at rank 3, reading an operand that is a transpose used nowhere else through
+its maps) into a zero-filled init, ``transpose`` a ``linalg.transpose``,
 pointwise operators and broadcasts ``linalg.generic`` ops with
 ``arith``/``math`` bodies (splats become constants in the body, a broadcast
 an input map that drops the new axis), ``reduce_sum``/``reduce_max``
@@ -180,6 +181,7 @@ class _Writer:
         self.count = 0
         self.fused: set[Term] = set()
         self.transposed: frozenset[Term] = frozenset()
+        self.uses: dict[Term, int] = {}
 
     def type(self, shape: Shape) -> str:
         return tensor_type(shape, self.element)
@@ -195,7 +197,8 @@ class _Writer:
 
     def function(self, name: str, results: list[Term]) -> str:
         self.fused = fused_terms(results)
-        self.transposed = recognize.transposed_products(results, use_counts(results), self.shape)
+        self.uses = use_counts(results)
+        self.transposed = recognize.transposed_products(results, self.uses, self.shape)
         shapes = [self.shape(term) for term in results]
         if any(shape is None for shape in shapes):
             raise UnsupportedOp("a result is a bare constant, whose shape the terms do not fix")
@@ -233,11 +236,7 @@ class _Writer:
         if op == "matmul" and term in self.transposed:
             return self._contraction_of_transposed(term, shape)
         if op == "matmul":
-            a, b = (self.value(x) for x in args)
-            named = "linalg.batch_matmul" if len(shape) == 3 else "linalg.matmul"
-            init = self._filled(shape, 0.0)
-            return self.emit(f"{named} ins({a}, {b} : {self.type(self.shape(args[0]))}, "
-                             f"{self.type(self.shape(args[1]))}) outs({init} : {out}) -> {out}")
+            return self._matmul(args, shape)
         if op == "transpose":
             rank = len(shape)
             perm = [*range(rank - 2), rank - 1, rank - 2]
@@ -256,6 +255,28 @@ class _Writer:
         if op in _REDUCE_OPS:
             return self._reduce(term, shape)
         return self._pointwise(term, shape)
+
+    def _matmul(self, args: tuple[Term, ...], shape: Shape) -> str:
+        """``linalg.matmul``, or ``linalg.batch_matmul`` at rank 3; a batched operand that is a transpose used
+        nowhere else is read through the product's maps instead (the inverse of how a contraction's maps
+        translate), so that a product such as Q K^T keeps the form the attention kernel reads."""
+        out = self.type(shape)
+        init = self._filled(shape, 0.0)
+        if len(shape) != 3:
+            a, b = (self.value(x) for x in args)
+            return self.emit(f"linalg.matmul ins({a}, {b} : {self.type(self.shape(args[0]))}, "
+                             f"{self.type(self.shape(args[1]))}) outs({init} : {out}) -> {out}")
+        read = [x.args[0] if x.op == "transpose" and self.uses[x] == 1 else x for x in args]
+        operands = [self.value(x) for x in read]
+        types = ", ".join(self.type(self.shape(x)) for x in read)
+        maps = ""
+        if read != list(args):
+            lhs = "(b, k, m)" if read[0] is not args[0] else "(b, m, k)"
+            rhs = "(b, n, k)" if read[1] is not args[1] else "(b, k, n)"
+            maps = (f" indexing_maps = [affine_map<(b, m, n, k) -> {lhs}>, affine_map<(b, m, n, k) -> {rhs}>, "
+                    "affine_map<(b, m, n, k) -> (b, m, n)>]")
+        return self.emit(f"linalg.batch_matmul{maps} ins({', '.join(operands)} : {types}) outs({init} : {out}) "
+                         f"-> {out}")
 
     def _generic(self, inputs: list[tuple[str, Shape, list[int]]], shape: Shape, iterators: list[str],
                  out_dims: list[int], init: str, body: list[str], result: str) -> str:
