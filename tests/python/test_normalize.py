@@ -372,51 +372,18 @@ def test_unit_axis_terms_write_back_and_run(rng: np.random.Generator) -> None:
         np.testing.assert_allclose(prism.compile(text, target="host").jit("f")(x, s), expected, rtol=2e-6)
 
 
-# Each spelling's arguments and its float64 reference.
 def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
     return _softmax(scores) @ v
 
 
-def _rmsnorm_linear(x: np.ndarray, gamma: np.ndarray, w: np.ndarray) -> np.ndarray:
-    rms = np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-5)
-    return (x / rms * gamma) @ w
+# Every spelling (tests/python/test_spellings.py runs them and checks their kernels) reaches the algebra whole.
+SPELLING_FILES = sorted(SPELLINGS.glob("*.mlir"))
 
 
-def _swiglu(x: np.ndarray, wg: np.ndarray, wu: np.ndarray, wd: np.ndarray) -> np.ndarray:
-    g, u = x @ wg, x @ wu
-    return (g / (1.0 + np.exp(-g)) * u) @ wd
-
-
-SPELLING_CASES = {
-    "attention_4d_unit_stats": ("attention", [(2, 2, 24, 16), (2, 2, 40, 16), (2, 2, 40, 16)], _attention),
-    "attention_softmax_scaled_q": ("attention", [(2, 24, 16), (2, 40, 16), (2, 40, 16)], _attention),
-    "attention_named": ("attention", [(2, 24, 16), (2, 40, 16), (2, 40, 16)], _attention),
-    "rmsnorm_reduce_sqrt": ("rmsnorm_linear", [(24, 64), (64,), (64, 32)], _rmsnorm_linear),
-    "rmsnorm_named": ("rmsnorm_linear", [(24, 64), (64,), (64, 32)], _rmsnorm_linear),
-    "swiglu_named": ("swiglu", [(24, 32), (32, 64), (32, 64), (64, 32)], _swiglu),
-}
-
-
-def test_every_spelling_file_has_a_case() -> None:
-    assert sorted(p.stem for p in SPELLINGS.glob("*.mlir")) == sorted(SPELLING_CASES)
-    for path in SPELLINGS.glob("*.mlir"):
-        first, second = path.read_text().splitlines()[:2]
-        assert first in ("// expect: attention", "// expect: rmsnorm", "// expect: swiglu")
-        assert second.startswith("// ") and len(second) > 3
-
-
-@pytest.mark.parametrize("name", sorted(SPELLING_CASES))
-def test_spelling_translates_without_opaque_terms(name: str) -> None:
-    assert _program((SPELLINGS / f"{name}.mlir").read_text()).opaque == []
-
-
-@pytest.mark.parametrize("name", sorted(SPELLING_CASES))
-def test_spelling_runs_on_the_host(name: str, rng: np.random.Generator) -> None:
-    function, shapes, reference = SPELLING_CASES[name]
-    args = [rng.standard_normal(shape).astype(np.float32) for shape in shapes]
-    got = prism.compile(SPELLINGS / f"{name}.mlir", target="host").jit(function)(*args)
-    np.testing.assert_allclose(got, reference(*(a.astype(F64) for a in args)), rtol=1e-4, atol=1e-5)
+@pytest.mark.parametrize("path", SPELLING_FILES, ids=[p.stem for p in SPELLING_FILES])
+def test_spelling_translates_without_opaque_terms(path: Path) -> None:
+    assert _program(path.read_text()).opaque == []
 
 
 def test_written_back_batched_product_reads_its_transpose_through_maps(rng: np.random.Generator) -> None:

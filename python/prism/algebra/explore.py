@@ -180,12 +180,13 @@ def _best_schedule_seconds(contraction: Contraction, target: SearchModel) -> flo
 
 
 def product_contraction(a: tuple[int, ...], b: tuple[int, ...], element: str) -> Contraction:
-    """The contraction ``matmul`` computes for operands of shapes ``a`` and ``b``."""
+    """The contraction ``matmul`` computes for operands of shapes ``a`` and ``b`` (several batch axes cost as
+    one of their product's size)."""
     size = ELEMENT_BYTES[element]
     if len(a) == 2:
         return Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (a[0], b[1], a[1]), (size, size), size, element)
-    return Contraction(("batch", "m", "n", "k"), ((0, 1, 3), (0, 3, 2)), (a[0], a[1], b[2], a[2]), (size, size),
-                       size, element)
+    return Contraction(("batch", "m", "n", "k"), ((0, 1, 3), (0, 3, 2)), (math.prod(a[:-2]), a[-2], b[-1], a[-1]),
+                       (size, size), size, element)
 
 
 class ProgramCost:

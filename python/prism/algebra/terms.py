@@ -408,15 +408,21 @@ class _Translator:
 
     def contraction(self, op: ir.Operation, analysis: Contraction,
                     values: dict[ir.Value, Term]) -> list[Term] | None:
-        """``init + A @ B`` with A as [batch, m, k] and B as [batch, k, n], transposing where the maps say."""
+        """``init + A @ B`` with A as [batch.., m, k] and B as [batch.., k, n], transposing where the maps say.
+
+        The batch loops are those of the output, in its order; an operand that reads only some of them (one
+        activation against per-head weights) is broadcast along the others.
+        """
         roles = analysis.roles
-        if sorted(r for r in roles if r != "batch") != ["k", "m", "n"] or roles.count("batch") > 1:
+        if sorted(r for r in roles if r != "batch") != ["k", "m", "n"]:
             return None
         maps = [map_dims(ir.AffineMapAttr(m).value) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
-        orders = [[roles[d] for d in dims] for dims in maps]
-        batch = ["batch"] if "batch" in roles else []
-        lhs = self._oriented(self.term(values, op.operands[0]), orders[0], [*batch, "m", "k"])
-        rhs = self._oriented(self.term(values, op.operands[1]), orders[1], [*batch, "k", "n"])
+        orders = [[f"batch{d}" if roles[d] == "batch" else roles[d] for d in dims] for dims in maps]
+        batch = [name for name in orders[2] if name.startswith("batch")]
+        extents = {f"batch{d}": -1 if size is None else size
+                   for d, size in enumerate(analysis.extents) if roles[d] == "batch"}
+        lhs = self._oriented(self.term(values, op.operands[0]), orders[0], [*batch, "m", "k"], extents)
+        rhs = self._oriented(self.term(values, op.operands[1]), orders[1], [*batch, "k", "n"], extents)
         if lhs is None or rhs is None or orders[2] not in ([*batch, "m", "n"], [*batch, "n", "m"]):
             return None
         product = A.matmul(lhs, rhs)
@@ -426,7 +432,16 @@ class _Translator:
         return [product if init == ZERO else A.add(init, product)]
 
     @staticmethod
-    def _oriented(term: Term, order: list[str], wanted: list[str]) -> Term | None:
+    def _oriented(term: Term, order: list[str], wanted: list[str], extents: dict[str, int]) -> Term | None:
+        """``term``, read in ``order``, as a tensor in ``wanted`` order: its last two axes swapped, and the batch
+        axes it lacks broadcast (``extents`` gives their sizes, -1 where dynamic)."""
+        missing = [name for name in wanted[:-2] if name not in order]
+        if [name for name in order if name.startswith("batch")] != [n for n in wanted[:-2] if n not in missing]:
+            return None
+        for axis, name in enumerate(wanted[:-2]):
+            if name in missing:
+                term = A.broadcast(term, axis, extents[name])
+        order = [*wanted[:-2], *order[len(wanted) - 2 - len(missing):]]
         if order == wanted:
             return term
         if order == [*wanted[:-2], wanted[-1], wanted[-2]]:

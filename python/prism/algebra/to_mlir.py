@@ -257,16 +257,20 @@ class _Writer:
         return self._pointwise(term, shape)
 
     def _matmul(self, args: tuple[Term, ...], shape: Shape) -> str:
-        """``linalg.matmul``, or ``linalg.batch_matmul`` at rank 3; a batched operand that is a transpose used
-        nowhere else is read through the product's maps instead (the inverse of how a contraction's maps
-        translate), so that a product such as Q K^T keeps the form the attention kernel reads."""
+        """``linalg.matmul``, ``linalg.batch_matmul`` at rank 3, a contraction generic at higher ranks; a batched
+        operand that is a transpose used nowhere else is read through the product's maps instead (the inverse
+        of how a contraction's maps translate), so that a product such as Q K^T keeps the form the attention
+        kernel reads."""
         out = self.type(shape)
-        init = self._filled(shape, 0.0)
-        if len(shape) != 3:
+        if len(shape) == 2:
             a, b = (self.value(x) for x in args)
+            init = self._filled(shape, 0.0)
             return self.emit(f"linalg.matmul ins({a}, {b} : {self.type(self.shape(args[0]))}, "
                              f"{self.type(self.shape(args[1]))}) outs({init} : {out}) -> {out}")
         read = [x.args[0] if x.op == "transpose" and self.uses[x] == 1 else x for x in args]
+        if len(shape) > 3:
+            return self._contraction(read, [x is not y for x, y in zip(read, args, strict=True)], shape)
+        init = self._filled(shape, 0.0)
         operands = [self.value(x) for x in read]
         types = ", ".join(self.type(self.shape(x)) for x in read)
         maps = ""
@@ -277,6 +281,19 @@ class _Writer:
                     "affine_map<(b, m, n, k) -> (b, m, n)>]")
         return self.emit(f"linalg.batch_matmul{maps} ins({', '.join(operands)} : {types}) outs({init} : {out}) "
                          f"-> {out}")
+
+    def _contraction(self, operands: list[Term], transposed: list[bool], shape: Shape) -> str:
+        """The product of ``operands`` (each read with its last two axes swapped where ``transposed`` says) as
+        one contraction generic over every batch axis."""
+        rank = len(shape)
+        batch, row, col, red = list(range(rank - 2)), rank - 2, rank - 1, rank
+        dims = [[row, red], [red, col]]
+        inputs = [(self.value(x), self.shape(x), [*batch, *(reversed(d) if swap else d)])
+                  for x, d, swap in zip(operands, dims, transposed, strict=True)]
+        init = self._filled(shape, 0.0)
+        body = ["%r0 = arith.mulf %in0, %in1 : " + self.element, "%r1 = arith.addf %out, %r0 : " + self.element]
+        return self._generic(inputs, shape, ["parallel"] * rank + ["reduction"], [*batch, row, col], init, body,
+                             "%r1")
 
     def _generic(self, inputs: list[tuple[str, Shape, list[int]]], shape: Shape, iterators: list[str],
                  out_dims: list[int], init: str, body: list[str], result: str) -> str:
@@ -326,15 +343,7 @@ class _Writer:
     def _contraction_of_transposed(self, term: Term, shape: Shape) -> str:
         """``matmul(a, transpose(b))`` as one contraction reading ``b`` through a transposed map (the scores of an
         attention, as the host's attention kernel takes them)."""
-        a, b = self.value(term.args[0]), self.value(term.args[1].args[0])
-        rank = len(shape)
-        batch, row, col, red = list(range(rank - 2)), rank - 2, rank - 1, rank
-        inputs = [(a, self.shape(term.args[0]), [*batch, row, red]), (b, self.shape(term.args[1].args[0]),
-                                                                        [*batch, col, red])]
-        init = self._filled(shape, 0.0)
-        body = ["%r0 = arith.mulf %in0, %in1 : " + self.element, "%r1 = arith.addf %out, %r0 : " + self.element]
-        return self._generic(inputs, shape, ["parallel"] * rank + ["reduction"], [*batch, row, col], init, body,
-                             "%r1")
+        return self._contraction([term.args[0], term.args[1].args[0]], [False, True], shape)
 
     def _pointwise(self, term: Term, shape: Shape) -> str:
         """A pointwise term or a broadcast, with its single-use pointwise operands fused into one generic."""
