@@ -668,11 +668,129 @@ def replace_argument(t: Term, cx: Context) -> Term | None:
     return A.arg(cx.choice(others)) if others else None
 
 
+def change_offset(t: Term, cx: Context) -> Term | None:
+    """A slice that starts elsewhere along its axis."""
+    if t.op != "slice_":
+        return None
+    axis, offset, size = t.attrs
+    others = [o for o in range(cx.dim(t.args[0], axis) - size + 1) if o != offset]
+    return A.slice_(t.args[0], axis, cx.choice(others), size) if others else None
+
+
+def negate(t: Term, cx: Context) -> Term | None:
+    """x -> neg(x), for a value that is not an argument (a whole program negated is too easy to spot)."""
+    return A.neg(t) if t.op not in ("splat", "arg", "neg") else None
+
+
+def transpose_square(t: Term, cx: Context) -> Term | None:
+    """x -> transpose(x), for a value whose last two axes have one size."""
+    shape = cx.shape(t)
+    return A.transpose(t) if shape is not None and len(shape) >= 2 and shape[-1] == shape[-2] > 1 else None
+
+
 # Terms carry no casts (f32 programs): there is no cast to change.
 PERTURBATIONS: dict[str, Apply] = {
     "swap-operands": swap_operands, "change-axis": change_axis, "change-constant": change_constant,
-    "drop-term": drop_term, "replace-argument": replace_argument,
+    "drop-term": drop_term, "replace-argument": replace_argument, "change-offset": change_offset,
+    "negate": negate, "transpose-square": transpose_square,
 }
+
+
+# ------------------------------------------------------------------------------------- enriching a program
+# The program fuzzer's programs are products, elementwise chains and row reductions: few of them hold a row
+# scaling, a softmax, a slice or a division, which most laws match. An enrichment replaces a value x of the
+# program by one of these forms built from x itself (bounded values: divisors are at least 1 or exponentials,
+# exponents have their maximum subtracted), so that the rewrites have patterns to start from.
+
+
+def _last_axis(x: Term, cx: Context) -> tuple[int, int]:
+    shape = cx.shape(x)
+    return len(shape) - 1, shape[-1]
+
+
+def row_scaled(x: Term, cx: Context) -> Term | None:
+    """x * broadcast(reduce_sum(x, last), last): each row scaled by its sum."""
+    if cx.rank(x) < 1:
+        return None
+    axis, n = _last_axis(x, cx)
+    return A.mul(x, A.broadcast(A.reduce_sum(x, axis), axis, n))
+
+
+def row_divided(x: Term, cx: Context) -> Term | None:
+    """x / broadcast(exp(reduce_max(x, last)), last)."""
+    if cx.rank(x) < 1:
+        return None
+    axis, n = _last_axis(x, cx)
+    return A.div(x, A.broadcast(A.exp(A.reduce_max(x, axis)), axis, n))
+
+
+def column_scaled(x: Term, cx: Context) -> Term | None:
+    """x * broadcast(reduce_sum(x, rows), rows): each column scaled by its sum."""
+    if cx.rank(x) < 2:
+        return None
+    axis = cx.rank(x) - 2
+    return A.mul(x, A.broadcast(A.reduce_sum(x, axis), axis, cx.dim(x, axis)))
+
+
+def softmax(x: Term, cx: Context) -> Term | None:
+    """The softmax of x along its last axis, its maximum subtracted first."""
+    if cx.rank(x) < 1:
+        return None
+    axis, n = _last_axis(x, cx)
+    e = A.exp(A.sub(x, A.broadcast(A.reduce_max(x, axis), axis, n)))
+    return A.div(e, A.broadcast(A.reduce_sum(e, axis), axis, n))
+
+
+def scaled(x: Term, cx: Context) -> Term | None:
+    return A.mul(x, splat(float(cx.choice([0.5, 2.0, -1.5])))) if x.op != "splat" else None
+
+
+def split_and_joined(x: Term, cx: Context) -> Term | None:
+    """concat(slice_(x, ax, 0, k), slice_(x, ax, k, n - k), ax) along a random axis of size 2 or more."""
+    axes = [axis for axis in range(max(cx.rank(x), 0)) if cx.dim(x, axis) >= 2]
+    if not axes:
+        return None
+    axis = int(cx.choice(axes))
+    n = cx.dim(x, axis)
+    k = int(cx.rng.integers(1, n))
+    return A.concat(A.slice_(x, axis, 0, k), A.slice_(x, axis, k, n - k), axis)
+
+
+def normalized(x: Term, cx: Context) -> Term | None:
+    """x * rsqrt(x * x + 1), or x / (x * x + 1)."""
+    if x.op == "splat":
+        return None
+    square = A.add(A.mul(x, x), splat(1.0))
+    return A.mul(x, A.rsqrt(square)) if cx.rng.integers(2) else A.div(x, square)
+
+
+ENRICHMENTS: dict[str, Apply] = {
+    "row-scaled": row_scaled, "row-divided": row_divided, "column-scaled": column_scaled, "softmax": softmax,
+    "scaled": scaled, "split-and-joined": split_and_joined, "normalized": normalized,
+}
+ENRICHED_SHARE = 0.5  # of the programs
+
+
+def enriched(source: Source, rng: np.random.Generator) -> Source:
+    """``source`` with one or two of its values replaced by ENRICHMENTS' forms, half the time (else itself).
+
+    The enriched program is written by to_mlir, as the original of the pair.
+    """
+    if rng.random() >= ENRICHED_SHARE:
+        return source
+    cx = Context(Shapes(source.arg_shapes), rng)
+    results, names = list(source.results), []
+    for _ in range(int(rng.integers(1, 3))):
+        name = str(cx.choice(sorted(ENRICHMENTS)))
+        found = instances(results, ENRICHMENTS[name], cx)
+        if not found:
+            continue
+        index, path, new = found[int(rng.integers(len(found)))]
+        results[index] = replaced(results[index], path, new)
+        names.append(name)
+    if not names:
+        return source
+    return Source(source.seed, candidate_text(source, results), source.name, source.arg_shapes, results, names)
 
 
 # ------------------------------------------------------------------------------------------- building a pair
@@ -730,6 +848,7 @@ class Source:
     name: str
     arg_shapes: list[tuple[int, ...]]
     results: list[Term]
+    enrichments: list[str] = field(default_factory=list)
 
 
 def translated(seed: int) -> Source | None:
@@ -772,6 +891,13 @@ class Pair:
     laws: list[str]
     candidate: list[Term]
     perturbation: str = ""
+    text: str = ""  # the candidate's MLIR
+
+    def written(self) -> Pair:
+        """The pair with its candidate written as MLIR, checked to parse (a failure is the construction's)."""
+        self.text = candidate_text(self.source, self.candidate)
+        parsed(self.text)
+        return self
 
     def describe(self) -> str:
         what = "equal" if self.equal else f"unequal ({self.perturbation})"
@@ -823,11 +949,11 @@ def build_pair(seed: int, index: int, table: list[Rewrite] | None = None) -> tup
     Even indices are equal pairs, odd ones unequal: None when no perturbation that differs was found.
     """
     rng = pair_rng(seed, index)
-    source = draw_source(rng)
+    source = enriched(draw_source(rng), rng)
     results, laws = rewritten(source, rng, rewrites() if table is None else table)
     pair = Pair(index, index % 2 == 0, source, laws, results)
     if pair.equal:
-        return pair, 0
+        return pair.written(), 0
     cx = Context(Shapes(source.arg_shapes), rng)
     discarded = 0
     for _ in range(MAX_PERTURBATION_TRIES):
@@ -838,7 +964,7 @@ def build_pair(seed: int, index: int, table: list[Rewrite] | None = None) -> tup
             discarded += 1
             continue
         pair.candidate, pair.perturbation = changed
-        return pair, discarded
+        return pair.written(), discarded
     return None, discarded
 
 
@@ -855,7 +981,7 @@ def verdict(pair: Pair, budget_seconds: float) -> tuple[str, str]:
     from prism.infra.errors import VerificationError
     from prism.runtime.compare import describe_counterexample
 
-    original, candidate = parsed(pair.source.text), parsed(candidate_text(pair.source, pair.candidate))
+    original, candidate = parsed(pair.source.text), parsed(pair.text)
     try:
         proofs = prove_modules(original, candidate, Budget(seconds=budget_seconds), 3,
                                find_counterexample=describe_counterexample)
@@ -873,6 +999,14 @@ def verdict(pair: Pair, budget_seconds: float) -> tuple[str, str]:
     return ("proved" if pair.equal else "accepted"), ", ".join(laws)
 
 
+def _program_seed(seed: int, index: int) -> int | str:
+    """The program fuzzer's seed of pair ``index``'s program ('?' where drawing it fails)."""
+    try:
+        return draw_source(pair_rng(seed, index)).seed
+    except Exception:  # noqa: BLE001  (already reported as the pair's construction crash)
+        return "?"
+
+
 def check_pair(seed: int, index: int, budget_seconds: float = 5.0, table: list[Rewrite] | None = None) -> dict:
     """The outcome of pair ``index`` of ``seed``; an exception other than VerificationError is a crash."""
     began = time.perf_counter()
@@ -881,11 +1015,12 @@ def check_pair(seed: int, index: int, budget_seconds: float = 5.0, table: list[R
         pair, outcome["discarded"] = build_pair(seed, index, table)
     except Exception as error:  # noqa: BLE001  (the fuzzer's job is to find these)
         outcome.update(outcome="construction-crash", detail=f"{type(error).__name__}: {error}"[:300],
-                       traceback=traceback.format_exc())
+                       traceback=traceback.format_exc(), program_seed=_program_seed(seed, index))
         return outcome | {"seconds": time.perf_counter() - began}
     if pair is None:
         return outcome | {"outcome": "no-perturbation", "detail": "", "seconds": time.perf_counter() - began}
-    outcome.update(program_seed=pair.source.seed, laws=pair.laws, perturbation=pair.perturbation)
+    outcome.update(program_seed=pair.source.seed, enrichments=pair.source.enrichments, laws=pair.laws,
+                   perturbation=pair.perturbation)
     try:
         outcome["outcome"], outcome["detail"] = verdict(pair, budget_seconds)
     except Exception as error:  # noqa: BLE001
@@ -1006,8 +1141,9 @@ def _fraction(part: int, whole: int) -> str:
 def describe(outcome: dict) -> str:
     """Which pair an outcome is, with what reproduces it: index, program seed, laws, perturbation."""
     perturbed = f", perturbed by {outcome['perturbation']}" if outcome.get("perturbation") else ""
-    return (f"pair {outcome['index']} ({outcome['kind']}, program seed {outcome.get('program_seed', '?')}, laws "
-            f"{', '.join(outcome.get('laws', [])) or '-'}{perturbed})")
+    enrichments = f", enriched by {', '.join(outcome['enrichments'])}" if outcome.get("enrichments") else ""
+    return (f"pair {outcome['index']} ({outcome['kind']}, program seed {outcome.get('program_seed', '?')}"
+            f"{enrichments}, laws {', '.join(outcome.get('laws', [])) or '-'}{perturbed})")
 
 
 def report(seed: int, outcomes: list[dict], wall: float) -> list[str]:
@@ -1045,9 +1181,10 @@ def show(seed: int, count: int) -> None:
     """Print the first ``count`` pairs' programs and rewrites (no proofs, no perturbations)."""
     for index in range(count):
         rng = pair_rng(seed, index)
-        source = draw_source(rng)
+        source = enriched(draw_source(rng), rng)
         results, laws = rewritten(source, rng, rewrites())
-        print(f"// pair {index}: program seed {source.seed}, laws: {', '.join(laws)}")
+        print(f"// pair {index}: program seed {source.seed}, enriched: {', '.join(source.enrichments) or '-'}, "
+              f"laws: {', '.join(laws)}")
         print(source.text)
         print(candidate_text(source, results))
 
