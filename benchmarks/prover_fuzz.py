@@ -25,6 +25,7 @@ abort is counted rather than fatal. The same seed gives the same pairs.
 
     python benchmarks/prover_fuzz.py --pairs 500 --seed 0 --jobs 1
     python benchmarks/prover_fuzz.py --pairs 20 --show 4      # print four pairs' rewrites and stop
+    python benchmarks/prover_fuzz.py --seed 8 --only 12        # replay one pair
 """
 
 from __future__ import annotations
@@ -1198,6 +1199,7 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=5.0, help="seconds per proof (prism-verify's default)")
     parser.add_argument("--json", action="store_true", help="print the outcomes and summary as JSON")
     parser.add_argument("--show", type=int, default=0, help="print the first N pairs' rewrites and stop")
+    parser.add_argument("--only", type=int, action="append", help="run only pair INDEX (repeatable): a replay")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -1210,10 +1212,11 @@ def main() -> int:
 
     def progress(outcome: dict) -> None:
         done.append(outcome)
-        print(f"[{len(done)}/{args.pairs}] pair {outcome['index']} ({outcome['kind']}): {outcome['outcome']} "
+        print(f"[{len(done)}/{len(indices)}] pair {outcome['index']} ({outcome['kind']}): {outcome['outcome']} "
               f"{outcome.get('seconds', 0):.1f} s", file=sys.stderr, flush=True)
 
-    outcomes = run_pairs(args.seed, list(range(args.pairs)), args.jobs, args.budget, progress)
+    indices = args.only or list(range(args.pairs))
+    outcomes = run_pairs(args.seed, indices, args.jobs, args.budget, progress)
     wall = time.perf_counter() - began
     if args.json:
         print(json.dumps({"seed": args.seed, "pairs": args.pairs, "wall_seconds": wall,

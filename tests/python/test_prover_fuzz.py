@@ -16,7 +16,7 @@ import prover_fuzz as pf  # noqa: E402  (the fuzzer lives with the benchmarks)
 from prism.algebra.terms import A  # noqa: E402
 from prism.algebra.to_mlir import Shapes  # noqa: E402
 
-SEED = 0
+SEED = 1
 PAIRS = 16
 
 
@@ -32,8 +32,9 @@ def test_fixed_pairs_are_proven_or_refused_with_a_counterexample() -> None:
 def test_a_false_law_in_the_table_gives_a_pair_that_is_refused() -> None:
     # sub(a, b) = sub(b, a) is false: the "equal" pair it writes must be refused, with a counterexample.
     false_law = pf.Rewrite("sub-commutative", "->", pf.commutative("sub"))
-    outcome = pf.check_pair(3, 2, table=[false_law])
-    assert outcome["laws"] == ["sub-commutative ->"]
+    once = next(index for index in range(0, 60, 2)  # an equal pair rewritten by the false law once
+                if pf.build_pair(SEED, index, [false_law])[0].laws == ["sub-commutative ->"])
+    outcome = pf.check_pair(SEED, once, table=[false_law])
     assert outcome["outcome"] == "unproven-counterexample", outcome
     assert "counterexample: result" in outcome["detail"]
     assert "unproven-counterexample" in pf.BAD
