@@ -3,9 +3,12 @@ perturbations of them refused with a counterexample.
 
 Each pair starts from a program of the program fuzzer (``fuzz.generate``), among those of f32 with static
 shapes that the algebra translates without opaque terms. Its terms (:func:`prism.algebra.terms.translate`)
-are rewritten by a chain of one to four instances of the laws of :mod:`prism.algebra.laws`, each applied at a
-random position (the table :data:`REWRITES`: one entry per law and direction, written as a Python function on
-terms), and written back as MLIR with the same signature (:func:`prism.algebra.to_mlir.function_text`).
+are, for half the pairs, first enriched (:data:`ENRICHMENTS`: one or two values replaced by a softmax, a row
+or column scaling, a division, a split and joined slice... of themselves, so that the laws find their
+patterns; the enriched program, written by to_mlir, is then the original), then rewritten by a chain of one
+to four instances of the laws of :mod:`prism.algebra.laws`, each applied at a random position (the table
+:data:`ALL_REWRITES`: one entry per law and direction, written as a Python function on terms), and written
+back as MLIR with the same signature (:func:`prism.algebra.to_mlir.function_text`).
 
 - An **equal** pair (even index) is the program and its rewrite: :func:`prism.algebra.prove.prove_modules`
   must prove it, as prism-verify does (with the numeric check of
@@ -1021,7 +1024,7 @@ def check_pair(seed: int, index: int, budget_seconds: float = 5.0, table: list[R
     if pair is None:
         return outcome | {"outcome": "no-perturbation", "detail": "", "seconds": time.perf_counter() - began}
     outcome.update(program_seed=pair.source.seed, enrichments=pair.source.enrichments, laws=pair.laws,
-                   perturbation=pair.perturbation)
+                   perturbation=pair.perturbation, identical=pair.candidate == pair.source.results)
     try:
         outcome["outcome"], outcome["detail"] = verdict(pair, budget_seconds)
     except Exception as error:  # noqa: BLE001
@@ -1126,6 +1129,8 @@ def summarize(outcomes: list[dict]) -> dict:
         "equal": dict(Counter(o["outcome"] for o in equal)), "unequal": dict(Counter(o["outcome"] for o in unequal)),
         "equal_pairs": len(equal), "unequal_pairs": len(unequal),
         "proved": sum(o["outcome"] == "proved" for o in equal),
+        "identical": sum(bool(o.get("identical")) for o in equal),
+        "enriched": sum(bool(o.get("enrichments")) for o in outcomes),
         "refused_with_counterexample": sum(o["outcome"] == "refused" for o in unequal),
         "discarded_as_equal": sum(o.get("discarded", 0) for o in unequal),
         "stopped": dict(Counter(o["stopped"] for o in equal if "stopped" in o)),
@@ -1151,7 +1156,8 @@ def report(seed: int, outcomes: list[dict], wall: float) -> list[str]:
     """The summary as Markdown: the two fractions, outcomes by kind, per law, per perturbation, then failures."""
     s = summarize(outcomes)
     lines = [f"{len(outcomes)} pairs, seed {seed}, {wall:.0f} s wall, {s['seconds']:.0f} s in pairs", "",
-             f"- equal pairs proven: {_fraction(s['proved'], s['equal_pairs'])}",
+             f"- equal pairs proven: {_fraction(s['proved'], s['equal_pairs'])} ({s['identical']} of them rewritten "
+             f"back to the program itself); {s['enriched']} of all pairs from enriched programs",
              f"- unequal pairs refused with a counterexample: "
              f"{_fraction(s['refused_with_counterexample'], s['unequal_pairs'])}",
              f"- perturbations discarded as numerically equal: {s['discarded_as_equal']}",
