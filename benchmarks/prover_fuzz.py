@@ -761,16 +761,31 @@ def split_and_joined(x: Term, cx: Context) -> Term | None:
 
 
 def normalized(x: Term, cx: Context) -> Term | None:
-    """x * rsqrt(x * x + 1), or x / (x * x + 1)."""
+    """x * rsqrt(exp(x) + 1), or x / (exp(x) + 1): a divisor of at least 1, whatever a later enrichment does to
+    the x inside it (x * x + 1 would go negative when one of its x's is replaced)."""
     if x.op == "splat":
         return None
-    square = A.add(A.mul(x, x), splat(1.0))
-    return A.mul(x, A.rsqrt(square)) if cx.rng.integers(2) else A.div(x, square)
+    divisor = A.add(A.exp(x), splat(1.0))
+    return A.mul(x, A.rsqrt(divisor)) if cx.rng.integers(2) else A.div(x, divisor)
+
+
+def plus_scaled(x: Term, cx: Context) -> Term | None:
+    """x + x * k: a sum, for the distributivity laws to find under a product."""
+    return A.add(x, A.mul(x, splat(float(cx.choice([0.5, -0.25]))))) if x.op != "splat" else None
+
+
+def centered(x: Term, cx: Context) -> Term | None:
+    """x - broadcast(reduce_sum(x, last) / reduce_sum(exp(x), last), last): a broadcast of a division."""
+    if cx.rank(x) < 1:
+        return None
+    axis, n = _last_axis(x, cx)
+    return A.sub(x, A.broadcast(A.div(A.reduce_sum(x, axis), A.reduce_sum(A.exp(x), axis)), axis, n))
 
 
 ENRICHMENTS: dict[str, Apply] = {
     "row-scaled": row_scaled, "row-divided": row_divided, "column-scaled": column_scaled, "softmax": softmax,
-    "scaled": scaled, "split-and-joined": split_and_joined, "normalized": normalized,
+    "scaled": scaled, "split-and-joined": split_and_joined, "normalized": normalized, "plus-scaled": plus_scaled,
+    "centered": centered,
 }
 ENRICHED_SHARE = 0.5  # of the programs
 
@@ -1157,7 +1172,7 @@ def report(seed: int, outcomes: list[dict], wall: float) -> list[str]:
     s = summarize(outcomes)
     lines = [f"{len(outcomes)} pairs, seed {seed}, {wall:.0f} s wall, {s['seconds']:.0f} s in pairs", "",
              f"- equal pairs proven: {_fraction(s['proved'], s['equal_pairs'])} ({s['identical']} of them rewritten "
-             f"back to the program itself); {s['enriched']} of all pairs from enriched programs",
+             f"back to the program itself); {s['enriched']} of the {len(outcomes)} pairs from enriched programs",
              f"- unequal pairs refused with a counterexample: "
              f"{_fraction(s['refused_with_counterexample'], s['unequal_pairs'])}",
              f"- perturbations discarded as numerically equal: {s['discarded_as_equal']}",
