@@ -962,14 +962,20 @@ def numerically_equal(source: Source, text: str, trials: int = 3) -> bool:
     return find_counterexample(parsed(source.text), parsed(text), source.name, trials) is None
 
 
-def build_pair(seed: int, index: int, table: list[Rewrite] | None = None) -> tuple[Pair | None, int]:
+def build_pair(seed: int, index: int, table: list[Rewrite] | None = None,
+               notes: dict | None = None) -> tuple[Pair | None, int]:
     """Pair ``index`` of ``seed``, and how many perturbations were discarded as accidentally equal.
 
     Even indices are equal pairs, odd ones unequal: None when no perturbation that differs was found.
+    ``notes`` receives the program's seed, its enrichments and the laws as they are drawn (so that a
+    failure on the way can say them).
     """
+    notes = {} if notes is None else notes
     rng = pair_rng(seed, index)
     source = enriched(draw_source(rng), rng)
+    notes.update(program_seed=source.seed, enrichments=source.enrichments)
     results, laws = rewritten(source, rng, rewrites() if table is None else table)
+    notes["laws"] = laws
     pair = Pair(index, index % 2 == 0, source, laws, results)
     if pair.equal:
         return pair.written(), 0
@@ -1018,23 +1024,15 @@ def verdict(pair: Pair, budget_seconds: float) -> tuple[str, str]:
     return ("proved" if pair.equal else "accepted"), ", ".join(laws)
 
 
-def _program_seed(seed: int, index: int) -> int | str:
-    """The program fuzzer's seed of pair ``index``'s program ('?' where drawing it fails)."""
-    try:
-        return draw_source(pair_rng(seed, index)).seed
-    except Exception:  # noqa: BLE001  (already reported as the pair's construction crash)
-        return "?"
-
-
 def check_pair(seed: int, index: int, budget_seconds: float = 5.0, table: list[Rewrite] | None = None) -> dict:
     """The outcome of pair ``index`` of ``seed``; an exception other than VerificationError is a crash."""
     began = time.perf_counter()
     outcome: dict = {"index": index, "kind": "equal" if index % 2 == 0 else "unequal"}
     try:
-        pair, outcome["discarded"] = build_pair(seed, index, table)
+        pair, outcome["discarded"] = build_pair(seed, index, table, outcome)
     except Exception as error:  # noqa: BLE001  (the fuzzer's job is to find these)
         outcome.update(outcome="construction-crash", detail=f"{type(error).__name__}: {error}"[:300],
-                       traceback=traceback.format_exc(), program_seed=_program_seed(seed, index))
+                       traceback=traceback.format_exc())
         return outcome | {"seconds": time.perf_counter() - began}
     if pair is None:
         return outcome | {"outcome": "no-perturbation", "detail": "", "seconds": time.perf_counter() - began}
