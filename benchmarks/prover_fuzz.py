@@ -141,12 +141,16 @@ class Context:
     shapes: Shapes
     rng: np.random.Generator
     pool: list[Term] = field(default_factory=list)
+    checked: dict[Term, tuple[int, ...] | None] = field(default_factory=dict)
 
     def shape(self, term: Term) -> tuple[int, ...] | None:
-        try:
-            return check_shapes(term, self.shapes)
-        except (IllShaped, IndexError, TypeError):
-            return None
+        """The shape of ``term``; None for a splat and for an ill-shaped term."""
+        if term not in self.checked:
+            try:
+                self.checked[term] = check_shapes(term, self.shapes)
+            except (IllShaped, IndexError, TypeError):
+                self.checked[term] = None
+        return self.checked[term]
 
     def rank(self, term: Term) -> int:
         shape = self.shape(term)
