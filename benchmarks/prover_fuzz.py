@@ -349,14 +349,20 @@ def matmul_of_slice(side: str) -> Apply:
     return apply
 
 
-def slice_inside_concat(t: Term, cx: Context) -> Term | None:
-    """slice_(concat(a, b, ax), ax, off, size) -> the slice of a or of b that it reads."""
+def slice_inside_first(t: Term, cx: Context) -> Term | None:
+    """slice_(concat(a, b, ax), ax, off, size) -> slice_(a, ax, off, size) when the slice lies inside a."""
+    if not _is(t, "slice_", "concat") or t.args[0].attrs[0] != t.attrs[0]:
+        return None
+    a, (axis, offset, size) = t.args[0].args[0], t.attrs
+    return A.slice_(a, axis, offset, size) if offset + size <= cx.dim(a, axis) else None
+
+
+def slice_inside_second(t: Term, cx: Context) -> Term | None:
+    """slice_(concat(a, b, ax), ax, off, size) -> slice_(b, ax, off - dim(a, ax), size) when it lies inside b."""
     if not _is(t, "slice_", "concat") or t.args[0].attrs[0] != t.attrs[0]:
         return None
     (a, b), (axis, offset, size) = t.args[0].args, t.attrs
     n = cx.dim(a, axis)
-    if offset + size <= n:
-        return A.slice_(a, axis, offset, size)
     return A.slice_(b, axis, offset - n, size) if offset >= n else None
 
 
@@ -602,9 +608,8 @@ ALL_REWRITES: list[Rewrite] = [
     *_both("div-is-mul-by-reciprocal", div_to_reciprocal, reciprocal_to_div),
     *_both("slice-columns-of-matmul", slice_of_matmul("columns"), matmul_of_slice("columns")),
     *_both("slice-rows-of-matmul", slice_of_matmul("rows"), matmul_of_slice("rows")),
-    Rewrite("slice-inside-first-of-concat", "->", slice_inside_concat),
-    Rewrite("slice-inside-first-of-concat", "<-", first_of_concat),
-    Rewrite("slice-inside-second-of-concat", "<-", second_of_concat),
+    *_both("slice-inside-first-of-concat", slice_inside_first, first_of_concat),
+    *_both("slice-inside-second-of-concat", slice_inside_second, second_of_concat),
     *_both("slice-whole", unslice_whole, slice_whole, introduces=True),
     *_both("slice-of-slice", merge_slices, split_slice),
     *_both("concat-of-matmuls-sharing-a", concat_of_products, product_of_concat),
