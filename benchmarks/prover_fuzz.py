@@ -61,7 +61,7 @@ MAX_PERTURBATION_TRIES = 3
 MAX_PROGRAM_DRAWS = 200
 INTRODUCING_SHARE = 0.75  # how often a step draws among the laws that match a pattern, when one does
 BAD = ("unproven-counterexample", "accepted", "crash", "construction-crash", "abort", "timeout")
-Path_ = tuple[int, ...]  # a position in a term: the operand index at each level
+Position = tuple[int, ...]  # a position in a term: the operand index at each level
 
 
 # ----------------------------------------------------------------------------------------------- term helpers
@@ -78,7 +78,7 @@ def is_splat(term: Term, value: float | None = None) -> bool:
     return term.op == "splat" and (value is None or term.attrs[0] == value)
 
 
-def positions(term: Term, path: Path_ = ()) -> list[tuple[Path_, Term]]:
+def positions(term: Term, path: Position = ()) -> list[tuple[Position, Term]]:
     """Every position of ``term`` as a tree (a shared subterm once per occurrence), outermost first."""
     found = [(path, term)]
     for index, arg in enumerate(term.args):
@@ -86,7 +86,7 @@ def positions(term: Term, path: Path_ = ()) -> list[tuple[Path_, Term]]:
     return found
 
 
-def replaced(term: Term, path: Path_, new: Term) -> Term:
+def replaced(term: Term, path: Position, new: Term) -> Term:
     """``term`` with the subterm at ``path`` replaced by ``new``."""
     if not path:
         return new
@@ -824,7 +824,7 @@ def enriched(source: Source, rng: np.random.Generator) -> Source:
 # ------------------------------------------------------------------------------------------- building a pair
 
 
-def instances(results: list[Term], apply: Apply, cx: Context) -> list[tuple[int, Path_, Term]]:
+def instances(results: list[Term], apply: Apply, cx: Context) -> list[tuple[int, Position, Term]]:
     """Every well-shaped instance of ``apply`` in ``results``: (result index, position, replacement)."""
     found = []
     for index, result in enumerate(results):
