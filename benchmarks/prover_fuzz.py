@@ -797,6 +797,15 @@ ENRICHMENTS: dict[str, Apply] = {
     "centered": centered,
 }
 ENRICHED_SHARE = 0.5  # of the programs
+PRODUCT_SHARE = 0.5  # of the enrichments, made at a product or one of its operands (where most laws match)
+
+
+def _at_product(result: Term, path: Position) -> bool:
+    """Whether the subterm of ``result`` at ``path`` is a matmul or an operand of one."""
+    term, parent = result, None
+    for step in path:
+        term, parent = term.args[step], term
+    return term.op == "matmul" or (parent is not None and parent.op == "matmul")
 
 
 def enriched(source: Source, rng: np.random.Generator) -> Source:
@@ -811,6 +820,8 @@ def enriched(source: Source, rng: np.random.Generator) -> Source:
     for _ in range(int(rng.integers(1, 3))):
         name = str(cx.choice(sorted(ENRICHMENTS)))
         found = instances(results, ENRICHMENTS[name], cx)
+        near = [f for f in found if _at_product(results[f[0]], f[1])]
+        found = near if near and rng.random() < PRODUCT_SHARE else found
         if not found:
             continue
         index, path, new = found[int(rng.integers(len(found)))]
