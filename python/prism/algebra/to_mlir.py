@@ -357,7 +357,13 @@ class _Writer:
         return self._generic(inputs, shape, ["parallel"] * len(shape), dims, init, body, result)
 
     def _reduce(self, term: Term, shape: Shape) -> str:
-        """A reduction, reading its operand through the same fusion as :meth:`_pointwise`."""
+        """A reduction, reading its operand through the same fusion as :meth:`_pointwise`.
+
+        Every loop of a generic must be read by some operand; the output does
+        not read the reduced one, so when the fused operands do not either
+        (a reduction along an axis that a fused broadcast made), the operand
+        is materialized and read whole.
+        """
         (arg,), (axis,) = term.args, term.attrs
         source = self.shape(arg)
         combine, neutral = _REDUCE_OPS[term.op]
@@ -367,6 +373,9 @@ class _Writer:
         inputs: list[tuple[str, Shape, list[int]]] = []
         body: list[str] = []
         value = self._scalar(arg, list(range(len(source))), inputs, body)
+        if not any(axis in dims for _, _, dims in inputs):
+            inputs, body = [(self.value(arg), source, list(range(len(source))))], []
+            value = "%in0"
         body.append(f"%r{len(body)} = {combine} %out, {value} : {self.element}")
         return self._generic(inputs, shape, iterators, out_dims, init, body, f"%r{len(body) - 1}")
 
