@@ -11,24 +11,36 @@ evidence). The rulesets are grouped by the rewrite families of the design:
 sharing an operand through concat/slice), ``SCALING`` (row and column
 scalings across a matmul), ``SOFTMAX`` (max-subtraction invariance, division
 after the matmul), ``ELEMENTWISE`` (commutativity and associativity of the
-pointwise ops) and, for exploration only, ``SHARING``.
+pointwise ops), ``CASTS`` (exact laws of element type casts) and, for
+exploration only, ``SHARING``.
+
+Element types are the function ``dtype(t)``, derived beside the shapes by
+the ``SHAPES`` ruleset. A law that reassociates, distributes or moves a
+scale changes how a floating-point result is rounded: it applies only to
+terms computed in ``ARITHMETIC_TYPES`` (f32, f64), whose rounding the
+numeric check bounds. Laws that only move data (slices, concats,
+transposes, casts, products sharing an operand) hold at every type, and no
+law moves arithmetic across a cast.
 """
 
 from __future__ import annotations
 
-from egglog import Ruleset, f64, i64, rule, ruleset, set_, union, vars_
+from egglog import Ruleset, String, f64, i64, relation, rule, ruleset, set_, union, vars_
 from egglog import eq as _eq
 from egglog import ne as _ne
 
 from prism.algebra.ops import (
     BINARY,
     UNARY,
+    WIDENING,
     Tensor,
     add,
     broadcast,
+    cast,
     concat,
     dim,
     div,
+    dtype,
     exp,
     matmul,
     mul,
@@ -41,11 +53,20 @@ from prism.algebra.ops import (
     sqrt,
     sub,
     transpose,
+    widens,
 )
 
 a, b, c, t, s, g, x = vars_("a b c t s g x", Tensor)
 ax, n, m, r, i, off, size = vars_("ax n m r i off size", i64)
 (k,) = vars_("k", f64)
+e0, e1, e2 = vars_("e0 e1 e2", String)
+
+# The element types in which arithmetic may be reassociated (see the module docstring).
+ARITHMETIC_TYPES = ("f32", "f64")
+reassociable = relation("reassociable", String)
+# The condition of a law that changes rounding: the matched term ``t`` computes in ARITHMETIC_TYPES. Every
+# operator but a cast computes in its operands' type, so the whole matched pattern does.
+IN_ARITHMETIC_TYPE = (_eq(e0).to(dtype(t)), reassociable(e0))
 
 
 Law = tuple[str, object]  # a law's name and its egglog rule
@@ -123,13 +144,41 @@ def _shape_rules() -> list[object]:
     return rules
 
 
-SHAPES: Ruleset = ruleset(*_shape_rules(), name="shapes")
+def _dtype_rules() -> list[object]:
+    """``dtype(t)``: every operator computes in its tensor operands' type, a cast in its own."""
+    rules: list[object] = [rule(name="dtype-facts").then(*(widens(narrow, wide) for narrow, wide in WIDENING),
+                                                          *(reassociable(e) for e in ARITHMETIC_TYPES))]
+
+    def same_type(result: Tensor, source: Tensor, name: str) -> None:
+        rules.append(rule(_eq(t).to(result), _eq(e0).to(dtype(source)), name=name).then(set_(dtype(t)).to(e0)))
+
+    for name, unary in UNARY.items():
+        same_type(unary(a), a, f"dtype-{name}")
+    for name, binary in BINARY.items():  # one operand may be a splat, which has no type of its own
+        same_type(binary(a, b), a, f"dtype-{name}")
+        same_type(binary(a, b), b, f"dtype-{name}-second")
+    same_type(matmul(a, b), a, "dtype-matmul")
+    same_type(matmul(a, b), b, "dtype-matmul-second")
+    same_type(transpose(a), a, "dtype-transpose")
+    same_type(reduce_sum(a, ax), a, "dtype-reduce-sum")
+    same_type(reduce_max(a, ax), a, "dtype-reduce-max")
+    same_type(broadcast(a, ax, size), a, "dtype-broadcast")
+    same_type(slice_(a, ax, off, size), a, "dtype-slice")
+    same_type(concat(a, b, ax), a, "dtype-concat")
+    same_type(concat(a, b, ax), b, "dtype-concat-second")
+    rules.append(rule(_eq(t).to(cast(a, e1)), name="dtype-cast").then(set_(dtype(t)).to(e1)))
+    return rules
+
+
+SHAPES: Ruleset = ruleset(*_shape_rules(), *_dtype_rules(), name="shapes")
 
 LINEAR: Ruleset = _ruleset(
     "linear",
-    *laws("matmul-distributes-over-add-right", matmul(a, add(b, c)), add(matmul(a, b), matmul(a, c))),
-    *laws("matmul-distributes-over-add-left", matmul(add(a, b), c), add(matmul(a, c), matmul(b, c))),
-    *laws("matmul-associative", matmul(matmul(a, b), c), matmul(a, matmul(b, c))),
+    *laws("matmul-distributes-over-add-right", matmul(a, add(b, c)), add(matmul(a, b), matmul(a, c)),
+          *IN_ARITHMETIC_TYPE),
+    *laws("matmul-distributes-over-add-left", matmul(add(a, b), c), add(matmul(a, c), matmul(b, c)),
+          *IN_ARITHMETIC_TYPE),
+    *laws("matmul-associative", matmul(matmul(a, b), c), matmul(a, matmul(b, c)), *IN_ARITHMETIC_TYPE),
     *law("transpose-involution", transpose(transpose(a)), a),
     *laws("transpose-of-matmul", transpose(matmul(a, b)), matmul(transpose(b), transpose(a))),
     *laws("transpose-of-add", transpose(add(a, b)), add(transpose(a), transpose(b))),
@@ -138,14 +187,14 @@ LINEAR: Ruleset = _ruleset(
 ELEMENTWISE: Ruleset = _ruleset(
     "elementwise",
     *law("add-commutative", add(a, b), add(b, a)),
-    *laws("add-associative", add(add(a, b), c), add(a, add(b, c))),
+    *laws("add-associative", add(add(a, b), c), add(a, add(b, c)), *IN_ARITHMETIC_TYPE),
     *law("mul-commutative", mul(a, b), mul(b, a)),
-    *laws("mul-associative", mul(mul(a, b), c), mul(a, mul(b, c))),
+    *laws("mul-associative", mul(mul(a, b), c), mul(a, mul(b, c)), *IN_ARITHMETIC_TYPE),
     *laws("sub-is-add-of-negation", sub(a, b), add(a, neg(b))),
     *law("add-zero", add(a, Tensor.splat(0.0)), a),
     *law("mul-one", mul(a, Tensor.splat(1.0)), a),
-    *laws("rsqrt-is-reciprocal-sqrt", rsqrt(a), div(Tensor.splat(1.0), sqrt(a))),
-    *laws("div-is-mul-by-reciprocal", div(a, b), mul(a, div(Tensor.splat(1.0), b))),
+    *laws("rsqrt-is-reciprocal-sqrt", rsqrt(a), div(Tensor.splat(1.0), sqrt(a)), *IN_ARITHMETIC_TYPE),
+    *laws("div-is-mul-by-reciprocal", div(a, b), mul(a, div(Tensor.splat(1.0), b)), *IN_ARITHMETIC_TYPE),
 )
 
 FUSION: Ruleset = _ruleset(
@@ -170,35 +219,49 @@ SCALING: Ruleset = _ruleset(
     # diag(s) A B = diag(s) (A B): a row scaling of A scales the product's rows.
     *laws("row-scaling-commutes-with-matmul",
           matmul(mul(a, broadcast(s, ax, size)), b), mul(matmul(a, b), broadcast(s, ax, n)),
-          _eq(rank(a)).to(ax + 1), _eq(size).to(dim(a, ax)), _eq(n).to(dim(b, ax))),
+          _eq(rank(a)).to(ax + 1), _eq(size).to(dim(a, ax)), _eq(n).to(dim(b, ax)), *IN_ARITHMETIC_TYPE),
     # A diag(g) B = A (diag(g) B): a column scaling of A is a row scaling of B.
     *laws("column-scaling-moves-into-b",
           matmul(mul(a, broadcast(g, ax, size)), b), matmul(a, mul(b, broadcast(g, ax + 1, n))),
-          _eq(rank(a)).to(ax + 2), _eq(size).to(dim(a, ax)), _eq(n).to(dim(b, ax + 1))),
+          _eq(rank(a)).to(ax + 2), _eq(size).to(dim(a, ax)), _eq(n).to(dim(b, ax + 1)), *IN_ARITHMETIC_TYPE),
     # A (B diag(g)) = (A B) diag(g).
     *laws("b-column-scaling-commutes-with-matmul",
           matmul(a, mul(b, broadcast(g, ax, size))), mul(matmul(a, b), broadcast(g, ax, m)),
-          _eq(rank(b)).to(ax + 2), _eq(size).to(dim(b, ax)), _eq(m).to(dim(a, ax))),
-    *laws("scalar-commutes-with-matmul", matmul(mul(a, Tensor.splat(k)), b), mul(matmul(a, b), Tensor.splat(k))),
+          _eq(rank(b)).to(ax + 2), _eq(size).to(dim(b, ax)), _eq(m).to(dim(a, ax)), *IN_ARITHMETIC_TYPE),
+    *laws("scalar-commutes-with-matmul", matmul(mul(a, Tensor.splat(k)), b), mul(matmul(a, b), Tensor.splat(k)),
+          *IN_ARITHMETIC_TYPE),
     # A row division is a row scaling by the reciprocal, so it moves after the matmul too.
     *laws("row-division-commutes-with-matmul",
           matmul(div(a, broadcast(s, ax, size)), b), div(matmul(a, b), broadcast(s, ax, n)),
-          _eq(rank(a)).to(ax + 1), _eq(size).to(dim(a, ax)), _eq(n).to(dim(b, ax))),
+          _eq(rank(a)).to(ax + 1), _eq(size).to(dim(a, ax)), _eq(n).to(dim(b, ax)), *IN_ARITHMETIC_TYPE),
 )
 
 SOFTMAX: Ruleset = _ruleset(
     "softmax",
-    *laws("exp-of-difference", exp(sub(a, b)), div(exp(a), exp(b))),
+    *laws("exp-of-difference", exp(sub(a, b)), div(exp(a), exp(b)), *IN_ARITHMETIC_TYPE),
     *laws("exp-of-broadcast", exp(broadcast(a, ax, size)), broadcast(exp(a), ax, size)),
     *laws("sum-of-a-broadcast-division", reduce_sum(div(a, broadcast(s, ax, size)), ax),
-          div(reduce_sum(a, ax), s), _eq(size).to(dim(a, ax))),
+          div(reduce_sum(a, ax), s), _eq(size).to(dim(a, ax)), *IN_ARITHMETIC_TYPE),
     *laws("broadcast-of-division", broadcast(div(a, b), ax, size), div(broadcast(a, ax, size), broadcast(b, ax, size))),
-    *law("division-cancels", div(div(a, c), div(b, c)), div(a, b)),
+    *law("division-cancels", div(div(a, c), div(b, c)), div(a, b), *IN_ARITHMETIC_TYPE),
+)
+
+CASTS: Ruleset = _ruleset(
+    "casts",
+    *law("cast-to-own-type", cast(a, e1), a, _eq(dtype(a)).to(e1)),
+    # An exact first cast keeps a's value, so only the second one rounds: f16 -> f32 -> f16 is the identity, but
+    # f32 -> f16 -> f32 is not (the first cast rounds).
+    *law("cast-after-exact-cast", cast(cast(a, e1), e2), cast(a, e2), _eq(e0).to(dtype(a)), widens(e0, e1)),
+    *laws("cast-commutes-with-broadcast", cast(broadcast(a, ax, size), e1), broadcast(cast(a, e1), ax, size)),
+    *laws("cast-commutes-with-slice", cast(slice_(a, ax, off, size), e1), slice_(cast(a, e1), ax, off, size)),
+    *laws("cast-commutes-with-concat", cast(concat(a, b, ax), e1), concat(cast(a, e1), cast(b, e1), ax)),
+    *laws("cast-commutes-with-transpose", cast(transpose(a), e1), transpose(cast(a, e1))),
 )
 
 # The rewrite families, by name; SHAPES runs beside every one of them.
 RULESETS: dict[str, Ruleset] = {
     "linear": LINEAR, "elementwise": ELEMENTWISE, "fusion": FUSION, "scaling": SCALING, "softmax": SOFTMAX,
+    "casts": CASTS,
 }
 
 
@@ -227,5 +290,5 @@ def named_ruleset(name: str) -> Ruleset:
     return RULESETS.get(name) or EXPLORATION_RULESETS[name]
 
 
-__all__ = ["ELEMENTWISE", "EXPLORATION_RULESETS", "FUSION", "LAW_NAMES", "LINEAR", "RULESETS", "SCALING", "SHAPES",
-           "SHARING", "SOFTMAX", "named_ruleset"]
+__all__ = ["ARITHMETIC_TYPES", "CASTS", "ELEMENTWISE", "EXPLORATION_RULESETS", "FUSION", "LAW_NAMES", "LINEAR",
+           "RULESETS", "SCALING", "SHAPES", "SHARING", "SOFTMAX", "named_ruleset"]
