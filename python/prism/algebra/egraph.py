@@ -190,7 +190,7 @@ def read_graph(egraph: EGraph) -> Graph:
     rows: list[tuple[str, list[str], list[object], object]] = []
     ranks: dict[int, int] = {}
     dims: dict[int, dict[int, int]] = {}
-    elements: dict[int, str] = {}
+    types: dict[int, str] = {}
     lets: dict[str, int] = {}
     for egg_name in sorted(frozen.functions):
         function = frozen.functions[egg_name]
@@ -210,7 +210,7 @@ def read_graph(egraph: EGraph) -> Graph:
             if op == "rank":
                 ranks[cls(row.inputs[0])] = raw.value_to_i64(row.output)
             elif op == "dtype":
-                elements[cls(row.inputs[0])] = raw.value_to_string(row.output)
+                types[cls(row.inputs[0])] = raw.value_to_string(row.output)
             elif op == "dim":
                 dims.setdefault(cls(row.inputs[0]), {})[raw.value_to_i64(row.inputs[1])] = raw.value_to_i64(row.output)
             elif function.output_sort == _LIST:
@@ -238,7 +238,7 @@ def read_graph(egraph: EGraph) -> Graph:
         classes.setdefault(cls(output), []).append(Node(op, tuple(children), tuple(attrs)))
     shapes = {c: tuple(dims[c][axis] for axis in range(rank)) for c, rank in ranks.items()
               if all(axis in dims.get(c, {}) for axis in range(rank))}
-    return Graph(classes, shapes, lets, elements)
+    return Graph(classes, shapes, lets, types)
 
 
 def _size(egraph: EGraph) -> int:

@@ -103,6 +103,7 @@ def _shape_rules() -> list[object]:
         same_shape(unary(a), a, f"shape-{name}")
     for name, binary in BINARY.items():
         same_shape(binary(a, b), a, f"shape-{name}")
+    same_shape(cast(a, e1), a, "shape-cast")
     rules += [
         # [..., m, k] x [..., k, n] -> [..., m, n]: batch axes and rows from A, columns from B.
         rule(_eq(t).to(matmul(a, b)), _eq(r).to(rank(a)), name="shape-matmul-rank").then(set_(rank(t)).to(r)),
