@@ -1,9 +1,11 @@
 """Algebraic exploration: equivalent forms of a function, costed with the search's model.
 
 A function's result terms go into an e-graph, where the linear-algebra,
-elementwise, fusion and scaling laws of :mod:`prism.algebra.laws` and the
-generative ``sharing`` law (two products of one operand become slices of one
-fused product) run under a bounded budget. Softmax laws stay out: exact in
+elementwise, fusion, scaling and cast laws of :mod:`prism.algebra.laws` and
+the generative ``sharing`` law (two products of one operand become slices of
+one fused product) run under a bounded budget. Tensors keep their own element
+types (f16 operands of a product accumulated in f32); laws that change
+rounding apply to f32 and f64 terms alone. Softmax laws stay out: exact in
 the reals, they would let extraction drop the max-subtraction that keeps
 ``exp`` finite in floating point.
 
