@@ -448,3 +448,19 @@ def test_rmsnorm_gain_moves_into_the_weights_in_f32_only() -> None:
     assert any(law.startswith("column-scaling-moves-into-b") for law in proof.proof.laws)
     with pytest.raises(VerificationError, match="could not prove @rmsnorm_linear"):
         _prove(rmsnorm_linear(False, rounded=True), rmsnorm_linear(True, rounded=True))
+
+
+def test_a_function_accumulating_in_f16_is_kept_as_written() -> None:
+    """Its partial sums are rounded to f16, so a fused product split otherwise would change them."""
+    body = []
+    for out, weight in (("q", "wq"), ("k", "wk")):
+        body += [*_matmul(f"{out}16", "x", weight, 16, 64, 64, acc="f16"),
+                 f"%{out} = arith.addf %{out}16, %{out}16 : tensor<16x64xf16>"]
+    args = [("x", (16, 64), "f16"), ("wq", (64, 64), "f16"), ("wk", (64, 64), "f16")]
+    text = _function("qk", args, [("q", (16, 64)), ("k", (16, 64))], body)
+    result = run_cli("-", "--target=host", "-p", "prism-explore", "-v", stdin=text)
+    assert result.returncode == 0, result.stderr
+    assert "@qk kept as written: a product accumulates in f16" in result.stderr
+    # Accumulated in f32, the same products are fused.
+    fused = run_cli("-", "--target=host", "-p", "prism-explore", "-v", stdin=qkv(16, 64, 64))
+    assert "@qkv rewritten" in fused.stderr

@@ -42,7 +42,7 @@ from mlir import ir
 from prism.algebra import to_mlir
 from prism.algebra.budget import EXPLORATION, Budget
 from prism.algebra.egraph import Graph, Node, owned_egraph, read_graph, saturate
-from prism.algebra.terms import A, Program, Term, argument_indices, renamed_arguments, to_egglog
+from prism.algebra.terms import A, Program, Term, argument_indices, renamed_arguments, subterms, to_egglog
 from prism.infra import attrs
 from prism.infra.errors import EmptySearchSpace
 from prism.infra.ir import ELEMENT_BYTES
@@ -563,13 +563,21 @@ def _as_written(graph: Graph, results: list[Term]) -> dict[int, Node]:
     return choice
 
 
+# Element types that round every partial sum of a product or a reduction accumulated in them.
+NARROW_ACCUMULATORS = ("f16", "bf16")
+
+
 def explorable(func: ir.Operation, program: Program) -> tuple[str, str, ir.Location]:
     """The widest float element type of ``func``'s tensors, or why the algebra cannot rewrite it, and where.
 
     Tensors may have several float types (f16 operands of a product
     accumulated in f32): the laws that change rounding apply to f32 and f64
     terms alone (see prism.algebra.laws), so a rewrite of f16 or bf16
-    arithmetic only moves data.
+    arithmetic only moves data. A sum accumulated in f16 or bf16 (a product
+    or a reduction) is refused all the same: it rounds every partial sum, so
+    a rewritten program whose sums are split otherwise (a fused product
+    scheduled with another K split) differs by more than the proof's
+    numeric check bounds.
     """
     function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
     types = [*function_type.inputs, *function_type.results]
@@ -585,6 +593,13 @@ def explorable(func: ir.Operation, program: Program) -> tuple[str, str, ir.Locat
         return "", f"'{what}' is outside the algebra", where or func.location
     if any(term.op == "splat" for term in program.results):
         return "", "a result is a constant", func.location
+    typed = to_mlir.Elements(program.elements())
+    narrow = next((term for term in subterms(program.results)
+                   if term.op in ("matmul", "reduce_sum") and typed(term) in NARROW_ACCUMULATORS), None)
+    if narrow is not None:
+        what = "a product" if narrow.op == "matmul" else "a sum"
+        return "", (f"{what} accumulates in {typed(narrow)}, whose rounding at every partial sum a rewrite changes "
+                    "beyond what the proof bounds (accumulate in f32)"), func.location
     return max(sorted(elements), key=ELEMENT_BYTES.__getitem__), "", func.location
 
 
