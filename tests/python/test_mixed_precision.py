@@ -7,6 +7,8 @@ to f16 is refused, and laws that reassociate arithmetic hold in f32 and f64 alon
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from mlir import ir
@@ -308,7 +310,9 @@ def test_the_explored_f16_qkv_compiles_for_the_h200() -> None:
     result = run_cli("-", "--target=h200", "--emit=ptx", "-v", stdin=qkv(16, 128, 64))
     assert result.returncode == 0, result.stderr
     assert "prism-explore: @qkv rewritten" in result.stderr
-    assert "wgmma.mma_async" in result.stdout and "f16" in result.stdout
+    # One fused product on the tensor cores: f16 operands, f32 accumulators.
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.f16\.f16", result.stdout)
+    assert len(set(re.findall(r"\.entry (\w+_gemm\w*)\(", result.stdout))) == 1
 
 
 def swiglu_gate_up(n: int, d: int, h: int, fused: bool, rounded_gate: bool = False) -> str:

@@ -372,12 +372,13 @@ class _Translator:
         maps = [map_dims(ir.AffineMapAttr(m).value) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
         orders = [[roles[d] for d in dims] for dims in maps]
         batch = ["batch"] if "batch" in roles else []
-        inputs = [self._accumulated(op, self.term(values, v), v) for v in op.operands[:2]]
-        if None in inputs:
-            return None
-        lhs = self._oriented(inputs[0], orders[0], [*batch, "m", "k"])
-        rhs = self._oriented(inputs[1], orders[1], [*batch, "k", "n"])
+        lhs = self._oriented(self.term(values, op.operands[0]), orders[0], [*batch, "m", "k"])
+        rhs = self._oriented(self.term(values, op.operands[1]), orders[1], [*batch, "k", "n"])
         if lhs is None or rhs is None or orders[2] not in ([*batch, "m", "n"], [*batch, "n", "m"]):
+            return None
+        # Cast after orienting: a transposed f16 operand is the transpose of the f16 tensor, widened as read.
+        lhs, rhs = (self._accumulated(op, term, v) for term, v in zip((lhs, rhs), op.operands[:2], strict=True))
+        if lhs is None or rhs is None:
             return None
         product = A.matmul(lhs, rhs)
         if orders[2] != [*batch, "m", "n"]:
