@@ -23,7 +23,7 @@ from egglog import EGraph, Ruleset, back_off, eq, run
 
 from prism.algebra import laws as algebra_laws
 from prism.algebra.budget import Budget
-from prism.algebra.ops import Tensor, TensorList
+from prism.algebra.ops import ELEMENT_NAMES, Tensor, TensorList
 from prism.algebra.terms import Program, to_egglog
 
 
@@ -210,7 +210,7 @@ def read_graph(egraph: EGraph) -> Graph:
             if op == "rank":
                 ranks[cls(row.inputs[0])] = raw.value_to_i64(row.output)
             elif op == "dtype":
-                types[cls(row.inputs[0])] = raw.value_to_string(row.output)
+                types[cls(row.inputs[0])] = ELEMENT_NAMES[raw.value_to_i64(row.output)]
             elif op == "dim":
                 dims.setdefault(cls(row.inputs[0]), {})[raw.value_to_i64(row.inputs[1])] = raw.value_to_i64(row.output)
             elif function.output_sort == _LIST:
@@ -235,10 +235,50 @@ def read_graph(egraph: EGraph) -> Graph:
                 children += [cls(v) for v in elements(value)]
             else:
                 attrs.append(primitive(sort, value))
+        if op == "cast":  # its element type by name, as in terms
+            attrs = [ELEMENT_NAMES[int(attrs[0])]]
         classes.setdefault(cls(output), []).append(Node(op, tuple(children), tuple(attrs)))
     shapes = {c: tuple(dims[c][axis] for axis in range(rank)) for c, rank in ranks.items()
               if all(axis in dims.get(c, {}) for axis in range(rank))}
-    return Graph(classes, shapes, lets, types)
+    return _renumbered(Graph(classes, shapes, lets, types))
+
+
+def _renumbered(graph: Graph) -> Graph:
+    """``graph`` with its e-classes numbered by what they hold, not by egglog's ids.
+
+    egglog's ids for one e-graph may differ between runs (the order in which
+    rules merge e-classes is not fixed), and extraction breaks ties in
+    e-class order, so e-classes are ranked by refined labels: a label is an
+    e-class's e-nodes with their children's labels, refined until the
+    number of distinct labels stops growing (e-classes that still share one
+    are interchangeable; egglog's order breaks those ties). An e-class's
+    e-nodes are ordered by operator, attributes and children.
+    """
+    classes = sorted(graph.classes)
+    labels = dict.fromkeys(classes, 0)
+    distinct = 1
+    while True:
+        keys = {c: (labels[c], tuple(sorted((node.op, tuple(map(str, node.attrs)), tuple(labels[k] for k in
+                                                                                           node.children))
+                                            for node in graph.classes[c])))
+                for c in classes}
+        ranked = {key: index for index, key in enumerate(sorted(set(keys.values())))}
+        labels = {c: ranked[keys[c]] for c in classes}
+        if len(ranked) <= distinct:
+            break
+        distinct = len(ranked)
+    order = {c: index for index, c in enumerate(sorted(classes, key=lambda c: (labels[c], c)))}
+    def renamed(node: Node) -> Node:
+        return Node(node.op, tuple(order[k] for k in node.children), node.attrs)
+
+    def node_key(node: Node) -> tuple:
+        return node.op, tuple(map(str, node.attrs)), node.children
+
+    return Graph({order[c]: sorted(map(renamed, graph.classes[c]), key=node_key)
+                  for c in sorted(classes, key=order.__getitem__)},
+                 dict(sorted((order[c], shape) for c, shape in graph.shapes.items() if c in order)),
+                 dict(sorted((name, order[c]) for name, c in graph.lets.items())),
+                 dict(sorted((order[c], element) for c, element in graph.elements.items() if c in order)))
 
 
 def _size(egraph: EGraph) -> int:

@@ -25,12 +25,13 @@ law moves arithmetic across a cast.
 
 from __future__ import annotations
 
-from egglog import Ruleset, String, f64, i64, relation, rule, ruleset, set_, union, vars_
+from egglog import Ruleset, f64, i64, relation, rule, ruleset, set_, union, vars_
 from egglog import eq as _eq
 from egglog import ne as _ne
 
 from prism.algebra.ops import (
     BINARY,
+    ELEMENT_CODES,
     UNARY,
     WIDENING,
     Tensor,
@@ -59,11 +60,11 @@ from prism.algebra.ops import (
 a, b, c, t, s, g, x = vars_("a b c t s g x", Tensor)
 ax, n, m, r, i, off, size = vars_("ax n m r i off size", i64)
 (k,) = vars_("k", f64)
-e0, e1, e2 = vars_("e0 e1 e2", String)
+e0, e1, e2 = vars_("e0 e1 e2", i64)  # element types, by their ELEMENT_CODES
 
 # The element types in which arithmetic may be reassociated (see the module docstring).
 ARITHMETIC_TYPES = ("f32", "f64")
-reassociable = relation("reassociable", String)
+reassociable = relation("reassociable", i64)
 # The condition of a law that changes rounding: the matched term ``t`` computes in ARITHMETIC_TYPES. Every
 # operator but a cast computes in its operands' type, so the whole matched pattern does.
 IN_ARITHMETIC_TYPE = (_eq(e0).to(dtype(t)), reassociable(e0))
@@ -147,8 +148,9 @@ def _shape_rules() -> list[object]:
 
 def _dtype_rules() -> list[object]:
     """``dtype(t)``: every operator computes in its tensor operands' type, a cast in its own."""
-    rules: list[object] = [rule(name="dtype-facts").then(*(widens(narrow, wide) for narrow, wide in WIDENING),
-                                                          *(reassociable(e) for e in ARITHMETIC_TYPES))]
+    facts = [*(widens(ELEMENT_CODES[narrow], ELEMENT_CODES[wide]) for narrow, wide in WIDENING),
+             *(reassociable(ELEMENT_CODES[element]) for element in ARITHMETIC_TYPES)]
+    rules: list[object] = [rule(name="dtype-facts").then(*facts)]
 
     def same_type(result: Tensor, source: Tensor, name: str) -> None:
         rules.append(rule(_eq(t).to(result), _eq(e0).to(dtype(source)), name=name).then(set_(dtype(t)).to(e0)))

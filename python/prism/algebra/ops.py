@@ -13,7 +13,8 @@ Terms (``Tensor``) denote tensor values:
   ``broadcast(a, axis, size)`` inserts a new ``axis`` of ``size``;
 - ``concat(a, b, axis)`` and ``slice_(a, axis, offset, size)``;
 - ``cast(a, element)``: ``a`` rounded to the element type ``element``
-  ("f16", "bf16", "f32" or "f64"), the one operator that changes a type.
+  ("f16", "bf16", "f32" or "f64", by its number in ``ELEMENT_CODES``), the
+  one operator that changes a type.
 
 Shapes are the functions ``rank(t)`` and ``dim(t, axis)``: set on arguments
 when a program is translated, and derived for every other term by the
@@ -24,7 +25,7 @@ computes in its operands' type; a splat has no type of its own.
 
 from __future__ import annotations
 
-from egglog import Expr, String, StringLike, f64Like, function, i64, i64Like, relation, set_
+from egglog import Expr, StringLike, f64Like, function, i64, i64Like, relation, set_
 
 
 class TensorList(Expr):
@@ -115,7 +116,7 @@ def slice_(a: Tensor, axis: i64Like, offset: i64Like, size: i64Like) -> Tensor: 
 
 
 @function
-def cast(a: Tensor, element: StringLike) -> Tensor: ...
+def cast(a: Tensor, element: i64Like) -> Tensor: ...
 
 
 @function(merge=lambda old, new: old)
@@ -127,18 +128,22 @@ def dim(t: Tensor, axis: i64Like) -> i64: ...
 
 
 @function(merge=lambda old, new: old)
-def dtype(t: Tensor) -> String: ...
+def dtype(t: Tensor) -> i64: ...
 
+
+# Element types by number in the e-graph (terms and snapshots name them): a law compares them as integers.
+ELEMENT_CODES = {"f16": 1, "bf16": 2, "f32": 3, "f64": 4}
+ELEMENT_NAMES = {code: name for name, code in ELEMENT_CODES.items()}
 
 # ``widens(narrow, wide)``: every value of ``narrow`` is a value of ``wide``, so a cast from one to the other is
 # exact. Its facts are WIDENING (f16 and bf16 are not nested: each has values the other lacks).
-widens = relation("widens", String, String)
+widens = relation("widens", i64, i64)
 WIDENING = (("f16", "f32"), ("f16", "f64"), ("bf16", "f32"), ("bf16", "f64"), ("f32", "f64"))
 
 
 def set_dtype(tensor: Tensor, element: str) -> object:
     """The fact that ``tensor``'s elements are of type ``element``."""
-    return set_(dtype(tensor)).to(element)
+    return set_(dtype(tensor)).to(ELEMENT_CODES[element])
 
 
 def set_rank(tensor: Tensor, value: int) -> object:
@@ -155,6 +160,7 @@ UNARY = {"neg": neg, "exp": exp, "rsqrt": rsqrt, "sqrt": sqrt}
 BINARY = {"add": add, "sub": sub, "mul": mul, "div": div, "maximum": maximum}
 
 
-__all__ = ["BINARY", "UNARY", "WIDENING", "Tensor", "TensorList", "add", "broadcast", "cast", "concat", "dim", "div",
-           "dtype", "exp", "matmul", "maximum", "mul", "neg", "rank", "reduce_max", "reduce_sum", "rsqrt",
-           "set_dim", "set_dtype", "set_rank", "slice_", "sqrt", "sub", "transpose", "widens"]
+__all__ = ["BINARY", "ELEMENT_CODES", "ELEMENT_NAMES", "UNARY", "WIDENING", "Tensor", "TensorList", "add",
+           "broadcast", "cast", "concat", "dim", "div", "dtype", "exp", "matmul", "maximum", "mul", "neg", "rank",
+           "reduce_max", "reduce_sum", "rsqrt", "set_dim", "set_dtype", "set_rank", "slice_", "sqrt", "sub",
+           "transpose", "widens"]

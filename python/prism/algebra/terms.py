@@ -113,6 +113,8 @@ def to_egglog(term: Term, memo: dict[Term, ops.Tensor] | None = None) -> ops.Ten
         for operand in reversed(term.args):
             operands = ops.TensorList.cons(to_egglog(operand, memo), operands)
         built = ops.Tensor.opaque(term.attrs[0], operands)
+    elif term.op == "cast":
+        built = ops.cast(to_egglog(term.args[0], memo), ops.ELEMENT_CODES[str(term.attrs[0])])
     else:
         constructor = getattr(ops, term.op)
         built = constructor(*(to_egglog(a, memo) for a in term.args), *term.attrs)
