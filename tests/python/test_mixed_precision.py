@@ -305,11 +305,6 @@ def test_prism_explore_fuses_the_f16_qkv_and_verify_proves_it() -> None:
     assert "outs(" in products[0] and "tensor<16x256xf32>" in products[0]
 
 
-def test_exploring_the_f16_qkv_gives_the_same_bytes_every_time() -> None:
-    outputs = {run_cli("-", "--target=host", "-p", "prism-explore", stdin=qkv(16, 128, 64)).stdout for _ in range(3)}
-    assert len(outputs) == 1 and "tensor.concat" in next(iter(outputs))
-
-
 @pytest.mark.skipif(ptxas_path() is None, reason="ptxas (CUDA) is not installed on this machine")
 def test_the_explored_f16_qkv_compiles_for_the_h200() -> None:
     result = run_cli("-", "--target=h200", "--emit=ptx", "-v", stdin=qkv(16, 128, 64))

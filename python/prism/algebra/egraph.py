@@ -240,45 +240,7 @@ def read_graph(egraph: EGraph) -> Graph:
         classes.setdefault(cls(output), []).append(Node(op, tuple(children), tuple(attrs)))
     shapes = {c: tuple(dims[c][axis] for axis in range(rank)) for c, rank in ranks.items()
               if all(axis in dims.get(c, {}) for axis in range(rank))}
-    return _renumbered(Graph(classes, shapes, lets, types))
-
-
-def _renumbered(graph: Graph) -> Graph:
-    """``graph`` with its e-classes numbered by what they hold, not by egglog's ids.
-
-    egglog's ids for one e-graph may differ between runs (the order in which
-    rules merge e-classes is not fixed), and extraction breaks ties in
-    e-class order, so e-classes are ranked by refined labels: a label is an
-    e-class's e-nodes with their children's labels, refined until the
-    number of distinct labels stops growing (e-classes that still share one
-    are interchangeable; egglog's order breaks those ties). An e-class's
-    e-nodes are ordered by operator, attributes and children.
-    """
-    classes = sorted(graph.classes)
-    labels = dict.fromkeys(classes, 0)
-    distinct = 1
-    while True:
-        keys = {c: (labels[c], tuple(sorted((node.op, tuple(map(str, node.attrs)), tuple(labels[k] for k in
-                                                                                           node.children))
-                                            for node in graph.classes[c])))
-                for c in classes}
-        ranked = {key: index for index, key in enumerate(sorted(set(keys.values())))}
-        labels = {c: ranked[keys[c]] for c in classes}
-        if len(ranked) <= distinct:
-            break
-        distinct = len(ranked)
-    order = {c: index for index, c in enumerate(sorted(classes, key=lambda c: (labels[c], c)))}
-    def renamed(node: Node) -> Node:
-        return Node(node.op, tuple(order[k] for k in node.children), node.attrs)
-
-    def node_key(node: Node) -> tuple:
-        return node.op, tuple(map(str, node.attrs)), node.children
-
-    return Graph({order[c]: sorted(map(renamed, graph.classes[c]), key=node_key)
-                  for c in sorted(classes, key=order.__getitem__)},
-                 dict(sorted((order[c], shape) for c, shape in graph.shapes.items() if c in order)),
-                 dict(sorted((name, order[c]) for name, c in graph.lets.items())),
-                 dict(sorted((order[c], element) for c, element in graph.elements.items() if c in order)))
+    return Graph(classes, shapes, lets, types)
 
 
 def _size(egraph: EGraph) -> int:
