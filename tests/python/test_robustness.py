@@ -157,6 +157,6 @@ func.func @imm(%a: tensor<4x8xi32>, %b: tensor<8x4xi32>, %c: tensor<4x4xi32>) ->
 """
     result = run_cli("-", "--emit=report", stdin=source)
     assert result.returncode == 0, result.stderr
-    explore = "prism-explore: @imm kept as written: its tensors must share one float element type, not i32"
+    explore = "prism-explore: @imm kept as written: its tensors must have float element types, not i32"
     assert explore in result.stderr
     assert "'linalg.matmul' left unchanged: its element types (i32) are not ones Prism tunes" in result.stderr
