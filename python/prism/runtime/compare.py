@@ -91,7 +91,8 @@ def _difference(want: np.ndarray, have: np.ndarray, dtype: str) -> tuple[tuple[i
     wide, other = want.astype(np.float64), have.astype(np.float64)
     # NaN where both have NaN, and one infinity where both have it, agree; NaN or inf on one side only differs.
     same = (wide == other) | (np.isnan(wide) & np.isnan(other))
-    error = np.where(same, 0.0, np.abs(wide - other))
+    with np.errstate(invalid="ignore"):  # inf - inf is NaN, read as a difference below
+        error = np.where(same, 0.0, np.abs(wide - other))
     error = np.where(np.isnan(error), np.inf, error)
     scale = max(1.0, float(np.abs(wide[np.isfinite(wide)]).max(initial=0.0)))
     names = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
