@@ -142,7 +142,7 @@ class Exploration:
         return text
 
 
-_CONTRACTIONS: dict[tuple[Contraction, str], float] = {}
+_CONTRACTIONS: dict[tuple[Contraction, str], tuple[float, dict[str, int] | None]] = {}
 
 
 def contraction_seconds(contraction: Contraction, target: SearchModel) -> float:
@@ -152,9 +152,25 @@ def contraction_seconds(contraction: Contraction, target: SearchModel) -> float:
     variant's products are costed as the search will schedule them. Results
     are kept per contraction and target for the process.
     """
+    return _best_schedule(contraction, target)[0]
+
+
+def fuses_on_tiles(contraction: Contraction, target: SearchModel) -> bool:
+    """Whether ``target``'s code generator runs an epilogue (and a dual partner) on the tiles of
+    ``contraction`` as the search schedules it: a target that says nothing of it (no ``fuses_on_tiles``)
+    always does; the host does where its GEMM kernel serves the product, not at small sizes that it gives to
+    its transform path."""
+    decides = getattr(target, "fuses_on_tiles", None)
+    if decides is None:
+        return True
+    choice = _best_schedule(contraction, target)[1]
+    return choice is not None and decides(contraction, choice)
+
+
+def _best_schedule(contraction: Contraction, target: SearchModel) -> tuple[float, dict[str, int] | None]:
     key = (contraction, repr(target))
     if key not in _CONTRACTIONS:
-        _CONTRACTIONS[key] = _best_schedule_seconds(contraction, target)
+        _CONTRACTIONS[key] = _best_schedule_of(contraction, target)
     return _CONTRACTIONS[key]
 
 
@@ -163,7 +179,8 @@ def contraction_seconds(contraction: Contraction, target: SearchModel) -> float:
 _DOMAINS: dict[tuple, tuple] = {}
 
 
-def _best_schedule_seconds(contraction: Contraction, target: SearchModel) -> float:
+def _best_schedule_of(contraction: Contraction, target: SearchModel) -> tuple[float, dict[str, int] | None]:
+    """The predicted seconds of ``contraction``'s best schedule and its knob values (inf, None: none fits)."""
     key = (repr(target), replace(contraction, extents=(None,) * len(contraction.extents)))
     if key not in _DOMAINS:
         space = target.space(contraction)
@@ -171,12 +188,12 @@ def _best_schedule_seconds(contraction: Contraction, target: SearchModel) -> flo
                                                                   on_empty=None)[0])
     space, domain = _DOMAINS[key]
     if space is None:
-        return math.inf
+        return math.inf, None
     try:
-        return float(select(space, contraction, candidates_at(space, contraction, domain, 1), target, 1)
-                     .predicted[0])
+        selection = select(space, contraction, candidates_at(space, contraction, domain, 1), target, 1)
     except EmptySearchSpace:
-        return math.inf
+        return math.inf, None
+    return float(selection.predicted[0]), space.value_of(selection.best)
 
 
 def product_contraction(a: tuple[int, ...], b: tuple[int, ...], element: str) -> Contraction:
@@ -289,7 +306,8 @@ class ProgramCost:
             reads = self._reads_as(term, fused, loops)
             inside = self._occurrences(term, fused)
             products = [operand for operand, along in reads
-                        if operand.op == "matmul" and uses[operand] == inside.get(operand) and along == loops]
+                        if operand.op == "matmul" and uses[operand] == inside.get(operand) and along == loops
+                        and self._fuses_on_tiles(operand)]
             others = [along for operand, along in reads if operand not in products]
             if not products or any(along not in (loops, loops[:-1], loops[-1:]) for along in others):
                 continue
@@ -298,6 +316,11 @@ class ProgramCost:
                            and self.shapes(p.args[1]) == self.shapes(first.args[1])), None)
             found[term] = (first,) if second is None else (first, second)
         return found
+
+    def _fuses_on_tiles(self, product: Term) -> bool:
+        """Whether the target runs an epilogue on the tiles of ``product`` (see :func:`fuses_on_tiles`)."""
+        a, b = (self.shapes(arg) for arg in product.args)
+        return fuses_on_tiles(product_contraction(a, b, self.element), self.target)
 
     @staticmethod
     def _occurrences(term: Term, fused: set[Term]) -> dict[Term, int]:
