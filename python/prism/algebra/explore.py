@@ -82,13 +82,16 @@ class Variant:
     seconds: float
     depth: int = 0  # the longest chain of materialized ops from the arguments to a result
     size: int = 0  # distinct subterms
+    recognized: int = 0  # fused patterns in canonical form (prism.algebra.recognize)
 
     def better_than(self, other: Variant) -> bool:
-        """Predicted faster; at equal predicted time, a shorter chain of dependent ops (more overlap), then
-        a smaller program."""
+        """Predicted faster; at equal predicted time, more patterns in canonical form (so that every spelling
+        of a function settles on one program), then a shorter chain of dependent ops (more overlap), then a
+        smaller program."""
         if self.seconds < other.seconds * (1 - _TIE):
             return True
-        return self.seconds <= other.seconds * (1 + _TIE) and (self.depth, self.size) < (other.depth, other.size)
+        return self.seconds <= other.seconds * (1 + _TIE) and (
+            (-self.recognized, self.depth, self.size) < (-other.recognized, other.depth, other.size))
 
 
 @dataclass(frozen=True)
@@ -222,8 +225,9 @@ class ProgramCost:
         """The predicted time of one call computing ``results``."""
         return self.profile(results)[0]
 
-    def profile(self, results: Iterable[Term]) -> tuple[float, int, int]:
-        """The predicted time of one call, the longest chain of materialized ops it runs, and its size."""
+    def profile(self, results: Iterable[Term]) -> tuple[float, int, int, int]:
+        """The predicted time of one call, the longest chain of materialized ops it runs, its size, and the
+        fused patterns it holds in canonical form."""
         results = list(results)
         fused = to_mlir.fused_terms(results)
         uses = to_mlir.use_counts(results)
@@ -231,7 +235,8 @@ class ProgramCost:
         # A dual kernel's first product, mapped to its second (which costs nothing of its own).
         duals = {products[0]: products[1] for products in epilogues.values() if len(products) == 2}
         attentions = {match.root: match for match in self._attentions(results, uses)}
-        absorbed = {term for match in attentions.values() for term in match.inner}
+        scales = {match.root: match for match in self._row_scales(results, uses)}
+        absorbed = {term for match in [*attentions.values(), *scales.values()] for term in match.inner}
         total = 0.0
         depth: dict[Term, int] = {}
 
@@ -248,8 +253,19 @@ class ProgramCost:
             if term in attentions:
                 total += self.attention_seconds(attentions[term])
                 continue
+            if term in scales:
+                total += self.pass_seconds(self._size(scales[term].x) + self._size(term))
+                continue
             total += self._materialized(term, fused, epilogues, term in duals, is_result=term in results)
-        return total, max((chain(term) for term in results), default=0), len(uses)
+        return (total, max((chain(term) for term in results), default=0), len(uses),
+                len(attentions) + len(scales))
+
+    def _row_scales(self, results: list[Term], uses: dict[Term, int]) -> list[recognize.RowScaleTerms]:
+        """The RMSNorm row scales the target runs as one row kernel: the sum of squares in one pass over the
+        rows, the scalar ops per row at no cost of their own (see prism.algebra.recognize)."""
+        if "rows" not in self.target.fusion or self.element != "f32":
+            return []
+        return recognize.row_scale_terms(results, uses, self.shapes)
 
     def _attentions(self, results: list[Term], uses: dict[Term, int]) -> list[recognize.AttentionTerms]:
         """The attention chains the target runs as one kernel (see prism.algebra.recognize)."""
@@ -618,9 +634,10 @@ def _regroups(program: Program, element: str) -> bool:
 def _recognized(graph: Graph, cost: ProgramCost) -> list[dict[int, Node]]:
     """The choices that spell a fused pattern the target runs (prism.algebra.recognize), each a start of the
     descent whose e-classes stay pinned."""
-    if "attention" not in cost.target.fusion or cost.element != "f32":
+    if cost.element != "f32":
         return []
-    return recognize.attention_choices(graph)
+    found = recognize.attention_choices(graph) if "attention" in cost.target.fusion else []
+    return found + (recognize.row_scale_choices(graph) if "rows" in cost.target.fusion else [])
 
 
 def _as_written(graph: Graph, results: list[Term]) -> dict[int, Node]:

@@ -199,6 +199,9 @@ class _Writer:
         shapes = [self.shape(term) for term in results]
         if any(shape is None for shape in shapes):
             raise UnsupportedOp("a result is a bare constant, whose shape the terms do not fix")
+        # RMSNorm's row scales first: the row maps that read them then follow them, one group of row ops.
+        for scale in recognize.row_scale_terms(results, use_counts(results), self.shape):
+            self.value(scale.root)
         values = [self.value(term) for term in results]
         args = ", ".join(f"%arg{i}: {self.type(s)}" for i, s in enumerate(self.arg_shapes))
         types = [self.type(s) for s in shapes]

@@ -57,8 +57,9 @@ class HostTarget:
     artifact = "llvm"
     runs_here = True
     block_overhead_seconds = host_cost.BLOCK_OVERHEAD_SECONDS
-    # f32 products (see prism.codegen.cpu.epilogue); f32 attention chains (prism.codegen.cpu.attention)
-    fusion = frozenset({"epilogue", "dual", "attention"})
+    # f32 products (see prism.codegen.cpu.epilogue); f32 attention chains (prism.codegen.cpu.attention); row
+    # statistics with their scalar ops per row (prism.codegen.cpu.rows)
+    fusion = frozenset({"epilogue", "dual", "attention", "rows"})
 
     @property
     def vector_fmas_per_cycle(self) -> float:
