@@ -121,8 +121,10 @@ def test_rmsnorm_scale_moves_after_the_product_and_gamma_into_the_weights(target
     assert report["explorations"][0]["rewritten"]
     apply = function(text, "rmsnorm_matmul_apply")
     product = apply.index("linalg.matmul ins(%arg0, %arg1")  # x times the prepared weights: nothing before x
-    after = apply[product:]  # the row scale as a product with rsqrt, or (one law away) a division by sqrt
-    assert ("math.rsqrt" in after and "arith.mulf" in after) or ("math.sqrt" in after and "arith.divf" in after), \
+    # The row scale: a product with rsqrt (the statistics written first, one row kernel with the rows' other
+    # ops), or (one law away) a division by sqrt, in the product's epilogue.
+    after = apply[product:]
+    assert ("math.rsqrt" in apply and "arith.mulf" in after) or ("math.sqrt" in apply and "arith.divf" in after), \
         "the row scale is an epilogue"
     assert "arith.mulf" in function(text, "rmsnorm_matmul_prepare"), "gamma is folded into the weights"
 

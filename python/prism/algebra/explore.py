@@ -257,8 +257,9 @@ class ProgramCost:
                 total += self.pass_seconds(self._size(scales[term].x) + self._size(term))
                 continue
             total += self._materialized(term, fused, epilogues, term in duals, is_result=term in results)
+        gatings = recognize.gating_terms(results, uses, self.shapes) if "epilogue" in self.target.fusion else []
         return (total, max((chain(term) for term in results), default=0), len(uses),
-                len(attentions) + len(scales))
+                len(attentions) + len(scales) + len(gatings))
 
     def _row_scales(self, results: list[Term], uses: dict[Term, int]) -> list[recognize.RowScaleTerms]:
         """The RMSNorm row scales the target runs as one row kernel: the sum of squares in one pass over the
@@ -637,7 +638,8 @@ def _recognized(graph: Graph, cost: ProgramCost) -> list[dict[int, Node]]:
     if cost.element != "f32":
         return []
     found = recognize.attention_choices(graph) if "attention" in cost.target.fusion else []
-    return found + (recognize.row_scale_choices(graph) if "rows" in cost.target.fusion else [])
+    found += recognize.row_scale_choices(graph) if "rows" in cost.target.fusion else []
+    return found + (recognize.gating_choices(graph) if "epilogue" in cost.target.fusion else [])
 
 
 def _as_written(graph: Graph, results: list[Term]) -> dict[int, Node]:

@@ -35,6 +35,18 @@ in a sweep of each row, the rest as scalar ops per row, see
 prism.codegen.cpu.rows), joined by the row maps that follow it; to_mlir
 writes it first, as a reduction and a map over the rows, so that the
 row ops of the normalization stay together.
+
+SwiGLU's gating, canonical form (``g`` and ``u`` products of one shape,
+``matmul`` or slices of one)::
+
+    mul(div(g, add(splat 1, exp(neg(g)))), u)
+
+``silu(g) * u`` in every operand order, silu as ``g * sigmoid(g)``,
+``g * (1 / (1 + exp(0 - g)))`` or ``g / (exp(-g) + 1)``: the laws put
+each in these classes. The host runs it as the epilogue of the products'
+GEMM (a dual GEMM where both products read one left operand,
+prism.codegen.cpu.epilogue), which is how exploration costs it; to_mlir
+writes it as one generic in this order, the spelling that matcher takes.
 """
 
 from __future__ import annotations
@@ -190,6 +202,49 @@ def _constant(term: Term) -> float | None:
     return None
 
 
+@dataclass(frozen=True)
+class GatingTerms:
+    """One SwiGLU gating in a program of terms: its result, the gate and up products, the terms it absorbs."""
+
+    root: Term
+    gate: Term
+    up: Term
+    inner: frozenset[Term]  # silu(g), its denominator, exp(-g) and -g
+
+
+def gating_terms(results: list[Term], uses: dict[Term, int],
+                 shape: Callable[[Term], Shape | None]) -> list[GatingTerms]:
+    """The SwiGLU gatings of canonical form (see the module docstring) among ``results``' subterms."""
+    found = []
+    for term in uses:
+        match = _gating_at(term, uses, shape)
+        if match is not None:
+            found.append(match)
+    return found
+
+
+def _product(term: Term) -> bool:
+    return term.op == "matmul" or (term.op == "slice_" and term.args[0].op == "matmul")
+
+
+def _gating_at(root: Term, uses: dict[Term, int], shape: Callable[[Term], Shape | None]) -> GatingTerms | None:
+    if root.op != "mul" or root.args[0].op != "div":
+        return None
+    silu, up = root.args
+    gate, den = silu.args
+    if den.op != "add" or den.args[0].op != "splat" or den.args[0].attrs[0] != 1.0 or den.args[1].op != "exp":
+        return None
+    negated = den.args[1].args[0]
+    if negated.op != "neg" or negated.args[0] != gate or not _product(gate) or not _product(up):
+        return None
+    if shape(gate) is None or shape(gate) != shape(up):
+        return None
+    inner = {silu, den, den.args[1], negated}
+    if any(uses.get(t) != 1 for t in inner) or uses.get(gate) != 2:
+        return None
+    return GatingTerms(root, gate, up, frozenset(inner))
+
+
 def transposed_products(results: list[Term], uses: dict[Term, int],
                         shape: Callable[[Term], Shape | None]) -> frozenset[Term]:
     """The products that to_mlir writes as one contraction reading their transposed right operand through
@@ -335,5 +390,45 @@ def _constant_choice(graph: Graph, cls: int, depth: int) -> tuple[float | None, 
     return None, {}
 
 
-__all__ = ["MAX_MATCHES", "AttentionTerms", "RowScaleTerms", "attention_choices", "attention_terms",
-           "row_scale_choices", "row_scale_terms", "transposed_products"]
+def gating_choices(graph: Graph) -> list[dict[int, Node]]:
+    """Choices of e-nodes that spell a SwiGLU gating in canonical form (at most MAX_MATCHES), in a
+    deterministic order: the e-classes of its chain, each with its canonical e-node, the gate and up products
+    left to extraction."""
+    found: list[dict[int, Node]] = []
+    for cls in sorted(graph.classes):
+        for root in _nodes(graph, cls, "mul"):
+            for choice in _gating_from(graph, cls, root):
+                found.append(choice)
+                if len(found) >= MAX_MATCHES:
+                    return found
+    return found
+
+
+def _product_class(graph: Graph, cls: int) -> bool:
+    return any(node.op == "matmul" or (node.op == "slice_" and any(
+        n.op == "matmul" for n in graph.classes.get(node.children[0], ()))) for node in graph.classes.get(cls, ()))
+
+
+def _gating_from(graph: Graph, cls: int, root: Node) -> Iterator[dict[int, Node]]:
+    s_cls, u_cls = root.children
+    shape = graph.shapes.get(cls)
+    if shape is None or graph.shapes.get(u_cls) != shape or not _product_class(graph, u_cls):
+        return
+    for silu in _nodes(graph, s_cls, "div"):
+        g_cls, d_cls = silu.children
+        if graph.shapes.get(g_cls) != shape or not _product_class(graph, g_cls):
+            continue
+        for den in _nodes(graph, d_cls, "add"):
+            one_cls, e_cls = den.children
+            if _splat_value(graph, one_cls) != 1.0:
+                continue
+            for exp in _nodes(graph, e_cls, "exp"):
+                (n_cls,) = exp.children
+                for negated in _nodes(graph, n_cls, "neg"):
+                    chain = {cls: root, s_cls: silu, d_cls: den, e_cls: exp, n_cls: negated}
+                    if negated.children == (g_cls,) and len(chain) == 5 and not {g_cls, u_cls, one_cls} & set(chain):
+                        yield {**chain, one_cls: next(_nodes(graph, one_cls, "splat"))}
+
+
+__all__ = ["MAX_MATCHES", "AttentionTerms", "GatingTerms", "RowScaleTerms", "attention_choices", "attention_terms",
+           "gating_choices", "gating_terms", "row_scale_choices", "row_scale_terms", "transposed_products"]
