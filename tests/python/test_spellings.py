@@ -18,8 +18,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from mlir import ir
 
 import prism
+from prism.algebra import explore
+from prism.algebra.prove import public_functions
+from prism.algebra.terms import Term, translate
+from prism.infra.ir import make_context
+from prism.targets.host import host_target
 
 SPELLINGS = Path(__file__).parent / "spellings"
 FILES = sorted(SPELLINGS.glob("*.mlir"))
@@ -230,6 +236,41 @@ def test_spelling_reaches_its_kernels_proven(path: Path) -> None:
     kernels = sorted(kernel_kinds(report))
     assert kernels == expected_kernels(path), f"{path.name}: {kind} became {kernels}"
     assert report["proofs"] and all(proof["proved"] for proof in report["proofs"]), report["proofs"]
+
+
+_COMMUTATIVE = ("add", "mul", "maximum")
+
+
+def normal(term: Term) -> Term:
+    """``term`` with every subterm of constants alone as one constant, and the operands of commutative operators
+    in one order: two spellings of one program differ in nothing else."""
+    args = tuple(normal(arg) for arg in term.args)
+    if term.op == "splat" or (args and all(arg.op == "constant" for arg in args)):
+        return Term("constant")
+    if term.op in _COMMUTATIVE:
+        args = tuple(sorted(args, key=repr))
+    return Term(term.op, args, term.attrs)
+
+
+def explored_program(text: str) -> tuple[Term, ...]:
+    """The results of the program prism-explore finds for the one function of ``text`` on the host, normal."""
+    module = ir.Module.parse(text, make_context())
+    with module.context:
+        program = translate(next(iter(public_functions(module).values())))
+    found = explore.explore(program, host_target(), "f32")
+    return tuple(normal(term) for term in found.best.results)
+
+
+BUNDLED_KINDS = [p for p in FILES if expectation(p) != "attention"]
+
+
+@pytest.mark.parametrize("path", BUNDLED_KINDS, ids=[p.stem for p in BUNDLED_KINDS])
+def test_spelling_explores_to_the_program_of_the_bundled_form(path: Path) -> None:
+    """Exploration settles every spelling of a function on one program: the bundled form's at the same sizes,
+    up to the spelling of constants (the mean as a division by d or a product with 1/d, epsilon) and the order
+    of commutative operands."""
+    text = path.read_text()
+    assert explored_program(text) == explored_program(bundled(expectation(path), signature_shapes(text)))
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
