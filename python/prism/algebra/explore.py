@@ -20,9 +20,14 @@ every e-class that can read one shared e-class to e-nodes that do.
 
 Fused patterns the target runs as one kernel are recognized in the e-graph
 (:mod:`prism.algebra.recognize`): each match, the canonical spelling of an
-attention, is a further start of the descent whose e-classes stay pinned,
-and the cost takes the chain as its kernel. The ``normal`` laws put every
-spelling of a pattern in the classes of its canonical one. A program whose
+attention, of RMSNorm's row scale or of SwiGLU's gating, is a further start
+of the descent whose e-classes stay pinned, and the cost takes the chain
+as its kernel (attention's; the row kernel of the scale's statistics; the
+GEMM whose epilogue the gating is, where the target's GEMM kernel serves
+the product and not its transform path). The ``normal`` laws put every
+spelling of a pattern in the classes of its canonical one, and at equal
+predicted time the program with more patterns in canonical form wins, so
+that every spelling of a function settles on one program. A program whose
 best form is itself, written in more loop nests than to_mlir writes it
 (SiLU in a generic of its own before the product with the up projection),
 is rewritten too, since the cost counted on the fused writing.
