@@ -23,9 +23,18 @@ from prism.algebra.terms import Program
 TERMS = terms.A
 
 
+def rounded(a: np.ndarray, element: str) -> np.ndarray:
+    """``a`` rounded to ``element`` (to nearest, ties to even), held in float64."""
+    if element == "bf16":  # the upper half of an f32, rounded on the lower half
+        bits = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+    return a.astype({"f16": np.float16, "f32": np.float32, "f64": np.float64}[element]).astype(np.float64)
+
+
 def numpy_namespace(args: list[np.ndarray]) -> SimpleNamespace:
     """The same operators on arrays."""
-    return SimpleNamespace(
+    return SimpleNamespace(cast=rounded,
         arg=lambda i: args[i], splat=lambda v: v, matmul=np.matmul, transpose=lambda a: np.swapaxes(a, -1, -2),
         add=np.add, sub=np.subtract, mul=np.multiply, maximum=np.maximum, div=np.divide, neg=np.negative, exp=np.exp,
         rsqrt=lambda a: 1 / np.sqrt(a), sqrt=np.sqrt, reduce_sum=lambda a, axis: a.sum(axis=axis),
@@ -140,6 +149,22 @@ CASES: dict[str, tuple[list[tuple[int, ...]], Build, Build, Build]] = {
     "max-from-negative-infinity": (
         [(4, 6)], lambda o: o.maximum(o.splat(float("-inf")), o.reduce_max(X(o), 1)),
         lambda o: o.reduce_max(X(o), 1), lambda o: o.maximum(o.splat(5.0), o.reduce_max(X(o), 1))),
+    # Casts, over f32 arguments.
+    "cast-to-own-type": ([(4, 3)], lambda o: o.cast(X(o), "f32"), X, lambda o: o.cast(X(o), "f16")),
+    "cast-after-exact-cast": ([(4, 3)], lambda o: o.cast(o.cast(X(o), "f64"), "f16"), lambda o: o.cast(X(o), "f16"),
+                              lambda o: o.cast(o.cast(X(o), "bf16"), "f16")),
+    "cast-commutes-with-broadcast": ([(4,)], lambda o: o.cast(o.broadcast(X(o), 1, 3), "f16"),
+                                     lambda o: o.broadcast(o.cast(X(o), "f16"), 1, 3),
+                                     lambda o: o.broadcast(X(o), 1, 3)),
+    "cast-commutes-with-slice": ([(4, 6)], lambda o: o.cast(o.slice_(X(o), 1, 2, 3), "f16"),
+                                 lambda o: o.slice_(o.cast(X(o), "f16"), 1, 2, 3),
+                                 lambda o: o.slice_(o.cast(X(o), "f16"), 1, 1, 3)),
+    "cast-commutes-with-concat": ([(4, 3), (4, 2)], lambda o: o.cast(o.concat(X(o), Y(o), 1), "bf16"),
+                                  lambda o: o.concat(o.cast(X(o), "bf16"), o.cast(Y(o), "bf16"), 1),
+                                  lambda o: o.concat(o.cast(X(o), "bf16"), o.cast(Y(o), "f16"), 1)),
+    "cast-commutes-with-transpose": ([(4, 3)], lambda o: o.cast(o.transpose(X(o)), "f16"),
+                                     lambda o: o.transpose(o.cast(X(o), "f16")),
+                                     lambda o: o.transpose(o.cast(X(o), "bf16"))),
 }
 
 
@@ -156,7 +181,7 @@ def attempt(shapes: list[tuple[int, ...]], left: Build, right: Build) -> bool:
 
 
 def numerically_equal(shapes: list[tuple[int, ...]], left: Build, right: Build, rng: np.random.Generator) -> bool:
-    ops = numpy_namespace([rng.standard_normal(shape) for shape in shapes])
+    ops = numpy_namespace([rounded(rng.standard_normal(shape), "f32") for shape in shapes])  # f32 arguments
     return bool(np.allclose(left(ops), right(ops), rtol=1e-9, atol=1e-9))
 
 

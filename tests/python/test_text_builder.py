@@ -177,3 +177,10 @@ def test_a_region_with_a_tail_and_the_plain_text() -> None:
         t.add("return")
     assert t.text() == '\n'.join(["module {", "  func.func @f() {", "    return", '  } loc("here")', "}"])
     parse(t.text())
+
+
+def test_names_from_hints_ending_in_digits_never_collide() -> None:
+    """``r2`` at count 83 and ``r`` at count 283 would both be ``%r283`` without a separator."""
+    builder = TextBuilder()
+    names = [builder.fresh(hint) for _ in range(300) for hint in ("r", "r2", "r28")]
+    assert len(set(names)) == len(names)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from mlir import ir
 from test_verify import LORA, LORA_FUSED, PLAIN, RMSNORM, RMSNORM_FOLDED, TRANSPOSED, _row_sums
 
+import prism
 from conftest import REPO
 from prism.algebra.terms import A, Program, translate
 from prism.algebra.to_mlir import float_literal, function_text
@@ -62,3 +64,20 @@ def test_float_literals(value: float, element: str, literal: str) -> None:
     with make_context():
         ir.Module.parse(f"func.func @f() -> {element} {{\n  %c = arith.constant {literal} : {element}\n"
                         f"  return %c : {element}\n}}")
+
+
+@pytest.mark.parametrize("reduce", [A.reduce_sum, A.reduce_max])
+def test_a_reduction_along_a_broadcast_axis_is_emitted(reduce: object, rng: np.random.Generator) -> None:
+    # The fused broadcast reads no element along the reduced loop: the operand is materialized instead.
+    rows = A.broadcast(A.exp(A.arg(0)), 1, 5)
+    results = [A.add(A.arg(1), A.broadcast(reduce(rows, 1), 1, 5)),
+               reduce(A.add(A.broadcast(A.arg(0), 1, 5), A.broadcast(A.arg(0), 1, 5)), 1)]
+    text = function_text("f", [(4,), (4, 5)], results, "f32")
+    emitted, program = _program(text)
+    assert program.results == results
+    x, y = 0.5 * rng.standard_normal(4), 0.5 * rng.standard_normal((4, 5))
+    expected = [y + (5 * np.exp(x) if reduce is A.reduce_sum else np.exp(x))[:, None],
+                10 * x if reduce is A.reduce_sum else 2 * x]
+    got = prism.compile(text, target="host").jit("f")(x.astype(np.float32), y.astype(np.float32))
+    for have, want in zip(got, expected, strict=True):
+        np.testing.assert_allclose(have, want, rtol=1e-5, atol=1e-5)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 from mlir import ir
 
@@ -13,6 +14,7 @@ from prism.algebra.prove import FunctionProof
 from prism.driver import Compilation
 from prism.infra.passbase import Pass, PassContext
 from prism.passes import PIPELINES, VerifyPass
+from prism.runtime.compare import _difference
 
 RMSNORM_PREFIX = """
 #rows = affine_map<(i, j) -> (i, j)>
@@ -281,3 +283,12 @@ def test_values_outside_the_translation_are_keyed_by_their_definition() -> None:
     first, second = (translator.term({}, arg) for arg in block.arguments)
     assert first.op == second.op == "opaque" and first != second
     assert first == translator.term({}, block.arguments[0])
+
+
+def test_the_numeric_check_treats_nan_on_both_sides_as_agreement() -> None:
+    """NaN where both results have NaN (or the same infinity) agrees; NaN or inf on one side only is a difference."""
+    want = np.array([1.0, np.nan, np.inf, 2.0], dtype=np.float32)
+    assert _difference(want, want.copy(), "float32") is None
+    assert _difference(want, np.array([1.0, 0.0, np.inf, 2.0], dtype=np.float32), "float32")[0] == (1,)
+    assert _difference(want, np.array([1.0, np.nan, np.nan, 2.0], dtype=np.float32), "float32")[0] == (2,)
+    assert _difference(want, np.array([1.0, np.nan, np.inf, 2.5], dtype=np.float32), "float32")[0] == (3,)

@@ -23,7 +23,7 @@ from egglog import EGraph, Ruleset, back_off, eq, run
 
 from prism.algebra import laws as algebra_laws
 from prism.algebra.budget import Budget
-from prism.algebra.ops import Tensor, TensorList
+from prism.algebra.ops import ELEMENT_NAMES, Tensor, TensorList
 from prism.algebra.terms import Program, to_egglog
 
 
@@ -110,7 +110,7 @@ def saturate(egraph: EGraph, budget: Budget, rulesets: tuple[str, ...] | None = 
         report = egraph.run(schedule)
         for decl, count in report.num_matches_per_rule.items():
             name = getattr(decl, "name", None)
-            if count and name and not name.startswith("shape-"):
+            if count and name and not name.startswith(("shape-", "dtype-")):
                 laws[name] = laws.get(name, 0) + count
         if not report.updated:
             stopped = "proved" if holds() else "saturated"
@@ -144,12 +144,14 @@ class Graph:
 
     ``classes`` maps each e-class to its e-nodes; ``shapes`` holds the shape
     of each e-class whose rank and sizes are all known; ``lets`` maps each
-    name bound with ``EGraph.let`` to its e-class.
+    name bound with ``EGraph.let`` to its e-class; ``elements`` the element
+    type of each e-class whose type is known.
     """
 
     classes: dict[int, list[Node]]
     shapes: dict[int, tuple[int, ...]]
     lets: dict[str, int]
+    elements: dict[int, str] = field(default_factory=dict)
     index: dict[Node, int] = field(init=False, repr=False)  # each e-node's e-class
 
     def __post_init__(self) -> None:
@@ -188,6 +190,7 @@ def read_graph(egraph: EGraph) -> Graph:
     rows: list[tuple[str, list[str], list[object], object]] = []
     ranks: dict[int, int] = {}
     dims: dict[int, dict[int, int]] = {}
+    types: dict[int, str] = {}
     lets: dict[str, int] = {}
     for egg_name in sorted(frozen.functions):
         function = frozen.functions[egg_name]
@@ -206,6 +209,8 @@ def read_graph(egraph: EGraph) -> Graph:
                 continue
             if op == "rank":
                 ranks[cls(row.inputs[0])] = raw.value_to_i64(row.output)
+            elif op == "dtype":
+                types[cls(row.inputs[0])] = ELEMENT_NAMES[raw.value_to_i64(row.output)]
             elif op == "dim":
                 dims.setdefault(cls(row.inputs[0]), {})[raw.value_to_i64(row.inputs[1])] = raw.value_to_i64(row.output)
             elif function.output_sort == _LIST:
@@ -230,10 +235,12 @@ def read_graph(egraph: EGraph) -> Graph:
                 children += [cls(v) for v in elements(value)]
             else:
                 attrs.append(primitive(sort, value))
+        if op == "cast":  # its element type by name, as in terms
+            attrs = [ELEMENT_NAMES[int(attrs[0])]]
         classes.setdefault(cls(output), []).append(Node(op, tuple(children), tuple(attrs)))
     shapes = {c: tuple(dims[c][axis] for axis in range(rank)) for c, rank in ranks.items()
               if all(axis in dims.get(c, {}) for axis in range(rank))}
-    return Graph(classes, shapes, lets)
+    return Graph(classes, shapes, lets, types)
 
 
 def _size(egraph: EGraph) -> int:

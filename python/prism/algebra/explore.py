@@ -1,9 +1,11 @@
 """Algebraic exploration: equivalent forms of a function, costed with the search's model.
 
 A function's result terms go into an e-graph, where the linear-algebra,
-elementwise, fusion, scaling and normal laws of :mod:`prism.algebra.laws` and the
-generative ``sharing`` law (two products of one operand become slices of one
-fused product) run under a bounded budget. Softmax laws stay out: exact in
+elementwise, fusion, scaling, normal and cast laws of :mod:`prism.algebra.laws`
+and the generative ``sharing`` law (two products of one operand become slices
+of one fused product) run under a bounded budget. Tensors keep their own
+element types (f16 operands of a product accumulated in f32); laws that
+change rounding apply to f32 and f64 terms alone. Softmax laws stay out: exact in
 the reals, they would let extraction drop the max-subtraction that keeps
 ``exp`` finite in floating point.
 
@@ -54,7 +56,7 @@ from mlir import ir
 from prism.algebra import recognize, to_mlir
 from prism.algebra.budget import EXPLORATION, Budget
 from prism.algebra.egraph import Graph, Node, owned_egraph, read_graph, saturate
-from prism.algebra.terms import A, Program, Term, argument_indices, renamed_arguments, to_egglog
+from prism.algebra.terms import A, Program, Term, argument_indices, renamed_arguments, subterms, to_egglog
 from prism.infra import attrs
 from prism.infra.errors import EmptySearchSpace
 from prism.infra.ir import ELEMENT_BYTES
@@ -62,7 +64,7 @@ from prism.search.model import SearchModel
 from prism.search.search import candidates_at, prune, select
 from prism.search.space import Contraction
 
-RULESETS = ("linear", "elementwise", "fusion", "scaling", "normal", "sharing")
+RULESETS = ("linear", "elementwise", "fusion", "scaling", "normal", "casts", "sharing")
 BUDGET = EXPLORATION
 _MAX_ROUNDS = 32
 # E-nodes one variant may try while completing a choice around cycles; the search backtracks, so without a
@@ -204,27 +206,37 @@ def _best_schedule_of(contraction: Contraction, target: SearchModel) -> tuple[fl
     return float(selection.predicted[0]), space.value_of(selection.best)
 
 
-def product_contraction(a: tuple[int, ...], b: tuple[int, ...], element: str) -> Contraction:
-    """The contraction ``matmul`` computes for operands of shapes ``a`` and ``b``."""
-    size = ELEMENT_BYTES[element]
+def product_contraction(a: tuple[int, ...], b: tuple[int, ...], element: str,
+                        accumulator: str | None = None) -> Contraction:
+    """The contraction ``matmul`` computes for operands of shapes ``a`` and ``b`` and type ``element``,
+    accumulated in ``accumulator`` (``element`` without one); several batch axes cost as one of their product's
+    size."""
+    size, acc = ELEMENT_BYTES[element], ELEMENT_BYTES[accumulator or element]
     if len(a) == 2:
-        return Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (a[0], b[1], a[1]), (size, size), size, element)
-    return Contraction(("batch", "m", "n", "k"), ((0, 1, 3), (0, 3, 2)), (a[0], a[1], b[2], a[2]), (size, size),
-                       size, element)
+        return Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (a[0], b[1], a[1]), (size, size), acc, element)
+    return Contraction(("batch", "m", "n", "k"), ((0, 1, 3), (0, 3, 2)), (math.prod(a[:-2]), a[-2], b[-1], a[-1]),
+                       (size, size), acc, element)
 
 
 class ProgramCost:
-    """The predicted seconds of one call of a program of terms, as :mod:`prism.algebra.to_mlir` would write it."""
+    """The predicted seconds of one call of a program of terms, as :mod:`prism.algebra.to_mlir` would write it.
 
-    def __init__(self, target: SearchModel, element: str, arg_shapes: list[tuple[int, ...]]):
+    Arguments are of type ``element``, or each of its own type in ``arg_elements``;
+    every tensor counts its bytes at its own type, and a product is costed at
+    the type of the tensors it reads (see to_mlir.product_reads).
+    """
+
+    def __init__(self, target: SearchModel, element: str, arg_shapes: list[tuple[int, ...]],
+                 arg_elements: list[str] | None = None):
         self.target = target
         self.element = element
-        self.bytes = ELEMENT_BYTES[element]
+        self.arg_elements = list(arg_elements) if arg_elements is not None else [element] * len(arg_shapes)
         self.shapes = to_mlir.Shapes(list(arg_shapes))
+        self.elements = to_mlir.Elements(list(self.arg_elements))
 
-    def with_args(self, arg_shapes: list[tuple[int, ...]]) -> ProgramCost:
+    def with_args(self, arg_shapes: list[tuple[int, ...]], arg_elements: list[str] | None = None) -> ProgramCost:
         """The same model over other arguments (prepared values appended)."""
-        return ProgramCost(self.target, self.element, arg_shapes)
+        return ProgramCost(self.target, self.element, arg_shapes, arg_elements)
 
     def seconds(self, results: Iterable[Term]) -> float:
         """The predicted time of one call computing ``results``."""
@@ -234,7 +246,7 @@ class ProgramCost:
         """The predicted time of one call, the longest chain of materialized ops it runs, its size, and the
         fused patterns it holds in canonical form."""
         results = list(results)
-        fused = to_mlir.fused_terms(results)
+        fused = to_mlir.fused_terms(results) | to_mlir.absorbed_casts(results, self.elements)
         uses = to_mlir.use_counts(results)
         epilogues = self._epilogues(fused, uses)
         # A dual kernel's first product, mapped to its second (which costs nothing of its own).
@@ -290,13 +302,22 @@ class ProgramCost:
             return self.product_seconds(q, (*k[:-2], k[-1], k[-2])) + self.product_seconds(scores, v)
         return 2 * math.prod(q[:-1]) * k[-2] * (q[-1] + v[-1]) / flops + self.pass_seconds(moved)
 
-    def product_seconds(self, a: tuple[int, ...], b: tuple[int, ...]) -> float:
-        """The predicted time of a product of operands of shapes ``a`` and ``b``, scheduled by the search."""
-        return contraction_seconds(product_contraction(a, b, self.element), self.target)
+    def product_seconds(self, a: tuple[int, ...], b: tuple[int, ...], element: str | None = None,
+                        accumulator: str | None = None) -> float:
+        """The predicted time of a product of operands of shapes ``a`` and ``b`` and type ``element`` (the
+        model's without one), accumulated in ``accumulator``, scheduled by the search."""
+        return contraction_seconds(product_contraction(a, b, element or self.element, accumulator), self.target)
+
+    def _term_product_seconds(self, term: Term, columns: int = 1) -> float:
+        """A product term's time, at the type of the tensors it reads; ``columns`` times as many columns."""
+        a, b = to_mlir.product_reads(term, self.elements)
+        b_shape = self.shapes(b)
+        return self.product_seconds(self.shapes(a), (*b_shape[:-1], columns * b_shape[-1]),
+                                    self.elements(a) or self.element, self.elements(term) or self.element)
 
     def _size(self, term: Term) -> int:
         shape = self.shapes(term)
-        return 0 if shape is None else math.prod(shape) * self.bytes
+        return 0 if shape is None else math.prod(shape) * self.elements.bytes(term)
 
     def pass_seconds(self, moved: int) -> float:
         """One loop nest that moves ``moved`` bytes through memory."""
@@ -318,7 +339,7 @@ class ProgramCost:
         a second such product of the same left operand, with a right operand
         of the same shape, joins the first in one kernel.
         """
-        if "epilogue" not in self.target.fusion or self.element != "f32":
+        if "epilogue" not in self.target.fusion:
             return {}
         found: dict[Term, tuple[Term, ...]] = {}
         for term in uses:
@@ -329,7 +350,7 @@ class ProgramCost:
             inside = self._occurrences(term, fused)
             products = [operand for operand, along in reads
                         if operand.op == "matmul" and uses[operand] == inside.get(operand) and along == loops
-                        and self._fuses_on_tiles(operand)]
+                        and self._f32_operands(operand) and self._fuses_on_tiles(operand)]
             others = [along for operand, along in reads if operand not in products]
             if not products or any(along not in (loops, loops[:-1], loops[-1:]) for along in others):
                 continue
@@ -358,6 +379,10 @@ class ProgramCost:
                 counts[operand] = counts.get(operand, 0) + 1
         return counts
 
+    def _f32_operands(self, product: Term) -> bool:
+        """Whether the GEMM kernels with epilogues take ``product``: one of f32 tensors (they run f32 alone)."""
+        return all(self.elements(x) == "f32" for x in to_mlir.product_reads(product, self.elements))
+
     def _reads_as(self, term: Term, fused: set[Term], loops: tuple[int, ...]) -> list[tuple[Term, tuple[int, ...]]]:
         """The inputs of the generic computing ``term`` (over ``loops``), each with the loops it varies along
         (all but those a fused broadcast adds), in the order of its operands."""
@@ -380,10 +405,9 @@ class ProgramCost:
             moved = sum(self._size(i) for i in self._inputs(term, fused) if i not in epilogues[term])
             return self.pass_seconds(moved) - self.pass_seconds(0)  # inside the product's kernel: no launch
         if dual:  # one kernel of both products: as one product of twice the columns
-            a, b = (self.shapes(arg) for arg in term.args)
-            return self.product_seconds(a, (*b[:-1], 2 * b[-1]))
+            return self._term_product_seconds(term, columns=2)
         if op == "matmul":
-            return self.product_seconds(*(self.shapes(arg) for arg in term.args))
+            return self._term_product_seconds(term)
         if op == "slice_":  # a view; only a returned slice is copied out
             return self.pass_seconds(2 * self._size(term)) if is_result else 0.0
         if op in ("transpose", "concat"):
@@ -407,11 +431,11 @@ class _Search:
 
     def __post_init__(self) -> None:
         self.prepare_choice = self._tree_best(self._invariant_node)
-        # A broadcast is never prepared (its consumers read the source through an indexing map, for free),
-        # though its source may be.
+        # A broadcast or a cast is never prepared (its consumers read the source through an indexing map or
+        # convert it as they read it, for free), though its source may be.
         self.prepared_classes = frozenset(
             cls for cls, node in self.prepare_choice.items()
-            if node.op not in ("arg", "splat", "broadcast") and cls in self.graph.shapes)
+            if node.op not in ("arg", "splat", "broadcast", "cast") and cls in self.graph.shapes)
         self.tree_choice = self._tree_best(lambda node: node.op != "opaque", free=self.prepared)
 
     def _invariant_node(self, node: Node) -> bool:
@@ -428,8 +452,9 @@ class _Search:
             a, b = (self.graph.shapes.get(c) for c in node.children)
             if a is None or b is None:
                 return math.inf
-            return self.cost.product_seconds(a, b)
-        return self.cost.pass_seconds(2 * math.prod(shape) * self.cost.bytes)
+            element = self.graph.elements.get(node.children[0])
+            return self.cost.product_seconds(a, b, element, self.graph.elements.get(cls, element))
+        return self.cost.pass_seconds(2 * math.prod(shape) * ELEMENT_BYTES[self.graph.elements.get(cls, "f32")])
 
     def _tree_best(self, admits: Callable[[Node], bool],
                    free: Callable[[int], bool] = lambda cls: False) -> dict[int, Node]:
@@ -499,7 +524,8 @@ class _Search:
         renumber = {placeholders[cls]: self.arity + i for i, cls in enumerate(used)}
         results = tuple(renamed_arguments(term, renumber) for term in results)
         prepared = tuple(self._prepare_term(cls) for cls in used)
-        model = self.cost.with_args([*self.cost.shapes.arg_shapes, *(self.graph.shapes[c] for c in used)])
+        model = self.cost.with_args([*self.cost.shapes.arg_shapes, *(self.graph.shapes[c] for c in used)],
+                                    [*self.cost.arg_elements, *(self.graph.elements.get(c, "f32") for c in used)])
         self.evaluated += 1
         return Variant(results, prepared, *model.profile(results))
 
@@ -593,7 +619,8 @@ def explore(program: Program, target: SearchModel, element: str, invariant: froz
             egraph.let(f"result{index}", to_egglog(term, memo))
         stopped, laws = saturate(egraph, budget, rulesets)
         graph = read_graph(egraph)
-    cost = ProgramCost(target, element, [tuple(s) for s in program.arg_shapes])
+    cost = ProgramCost(target, element, [tuple(s) for s in program.arg_shapes],
+                       [e or element for e in program.elements()])
     roots = [graph.lets[f"result{i}"] for i in range(len(program.results))]
     written = _as_written(graph, program.results)
     original = Variant(tuple(program.results), (), *cost.profile(program.results))
@@ -669,14 +696,22 @@ def _as_written(graph: Graph, results: list[Term]) -> dict[int, Node]:
     return choice
 
 
-# Element types too narrow for rewrites: a program in them rounds every intermediate (a sum over thousands of
-# terms included), so moving a scale into a weight or reassociating a sum changes results by more than their
-# type's precision, and the numeric check after the proof rightly refuses the rewrite.
-ROUNDED_AT_EVERY_STEP = ("f16", "bf16")
+# Element types that round every partial sum of a product or a reduction accumulated in them.
+NARROW_ACCUMULATORS = ("f16", "bf16")
 
 
 def explorable(func: ir.Operation, program: Program) -> tuple[str, str, ir.Location]:
-    """The one float element type of ``func``'s tensors, or why the algebra cannot rewrite it, and where."""
+    """The widest float element type of ``func``'s tensors, or why the algebra cannot rewrite it, and where.
+
+    Tensors may have several float types (f16 operands of a product
+    accumulated in f32): the laws that change rounding apply to f32 and f64
+    terms alone (see prism.algebra.laws), so a rewrite of f16 or bf16
+    arithmetic only moves data. A sum accumulated in f16 or bf16 (a product
+    or a reduction) is refused all the same: it rounds every partial sum, so
+    a rewritten program whose sums are split otherwise (a fused product
+    scheduled with another K split) differs by more than the proof's
+    numeric check bounds.
+    """
     function_type = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
     types = [*function_type.inputs, *function_type.results]
     if not types:
@@ -684,17 +719,21 @@ def explorable(func: ir.Operation, program: Program) -> tuple[str, str, ir.Locat
     if not all(isinstance(t, ir.RankedTensorType) and t.has_static_shape for t in types):
         return "", "its arguments and results must be tensors of static shape", func.location
     elements = {str(ir.RankedTensorType(t).element_type) for t in types}
-    if len(elements) != 1 or next(iter(elements)) not in ELEMENT_BYTES:
-        return "", f"its tensors must share one float element type, not {', '.join(sorted(elements))}", func.location
-    if next(iter(elements)) in ROUNDED_AT_EVERY_STEP:
-        return "", (f"its tensors are {next(iter(elements))}, whose rounding at every step a rewrite changes beyond "
-                    "what the proof bounds"), func.location
+    if not elements <= set(ELEMENT_BYTES):
+        return "", f"its tensors must have float element types, not {', '.join(sorted(elements))}", func.location
     if program.opaque:
         what, where = program.opaque[0]
         return "", f"'{what}' is outside the algebra", where or func.location
     if any(term.op == "splat" for term in program.results):
         return "", "a result is a constant", func.location
-    return next(iter(elements)), "", func.location
+    typed = to_mlir.Elements(program.elements())
+    narrow = next((term for term in subterms(program.results)
+                   if term.op in ("matmul", "reduce_sum") and typed(term) in NARROW_ACCUMULATORS), None)
+    if narrow is not None:
+        what = "a product" if narrow.op == "matmul" else "a sum"
+        return "", (f"{what} accumulates in {typed(narrow)}, whose rounding at every partial sum a rewrite changes "
+                    "beyond what the proof bounds (accumulate in f32)"), func.location
+    return max(sorted(elements), key=ELEMENT_BYTES.__getitem__), "", func.location
 
 
 def replace_function(module: ir.Module, func: ir.Operation, name: str, program: Program, found: Exploration,
@@ -707,6 +746,7 @@ def replace_function(module: ir.Module, func: ir.Operation, name: str, program: 
     the parts compose.
     """
     shapes = [tuple(s) for s in program.arg_shapes]
+    element = [e or element for e in program.elements()]
     location = str(func.location)
     texts, parts = [], None
     if found.best.prepared:

@@ -13,24 +13,40 @@ ops, broadcasts and reductions), ``SCALING`` (row and column scalings across
 a matmul, reductions of broadcasts and of scalings), ``SOFTMAX``
 (max-subtraction invariance, division after the matmul), ``ELEMENTWISE``
 (commutativity and associativity of the pointwise ops, pointwise ops through
-broadcasts, exact constant folding) and, for exploration only, ``SHARING``.
+broadcasts, exact constant folding), ``NORMAL`` (the laws that make common
+spellings of attention, RMSNorm and SwiGLU meet), ``CASTS`` (exact laws of
+element type casts) and, for exploration only, ``SHARING``.
+
+Element types are the function ``dtype(t)``, derived beside the shapes by
+the ``SHAPES`` ruleset. A law that reassociates, distributes or moves a
+scale changes how a floating-point result is rounded: it applies only to
+terms computed in ``ARITHMETIC_TYPES`` (f32, f64), whose rounding the
+numeric check bounds. Laws that only move data (slices, concats,
+transposes, casts, products sharing an operand) or are exact in floating
+point (pointwise ops through broadcasts, exact constant folding, a maximum
+of a positive scaling) hold at every type, and no law moves arithmetic
+across a cast.
 """
 
 from __future__ import annotations
 
-from egglog import Ruleset, f64, i64, rule, ruleset, set_, union, vars_
+from egglog import Ruleset, f64, i64, relation, rule, ruleset, set_, union, vars_
 from egglog import eq as _eq
 from egglog import ne as _ne
 
 from prism.algebra.ops import (
     BINARY,
+    ELEMENT_CODES,
     UNARY,
+    WIDENING,
     Tensor,
     add,
     broadcast,
+    cast,
     concat,
     dim,
     div,
+    dtype,
     exp,
     matmul,
     maximum,
@@ -44,11 +60,20 @@ from prism.algebra.ops import (
     sqrt,
     sub,
     transpose,
+    widens,
 )
 
 a, b, c, t, s, g, x = vars_("a b c t s g x", Tensor)
 ax, n, m, r, i, off, size = vars_("ax n m r i off size", i64)
 (k,) = vars_("k", f64)
+e0, e1, e2 = vars_("e0 e1 e2", i64)  # element types, by their ELEMENT_CODES
+
+# The element types in which arithmetic may be reassociated (see the module docstring).
+ARITHMETIC_TYPES = ("f32", "f64")
+reassociable = relation("reassociable", i64)
+# The condition of a law that changes rounding: the matched term ``t`` computes in ARITHMETIC_TYPES. Every
+# operator but a cast computes in its operands' type, so the whole matched pattern does.
+IN_ARITHMETIC_TYPE = (_eq(e0).to(dtype(t)), reassociable(e0))
 
 
 Law = tuple[str, object]  # a law's name and its egglog rule
@@ -98,6 +123,7 @@ def _shape_rules() -> list[object]:
         same_shape(unary(a), a, f"shape-{name}")
     for name, binary in BINARY.items():
         same_shape(binary(a, b), a, f"shape-{name}")
+    same_shape(cast(a, e1), a, "shape-cast")
     rules += [
         # [..., m, k] x [..., k, n] -> [..., m, n]: batch axes and rows from A, columns from B.
         rule(_eq(t).to(matmul(a, b)), _eq(r).to(rank(a)), name="shape-matmul-rank").then(set_(rank(t)).to(r)),
@@ -139,13 +165,42 @@ def _shape_rules() -> list[object]:
     return rules
 
 
-SHAPES: Ruleset = ruleset(*_shape_rules(), name="shapes")
+def _dtype_rules() -> list[object]:
+    """``dtype(t)``: every operator computes in its tensor operands' type, a cast in its own."""
+    facts = [*(widens(ELEMENT_CODES[narrow], ELEMENT_CODES[wide]) for narrow, wide in WIDENING),
+             *(reassociable(ELEMENT_CODES[element]) for element in ARITHMETIC_TYPES)]
+    rules: list[object] = [rule(name="dtype-facts").then(*facts)]
+
+    def same_type(result: Tensor, source: Tensor, name: str) -> None:
+        rules.append(rule(_eq(t).to(result), _eq(e0).to(dtype(source)), name=name).then(set_(dtype(t)).to(e0)))
+
+    for name, unary in UNARY.items():
+        same_type(unary(a), a, f"dtype-{name}")
+    for name, binary in BINARY.items():  # one operand may be a splat, which has no type of its own
+        same_type(binary(a, b), a, f"dtype-{name}")
+        same_type(binary(a, b), b, f"dtype-{name}-second")
+    same_type(matmul(a, b), a, "dtype-matmul")
+    same_type(matmul(a, b), b, "dtype-matmul-second")
+    same_type(transpose(a), a, "dtype-transpose")
+    same_type(reduce_sum(a, ax), a, "dtype-reduce-sum")
+    same_type(reduce_max(a, ax), a, "dtype-reduce-max")
+    same_type(broadcast(a, ax, size), a, "dtype-broadcast")
+    same_type(slice_(a, ax, off, size), a, "dtype-slice")
+    same_type(concat(a, b, ax), a, "dtype-concat")
+    same_type(concat(a, b, ax), b, "dtype-concat-second")
+    rules.append(rule(_eq(t).to(cast(a, e1)), name="dtype-cast").then(set_(dtype(t)).to(e1)))
+    return rules
+
+
+SHAPES: Ruleset = ruleset(*_shape_rules(), *_dtype_rules(), name="shapes")
 
 LINEAR: Ruleset = _ruleset(
     "linear",
-    *laws("matmul-distributes-over-add-right", matmul(a, add(b, c)), add(matmul(a, b), matmul(a, c))),
-    *laws("matmul-distributes-over-add-left", matmul(add(a, b), c), add(matmul(a, c), matmul(b, c))),
-    *laws("matmul-associative", matmul(matmul(a, b), c), matmul(a, matmul(b, c))),
+    *laws("matmul-distributes-over-add-right", matmul(a, add(b, c)), add(matmul(a, b), matmul(a, c)),
+          *IN_ARITHMETIC_TYPE),
+    *laws("matmul-distributes-over-add-left", matmul(add(a, b), c), add(matmul(a, c), matmul(b, c)),
+          *IN_ARITHMETIC_TYPE),
+    *laws("matmul-associative", matmul(matmul(a, b), c), matmul(a, matmul(b, c)), *IN_ARITHMETIC_TYPE),
     *law("transpose-involution", transpose(transpose(a)), a),
     *laws("transpose-of-matmul", transpose(matmul(a, b)), matmul(transpose(b), transpose(a))),
     *laws("transpose-of-add", transpose(add(a, b)), add(transpose(a), transpose(b))),
@@ -209,14 +264,14 @@ def _folded_constants() -> list[Law]:
 ELEMENTWISE: Ruleset = _ruleset(
     "elementwise",
     *law("add-commutative", add(a, b), add(b, a)),
-    *laws("add-associative", add(add(a, b), c), add(a, add(b, c))),
+    *laws("add-associative", add(add(a, b), c), add(a, add(b, c)), *IN_ARITHMETIC_TYPE),
     *law("mul-commutative", mul(a, b), mul(b, a)),
-    *laws("mul-associative", mul(mul(a, b), c), mul(a, mul(b, c))),
+    *laws("mul-associative", mul(mul(a, b), c), mul(a, mul(b, c)), *IN_ARITHMETIC_TYPE),
     *laws("sub-is-add-of-negation", sub(a, b), add(a, neg(b))),
     *law("add-zero", add(a, Tensor.splat(0.0)), a),
     *law("mul-one", mul(a, Tensor.splat(1.0)), a),
-    *laws("rsqrt-is-reciprocal-sqrt", rsqrt(a), div(Tensor.splat(1.0), sqrt(a))),
-    *laws("div-is-mul-by-reciprocal", div(a, b), mul(a, div(Tensor.splat(1.0), b))),
+    *laws("rsqrt-is-reciprocal-sqrt", rsqrt(a), div(Tensor.splat(1.0), sqrt(a)), *IN_ARITHMETIC_TYPE),
+    *laws("div-is-mul-by-reciprocal", div(a, b), mul(a, div(Tensor.splat(1.0), b)), *IN_ARITHMETIC_TYPE),
     *_through_broadcasts(),
     *_folded_constants(),
 )
@@ -273,7 +328,7 @@ def _reductions_of_broadcasts() -> list[Law]:
     along another axis commutes with the broadcast, each renumbered past the other."""
     entries: list[Law] = [
         *law("sum-of-broadcast-along-it", reduce_sum(broadcast(a, ax, n), ax), mul(a, Tensor.splat(f64.from_i64(n))),
-             n >= 0, *shaped(a)),
+             n >= 0, *shaped(a), *IN_ARITHMETIC_TYPE),
         *law("max-of-broadcast-along-it", reduce_max(broadcast(a, ax, n), ax), a, n >= 1, *shaped(a)),
     ]
     for name, reduce in (("sum", reduce_sum), ("max", reduce_max)):
@@ -295,9 +350,9 @@ def _reductions_of_scalings() -> list[Law]:
     maximum, for a positive constant scale."""
     return [
         *laws("sum-of-constant-scaling", reduce_sum(mul(a, Tensor.splat(k)), ax),
-              mul(reduce_sum(a, ax), Tensor.splat(k)), *shaped(a)),
+              mul(reduce_sum(a, ax), Tensor.splat(k)), *shaped(a), *IN_ARITHMETIC_TYPE),
         *laws("sum-of-broadcast-scaling", reduce_sum(mul(a, broadcast(s, ax, n)), ax), mul(reduce_sum(a, ax), s),
-              _eq(n).to(dim(a, ax)), *shaped(s)),
+              _eq(n).to(dim(a, ax)), *shaped(s), *IN_ARITHMETIC_TYPE),
         *laws("max-of-positive-scaling", reduce_max(mul(a, Tensor.splat(k)), ax),
               mul(reduce_max(a, ax), Tensor.splat(k)), k > f64(0.0), *shaped(a)),
     ]
@@ -327,30 +382,43 @@ SCALING: Ruleset = _ruleset(
     # diag(s) A B = diag(s) (A B): a row scaling of A scales the product's rows.
     *laws("row-scaling-commutes-with-matmul",
           matmul(mul(a, broadcast(s, ax, size)), b), mul(matmul(a, b), broadcast(s, ax, n)),
-          _eq(rank(a)).to(ax + 1), _eq(size).to(dim(a, ax)), _eq(n).to(dim(b, ax))),
+          _eq(rank(a)).to(ax + 1), _eq(size).to(dim(a, ax)), _eq(n).to(dim(b, ax)), *IN_ARITHMETIC_TYPE),
     # A diag(g) B = A (diag(g) B): a column scaling of A is a row scaling of B.
     *laws("column-scaling-moves-into-b",
           matmul(mul(a, broadcast(g, ax, size)), b), matmul(a, mul(b, broadcast(g, ax + 1, n))),
-          _eq(rank(a)).to(ax + 2), _eq(size).to(dim(a, ax)), _eq(n).to(dim(b, ax + 1))),
+          _eq(rank(a)).to(ax + 2), _eq(size).to(dim(a, ax)), _eq(n).to(dim(b, ax + 1)), *IN_ARITHMETIC_TYPE),
     # A (B diag(g)) = (A B) diag(g).
     *laws("b-column-scaling-commutes-with-matmul",
           matmul(a, mul(b, broadcast(g, ax, size))), mul(matmul(a, b), broadcast(g, ax, m)),
-          _eq(rank(b)).to(ax + 2), _eq(size).to(dim(b, ax)), _eq(m).to(dim(a, ax))),
-    *laws("scalar-commutes-with-matmul", matmul(mul(a, Tensor.splat(k)), b), mul(matmul(a, b), Tensor.splat(k))),
+          _eq(rank(b)).to(ax + 2), _eq(size).to(dim(b, ax)), _eq(m).to(dim(a, ax)), *IN_ARITHMETIC_TYPE),
+    *laws("scalar-commutes-with-matmul", matmul(mul(a, Tensor.splat(k)), b), mul(matmul(a, b), Tensor.splat(k)),
+          *IN_ARITHMETIC_TYPE),
     # A row division is a row scaling by the reciprocal, so it moves after the matmul too.
     *laws("row-division-commutes-with-matmul",
           matmul(div(a, broadcast(s, ax, size)), b), div(matmul(a, b), broadcast(s, ax, n)),
-          _eq(rank(a)).to(ax + 1), _eq(size).to(dim(a, ax)), _eq(n).to(dim(b, ax))),
+          _eq(rank(a)).to(ax + 1), _eq(size).to(dim(a, ax)), _eq(n).to(dim(b, ax)), *IN_ARITHMETIC_TYPE),
     *_reductions_of_broadcasts(),
     *_reductions_of_scalings(),
 )
 
 SOFTMAX: Ruleset = _ruleset(
     "softmax",
-    *laws("exp-of-difference", exp(sub(a, b)), div(exp(a), exp(b))),
+    *laws("exp-of-difference", exp(sub(a, b)), div(exp(a), exp(b)), *IN_ARITHMETIC_TYPE),
     *laws("sum-of-a-broadcast-division", reduce_sum(div(a, broadcast(s, ax, size)), ax),
-          div(reduce_sum(a, ax), s), _eq(size).to(dim(a, ax))),
-    *law("division-cancels", div(div(a, c), div(b, c)), div(a, b)),
+          div(reduce_sum(a, ax), s), _eq(size).to(dim(a, ax)), *IN_ARITHMETIC_TYPE),
+    *law("division-cancels", div(div(a, c), div(b, c)), div(a, b), *IN_ARITHMETIC_TYPE),
+)
+
+CASTS: Ruleset = _ruleset(
+    "casts",
+    *law("cast-to-own-type", cast(a, e1), a, _eq(dtype(a)).to(e1)),
+    # An exact first cast keeps a's value, so only the second one rounds: f16 -> f32 -> f16 is the identity, but
+    # f32 -> f16 -> f32 is not (the first cast rounds).
+    *law("cast-after-exact-cast", cast(cast(a, e1), e2), cast(a, e2), _eq(e0).to(dtype(a)), widens(e0, e1)),
+    *laws("cast-commutes-with-broadcast", cast(broadcast(a, ax, size), e1), broadcast(cast(a, e1), ax, size)),
+    *laws("cast-commutes-with-slice", cast(slice_(a, ax, off, size), e1), slice_(cast(a, e1), ax, off, size)),
+    *laws("cast-commutes-with-concat", cast(concat(a, b, ax), e1), concat(cast(a, e1), cast(b, e1), ax)),
+    *laws("cast-commutes-with-transpose", cast(transpose(a), e1), transpose(cast(a, e1))),
 )
 
 # The lowest finite f32: a row maximum started from it equals one started from -inf on f32 values.
@@ -359,10 +427,11 @@ LOWEST_F32 = -3.4028234663852886e38
 NORMAL: Ruleset = _ruleset(
     "normal",
     *laws("scalar-distributes-over-sub", mul(sub(a, b), Tensor.splat(k)),
-          sub(mul(a, Tensor.splat(k)), mul(b, Tensor.splat(k)))),
+          sub(mul(a, Tensor.splat(k)), mul(b, Tensor.splat(k))), *IN_ARITHMETIC_TYPE),
     *laws("zero-minus-is-negation", sub(Tensor.splat(0.0), a), neg(a)),
     # A (c B) = c (A B); (c A)^T = c A^T.
-    *laws("scalar-of-b-commutes-with-matmul", matmul(a, mul(b, Tensor.splat(k))), mul(matmul(a, b), Tensor.splat(k))),
+    *laws("scalar-of-b-commutes-with-matmul", matmul(a, mul(b, Tensor.splat(k))), mul(matmul(a, b), Tensor.splat(k)),
+          *IN_ARITHMETIC_TYPE),
     *laws("scalar-commutes-with-transpose", transpose(mul(a, Tensor.splat(k))), mul(transpose(a), Tensor.splat(k))),
     # A maximum started from the lowest float (or -inf) is the plain maximum of finite f32 values.
     *law("max-from-lowest", maximum(Tensor.splat(LOWEST_F32), reduce_max(a, ax)), reduce_max(a, ax)),
@@ -372,7 +441,7 @@ NORMAL: Ruleset = _ruleset(
 # The rewrite families, by name; SHAPES runs beside every one of them.
 RULESETS: dict[str, Ruleset] = {
     "linear": LINEAR, "elementwise": ELEMENTWISE, "fusion": FUSION, "scaling": SCALING, "softmax": SOFTMAX,
-    "normal": NORMAL,
+    "normal": NORMAL, "casts": CASTS,
 }
 
 
@@ -401,5 +470,6 @@ def named_ruleset(name: str) -> Ruleset:
     return RULESETS.get(name) or EXPLORATION_RULESETS[name]
 
 
-__all__ = ["ELEMENTWISE", "EXPLORATION_RULESETS", "FUSION", "LAW_NAMES", "LAW_RULES", "LINEAR", "LOWEST_F32", "NORMAL",
+__all__ = ["ARITHMETIC_TYPES", "CASTS", "ELEMENTWISE", "EXPLORATION_RULESETS", "FUSION", "LAW_NAMES", "LAW_RULES",
+           "LINEAR", "LOWEST_F32", "NORMAL",
            "RULESETS", "SCALING", "SHAPES", "SHARING", "SOFTMAX", "named_ruleset"]

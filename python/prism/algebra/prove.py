@@ -29,7 +29,7 @@ from prism.algebra.terms import translate
 from prism.infra import attrs
 from prism.infra.diagnostics import display_location
 from prism.infra.errors import PrismError, VerificationError
-from prism.infra.ir import normalize_elementwise
+from prism.infra.ir import normalize_program
 
 # Runs @name of two modules on the same random inputs (``trials`` draws): the first difference found, in words
 # that say how to reproduce it, or None. It needs compiled code, so the caller that joins the layers gives it
@@ -79,12 +79,12 @@ def prove_modules(original: ir.Module, candidate: ir.Module, budget: Budget | No
     random runs of ``find_counterexample`` find one). Without
     ``find_counterexample``, nothing is run: proofs that needed laws are not
     checked on random inputs. Both modules are first normalized in place
-    (elementwise ops on whole tensors as generics), so that either spelling
-    of one program has one translation.
+    (:func:`~prism.infra.ir.normalize_program`), so that every spelling of
+    one program has one translation.
     """
     for module in (original, candidate):
         with module.context:
-            normalize_elementwise(module)
+            normalize_program(module)
     check = NumericCheck(find_counterexample, trials)
     originals = public_functions(original)
     candidates = public_functions(candidate)

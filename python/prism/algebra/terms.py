@@ -7,12 +7,23 @@ Each SSA value becomes a term over the function's arguments. Supported:
   ``tensor.empty`` as an init that is overwritten;
 - ``linalg.generic`` whose body is ``arith``/``math`` arithmetic: inputs
   read through projected permutations become broadcasts (and transposes),
-  and a body that folds its output with ``addf`` or ``maximumf`` over
-  reduction loops becomes ``reduce_sum`` or ``reduce_max``;
-- named elementwise ops (``linalg.add``, ``linalg.mul``, ...); an arithmetic
-  op of two constants is one constant when its float32 result is exact;
+  and a body that folds its output with ``addf`` or ``maximumf`` (``maxnumf``,
+  which ignores the NaN that starts linalg.softmax's maximum) over reduction
+  loops becomes ``reduce_sum`` or ``reduce_max``. A unit axis read at the
+  constant 0 (a statistic kept as ``tensor<..x1xf32>``) is dropped from an
+  input (a ``reduce_sum`` over its one element, or the broadcast that
+  inserted it taken away) and inserted into the output (``broadcast(t, axis,
+  1)``);
+- named elementwise ops (``linalg.add``, ``linalg.mul``, ...); the passes
+  see them, and the other named ops that are not contractions, as generics
+  (:func:`prism.infra.ir.normalize_program`); an arithmetic op of two
+  constants is one constant when its float32 result is exact;
 - ``tensor.concat`` and static, unit-stride ``tensor.extract_slice``;
-- ``func.call`` of a function defined in the module (translated inline).
+- ``func.call`` of a function defined in the module (translated inline);
+- ``arith.extf`` and ``arith.truncf`` (in generics' bodies) as ``cast``; a
+  contraction whose inputs are narrower than its output (f16 products
+  accumulated in f32) as the product of its inputs cast to the output's type,
+  as Linalg defines it.
 
 Any other op becomes an opaque term, keyed by its name, attributes and
 regions: equal only to the same op on equal operands, so it is compared and
@@ -32,7 +43,7 @@ from egglog import EGraph
 from mlir import ir
 
 from prism.algebra import ops
-from prism.infra.ir import map_dims
+from prism.infra.ir import element_name, map_dims
 from prism.search.family import analyze_contraction
 from prism.search.space import Contraction
 
@@ -63,6 +74,7 @@ A = SimpleNamespace(
     arg=lambda index: Term("arg", (), (index,)),
     splat=lambda value: Term("splat", (), (float(value),)),
     opaque=lambda key, operands: Term("opaque", tuple(operands), (key,)),
+    cast=lambda operand, element: Term("cast", (operand,), (element,)),
     **{name: _builder(name, 1) for name in (*ops.UNARY, "transpose", "reduce_sum", "reduce_max", "broadcast",
                                             "slice_")},
     **{name: _builder(name, 2) for name in (*ops.BINARY, "matmul", "concat")},
@@ -111,6 +123,8 @@ def to_egglog(term: Term, memo: dict[Term, ops.Tensor] | None = None) -> ops.Ten
         for operand in reversed(term.args):
             operands = ops.TensorList.cons(to_egglog(operand, memo), operands)
         built = ops.Tensor.opaque(term.attrs[0], operands)
+    elif term.op == "cast":
+        built = ops.cast(to_egglog(term.args[0], memo), ops.ELEMENT_CODES[str(term.attrs[0])])
     else:
         constructor = getattr(ops, term.op)
         built = constructor(*(to_egglog(a, memo) for a in term.args), *term.attrs)
@@ -132,7 +146,9 @@ class Program:
     """One function as terms: its arguments' shapes, its results, and the ops kept opaque (with their locations).
 
     ``arg_shapes`` has one entry per argument: a tuple of sizes (None where
-    dynamic) for a ranked tensor, None for anything else.
+    dynamic) for a ranked tensor, None for anything else. ``arg_elements``
+    gives each argument's element type ("f16", "bf16", "f32", "f64"; None
+    for anything else); a program built without them is over f32.
     """
 
     name: str
@@ -140,6 +156,13 @@ class Program:
     results: list[Term]
     opaque: list[tuple[str, ir.Location | None]] = field(default_factory=list)  # what, and where
     nests: int | None = None  # the loop nests (Linalg ops but fills) the function is written in, when translated
+    arg_elements: list[str | None] | None = None
+
+    def elements(self) -> list[str | None]:
+        """Each argument's element type (f32 for every tensor of a program built without them)."""
+        if self.arg_elements is not None:
+            return list(self.arg_elements)
+        return [None if shape is None else "f32" for shape in self.arg_shapes]
 
     def register_shapes(self, egraph: EGraph) -> None:
         """Add the rank and static sizes of every tensor argument to ``egraph`` (a function may have none)."""
@@ -148,13 +171,15 @@ class Program:
             egraph.register(*facts)
 
     def shape_facts(self) -> list[object]:
-        """The rank and static sizes of every tensor argument, as egglog actions."""
+        """The rank, static sizes and element type of every tensor argument, as egglog actions."""
         facts = []
-        for index, shape in enumerate(self.arg_shapes):
+        for index, (shape, element) in enumerate(zip(self.arg_shapes, self.elements(), strict=True)):
             if shape is None:
                 continue
             arg = ops.Tensor.arg(index)
             facts.append(ops.set_rank(arg, len(shape)))
+            if element is not None:
+                facts.append(ops.set_dtype(arg, element))
             facts += [ops.set_dim(arg, axis, size) for axis, size in enumerate(shape) if size is not None]
         return facts
 
@@ -168,7 +193,9 @@ def _shape_of(type_: ir.Type) -> tuple[int | None, ...] | None:
 def translate(func: ir.Operation) -> Program:
     """The terms of ``func``'s results (see the module docstring)."""
     block = func.regions[0].blocks[0]
-    translator = _Translator(func.parent)
+    elements = [element_name(arg.type) if isinstance(arg.type, ir.RankedTensorType) else None
+                for arg in block.arguments]
+    translator = _Translator(func.parent, elements)
     values: dict[ir.Value, Term] = {arg: A.arg(i) for i, arg in enumerate(block.arguments)}
     results = translator.block(block, values, depth=0)
     name = ir.StringAttr(func.attributes["sym_name"]).value
@@ -177,7 +204,8 @@ def translate(func: ir.Operation) -> Program:
     keys = [term.attrs[0] for term in subterms(results) if term.op == "opaque"]
     used = [translator.opaque_keys[key] for key in keys if key in translator.opaque_keys]
     opaque = list(dict.fromkeys([*used, *translator.opaque]))
-    return Program(name, [_shape_of(arg.type) for arg in block.arguments], results, opaque, loop_nests(func))
+    return Program(name, [_shape_of(arg.type) for arg in block.arguments], results, opaque, loop_nests(func),
+                   elements)
 
 
 def loop_nests(func: ir.Operation) -> int:
@@ -196,19 +224,43 @@ def _element(value: ir.Value) -> str | None:
     return str(type_.element_type) if isinstance(type_, ir.ShapedType) else None
 
 
-def _typed(term: Term, op: ir.Operation, result: ir.Value) -> Term:
-    """``term``, marked with its element type when the op changes it (f16 inputs into an f32 result).
+def element_of(term: Term, arg_elements: list[str | None], known: dict[Term, str | None] | None = None) -> str | None:
+    """The element type ``term`` computes in: a cast's own, an argument's, else its tensor operands' (None for a
+    splat, which takes its use's, and for an opaque term)."""
+    known = {} if known is None else known
+    stack = [term]
+    while stack:  # operands first, without recursion: terms may be deep
+        top = stack[-1]
+        pending = [arg for arg in top.args if arg not in known]
+        if pending and top.op not in ("cast", "opaque"):
+            stack.extend(pending)
+            continue
+        stack.pop()
+        if top.op == "cast":
+            known[top] = str(top.attrs[0])
+        elif top.op == "arg":
+            index = top.attrs[0]
+            known[top] = arg_elements[index] if index < len(arg_elements) else None
+        elif top.op in ("splat", "opaque"):
+            known[top] = None
+        else:
+            known[top] = next((known[arg] for arg in top.args if known[arg] is not None), None)
+    return known[term]
 
-    The algebra's operators carry no element types, so without the mark an
-    f16 product accumulated in f32 would equal one accumulated in f16. The
-    mark is an opaque wrapper: equal only to the same conversion of an equal
-    term.
+
+def _typed(term: Term, output: str | None, arg_elements: list[str | None], known: dict[Term, str | None]) -> Term:
+    """``term``, marked with its element type ``output`` when the op's terms do not compute in it.
+
+    Casts carry element types through the algebra, so an op's term normally
+    computes in its result's type already. Where it does not (an op whose
+    conversion the translation does not spell as casts), the mark keeps a
+    product accumulated in f32 apart from one accumulated in f16: an opaque
+    wrapper, equal only to the same conversion of an equal term.
     """
-    inputs = {_element(v) for v in op.operands[:len(op.operands) - len(op.results)]} - {None}
-    output = _element(result)
-    if output is None or inputs <= {output}:
+    computed = element_of(term, arg_elements, known)
+    if output is None or computed is None or computed == output:
         return term
-    return A.opaque(f"computed in {output} from {', '.join(sorted(inputs))}", [term])
+    return A.opaque(f"computed in {output} from {computed}", [term])
 
 
 def _splat(value: float) -> Term:
@@ -249,10 +301,57 @@ def _float_constant(op: ir.Operation) -> float | None:
     return None
 
 
+def _unit_reads(op: ir.Operation, operand: ir.Value, affine_map: ir.AffineMap) -> list[int | None] | None:
+    """The loop each axis of ``operand`` is read at, None for a unit axis read at the constant 0; None when the
+    map has other results (or a constant 0 on an axis that is not of size 1)."""
+    reads: list[int | None] = []
+    for axis, expr in enumerate(affine_map.results):
+        if isinstance(expr, ir.AffineDimExpr):
+            reads.append(expr.position)
+        elif isinstance(expr, ir.AffineConstantExpr) and expr.value == 0 and _unit_axis(operand, axis):
+            reads.append(None)
+        else:
+            return None
+    return reads
+
+
+def _unit_axis(value: ir.Value, axis: int) -> bool:
+    type_ = value.type
+    return isinstance(type_, ir.RankedTensorType) and not type_.is_dynamic_dim(axis) and type_.get_dim_size(axis) == 1
+
+
+def _drop_unit(term: Term, axis: int) -> Term:
+    """``term`` without its unit ``axis``: the sum over that one element (a unit axis inserted by a broadcast is
+    simply taken away again; a splat has every shape)."""
+    if term.op == "splat":
+        return term
+    if term.op == "broadcast" and term.attrs == (axis, 1):
+        return term.args[0]
+    return A.reduce_sum(term, axis)
+
+
+def _without_units(term: Term, reads: list[int | None]) -> Term:
+    """``term`` with the unit axes that ``reads`` reads at the constant 0 dropped."""
+    for axis in reversed(range(len(reads))):
+        if reads[axis] is None:
+            term = _drop_unit(term, axis)
+    return term
+
+
+def _with_units(term: Term, reads: list[int | None]) -> Term:
+    """``term`` with a unit axis inserted where ``reads`` writes at the constant 0."""
+    for axis, loop in enumerate(reads):
+        if loop is None:
+            term = A.broadcast(term, axis, 1)
+    return term
+
+
 class _Translator:
     """Walks blocks and builds terms; remembers the ops it had to keep opaque."""
 
-    def __init__(self, symbols: ir.Operation | None):
+    def __init__(self, symbols: ir.Operation | None, arg_elements: list[str | None] | None = None):
+        self.arg_elements = arg_elements or []
+        self.elements: dict[Term, str | None] = {}  # each term's element type, as far as computed
         self.functions: dict[str, ir.Operation] = {}
         if symbols is not None and symbols.name == "builtin.module":
             for op in symbols.regions[0].blocks[0].operations:
@@ -306,7 +405,8 @@ class _Translator:
             found = handler(op, values, depth)
         if found is None:
             return self.opaque_op(op, values)
-        return [_typed(term, op, result) for term, result in zip(found, op.results, strict=True)]
+        return [_typed(term, _element(result), self.arg_elements, self.elements)
+                for term, result in zip(found, op.results, strict=True)]
 
     def _handlers(self) -> dict[str, Callable[[ir.Operation, dict[ir.Value, Term], int], list[Term] | None]]:
         return {
@@ -319,12 +419,22 @@ class _Translator:
             "tensor.concat": lambda op, values, depth: self.concat(op, values),
             "tensor.extract_slice": lambda op, values, depth: self.extract_slice(op, values),
             "func.call": self.call,
+            "arith.extf": lambda op, values, depth: self.cast(op, values),
+            "arith.truncf": lambda op, values, depth: self.cast(op, values),
             **{name: (lambda op, values, depth, f=f: [_folded(f(self.term(values, op.operands[0]),
                                                                 self.term(values, op.operands[1])))])
                for name, f in {**_BINARY, **_NAMED_BINARY}.items()},
             **{name: (lambda op, values, depth, f=f: [f(self.term(values, op.operands[0]))])
                for name, f in {**_UNARY, **_NAMED_UNARY}.items()},
         }
+
+    def cast(self, op: ir.Operation, values: dict[ir.Value, Term]) -> list[Term] | None:
+        """A scalar ``extf``/``truncf`` (in a generic's body) between float types of the algebra."""
+        element = element_name(op.results[0].type)
+        if element is None or element_name(op.operands[0].type) is None or isinstance(op.results[0].type,
+                                                                                       ir.ShapedType):
+            return None
+        return [A.cast(self.term(values, op.operands[0]), element)]
 
     def constant(self, op: ir.Operation) -> list[Term] | None:
         value = _float_constant(op)
@@ -356,16 +466,26 @@ class _Translator:
 
     def contraction(self, op: ir.Operation, analysis: Contraction,
                     values: dict[ir.Value, Term]) -> list[Term] | None:
-        """``init + A @ B`` with A as [batch, m, k] and B as [batch, k, n], transposing where the maps say."""
+        """``init + A @ B`` with A as [batch.., m, k] and B as [batch.., k, n], transposing where the maps say.
+
+        The batch loops are those of the output, in its order; an operand that reads only some of them (one
+        activation against per-head weights) is broadcast along the others.
+        """
         roles = analysis.roles
-        if sorted(r for r in roles if r != "batch") != ["k", "m", "n"] or roles.count("batch") > 1:
+        if sorted(r for r in roles if r != "batch") != ["k", "m", "n"]:
             return None
         maps = [map_dims(ir.AffineMapAttr(m).value) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
-        orders = [[roles[d] for d in dims] for dims in maps]
-        batch = ["batch"] if "batch" in roles else []
-        lhs = self._oriented(self.term(values, op.operands[0]), orders[0], [*batch, "m", "k"])
-        rhs = self._oriented(self.term(values, op.operands[1]), orders[1], [*batch, "k", "n"])
+        orders = [[f"batch{d}" if roles[d] == "batch" else roles[d] for d in dims] for dims in maps]
+        batch = [name for name in orders[2] if name.startswith("batch")]
+        extents = {f"batch{d}": -1 if size is None else size
+                   for d, size in enumerate(analysis.extents) if roles[d] == "batch"}
+        lhs = self._oriented(self.term(values, op.operands[0]), orders[0], [*batch, "m", "k"], extents)
+        rhs = self._oriented(self.term(values, op.operands[1]), orders[1], [*batch, "k", "n"], extents)
         if lhs is None or rhs is None or orders[2] not in ([*batch, "m", "n"], [*batch, "n", "m"]):
+            return None
+        # Cast after orienting: a transposed f16 operand is the transpose of the f16 tensor, widened as read.
+        lhs, rhs = (self._accumulated(op, term, v) for term, v in zip((lhs, rhs), op.operands[:2], strict=True))
+        if lhs is None or rhs is None:
             return None
         product = A.matmul(lhs, rhs)
         if orders[2] != [*batch, "m", "n"]:
@@ -373,8 +493,31 @@ class _Translator:
         init = self.term(values, op.operands[2])
         return [product if init == ZERO else A.add(init, product)]
 
+    def _accumulated(self, op: ir.Operation, term: Term, operand: ir.Value) -> Term | None:
+        """A contraction's input as its product reads it: cast to the accumulator's type where narrower (Linalg
+        converts each input element before the multiply). None for a generic whose body multiplies in
+        another type, which the product form would not describe."""
+        accumulator, element = element_name(op.results[0].type), element_name(operand.type)
+        if accumulator is None or element is None or element == accumulator:
+            return term
+        if op.name == "linalg.generic":
+            body = op.regions[0].blocks[0]
+            if any(inner.operation.name == "arith.mulf" and element_name(inner.operation.results[0].type)
+                   != accumulator for inner in body.operations):
+                return None
+        return A.cast(term, accumulator)
+
     @staticmethod
-    def _oriented(term: Term, order: list[str], wanted: list[str]) -> Term | None:
+    def _oriented(term: Term, order: list[str], wanted: list[str], extents: dict[str, int]) -> Term | None:
+        """``term``, read in ``order``, as a tensor in ``wanted`` order: its last two axes swapped, and the batch
+        axes it lacks broadcast (``extents`` gives their sizes, -1 where dynamic)."""
+        missing = [name for name in wanted[:-2] if name not in order]
+        if [name for name in order if name.startswith("batch")] != [n for n in wanted[:-2] if n not in missing]:
+            return None
+        for axis, name in enumerate(wanted[:-2]):
+            if name in missing:
+                term = A.broadcast(term, axis, extents[name])
+        order = [*wanted[:-2], *order[len(wanted) - 2 - len(missing):]]
         if order == wanted:
             return term
         if order == [*wanted[:-2], wanted[-1], wanted[-2]]:
@@ -383,29 +526,35 @@ class _Translator:
 
     def generic(self, op: ir.Operation, values: dict[ir.Value, Term]) -> list[Term] | None:
         """An elementwise, broadcasting or reducing generic (see the module docstring)."""
-        maps = [map_dims(ir.AffineMapAttr(m).value) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        reads = [_unit_reads(op, operand, ir.AffineMapAttr(m).value)
+                 for operand, m in zip(op.operands, ir.ArrayAttr(op.attributes["indexing_maps"]), strict=True)]
         iterators = [str(it) for it in ir.ArrayAttr(op.attributes["iterator_types"])]
         n_inputs = len(op.operands) - len(op.results)
-        if len(op.results) != 1 or any(m is None for m in maps):
+        if len(op.results) != 1 or any(r is None for r in reads):
             return None
+        maps = [[d for d in r if d is not None] for r in reads]
         out_dims = maps[-1]
         reduced = [d for d, it in enumerate(iterators) if "reduction" in it]
         if sorted(out_dims) != out_dims or set(out_dims) | set(reduced) != set(range(len(iterators))):
             return None
-        extents = self._loop_extents(op, maps)
+        extents = self._loop_extents(op, reads)
         body = op.regions[0].blocks[0]
         inner: dict[ir.Value, Term] = dict(values)
-        for arg, operand, dims in zip(body.arguments[:n_inputs], op.operands[:n_inputs], maps[:n_inputs], strict=True):
-            lifted = self._lift(self.term(values, operand), dims, extents)
+        for arg, operand, read in zip(body.arguments[:n_inputs], op.operands[:n_inputs], reads[:n_inputs],
+                                      strict=True):
+            lifted = self._lift(_without_units(self.term(values, operand), read), [d for d in read if d is not None],
+                                extents)
             if lifted is None:
                 return None
             inner[arg] = lifted
-        init = self.term(values, op.operands[n_inputs])
+        init = _without_units(self.term(values, op.operands[n_inputs]), reads[-1])
         out_arg = body.arguments[n_inputs]
         if not reduced:
             inner[out_arg] = init
-            return self.block(body, inner, depth=0)
-        return self._reduction(body, inner, out_arg, init, reduced)
+            found = self.block(body, inner, depth=0)
+        else:
+            found = self._reduction(body, inner, out_arg, init, reduced)
+        return None if found is None else [_with_units(term, reads[-1]) for term in found]
 
     def _reduction(self, body: ir.Block, inner: dict[ir.Value, Term], out_arg: ir.Value, init: Term,
                    reduced: list[int]) -> list[Term] | None:
@@ -431,18 +580,19 @@ class _Translator:
         reducer = _REDUCERS[combine.operation.name]
         for axis in sorted(reduced, reverse=True):
             reduced_term = reducer(reduced_term, axis)
-        neutral = init == (ZERO if reducer is A.reduce_sum else NEGATIVE_INFINITY)
+        neutral = init == (ZERO if reducer is A.reduce_sum else NEGATIVE_INFINITY) or (
+            combine.operation.name == "arith.maxnumf" and init.op == "splat" and math.isnan(init.attrs[0]))
         fold = _BINARY[combine.operation.name]
         return [reduced_term if neutral else fold(init, reduced_term)]
 
     @staticmethod
-    def _loop_extents(op: ir.Operation, maps: list[list[int]]) -> list[int]:
+    def _loop_extents(op: ir.Operation, reads: list[list[int | None]]) -> list[int]:
         extents = [-1] * len(ir.ArrayAttr(op.attributes["iterator_types"]))
-        for operand, dims in zip(op.operands, maps, strict=True):
+        for operand, read in zip(op.operands, reads, strict=True):
             if not isinstance(operand.type, ir.RankedTensorType):
                 continue
-            for size, loop in zip(_static_sizes(operand), dims, strict=True):
-                if size >= 0:
+            for size, loop in zip(_static_sizes(operand), read, strict=True):
+                if size >= 0 and loop is not None:
                     extents[loop] = size
         return extents
 

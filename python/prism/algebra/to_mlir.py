@@ -1,9 +1,13 @@
 """Terms back into MLIR: a function of Linalg ops on tensors that computes given terms.
 
-The inverse of :mod:`prism.algebra.terms`, for programs with static shapes whose
-tensors share one float element type (the caller checks it; terms carry no
-element types): ``matmul`` becomes ``linalg.matmul`` (``batch_matmul``
-at rank 3) into a zero-filled init, ``transpose`` a ``linalg.transpose``,
+The inverse of :mod:`prism.algebra.terms`, for programs with static shapes
+over float tensors. Each term is written in its own element type (the
+arguments' types, changed only by casts): ``matmul`` becomes ``linalg.matmul``
+(``batch_matmul`` at rank 3, reading an operand that is a transpose used nowhere
+else through its maps; a contraction generic at higher ranks) into a zero-filled init, reading the narrower
+tensors under its operands' casts directly where both are widened from one
+type (Linalg converts each input element to the accumulator's type), ``cast``
+a generic whose body is ``arith.extf`` or ``arith.truncf``, ``transpose`` a ``linalg.transpose``,
 pointwise operators and broadcasts ``linalg.generic`` ops with
 ``arith``/``math`` bodies (splats become constants in the body, a broadcast
 an input map that drops the new axis), ``reduce_sum``/``reduce_max``
@@ -35,8 +39,9 @@ import struct
 from dataclasses import dataclass
 
 from prism.algebra import recognize
-from prism.algebra.terms import Term, argument_indices, renamed_arguments, subterms
+from prism.algebra.terms import Term, argument_indices, element_of, renamed_arguments, subterms
 from prism.infra.errors import UnsupportedOp
+from prism.infra.ir import ELEMENT_BYTES
 
 Shape = tuple[int, ...]
 
@@ -46,9 +51,44 @@ _UNARY_OPS = {"neg": "arith.negf", "exp": "math.exp", "rsqrt": "math.rsqrt", "sq
 _REDUCE_OPS = {"reduce_sum": ("arith.addf", 0.0), "reduce_max": ("arith.maximumf", -math.inf)}
 _LOOPS = "abcdefgh"
 # Operators computed inside a consumer's generic when they have one use.
-FUSIBLE = frozenset({*_BINARY_OPS, *_UNARY_OPS, "broadcast"})
+FUSIBLE = frozenset({*_BINARY_OPS, *_UNARY_OPS, "broadcast", "cast"})
 # Operators applied element by element: a product's epilogue may be one.
-POINTWISE = frozenset({*_BINARY_OPS, *_UNARY_OPS})
+POINTWISE = frozenset({*_BINARY_OPS, *_UNARY_OPS, "cast"})
+
+
+class Elements:
+    """The element type of every term over arguments of ``arg_elements`` (see terms.element_of)."""
+
+    def __init__(self, arg_elements: list[str | None]):
+        self.arg_elements = arg_elements
+        self.known: dict[Term, str | None] = {}
+
+    def __call__(self, term: Term) -> str | None:
+        return element_of(term, self.arg_elements, self.known)
+
+    def bytes(self, term: Term) -> int:
+        """The size of one element of ``term`` (f32's for a term of no type of its own)."""
+        return ELEMENT_BYTES[self(term) or "f32"]
+
+
+def product_reads(term: Term, elements: Elements) -> tuple[Term, Term]:
+    """The tensors a product ``term`` reads: its operands, or the narrower tensors under them when both are
+    casts from one type to the product's (the product converts their elements as it reads them)."""
+    a, b = term.args
+    if a.op == b.op == "cast" and elements(a.args[0]) == elements(b.args[0]) is not None:
+        return a.args[0], b.args[0]
+    return a, b
+
+
+def absorbed_casts(results: list[Term], elements: Elements) -> set[Term]:
+    """The casts that no tensor holds: every use of them is a product that reads the tensor under them."""
+    uses = use_counts(results)
+    absorbed: dict[Term, int] = {}
+    for term in subterms(results):
+        if term.op == "matmul" and product_reads(term, elements) != term.args:
+            for operand in term.args:
+                absorbed[operand] = absorbed.get(operand, 0) + 1
+    return {cast for cast, count in absorbed.items() if count == uses[cast]}
 
 
 def use_counts(results: list[Term]) -> dict[Term, int]:
@@ -114,14 +154,16 @@ def tensor_type(shape: Shape, element: str) -> str:
     return f"tensor<{'x'.join(map(str, shape))}{'x' if shape else ''}{element}>"
 
 
-def function_text(name: str, arg_shapes: list[Shape], results: list[Term], element: str,
+def function_text(name: str, arg_shapes: list[Shape], results: list[Term], element: str | list[str],
                   location: str = "") -> str:
-    """The text of ``func.func @name`` over tensors of ``element`` computing ``results``.
+    """The text of ``func.func @name`` computing ``results`` over arguments of ``element`` (one type for every
+    argument, or one per argument).
 
     ``location``, an MLIR location (``loc("f.mlir":3:1)``), is given to every
     op, so that diagnostics about the emitted code point at its source.
     """
-    return _Writer(arg_shapes, element, f" {location}" if location else "").function(name, results)
+    elements = [element] * len(arg_shapes) if isinstance(element, str) else list(element)
+    return _Writer(arg_shapes, elements, f" {location}" if location else "").function(name, results)
 
 
 class Shapes:
@@ -165,24 +207,35 @@ class Shapes:
         if op == "slice_":
             a = self(args[0])
             return a[:attrs[0]] + (attrs[2],) + a[attrs[0] + 1:]
+        if op == "cast":
+            return self(args[0])
         operand_shapes = [self(a) for a in args]  # pointwise: the shape of a non-splat operand
         return next((s for s in operand_shapes if s is not None), None)
 
 
 class _Writer:
-    def __init__(self, arg_shapes: list[Shape], element: str, location: str = ""):
+    def __init__(self, arg_shapes: list[Shape], arg_elements: list[str], location: str = ""):
         self.arg_shapes = arg_shapes
+        self.arg_elements = arg_elements
         self.location = location
-        self.element = element
         self.lines: list[str] = []
-        self.names: dict[tuple[Term, Shape | None], str] = {}
+        self.names: dict[tuple[Term, Shape | None, str | None], str] = {}
         self.shape = Shapes(arg_shapes)
+        self.elements = Elements(list(arg_elements))
         self.count = 0
         self.fused: set[Term] = set()
         self.transposed: frozenset[Term] = frozenset()
+        self.uses: dict[Term, int] = {}
 
-    def type(self, shape: Shape) -> str:
-        return tensor_type(shape, self.element)
+    def element(self, term: Term, default: str = "f32") -> str:
+        """The element type ``term`` is written in (``default`` for a term of no type of its own)."""
+        return self.elements(term) or default
+
+    def type(self, shape: Shape, element: str) -> str:
+        return tensor_type(shape, element)
+
+    def term_type(self, term: Term) -> str:
+        return tensor_type(self.shape(term), self.element(term))
 
     def fresh(self) -> str:
         self.count += 1
@@ -195,7 +248,8 @@ class _Writer:
 
     def function(self, name: str, results: list[Term]) -> str:
         self.fused = fused_terms(results)
-        self.transposed = recognize.transposed_products(results, use_counts(results), self.shape)
+        self.uses = use_counts(results)
+        self.transposed = recognize.transposed_products(results, self.uses, self.shape)
         shapes = [self.shape(term) for term in results]
         if any(shape is None for shape in shapes):
             raise UnsupportedOp("a result is a bare constant, whose shape the terms do not fix")
@@ -203,145 +257,210 @@ class _Writer:
         for scale in recognize.row_scale_terms(results, use_counts(results), self.shape):
             self.value(scale.root)
         values = [self.value(term) for term in results]
-        args = ", ".join(f"%arg{i}: {self.type(s)}" for i, s in enumerate(self.arg_shapes))
-        types = [self.type(s) for s in shapes]
+        args = ", ".join(f"%arg{i}: {self.type(s, e)}"
+                         for i, (s, e) in enumerate(zip(self.arg_shapes, self.arg_elements, strict=True)))
+        types = [self.term_type(term) for term in results]
         signature = types[0] if len(types) == 1 else f"({', '.join(types)})"
         body = "\n".join(self.lines)
         return (f"func.func @{name}({args}) -> {signature} {{\n{body}\n"
                 f"  return {', '.join(values)} : {', '.join(types)}{self.location}\n}}{self.location}\n")
 
-    def value(self, term: Term, context: Shape | None = None) -> str:
-        """The SSA name holding ``term`` (a splat is filled to ``context``)."""
-        key = (term, context if term.op == "splat" else None)
+    def value(self, term: Term, context: Shape | None = None, element: str = "f32") -> str:
+        """The SSA name holding ``term`` (a splat is filled to ``context``, in ``element``)."""
+        key = (term, context, element) if term.op == "splat" else (term, None, None)
         if key not in self.names:
-            self.names[key] = self._emit(term, context)
+            self.names[key] = self._emit(term, context, element)
         return self.names[key]
 
-    def _filled(self, shape: Shape, value: float) -> str:
-        constant = self.emit(f"arith.constant {float_literal(value, self.element)} : {self.element}")
-        empty = self.emit(f"tensor.empty() : {self.type(shape)}")
-        return self.emit(f"linalg.fill ins({constant} : {self.element}) outs({empty} : {self.type(shape)}) "
-                         f"-> {self.type(shape)}")
+    def _filled(self, shape: Shape, value: float, element: str) -> str:
+        constant = self.emit(f"arith.constant {float_literal(value, element)} : {element}")
+        empty = self.emit(f"tensor.empty() : {self.type(shape, element)}")
+        return self.emit(f"linalg.fill ins({constant} : {element}) outs({empty} : {self.type(shape, element)}) "
+                         f"-> {self.type(shape, element)}")
 
-    def _emit(self, term: Term, context: Shape | None) -> str:
+    def _emit(self, term: Term, context: Shape | None, element: str) -> str:
         op, args, attrs = term.op, term.args, term.attrs
         if op == "arg":
             return f"%arg{attrs[0]}"
         if op == "splat":
             if context is None:
                 raise UnsupportedOp("a constant is used where no shape fixes it")
-            return self._filled(context, attrs[0])
+            return self._filled(context, attrs[0], element)
         shape = self.shape(term)
-        out = self.type(shape)
-        if op == "matmul" and term in self.transposed:
-            return self._contraction_of_transposed(term, shape)
+        out = self.term_type(term)
         if op == "matmul":
-            a, b = (self.value(x) for x in args)
-            named = "linalg.batch_matmul" if len(shape) == 3 else "linalg.matmul"
-            init = self._filled(shape, 0.0)
-            return self.emit(f"{named} ins({a}, {b} : {self.type(self.shape(args[0]))}, "
-                             f"{self.type(self.shape(args[1]))}) outs({init} : {out}) -> {out}")
+            return self._product(term, shape)
         if op == "transpose":
             rank = len(shape)
             perm = [*range(rank - 2), rank - 1, rank - 2]
             empty = self.emit(f"tensor.empty() : {out}")
-            return self.emit(f"linalg.transpose ins({self.value(args[0])} : {self.type(self.shape(args[0]))}) "
+            return self.emit(f"linalg.transpose ins({self.value(args[0])} : {self.term_type(args[0])}) "
                              f"outs({empty} : {out}) permutation = {perm}")
         if op == "concat":
             a, b = (self.value(x) for x in args)
-            return self.emit(f"tensor.concat dim({attrs[0]}) {a}, {b} : ({self.type(self.shape(args[0]))}, "
-                             f"{self.type(self.shape(args[1]))}) -> {out}")
+            return self.emit(f"tensor.concat dim({attrs[0]}) {a}, {b} : ({self.term_type(args[0])}, "
+                             f"{self.term_type(args[1])}) -> {out}")
         if op == "slice_":
             source = self.shape(args[0])
             offsets = [attrs[1] if d == attrs[0] else 0 for d in range(len(source))]
             return self.emit(f"tensor.extract_slice {self.value(args[0])}{offsets} {list(shape)} "
-                             f"{[1] * len(shape)} : {self.type(source)} to {out}")
+                             f"{[1] * len(shape)} : {self.term_type(args[0])} to {out}")
         if op in _REDUCE_OPS:
             return self._reduce(term, shape)
         return self._pointwise(term, shape)
 
-    def _generic(self, inputs: list[tuple[str, Shape, list[int]]], shape: Shape, iterators: list[str],
-                 out_dims: list[int], init: str, body: list[str], result: str) -> str:
-        """A linalg.generic over ``len(iterators)`` loops; ``inputs`` are (value, shape, loops it reads)."""
+    def _product(self, term: Term, shape: Shape) -> str:
+        """A product into a zero-filled init of its own type, reading the tensors of :func:`product_reads`:
+        ``linalg.matmul``, ``linalg.batch_matmul`` at rank 3, a contraction generic at higher ranks. A batched
+        operand that is a transpose used nowhere else is read through the product's maps instead (the inverse
+        of how a contraction's maps translate); an attention's scores (recognize.transposed_products) are one
+        contraction generic reading K so, as the host's attention kernel takes them."""
+        element = self.element(term)
+        reads = list(product_reads(term, self.elements))
+        direct = reads if len(shape) == 2 else [
+            x.args[0] if x.op == "transpose" and (self.uses.get(x) == 1 or (i == 1 and term in self.transposed))
+            else x for i, x in enumerate(reads)]
+        swapped = [x is not y for x, y in zip(direct, reads, strict=True)]
+        if len(shape) > 3 or term in self.transposed:
+            return self._contraction(direct, swapped, shape, element)
+        a, b = (self.value(x, self.shape(x), element) for x in direct)
+        types = ", ".join(self.type(self.shape(x), self.element(x, element)) for x in direct)
+        init = self._filled(shape, 0.0, element)
+        out = self.type(shape, element)
+        if len(shape) == 2:
+            return self.emit(f"linalg.matmul ins({a}, {b} : {types}) outs({init} : {out}) -> {out}")
+        maps = ""
+        if any(swapped):
+            lhs = "(b, k, m)" if swapped[0] else "(b, m, k)"
+            rhs = "(b, n, k)" if swapped[1] else "(b, k, n)"
+            maps = (f" indexing_maps = [affine_map<(b, m, n, k) -> {lhs}>, affine_map<(b, m, n, k) -> {rhs}>, "
+                    "affine_map<(b, m, n, k) -> (b, m, n)>]")
+        return self.emit(f"linalg.batch_matmul{maps} ins({a}, {b} : {types}) outs({init} : {out}) -> {out}")
+
+    def _contraction(self, operands: list[Term], transposed: list[bool], shape: Shape, element: str) -> str:
+        """The product of ``operands`` (each read with its last two axes swapped where ``transposed`` says) as
+        one contraction generic over every batch axis, accumulated in ``element`` (narrower inputs extended as
+        read)."""
+        rank = len(shape)
+        batch, row, col, red = list(range(rank - 2)), rank - 2, rank - 1, rank
+        dims = [[row, red], [red, col]]
+        inputs = [(self.value(x, self.shape(x), element), self.shape(x),
+                   [*batch, *(reversed(d) if swap else d)], self.element(x, element))
+                  for x, d, swap in zip(operands, dims, transposed, strict=True)]
+        body, read = [], []
+        for index, (_, _, _, source) in enumerate(inputs):
+            if source == element:
+                read.append(f"%in{index}")
+            else:
+                body.append(f"%r{len(body)} = arith.extf %in{index} : {source} to {element}")
+                read.append(f"%r{len(body) - 1}")
+        body += [f"%r{len(body)} = arith.mulf {read[0]}, {read[1]} : {element}",
+                 f"%r{len(body) + 1} = arith.addf %out, %r{len(body)} : {element}"]
+        init = self._filled(shape, 0.0, element)
+        return self._generic(inputs, shape, element, ["parallel"] * rank + ["reduction"], [*batch, row, col], init,
+                             body, f"%r{len(body) - 1}")
+
+    def _generic(self, inputs: list[tuple[str, Shape, list[int], str]], shape: Shape, element: str,
+                 iterators: list[str], out_dims: list[int], init: str, body: list[str], result: str) -> str:
+        """A linalg.generic over ``len(iterators)`` loops; ``inputs`` are (value, shape, loops it reads, element
+        type); it yields ``result``, a tensor of ``shape`` and ``element``."""
         loops = _LOOPS[:len(iterators)]
 
         def amap(dims: list[int]) -> str:
             return f"affine_map<({', '.join(loops)}) -> ({', '.join(loops[d] for d in dims)})>"
 
-        maps = ", ".join([*(amap(dims) for _, _, dims in inputs), amap(out_dims)])
-        ins = f"ins({', '.join(v for v, _, _ in inputs)} : {', '.join(self.type(s) for _, s, _ in inputs)}) " \
-            if inputs else ""
-        block_args = ", ".join([*(f"%in{i}: {self.element}" for i in range(len(inputs))), f"%out: {self.element}"])
+        maps = ", ".join([*(amap(dims) for _, _, dims, _ in inputs), amap(out_dims)])
+        types = ", ".join(self.type(s, e) for _, s, _, e in inputs)
+        ins = f"ins({', '.join(v for v, _, _, _ in inputs)} : {types}) " if inputs else ""
+        block_args = ", ".join([*(f"%in{i}: {e}" for i, (_, _, _, e) in enumerate(inputs)), f"%out: {element}"])
         kinds = ", ".join(f'"{kind}"' for kind in iterators)
         text = (f"linalg.generic {{indexing_maps = [{maps}], iterator_types = [{kinds}]}}\n"
-                f"      {ins}outs({init} : {self.type(shape)}) {{\n"
+                f"      {ins}outs({init} : {self.type(shape, element)}) {{\n"
                 f"    ^bb0({block_args}):\n"
                 + "".join(f"      {line}\n" for line in body)
-                + f"      linalg.yield {result} : {self.element}\n    }} -> {self.type(shape)}")
+                + f"      linalg.yield {result} : {element}\n    }} -> {self.type(shape, element)}")
         return self.emit(text)
 
-    def _scalar(self, term: Term, dims: list[int], inputs: list[tuple[str, Shape, list[int]]], body: list[str],
-                fuse: bool = False) -> str:
-        """The body value of ``term`` at the loops ``dims`` (one per axis of ``term``).
+    def _scalar(self, term: Term, dims: list[int], inputs: list[tuple[str, Shape, list[int], str]],
+                body: list[str], element: str, fuse: bool = False) -> str:
+        """The body value of ``term`` at the loops ``dims`` (one per axis of ``term``), of type ``element``
+        where ``term`` has none of its own (a splat).
 
         Splats become constants; ``term`` itself (when ``fuse``) and every
         operand of :func:`fused_terms` are computed in the body; anything
         else is materialized and read as an input.
         """
+        element = self.element(term, element)
         if term.op == "splat":
-            body.append(f"%c{len(body)} = arith.constant {float_literal(term.attrs[0], self.element)} : "
-                        f"{self.element}")
+            body.append(f"%c{len(body)} = arith.constant {float_literal(term.attrs[0], element)} : {element}")
             return f"%c{len(body) - 1}"
         if fuse or term in self.fused:
             if term.op == "broadcast":
                 (source,), (axis, _) = term.args, term.attrs
-                return self._scalar(source, dims[:axis] + dims[axis + 1:], inputs, body)
-            operands = [self._scalar(arg, dims, inputs, body) for arg in term.args]
+                return self._scalar(source, dims[:axis] + dims[axis + 1:], inputs, body, element)
+            if term.op == "cast":
+                return self._cast(term, dims, inputs, body)
+            operands = [self._scalar(arg, dims, inputs, body, element) for arg in term.args]
             op_name = _BINARY_OPS.get(term.op) or _UNARY_OPS[term.op]
-            body.append(f"%r{len(body)} = {op_name} {', '.join(operands)} : {self.element}")
+            body.append(f"%r{len(body)} = {op_name} {', '.join(operands)} : {element}")
             return f"%r{len(body) - 1}"
-        read = (self.value(term), self.shape(term), dims)
+        read = (self.value(term), self.shape(term), dims, element)
         if read not in inputs:
             inputs.append(read)
         return f"%in{inputs.index(read)}"
 
-    def _contraction_of_transposed(self, term: Term, shape: Shape) -> str:
-        """``matmul(a, transpose(b))`` as one contraction reading ``b`` through a transposed map (the scores of an
-        attention, as the host's attention kernel takes them)."""
-        a, b = self.value(term.args[0]), self.value(term.args[1].args[0])
-        rank = len(shape)
-        batch, row, col, red = list(range(rank - 2)), rank - 2, rank - 1, rank
-        inputs = [(a, self.shape(term.args[0]), [*batch, row, red]), (b, self.shape(term.args[1].args[0]),
-                                                                        [*batch, col, red])]
-        init = self._filled(shape, 0.0)
-        body = ["%r0 = arith.mulf %in0, %in1 : " + self.element, "%r1 = arith.addf %out, %r0 : " + self.element]
-        return self._generic(inputs, shape, ["parallel"] * rank + ["reduction"], [*batch, row, col], init, body,
-                             "%r1")
+    def _cast(self, term: Term, dims: list[int], inputs: list[tuple[str, Shape, list[int], str]],
+              body: list[str]) -> str:
+        """The body value of a cast: ``arith.extf`` to a wider type, ``arith.truncf`` to a narrower one."""
+        (source,), target = term.args, str(term.attrs[0])
+        element = self.element(source, target)
+        value = self._scalar(source, dims, inputs, body, element)
+        if element == target:
+            return value
+        if ELEMENT_BYTES[target] > ELEMENT_BYTES[element]:
+            conversion = "arith.extf"
+        elif ELEMENT_BYTES[target] < ELEMENT_BYTES[element]:
+            conversion = "arith.truncf"
+        else:
+            raise UnsupportedOp(f"no single conversion from {element} to {target}")
+        body.append(f"%r{len(body)} = {conversion} {value} : {element} to {target}")
+        return f"%r{len(body) - 1}"
 
     def _pointwise(self, term: Term, shape: Shape) -> str:
         """A pointwise term or a broadcast, with its single-use pointwise operands fused into one generic."""
         if term.op not in FUSIBLE:
             raise UnsupportedOp(f"no MLIR form for '{term.op}'")
-        inputs: list[tuple[str, Shape, list[int]]] = []
+        element = self.element(term)
+        inputs: list[tuple[str, Shape, list[int], str]] = []
         body: list[str] = []
         dims = list(range(len(shape)))
-        result = self._scalar(term, dims, inputs, body, fuse=True)
-        init = self.emit(f"tensor.empty() : {self.type(shape)}")
-        return self._generic(inputs, shape, ["parallel"] * len(shape), dims, init, body, result)
+        result = self._scalar(term, dims, inputs, body, element, fuse=True)
+        init = self.emit(f"tensor.empty() : {self.type(shape, element)}")
+        return self._generic(inputs, shape, element, ["parallel"] * len(shape), dims, init, body, result)
 
     def _reduce(self, term: Term, shape: Shape) -> str:
-        """A reduction, reading its operand through the same fusion as :meth:`_pointwise`."""
+        """A reduction, reading its operand through the same fusion as :meth:`_pointwise`.
+
+        Every loop of a generic must be read by some operand; the output does
+        not read the reduced one, so when the fused operands do not either
+        (a reduction along an axis that a fused broadcast made), the operand
+        is materialized and read whole.
+        """
         (arg,), (axis,) = term.args, term.attrs
+        element = self.element(term)
         source = self.shape(arg)
         combine, neutral = _REDUCE_OPS[term.op]
-        init = self._filled(shape, neutral)
+        init = self._filled(shape, neutral, element)
         iterators = ["reduction" if d == axis else "parallel" for d in range(len(source))]
         out_dims = [d for d in range(len(source)) if d != axis]
-        inputs: list[tuple[str, Shape, list[int]]] = []
+        inputs: list[tuple[str, Shape, list[int], str]] = []
         body: list[str] = []
-        value = self._scalar(arg, list(range(len(source))), inputs, body)
-        body.append(f"%r{len(body)} = {combine} %out, {value} : {self.element}")
-        return self._generic(inputs, shape, iterators, out_dims, init, body, f"%r{len(body) - 1}")
+        value = self._scalar(arg, list(range(len(source))), inputs, body, element)
+        if not any(axis in dims for _, _, dims, _ in inputs):
+            inputs, body = [(self.value(arg), source, list(range(len(source))), self.element(arg, element))], []
+            value = "%in0"
+        body.append(f"%r{len(body)} = {combine} %out, {value} : {element}")
+        return self._generic(inputs, shape, element, iterators, out_dims, init, body, f"%r{len(body) - 1}")
 
 
 @dataclass(frozen=True)
@@ -362,18 +481,23 @@ class Parts:
 
 
 def split_functions(name: str, shapes: list[tuple[int, ...]], prepared: tuple[Term, ...], results: tuple[Term, ...],
-                    element: str, location: str) -> Parts:
+                    element: str | list[str], location: str) -> Parts:
     """The texts of @name_prepare (computing ``prepared`` from the arguments) and @name_apply (computing
-    ``results`` from the arguments and the prepared values, numbered after them); every op at ``location``."""
+    ``results`` from the arguments and the prepared values, numbered after them); every op at ``location``.
+    ``element`` is the arguments' element type, or each one's."""
     arity = len(shapes)
+    elements = [element] * arity if isinstance(element, str) else list(element)
     prepared_shapes = [Shapes(list(shapes))(term) for term in prepared]
+    typed = Elements(list(elements))
+    prepared_elements = [typed(term) or "f32" for term in prepared]
     prepare_args = sorted(argument_indices(prepared))
     apply_args = sorted(i for i in argument_indices(results) if i < arity)
     prepare = function_text(f"{name}_prepare", [shapes[i] for i in prepare_args],
                             [renamed_arguments(t, {a: k for k, a in enumerate(prepare_args)}) for t in prepared],
-                            element, location)
+                            [elements[i] for i in prepare_args], location)
     into_apply = {a: k for k, a in enumerate(apply_args)}
     into_apply.update({arity + j: len(apply_args) + j for j in range(len(prepared))})
     apply = function_text(f"{name}_apply", [shapes[i] for i in apply_args] + prepared_shapes,
-                          [renamed_arguments(t, into_apply) for t in results], element, location)
+                          [renamed_arguments(t, into_apply) for t in results],
+                          [elements[i] for i in apply_args] + prepared_elements, location)
     return Parts(prepare, apply, tuple(prepare_args), (*apply_args, *(-(j + 1) for j in range(len(prepared)))))

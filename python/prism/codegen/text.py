@@ -65,11 +65,13 @@ class TextBuilder:
         self._branch_closed: int | None = None  # the line closing an scf.if that an else_ may follow
 
     def fresh(self, hint: str = "v") -> str:
-        """A new SSA name from ``hint`` (never ``c``, whose names are the index constants')."""
+        """A new SSA name from ``hint`` (never ``c``, whose names are the index constants'). A hint that ends in
+        a digit is kept apart from the count (``r2`` at 83 is ``%r2_83``, never ``%r283``, which is ``r`` at
+        283)."""
         if hint == "c":
             raise ValueError("the hint 'c' would make names like those of index constants (%c16)")
         self._count += 1
-        return f"%{hint}{self._count}"
+        return f"%{hint}_{self._count}" if hint[-1:].isdigit() else f"%{hint}{self._count}"
 
     def add(self, line: str) -> None:
         """Append one line at the current depth."""

@@ -85,12 +85,6 @@ class Script:
                  f": ({ANY}) -> ({ANY}, {ANY})")
         return tiled, loop
 
-    def decompose(self, op: str) -> str:
-        """Rewrite each op of ``op`` that aggregates others (``linalg.softmax``) as the ops it stands for."""
-        handle = self.fresh()
-        self.add(f"{handle} = transform.structured.decompose_interface {op} : ({ANY}) -> {ANY}")
-        return handle
-
     def generalize(self, op: str) -> str:
         """Rewrite each named Linalg op of ``op`` as the linalg.generic it stands for."""
         handle = self.fresh()

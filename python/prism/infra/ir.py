@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlir import ir, passmanager
+from mlir.dialects.transform import interpreter
 
 from prism.dialects import load_prism_dialect
-from prism.infra.diagnostics import prism_error_from
+from prism.infra.diagnostics import SCRIPT_LOCATION, prism_error_from
 from prism.infra.errors import ParseError, PassFailed, PrismError
 
 
@@ -134,6 +135,102 @@ def normalize_elementwise(module: ir.Module) -> None:
     except ir.MLIRError as error:
         raise prism_error_from(error, PassFailed, prefix="conversion of tensor arith and math ops to linalg "
                                                          "failed: ") from None
+
+
+# Ops that stand for several others (linalg's AggregatedOpInterface), rewritten as what they stand for.
+AGGREGATE_OPS = frozenset({"linalg.softmax"})
+# Named Linalg ops that are not contractions, rewritten as the linalg.generic they stand for. Contractions
+# (linalg.matmul, linalg.batch_matmul, linalg.contract, ...) stay named: the search reads their roles.
+GENERALIZED_OPS = frozenset({
+    "linalg.reduce", "linalg.broadcast", "linalg.transpose", "linalg.map", "linalg.elementwise", "linalg.copy",
+    "linalg.add", "linalg.sub", "linalg.mul", "linalg.div", "linalg.div_unsigned", "linalg.max", "linalg.min",
+    "linalg.exp", "linalg.log", "linalg.abs", "linalg.ceil", "linalg.floor", "linalg.negf", "linalg.reciprocal",
+    "linalg.round", "linalg.sqrt", "linalg.rsqrt", "linalg.square", "linalg.tanh", "linalg.erf", "linalg.powf",
+    "linalg.select",
+})
+_ANY = "!transform.any_op"
+_SCRIPT_LOC = f'loc("{SCRIPT_LOCATION}")'
+
+
+def _normalization_script(decompose: list[str], generalize: list[str]) -> str:
+    """The transform script that decomposes the ops named ``decompose``, then generalizes those named
+    ``generalize`` (each list may be empty)."""
+    lines = []
+    for index, (names, transform) in enumerate([(decompose, "decompose_interface"), (generalize, "generalize")]):
+        if names:
+            quoted = ", ".join(f'"{name}"' for name in names)
+            lines += [f"%m{index} = transform.structured.match ops{{[{quoted}]}} in %root : ({_ANY}) -> {_ANY}",
+                      f"%r{index} = transform.structured.{transform} %m{index} : ({_ANY}) -> {_ANY}"]
+    body = "\n".join(f"    {line} {_SCRIPT_LOC}" for line in [*lines, "transform.yield"])
+    return ("module attributes {transform.with_named_sequence} {\n"
+            f"  transform.named_sequence @__transform_main(%root: {_ANY} {{transform.readonly}}) {{\n"
+            f"{body}\n  }} {_SCRIPT_LOC}\n}}\n")
+
+
+def _decomposable(op: ir.Operation) -> bool:
+    """``op`` is an aggregate op on ranked float tensors, which upstream's decomposition handles."""
+    return all(isinstance(v.type, ir.RankedTensorType) and isinstance(ir.ShapedType(v.type).element_type,
+                                                                        ir.FloatType)
+               for v in [*op.operands, *op.results])
+
+
+def _block_ops(module: ir.Module) -> list[list[ir.Operation]]:
+    """The ops of each function's body, by function."""
+    return [[op.operation for op in func.regions[0].blocks[0].operations] for func in module.body.operations
+            if func.operation.name == "func.func" and len(func.operation.regions[0].blocks)]
+
+
+def _apply(module: ir.Module, text: str, stage: str) -> None:
+    """Apply the transform script ``text`` to ``module``; a failure is a PassFailed naming ``stage``."""
+    script = ir.Module.parse(text, context=module.context)
+    try:
+        interpreter.apply_named_sequence(module.operation, script.body.operations[0], script)
+    except ir.MLIRError as error:
+        raise prism_error_from(error, PassFailed, prefix=f"{stage} failed: ") from None
+    except ValueError as error:
+        raise PassFailed(f"{stage} failed: {str(error).strip().splitlines()[-1]}") from None
+
+
+def generalize_named(module: ir.Module, names: list[str], decompose: list[str] | None = None) -> None:
+    """Rewrite every op named in ``names`` as its ``linalg.generic`` (after decomposing the aggregate ops
+    named in ``decompose``), keeping their ``prism.*`` attributes.
+
+    Generalization drops an op's discardable attributes; a named op and its
+    generic hold the same position in their function's body, so they are put
+    back by position (decomposition, which changes positions, runs first).
+    """
+    if decompose:
+        _apply(module, _normalization_script(decompose, []), "decomposition of aggregate ops")
+    if not names:
+        return
+    kept = {(f, i): [(name, op.attributes[name]) for name in op.attributes if name.startswith("prism.")]
+            for f, ops in enumerate(_block_ops(module)) for i, op in enumerate(ops) if op.name in names}
+    _apply(module, _normalization_script([], names), "generalization of named ops")
+    ops = _block_ops(module)
+    for (f, i), attributes in kept.items():
+        for name, value in attributes:
+            ops[f][i].attributes[name] = value
+
+
+def normalize_program(module: ir.Module) -> None:
+    """Rewrite ``module`` in place, deterministically, into the one spelling that Prism's passes, its algebra
+    and its kernels read:
+
+    - elementwise ``arith``/``math`` ops on whole tensors as generics (:func:`normalize_elementwise`);
+    - aggregate ops (``linalg.softmax``) as their parts: a row max, the exp of the difference, a row sum and a
+      division;
+    - named Linalg ops that are not contractions (GENERALIZED_OPS: ``linalg.reduce``, ``linalg.broadcast``,
+      ``linalg.transpose``, ``linalg.map``, ``linalg.elementwise``, ``linalg.add``, ``linalg.exp``,
+      ``linalg.copy``, ...) as ``linalg.generic`` ops.
+
+    Other ops, and aggregate ops on other than ranked float tensors, are left as they are. A module already in
+    this form is left untouched, so the call is cheap and may be repeated.
+    """
+    normalize_elementwise(module)
+    found = list(iter_ops(module))
+    aggregates = [op for op in found if op.name in AGGREGATE_OPS]
+    decompose = sorted({op.name for op in aggregates}) if all(_decomposable(op) for op in aggregates) else []
+    generalize_named(module, sorted({op.name for op in found} & GENERALIZED_OPS), decompose)
 
 
 def check_ir(module: ir.Module, after: str) -> None:

@@ -22,7 +22,7 @@ from mlir import ir, passmanager
 
 from prism.infra.diagnostics import prism_error_from
 from prism.infra.errors import PassFailed, PipelineError, PrismError
-from prism.infra.ir import check_ir, make_context, normalize_elementwise
+from prism.infra.ir import check_ir, make_context, normalize_program
 from prism.infra.passbase import Pass, PassContext
 
 # A pass and its options: a name, then at most one brace group that ends the element.
@@ -185,15 +185,15 @@ def _checking_context() -> ir.Context:
 def run_pipeline(module: ir.Module, steps: Sequence[Step], ctx: PassContext) -> None:
     """Run ``steps`` in order, verifying the IR after each; errors are prefixed with the pass that raised them.
 
-    Prism's passes read Linalg: elementwise ops on whole tensors are rewritten as generics before each
-    (:func:`~prism.infra.ir.normalize_elementwise`).
+    Prism's passes read Linalg in one spelling: elementwise ops on whole tensors, aggregate ops and named ops
+    that are not contractions are rewritten as generics before each (:func:`~prism.infra.ir.normalize_program`).
     """
     for step in steps:
         ctx.current = step.NAME if isinstance(step, Pass) else ""
         try:
             with module.context, ir.Location.unknown():
                 if isinstance(step, Pass):
-                    normalize_elementwise(module)
+                    normalize_program(module)
                 step.run(module, ctx)
         except PrismError as error:
             error.prefix(ctx.current)

@@ -88,8 +88,12 @@ def _difference(want: np.ndarray, have: np.ndarray, dtype: str) -> tuple[tuple[i
     """Where two results differ beyond the tolerance, with both values; None if they agree."""
     if want.shape != have.shape:
         return (), float("nan"), float("nan")
-    error = np.abs(want.astype(np.float64) - have.astype(np.float64))
-    scale = max(1.0, float(np.abs(want).max(initial=0.0)))
+    wide, other = want.astype(np.float64), have.astype(np.float64)
+    # NaN where both have NaN, and one infinity where both have it, agree; NaN or inf on one side only differs.
+    same = (wide == other) | (np.isnan(wide) & np.isnan(other))
+    error = np.where(same, 0.0, np.abs(wide - other))
+    error = np.where(np.isnan(error), np.inf, error)
+    scale = max(1.0, float(np.abs(wide[np.isfinite(wide)]).max(initial=0.0)))
     names = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
     tolerance = TOLERANCE.get(names.get(dtype, "f32"), 1e-3)
     if not error.size or error.max() <= tolerance * scale:

@@ -174,7 +174,7 @@ def _binary(body: list[ir.Operation], yielded: ir.Value, names: tuple[str, ...],
 def _contraction(op: ir.Operation) -> tuple[list[int], int, int, int] | None:
     """(batch, row, column, reduced) loops of ``out[.., r, c] += x[.., r, red] * y[.., ?, ?]`` with a zero init."""
     maps = _maps(op)
-    if None in maps or filled_constant(op.operands[2]) != 0.0:
+    if len(op.operands) != 3 or len(maps) != 3 or None in maps or filled_constant(op.operands[2]) != 0.0:
         return None
     loops = ir.AffineMapAttr(ir.ArrayAttr(op.attributes["indexing_maps"])[0]).value.n_dims
     reduced = [d for d in range(loops) if d not in maps[2]]

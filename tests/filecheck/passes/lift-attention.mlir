@@ -2,7 +2,8 @@
 // RUN: prism-opt %s --target=host -p prism-lift,prism-prune,prism-select,prism-instantiate | filecheck %s --check-prefix=CHOSEN
 // RUN: prism-opt %s -p 'prism-lift{target=h200}' 2>/dev/null | filecheck %s --check-prefix=GPU
 
-// An attention chain (here through linalg.softmax, the scores scaled by an op of their own) is one family on
+// An attention chain (here through linalg.softmax, which every pass reads as its parts: a row max, the exp of the
+// difference, a row sum and a division; the scores scaled by an op of their own) is one family on
 // the host: its ops and the inits they read move into the payload, and the call takes Q, K and V.
 // CHECK-NOT:   remark
 // CHECK-LABEL: func.func @attention
@@ -18,7 +19,10 @@
 // CHECK:         linalg.fill
 // CHECK:         linalg.generic
 // CHECK:         linalg.generic
-// CHECK:         linalg.softmax
+// CHECK-NOT:     linalg.softmax
+// CHECK:           arith.maxnumf
+// CHECK:           math.exp
+// CHECK:           arith.divf
 // CHECK:         linalg.batch_matmul
 // CHECK-NEXT:    return
 
@@ -26,14 +30,16 @@
 // CHOSEN-LABEL: func.func @attention
 // CHOSEN:        linalg.generic {{.*}} ins(%arg0, %arg1 : {{.*}} attrs = {prism.attention = {BKV = {{[0-9]+}} : i64, BQ = {{[0-9]+}} : i64, KVS = 1 : i64, RM = {{[0-9]+}} : i64, RN = {{[0-9]+}} : i64}
 // CHOSEN-NOT:    prism.choice
-// CHOSEN:        linalg.softmax
+// CHOSEN:          arith.maxnumf
+// CHOSEN:          arith.divf
 // CHOSEN-NOT:    call
 // CHOSEN-NOT:  func.func private
 
 // A GPU target has no attention family: the two products are lifted as batched GEMMs.
 // GPU-LABEL:   func.func @attention
 // GPU:           call @attention_family0(
-// GPU:           linalg.softmax
+// GPU:             arith.maxnumf
+// GPU:             arith.divf
 // GPU:           call @attention_family1(
 // GPU:         "prism.family"(){{.*}}kind = "batch_gemm"
 // GPU:         "prism.family"(){{.*}}kind = "batch_gemm"

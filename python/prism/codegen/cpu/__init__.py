@@ -73,11 +73,9 @@ from prism.codegen.cpu.kernel import KERNEL_NAME, inline_kernel
 from prism.codegen.cpu.prepare import Planned, prepare_weights
 from prism.codegen.cpu.rows import fuse_rows
 from prism.codegen.cpu.schedule import (
-    AGGREGATE_OPS,
     CpuGemm,
     CpuSchedule,
     collect_gemms,
-    decompose_script,
     gemm_script,
     kernel_plan,
     kernel_serves_as_written,
@@ -90,7 +88,7 @@ from prism.codegen.upstream import apply_script, run_passes
 from prism.infra import attrs
 from prism.infra.diagnostics import describe_ops
 from prism.infra.errors import PipelineError
-from prism.infra.ir import normalize_elementwise
+from prism.infra.ir import normalize_program
 from prism.infra.passbase import PassContext
 from prism.search.families import registered_families
 from prism.targets.host import host_target
@@ -131,16 +129,14 @@ class CpuLowering(Lowering):
     @staticmethod
     def _normalize(module: ir.Module) -> None:
         """Refuse what cannot be lowered, then put the program in the form the kernels match: the program's calls
-        inlined, tensor arith/math as generics, crowded expansions as reshapes, booleans in bytes, aggregate ops
-        decomposed."""
+        inlined and normalized (:func:`~prism.infra.ir.normalize_program`), crowded expansions as reshapes, booleans
+        in bytes."""
         check_module(module)
         rewrites.inline_calls(module)
-        normalize_elementwise(module)
+        normalize_program(module)
         reshape_dynamic_expansions(module)
         rewrites.record_signatures(module)
         widen_booleans(module)
-        if _contains(module, AGGREGATE_OPS):
-            apply_script(module, decompose_script(), "decomposition of aggregate ops")
 
     def _plan_gemms(self, module: ir.Module, transform_path: list[CpuGemm]) -> list[Planned]:
         """The contractions Prism's GEMM kernel can run, with their plans; the others join ``transform_path``
@@ -309,18 +305,6 @@ def _by_function(module: ir.Module, kernels: list[Kernel]) -> list[dict]:
              if op.operation.name == "func.func"]
     return [{"function": name, "count": len(mine), "kernels": [{"kind": k.kind, "ops": k.ops} for k in mine]}
             for name in names if (mine := [k for k in kernels if k.function == name])]
-
-
-def _contains(module: ir.Module, names: tuple[str, ...]) -> bool:
-    found = False
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        nonlocal found
-        found = op.name in names
-        return ir.WalkResult.INTERRUPT if found else ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return found
 
 
 def kernel_report(module: ir.Module, threads: int, vector_bits: int = 256) -> list[dict]:

@@ -306,18 +306,6 @@ def tag_transposes(module: ir.Module) -> list[list[int]]:
     return tiles
 
 
-# Ops that stand for several others (linalg's AggregatedOpInterface): the host lowers what they stand for.
-AGGREGATE_OPS = ("linalg.softmax",)
-
-
-def decompose_script() -> str:
-    """The script that rewrites every AGGREGATE_OPS op as its parts (softmax: a row max, exp of the
-    difference, a row sum and a division, as linalg.generic ops)."""
-    s = Script()
-    s.decompose(s.match_ops(list(AGGREGATE_OPS)))
-    return s.text()
-
-
 def transpose_script(tiles: list[list[int]]) -> str:
     """The script that runs each tagged transpose as parallel, vectorized register tiles.
 

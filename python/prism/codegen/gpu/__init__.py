@@ -32,18 +32,16 @@ from __future__ import annotations
 from mlir import ir
 
 from prism.codegen.checks import check_module
-from prism.codegen.cpu.schedule import AGGREGATE_OPS, decompose_script
 from prism.codegen.gpu import manifest as manifests
 from prism.codegen.gpu.kernels import emit_step
 from prism.codegen.gpu.plan import FunctionPlan, plan_function
 from prism.codegen.gpu.ptx import MODULE_NAME, PTX_FEATURES, module_text, to_ptx
 from prism.codegen.gpu.spec import Kernel
 from prism.codegen.stages import Lowering, run_stages
-from prism.codegen.transform import Script
-from prism.codegen.upstream import apply_script, run_passes
+from prism.codegen.upstream import run_passes
 from prism.infra.diagnostics import display_location
 from prism.infra.errors import PipelineError, UnsupportedOp
-from prism.infra.ir import iter_ops, normalize_elementwise
+from prism.infra.ir import generalize_named, iter_ops, normalize_program
 from prism.infra.passbase import PassContext
 from prism.search.families import registered_families
 
@@ -69,7 +67,7 @@ class GpuLowering(Lowering):
     def plan(self, module: ir.Module) -> None:
         """Normalize, then plan every public function (see :mod:`.plan`); tag each op with its kernel."""
         check_module(module)
-        normalize_elementwise(module)
+        normalize_program(module)
         run_passes(module, _NORMALIZE, "normalization for the GPU")
         _generalize(module)
         families = [(f.kind, f.kernels["gpu"]) for f in registered_families() if "gpu" in f.kernels]
@@ -163,36 +161,10 @@ class GpuLowering(Lowering):
 
 
 def _generalize(module: ir.Module) -> None:
-    """Aggregate ops (``linalg.softmax``) as their parts, then every named Linalg op but fills as a generic."""
-    if any(op.name in AGGREGATE_OPS for op in iter_ops(module)):
-        apply_script(module, decompose_script(), "decomposition of aggregate ops")
-    names = sorted({op.name for op in iter_ops(module) if op.name.startswith("linalg.")} - _KEPT_NAMED)
-    if not names:
-        return
-    kept = _prism_attributes(module)
-    script = Script()
-    script.generalize(script.match_ops(names))
-    apply_script(module, script.text(), "generalization of named ops")
-    for (func, index), attributes in kept.items():
-        op = _block_ops(module)[func][index]
-        for name, value in attributes:
-            op.attributes[name] = value
-
-
-def _block_ops(module: ir.Module) -> list[list[ir.Operation]]:
-    return [[op.operation for op in f.regions[0].blocks[0].operations] for f in _functions(module)]
-
-
-def _prism_attributes(module: ir.Module) -> dict[tuple[int, int], list[tuple[str, ir.Attribute]]]:
-    """The ``prism.*`` attributes of each op (by function and position), which generalization would drop: the
-    search's choice among them. A named op and its generic form hold the same position."""
-    kept = {}
-    for f, ops in enumerate(_block_ops(module)):
-        for i, op in enumerate(ops):
-            found = [(name, op.attributes[name]) for name in op.attributes if name.startswith("prism.")]
-            if found and op.name not in _KEPT_NAMED:
-                kept[(f, i)] = found
-    return kept
+    """Every named Linalg op but fills as a generic (aggregate ops are already their parts:
+    :func:`~prism.infra.ir.normalize_program`)."""
+    generalize_named(module, sorted({op.name for op in iter_ops(module) if op.name.startswith("linalg.")}
+                                    - _KEPT_NAMED))
 
 
 def _functions(module: ir.Module) -> list[ir.Operation]:
