@@ -24,7 +24,7 @@ import prism
 from prism.algebra import explore
 from prism.algebra.prove import public_functions
 from prism.algebra.terms import Term, translate
-from prism.infra.ir import make_context
+from prism.infra.ir import make_context, normalize_program
 from prism.targets.host import host_target
 
 SPELLINGS = Path(__file__).parent / "spellings"
@@ -255,7 +255,8 @@ def normal(term: Term) -> Term:
 def explored_program(text: str) -> tuple[Term, ...]:
     """The results of the program prism-explore finds for the one function of ``text`` on the host, normal."""
     module = ir.Module.parse(text, make_context())
-    with module.context:
+    with module.context, ir.Location.unknown():
+        normalize_program(module)  # named ops and softmax as generics, as the passes read them
         program = translate(next(iter(public_functions(module).values())))
     found = explore.explore(program, host_target(), "f32")
     return tuple(normal(term) for term in found.best.results)
