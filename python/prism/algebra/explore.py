@@ -343,7 +343,8 @@ class ProgramCost:
             return {}
         found: dict[Term, tuple[Term, ...]] = {}
         for term in uses:
-            if term in fused or term.op not in to_mlir.POINTWISE or self.shapes(term) is None:
+            if (term in fused or term.op not in to_mlir.POINTWISE or self.shapes(term) is None
+                    or (self.elements(term) or self.element) != "f32"):  # the kernels store f32 epilogues alone
                 continue
             loops = tuple(range(len(self.shapes(term))))
             reads = self._reads_as(term, fused, loops)
