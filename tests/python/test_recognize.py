@@ -94,3 +94,67 @@ def test_to_mlir_writes_the_scores_reading_k_transposed() -> None:
     text = to_mlir.function_text("f", SHAPES, [canonical()], "f32")
     assert "linalg.transpose" not in text
     assert "affine_map<(a, b, c, d) -> (a, c, d)>" in text
+
+
+X, GAMMA, W = A.arg(0), A.arg(1), A.arg(2)
+RMS_SHAPES = [(4, 8), (8,), (8, 6)]
+
+
+def row_scale_by_division(eps: float = 1e-5) -> object:
+    """1 / sqrt(sum(x*x) / d + eps), one value per row."""
+    mean = A.div(A.reduce_sum(A.mul(X, X), 1), A.splat(8.0))
+    return A.div(A.splat(1.0), A.sqrt(A.add(mean, A.splat(eps))))
+
+
+def rmsnorm(scale: object) -> object:
+    return A.matmul(A.mul(A.mul(X, A.broadcast(scale, 1, 8)), A.broadcast(GAMMA, 0, 4)), W)
+
+
+def test_the_query_finds_the_row_scale_of_another_spelling() -> None:
+    graph = _graph(rmsnorm(row_scale_by_division()), RMS_SHAPES)
+    choices = recognize.row_scale_choices(graph)
+    assert choices
+    assert all(any(node.op == "rsqrt" for node in choice.values()) for choice in choices)
+    assert any(any(node.op == "reduce_sum" and node.attrs == (1,) for node in choice.values()) for choice in choices)
+
+
+def test_no_row_scale_without_a_sum_of_squares() -> None:
+    mean = A.div(A.reduce_sum(A.mul(X, A.exp(X)), 1), A.splat(8.0))
+    scale = A.div(A.splat(1.0), A.sqrt(A.add(mean, A.splat(1e-5))))
+    assert recognize.row_scale_choices(_graph(rmsnorm(scale), RMS_SHAPES)) == []
+
+
+def test_row_scale_terms_take_the_mean_as_a_quotient_of_constants() -> None:
+    scale = A.rsqrt(A.add(A.mul(A.reduce_sum(A.mul(X, X), 1), A.div(A.splat(1.0), A.splat(8.0))), A.splat(1e-5)))
+    results = [rmsnorm(scale)]
+    found = recognize.row_scale_terms(results, to_mlir.use_counts(results), to_mlir.Shapes(RMS_SHAPES))
+    assert [match.root for match in found] == [scale]
+    negative = A.rsqrt(A.add(A.mul(A.reduce_sum(A.mul(X, X), 1), A.splat(-0.125)), A.splat(1e-5)))
+    results = [rmsnorm(negative)]
+    assert recognize.row_scale_terms(results, to_mlir.use_counts(results), to_mlir.Shapes(RMS_SHAPES)) == []
+
+
+def test_to_mlir_writes_the_row_scale_before_the_product() -> None:
+    scale = A.rsqrt(A.add(A.mul(A.reduce_sum(A.mul(X, X), 1), A.splat(0.125)), A.splat(1e-5)))
+    text = to_mlir.function_text("f", RMS_SHAPES, [A.mul(A.matmul(A.mul(X, A.broadcast(GAMMA, 0, 4)), W),
+                                                          A.broadcast(scale, 1, 6))], "f32")
+    assert text.index("math.rsqrt") < text.index("linalg.matmul")
+
+
+G, U = A.matmul(A.arg(0), A.arg(1)), A.matmul(A.arg(0), A.arg(2))
+GATE_SHAPES = [(4, 6), (6, 8), (6, 8)]
+
+
+def test_the_query_finds_the_gating_of_another_spelling() -> None:
+    sigmoid = A.div(A.splat(1.0), A.add(A.splat(1.0), A.exp(A.sub(A.splat(0.0), G))))
+    graph = _graph(A.mul(U, A.mul(G, sigmoid)), GATE_SHAPES)
+    choices = recognize.gating_choices(graph)
+    assert choices
+    root = graph.lets["result0"]
+    assert any(root in choice and choice[root].op == "mul" for choice in choices)
+
+
+def test_no_gating_of_a_gate_that_is_no_product() -> None:
+    g = A.add(A.arg(0), A.arg(0))
+    silu = A.div(g, A.add(A.splat(1.0), A.exp(A.neg(g))))
+    assert recognize.gating_choices(_graph(A.mul(silu, A.add(A.arg(1), A.arg(1))), [(4, 8), (4, 8)])) == []

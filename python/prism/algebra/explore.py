@@ -22,9 +22,14 @@ every e-class that can read one shared e-class to e-nodes that do.
 
 Fused patterns the target runs as one kernel are recognized in the e-graph
 (:mod:`prism.algebra.recognize`): each match, the canonical spelling of an
-attention, is a further start of the descent whose e-classes stay pinned,
-and the cost takes the chain as its kernel. The ``normal`` laws put every
-spelling of a pattern in the classes of its canonical one. A program whose
+attention, of RMSNorm's row scale or of SwiGLU's gating, is a further start
+of the descent whose e-classes stay pinned, and the cost takes the chain
+as its kernel (attention's; the row kernel of the scale's statistics; the
+GEMM whose epilogue the gating is, where the target's GEMM kernel serves
+the product and not its transform path). The ``normal`` laws put every
+spelling of a pattern in the classes of its canonical one, and at equal
+predicted time the program with more patterns in canonical form wins, so
+that every spelling of a function settles on one program. A program whose
 best form is itself, written in more loop nests than to_mlir writes it
 (SiLU in a generic of its own before the product with the up projection),
 is rewritten too, since the cost counted on the fused writing.
@@ -84,13 +89,16 @@ class Variant:
     seconds: float
     depth: int = 0  # the longest chain of materialized ops from the arguments to a result
     size: int = 0  # distinct subterms
+    recognized: int = 0  # fused patterns in canonical form (prism.algebra.recognize)
 
     def better_than(self, other: Variant) -> bool:
-        """Predicted faster; at equal predicted time, a shorter chain of dependent ops (more overlap), then
-        a smaller program."""
+        """Predicted faster; at equal predicted time, more patterns in canonical form (so that every spelling
+        of a function settles on one program), then a shorter chain of dependent ops (more overlap), then a
+        smaller program."""
         if self.seconds < other.seconds * (1 - _TIE):
             return True
-        return self.seconds <= other.seconds * (1 + _TIE) and (self.depth, self.size) < (other.depth, other.size)
+        return self.seconds <= other.seconds * (1 + _TIE) and (
+            (-self.recognized, self.depth, self.size) < (-other.recognized, other.depth, other.size))
 
 
 @dataclass(frozen=True)
@@ -144,7 +152,7 @@ class Exploration:
         return text
 
 
-_CONTRACTIONS: dict[tuple[Contraction, str], float] = {}
+_CONTRACTIONS: dict[tuple[Contraction, str], tuple[float, dict[str, int] | None]] = {}
 
 
 def contraction_seconds(contraction: Contraction, target: SearchModel) -> float:
@@ -154,9 +162,25 @@ def contraction_seconds(contraction: Contraction, target: SearchModel) -> float:
     variant's products are costed as the search will schedule them. Results
     are kept per contraction and target for the process.
     """
+    return _best_schedule(contraction, target)[0]
+
+
+def fuses_on_tiles(contraction: Contraction, target: SearchModel) -> bool:
+    """Whether ``target``'s code generator runs an epilogue (and a dual partner) on the tiles of
+    ``contraction`` as the search schedules it: a target that says nothing of it (no ``fuses_on_tiles``)
+    always does; the host does where its GEMM kernel serves the product, not at small sizes that it gives to
+    its transform path."""
+    decides = getattr(target, "fuses_on_tiles", None)
+    if decides is None:
+        return True
+    choice = _best_schedule(contraction, target)[1]
+    return choice is not None and decides(contraction, choice)
+
+
+def _best_schedule(contraction: Contraction, target: SearchModel) -> tuple[float, dict[str, int] | None]:
     key = (contraction, repr(target))
     if key not in _CONTRACTIONS:
-        _CONTRACTIONS[key] = _best_schedule_seconds(contraction, target)
+        _CONTRACTIONS[key] = _best_schedule_of(contraction, target)
     return _CONTRACTIONS[key]
 
 
@@ -165,7 +189,8 @@ def contraction_seconds(contraction: Contraction, target: SearchModel) -> float:
 _DOMAINS: dict[tuple, tuple] = {}
 
 
-def _best_schedule_seconds(contraction: Contraction, target: SearchModel) -> float:
+def _best_schedule_of(contraction: Contraction, target: SearchModel) -> tuple[float, dict[str, int] | None]:
+    """The predicted seconds of ``contraction``'s best schedule and its knob values (inf, None: none fits)."""
     key = (repr(target), replace(contraction, extents=(None,) * len(contraction.extents)))
     if key not in _DOMAINS:
         space = target.space(contraction)
@@ -173,12 +198,12 @@ def _best_schedule_seconds(contraction: Contraction, target: SearchModel) -> flo
                                                                   on_empty=None)[0])
     space, domain = _DOMAINS[key]
     if space is None:
-        return math.inf
+        return math.inf, None
     try:
-        return float(select(space, contraction, candidates_at(space, contraction, domain, 1), target, 1)
-                     .predicted[0])
+        selection = select(space, contraction, candidates_at(space, contraction, domain, 1), target, 1)
     except EmptySearchSpace:
-        return math.inf
+        return math.inf, None
+    return float(selection.predicted[0]), space.value_of(selection.best)
 
 
 def product_contraction(a: tuple[int, ...], b: tuple[int, ...], element: str,
@@ -217,8 +242,9 @@ class ProgramCost:
         """The predicted time of one call computing ``results``."""
         return self.profile(results)[0]
 
-    def profile(self, results: Iterable[Term]) -> tuple[float, int, int]:
-        """The predicted time of one call, the longest chain of materialized ops it runs, and its size."""
+    def profile(self, results: Iterable[Term]) -> tuple[float, int, int, int]:
+        """The predicted time of one call, the longest chain of materialized ops it runs, its size, and the
+        fused patterns it holds in canonical form."""
         results = list(results)
         fused = to_mlir.fused_terms(results) | to_mlir.absorbed_casts(results, self.elements)
         uses = to_mlir.use_counts(results)
@@ -226,7 +252,8 @@ class ProgramCost:
         # A dual kernel's first product, mapped to its second (which costs nothing of its own).
         duals = {products[0]: products[1] for products in epilogues.values() if len(products) == 2}
         attentions = {match.root: match for match in self._attentions(results, uses)}
-        absorbed = {term for match in attentions.values() for term in match.inner}
+        scales = {match.root: match for match in self._row_scales(results, uses)}
+        absorbed = {term for match in [*attentions.values(), *scales.values()] for term in match.inner}
         total = 0.0
         depth: dict[Term, int] = {}
 
@@ -243,8 +270,20 @@ class ProgramCost:
             if term in attentions:
                 total += self.attention_seconds(attentions[term])
                 continue
+            if term in scales:
+                total += self.pass_seconds(self._size(scales[term].x) + self._size(term))
+                continue
             total += self._materialized(term, fused, epilogues, term in duals, is_result=term in results)
-        return total, max((chain(term) for term in results), default=0), len(uses)
+        gatings = recognize.gating_terms(results, uses, self.shapes) if "epilogue" in self.target.fusion else []
+        return (total, max((chain(term) for term in results), default=0), len(uses),
+                len(attentions) + len(scales) + len(gatings))
+
+    def _row_scales(self, results: list[Term], uses: dict[Term, int]) -> list[recognize.RowScaleTerms]:
+        """The RMSNorm row scales the target runs as one row kernel: the sum of squares in one pass over the
+        rows, the scalar ops per row at no cost of their own (see prism.algebra.recognize)."""
+        if "rows" not in self.target.fusion or self.element != "f32":
+            return []
+        return recognize.row_scale_terms(results, uses, self.shapes)
 
     def _attentions(self, results: list[Term], uses: dict[Term, int]) -> list[recognize.AttentionTerms]:
         """The attention chains the target runs as one kernel (see prism.algebra.recognize)."""
@@ -312,7 +351,7 @@ class ProgramCost:
             inside = self._occurrences(term, fused)
             products = [operand for operand, along in reads
                         if operand.op == "matmul" and uses[operand] == inside.get(operand) and along == loops
-                        and self._f32_operands(operand)]
+                        and self._f32_operands(operand) and self._fuses_on_tiles(operand)]
             others = [along for operand, along in reads if operand not in products]
             if not products or any(along not in (loops, loops[:-1], loops[-1:]) for along in others):
                 continue
@@ -321,6 +360,11 @@ class ProgramCost:
                            and self.shapes(p.args[1]) == self.shapes(first.args[1])), None)
             found[term] = (first,) if second is None else (first, second)
         return found
+
+    def _fuses_on_tiles(self, product: Term) -> bool:
+        """Whether the target runs an epilogue on the tiles of ``product`` (see :func:`fuses_on_tiles`)."""
+        a, b = (self.shapes(arg) for arg in product.args)
+        return fuses_on_tiles(product_contraction(a, b, self.element), self.target)
 
     @staticmethod
     def _occurrences(term: Term, fused: set[Term]) -> dict[Term, int]:
@@ -624,9 +668,11 @@ def _regroups(program: Program, element: str) -> bool:
 def _recognized(graph: Graph, cost: ProgramCost) -> list[dict[int, Node]]:
     """The choices that spell a fused pattern the target runs (prism.algebra.recognize), each a start of the
     descent whose e-classes stay pinned."""
-    if "attention" not in cost.target.fusion or cost.element != "f32":
+    if cost.element != "f32":
         return []
-    return recognize.attention_choices(graph)
+    found = recognize.attention_choices(graph) if "attention" in cost.target.fusion else []
+    found += recognize.row_scale_choices(graph) if "rows" in cost.target.fusion else []
+    return found + (recognize.gating_choices(graph) if "epilogue" in cost.target.fusion else [])
 
 
 def _as_written(graph: Graph, results: list[Term]) -> dict[int, Node]:

@@ -20,6 +20,33 @@ other intermediate once; the value size ``dv`` is a multiple of the
 kernel's narrowest vector. to_mlir writes ``s`` as one contraction that
 reads ``k`` through a transposed map (:func:`transposed_products`), which
 is how the host's attention matcher takes K.
+
+RMSNorm's row scale, canonical form (``x`` of rank ``r`` >= 2, the sum
+along its last axis ``r - 1``; ``c`` and ``eps`` finite, ``c > 0``,
+``eps >= 0``)::
+
+    rsqrt(add(mul(reduce_sum(mul(x, x)), splat c), splat eps))
+
+one value per row, every intermediate read once. Spellings by
+``1/sqrt``, a division by ``sqrt``, a mean by division by ``d``, the
+square root taken per element after a broadcast: the laws put each in
+these classes. The host runs it as one row kernel (the sum of squares
+in a sweep of each row, the rest as scalar ops per row, see
+prism.codegen.cpu.rows), joined by the row maps that follow it; to_mlir
+writes it first, as a reduction and a map over the rows, so that the
+row ops of the normalization stay together.
+
+SwiGLU's gating, canonical form (``g`` and ``u`` products of one shape,
+``matmul`` or slices of one)::
+
+    mul(div(g, add(splat 1, exp(neg(g)))), u)
+
+``silu(g) * u`` in every operand order, silu as ``g * sigmoid(g)``,
+``g * (1 / (1 + exp(0 - g)))`` or ``g / (exp(-g) + 1)``: the laws put
+each in these classes. The host runs it as the epilogue of the products'
+GEMM (a dual GEMM where both products read one left operand,
+prism.codegen.cpu.epilogue), which is how exploration costs it; to_mlir
+writes it as one generic in this order, the spelling that matcher takes.
 """
 
 from __future__ import annotations
@@ -106,6 +133,116 @@ def _attention_at(root: Term, uses: dict[Term, int], shape: Callable[[Term], Sha
     if any(uses.get(t) != 2 for t in twice) or any(uses.get(t) != 1 for t in once):
         return None
     return AttentionTerms(root, s.args[0], s.args[1].args[0], v, c, frozenset(twice | once))
+
+
+@dataclass(frozen=True)
+class RowScaleTerms:
+    """One RMSNorm row scale in a program of terms: its result (the rsqrt), the rows ``x`` and the terms it
+    absorbs."""
+
+    root: Term
+    x: Term
+    inner: frozenset[Term]  # the sum of squares, the mean and the shifted mean
+
+
+def row_scale_terms(results: list[Term], uses: dict[Term, int],
+                    shape: Callable[[Term], Shape | None]) -> list[RowScaleTerms]:
+    """The RMSNorm row scales of canonical form (see the module docstring) among ``results``' subterms, in the
+    order of ``uses``."""
+    found = []
+    for term in uses:
+        match = _row_scale_at(term, uses, shape)
+        if match is not None:
+            found.append(match)
+    return found
+
+
+def _row_scale_at(root: Term, uses: dict[Term, int], shape: Callable[[Term], Shape | None]) -> RowScaleTerms | None:
+    if root.op != "rsqrt" or root.args[0].op != "add" or root.args[0].args[1].op != "splat":
+        return None
+    shifted = root.args[0]
+    mean = shifted.args[0]
+    if not _eps(shifted.args[1].attrs[0]) or mean.op != "mul" or not _mean_factor(_constant(mean.args[1])):
+        return None
+    sums = mean.args[0]
+    if _constant(mean.args[1]) is None:
+        return None
+    if sums.op != "reduce_sum" or sums.args[0].op != "mul" or sums.args[0].args[0] != sums.args[0].args[1]:
+        return None
+    square = sums.args[0]
+    rows = shape(square.args[0])
+    if rows is None or len(rows) < 2 or sums.attrs != (len(rows) - 1,):
+        return None
+    inner = {shifted, mean, sums, square}
+    if any(uses.get(t) != 1 for t in inner):
+        return None
+    return RowScaleTerms(root, square.args[0], frozenset(inner))
+
+
+def _eps(value: float) -> bool:
+    return math.isfinite(value) and value >= 0
+
+
+def _mean_factor(value: float | None) -> bool:
+    return value is not None and math.isfinite(value) and value > 0
+
+
+_CONSTANT_OPS: dict[str, Callable[[float, float], float]] = {
+    "mul": lambda a, b: a * b, "div": lambda a, b: a / b if b else math.nan}
+
+
+def _constant(term: Term) -> float | None:
+    """The value of a term of constants alone (a splat, or a product or quotient of such terms), else None:
+    the laws write ``x / d`` as ``x * (1 / d)``."""
+    if term.op == "splat":
+        return term.attrs[0]
+    if term.op in _CONSTANT_OPS:
+        a, b = (_constant(arg) for arg in term.args)
+        return None if a is None or b is None else _CONSTANT_OPS[term.op](a, b)
+    return None
+
+
+@dataclass(frozen=True)
+class GatingTerms:
+    """One SwiGLU gating in a program of terms: its result, the gate and up products, the terms it absorbs."""
+
+    root: Term
+    gate: Term
+    up: Term
+    inner: frozenset[Term]  # silu(g), its denominator, exp(-g) and -g
+
+
+def gating_terms(results: list[Term], uses: dict[Term, int],
+                 shape: Callable[[Term], Shape | None]) -> list[GatingTerms]:
+    """The SwiGLU gatings of canonical form (see the module docstring) among ``results``' subterms."""
+    found = []
+    for term in uses:
+        match = _gating_at(term, uses, shape)
+        if match is not None:
+            found.append(match)
+    return found
+
+
+def _product(term: Term) -> bool:
+    return term.op == "matmul" or (term.op == "slice_" and term.args[0].op == "matmul")
+
+
+def _gating_at(root: Term, uses: dict[Term, int], shape: Callable[[Term], Shape | None]) -> GatingTerms | None:
+    if root.op != "mul" or root.args[0].op != "div":
+        return None
+    silu, up = root.args
+    gate, den = silu.args
+    if den.op != "add" or den.args[0].op != "splat" or den.args[0].attrs[0] != 1.0 or den.args[1].op != "exp":
+        return None
+    negated = den.args[1].args[0]
+    if negated.op != "neg" or negated.args[0] != gate or not _product(gate) or not _product(up):
+        return None
+    if shape(gate) is None or shape(gate) != shape(up):
+        return None
+    inner = {silu, den, den.args[1], negated}
+    if any(uses.get(t) != 1 for t in inner) or uses.get(gate) != 2:
+        return None
+    return GatingTerms(root, gate, up, frozenset(inner))
 
 
 def transposed_products(results: list[Term], uses: dict[Term, int],
@@ -197,4 +334,101 @@ def _shifted_scores(graph: Graph, s_cls: int, bm_cls: int, last: int) -> Iterato
                         yield chain
 
 
-__all__ = ["MAX_MATCHES", "AttentionTerms", "attention_choices", "attention_terms", "transposed_products"]
+def row_scale_choices(graph: Graph) -> list[dict[int, Node]]:
+    """Choices of e-nodes that spell an RMSNorm row scale in canonical form (at most MAX_MATCHES), in a
+    deterministic order: the e-classes of its chain, each with the e-node of the canonical spelling, the rows
+    ``x`` left to extraction."""
+    found: list[dict[int, Node]] = []
+    for cls in sorted(graph.classes):
+        for root in _nodes(graph, cls, "rsqrt"):
+            for choice in _row_scale_from(graph, cls, root):
+                found.append(choice)
+                if len(found) >= MAX_MATCHES:
+                    return found
+    return found
+
+
+def _row_scale_from(graph: Graph, cls: int, root: Node) -> Iterator[dict[int, Node]]:
+    (a_cls,) = root.children
+    for shifted in _nodes(graph, a_cls, "add"):
+        m_cls, e_cls = shifted.children
+        if (eps := _splat_value(graph, e_cls)) is None or not _eps(eps):
+            continue
+        for mean in _nodes(graph, m_cls, "mul"):
+            s_cls, c_cls = mean.children
+            c, spelled = _constant_choice(graph, c_cls, 2)
+            if not _mean_factor(c):
+                continue
+            for sums in _nodes(graph, s_cls, "reduce_sum"):
+                (q_cls,) = sums.children
+                for square in _nodes(graph, q_cls, "mul"):
+                    x_cls = square.children[0]
+                    rows = graph.shapes.get(x_cls)
+                    if square.children[1] != x_cls or rows is None or len(rows) < 2 \
+                            or sums.attrs != (len(rows) - 1,):
+                        continue
+                    chain = {cls: root, a_cls: shifted, m_cls: mean, s_cls: sums, q_cls: square}
+                    if len(chain) == 5 and x_cls not in chain and not ({e_cls, *spelled} & set(chain)):
+                        yield {**chain, **spelled, e_cls: next(_nodes(graph, e_cls, "splat"))}
+
+
+def _constant_choice(graph: Graph, cls: int, depth: int) -> tuple[float | None, dict[int, Node]]:
+    """The value of e-class ``cls`` spelled by constants alone (a splat, or within ``depth`` products or
+    quotients of such e-classes), and the e-nodes that spell it; (None, {}) when there is none."""
+    splat = next(_nodes(graph, cls, "splat"), None)
+    if splat is not None:
+        return splat.attrs[0], {cls: splat}
+    if depth == 0:
+        return None, {}
+    for op, apply in _CONSTANT_OPS.items():
+        for node in _nodes(graph, cls, op):
+            if cls in node.children:
+                continue
+            (a, left), (b, right) = (_constant_choice(graph, c, depth - 1) for c in node.children)
+            if a is not None and b is not None:
+                return apply(a, b), {**left, **right, cls: node}
+    return None, {}
+
+
+def gating_choices(graph: Graph) -> list[dict[int, Node]]:
+    """Choices of e-nodes that spell a SwiGLU gating in canonical form (at most MAX_MATCHES), in a
+    deterministic order: the e-classes of its chain, each with its canonical e-node, the gate and up products
+    left to extraction."""
+    found: list[dict[int, Node]] = []
+    for cls in sorted(graph.classes):
+        for root in _nodes(graph, cls, "mul"):
+            for choice in _gating_from(graph, cls, root):
+                found.append(choice)
+                if len(found) >= MAX_MATCHES:
+                    return found
+    return found
+
+
+def _product_class(graph: Graph, cls: int) -> bool:
+    return any(node.op == "matmul" or (node.op == "slice_" and any(
+        n.op == "matmul" for n in graph.classes.get(node.children[0], ()))) for node in graph.classes.get(cls, ()))
+
+
+def _gating_from(graph: Graph, cls: int, root: Node) -> Iterator[dict[int, Node]]:
+    s_cls, u_cls = root.children
+    shape = graph.shapes.get(cls)
+    if shape is None or graph.shapes.get(u_cls) != shape or not _product_class(graph, u_cls):
+        return
+    for silu in _nodes(graph, s_cls, "div"):
+        g_cls, d_cls = silu.children
+        if graph.shapes.get(g_cls) != shape or not _product_class(graph, g_cls):
+            continue
+        for den in _nodes(graph, d_cls, "add"):
+            one_cls, e_cls = den.children
+            if _splat_value(graph, one_cls) != 1.0:
+                continue
+            for exp in _nodes(graph, e_cls, "exp"):
+                (n_cls,) = exp.children
+                for negated in _nodes(graph, n_cls, "neg"):
+                    chain = {cls: root, s_cls: silu, d_cls: den, e_cls: exp, n_cls: negated}
+                    if negated.children == (g_cls,) and len(chain) == 5 and not {g_cls, u_cls, one_cls} & set(chain):
+                        yield {**chain, one_cls: next(_nodes(graph, one_cls, "splat"))}
+
+
+__all__ = ["MAX_MATCHES", "AttentionTerms", "GatingTerms", "RowScaleTerms", "attention_choices", "attention_terms",
+           "gating_choices", "gating_terms", "row_scale_choices", "row_scale_terms", "transposed_products"]

@@ -253,6 +253,9 @@ class _Writer:
         shapes = [self.shape(term) for term in results]
         if any(shape is None for shape in shapes):
             raise UnsupportedOp("a result is a bare constant, whose shape the terms do not fix")
+        # RMSNorm's row scales first: the row maps that read them then follow them, one group of row ops.
+        for scale in recognize.row_scale_terms(results, use_counts(results), self.shape):
+            self.value(scale.root)
         values = [self.value(term) for term in results]
         args = ", ".join(f"%arg{i}: {self.type(s, e)}"
                          for i, (s, e) in enumerate(zip(self.arg_shapes, self.arg_elements, strict=True)))

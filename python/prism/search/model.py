@@ -24,7 +24,8 @@ class SearchModel(Protocol):
     name: str
     # What its code generator fuses, for the cost of whole programs (prism-explore): "epilogue", the one
     # pointwise consumer of a product (its only reader) runs on the product's tiles; "dual", two products of one
-    # left operand that such a consumer reads run as one kernel.
+    # left operand that such a consumer reads run as one kernel; "attention", an attention chain as one kernel;
+    # "rows", RMSNorm's row statistics as one row kernel (prism.algebra.recognize).
     fusion: frozenset[str]
 
     def space(self, op: Problem) -> Space | None:
