@@ -8,6 +8,7 @@ candidate at once. An extent of None is dynamic (unknown until the call).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -96,3 +97,36 @@ def serves_as_written(m: int | None, tm: int, rm: int, reuses: bool) -> bool:
     when the direct kernel serves a product as written).
     """
     return m is None or m <= tm or rm < 2 or reuses
+
+
+@dataclass(frozen=True)
+class Tiles:
+    """The kernel's blocks for one product, from a schedule's knobs: rows and columns of a task (TM x TN) and of
+    the register block (RM x RN), whether K is split, and whether B's panels are copied and reused."""
+
+    tm: int
+    tn: int
+    rm: int
+    rn: int
+    split_k: bool
+    pack: bool
+    reuse: bool
+
+
+def _round_up(x: int, multiple: int) -> int:
+    return -(-x // multiple) * multiple
+
+
+def plan_tiles(knobs: dict[str, int], m: int | None, n: int | None, k: int | None, batch: bool, workers: int,
+               lanes: int, b_bytes: int) -> Tiles:
+    """The blocks the kernel runs for the knobs TM, TN, RM, RN and PACK (missing ones at their least): RN a
+    whole number of vectors of ``lanes``, TM and TN whole register blocks, a split K taking every column in one
+    block; ``b_bytes`` is the size of one element of B."""
+    rn = max(_round_up(knobs.get("RN", lanes), lanes), lanes)
+    rm = max(knobs.get("RM", 1), 1)
+    tm, tn = _round_up(max(knobs.get("TM", rm), rm), rm), _round_up(max(knobs.get("TN", rn), rn), rn)
+    split_k = bool(splits_k(rm, m, n, batch, workers))
+    if split_k:
+        tn = _round_up(n, rn)
+    pack = bool(copies_panels(tm, rm, m, knobs.get("PACK", 1)))
+    return Tiles(tm, tn, rm, rn, split_k, pack, bool(reuses_panels(pack, tm, tn, m, k, b_bytes)))

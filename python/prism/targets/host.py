@@ -111,19 +111,11 @@ class HostTarget:
         """Whether the code generator runs the product ``op``, scheduled by ``choice``, in Prism's GEMM kernel
         reading B as written, the kernel that takes an epilogue on its tiles and a dual partner; else it takes
         the transform path, with neither (the decisions of prism.codegen.cpu.schedule.kernel_plan)."""
-        def up(x: int, m: int) -> int:
-            return -(-x // m) * m
-
         sizes = dict(zip(op.roles, op.extents, strict=True))
         m, n, k = sizes.get("m"), sizes.get("n"), sizes.get("k")
-        lanes = self.lanes(op)
-        rn, rm = max(up(choice.get("RN", lanes), lanes), lanes), max(choice.get("RM", 1), 1)
-        tm, tn = up(max(choice.get("TM", rm), rm), rm), up(max(choice.get("TN", rn), rn), rn)
-        if n is not None and host_gemm.splits_k(rm, m, n, "batch" in op.roles, self.cores):
-            tn = up(n, rn)
-        pack = bool(host_gemm.copies_panels(tm, rm, m, choice.get("PACK", 1)))
-        reuse = bool(host_gemm.reuses_panels(pack, tm, tn, m, k, op.elem_bytes[1]))
-        return bool(host_gemm.serves_as_written(m, tm, rm, reuse))
+        tiles = host_gemm.plan_tiles(choice, m, n, k, "batch" in op.roles, self.cores, self.lanes(op),
+                                     op.elem_bytes[1])
+        return bool(host_gemm.serves_as_written(m, tiles.tm, tiles.rm, tiles.reuse))
 
     def pass_seconds(self, moved: int) -> float:
         """One loop nest streaming ``moved`` bytes, from L3 when they fit half of it, else from DRAM."""

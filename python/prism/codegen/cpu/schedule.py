@@ -347,15 +347,11 @@ def kernel_plan(c: CpuGemm, name: str, lanes: int, workers: int, l3_bytes: int) 
         return None
     batch = "batch" in c.roles
     ch = c.schedule
-    rn = max(_round_up(ch.RN, lanes), lanes)
-    rm = max(ch.RM, 1)
-    tm, tn = _round_up(max(ch.TM, rm), rm), _round_up(max(ch.TN, rn), rn)
     m, n, k = (_static(t, t.rank - back) for t, back in ((types[2], 2), (types[2], 1), (types[0], 1)))
-    split_k = bool(host_gemm.splits_k(rm, m, n, batch, workers))
-    if split_k:
-        tn = _round_up(n, rn)
-    pack = bool(host_gemm.copies_panels(tm, rm, m, ch.PACK))
-    reuse = bool(host_gemm.reuses_panels(pack, tm, tn, m, k, 4))
+    tiles = host_gemm.plan_tiles({"TM": ch.TM, "TN": ch.TN, "RM": ch.RM, "RN": ch.RN, "PACK": ch.PACK}, m, n, k,
+                                 batch, workers, lanes, 4)
+    tm, tn, rm, rn, split_k, pack, reuse = (tiles.tm, tiles.tn, tiles.rm, tiles.rn, tiles.split_k, tiles.pack,
+                                             tiles.reuse)
     b_bytes = 4 * k * n if k is not None and n is not None else None
     pipelined = host_gemm.pipelines_copy(pack, reuse, batch, b_bytes, l3_bytes)
     return KernelPlan(name=name, batch=batch, a_type=str(types[0]), b_type=str(types[1]), c_type=str(types[2]),
