@@ -70,6 +70,8 @@ _MAX_ROUNDS = 32
 # E-nodes one variant may try while completing a choice around cycles; the search backtracks, so without a
 # bound a cyclic e-graph makes it exponential. A count, not a time, so that the outcome is deterministic.
 _BUILD_LIMIT = 20_000
+# The most recognized matches that each start a descent of their own (see explore).
+_SEPARATE_STARTS = 4
 # Predicted times within this relative distance are a tie.
 _TIE = 1e-9
 
@@ -523,7 +525,8 @@ class _Search:
         read = argument_indices(results)
         used = [cls for cls in placeholders if placeholders[cls] in read]
         renumber = {placeholders[cls]: self.arity + i for i, cls in enumerate(used)}
-        results = tuple(renamed_arguments(term, renumber) for term in results)
+        renamed: dict[Term, Term] = {}
+        results = tuple(renamed_arguments(term, renumber, renamed) for term in results)
         prepared = tuple(self._prepare_term(cls) for cls in used)
         model = self.cost.with_args([*self.cost.shapes.arg_shapes, *(self.graph.shapes[c] for c in used)],
                                     [*self.cost.arg_elements, *(self.graph.elements.get(c, "f32") for c in used)])
@@ -626,7 +629,14 @@ def explore(program: Program, target: SearchModel, element: str, invariant: froz
     written = _as_written(graph, program.results)
     original = Variant(tuple(program.results), (), *cost.profile(program.results))
 
-    starts = [(written, frozenset())] + [({**written, **pin}, frozenset(pin)) for pin in _recognized(graph, cost)]
+    pins = _recognized(graph, cost)
+    together = _together(pins)
+    # Each match is a start of its own while there are few; with many (a whole decoder block), the descents'
+    # cost grows with them, and all of them together is the one start.
+    separate = pins if len(pins) <= _SEPARATE_STARTS else []
+    starts = [(written, frozenset())] + [({**written, **pin}, frozenset(pin)) for pin in separate]
+    if together and together not in separate:
+        starts.append(({**written, **together}, frozenset(together)))
 
     def best_from(search: _Search) -> Variant:
         best = original
@@ -673,6 +683,18 @@ def _recognized(graph: Graph, cost: ProgramCost) -> list[dict[int, Node]]:
     found = recognize.attention_choices(graph) if "attention" in cost.target.fusion else []
     found += recognize.row_scale_choices(graph) if "rows" in cost.target.fusion else []
     return found + (recognize.gating_choices(graph) if "epilogue" in cost.target.fusion else [])
+
+
+def _together(pins: list[dict[int, Node]]) -> dict[int, Node]:
+    """The recognized choices that agree with each other, as one: each in turn, unless it spells an e-class
+    that an earlier one spells otherwise (another match of the same pattern). One descent starts from them all,
+    rather than one per match: a program's patterns are fused together, and the descent's cost grows with the
+    number of its starts."""
+    merged: dict[int, Node] = {}
+    for pin in pins:
+        if all(merged.get(cls, node) == node for cls, node in pin.items()):
+            merged.update(pin)
+    return merged
 
 
 def _as_written(graph: Graph, results: list[Term]) -> dict[int, Node]:

@@ -48,7 +48,7 @@ from prism.search.family import analyze_contraction
 from prism.search.space import Contraction
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Term:
     """A term of the algebra as plain Python data: an operator, its operands and its integer/float/string attributes.
 
@@ -61,6 +61,22 @@ class Term:
     op: str
     args: tuple[Term, ...] = ()
     attrs: tuple[int | float | str, ...] = ()
+    # Terms are hashed often (as keys of every map over subterms) and are deep: each keeps its hash, so that
+    # hashing one costs one tuple hash of its operands' kept hashes, not a walk of the whole term.
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.op, self.args, self.attrs)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Term) or self._hash != other._hash:
+            return False
+        return self.op == other.op and self.attrs == other.attrs and self.args == other.args
 
 
 def _builder(name: str, arity: int) -> Callable[..., Term]:
@@ -100,13 +116,21 @@ def argument_indices(terms: Iterable[Term]) -> set[int]:
     return {term.attrs[0] for term in subterms(terms) if term.op == "arg"}
 
 
-def renamed_arguments(term: Term, mapping: dict[int, int]) -> Term:
-    """``term`` with each argument index in ``mapping`` replaced by its value (others kept)."""
-    if term.op == "arg":
-        return A.arg(mapping.get(term.attrs[0], term.attrs[0]))
-    if not term.args:
-        return term
-    return Term(term.op, tuple(renamed_arguments(arg, mapping) for arg in term.args), term.attrs)
+def renamed_arguments(term: Term, mapping: dict[int, int], memo: dict[Term, Term] | None = None) -> Term:
+    """``term`` with each argument index in ``mapping`` replaced by its value (others kept); a subterm that
+    reads no renamed argument is kept as the same object, and a shared one is renamed once."""
+    memo = {} if memo is None else memo
+    if term not in memo:
+        if term.op == "arg":
+            index = term.attrs[0]
+            memo[term] = A.arg(mapping[index]) if mapping.get(index, index) != index else term
+        elif not term.args:
+            memo[term] = term
+        else:
+            args = tuple(renamed_arguments(arg, mapping, memo) for arg in term.args)
+            same = all(new is old for new, old in zip(args, term.args, strict=True))
+            memo[term] = term if same else Term(term.op, args, term.attrs)
+    return memo[term]
 
 
 def to_egglog(term: Term, memo: dict[Term, ops.Tensor] | None = None) -> ops.Tensor:
