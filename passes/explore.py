@@ -51,6 +51,7 @@ from prism.targets import get_target, target_option
 
 if TYPE_CHECKING:
     from prism.algebra.explore import Exploration
+    from prism.algebra.terms import Program
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,10 @@ class ExplorePass(Pass):
                                   "its result may differ between runs (lower iterations or max_nodes)")
             if not found.improves:
                 continue
+            if not found.best.prepared and not _proven(program, found):
+                ctx.remark(where, f"@{name} kept as written: its best form is not proven equal to it within a "
+                                  "proof's budget, and an unproven rewrite is never kept")
+                continue
             symbols = ir.SymbolTable(module.operation)
             taken = [part for part in (f"{name}_prepare", f"{name}_apply") if found.best.prepared and part in symbols]
             if taken:
@@ -97,6 +102,24 @@ class ExplorePass(Pass):
                 continue
             replace_function(module, func, name, program, found, element)
             ctx.remark(where, found.describe(name))
+
+
+def _proven(program: Program, found: Exploration) -> bool:
+    """Whether the best form ``found`` (one that prepares nothing) is proven equal to ``program`` under the
+    budget prism-verify gives a proof: exploration's e-graph is bounded otherwise, so a form it reaches may be
+    one that a proof does not."""
+    from prism.algebra import to_mlir
+    from prism.algebra.egraph import prove
+    from prism.algebra.prove import public_functions
+    from prism.algebra.terms import translate
+
+    # What prism-verify will read: the best form as written back, translated again.
+    elements = [e or "f32" for e in program.elements()]
+    text = to_mlir.function_text(program.name, [tuple(s) for s in program.arg_shapes], list(found.best.results),
+                                 elements)
+    parsed = ir.Module.parse(text)  # held while its function is translated
+    written = translate(public_functions(parsed)[program.name])
+    return prove(program, written, Budget()).proved
 
 
 def _arg_attrs(func: ir.Operation) -> list[str]:
