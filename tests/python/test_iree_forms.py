@@ -29,7 +29,12 @@ from prism.infra.ir import make_context
 from prism.targets import get_target
 
 WORKLOADS = REPO / "benchmarks" / "workloads"
-FILES = sorted([*(REPO / "examples").glob("*.mlir"), *WORKLOADS.glob("*.mlir"),
+# The decoder blocks sum their heads into the residual argument itself (a reduction whose init is a function
+# argument), which iree-compile 3.13 refuses at dispatch formation ("write affecting operations on global
+# resources are restricted to workgroup distributed contexts"); tests/python/test_decoder_block.py checks them
+# on Prism's host.
+FILES = sorted([*(REPO / "examples").glob("*.mlir"),
+                *(p for p in WORKLOADS.glob("*.mlir") if not p.stem.startswith("decoder_block")),
                 *(WORKLOADS / "rewritten").glob("*.mlir")])
 # The sizes scaled down, each to one size, so that concatenations and their slices still line up.
 SMALLER = {4096: 64, 6144: 128, 5632: 80, 5120: 96, 2816: 40, 2048: 48, 1024: 32, 512: 24}
