@@ -16,7 +16,7 @@ from mlir import ir, passmanager
 from mlir.dialects.transform import interpreter
 
 from prism.dialects import load_prism_dialect
-from prism.infra.diagnostics import SCRIPT_LOCATION, prism_error_from
+from prism.infra.diagnostics import NOTE_LINES, SCRIPT_LOCATION, prism_error_from
 from prism.infra.errors import ParseError, PassFailed, PrismError
 
 
@@ -180,15 +180,28 @@ def _block_ops(module: ir.Module) -> list[list[ir.Operation]]:
             if func.operation.name == "func.func" and len(func.operation.regions[0].blocks)]
 
 
-def _apply(module: ir.Module, text: str, stage: str) -> None:
-    """Apply the transform script ``text`` to ``module``; a failure is a PassFailed naming ``stage``."""
+# The script's own location in the interpreter's diagnostics (_SCRIPT_LOC as written, and its prefixes).
+_SCRIPT_LOC_IN_DIAGNOSTICS = re.compile(rf'(Diagnostic message at )?loc\("{re.escape(SCRIPT_LOCATION)}"\)(: )?')
+
+
+def apply_script(module: ir.Module, text: str, stage: str) -> None:
+    """Apply the transform script ``text`` (its ``@__transform_main``) to ``module``; a failure is a PassFailed
+    naming ``stage``, with the interpreter's diagnostics as notes."""
     script = ir.Module.parse(text, context=module.context)
     try:
         interpreter.apply_named_sequence(module.operation, script.body.operations[0], script)
     except ir.MLIRError as error:
         raise prism_error_from(error, PassFailed, prefix=f"{stage} failed: ") from None
     except ValueError as error:
-        raise PassFailed(f"{stage} failed: {str(error).strip().splitlines()[-1]}") from None
+        lines = _interpreter_lines(str(error))
+        raise PassFailed(f"{stage} failed: {lines[-1] if lines else 'no diagnostic'}", notes=lines[:-1]) from None
+
+
+def _interpreter_lines(text: str) -> list[str]:
+    """The interpreter's diagnostics, the script's own locations and its generic first line removed."""
+    lines = [line for line in _SCRIPT_LOC_IN_DIAGNOSTICS.sub("", text).strip().splitlines()
+             if line.strip() and line.strip() != "Failed to apply named transform sequence."]
+    return lines[:NOTE_LINES] + (["  ..."] if len(lines) > NOTE_LINES else [])
 
 
 def generalize_named(module: ir.Module, names: list[str], decompose: list[str] | None = None) -> None:
@@ -200,12 +213,12 @@ def generalize_named(module: ir.Module, names: list[str], decompose: list[str] |
     back by position (decomposition, which changes positions, runs first).
     """
     if decompose:
-        _apply(module, _normalization_script(decompose, []), "decomposition of aggregate ops")
+        apply_script(module, _normalization_script(decompose, []), "decomposition of aggregate ops")
     if not names:
         return
     kept = {(f, i): [(name, op.attributes[name]) for name in op.attributes if name.startswith("prism.")]
             for f, ops in enumerate(_block_ops(module)) for i, op in enumerate(ops) if op.name in names}
-    _apply(module, _normalization_script([], names), "generalization of named ops")
+    apply_script(module, _normalization_script([], names), "generalization of named ops")
     ops = _block_ops(module)
     for (f, i), attributes in kept.items():
         for name, value in attributes:
