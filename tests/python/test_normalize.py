@@ -414,5 +414,5 @@ func.func @named(%a: tensor<8x64xf32>, %b: tensor<8x64xf32>) -> tensor<8x64xf32>
 @pytest.mark.parametrize("target", ["h200", "a100"])
 def test_named_elementwise_ops_compile_for_the_gpu_as_one_kernel(target: str) -> None:
     """Named elementwise ops reach the GPU code generator as generics: one pointwise kernel for the chain."""
-    ptx = prism.compile(NAMED_ELEMENTWISE, target=target, emit="ptx").ptx_text()
+    ptx = prism.compile(NAMED_ELEMENTWISE, target=target, emit="ptx").ptx_text
     assert ptx.count(".entry") == 1 and "named_k0_pointwise" in ptx
