@@ -75,6 +75,10 @@ def _evaluate(term: Term, args: list[np.ndarray], memo: dict[Term, np.ndarray | 
         value = float(attrs_[0])
     elif op == "opaque" and str(attrs_[0]).startswith("computed in "):
         (value,) = operands  # an element-type conversion: exact in float64
+    elif op == "cast":  # a conversion to f16 rounds there; to f32 or wider, the float64 reference keeps the value
+        (value,) = operands
+        if attrs_[0] == "f16":
+            value = np.asarray(value).astype(np.float16).astype(np.float64)
     elif op in _NUMPY:
         value = _NUMPY[op](*operands, *attrs_)
     else:
