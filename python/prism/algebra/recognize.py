@@ -264,18 +264,25 @@ def _splat_value(graph: Graph, cls: int) -> float | None:
     return next((node.attrs[0] for node in _nodes(graph, cls, "splat")), None)
 
 
-def attention_choices(graph: Graph) -> list[dict[int, Node]]:
-    """Choices of e-nodes that spell an attention in canonical form (at most MAX_MATCHES), in a deterministic
-    order: the e-classes of its chain, each with the e-node of the canonical spelling. Its operands' e-classes
-    are left to extraction."""
+def _matches(graph: Graph, op: str,
+             spell: Callable[[Graph, int, Node], Iterator[dict[int, Node]]]) -> list[dict[int, Node]]:
+    """The choices ``spell`` finds from each e-node ``op`` of each e-class, in e-class order, at most
+    MAX_MATCHES."""
     found: list[dict[int, Node]] = []
     for cls in sorted(graph.classes):
-        for root in _nodes(graph, cls, "div"):
-            for choice in _attention_from(graph, cls, root):
+        for root in _nodes(graph, cls, op):
+            for choice in spell(graph, cls, root):
                 found.append(choice)
                 if len(found) >= MAX_MATCHES:
                     return found
     return found
+
+
+def attention_choices(graph: Graph) -> list[dict[int, Node]]:
+    """Choices of e-nodes that spell an attention in canonical form (at most MAX_MATCHES), in a deterministic
+    order: the e-classes of its chain, each with the e-node of the canonical spelling. Its operands' e-classes
+    are left to extraction."""
+    return _matches(graph, "div", _attention_from)
 
 
 def _attention_from(graph: Graph, cls: int, root: Node) -> Iterator[dict[int, Node]]:
@@ -338,14 +345,7 @@ def row_scale_choices(graph: Graph) -> list[dict[int, Node]]:
     """Choices of e-nodes that spell an RMSNorm row scale in canonical form (at most MAX_MATCHES), in a
     deterministic order: the e-classes of its chain, each with the e-node of the canonical spelling, the rows
     ``x`` left to extraction."""
-    found: list[dict[int, Node]] = []
-    for cls in sorted(graph.classes):
-        for root in _nodes(graph, cls, "rsqrt"):
-            for choice in _row_scale_from(graph, cls, root):
-                found.append(choice)
-                if len(found) >= MAX_MATCHES:
-                    return found
-    return found
+    return _matches(graph, "rsqrt", _row_scale_from)
 
 
 def _row_scale_from(graph: Graph, cls: int, root: Node) -> Iterator[dict[int, Node]]:
@@ -394,14 +394,7 @@ def gating_choices(graph: Graph) -> list[dict[int, Node]]:
     """Choices of e-nodes that spell a SwiGLU gating in canonical form (at most MAX_MATCHES), in a
     deterministic order: the e-classes of its chain, each with its canonical e-node, the gate and up products
     left to extraction."""
-    found: list[dict[int, Node]] = []
-    for cls in sorted(graph.classes):
-        for root in _nodes(graph, cls, "mul"):
-            for choice in _gating_from(graph, cls, root):
-                found.append(choice)
-                if len(found) >= MAX_MATCHES:
-                    return found
-    return found
+    return _matches(graph, "mul", _gating_from)
 
 
 def _product_class(graph: Graph, cls: int) -> bool:
