@@ -152,6 +152,10 @@ CASES: dict[str, Case] = {
     "slice-of-broadcast-before-it": ([(6, 4)], lambda o: o.slice_(o.broadcast(X(o), 2, 3), 0, 1, 3),
                                      lambda o: o.broadcast(o.slice_(X(o), 0, 1, 3), 2, 3),
                                      lambda o: o.broadcast(o.slice_(X(o), 0, 2, 3), 2, 3)),
+    # X (3,) to [4, 3, 2] with either nesting; the false side broadcasts the other argument.
+    "broadcasts-commute": ([(3,), (3,)], lambda o: o.broadcast(o.broadcast(X(o), 1, 2), 0, 4),
+                           lambda o: o.broadcast(o.broadcast(X(o), 0, 4), 2, 2),
+                           lambda o: o.broadcast(o.broadcast(Y(o), 0, 4), 2, 2)),
     "slice-of-broadcast-after-it": ([(4, 6)], lambda o: o.slice_(o.broadcast(X(o), 0, 3), 2, 1, 3),
                                     lambda o: o.broadcast(o.slice_(X(o), 1, 1, 3), 0, 3),
                                     lambda o: o.broadcast(o.slice_(X(o), 1, 2, 3), 0, 3)),

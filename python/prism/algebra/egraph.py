@@ -8,6 +8,11 @@ is bounded three ways: a back-off scheduler bans rules that match too
 often, the e-graph's size is checked after each iteration, and so is the
 wall clock. An exhausted budget is reported as such, never as a proof.
 
+A proof first replays exploration: the original alone is explored as
+prism-explore explores it, and the candidate is looked up in that e-graph.
+A rewrite that exploration found is there by construction, however large
+the program; a proof seeded with both programs may not reach it in time.
+
 egglog gives Python no proof certificates; a :class:`Proof` records which
 laws fired, with their match counts, as the evidence.
 """
@@ -22,7 +27,7 @@ from dataclasses import dataclass, field
 from egglog import EGraph, Ruleset, back_off, eq, run
 
 from prism.algebra import laws as algebra_laws
-from prism.algebra.budget import Budget
+from prism.algebra.budget import EXPLORATION, Budget
 from prism.algebra.ops import ELEMENT_NAMES, Tensor, TensorList
 from prism.algebra.terms import Program, to_egglog
 
@@ -54,9 +59,14 @@ def prove(original: Program, candidate: Program, budget: Budget | None = None,
 
     The two must have the same arguments (checked by the caller). Only the
     named rulesets run (all of them by default), beside the shape rules.
+    Two attempts are made (:func:`_replayed`, then both programs in one
+    e-graph under ``budget``); the proof's time and laws cover both.
     """
     budget = budget or Budget()
     began = time.perf_counter()
+    replayed = _replayed(original, candidate, budget, rulesets)
+    if replayed.proved:
+        return replayed
     with owned_egraph() as egraph:
         original.register_shapes(egraph)
         goals, memo = [], {}
@@ -68,6 +78,44 @@ def prove(original: Program, candidate: Program, budget: Budget | None = None,
         unproven = () if stopped == "proved" else tuple(i for i, g in enumerate(goals) if not egraph.check_bool(g))
         nodes = _size(egraph)
     return Proof(stopped == "proved", stopped, laws, nodes, time.perf_counter() - began, unproven)
+
+
+# Rounds of the laws a replayed proof gives the candidate once it is in the original's e-graph: to_mlir may write
+# a form that reads back a step away from the e-nodes exploration chose (one nesting of broadcasts for another).
+_CLOSING_ROUNDS = 2
+
+
+def _replayed(original: Program, candidate: Program, budget: Budget,
+              rulesets: tuple[str, ...] | None) -> Proof:
+    """The proof by replaying exploration: the original alone, explored as prism-explore explores a function
+    (the rulesets of ``EXPLORING`` among ``rulesets``, under the exploration budget, no larger than ``budget``),
+    then the candidate added, with a few closing rounds.
+
+    A form that exploration extracted is in that e-graph by construction, in
+    the e-class of the original's result; a proof seeded with both programs
+    grows around both, and for a whole decoder block it does not close
+    within a proof's budget where this one closes in a second. The laws
+    are the same sound laws, so a proof found this way is a proof.
+    """
+    chosen = tuple(name for name in algebra_laws.EXPLORING if rulesets is None or name in rulesets)
+    began = time.perf_counter()
+    explored = Budget(min(EXPLORATION.seconds, budget.seconds), min(EXPLORATION.max_nodes, budget.max_nodes),
+                      min(EXPLORATION.iterations, budget.iterations), EXPLORATION.match_limit)
+    with owned_egraph() as egraph:
+        original.register_shapes(egraph)
+        memo: dict = {}
+        lefts = [egraph.let(f"original{i}", to_egglog(term, memo)) for i, term in enumerate(original.results)]
+        _, laws = saturate(egraph, explored, chosen)
+        rights = [egraph.let(f"candidate{i}", to_egglog(term, memo)) for i, term in enumerate(candidate.results)]
+        goals = [eq(left).to(right) for left, right in zip(lefts, rights, strict=True)]
+        closing = Budget(budget.seconds, budget.max_nodes, _CLOSING_ROUNDS, budget.match_limit)
+        stopped, more = saturate(egraph, closing, chosen, lambda: egraph.check_bool(*goals))
+        for law, count in more.items():
+            laws[law] = laws.get(law, 0) + count
+        unproven = () if stopped == "proved" else tuple(i for i, g in enumerate(goals) if not egraph.check_bool(g))
+        nodes = _size(egraph)
+    return Proof(stopped == "proved", stopped, dict(sorted(laws.items())), nodes, time.perf_counter() - began,
+                 unproven)
 
 
 @contextmanager

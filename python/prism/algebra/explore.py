@@ -53,6 +53,7 @@ from dataclasses import dataclass, field, replace
 
 from mlir import ir
 
+from prism.algebra import laws as algebra_laws
 from prism.algebra import recognize, to_mlir
 from prism.algebra.budget import EXPLORATION, Budget
 from prism.algebra.egraph import Graph, Node, owned_egraph, read_graph, saturate
@@ -64,7 +65,7 @@ from prism.search.model import SearchModel
 from prism.search.search import candidates_at, prune, select
 from prism.search.space import Contraction
 
-RULESETS = ("linear", "elementwise", "fusion", "scaling", "normal", "casts", "sharing")
+RULESETS = algebra_laws.EXPLORING
 BUDGET = EXPLORATION
 _MAX_ROUNDS = 32
 # E-nodes one variant may try while completing a choice around cycles; the search backtracks, so without a
@@ -248,7 +249,7 @@ class ProgramCost:
         """The predicted time of one call, the longest chain of materialized ops it runs, its size, and the
         fused patterns it holds in canonical form."""
         results = list(results)
-        fused = to_mlir.fused_terms(results) | to_mlir.absorbed_casts(results, self.elements)
+        fused = to_mlir.fused_terms(results, self.shapes) | to_mlir.absorbed_casts(results, self.elements)
         uses = to_mlir.use_counts(results)
         epilogues = self._epilogues(fused, uses)
         # A dual kernel's first product, mapped to its second (which costs nothing of its own).

@@ -230,6 +230,19 @@ def _through_broadcasts() -> list[Law]:
     return entries
 
 
+def _broadcasts_commute() -> list[Law]:
+    """Two broadcasts commute, each renumbered past the other: a new axis ``r`` inserted after one at ``ax``
+    (``r <= ax``) is the same tensor as the one at ``r`` inserted first and the one at ``ax + 1`` after it. The
+    two laws are each other's inverse, so every nesting of a tensor's broadcasts meets in one e-class (a
+    generic that adds several axes reads back as one nesting, whatever nesting wrote it)."""
+    return [
+        *law("broadcasts-commute", broadcast(broadcast(a, ax, n), r, m), broadcast(broadcast(a, r, m), ax + 1, n),
+             r <= ax, *shaped(a)),
+        *law("broadcasts-commute~", broadcast(broadcast(a, r, m), ax, n), broadcast(broadcast(a, ax - 1, n), r, m),
+             ax > r, *shaped(a)),
+    ]
+
+
 # Veltkamp's splitter for a 24-bit significand: ``S*v - (S*v - v)`` is v rounded to float32's precision.
 _SPLITTER = float(2**29 + 1)
 # Folded constants stay well inside float32's normal range, where that rounding is the only one.
@@ -273,6 +286,7 @@ ELEMENTWISE: Ruleset = _ruleset(
     *laws("rsqrt-is-reciprocal-sqrt", rsqrt(a), div(Tensor.splat(1.0), sqrt(a)), *IN_ARITHMETIC_TYPE),
     *laws("div-is-mul-by-reciprocal", div(a, b), mul(a, div(Tensor.splat(1.0), b)), *IN_ARITHMETIC_TYPE),
     *_through_broadcasts(),
+    *_broadcasts_commute(),
     *_folded_constants(),
 )
 
@@ -465,11 +479,16 @@ SHARING: Ruleset = _ruleset("sharing", _shared_operand_fusion())
 EXPLORATION_RULESETS: dict[str, Ruleset] = {"sharing": SHARING}
 
 
+# The rulesets exploration runs: every family but SOFTMAX (exact in the reals, its laws would let extraction drop
+# the max-subtraction that keeps exp finite, see prism.algebra.explore), and SHARING.
+EXPLORING = ("linear", "elementwise", "fusion", "scaling", "normal", "casts", "sharing")
+
+
 def named_ruleset(name: str) -> Ruleset:
     """The ruleset called ``name``, among RULESETS and EXPLORATION_RULESETS."""
     return RULESETS.get(name) or EXPLORATION_RULESETS[name]
 
 
-__all__ = ["ARITHMETIC_TYPES", "CASTS", "ELEMENTWISE", "EXPLORATION_RULESETS", "FUSION", "LAW_NAMES", "LAW_RULES",
-           "LINEAR", "LOWEST_F32", "NORMAL",
-           "RULESETS", "SCALING", "SHAPES", "SHARING", "SOFTMAX", "named_ruleset"]
+__all__ = ["ARITHMETIC_TYPES", "CASTS", "ELEMENTWISE", "EXPLORATION_RULESETS", "EXPLORING", "FUSION", "LAW_NAMES",
+           "LAW_RULES", "LINEAR", "LOWEST_F32", "NORMAL", "RULESETS", "SCALING", "SHAPES", "SHARING", "SOFTMAX",
+           "named_ruleset"]

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from prism.algebra import recognize
@@ -102,7 +103,7 @@ def use_counts(results: list[Term]) -> dict[Term, int]:
     return counts
 
 
-def fused_terms(results: list[Term]) -> set[Term]:
+def fused_terms(results: list[Term], shape: Callable[[Term], Shape | None]) -> set[Term]:
     """The subterms of ``results`` that are computed inside their consumer's generic instead of materialized.
 
     Pointwise operators and broadcasts are pure, so computing one inside its
@@ -112,9 +113,13 @@ def fused_terms(results: list[Term]) -> set[Term]:
     use is a generic (a pointwise operator, a broadcast or a reduction) that
     does not broadcast it: below a broadcast, only further broadcasts are
     fused, since a pointwise op there would be recomputed for every element
-    of the new axis. Results are used by the function, so never fused.
+    of the new axis. Results are used by the function, so never fused; nor is
+    an attention's normalization (the root of a canonical attention,
+    :func:`prism.algebra.recognize.attention_terms`): the host's attention
+    kernel computes it, and takes the chain only with it.
     """
     uses = use_counts(results)
+    kept = {match.root for match in recognize.attention_terms(results, uses, shape)}
     fused: set[Term] = set()
     seen: set[Term] = set()
     stack: list[Term] = list(results)
@@ -129,7 +134,8 @@ def fused_terms(results: list[Term]) -> set[Term]:
         inside = [(arg, term.op == "broadcast") for arg in term.args]
         while inside:
             operand, below = inside.pop()
-            if operand.op in FUSIBLE and uses[operand] == 1 and (operand.op == "broadcast" or not below):
+            if (operand.op in FUSIBLE and uses[operand] == 1 and (operand.op == "broadcast" or not below)
+                    and operand not in kept):
                 fused.add(operand)
                 inside.extend((arg, below or operand.op == "broadcast") for arg in operand.args)
             else:
@@ -247,7 +253,7 @@ class _Writer:
         return name
 
     def function(self, name: str, results: list[Term]) -> str:
-        self.fused = fused_terms(results)
+        self.fused = fused_terms(results, self.shape)
         self.uses = use_counts(results)
         self.transposed = recognize.transposed_products(results, self.uses, self.shape)
         shapes = [self.shape(term) for term in results]
@@ -307,7 +313,24 @@ class _Writer:
                              f"{[1] * len(shape)} : {self.term_type(args[0])} to {out}")
         if op in _REDUCE_OPS:
             return self._reduce(term, shape)
+        accumulated = self._accumulation(term)
+        if accumulated is not None:
+            total, start = accumulated
+            return self._reduce(total, shape, self.value(start))
         return self._pointwise(term, shape)
+
+    def _accumulation(self, term: Term) -> tuple[Term, Term] | None:
+        """(the sum, the start) of ``add(start, sum)`` (either order) where the sum is read there alone and the
+        start is a materialized tensor of its shape and type: written as the sum accumulated into the start, one
+        loop nest where a sum into zeros and an addition are two (a residual added to the heads' sum)."""
+        if term.op != "add":
+            return None
+        for total, start in (term.args, reversed(term.args)):
+            if (total.op == "reduce_sum" and self.uses.get(total) == 1 and start.op != "splat"
+                    and start not in self.fused and self.shape(start) == self.shape(term)
+                    and self.element(start) == self.element(total) == self.element(term)):
+                return total, start
+        return None
 
     def _product(self, term: Term, shape: Shape) -> str:
         """A product into a zero-filled init of its own type, reading the tensors of :func:`product_reads`:
@@ -438,8 +461,9 @@ class _Writer:
         init = self.emit(f"tensor.empty() : {self.type(shape, element)}")
         return self._generic(inputs, shape, element, ["parallel"] * len(shape), dims, init, body, result)
 
-    def _reduce(self, term: Term, shape: Shape) -> str:
-        """A reduction, reading its operand through the same fusion as :meth:`_pointwise`.
+    def _reduce(self, term: Term, shape: Shape, start: str | None = None) -> str:
+        """A reduction, reading its operand through the same fusion as :meth:`_pointwise`, into ``start`` (the SSA
+        name of a tensor of its shape to accumulate into) or from the reduction's neutral value.
 
         Every loop of a generic must be read by some operand; the output does
         not read the reduced one, so when the fused operands do not either
@@ -450,7 +474,7 @@ class _Writer:
         element = self.element(term)
         source = self.shape(arg)
         combine, neutral = _REDUCE_OPS[term.op]
-        init = self._filled(shape, neutral, element)
+        init = start or self._filled(shape, neutral, element)
         iterators = ["reduction" if d == axis else "parallel" for d in range(len(source))]
         out_dims = [d for d in range(len(source)) if d != axis]
         inputs: list[tuple[str, Shape, list[int], str]] = []
