@@ -74,3 +74,15 @@ def test_the_f32_block_runs_right_on_the_host_with_attention_fused(rng: np.rando
     report = prism.compile(text, target="host", pipeline=HOST_AS_WRITTEN, emit="report").report
     kinds = [kernel["kind"] for function in report["kernels"] for kernel in function["kernels"]]
     assert kinds.count("attention") == 1, kinds
+
+
+@pytest.mark.parametrize("name", ["decoder_block", "decoder_block_f16"])
+def test_the_static_block_is_rewritten_and_its_rewrite_proven(name: str) -> None:
+    """prism-explore rewrites the block (it keeps a function as written when its best form is not proven), and
+    prism-verify proves the rewrite: a proof of changed terms reports the laws it applied."""
+    text = (WORKLOADS / f"{name}.mlir").read_text()
+    report = prism.compile(text, target="host", pipeline="prism-explore,prism-verify", emit="report").report
+    (exploration,) = report["explorations"]
+    assert exploration["rewritten"] and exploration["variant_seconds"] < exploration["predicted_seconds"]
+    (proof,) = report["proofs"]
+    assert proof["proved"] and proof["laws"], proof
