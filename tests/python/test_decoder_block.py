@@ -86,3 +86,19 @@ def test_the_static_block_is_rewritten_and_its_rewrite_proven(name: str) -> None
     assert exploration["rewritten"] and exploration["variant_seconds"] < exploration["predicted_seconds"]
     (proof,) = report["proofs"]
     assert proof["proved"] and proof["laws"], proof
+
+
+def _kernel_kinds(text: str) -> list[str]:
+    report = prism.compile(text, target="host", pipeline=HOST_AS_WRITTEN, emit="report").report
+    return [kernel["kind"] for function in report["kernels"] for kernel in function["kernels"]]
+
+
+@pytest.mark.parametrize("name", ["decoder_block", "decoder_block_f16"])
+def test_the_explored_block_keeps_its_attention_kernel_and_adds_none(name: str) -> None:
+    """The cost model takes the host's fused kernels as the host runs them (the f16 block's attention computes
+    in f32, and is one), so the explored block never trades the attention kernel for loops."""
+    text = (WORKLOADS / f"{name}.mlir").read_text()
+    explored = prism.compile(text, target="host", pipeline="prism-explore", emit="mlir").mlir
+    written, found = _kernel_kinds(text), _kernel_kinds(explored)
+    assert found.count("attention") == 1, found
+    assert len(found) <= len(written), (written, found)

@@ -283,16 +283,23 @@ class ProgramCost:
 
     def _row_scales(self, results: list[Term], uses: dict[Term, int]) -> list[recognize.RowScaleTerms]:
         """The RMSNorm row scales the target runs as one row kernel: the sum of squares in one pass over the
-        rows, the scalar ops per row at no cost of their own (see prism.algebra.recognize)."""
-        if "rows" not in self.target.fusion or self.element != "f32":
+        rows, the scalar ops per row at no cost of their own (see prism.algebra.recognize); f32 rows alone,
+        as the kernel takes them."""
+        if "rows" not in self.target.fusion:
             return []
-        return recognize.row_scale_terms(results, uses, self.shapes)
+        return [match for match in recognize.row_scale_terms(results, uses, self.shapes)
+                if self._computes_in_f32(match.x, match.root)]
 
     def _attentions(self, results: list[Term], uses: dict[Term, int]) -> list[recognize.AttentionTerms]:
-        """The attention chains the target runs as one kernel (see prism.algebra.recognize)."""
-        if "attention" not in self.target.fusion or self.element != "f32":
+        """The attention chains the target runs as one kernel (see prism.algebra.recognize): those of f32
+        operands and result, as the kernel takes them (an f16 function's attention computed in f32 among them)."""
+        if "attention" not in self.target.fusion:
             return []
-        return recognize.attention_terms(results, uses, self.shapes)
+        return [match for match in recognize.attention_terms(results, uses, self.shapes)
+                if self._computes_in_f32(match.q, match.k, match.v, match.root)]
+
+    def _computes_in_f32(self, *terms: Term) -> bool:
+        return all((self.elements(term) or self.element) == "f32" for term in terms)
 
     def attention_seconds(self, match: recognize.AttentionTerms) -> float:
         """One attention kernel: both products' flops at the target's peak, and the traffic of Q, K, V and the
@@ -678,12 +685,12 @@ def _regroups(program: Program, element: str) -> bool:
 
 def _recognized(graph: Graph, cost: ProgramCost) -> list[dict[int, Node]]:
     """The choices that spell a fused pattern the target runs (prism.algebra.recognize), each a start of the
-    descent whose e-classes stay pinned."""
-    if cost.element != "f32":
-        return []
+    descent whose e-classes stay pinned: those of f32 tensors, as the target's fused kernels take them."""
     found = recognize.attention_choices(graph) if "attention" in cost.target.fusion else []
     found += recognize.row_scale_choices(graph) if "rows" in cost.target.fusion else []
-    return found + (recognize.gating_choices(graph) if "epilogue" in cost.target.fusion else [])
+    found += recognize.gating_choices(graph) if "epilogue" in cost.target.fusion else []
+    # The fused kernels compute in f32 alone: a match of f16 or bf16 tensors is no kernel of theirs.
+    return [pin for pin in found if all(graph.elements.get(cls, cost.element) == "f32" for cls in pin)]
 
 
 def _together(pins: list[dict[int, Node]]) -> dict[int, Node]:
