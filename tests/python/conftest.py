@@ -53,10 +53,12 @@ def rng(request: pytest.FixtureRequest) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """Run prism-opt in a child process, so an abort would show as a signal, not kill pytest."""
+def run_cli(*args: str, stdin: str | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run prism-opt in a child process, so an abort would show as a signal, not kill pytest; ``env`` adds to
+    this process's environment."""
     return subprocess.run([sys.executable, "-m", "prism.cli", *args], input=stdin, capture_output=True,
-                          text=True, cwd=REPO, timeout=300)
+                          text=True, cwd=REPO, timeout=300, env={**os.environ, **(env or {})})
 
 
 def lower_on_host(text: str, name: str, threads: int = 2) -> tuple[str, Callable[..., Any]]:

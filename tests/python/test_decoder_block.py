@@ -11,6 +11,7 @@ import pytest
 from mlir import ir
 
 import prism
+from conftest import run_cli
 from prism.algebra.prove import public_functions
 from prism.algebra.terms import translate
 from prism.infra.ir import make_context, normalize_program
@@ -102,3 +103,11 @@ def test_the_explored_block_keeps_its_attention_kernel_and_adds_none(name: str) 
     written, found = _kernel_kinds(text), _kernel_kinds(explored)
     assert found.count("attention") == 1, found
     assert len(found) <= len(written), (written, found)
+
+
+def test_exploring_the_f16_block_writes_the_same_bytes_in_every_process() -> None:
+    """Two processes with different string hashing explore the mixed-precision block into identical bytes."""
+    runs = [run_cli(str(WORKLOADS / "decoder_block_f16.mlir"), "--target=host", "-p", "prism-explore",
+                    env={"PYTHONHASHSEED": seed}) for seed in ("1", "2")]
+    assert all(run.returncode == 0 for run in runs), runs[0].stderr
+    assert "linalg.batch_matmul" in runs[0].stdout and runs[0].stdout == runs[1].stdout
