@@ -53,6 +53,7 @@ class HostTarget:
     flops: dict[str, float]
     dram_bytes_per_s: float
     cache_bytes_per_s: float  # streaming from L3 into the cores, all cores together
+    bf16_dot: bool = False  # AVX512-BF16 dot products (prism.codegen.cpu.kernel_bf16)
 
     artifact = "llvm"
     runs_here = True
@@ -166,8 +167,11 @@ def host_target() -> HostTarget:
         l3_bytes=machine.l3_bytes,
         vector_bits=vector_bits, vector_registers=32 if vector_bits == 512 else 16,
         fma_pipes=fma_pipes, fma_bits=fma_bits,
-        # 16-bit inputs are widened to f32 and multiplied at its rate.
-        flops={"f32": gflops * 1e9, "f16": gflops * 1e9, "bf16": gflops * 1e9, "f64": gflops * 0.5e9},
+        # 16-bit inputs are widened to f32 and multiplied at its rate; a bf16 dot product takes two of them per
+        # lane (prism.codegen.cpu.kernel_bf16).
+        flops={"f32": gflops * 1e9, "f16": gflops * 1e9, "bf16": gflops * (2 if machine.bf16_dot else 1) * 1e9,
+               "f64": gflops * 0.5e9},
         dram_bytes_per_s=gbps * 1e9 * BANDWIDTH_MARGIN,
         cache_bytes_per_s=cache_gbps * 1e9 * BANDWIDTH_MARGIN,
+        bf16_dot=bool(machine.bf16_dot),
     )

@@ -74,6 +74,8 @@ def available_cores() -> int:
 
 
 DESCRIPTION_VARIABLE = "PRISM_HOST_DESCRIPTION"
+# Fields a description may leave out, with the value they then take.
+_OPTIONAL = {"bf16_dot": 0}
 DESCRIPTION_VERSION = 1
 
 
@@ -89,6 +91,7 @@ class Machine:
     l1d_ways: int  # the L1 data cache's associativity
     l2_bytes: int
     l3_bytes: int
+    bf16_dot: int = 0  # 1 where the cores have AVX512-BF16 dot products (vdpbf16ps); optional in a description
 
     @staticmethod
     def here() -> Machine:
@@ -102,7 +105,8 @@ class Machine:
         return Machine(machine=machine_name(), cores=available_cores(), vector_bits=vector_bits, fma_bits=fma_bits,
                        l1d_bytes=cache_size(1, "Data", 32 * 1024), l1d_ways=l1d_ways(),
                        l2_bytes=cache_size(2, "Unified", 1024 * 1024),
-                       l3_bytes=cache_size(3, "Unified", 32 * 1024**2))
+                       l3_bytes=cache_size(3, "Unified", 32 * 1024**2),
+                       bf16_dot=int("avx512_bf16" in flags and vector_bits == 512))
 
     @staticmethod
     def read(path: Path) -> Machine:
@@ -112,14 +116,18 @@ class Machine:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
             raise TargetError(f"cannot read the host description: {error}", location=str(path)) from None
         kinds = {field.name: str if field.type == "str" else int for field in dataclasses.fields(Machine)}
-        fields = list(kinds)
+        fields = [name for name in kinds if name not in _OPTIONAL]
+        if isinstance(data, dict):
+            data = {**_OPTIONAL, **data}
         if not isinstance(data, dict) or data.get("version") != DESCRIPTION_VERSION \
-                or set(data) != {*fields, "version"} or any(type(data[name]) is not kinds[name] for name in fields):
+                or set(data) != {*kinds, "version"} or any(type(data[name]) is not kinds[name] for name in kinds):
             integers = ", ".join(repr(name) for name in fields if kinds[name] is int)
             raise TargetError(f"not a version-{DESCRIPTION_VERSION} host description: a JSON object of exactly "
-                              f"'version' ({DESCRIPTION_VERSION}), 'machine' (a string) and the integers {integers}",
-                              location=str(path))
-        found = Machine(**{name: data[name] for name in fields})
+                              f"'version' ({DESCRIPTION_VERSION}), 'machine' (a string) and the integers {integers}, "
+                              f"and optionally {', '.join(repr(name) for name in _OPTIONAL)}", location=str(path))
+        found = Machine(**{name: data[name] for name in kinds})
+        if found.bf16_dot not in (0, 1):
+            raise TargetError(f"the host description's bf16_dot is {found.bf16_dot}, not 0 or 1", location=str(path))
         for name in ("vector_bits", "fma_bits"):
             if getattr(found, name) not in (128, 256, 512):
                 raise TargetError(f"the host description's {name} is {getattr(found, name)}, not 128, 256 or 512",

@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from prism.codegen.checks import check_expansions, check_module, reshape_dynamic_expansions
-from prism.codegen.cpu import rewrites, tasks
+from prism.codegen.cpu import kernel_bf16, rewrites, tasks
 from prism.codegen.cpu.assertions import route_assertions
 from prism.codegen.cpu.booleans import widen_booleans
 from prism.codegen.cpu.epilogue import EpilogueMatch, as_dual, inline_with_epilogue, match_epilogue
@@ -79,10 +79,11 @@ from prism.codegen.cpu.schedule import (
     gemm_script,
     kernel_plan,
     kernel_serves_as_written,
+    starts_at_zero,
     tag_transposes,
     transpose_script,
 )
-from prism.codegen.cpu.text import erase_unused_inits
+from prism.codegen.cpu.text import erase_unused_inits, inline_function
 from prism.codegen.stages import Lowering, run_stages
 from prism.codegen.upstream import apply_script, run_passes
 from prism.infra import attrs
@@ -112,7 +113,9 @@ class CpuLowering(Lowering):
         kernels = [Kernel(family.kind, ops[0], ops[1:]) for family in registered_families() if "cpu" in family.kernels
                    for ops in family.kernels["cpu"](module, self.lanes, self.threads, self.ctx)]
         transform_path: list[CpuGemm] = []  # in tag order
+        self.bf16_kernels: list[Kernel] = []
         planned = self._plan_gemms(module, transform_path)
+        kernels += self.bf16_kernels
         kernels += [Kernel(kind, ops[0], ops[1:]) for kind, ops in prepare_weights(module, planned, self.ctx,
                                                                                    self.lanes)]
         kernels += [Kernel("gemm (transform path)", *_described(gemm.op)) for gemm in transform_path]
@@ -143,6 +146,8 @@ class CpuLowering(Lowering):
         (tagged before prepare_weights, which leaves their functions alone)."""
         planned: list[Planned] = []
         for gemm in collect_gemms(module, self.ctx):
+            if self._bf16_dot(gemm):
+                continue
             self.ctx.progress(f"cpu-tile: {gemm.op.name} at {gemm.op.location}: {gemm.schedule}")
             plan = kernel_plan(gemm, KERNEL_NAME, self.lanes, self.threads, host_target().l3_bytes)
             if plan is None:
@@ -150,6 +155,20 @@ class CpuLowering(Lowering):
             else:
                 planned.append(Planned(gemm, plan, written_path=kernel_serves_as_written(gemm, plan)))
         return planned
+
+    def _bf16_dot(self, gemm: CpuGemm) -> bool:
+        """Run ``gemm`` as the bf16 dot-product kernel (:mod:`.kernel_bf16`) where the host has one and the
+        product is of bf16 operands into f32; whether it did."""
+        op = gemm.op
+        types = [v.type for v in op.operands]
+        roles = [[gemm.roles[d] for d in dims] for dims in gemm.maps]
+        if not host_target().bf16_dot or len(types) != 3 or not kernel_bf16.takes(*types, roles):
+            return False
+        self.bf16_kernels.append(Kernel("gemm (bf16 dot products)", *_described(op)))
+        plan = kernel_bf16.Bf16Plan(name=f"{KERNEL_NAME}_bf16", a_type=str(types[0]), b_type=str(types[1]),
+                                    c_type=str(types[2]), zero_init=starts_at_zero(op), workers=self.threads)
+        inline_function(op, kernel_bf16.kernel_text(plan), list(op.operands))
+        return True
 
     def _inline_kernels(self, planned: list[Planned], transform_path: list[CpuGemm]) -> list[Kernel]:
         """Write Prism's GEMM kernel in place of each planned contraction that runs as written: alone, with the

@@ -83,14 +83,15 @@ DEALLOCATE = ("builtin.module(ownership-based-buffer-deallocation, canonicalize,
 # Buffers and vectors to LLVM (parallel loops left in place run in order, as scf.for). Every math op has a
 # way down: math on f16 and bf16 is computed in f32; ipowi becomes a generated function; clampf, isinf,
 # isnormal, expm1 and log1p are rewritten first (expand_math); the ops with an LLVM intrinsic take it; the
-# rest (erf, erfc, cbrt, acosh, asinh, atanh) become libm calls. The row and epilogue kernels write exp, erf
+# rest (erf, erfc, cbrt, acosh, asinh, atanh) become libm calls. x86vector ops (the bf16 dot products of
+# .kernel_bf16) take their intrinsics. The row and epilogue kernels write exp, erf
 # and tanh on vectors as polynomials (see .text), so no vector of them reaches a call per lane.
 TO_LLVM = ("builtin.module("
            "func.func(convert-vector-to-scf{full-unroll=true}), math-extend-to-supported-types, "
            "convert-math-to-funcs, expand-strided-metadata, lower-affine, convert-scf-to-cf, canonicalize, "
-           "convert-vector-to-llvm, finalize-memref-to-llvm, convert-math-to-llvm, convert-math-to-libm, "
-           "convert-arith-to-llvm, convert-index-to-llvm, convert-cf-to-llvm, convert-func-to-llvm, "
-           "convert-ub-to-llvm, reconcile-unrealized-casts, canonicalize, cse)")
+           "convert-vector-to-llvm{enable-x86vector}, finalize-memref-to-llvm, convert-math-to-llvm, "
+           "convert-math-to-libm, convert-arith-to-llvm, convert-index-to-llvm, convert-cf-to-llvm, "
+           "convert-func-to-llvm, convert-ub-to-llvm, reconcile-unrealized-casts, canonicalize, cse)")
 
 # The smallest normal number of each float type, by name.
 _SMALLEST_NORMAL = {"f16": 2.0 ** -14, "bf16": 2.0 ** -126, "f32": 2.0 ** -126, "f64": 2.0 ** -1022}

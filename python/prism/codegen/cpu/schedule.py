@@ -321,7 +321,7 @@ def transpose_script(tiles: list[list[int]]) -> str:
     return s.text()
 
 
-def _zero_init(op: ir.Operation) -> bool:
+def starts_at_zero(op: ir.Operation) -> bool:
     """Whether the contraction's init (its last operand) is a fill of 0.0."""
     owner = op.operands[len(op.operands) - 1].owner
     if not isinstance(owner, ir.OpView | ir.Operation) or owner.operation.name != "linalg.fill":
@@ -355,7 +355,7 @@ def kernel_plan(c: CpuGemm, name: str, lanes: int, workers: int, l3_bytes: int) 
     b_bytes = 4 * k * n if k is not None and n is not None else None
     pipelined = host_gemm.pipelines_copy(pack, reuse, batch, b_bytes, l3_bytes)
     return KernelPlan(name=name, batch=batch, a_type=str(types[0]), b_type=str(types[1]), c_type=str(types[2]),
-                      zero_init=_zero_init(c.op), tm=tm, tn=tn, tk=max(ch.TK, 1), rm=rm, rn=rn, lanes=lanes,
+                      zero_init=starts_at_zero(c.op), tm=tm, tn=tn, tk=max(ch.TK, 1), rm=rm, rn=rn, lanes=lanes,
                       pack=pack, workers=workers, split_k=split_k, reuse_panels=reuse, pipelined=pipelined)
 
 

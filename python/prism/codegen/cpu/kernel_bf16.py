@@ -1,0 +1,244 @@
+"""The host's bf16 GEMM on AVX512-BF16 dot products: ``C[b, m, n] (+)= sum_k A[b, m, k] * B[b, k, n]``, A and B
+bf16, C f32 (batch optional).
+
+``vdpbf16ps`` (``x86vector.avx512.dot``) multiplies 32 bf16 pairs and adds each pair's two products to one of
+16 f32 lanes: ``acc[j] += a[2j] b[2j] + a[2j+1] b[2j+1]``. A GEMM takes two steps of K per instruction, twice
+the multiply-adds of an f32 FMA, from half the bytes:
+
+1. B is packed once per call into panels of 16 columns, ``[b][ceil(N/16)][ceil(K/2)][32]``: each 32-element row
+   of a panel is two consecutive k of its 16 columns, interleaved (k, k+1 of column 0, then of column 1, ...),
+   zeros past N and past an odd K. The panels are shared among the workers.
+2. Tasks: blocks of ``TM x TN`` of C (per batch), shared among the workers as contiguous runs. A task walks K
+   in slices of ``TKP`` pairs; in each slice, for each group of ``NV`` panels (``16 NV`` columns), for each
+   ``RM`` rows, a micro-kernel keeps ``RM x NV`` accumulator vectors in registers: per pair of k, each row's
+   two A values are read as one 32-bit word, broadcast to every lane, and dotted with each panel's row. The
+   ``NV`` panels' slice (``NV x TKP x 64`` bytes) stays in L1 while the task's rows stream past it.
+3. C is written once per slice (read back at the next); rows past the block's end repeat its last row (the
+   same values stored twice), columns past N are masked.
+
+Sums are in f32 throughout: each dot adds two exact bf16 products (a bf16 product is exact in f32) to the
+accumulator, as an f32 FMA chain over the same pairs would, up to the order of the two additions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from prism.codegen.cpu.text import MlirText
+
+LANES = 16  # f32 lanes of a 512-bit vector; one panel's columns
+F32, BF16 = "f32", "bf16"
+
+
+@dataclass(frozen=True)
+class Bf16Plan:
+    """One bf16 GEMM: its private function's name, its tensor types (as text), whether C starts at zero
+    (else at the C operand), its blocks and the workers that share its tasks."""
+
+    name: str
+    a_type: str
+    b_type: str
+    c_type: str
+    zero_init: bool
+    workers: int
+    tm: int = 96  # rows of a task (a multiple of RM)
+    tn: int = 256  # columns of a task (a multiple of 16 NV)
+    tkp: int = 128  # pairs of k per slice
+    rm: int = 6  # rows of a micro-tile
+    nv: int = 4  # panels (16 columns each) of a micro-tile
+
+    @property
+    def batch(self) -> bool:
+        return self.c_type.count("x") == 3  # tensor<BxMxNxf32>
+
+
+def takes(a_type: ir.Type, b_type: ir.Type, c_type: ir.Type, operand_roles: list[list[str]]) -> bool:
+    """Whether the kernel runs a product of operands of these types, each reading loops of ``operand_roles``:
+    bf16 A and B, f32 C, laid out as A[b,m,k], B[b,k,n] and C[b,m,n] with at most one batch loop."""
+    elements = [str(ir.RankedTensorType(t).element_type) for t in (a_type, b_type, c_type)]
+    if elements != [BF16, BF16, F32] or len(operand_roles) != 3:
+        return False
+    prefix = ["batch"] if "batch" in operand_roles[2] else []
+    wanted = (["m", "k"], ["k", "n"], ["m", "n"])
+    return all(list(roles) == prefix + want for roles, want in zip(operand_roles, wanted, strict=True))
+
+
+def _memref(rank: int, element: str) -> str:
+    return f"memref<{'x'.join('?' * rank)}x{element}>"
+
+
+def kernel_text(plan: Bf16Plan) -> str:
+    """The kernel of ``plan`` as a private function ``@name(%a, %b, %c) -> C``."""
+    return _Kernel(plan).text()
+
+
+class _Kernel:
+    def __init__(self, plan: Bf16Plan):
+        assert plan.tm % plan.rm == 0 and plan.tn % (LANES * plan.nv) == 0, plan
+        self.plan, self.t = plan, MlirText()
+        self.rank = 3 if plan.batch else 2
+        self.a_dyn, self.b_dyn = _memref(self.rank, BF16), _memref(self.rank, BF16)
+        self.c_dyn = _memref(self.rank, F32)
+        self.p_dyn = f"memref<?x?x{2 * LANES}x{BF16}>"  # [batch x panels][pairs][32]
+        self.vec, self.pair_vec = f"vector<{LANES}x{F32}>", f"vector<{2 * LANES}x{BF16}>"
+
+    def text(self) -> str:
+        p, t = self.plan, self.t
+        with t.region(f"func.func private @{p.name}(%a: {p.a_type}, %b: {p.b_type}, %c: {p.c_type}) -> {p.c_type}"):
+            dims = [t.const(i) for i in range(self.rank)]
+            sizes = [t.value(f"tensor.dim %c, {dims[i]} : {p.c_type}", "s") for i in range(self.rank)]
+            self.batches = sizes[0] if p.batch else t.const(1)
+            self.m, self.n = sizes[-2], sizes[-1]
+            self.k = t.value(f"tensor.dim %a, {dims[-1]} : {p.a_type}", "K")
+            self.a = t.buffer("%a", p.a_type, self.a_dyn)
+            self.b = t.buffer("%b", p.b_type, self.b_dyn)
+            self.c_in = None if p.zero_init else t.buffer("%c", p.c_type, self.c_dyn)
+            self.c = t.alloc(self.c_dyn, sizes, "C")
+            self.kp = t.value(f"arith.ceildivui {self.k}, {t.const(2)} : index", "KP")
+            # Panels per batch, rounded up to whole groups of NV: a micro-tile reads NV panels, zeros past N.
+            group = t.const(LANES * p.nv)
+            self.np = t.value(f"arith.muli {t.value(f'arith.ceildivui {self.n}, {group} : index')}, "
+                              f"{t.const(p.nv)} : index", "NP")
+            rows = t.value(f"arith.muli {self.batches}, {self.np} : index", "panels")
+            self.panels = t.alloc(self.p_dyn, [rows, self.kp], "P")
+            self._pack(rows)
+            self._tasks()
+            t.add(f"return {t.tensor_of(self.c, self.c_dyn, p.c_type)} : {p.c_type}")
+        return t.function_text()
+
+    def _at(self, bi: str | None, *indices: str) -> str:
+        return ", ".join([*([bi] if self.plan.batch and bi else []), *indices])
+
+    def _pack(self, rows: str) -> None:
+        """B into interleaved pair panels, the panels shared among the workers."""
+        p, t = self.plan, self.t
+        half = f"vector<{LANES}x{BF16}>"
+        zeros = t.value(f"arith.constant dense<0.0> : {half}", "zh")
+        interleave = ", ".join(f"{j}, {j + LANES}" for j in range(LANES))
+        with t.share(rows, p.workers) as (_, begin, end), t.for_(begin, end, t.const(1), "panel") as panel:
+            bi = t.value(f"arith.divui {panel}, {self.np} : index", "bi")
+            col = t.value(f"arith.muli {t.value(f'arith.remui {panel}, {self.np} : index')}, {t.const(LANES)} "
+                          ": index", "col")
+            columns = t.value(f"vector.create_mask {t.value(f'arith.subi {self.n}, {col} : index')} "
+                              f": vector<{LANES}xi1>", "mask")
+            with t.for_(t.const(0), self.kp, t.const(1), "kp") as kp:
+                k0 = t.value(f"arith.muli {kp}, {t.const(2)} : index", "k0")
+                k1 = t.value(f"arith.addi {k0}, {t.const(1)} : index", "k1")
+                first = self._masked_read(self.b, self.b_dyn, self._at(bi, k0, col), columns, LANES, BF16)
+                inside = t.value(f"arith.cmpi ult, {k1}, {self.k} : index", "odd")
+                with t.if_(inside, [half]) as (second,):
+                    t.yield_([self._masked_read(self.b, self.b_dyn, self._at(bi, k1, col), columns, LANES, BF16)],
+                             [half])
+                with t.else_():
+                    t.yield_([zeros], [half])
+                pairs = t.value(f"vector.shuffle {first}, {second} [{interleave}] : {half}, {half}", "pr")
+                t.add(f"vector.store {pairs}, {self.panels}[{panel}, {kp}, {t.const(0)}] : {self.p_dyn}, "
+                      f"{self.pair_vec}")
+
+    def _tasks(self) -> None:
+        p, t = self.plan, self.t
+        mt = t.value(f"arith.ceildivui {self.m}, {t.const(p.tm)} : index", "mt")
+        nt = t.value(f"arith.ceildivui {self.n}, {t.const(p.tn)} : index", "nt")
+        per_batch = t.value(f"arith.muli {mt}, {nt} : index", "blocks")
+        tasks = t.value(f"arith.muli {per_batch}, {self.batches} : index", "tasks")
+        with t.share(tasks, p.workers) as (_, begin, end), t.for_(begin, end, t.const(1), "task") as task:
+            bi = t.value(f"arith.divui {task}, {per_batch} : index", "bi")
+            local = t.value(f"arith.remui {task}, {per_batch} : index", "tl")
+            ti = t.value(f"arith.divui {local}, {nt} : index", "ti")
+            tj = t.value(f"arith.remui {local}, {nt} : index", "tj")
+            i0 = t.value(f"arith.muli {ti}, {t.const(p.tm)} : index", "i0")
+            i1 = t.value(f"arith.minui {t.value(f'arith.addi {i0}, {t.const(p.tm)} : index')}, {self.m} : index",
+                         "i1")
+            last = t.value(f"arith.subi {i1}, {t.const(1)} : index", "last")
+            j0 = t.value(f"arith.muli {tj}, {t.const(p.tn)} : index", "j0")
+            j1 = t.value(f"arith.minui {t.value(f'arith.addi {j0}, {t.const(p.tn)} : index')}, {self.n} : index",
+                         "j1")
+            with t.for_(t.const(0), self.kp, t.const(p.tkp), "s0") as s0:
+                s1 = t.value(f"arith.minui {t.value(f'arith.addi {s0}, {t.const(p.tkp)} : index')}, {self.kp} "
+                             ": index", "s1")
+                with t.for_(j0, j1, t.const(LANES * p.nv), "jc") as jc, \
+                        t.for_(i0, i1, t.const(p.rm), "ir") as ir_:
+                    rows = [t.value(f"arith.minui {t.value(f'arith.addi {ir_}, {t.const(r)} : index')}, {last} "
+                                    ": index", "row") for r in range(p.rm)]
+                    self._micro_tile(bi, rows, jc, s0, s1)
+
+    def _micro_tile(self, bi: str, rows: list[str], jc: str, s0: str, s1: str) -> None:
+        """RM x NV accumulators over the pairs [s0, s1) of K, from C (or the init) and back into C."""
+        p, t = self.plan, self.t
+        cols = [t.value(f"arith.addi {jc}, {t.const(LANES * v)} : index", "col") for v in range(p.nv)]
+        panel0 = t.value(f"arith.addi {t.value(f'arith.muli {bi}, {self.np} : index')}, "
+                         f"{t.value(f'arith.divui {jc}, {t.const(LANES)} : index')} : index", "pn")
+        panels = [t.value(f"arith.addi {panel0}, {t.const(v)} : index", "pn") for v in range(p.nv)]
+        starts = self._starts(bi, rows, cols, s0)
+        # Whole pairs in place; the pair of an odd K's last k reads its missing half as zero.
+        whole = t.value(f"arith.minui {s1}, {t.value(f'arith.divui {self.k}, {t.const(2)} : index')} : index", "sw")
+        with t.for_carried(s0, whole, t.const(1), starts, self.vec, ("kp", "acc", "acc")) as loop:
+            t.yield_(self._step(bi, rows, panels, loop.iv, loop.args, tail=False), [self.vec] * len(starts))
+        sums = loop.results
+        tail = t.value(f"arith.cmpi ult, {whole}, {s1} : index", "tail")
+        with t.if_(tail, [self.vec] * len(sums), "acc") as finished:
+            t.yield_(self._step(bi, rows, panels, whole, sums, tail=True), [self.vec] * len(sums))
+        with t.else_():
+            t.yield_(sums, [self.vec] * len(sums))
+        masks = self._column_masks(cols)
+        for r, row in enumerate(rows):
+            for v, col in enumerate(cols):
+                t.add(f"vector.maskedstore {self.c}[{self._at(bi, row, col)}], {masks[v]}, {finished[r * p.nv + v]} "
+                      f": {self.c_dyn}, vector<{LANES}xi1>, {self.vec}")
+
+    def _starts(self, bi: str, rows: list[str], cols: list[str], s0: str) -> list[str]:
+        """The accumulators' values before the slice at ``s0``: C's partial sums after the first slice, the init
+        (zero, or the C operand) at it."""
+        p, t = self.plan, self.t
+        first = t.value(f"arith.cmpi eq, {s0}, {t.const(0)} : index", "first")
+        count = p.rm * p.nv
+        with t.if_(first, [self.vec] * count, "start") as starts:
+            if p.zero_init:
+                zero = t.value(f"arith.constant dense<0.0> : {self.vec}", "z")
+                t.yield_([zero] * count, [self.vec] * count)
+            else:
+                t.yield_(self._read_c(self.c_in, bi, rows, cols), [self.vec] * count)
+        with t.else_():
+            t.yield_(self._read_c(self.c, bi, rows, cols), [self.vec] * count)
+        return starts
+
+    def _read_c(self, buffer: str, bi: str, rows: list[str], cols: list[str]) -> list[str]:
+        masks = self._column_masks(cols)
+        return [self._masked_read(buffer, self.c_dyn, self._at(bi, row, col), masks[v], LANES, F32)
+                for row in rows for v, col in enumerate(cols)]
+
+    def _column_masks(self, cols: list[str]) -> list[str]:
+        """Per vector of columns starting at ``cols``, the lanes inside N."""
+        return [self.t.value(f"vector.create_mask {self.t.value(f'arith.subi {self.n}, {col} : index')} "
+                             f": vector<{LANES}xi1>", "mask") for col in cols]
+
+    def _masked_read(self, buffer: str, memref: str, at: str, mask: str, lanes: int, element: str) -> str:
+        """A vector of ``lanes`` from ``buffer`` at ``at``, zero where ``mask`` is off (nothing read there)."""
+        vec = f"vector<{lanes}x{element}>"
+        zero = self.t.value(f"arith.constant dense<0.0> : {vec}", "z")
+        return self.t.value(f"vector.maskedload {buffer}[{at}], {mask}, {zero} : {memref}, vector<{lanes}xi1>, {vec} "
+                            f"into {vec}", "x")
+
+    def _step(self, bi: str, rows: list[str], panels: list[str], kp: str, accs: list[str], tail: bool) -> list[str]:
+        """One pair of k: every row's pair of A broadcast and dotted with every panel's row."""
+        p, t = self.plan, self.t
+        k0 = t.value(f"arith.muli {kp}, {t.const(2)} : index", "k")
+        pair, words = f"vector<2x{BF16}>", f"vector<{LANES}xi32>"
+        b = [t.value(f"vector.load {self.panels}[{panel}, {kp}, {t.const(0)}] : {self.p_dyn}, {self.pair_vec}", "bv")
+             for panel in panels]
+        out = []
+        for r, row in enumerate(rows):
+            if tail:  # the last k is the pair's first; its second reads zero
+                left = t.value(f"vector.create_mask {t.value(f'arith.subi {self.k}, {k0} : index')} : vector<2xi1>")
+                read = self._masked_read(self.a, self.a_dyn, self._at(bi, row, k0), left, 2, BF16)
+            else:
+                read = t.value(f"vector.load {self.a}[{self._at(bi, row, k0)}] : {self.a_dyn}, {pair}", "ap")
+            word = t.value(f"vector.bitcast {read} : {pair} to vector<1xi32>", "aw")
+            spread = t.value(f"vector.broadcast {t.value(f'vector.extract {word}[0] : i32 from vector<1xi32>')} "
+                             f": i32 to {words}", "ab")
+            a = t.value(f"vector.bitcast {spread} : {words} to {self.pair_vec}", "ab")
+            out += [t.value(f"x86vector.avx512.dot {accs[r * p.nv + v]}, {a}, {b[v]} : {self.pair_vec} -> {self.vec}",
+                            "acc") for v in range(p.nv)]
+        return out
