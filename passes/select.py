@@ -122,10 +122,11 @@ def _report_entry(family: ir.Operation, space: Space, funnel: list[FunnelStep], 
 
 def _candidates(space: Space, predicted: dict[tuple[int, ...], float],
                 measured: dict[tuple[int, ...], float]) -> list[dict]:
-    """Every measured point with its predicted and measured seconds, in predicted order (``measured`` is filled
-    in that order)."""
-    return [{"choice": space.value_of(point), "predicted_seconds": predicted[point], "measured_seconds": seconds}
-            for point, seconds in measured.items()]
+    """Every measured point with its predicted and measured seconds, cheapest predicted first, ties in
+    lexicographic order of the points (as :func:`prism.search.search.select` ranks them)."""
+    return [{"choice": space.value_of(point), "predicted_seconds": predicted[point],
+             "measured_seconds": measured[point]}
+            for point in sorted(measured, key=lambda point: (predicted[point], point))]
 
 
 def _pruning_stages(family: ir.Operation, space: Space, ctx: PassContext) -> list[FunnelStep]:
