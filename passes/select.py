@@ -14,7 +14,15 @@ extents; a dynamic extent counts as ``assume`` elements) are costed with
 branch and bound (see prism.search); the cheapest wins, ties going to the
 lexicographically smallest point so the choice is deterministic. With ``measure=K`` (host only) the K best-predicted
 points are compiled and timed on this machine and the fastest wins: the
-choice then depends on the measurement. The pick is recorded in the report.
+choice then depends on the measurement.
+
+The family's report entry records the pick (``choice``, ``predicted_seconds``
+and, when measured, ``measured_seconds``). With ``measure=K`` it also lists
+every timed point under ``candidates``, in predicted order (cheapest first,
+ties lexicographic, as costed), each as ``{"choice": {...},
+"predicted_seconds": p, "measured_seconds": m}``: the first is the model's
+own pick, the fastest measured one is the ``choice``. ``benchmarks/cost_check.py``
+reads them to compare the model with the machine.
 """
 
 from __future__ import annotations
@@ -108,7 +116,17 @@ def _report_entry(family: ir.Operation, space: Space, funnel: list[FunnelStep], 
         "choice": space.value_of(best),
         "predicted_seconds": predicted[best],
         **({"measured_seconds": measured[best]} if measured else {}),
+        **({"candidates": _candidates(space, predicted, measured)} if measured else {}),
     }
+
+
+def _candidates(space: Space, predicted: dict[tuple[int, ...], float],
+                measured: dict[tuple[int, ...], float]) -> list[dict]:
+    """Every measured point with its predicted and measured seconds, cheapest predicted first, ties in
+    lexicographic order of the points (as :func:`prism.search.search.select` ranks them)."""
+    return [{"choice": space.value_of(point), "predicted_seconds": predicted[point],
+             "measured_seconds": measured[point]}
+            for point in sorted(measured, key=lambda point: (predicted[point], point))]
 
 
 def _pruning_stages(family: ir.Operation, space: Space, ctx: PassContext) -> list[FunnelStep]:

@@ -1,0 +1,315 @@
+"""The host cost model against the machine: does the predicted-best schedule of each family run fastest?
+
+Usage:
+
+    .venv/bin/python benchmarks/cost_check.py --quick              # benchmarks/cpu.py's smoke-test workloads
+    .venv/bin/python benchmarks/cost_check.py                      # every workload of benchmarks/cpu.py (long)
+    .venv/bin/python benchmarks/cost_check.py --only 'gemm-512|swiglu-16x' --candidates 8
+    .venv/bin/python benchmarks/cost_check.py --list               # the workload names
+
+Each workload of ``benchmarks/cpu_workloads.py`` is searched for the host by
+prism-optimize's search passes with ``prism-select{measure=K}`` (K =
+``--candidates``): the K best-predicted schedules of every family are
+compiled and timed (``prism.runtime.measure.measure_seconds``: the fastest
+of 5 calls after a warm-up), and the report lists them in predicted order.
+Per family this prints:
+
+- the regret: the measured time of the model's pick (the predicted best)
+  over the best time measured among the K;
+- the model's error: predicted / measured seconds of every candidate, as a
+  geomean and the worst (farthest from 1);
+- the Spearman rank correlation of predicted against measured times (1: the
+  model orders the K as the machine does).
+
+Other work on the machine only adds time, so one timing can make a good pick
+look slow. A pick that first measures over ``--threshold`` (10%) slower than
+the best is re-timed next to that best, back to back in alternating order
+(``--rounds`` rounds, the fastest of each): it is flagged slow only if the
+re-timing confirms it, and its regret is the re-timed one.
+
+Prints Markdown ready for ``benchmarks/RESULTS.md``: the date, the machine,
+the versions and the command, one row per family, then a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import os
+import re
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from cpu_workloads import QUICK, Workload, all_workloads
+from environment import machine, versions
+from mlir import ir
+
+import prism
+from prism.infra.ir import make_context
+from prism.runtime.measure import measure_seconds
+from prism.search.family import body_func, families, family_name
+from prism.targets import get_target
+
+# prism-optimize up to the selection: instantiation and the proof change no choice.
+SEARCH = "prism-explore,prism-lift,prism-prune,prism-select{{measure={candidates}}}"
+THRESHOLD = 0.10  # a pick this much slower than the best measured is flagged (after re-timing)
+ROUNDS = 3  # re-timing: the pick and the best, alternately, this many times each
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One timed schedule of a family."""
+
+    choice: dict[str, int]
+    predicted: float
+    measured: float
+
+    @property
+    def ratio(self) -> float:
+        """Predicted over measured seconds: 1 where the model is exact."""
+        return self.predicted / self.measured
+
+
+@dataclass(frozen=True)
+class FamilyCheck:
+    """A family's timed candidates (predicted order: the model's pick first) and the pick's regret.
+
+    ``retimed`` holds the pick's and the best's seconds from the alternating
+    re-timing, when the first timing made the pick look slow.
+    """
+
+    workload: str
+    family: str
+    candidates: tuple[Candidate, ...]
+    retimed: tuple[float, float] | None = None
+
+    @property
+    def pick(self) -> Candidate:
+        """The model's pick: the predicted best."""
+        return self.candidates[0]
+
+    @property
+    def best(self) -> Candidate:
+        """The fastest measured candidate (the first of equals, in predicted order)."""
+        return min(self.candidates, key=lambda c: c.measured)
+
+    @property
+    def first_regret(self) -> float:
+        """The pick's measured seconds over the best's, from the first timing."""
+        return self.pick.measured / self.best.measured
+
+    @property
+    def regret(self) -> float:
+        """The pick's seconds over the best's: re-timed where it was, else the first timing."""
+        return self.retimed[0] / self.retimed[1] if self.retimed else self.first_regret
+
+    def slow(self, threshold: float = THRESHOLD) -> bool:
+        """Whether the pick is over ``threshold`` slower than the best, confirmed by the re-timing."""
+        return self.retimed is not None and self.regret > 1 + threshold
+
+    @property
+    def misranked(self) -> int:
+        """Candidates that measured faster than the pick (the pick's place in the measured order, from 0)."""
+        return sum(c.measured < self.pick.measured for c in self.candidates)
+
+    @property
+    def ratio_geomean(self) -> float:
+        """Geomean of predicted / measured over the candidates."""
+        return geomean([c.ratio for c in self.candidates])
+
+    @property
+    def ratio_worst(self) -> float:
+        """The predicted / measured ratio farthest from 1 (in log terms)."""
+        return max((c.ratio for c in self.candidates), key=lambda r: abs(math.log(r)))
+
+    @property
+    def spearman(self) -> float | None:
+        """Rank correlation of predicted and measured seconds; None under 3 candidates or with constant ranks."""
+        if len(self.candidates) < 3:
+            return None
+        return spearman([c.predicted for c in self.candidates], [c.measured for c in self.candidates])
+
+
+def geomean(values: Sequence[float]) -> float:
+    """The geometric mean of positive ``values``."""
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _ranks(values: Sequence[float]) -> np.ndarray:
+    """Ranks from 0, equal values sharing their mean rank."""
+    array = np.asarray(values, dtype=float)
+    ranks = np.empty(len(array))
+    ranks[np.argsort(array, kind="stable")] = np.arange(len(array))
+    for value in np.unique(array):
+        tied = array == value
+        ranks[tied] = ranks[tied].mean()
+    return ranks
+
+
+def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Spearman's rank correlation (ties take their mean rank); None where either side has one rank only."""
+    rx, ry = _ranks(xs), _ranks(ys)
+    if rx.std() == 0 or ry.std() == 0:
+        return None
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+# ---- Measuring --------------------------------------------------------------------------------------------------
+
+def progress(message: str) -> None:
+    """A line on stderr: stdout carries the Markdown."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def search(workload: Workload, candidates: int) -> prism.CompiledModule:
+    """The workload searched for the host with its ``candidates`` best-predicted schedules per family timed."""
+    return prism.compile(workload.mlir, target="host", emit="mlir", pipeline=SEARCH.format(candidates=candidates))
+
+
+def retime(body: ir.Operation, pick: dict[str, int], best: dict[str, int], rounds: int,
+           assume: int = 1024) -> tuple[float, float]:
+    """The fastest seconds of ``pick`` and of ``best`` over ``rounds`` timings of each, back to back, the one
+    timed first alternating, so that a change in the machine's load falls on both."""
+    lowering = get_target("host").lowering()
+    times: dict[str, list[float]] = {"pick": [], "best": []}
+    for index in range(rounds):
+        order = (("pick", pick), ("best", best)) if index % 2 == 0 else (("best", best), ("pick", pick))
+        for name, choice in order:
+            times[name].append(measure_seconds(body, choice, lowering, assume))
+    return min(times["pick"]), min(times["best"])
+
+
+def check_workload(workload: Workload, candidates: int = 4, threshold: float = THRESHOLD,
+                   rounds: int = ROUNDS) -> list[FamilyCheck]:
+    """Every family of ``workload``: its ``candidates`` best-predicted schedules as timed by prism-select, the
+    pick re-timed against the best where it first measured over ``threshold`` slower."""
+    compiled = search(workload, candidates)
+    checks = []
+    with make_context() as context, ir.Location.unknown():
+        module = ir.Module.parse(compiled.mlir, context=context)
+        bodies = {family_name(f): body_func(f) for f in families(module)}
+        for entry in compiled.report["families"]:
+            timed = tuple(Candidate(c["choice"], c["predicted_seconds"], c["measured_seconds"])
+                          for c in entry["candidates"])
+            check = FamilyCheck(workload.name, entry["name"], timed)
+            if check.first_regret > 1 + threshold:
+                progress(f"  {entry['name']}: the pick measured {check.first_regret:.2f}x the best; re-timing")
+                check = FamilyCheck(workload.name, entry["name"], timed,
+                                    retime(bodies[entry["name"]], check.pick.choice, check.best.choice, rounds))
+            checks.append(check)
+    return checks
+
+
+# ---- Markdown ---------------------------------------------------------------------------------------------------
+
+def _choice(choice: dict[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in choice.items())
+
+
+def _row(check: FamilyCheck, threshold: float) -> str:
+    best = "(the pick)" if check.best is check.pick else _choice(check.best.choice)
+    regret = f"{check.regret:.2f}x" + (f" (re-timed; first {check.first_regret:.2f}x)" if check.retimed else "")
+    flag = "**slow**" if check.slow(threshold) else ""
+    rho = "n/a" if check.spearman is None else f"{check.spearman:+.2f}"
+    cells = [check.workload, check.family, _choice(check.pick.choice), best, regret, flag,
+             f"{check.ratio_geomean:.2f}", f"{check.ratio_worst:.2f}", rho]
+    return "| " + " | ".join(cells) + " |"
+
+
+def summary(checks: Sequence[FamilyCheck], threshold: float) -> list[str]:
+    """The lines under the table: how often and how far the model misranks, and how far its times are."""
+    ratios = [c.ratio for check in checks for c in check.candidates]
+    rhos = [check.spearman for check in checks if check.spearman is not None]
+    worst = max(checks, key=lambda c: c.regret)
+    slow = [c for c in checks if c.slow(threshold)]
+    retimed = [c for c in checks if c.retimed]
+    lines = [
+        f"- {len(checks)} families. At the first timing the pick was the fastest in "
+        f"{sum(c.misranked == 0 for c in checks)} and over {threshold:.0%} slower than the best in {len(retimed)}; "
+        f"re-timed, {len(slow)} of those stayed over {threshold:.0%} slower"
+        + (": " + ", ".join(f"{c.workload} {c.family} {c.regret:.2f}x" for c in slow) if slow else "")
+        + (f" (re-timed regrets {min(c.regret for c in retimed):.2f}x to {max(c.regret for c in retimed):.2f}x)."
+           if retimed else "."),
+        f"- Regret: geomean {geomean([c.regret for c in checks]):.3f}x, worst {worst.regret:.2f}x "
+        f"({worst.workload} {worst.family}).",
+        f"- Predicted / measured seconds over {len(ratios)} candidates: geomean {geomean(ratios):.2f}, "
+        f"from {min(ratios):.2f} to {max(ratios):.2f}.",
+    ]
+    if rhos:
+        lines.append(f"- Spearman rank correlation of predicted and measured: mean {sum(rhos) / len(rhos):+.2f}, "
+                     f"lowest {min(rhos):+.2f} ({len(rhos)} families with 3 candidates or more and distinct times).")
+    return lines
+
+
+def markdown(checks: Sequence[FamilyCheck], args: argparse.Namespace, command: str) -> str:
+    """The RESULTS.md entry."""
+    lines = [
+        f"## The host cost model against measurement, {datetime.date.today().isoformat()}", "",
+        f"Machine: {machine()}; {versions('numpy')}; load average "
+        f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} at the end.", "",
+        f"    {command}", "",
+        f"Per family, the {args.candidates} best-predicted schedules timed by `prism-select{{measure="
+        f"{args.candidates}}}` (fastest of 5 calls each); a pick first measured over {args.threshold:.0%} slower "
+        f"than the best re-timed against it, {args.rounds} times each, alternating. Regret: the pick's time over "
+        "the best's. pred/meas: predicted over measured seconds of the candidates (geomean; worst: farthest "
+        "from 1). ρ: Spearman rank correlation of predicted and measured times.", "",
+        "| workload | family | pick (predicted best) | fastest measured | regret | flag | pred/meas | worst | ρ |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        *(_row(check, args.threshold) for check in checks), "",
+        *summary(checks, args.threshold),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# ---- Main -------------------------------------------------------------------------------------------------------
+
+def command_line() -> str:
+    """This run's command, to paste into a shell."""
+    python = os.path.relpath(sys.executable) if sys.executable.startswith(os.getcwd()) else sys.executable
+    return shlex.join([python, *sys.argv])
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The options."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", metavar="REGEX", help="check the workloads whose name this matches (re.search)")
+    parser.add_argument("--quick", action="store_true", help=f"the smoke-test workloads: {', '.join(QUICK)}")
+    parser.add_argument("--list", action="store_true", help="print the selected workload names and exit")
+    parser.add_argument("--candidates", type=int, default=4, help="schedules timed per family (4; 2 to 64)")
+    parser.add_argument("--threshold", type=float, default=THRESHOLD,
+                        help=f"flag a pick this much slower than the best, after re-timing ({THRESHOLD})")
+    parser.add_argument("--rounds", type=int, default=ROUNDS,
+                        help=f"re-timings of a slow-looking pick and of the best, alternately ({ROUNDS})")
+    args = parser.parse_args(argv)
+    if not 2 <= args.candidates <= 64:
+        parser.error("--candidates must be between 2 and 64")
+    if args.rounds < 1 or args.threshold < 0:
+        parser.error("--rounds must be positive and --threshold not negative")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point."""
+    args = parse_args(argv)
+    workloads = [w for w in all_workloads() if (not args.quick or w.name in QUICK)
+                 and (args.only is None or re.search(args.only, w.name))]
+    if args.list:
+        print("\n".join(w.name for w in workloads))
+        return 0
+    if not workloads:
+        print("cost_check.py: error: no workload selected (see --list)", file=sys.stderr)
+        return 1
+    checks = []
+    for index, workload in enumerate(workloads, 1):
+        progress(f"[{index}/{len(workloads)}] {workload.name}")
+        checks += check_workload(workload, args.candidates, args.threshold, args.rounds)
+    print(markdown(checks, args, command_line()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""The host cost model against the machine (benchmarks/cost_check.py), and the measured candidates in the report.
+
+On small workloads the model's pick must run within 25% of the fastest of
+the schedules measured beside it; a pick that first looks slower is re-timed
+against that best, alternately, before it counts (other work on the machine
+only adds time).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import prism
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+import cost_check  # noqa: E402  (the check lives with the benchmarks)
+import cpu_workloads as cw  # noqa: E402
+
+# The largest regret allowed: the pick at most this much slower than the best timed.
+RANK_ERROR = 0.25
+MEASURED = "prism-lift,prism-prune,prism-select{measure=3}"
+GEMM = cw.gemm("gemm-64x96x80", 64, 96, 80).mlir
+
+
+@pytest.mark.parametrize("workload", [
+    cw.gemm("gemm-256", 256, 256, 256),
+    cw.rmsnorm_linear(16, 512),
+    cw.swiglu(16, 512),
+], ids=lambda w: w.name)
+def test_the_pick_is_within_a_quarter_of_the_best_measured(workload: cw.Workload) -> None:
+    checks = cost_check.check_workload(workload, candidates=4, threshold=0.10, rounds=3)
+    assert checks, "no family was checked"
+    for check in checks:
+        assert len(check.candidates) >= 2, f"{check.family}: nothing to compare the pick with"
+        described = ", ".join(f"{c.choice}: {c.predicted:.2e} s predicted, {c.measured:.2e} s measured"
+                              for c in check.candidates)
+        assert check.regret <= 1 + RANK_ERROR, (
+            f"{check.family}: the pick runs {check.regret:.2f}x the best measured (re-timed: {check.retimed}); "
+            f"{described}")
+
+
+def _check(*timings: tuple[float, float], retimed: tuple[float, float] | None = None) -> cost_check.FamilyCheck:
+    candidates = tuple(cost_check.Candidate({"TM": 8 * i}, p, m) for i, (p, m) in enumerate(timings, 1))
+    return cost_check.FamilyCheck("w", "f", candidates, retimed)
+
+
+def test_regret_is_confirmed_by_the_retiming() -> None:
+    first = _check((1.0, 3.0), (1.1, 2.0), (1.2, 4.0))
+    assert first.best is first.candidates[1] and first.first_regret == pytest.approx(1.5)
+    assert first.misranked == 1 and not first.slow()  # not re-timed: not confirmed
+    assert first.spearman == pytest.approx(0.5)
+    assert first.ratio_geomean == pytest.approx((1 / 3 * 1.1 / 2 * 1.2 / 4) ** (1 / 3))
+    assert first.ratio_worst == pytest.approx(1.2 / 4)
+    noise = _check((1.0, 3.0), (1.1, 2.0), (1.2, 4.0), retimed=(2.05, 2.0))
+    assert noise.regret == pytest.approx(1.025) and not noise.slow()
+    confirmed = _check((1.0, 3.0), (1.1, 2.0), (1.2, 4.0), retimed=(2.6, 2.0))
+    assert confirmed.regret == pytest.approx(1.3) and confirmed.slow() and confirmed.slow(0.25)
+    assert not confirmed.slow(0.5)
+
+
+def test_spearman_takes_mean_ranks_for_ties() -> None:
+    assert cost_check.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert cost_check.spearman([1, 2, 3, 4], [40, 30, 20, 10]) == pytest.approx(-1.0)
+    assert cost_check.spearman([1, 1, 2], [5, 6, 7]) == pytest.approx(0.8660254)
+    assert cost_check.spearman([1, 1, 1], [5, 6, 7]) is None
+
+
+def test_the_report_lists_every_measured_candidate_in_predicted_order() -> None:
+    (family,) = prism.compile(GEMM, target="host", pipeline=MEASURED).report["families"]
+    candidates = family["candidates"]
+    assert len(candidates) == 3
+    assert all(set(c) == {"choice", "predicted_seconds", "measured_seconds"} for c in candidates)
+    assert all(set(c["choice"]) == set(family["symbols"]) for c in candidates)
+    assert len({tuple(c["choice"].values()) for c in candidates}) == 3
+    predicted = [c["predicted_seconds"] for c in candidates]
+    assert predicted == sorted(predicted) and all(c["measured_seconds"] > 0 for c in candidates)
+    fastest = min(candidates, key=lambda c: c["measured_seconds"])
+    assert family["choice"] == fastest["choice"]
+    assert family["measured_seconds"] == fastest["measured_seconds"]
+    assert family["predicted_seconds"] == fastest["predicted_seconds"]
+
+
+def test_the_candidates_are_the_same_points_in_the_same_order_on_every_run() -> None:
+    runs = [prism.compile(GEMM, target="host", pipeline=MEASURED).report["families"][0] for _ in range(2)]
+    assert [c["choice"] for c in runs[0]["candidates"]] == [c["choice"] for c in runs[1]["candidates"]]
+    assert [c["predicted_seconds"] for c in runs[0]["candidates"]] == \
+        [c["predicted_seconds"] for c in runs[1]["candidates"]]
+
+
+def test_no_candidates_without_measurement() -> None:
+    (family,) = prism.compile(GEMM, target="host", pipeline="prism-lift,prism-prune,prism-select").report["families"]
+    assert "candidates" not in family and "measured_seconds" not in family
