@@ -1,0 +1,89 @@
+"""bf16 products into f32 on the host's AVX512-BF16 dot products (prism.codegen.cpu.kernel_bf16): against float64
+numpy on the same bf16 values, over odd shapes, a batch and an init that is not zero; and the choice of path by
+the machine's flags. Where this machine has no AVX512-BF16, the kernel is checked as IR and LLVM
+(tests/filecheck/codegen/cpu-stages-bf16.mlir) and never run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import prism
+from conftest import REFERENCE_HOST
+from prism.targets.host_machine import Machine
+
+INPUTS = Path(__file__).resolve().parents[1] / "filecheck" / "Inputs"
+RUNS_HERE = bool(Machine.here().bf16_dot)
+
+
+def product(m: int, k: int, n: int, batch: int | None = None, accumulate: bool = False) -> str:
+    """@mm: A (m x k) times B (k x n), bf16, into f32 (from zero, or onto the argument C)."""
+    lead = f"{batch}x" if batch else ""
+    a, b, c = (f"tensor<{lead}{m}x{k}xbf16>", f"tensor<{lead}{k}x{n}xbf16>", f"tensor<{lead}{m}x{n}xf32>")
+    op = "linalg.batch_matmul" if batch else "linalg.matmul"
+    start = ["%init = linalg.fill ins(%zero : f32) outs(%e : " + c + ") -> " + c] if not accumulate else []
+    init = "%c" if accumulate else "%init"
+    extra = f", %c: {c}" if accumulate else ""
+    return "\n".join([
+        f"func.func @mm(%a: {a}, %b: {b}{extra}) -> {c} {{",
+        "  %zero = arith.constant 0.0 : f32",
+        f"  %e = tensor.empty() : {c}",
+        *[f"  {line}" for line in start],
+        f"  %r = {op} ins(%a, %b : {a}, {b}) outs({init} : {c}) -> {c}",
+        f"  return %r : {c}",
+        "}"])
+
+
+def kinds(text: str) -> list[str]:
+    report = prism.compile(text, target="host", emit="report").report
+    return [kernel["kind"] for function in report["kernels"] for kernel in function["kernels"]]
+
+
+def test_the_dot_product_kernel_is_chosen_by_the_machines_flags(describe_host) -> None:
+    text = product(33, 131, 70)
+    describe_host(INPUTS / "host-avx512-bf16.json")
+    assert kinds(text) == ["gemm (bf16 dot products)"]
+    describe_host(INPUTS / "host-avx512.json")
+    assert kinds(text) == ["gemm (transform path)"]
+    describe_host(REFERENCE_HOST)
+    assert kinds(text) == ["gemm (transform path)"]
+
+
+def test_an_f32_product_never_takes_it(describe_host) -> None:
+    describe_host(INPUTS / "host-avx512-bf16.json")
+    text = product(33, 131, 70).replace("bf16", "f32")
+    assert "gemm (bf16 dot products)" not in kinds(text)
+
+
+def bounded(got: np.ndarray, a: np.ndarray, b: np.ndarray, start: np.ndarray | None = None) -> None:
+    """``got`` against the float64 product of the bf16 values, within the rounding of an f32 sum of K exact
+    products (each bf16 product is exact in f32): K ulps of f32 of the sum of the magnitudes, per element."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = a64 @ b64 + (0 if start is None else start.astype(np.float64))
+    scale = np.abs(a64) @ np.abs(b64) + (0 if start is None else np.abs(start))
+    bound = (a.shape[-1] + 1) * 2.0**-24 * scale + 1e-30
+    assert got.dtype == np.float32 and got.shape == want.shape
+    assert np.all(np.abs(got - want) <= bound), float(np.max(np.abs(got - want) / bound))
+
+
+@pytest.mark.skipif(not RUNS_HERE, reason="this machine has no AVX512-BF16: the kernel is checked as IR and LLVM")
+@pytest.mark.parametrize(("m", "k", "n"), [(7, 5, 20), (1, 64, 16), (33, 131, 97), (100, 1, 5), (64, 255, 300),
+                                           (97, 512, 130)])
+def test_matches_float64(m: int, k: int, n: int, rng: np.random.Generator) -> None:
+    compiled = prism.compile(product(m, k, n), target="host")
+    assert kinds(product(m, k, n)) == ["gemm (bf16 dot products)"]
+    a, b = (rng.standard_normal(s).astype(ml_dtypes.bfloat16) for s in ((m, k), (k, n)))
+    bounded(compiled.jit("mm")(a, b), a, b)
+
+
+@pytest.mark.skipif(not RUNS_HERE, reason="this machine has no AVX512-BF16: the kernel is checked as IR and LLVM")
+def test_a_batch_and_an_init_that_is_not_zero(rng: np.random.Generator) -> None:
+    text = product(17, 41, 50, batch=3, accumulate=True)
+    assert kinds(text) == ["gemm (bf16 dot products)"]
+    a, b = (rng.standard_normal(s).astype(ml_dtypes.bfloat16) for s in ((3, 17, 41), (3, 41, 50)))
+    c = rng.standard_normal((3, 17, 50)).astype(np.float32)
+    got = prism.compile(text, target="host").jit("mm")(a, b, c)
+    bounded(got, a, b, c)
