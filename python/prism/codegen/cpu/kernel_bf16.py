@@ -7,7 +7,9 @@ the multiply-adds of an f32 FMA, from half the bytes:
 
 1. B is packed once per call into panels of 16 columns, ``[b][ceil(N/16)][ceil(K/2)][32]``: each 32-element row
    of a panel is two consecutive k of its 16 columns, interleaved (k, k+1 of column 0, then of column 1, ...),
-   zeros past N and past an odd K. The panels are shared among the workers.
+   zeros past N and past an odd K. The panels are shared among the workers. Where one block of rows covers M
+   (a static M of at most TM rows: a few tokens), each task reads its columns of B once, and a copy would only
+   add traffic: the micro-kernel then reads two rows of B in place and interleaves them in registers.
 2. Tasks: blocks of ``TM x TN`` of C (per batch), shared among the workers as contiguous runs. A task walks K
    in slices of ``TKP`` pairs; in each slice, for each group of ``NV`` panels (``16 NV`` columns), for each
    ``RM`` rows, a micro-kernel keeps ``RM x NV`` accumulator vectors in registers: per pair of k, each row's
@@ -48,6 +50,14 @@ class Bf16Plan:
     tkp: int = 128  # pairs of k per slice
     rm: int = 6  # rows of a micro-tile
     nv: int = 4  # panels (16 columns each) of a micro-tile
+
+    @property
+    def packs(self) -> bool:
+        """Whether B is packed: unless one block of rows covers M (a static M within TM), where each task
+        reads its columns of B once, so that a copy would only add traffic; B's rows are then interleaved in
+        registers as they are read."""
+        m = self.c_type.split("x")[-2]
+        return not m.isdigit() or int(m) > self.tm
 
     @property
     def batch(self) -> bool:
@@ -101,9 +111,10 @@ class _Kernel:
             group = t.const(LANES * p.nv)
             self.np = t.value(f"arith.muli {t.value(f'arith.ceildivui {self.n}, {group} : index')}, "
                               f"{t.const(p.nv)} : index", "NP")
-            rows = t.value(f"arith.muli {self.batches}, {self.np} : index", "panels")
-            self.panels = t.alloc(self.p_dyn, [rows, self.kp], "P")
-            self._pack(rows)
+            if p.packs:
+                rows = t.value(f"arith.muli {self.batches}, {self.np} : index", "panels")
+                self.panels = t.alloc(self.p_dyn, [rows, self.kp], "P")
+                self._pack(rows)
             self._tasks()
             t.add(f"return {t.tensor_of(self.c, self.c_dyn, p.c_type)} : {p.c_type}")
         return t.function_text()
@@ -171,6 +182,9 @@ class _Kernel:
         panel0 = t.value(f"arith.addi {t.value(f'arith.muli {bi}, {self.np} : index')}, "
                          f"{t.value(f'arith.divui {jc}, {t.const(LANES)} : index')} : index", "pn")
         panels = [t.value(f"arith.addi {panel0}, {t.const(v)} : index", "pn") for v in range(p.nv)]
+        self.masks = self._column_masks(cols)
+        if not p.packs:
+            panels = cols
         starts = self._starts(bi, rows, cols, s0)
         # Whole pairs in place; the pair of an odd K's last k reads its missing half as zero.
         whole = t.value(f"arith.minui {s1}, {t.value(f'arith.divui {self.k}, {t.const(2)} : index')} : index", "sw")
@@ -182,10 +196,10 @@ class _Kernel:
             t.yield_(self._step(bi, rows, panels, whole, sums, tail=True), [self.vec] * len(sums))
         with t.else_():
             t.yield_(sums, [self.vec] * len(sums))
-        masks = self._column_masks(cols)
         for r, row in enumerate(rows):
             for v, col in enumerate(cols):
-                t.add(f"vector.maskedstore {self.c}[{self._at(bi, row, col)}], {masks[v]}, {finished[r * p.nv + v]} "
+                t.add(f"vector.maskedstore {self.c}[{self._at(bi, row, col)}], {self.masks[v]}, "
+                      f"{finished[r * p.nv + v]} "
                       f": {self.c_dyn}, vector<{LANES}xi1>, {self.vec}")
 
     def _starts(self, bi: str, rows: list[str], cols: list[str], s0: str) -> list[str]:
@@ -205,9 +219,20 @@ class _Kernel:
         return starts
 
     def _read_c(self, buffer: str, bi: str, rows: list[str], cols: list[str]) -> list[str]:
-        masks = self._column_masks(cols)
-        return [self._masked_read(buffer, self.c_dyn, self._at(bi, row, col), masks[v], LANES, F32)
+        return [self._masked_read(buffer, self.c_dyn, self._at(bi, row, col), self.masks[v], LANES, F32)
                 for row in rows for v, col in enumerate(cols)]
+
+    def _pair_of_rows(self, bi: str, k0: str, col: str, mask: str, tail: bool) -> str:
+        """Rows k0 and k0 + 1 of B at 16 columns from ``col``, interleaved as a packed panel's row (the second
+        zero in the tail pair of an odd K, whose row k0 + 1 does not exist)."""
+        t, half = self.t, f"vector<{LANES}x{BF16}>"
+        first = self._masked_read(self.b, self.b_dyn, self._at(bi, k0, col), mask, LANES, BF16)
+        if tail:
+            second = t.value(f"arith.constant dense<0.0> : {half}", "z")
+        else:
+            k1 = t.value(f"arith.addi {k0}, {t.const(1)} : index", "k1")
+            second = self._masked_read(self.b, self.b_dyn, self._at(bi, k1, col), mask, LANES, BF16)
+        return t.value(f"vector.interleave {first}, {second} : {half} -> {self.pair_vec}", "bv")
 
     def _column_masks(self, cols: list[str]) -> list[str]:
         """Per vector of columns starting at ``cols``, the lanes inside N."""
@@ -226,8 +251,11 @@ class _Kernel:
         p, t = self.plan, self.t
         k0 = t.value(f"arith.muli {kp}, {t.const(2)} : index", "k")
         pair, words = f"vector<2x{BF16}>", f"vector<{LANES}xi32>"
-        b = [t.value(f"vector.load {self.panels}[{panel}, {kp}, {t.const(0)}] : {self.p_dyn}, {self.pair_vec}", "bv")
-             for panel in panels]
+        if p.packs:
+            b = [t.value(f"vector.load {self.panels}[{panel}, {kp}, {t.const(0)}] : {self.p_dyn}, {self.pair_vec}",
+                         "bv") for panel in panels]
+        else:  # ``panels`` are the columns: two rows of B, interleaved
+            b = [self._pair_of_rows(bi, k0, col, self.masks[v], tail) for v, col in enumerate(panels)]
         out = []
         for r, row in enumerate(rows):
             if tail:  # the last k is the pair's first; its second reads zero
