@@ -9,7 +9,7 @@ Usage:
 
 Each workload (``benchmarks/cpu_workloads.py``: GEMMs, RMSNorm+linear,
 SwiGLU, RMSNorm+MLP, QKV, LoRA, attention, causal and QK-norm attention,
-row ops; all f32) is generated as MLIR
+row ops, all f32; and ``bf16-*`` rows, see below) is generated as MLIR
 with its weights marked ``{prism.invariant}`` and run by every contender:
 
 - ``prism``: ``prism.compile(text, target="host").jit(NAME)``, called with every argument;
@@ -21,6 +21,16 @@ with its weights marked ``{prism.invariant}`` and run by every contender:
   tiling; weights are uploaded once as device arrays, activations passed as numpy arrays, results read back;
 - ``iree-prism``: what Prism writes for IREE (``emit="iree"``: its choices as ``compilation_info``) through
   IREE with the default flags: not a baseline, it is compared with ``iree``.
+
+The ``bf16-*`` rows (``--only bf16``) have bf16 arguments: a GEMM (f32
+result), SwiGLU (bf16 result) and attention (f32 result), their products of
+bf16 operands accumulated in f32. torch (eager, ``torch.compile``, ``sdpa``)
+runs them on bf16 tensors in bf16, as a bf16 model does, and returns bf16
+(``torch.matmul`` of bf16 tensors gives bf16: Prism's GEMM writes twice its
+bytes, f32); numpy runs only the GEMM, in f32 on the same values (a
+reference: numpy has no bf16 arithmetic); the IREE contenders are skipped.
+A skipped contender is recorded with its reason. A bf16 result is right within
+``BF16_TOLERANCE`` (2e-2) of the output's scale, not ``--tolerance``.
 
 A contender that fails to build is recorded with its error and the run goes
 on; Prism is first built in a child process, so that a build that hangs
@@ -59,8 +69,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
-from cpu_workloads import QUICK, NumpyOps, TorchOps, Workload, all_workloads
+from cpu_workloads import BF16_TOLERANCE, QUICK, NumpyOps, TorchOps, Workload, all_workloads
 from environment import machine, versions
 
 import prism
@@ -90,7 +101,7 @@ BANDWIDTH_ROWS = 16  # at most this many activation rows: the weights' bytes bou
 class Outcome:
     """What happened to one contender on one workload."""
 
-    status: str = "ok"  # ok | wrong | failed
+    status: str = "ok"  # ok | wrong | failed | skipped (the contender does not run the workload: error says why)
     error: str | None = None
     traceback: str | None = None  # of a failure, for cpu.json
     build_seconds: float | None = None
@@ -163,9 +174,18 @@ def build_prism_bound(workload: Workload, inputs: dict[str, np.ndarray]) -> Call
 
 
 def build_numpy(workload: Workload, inputs: dict[str, np.ndarray]) -> Callable[[], Any]:
-    """numpy in float32, as a user writes it."""
-    arrays = [inputs[a.name] for a in workload.args]
+    """numpy in float32, as a user writes it (bf16 arguments converted to f32 once, before the timing)."""
+    arrays = [np.asarray(inputs[a.name], np.float32) for a in workload.args]
     return lambda: workload.compute(NumpyOps, *arrays)
+
+
+def torch_tensor(array: np.ndarray) -> Any:
+    """A torch tensor on the memory of ``array``: bf16 (``ml_dtypes.bfloat16``) arrays as torch.bfloat16."""
+    import torch
+
+    if array.dtype == ml_dtypes.bfloat16:
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
 
 
 def _torch_build(compile_it: bool) -> Build:
@@ -178,7 +198,7 @@ def _torch_build(compile_it: bool) -> Build:
         if compile_it:
             torch.compiler.reset()  # otherwise dynamo's per-function cache of shapes fills up and falls back to eager
             fn = torch.compile(fn)
-        tensors = [torch.from_numpy(inputs[a.name]) for a in workload.args]
+        tensors = [torch_tensor(inputs[a.name]) for a in workload.args]
         for _ in range(3 if compile_it else 0):  # compile and settle before the timing starts
             fn(*tensors)
         return lambda: fn(*tensors)
@@ -189,10 +209,9 @@ def _torch_build(compile_it: bool) -> Build:
 def build_sdpa(workload: Workload, inputs: dict[str, np.ndarray]) -> Callable[[], Any]:
     """torch's fused attention (``scaled_dot_product_attention``, its default scale 1/sqrt(d)) on the workload's
     q, k and v, whatever prologue made them done by torch eager."""
-    import torch
     import torch.nn.functional as F  # noqa: N812
 
-    tensors = [torch.from_numpy(inputs[a.name]) for a in workload.args]
+    tensors = [torch_tensor(inputs[a.name]) for a in workload.args]
 
     def call() -> tuple[Any]:
         q, k, v = workload.attention(TorchOps, *tensors)
@@ -203,6 +222,17 @@ def build_sdpa(workload: Workload, inputs: dict[str, np.ndarray]) -> Callable[[]
 
 # Contenders that only some workloads have: the others leave them out.
 APPLIES: dict[str, Callable[[Workload], bool]] = {"sdpa": lambda workload: workload.attention is not None}
+
+
+def skipped(name: str, workload: Workload) -> str | None:
+    """Why contender ``name`` does not run ``workload`` (recorded as skipped), or None if it does."""
+    if workload.dtype != "bf16":
+        return None
+    if name == "numpy" and workload.family != "bf16-gemm":
+        return "numpy has no bf16 arithmetic (ml_dtypes' bfloat16 has no BLAS); its f32 reference runs on the GEMM only"
+    if name.startswith("iree"):
+        return "bf16 rows compare Prism with torch's bf16; IREE on bf16 arguments is not measured"
+    return None
 
 # iree.compiler's own MLIR bindings cannot be loaded beside Prism's (nanobind symbols clash), so it compiles in a
 # child process; compile_str itself runs the iree-compile tool anyway.
@@ -277,6 +307,8 @@ CONTENDERS: dict[str, Build] = {
 def as_arrays(result: Any) -> tuple[np.ndarray, ...]:
     """A contender's outputs as a tuple of numpy arrays (torch tensors are viewed, not copied)."""
     items = result if isinstance(result, tuple | list) else (result,)
+    # torch has no numpy type for bf16: such a tensor is checked as f32 (exactly its values).
+    items = [item.float() if str(getattr(item, "dtype", "")) == "torch.bfloat16" else item for item in items]
     return tuple(np.asarray(item.numpy() if hasattr(item, "numpy") else item) for item in items)
 
 
@@ -284,6 +316,7 @@ def relative_error(got: tuple[np.ndarray, ...], want: tuple[np.ndarray, ...]) ->
     """The largest ``max|got - want| / max|want|`` over the outputs; inf on a shape mismatch."""
     if len(got) != len(want) or any(g.shape != w.shape for g, w in zip(got, want, strict=True)):
         return math.inf
+    got = tuple(g.astype(np.float64) if g.dtype == ml_dtypes.bfloat16 else g for g in got)
     errors = [np.max(np.abs(g - w)) / max(np.max(np.abs(w)), 1e-30) for g, w in zip(got, want, strict=True)]
     return float(np.max(errors))  # np.max, unlike max, lets a NaN through
 
@@ -304,6 +337,11 @@ def build_all(workload: Workload, inputs: dict[str, np.ndarray], reference: tupl
         if not APPLIES.get(name, lambda _: True)(workload):
             continue
         outcome = outcomes[name] = Outcome()
+        reason = skipped(name, workload)
+        if reason:
+            outcome.status, outcome.error = "skipped", reason
+            progress(f"{workload.name}: {name} skipped: {reason}")
+            continue
         start = time.perf_counter()
         try:
             if hazard and name in PRISM:
@@ -374,7 +412,8 @@ def run_workload(workload: Workload, args: argparse.Namespace, names: Sequence[s
     inputs = workload.inputs(rng)
     reference = tuple(np.asarray(r) for r in workload.compute(NumpyOps, *(inputs[a.name].astype(np.float64)
                                                                           for a in workload.args)))
-    outcomes, calls = build_all(workload, inputs, reference, names, args.tolerance, args.build_timeout)
+    tolerance = args.tolerance if workload.tolerance is None else workload.tolerance
+    outcomes, calls = build_all(workload, inputs, reference, names, tolerance, args.build_timeout)
     del reference
     gc.collect()
     for name, times in time_blocks(calls, args.repeats, args.rounds, args.pause, args.warmup).items():
@@ -382,7 +421,7 @@ def run_workload(workload: Workload, args: argparse.Namespace, names: Sequence[s
         progress(f"{workload.name}: {name} {statistics.median(times):.3f} ms ({outcomes[name].status})")
     record: dict[str, Any] = {
         "name": workload.name, "family": workload.family, "func": workload.func, "rows": workload.rows,
-        "flops": workload.flops,
+        "flops": workload.flops, "dtype": workload.dtype, "tolerance": tolerance,
         "bytes": workload.nbytes, "weights": [a.name for a in workload.weights],
         "contenders": {name: {**asdict(o), "median_ms": o.median_ms} for name, o in outcomes.items()},
     }
@@ -436,8 +475,8 @@ def _ms(value: float | None) -> str:
 
 
 def _cell(contender: dict[str, Any]) -> str:
-    if contender["status"] == "failed":
-        return "failed"
+    if contender["status"] in ("failed", "skipped"):
+        return contender["status"]
     return _ms(contender["median_ms"]) + (" (wrong)" if contender["status"] == "wrong" else "")
 
 
@@ -508,6 +547,11 @@ def markdown(report: dict[str, Any]) -> str:
     if failures:
         lines += ["", "## Failures", ""]
         lines += [f"- {w}, {n}: `{error.splitlines()[0][:400]}`" for w, n, error in failures]
+    skips = sorted({(n, c["error"]) for r in report["workloads"] for n, c in r["contenders"].items()
+                    if c["status"] == "skipped"})
+    if skips:
+        lines += ["", "## Skipped", ""]
+        lines += [f"- {n}: {reason}" for n, reason in skips]
     return "\n".join(lines) + "\n"
 
 
@@ -541,7 +585,8 @@ def chart(report: dict[str, Any], path: Path) -> None:
     ax.invert_yaxis()
     ax.set_xlabel("Prism's speedup over the best baseline (its time / Prism's time; log scale)")
     meta = report["meta"]
-    ax.set_title(f"Prism on {meta['machine']}, {meta['date'].replace('T', ' ')}; f32, host code", fontsize=10)
+    dtypes = ", ".join(sorted({r.get("dtype", "f32") for r in records}, key=["f32", "bf16"].index))
+    ax.set_title(f"Prism on {meta['machine']}, {meta['date'].replace('T', ' ')}; {dtypes}, host code", fontsize=10)
     ax.legend(loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -642,7 +687,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "decode_weight_mib": decode_bytes >> 20, "decode_read_gbps": read_gbps(decode_bytes, args.bandwidth_repeats),
         "method": f"median of {args.repeats} calls per contender in {args.rounds} blocks (alternating order, "
                   f"{args.pause} s pause, then untimed calls for {args.warmup} s, one at least, before each); "
-                  f"results within {args.tolerance:g} × max|reference| of a float64 numpy reference; read GB/s: "
+                  f"results within {args.tolerance:g} × max|reference| (bf16 rows: {BF16_TOLERANCE:g}) of a "
+                  "float64 numpy reference on the same values; read GB/s: "
                   "a max-reduction over a buffer of the workload's bytes on every core, fastest pass",
     }
     report: dict[str, Any] = {"meta": meta, "workloads": []}

@@ -3,7 +3,9 @@
 A workload's array program is written once against a small ops adapter, so
 that one definition serves the float64 numpy reference, numpy in float32,
 torch eager and ``torch.compile``. Weights are ``{prism.invariant}``
-arguments; activations are unmarked. Every tensor is f32.
+arguments; activations are unmarked. Every tensor is f32 but those of the
+``bf16-*`` workloads: bf16 arguments, products of bf16 operands accumulated
+in f32, everything else in f32 (see :func:`bf16_gemm`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 LAYER_SHAPES = ((1, 4096), (8, 1024), (8, 2048), (8, 4096), (16, 1024), (16, 4096), (128, 4096))
@@ -28,6 +31,16 @@ CAUSAL_SHAPES = ((1, 16, 512, 64), (1, 16, 2048, 64))
 QK_NORM_SHAPES = ((1, 16, 512, 512, 64), (2, 8, 128, 1024, 128), (1, 16, 1, 4096, 64))
 # Row ops alone (no contraction): RMSNorm of a batch of rows, and a softmax over attention-sized score rows.
 ROW_SHAPES = {"rmsnorm": ((4096, 4096),), "softmax": ((16384, 1024),)}
+# bf16 arguments, products accumulated in f32: a GEMM, the SwiGLU MLP (rows, model width), prefill attention.
+BF16_SHAPES = {"gemm": (2048,), "swiglu": ((16, 4096),), "attention": ((1, 16, 2048, 2048, 64),)}
+# A bf16 workload's result is right within this fraction of the output's scale (max|reference|). The float64
+# reference computes on the same bf16 values, so the inputs' rounding does not count; what does: a bf16 result
+# (torch's, SwiGLU's) is rounded to 8 bits of mantissa, 2**-9 ~ 2e-3 of its value; bf16 intermediates (SwiGLU's
+# hidden activations, attention's probabilities, and all of torch's, its scores included) carry the same relative
+# error into the next product, where thousands of such independent errors average out to a few 1e-3 of the output's
+# scale. 2e-2 leaves room above those, and a wrong result (a missing scale, a transposed operand, a lost term) is off
+# by O(1).
+BF16_TOLERANCE = 2e-2
 LORA_RANK = 16
 EPS = 1e-6
 # The --quick smoke test: small shapes, and every family of the geomean rows but RMSNorm+MLP.
@@ -67,6 +80,11 @@ class NumpyOps:
     def transpose_last(x: Any) -> Any:
         """The last two axes swapped."""
         return x.swapaxes(-1, -2)
+
+    @staticmethod
+    def silu(x: Any) -> Any:
+        """``x * sigmoid(x)``."""
+        return x / (1 + np.exp(-x))
 
     @staticmethod
     def causal(x: Any) -> Any:
@@ -109,6 +127,13 @@ class TorchOps:
         return x.transpose(-1, -2)
 
     @staticmethod
+    def silu(x: Any) -> Any:
+        """``x * sigmoid(x)`` (torch's fused SiLU)."""
+        import torch.nn.functional as F  # noqa: N812
+
+        return F.silu(x)
+
+    @staticmethod
     def causal(x: Any) -> Any:
         """-inf above the diagonal of the last two axes (key j after query i)."""
         import torch
@@ -122,18 +147,24 @@ Ops = type[NumpyOps] | type[TorchOps]
 
 @dataclass(frozen=True)
 class Arg:
-    """One function argument: its random values are ``offset + scale * N(0, 1)``."""
+    """One function argument: its random values are ``offset + scale * N(0, 1)``, rounded to ``dtype``
+    (``f32`` or ``bf16``)."""
 
     name: str
     shape: tuple[int, ...]
     invariant: bool = False
     scale: float = 1.0
     offset: float = 0.0
+    dtype: str = "f32"
 
     @property
     def nbytes(self) -> int:
-        """Its size in bytes (f32)."""
-        return 4 * math.prod(self.shape)
+        """Its size in bytes."""
+        return ITEM_BYTES[self.dtype] * math.prod(self.shape)
+
+
+ITEM_BYTES = {"f32": 4, "bf16": 2}
+NUMPY_DTYPES = {"f32": np.float32, "bf16": ml_dtypes.bfloat16}
 
 
 @dataclass(frozen=True)
@@ -153,6 +184,8 @@ class Workload:
         attention: for attention workloads, ``attention(ops, *arrays)`` gives the q, k and v of its attention
             (after any prologue, QK-norm's), for the contenders that call a fused attention instead.
         causal: its attention masks key j for query i when j > i.
+        tolerance: the largest error of a right result, relative to max|reference| (None: the harness's
+            default, meant for f32).
     """
 
     name: str
@@ -166,6 +199,12 @@ class Workload:
     memory_bound: bool = False
     attention: Callable[..., tuple[Any, Any, Any]] | None = None
     causal: bool = False
+    tolerance: float | None = None
+
+    @property
+    def dtype(self) -> str:
+        """``bf16`` if an argument is bf16, else ``f32``."""
+        return "bf16" if any(a.dtype == "bf16" for a in self.args) else "f32"
 
     @property
     def weights(self) -> tuple[Arg, ...]:
@@ -183,58 +222,64 @@ class Workload:
         return sum(a.nbytes for a in self.args)
 
     def inputs(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        """Fresh f32 values for every argument, O(1) after each contraction."""
-        return {a.name: (a.offset + a.scale * rng.standard_normal(a.shape, np.float32)).astype(np.float32)
+        """Fresh values for every argument (f32, or bf16 as ``ml_dtypes.bfloat16``), O(1) after each
+        contraction."""
+        return {a.name: (a.offset + a.scale * rng.standard_normal(a.shape, np.float32)).astype(NUMPY_DTYPES[a.dtype])
                 for a in self.args}
 
 
 # ---- MLIR text --------------------------------------------------------------------------------------------------
 
-def _t(*shape: int) -> str:
-    return f"tensor<{'x'.join(map(str, shape))}xf32>"
+def _t(*shape: int, dtype: str = "f32") -> str:
+    return f"tensor<{'x'.join(map(str, shape))}x{dtype}>"
 
 
 def _f32(value: float) -> str:
     return f"{value:.9e}"
 
 
-def _function(name: str, args: Sequence[Arg], results: Sequence[tuple[str, tuple[int, ...]]],
+def _function(name: str, args: Sequence[Arg], results: Sequence[tuple[Any, ...]],
               body: Sequence[str], maps: dict[str, str] | None = None) -> str:
-    """A module of one func.func: ``maps`` are affine-map aliases, ``body`` its lines (``%zero`` is defined)."""
-    params = ", ".join(f"%{a.name}: {_t(*a.shape)}" + (" {prism.invariant}" if a.invariant else "") for a in args)
-    types = ", ".join(_t(*shape) for _, shape in results)
+    """A module of one func.func: ``maps`` are affine-map aliases, ``body`` its lines (``%zero`` is defined);
+    ``results`` are ``(name, shape)``, f32, or ``(name, shape, element type)``."""
+    params = ", ".join(f"%{a.name}: {_t(*a.shape, dtype=a.dtype)}" + (" {prism.invariant}" if a.invariant else "")
+                       for a in args)
+    types = ", ".join(_t(*r[1], dtype=r[2] if len(r) > 2 else "f32") for r in results)
     lines = [f"#{alias} = affine_map<{m}>" for alias, m in (maps or {}).items()]
     lines.append(f"func.func @{name}({params}) -> ({types}) {{")
     lines.append("  %zero = arith.constant 0.0 : f32")
     lines += [f"  {line}" for line in body]
-    lines.append(f"  return {', '.join('%' + r for r, _ in results)} : {types}")
+    lines.append(f"  return {', '.join('%' + r[0] for r in results)} : {types}")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
 
-def _matmul(out: str, lhs: str, rhs: str, m: int, k: int, n: int) -> list[str]:
+def _matmul(out: str, lhs: str, rhs: str, m: int, k: int, n: int, operands: str = "f32") -> list[str]:
+    """``%out = lhs @ rhs``, f32, of operands of the element type ``operands`` (linalg.matmul extends them)."""
     return [
         f"%{out}_empty = tensor.empty() : {_t(m, n)}",
         f"%{out}_zero = linalg.fill ins(%zero : f32) outs(%{out}_empty : {_t(m, n)}) -> {_t(m, n)}",
-        f"%{out} = linalg.matmul ins(%{lhs}, %{rhs} : {_t(m, k)}, {_t(k, n)}) "
+        f"%{out} = linalg.matmul ins(%{lhs}, %{rhs} : {_t(m, k, dtype=operands)}, {_t(k, n, dtype=operands)}) "
         f"outs(%{out}_zero : {_t(m, n)}) -> {_t(m, n)}",
     ]
 
 
 def _generic(out: str, maps: Sequence[str], iterators: Sequence[str], ins: Sequence[tuple[str, tuple[int, ...]]],
-             init: str, shape: tuple[int, ...], block: Sequence[str]) -> list[str]:
-    """A linalg.generic; ``block`` computes ``%r`` from the block arguments ``%a0``, ``%a1``, ... and ``%acc``."""
+             init: str, shape: tuple[int, ...], block: Sequence[str], in_dtype: str = "f32",
+             out_dtype: str = "f32") -> list[str]:
+    """A linalg.generic; ``block`` computes ``%r`` from the block arguments ``%a0``, ``%a1``, ... and ``%acc``.
+    Its inputs are of the element type ``in_dtype``, its init and result of ``out_dtype``."""
     kinds = ", ".join(f'"{i}"' for i in iterators)
     operands = ", ".join(f"%{name}" for name, _ in ins)
-    types = ", ".join(_t(*s) for _, s in ins)
-    block_args = ", ".join([f"%a{i}: f32" for i in range(len(ins))] + ["%acc: f32"])
+    types = ", ".join(_t(*s, dtype=in_dtype) for _, s in ins)
+    block_args = ", ".join([f"%a{i}: {in_dtype}" for i in range(len(ins))] + [f"%acc: {out_dtype}"])
     return [
         f"%{out} = linalg.generic {{indexing_maps = [{', '.join('#' + m for m in maps)}], iterator_types = [{kinds}]}}",
-        f"    ins({operands} : {types}) outs(%{init} : {_t(*shape)}) {{",
+        f"    ins({operands} : {types}) outs(%{init} : {_t(*shape, dtype=out_dtype)}) {{",
         f"^bb0({block_args}):",
         *(f"  {line}" for line in block),
-        "  linalg.yield %r : f32",
-        f"}} -> {_t(*shape)}",
+        f"  linalg.yield %r : {out_dtype}",
+        f"}} -> {_t(*shape, dtype=out_dtype)}",
     ]
 
 
@@ -271,6 +316,23 @@ def _swiglu(out: str, x: str, n: int, d: int, hidden: int) -> list[str]:
                   ["%neg = arith.negf %a0 : f32", "%e = math.exp %neg : f32", "%den = arith.addf %one, %e : f32",
                    "%silu = arith.divf %a0, %den : f32", "%r = arith.mulf %silu, %a1 : f32"]),
         *_matmul(out, "h", "wd", n, hidden, d),
+    ]
+
+
+def _bf16_swiglu(out: str, x: str, n: int, d: int, hidden: int) -> list[str]:
+    """``out = (silu(x @ wg) * (x @ wu)) @ wd`` of bf16 arguments: the gate and up products in f32, SiLU and the
+    product in f32, rounded to bf16 for the down product, into f32 (uses ROW_MAPS)."""
+    return [
+        "%one = arith.constant 1.0 : f32",
+        *_matmul("gate", x, "wg", n, d, hidden, operands="bf16"),
+        *_matmul("up", x, "wu", n, d, hidden, operands="bf16"),
+        f"%h_empty = tensor.empty() : {_t(n, hidden, dtype='bf16')}",
+        *_generic("h", ["rows", "rows", "rows"], ["parallel", "parallel"], [("gate", (n, hidden)), ("up", (n, hidden))],
+                  "h_empty", (n, hidden),
+                  ["%neg = arith.negf %a0 : f32", "%e = math.exp %neg : f32", "%den = arith.addf %one, %e : f32",
+                   "%silu = arith.divf %a0, %den : f32", "%hf = arith.mulf %silu, %a1 : f32",
+                   "%r = arith.truncf %hf : f32 to bf16"], out_dtype="bf16"),
+        *_matmul(out, "h", "wd", n, hidden, d, operands="bf16"),
     ]
 
 
@@ -467,11 +529,21 @@ def _rmsnorm4(out: str, x: str, g: str, shape: tuple[int, int, int, int]) -> lis
     ]
 
 
+def _dot(operands: str) -> list[str]:
+    """A contraction's block: ``%acc + %a0 %a1`` in f32, the operands extended to f32 first if they are not."""
+    if operands == "f32":
+        return ["%prod = arith.mulf %a0, %a1 : f32", "%r = arith.addf %acc, %prod : f32"]
+    return [f"%x0 = arith.extf %a0 : {operands} to f32", f"%x1 = arith.extf %a1 : {operands} to f32",
+            "%prod = arith.mulf %x0, %x1 : f32", "%r = arith.addf %acc, %prod : f32"]
+
+
 def _attention(q_name: str, k_name: str, v_name: str, args: Sequence[Arg], causal: bool = False,
                scale_in_max: bool = False) -> list[str]:
     """The six ops of attention over ``q_name``, ``k_name`` and ``v_name`` (shaped as ``args[:3]``), into %out;
     with ``causal``, a seventh masks the scores (-inf where key j comes after query i); with ``scale_in_max``,
-    the row max and the exponent each scale the raw scores themselves."""
+    the row max and the exponent each scale the raw scores themselves. With bf16 arguments, the products are of
+    bf16 operands into f32, and a seventh op rounds the (unnormalized) probabilities to bf16 for P V."""
+    operands = args[0].dtype
     b, h, q, d = args[0].shape
     kv = args[1].shape[2]
     scores, rows, out = (b, h, q, kv), (b, h, q), (b, h, q, d)
@@ -486,8 +558,7 @@ def _attention(q_name: str, k_name: str, v_name: str, args: Sequence[Arg], causa
         f"%s_empty = tensor.empty() : {_t(*scores)}",
         f"%s_zero = linalg.fill ins(%zero : f32) outs(%s_empty : {_t(*scores)}) -> {_t(*scores)}",
         *_generic("s", ["q5", "k5", "s5"], par4 + red, [(q_name, args[0].shape), (k_name, args[1].shape)], "s_zero",
-                  scores,
-                  ["%prod = arith.mulf %a0, %a1 : f32", "%r = arith.addf %acc, %prod : f32"]),
+                  scores, _dot(operands), in_dtype=operands),
         *(mask if causal else []),
         f"%row_empty = tensor.empty() : {_t(*rows)}",
         f"%row_ninf = linalg.fill ins(%ninf : f32) outs(%row_empty : {_t(*rows)}) -> {_t(*rows)}",
@@ -504,11 +575,22 @@ def _attention(q_name: str, k_name: str, v_name: str, args: Sequence[Arg], causa
                   ["%r = arith.addf %acc, %a0 : f32"]),
         f"%o_empty = tensor.empty() : {_t(*out)}",
         f"%o_zero = linalg.fill ins(%zero : f32) outs(%o_empty : {_t(*out)}) -> {_t(*out)}",
-        *_generic("o", ["p5", "v5", "o5"], par4 + red, [("p", scores), (v_name, args[2].shape)], "o_zero", out,
-                  ["%prod = arith.mulf %a0, %a1 : f32", "%r = arith.addf %acc, %prod : f32"]),
+        *(_round_bf16("p", scores) if operands == "bf16" else []),
+        *_generic("o", ["p5", "v5", "o5"], par4 + red, [("p_bf16" if operands == "bf16" else "p", scores),
+                                                        (v_name, args[2].shape)], "o_zero", out, _dot(operands),
+                  in_dtype=operands),
         *_generic("out", ["all4", "row4", "all4"], par4, [("o", out), ("l", rows)], "o_empty", out,
                   ["%r = arith.divf %a0, %a1 : f32"]),
     ]
+
+
+def _round_bf16(name: str, shape: tuple[int, ...]) -> list[str]:
+    """``%{name}_bf16 = arith.truncf %{name}`` (f32 to bf16, elementwise; ``all4`` or ``rows`` by the rank)."""
+    alias = {2: "rows", 4: "all4"}[len(shape)]
+    par = ["parallel"] * len(shape)
+    return [f"%{name}_bf16_empty = tensor.empty() : {_t(*shape, dtype='bf16')}",
+            *_generic(f"{name}_bf16", [alias, alias], par, [(name, shape)], f"{name}_bf16_empty", shape,
+                      ["%r = arith.truncf %a0 : f32 to bf16"], out_dtype="bf16")]
 
 
 def _attention_array(ops: Ops, q: Any, k: Any, v: Any, causal: bool = False) -> tuple[Any]:
@@ -517,6 +599,56 @@ def _attention_array(ops: Ops, q: Any, k: Any, v: Any, causal: bool = False) -> 
         s = ops.causal(s)
     p = ops.exp(s - ops.max_last(s))
     return ((p / ops.sum_last(p)) @ v,)
+
+
+def _bf16(arg: Arg) -> Arg:
+    return Arg(arg.name, arg.shape, arg.invariant, arg.scale, arg.offset, dtype="bf16")
+
+
+def bf16_gemm(n: int) -> Workload:
+    """``x @ w`` of bf16 n x n operands (the weight invariant) into f32, as ``linalg.matmul`` of bf16 operands
+    into an f32 fill.
+
+    bf16 workloads have bf16 arguments; their products accumulate in f32. This one returns the f32 sums (a
+    frontend would round them to bf16 only for a bf16 result: see :func:`bf16_swiglu`). The float64 reference
+    computes on the same (bf16) values, so only the arithmetic counts in the error: see BF16_TOLERANCE.
+    """
+    args = (_bf16(Arg("x", (n, n))), _bf16(_weight("w", n, n)))
+    mlir = _function("gemm", args, [("y", (n, n))], _matmul("y", "x", "w", n, n, n, operands="bf16"))
+    return Workload(f"bf16-gemm-{n}", "bf16-gemm", "gemm", args, mlir, lambda ops, x, w: (x @ w,), 2 * n ** 3, n,
+                    tolerance=BF16_TOLERANCE)
+
+
+def bf16_swiglu(n: int, d: int) -> Workload:
+    """The SwiGLU MLP of bf16 arguments (the hidden width of :func:`swiglu`): gate and up products into f32, SiLU
+    and their product in f32 (``arith.truncf`` to bf16 for the down product), the down product into f32, rounded
+    to a bf16 result: the layer of a bf16 model as torch-mlir lowers it (an f32 accumulator for a bf16 matmul,
+    then ``arith.truncf`` to the bf16 type of its result; torch returns bf16 too)."""
+    hidden = hidden_size(d)
+    args = tuple(map(_bf16, (Arg("x", (n, d)), _weight("wg", d, hidden), _weight("wu", d, hidden),
+                             _weight("wd", hidden, d))))
+    body = [*_bf16_swiglu("out", "x", n, d, hidden), *_round_bf16("out", (n, d))]
+    return Workload(f"bf16-swiglu-{n}x{d}", "bf16-swiglu", "swiglu", args,
+                    _function("swiglu", args, [("out_bf16", (n, d), "bf16")], body, ROW_MAPS),
+                    lambda ops, x, wg, wu, wd: (((ops.silu(x @ wg) * (x @ wu)) @ wd),), 6 * n * d * hidden, n,
+                    tolerance=BF16_TOLERANCE)
+
+
+def bf16_attention(b: int, h: int, q: int, kv: int, d: int) -> Workload:
+    """Attention of bf16 Q, K, V: scores by a product of bf16 operands into f32, the softmax in f32, its
+    probabilities (before the division by the row sum) rounded to bf16 for P V into f32."""
+    args = tuple(_bf16(Arg(name, (b, h, rows, d))) for name, rows in (("q", q), ("k", kv), ("v", kv)))
+    return Workload(f"bf16-attention-{b}x{h}x{q}x{kv}x{d}", "bf16-attention", "attention", args,
+                    _function("attention", args, [("out", (b, h, q, d))], _attention("q", "k", "v", args),
+                              ATTENTION_MAPS),
+                    _attention_array, 4 * b * h * q * kv * d, q, attention=lambda ops, q, k, v: (q, k, v),
+                    tolerance=BF16_TOLERANCE)
+
+
+def bf16_workloads() -> list[Workload]:
+    """The bf16 workloads (BF16_SHAPES)."""
+    return [*(bf16_gemm(n) for n in BF16_SHAPES["gemm"]), *(bf16_swiglu(*s) for s in BF16_SHAPES["swiglu"]),
+            *(bf16_attention(*s) for s in BF16_SHAPES["attention"])]
 
 
 def all_workloads() -> list[Workload]:
@@ -532,4 +664,5 @@ def all_workloads() -> list[Workload]:
         *(qk_norm_attention(*shape) for shape in QK_NORM_SHAPES),
         *(rmsnorm(*shape) for shape in ROW_SHAPES["rmsnorm"]),
         *(softmax(*shape) for shape in ROW_SHAPES["softmax"]),
+        *bf16_workloads(),
     ]
