@@ -72,7 +72,7 @@ _MAX_ROUNDS = 32
 # bound a cyclic e-graph makes it exponential. A count, not a time, so that the outcome is deterministic.
 _BUILD_LIMIT = 20_000
 # The most recognized matches that each start a descent of their own (see explore).
-_SEPARATE_STARTS = 4
+_SEPARATE_STARTS = 3
 # Predicted times within this relative distance are a tie.
 _TIE = 1e-9
 
