@@ -23,9 +23,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-# Under `--dist loadgroup` one worker runs every program's test, so the corpus is compiled once.
-pytestmark = pytest.mark.xdist_group("corpus")
-
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 Arrays = tuple[np.ndarray, ...]
 

@@ -12,9 +12,6 @@ from conftest import REPO
 sys.path[:0] = [str(REPO / "benchmarks" / "gpu"), str(REPO / "benchmarks")]
 import predict  # noqa: E402
 
-# Under `--dist loadgroup` one worker runs the file, so the workloads are predicted once.
-pytestmark = pytest.mark.xdist_group("gpu_predict")
-
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict]:

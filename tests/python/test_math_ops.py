@@ -35,9 +35,6 @@ from prism.infra.ir import make_context
 from prism.infra.passbase import PassContext
 from prism.runtime.cpu import compile_engine, jit
 
-# Under `--dist loadgroup` one worker runs the file, so the math ops are lowered once.
-pytestmark = pytest.mark.xdist_group("math_ops")
-
 Inputs = Callable[[np.random.Generator, tuple[int, ...], type], list[np.ndarray]]
 
 

@@ -28,9 +28,6 @@ from prism.algebra.terms import Term, translate
 from prism.infra.ir import make_context, normalize_program
 from prism.targets.host import host_target
 
-# Under `--dist loadgroup` one worker runs the file, so its compiles and explorations are shared by its tests.
-pytestmark = pytest.mark.xdist_group("spellings")
-
 SPELLINGS = Path(__file__).parent / "spellings"
 FILES = sorted(SPELLINGS.glob("*.mlir"))
 KINDS = ("attention", "rmsnorm", "swiglu")
