@@ -78,3 +78,26 @@ def lower_on_host(text: str, name: str, threads: int = 2) -> tuple[str, Callable
         for stage in stages.stages()[1:]:
             stage.run(module)
         return tiled, jit(module, name)
+
+
+# Files whose tests share work that is expensive to set up (a module-scoped fixture, or a cache of compiles): under
+# pytest-xdist each runs whole on one worker, so that work is done once, not once per worker that gets a test of it.
+SHARED_SETUP = {"test_corpus.py", "test_gpu_predict.py", "test_math_ops.py", "test_spellings.py"}
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: a run without it ignores this
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """For the default distribution (``-n`` alone: 'load'), a scheduler that hands out each file of SHARED_SETUP as
+    one unit (they go first, the largest first) and every other test alone, to whichever worker is free; the
+    other distributions as pytest-xdist makes them. (xdist_group marks cannot do this: pytest-xdist 3.8 groups by
+    renaming node ids, which pytest 9 no longer allows.)"""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedSetupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path.rsplit("/", 1)[-1] in SHARED_SETUP else nodeid
+
+    return SharedSetupScheduling(config, log)

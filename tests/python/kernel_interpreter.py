@@ -377,8 +377,29 @@ def _wait(block: Block, op: Op, args: list, mask: np.ndarray) -> None:
 
 
 def _ldmatrix(block: Block, op: Op, args: list, mask: np.ndarray) -> np.ndarray:
+    """Each warp's ``numTiles`` 8x8 matrices, from the rows whose addresses lanes ``8i .. 8i + 7`` give, in the
+    fragment layout: lane ``l`` holds elements ``2 (l % 4)`` and the next of row ``l / 4``. All rows are checked
+    and their reads recorded at once; where any row is out of bounds or misaligned, row by row (the first bad row
+    raises, as the hardware's rows are read in order)."""
     buffer, index = args
     tiles, transpose = op.attrs["numTiles"].value, bool(op.attrs["transpose"].value)
+    if block.threads % 32:
+        return _ldmatrix_by_rows(block, buffer, index, tiles, transpose)
+    warps = block.threads // 32
+    starts = np.asarray(index, np.int64).reshape(warps, 32)[:, : 8 * tiles].reshape(warps, tiles, 8)
+    rows = starts[..., None] + np.arange(8)  # warp, tile, row, element
+    address = buffer.offset + starts * BYTES.get(buffer.elt, buffer.data.itemsize)
+    if ((rows < 0) | (rows >= buffer.data.shape[0])).any() or (address % 16 != 0).any():
+        return _ldmatrix_by_rows(block, buffer, index, tiles, transpose)
+    track_reads(block, buffer, rows.reshape(-1), np.full(rows.size, COLLECTIVE))
+    matrices = buffer.data[rows]
+    if transpose:
+        matrices = matrices.swapaxes(-1, -2)
+    return matrices.reshape(warps, tiles, 32, 2).transpose(0, 2, 1, 3).reshape(block.threads, tiles, 2)
+
+
+def _ldmatrix_by_rows(block: Block, buffer: Buffer, index: np.ndarray, tiles: int, transpose: bool) -> np.ndarray:
+    """``_ldmatrix`` one row at a time: each row's bounds, alignment and reads checked before the next."""
     out = np.zeros((block.threads, tiles, 2), buffer.data.dtype)
     for w in range(0, block.threads, 32):
         for i in range(tiles):
@@ -395,22 +416,23 @@ def _ldmatrix(block: Block, op: Op, args: list, mask: np.ndarray) -> np.ndarray:
 
 
 def _mma(block: Block, op: Op, args: list, mask: np.ndarray) -> list:
+    """m16n8k16 per warp: lane ``l`` (group ``g = l / 4``, ``t = l % 4``) holds A's elements ``(g, 2t + j)``,
+    ``(g + 8, ..)``, ``(g, 2t + 8 + j)``, ``(g + 8, 2t + 8 + j)`` in its four registers, B's ``(2t + j, g)`` and
+    ``(2t + 8 + j, g)`` in two, and C's and D's ``(g, 2t + j)`` and ``(g + 8, 2t + j)`` in four: so each register
+    of a warp's 32 lanes, read in lane order, is an 8x8 block of its matrix row by row (B's transposed)."""
     a, b, c = args[:4], args[4:6], args[6:10]
     d = [np.zeros(block.threads, np.float32) for _ in range(4)]
     for w in range(0, block.threads, 32):
+        lanes = slice(w, w + 32)
         am, bm, cm = np.zeros((16, 16)), np.zeros((16, 8)), np.zeros((16, 8))
-        for lane in range(32):
-            g, t, n = lane // 4, lane % 4, w + lane
-            for j in range(2):
-                am[g, 2 * t + j], am[g + 8, 2 * t + j] = a[0][n, j], a[1][n, j]
-                am[g, 2 * t + 8 + j], am[g + 8, 2 * t + 8 + j] = a[2][n, j], a[3][n, j]
-                bm[2 * t + j, g], bm[2 * t + 8 + j, g] = b[0][n, j], b[1][n, j]
-                cm[g, 2 * t + j], cm[g + 8, 2 * t + j] = c[j][n], c[2 + j][n]
+        am[:8, :8], am[8:, :8] = (np.asarray(r)[lanes].reshape(8, 8) for r in a[:2])
+        am[:8, 8:], am[8:, 8:] = (np.asarray(r)[lanes].reshape(8, 8) for r in a[2:])
+        bm[:8], bm[8:] = (np.asarray(r)[lanes].reshape(8, 8).T for r in b)
+        cm[:8] = np.stack([np.asarray(c[0])[lanes], np.asarray(c[1])[lanes]], axis=1).reshape(8, 8)
+        cm[8:] = np.stack([np.asarray(c[2])[lanes], np.asarray(c[3])[lanes]], axis=1).reshape(8, 8)
         dm = (am @ bm + cm).astype(np.float32)
-        for lane in range(32):
-            g, t, n = lane // 4, lane % 4, w + lane
-            for j in range(2):
-                d[j][n], d[2 + j][n] = dm[g, 2 * t + j], dm[g + 8, 2 * t + j]
+        top, bottom = dm[:8].reshape(32, 2), dm[8:].reshape(32, 2)
+        d[0][lanes], d[1][lanes], d[2][lanes], d[3][lanes] = top[:, 0], top[:, 1], bottom[:, 0], bottom[:, 1]
     return [tuple(d)]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +71,13 @@ def swiglu(x: np.ndarray, wg: np.ndarray, wu: np.ndarray, wd: np.ndarray, _: flo
 
 
 REFERENCES: dict[str, Callable[..., np.ndarray]] = {"attention": attention, "rmsnorm": rmsnorm, "swiglu": swiglu}
+
+
+@cache
+def compiled_for_host(text: str) -> prism.CompiledModule:
+    """``text`` compiled for the host with ``emit="report"``, once per text: the report's kernels and proofs,
+    and the optimized module (the same as the default emit's) that ``jit()`` builds."""
+    return prism.compile(text, target="host", emit="report")
 
 
 def kernel_kinds(report: dict) -> list[str]:
@@ -213,7 +221,7 @@ def expected_kernels(path: Path) -> list[str]:
     kind = expectation(path)
     if kind == "attention":
         return ["attention"]
-    report = prism.compile(bundled(kind, signature_shapes(path.read_text())), target="host", emit="report").report
+    report = compiled_for_host(bundled(kind, signature_shapes(path.read_text()))).report
     return sorted(kernel_kinds(report))
 
 
@@ -232,7 +240,7 @@ def test_bundled_form_at_workload_size_is_the_workload(kind: str) -> None:
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_spelling_reaches_its_kernels_proven(path: Path) -> None:
     kind = expectation(path)
-    report = prism.compile(path.read_text(), target="host", emit="report").report
+    report = compiled_for_host(path.read_text()).report
     kernels = sorted(kernel_kinds(report))
     assert kernels == expected_kernels(path), f"{path.name}: {kind} became {kernels}"
     assert report["proofs"] and all(proof["proved"] for proof in report["proofs"]), report["proofs"]
@@ -252,6 +260,7 @@ def normal(term: Term) -> Term:
     return Term(term.op, args, term.attrs)
 
 
+@cache
 def explored_program(text: str) -> tuple[Term, ...]:
     """The results of the program prism-explore finds for the one function of ``text`` on the host, normal."""
     module = ir.Module.parse(text, make_context())
@@ -277,8 +286,7 @@ def test_spelling_explores_to_the_program_of_the_bundled_form(path: Path) -> Non
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_spelling_matches_numpy(path: Path, rng: np.random.Generator) -> None:
     text = path.read_text()
-    compiled = prism.compile(text, target="host")
-    function = compiled.jit()
+    function = compiled_for_host(text).jit()
     shapes = signature_shapes(text)
     args = [rng.standard_normal(shape).astype(np.float32) for shape in shapes]
     result = function(*args)
