@@ -20,15 +20,14 @@
 // TILE: vector.store {{.*}} : memref<8x66x32xbf16>, vector<32xbf16>
 // TILE: scf.parallel
 // TILE: vector.load {{.*}} : memref<8x66x32xbf16>, vector<32xbf16>
-// TILE: vector.load {{.*}} : memref<33x131xbf16>, vector<2xbf16>
+// TILE: vector.load {{.*}} : memref<100x131xbf16>, vector<2xbf16>
 // TILE: vector.bitcast {{.*}} : vector<2xbf16> to vector<1xi32>
 // TILE: vector.bitcast {{.*}} : vector<16xi32> to vector<32xbf16>
 // TILE-COUNT-4: x86vector.avx512.dot {{.*}} : vector<32xbf16> -> vector<16xf32>
 // The last pair (k = 130): its first half only.
 // TILE: vector.constant_mask [1] : vector<2xi1>
-// TILE: vector.maskedload {{.*}} : memref<33x131xbf16>, vector<2xi1>, vector<2xbf16>
-// TILE: vector.maskedstore {{.*}} : memref<33x70xf32>, vector<16xi1>, vector<16xf32>
-// TILE-NOT: IR Dump After
+// TILE: vector.maskedload {{.*}} : memref<100x131xbf16>, vector<2xi1>, vector<2xbf16>
+// TILE: vector.maskedstore {{.*}} : memref<100x70xf32>, vector<16xi1>, vector<16xf32>
 
 // LLVM-LABEL: IR Dump After cpu-llvm
 // LLVM: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
@@ -38,11 +37,29 @@
 // AVX2-NOT: x86vector
 // AVX2-REPORT: "kind": "gemm (transform path)"
 
+// A few rows (one block of rows covers M): B is read in place, two rows interleaved in registers; no panels.
+// TILE-LABEL: func.func @few(
+// TILE-NOT: memref<{{.*}}x32xbf16>
+// TILE: vector.maskedload {{.*}} : memref<131x70xbf16>, vector<16xi1>, vector<16xbf16>
+// TILE: vector.maskedload {{.*}} : memref<131x70xbf16>, vector<16xi1>, vector<16xbf16>
+// TILE: vector.interleave {{.*}} : vector<16xbf16> -> vector<32xbf16>
+// TILE: x86vector.avx512.dot
+// TILE-NOT: memref<{{.*}}x32xbf16>
+
 // REPORT: "kind": "gemm (bf16 dot products)"
-func.func @mm(%a: tensor<33x131xbf16>, %b: tensor<131x70xbf16>) -> tensor<33x70xf32> {
+// REPORT: "kind": "gemm (bf16 dot products)"
+func.func @mm(%a: tensor<100x131xbf16>, %b: tensor<131x70xbf16>) -> tensor<100x70xf32> {
   %zero = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<33x70xf32>
-  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<33x70xf32>) -> tensor<33x70xf32>
-  %r = linalg.matmul ins(%a, %b : tensor<33x131xbf16>, tensor<131x70xbf16>) outs(%init : tensor<33x70xf32>) -> tensor<33x70xf32>
-  return %r : tensor<33x70xf32>
+  %e = tensor.empty() : tensor<100x70xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<100x70xf32>) -> tensor<100x70xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<100x131xbf16>, tensor<131x70xbf16>) outs(%init : tensor<100x70xf32>) -> tensor<100x70xf32>
+  return %r : tensor<100x70xf32>
+}
+
+func.func @few(%a: tensor<5x131xbf16>, %b: tensor<131x70xbf16>) -> tensor<5x70xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<5x70xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<5x70xf32>) -> tensor<5x70xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<5x131xbf16>, tensor<131x70xbf16>) outs(%init : tensor<5x70xf32>) -> tensor<5x70xf32>
+  return %r : tensor<5x70xf32>
 }

@@ -56,7 +56,7 @@ class Bf16Plan:
         """Whether B is packed: unless one block of rows covers M (a static M within TM), where each task
         reads its columns of B once, so that a copy would only add traffic; B's rows are then interleaved in
         registers as they are read."""
-        m = self.c_type.split("x")[-2]
+        m = self.c_type.removeprefix("tensor<").split("x")[-3]  # tensor<[B x] M x N x f32>
         return not m.isdigit() or int(m) > self.tm
 
     @property
