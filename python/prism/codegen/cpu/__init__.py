@@ -113,9 +113,9 @@ class CpuLowering(Lowering):
         kernels = [Kernel(family.kind, ops[0], ops[1:]) for family in registered_families() if "cpu" in family.kernels
                    for ops in family.kernels["cpu"](module, self.lanes, self.threads, self.ctx)]
         transform_path: list[CpuGemm] = []  # in tag order
-        self.bf16_kernels: list[Kernel] = []
-        planned = self._plan_gemms(module, transform_path)
-        kernels += self.bf16_kernels
+        bf16_kernels: list[Kernel] = []
+        planned = self._plan_gemms(module, transform_path, bf16_kernels)
+        kernels += bf16_kernels
         kernels += [Kernel(kind, ops[0], ops[1:]) for kind, ops in prepare_weights(module, planned, self.ctx,
                                                                                    self.lanes)]
         kernels += [Kernel("gemm (transform path)", *_described(gemm.op)) for gemm in transform_path]
@@ -141,12 +141,14 @@ class CpuLowering(Lowering):
         rewrites.record_signatures(module)
         widen_booleans(module)
 
-    def _plan_gemms(self, module: ir.Module, transform_path: list[CpuGemm]) -> list[Planned]:
-        """The contractions Prism's GEMM kernel can run, with their plans; the others join ``transform_path``
-        (tagged before prepare_weights, which leaves their functions alone)."""
+    def _plan_gemms(self, module: ir.Module, transform_path: list[CpuGemm], bf16_kernels: list[Kernel]) \
+            -> list[Planned]:
+        """The contractions Prism's GEMM kernel can run, with their plans; bf16 products on dot products run now
+        (their kernels join ``bf16_kernels``); the others join ``transform_path`` (tagged before prepare_weights,
+        which leaves their functions alone)."""
         planned: list[Planned] = []
         for gemm in collect_gemms(module, self.ctx):
-            if self._bf16_dot(gemm):
+            if self._bf16_dot(gemm, bf16_kernels):
                 continue
             self.ctx.progress(f"cpu-tile: {gemm.op.name} at {gemm.op.location}: {gemm.schedule}")
             plan = kernel_plan(gemm, KERNEL_NAME, self.lanes, self.threads, host_target().l3_bytes)
@@ -156,15 +158,15 @@ class CpuLowering(Lowering):
                 planned.append(Planned(gemm, plan, written_path=kernel_serves_as_written(gemm, plan)))
         return planned
 
-    def _bf16_dot(self, gemm: CpuGemm) -> bool:
+    def _bf16_dot(self, gemm: CpuGemm, kernels: list[Kernel]) -> bool:
         """Run ``gemm`` as the bf16 dot-product kernel (:mod:`.kernel_bf16`) where the host has one and the
-        product is of bf16 operands into f32; whether it did."""
+        product is of bf16 operands into f32, its kernel joining ``kernels``; whether it did."""
         op = gemm.op
         types = [v.type for v in op.operands]
         roles = [[gemm.roles[d] for d in dims] for dims in gemm.maps]
         if not host_target().bf16_dot or len(types) != 3 or not kernel_bf16.takes(*types, roles):
             return False
-        self.bf16_kernels.append(Kernel("gemm (bf16 dot products)", *_described(op)))
+        kernels.append(Kernel("gemm (bf16 dot products)", *_described(op)))
         plan = kernel_bf16.Bf16Plan(name=f"{KERNEL_NAME}_bf16", a_type=str(types[0]), b_type=str(types[1]),
                                     c_type=str(types[2]), zero_init=starts_at_zero(op), workers=self.threads)
         inline_function(op, kernel_bf16.kernel_text(plan), list(op.operands))

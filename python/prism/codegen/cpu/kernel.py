@@ -169,8 +169,9 @@ class KernelPlan:
         return not self.pack and not self.prepacked and self.rm == 1
 
 
-def _memref(rank: int) -> str:
-    return f"memref<{'x'.join('?' * rank)}x{F32}>"
+def dynamic_memref(rank: int, element: str = F32) -> str:
+    """The memref type of ``rank`` dynamic dimensions of ``element``."""
+    return f"memref<{'x'.join('?' * rank)}x{element}>"
 
 
 def _dim(tensor_type: str, index: int) -> int | None:
@@ -199,8 +200,8 @@ class _Kernel:
         self.plan, self.t = plan, MlirText()
         self.rank = 3 if plan.batch else 2
         self.vec = f"vector<{plan.lanes}x{F32}>"
-        self.dyn = _memref(self.rank)
-        self.b_dyn = _memref(self.rank + 1 if plan.prepacked else self.rank)
+        self.dyn = dynamic_memref(self.rank)
+        self.b_dyn = dynamic_memref(self.rank + 1 if plan.prepacked else self.rank)
         # Each worker's panels: [slices][TN/RN][TK][RN], with one slice of K unless kept across tasks.
         slices = -(-ir.RankedTensorType.parse(plan.a_type).shape[-1] // plan.tk) if plan.reuse_panels else 1
         if plan.pipelined:  # the slice being read, and the next one being copied
@@ -229,7 +230,7 @@ class _Kernel:
             self.b = t.buffer("%b", p.b_type, self.b_dyn)
             self.b2 = t.buffer("%b2", p.dual, self.b_dyn) if p.dual else None
             self.c_in = None if p.zero_init else t.buffer("%c", p.c_type, self.dyn)
-            self.extras = [t.buffer(f"%x{i}", typ, _memref(ir.RankedTensorType.parse(typ).rank))
+            self.extras = [t.buffer(f"%x{i}", typ, dynamic_memref(ir.RankedTensorType.parse(typ).rank))
                            for i, (_, typ) in enumerate(p.epilogue.inputs)] if p.epilogue else []
             self.c = t.alloc(self.dyn, sizes, "C")
             self.c2 = t.alloc(self.dyn, sizes, "C") if p.dual else None
@@ -757,7 +758,7 @@ class _Kernel:
         t, epilogue = self.t, self.plan.epilogue
         inputs = []
         for (kind, typ), buffer in zip(epilogue.inputs, self.extras, strict=True):
-            memref_type = _memref(ir.RankedTensorType.parse(typ).rank)
+            memref_type = dynamic_memref(ir.RankedTensorType.parse(typ).rank)
             if kind == "row":
                 scalar = t.value(f"memref.load {buffer}[{', '.join([*self.bi, row])}] : {memref_type}", "xr")
                 inputs.append(t.value(f"vector.broadcast {scalar} : {F32} to {self.vec}", "xv"))

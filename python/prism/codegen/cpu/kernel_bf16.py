@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
+from prism.codegen.cpu.kernel import dynamic_memref
 from prism.codegen.cpu.text import MlirText
 
 LANES = 16  # f32 lanes of a 512-bit vector; one panel's columns
@@ -75,10 +76,6 @@ def takes(a_type: ir.Type, b_type: ir.Type, c_type: ir.Type, operand_roles: list
     return all(list(roles) == prefix + want for roles, want in zip(operand_roles, wanted, strict=True))
 
 
-def _memref(rank: int, element: str) -> str:
-    return f"memref<{'x'.join('?' * rank)}x{element}>"
-
-
 def kernel_text(plan: Bf16Plan) -> str:
     """The kernel of ``plan`` as a private function ``@name(%a, %b, %c) -> C``."""
     return _Kernel(plan).text()
@@ -89,8 +86,8 @@ class _Kernel:
         assert plan.tm % plan.rm == 0 and plan.tn % (LANES * plan.nv) == 0, plan
         self.plan, self.t = plan, MlirText()
         self.rank = 3 if plan.batch else 2
-        self.a_dyn, self.b_dyn = _memref(self.rank, BF16), _memref(self.rank, BF16)
-        self.c_dyn = _memref(self.rank, F32)
+        self.a_dyn, self.b_dyn = dynamic_memref(self.rank, BF16), dynamic_memref(self.rank, BF16)
+        self.c_dyn = dynamic_memref(self.rank, F32)
         self.p_dyn = f"memref<?x?x{2 * LANES}x{BF16}>"  # [batch x panels][pairs][32]
         self.vec, self.pair_vec = f"vector<{LANES}x{F32}>", f"vector<{2 * LANES}x{BF16}>"
 
