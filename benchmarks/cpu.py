@@ -77,6 +77,8 @@ from environment import machine, versions
 import prism
 from prism.calibrate import gemm_gflops
 from prism.runtime.measure import fastest_seconds
+from prism.targets.host import host_target
+from prism.targets.host_calibration import config_path
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PARTIAL_RESULTS = Path(__file__).resolve().parent.parent / "out" / "cpu"  # git ignores out/
@@ -493,6 +495,7 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         f"- date: {meta['date']}; machine: {meta['machine']}; load average at the start "
         f"{', '.join(map(str, meta['load_average']))}",
+        f"- Prism's cost model: {meta.get('host_rates', 'not recorded')}",
         f"- versions: {meta['versions']}; torch threads {meta['torch_threads']}",
         f"- command: `{meta['command']}`",
         f"- peaks, same run: numpy sgemm {meta['sgemm_gflops']:.1f} GFLOP/s (n = {meta['sgemm_n']}); "
@@ -660,6 +663,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def host_rates() -> str:
+    """Whether this machine was calibrated (``python -m prism.calibrate``): where the host target's rates
+    come from, and how many micro-kernel shapes were measured."""
+    target = host_target()
+    where = f" ({config_path()})" if target.rates == "calibrated" else ""
+    return f"{target.rates}{where}, {len(target.step_seconds)} micro-kernel shapes measured"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point."""
     args = parse_args(argv)
@@ -681,6 +692,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "date": datetime.datetime.now().isoformat(timespec="seconds"), "machine": machine(),
         "load_average": [round(load, 2) for load in os.getloadavg()],  # other work on the machine skews every figure
         "versions": versions(*PACKAGES), "torch_threads": torch.get_num_threads(), "command": command_line(),
+        "host_rates": host_rates(),
         "contenders": names, "iree_flags": IREE_FLAGS, "tolerance": args.tolerance, "seed": args.seed,
         "repeats": args.repeats, "rounds": args.rounds, "pause_s": args.pause, "warmup_s": args.warmup,
         "sgemm_n": sgemm_n, "sgemm_gflops": gemm_gflops(sgemm_n, args.bandwidth_repeats),

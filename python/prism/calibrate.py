@@ -6,6 +6,14 @@ Three rates, all cores together:
 - the streaming bandwidth of a copy far larger than the caches (DRAM);
 - the same bandwidth within half the last-level cache.
 
+And Prism's own micro-kernels, per kernel shape: every register block (RM x
+RN) of the host's GEMM space, in the direct kernel and in the packed one
+(the transform path), timed on a product whose blocks stay in L2, one block
+per core, at several depths K (one K slice each). The slope of time over K
+is the micro-tiles' steps alone: what the call, the threads and the
+micro-tiles' set-up cost does not grow with K. The packed kernel's packing
+phases, as the cost model counts them, are taken off its slope.
+
 The file (``~/.config/prism/host.json``, or ``PRISM_HOST_CONFIG``) is read
 by :func:`prism.targets.host.host_target`; nothing is timed during a
 compilation, so outputs stay a function of the input and this file.
@@ -17,15 +25,23 @@ compilation, so outputs stay a function of the input and this file.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from mlir import ir
 
+from prism.api import compile as compile_program
 from prism.infra.errors import PrismError
-from prism.runtime.measure import fastest_seconds
-from prism.targets.host_calibration import Calibration, config_path
+from prism.infra.ir import make_context
+from prism.runtime.measure import compile_candidate, fastest_seconds
+from prism.search.family import body_func, families, payload_problem
+from prism.search.space import fix_shape, point_array, shape_exponents
+from prism.targets.host import host_target
+from prism.targets.host_calibration import KERNELS, Calibration, config_path, step_key
 from prism.targets.host_machine import available_cores, cache_size, machine_name
 
 
@@ -50,18 +66,85 @@ def copy_gbps(size_bytes: int, cores: int, repeats: int) -> float:
         return 2 * count * 4 / fastest_seconds(run, repeats) / 1e9
 
 
-def calibrate(quick: bool = False) -> Calibration:
-    """Measure this machine (see the module docstring)."""
+# The micro-kernels' product: ROWS rows (a multiple of every register block's), COLUMNS columns per core, and
+# the depths K whose times give the slope; the fastest of REPEATS calls, over ROUNDS rounds that alternate the
+# depths, so that a change in the machine's load falls on all of them.
+ROWS, COLUMNS, DEPTHS = 96, 128, (128, 256, 384)
+REPEATS, ROUNDS = 5, 3
+
+
+def calibrate(quick: bool = False, progress: Callable[[str], None] = lambda _: None) -> Calibration:
+    """Measure this machine (see the module docstring); ``progress`` hears of each part as it starts."""
     cores = available_cores()
     l3 = cache_size(3, "Unified", 32 * 1024**2)
     n, dram, repeats = (256, 64 * 1024**2, 3) if quick else (2048, 1024**3, 7)
-    return Calibration(
+    progress("the f32 FMA rate and the copy bandwidths")
+    rates = Calibration(
         machine=machine_name(), cores=cores,
         gflops=round(gemm_gflops(n, repeats), 1),
         # Source and target together: twice the buffer, well past the caches.
         dram_gbps=round(copy_gbps(max(dram, 8 * l3), cores, repeats), 1),
         cache_gbps=round(copy_gbps(l3 // 4, cores, 4 * repeats), 1),
     )
+    steps: dict[str, float] = {}
+    for kernel in KERNELS:
+        steps.update(kernel_steps(kernel, rates, quick, progress))
+    return dataclasses.replace(rates, steps=steps)
+
+
+def _product(kernel: str, m: int, n: int, k: int) -> str:
+    """An f32 product C = A B of m x k by k x n, as MLIR; for the packed kernel B is stored n x k (a layout
+    the direct kernel does not take)."""
+    b_type = f"tensor<{n}x{k}xf32>" if kernel == "packed" else f"tensor<{k}x{n}xf32>"
+    maps = ("indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, "
+            "affine_map<(m, n, k) -> (m, n)>] " if kernel == "packed" else "")
+    c_type = f"tensor<{m}x{n}xf32>"
+    return (f"func.func @product(%a: tensor<{m}x{k}xf32>, %b: {b_type}) -> {c_type} {{\n"
+            f"  %zero = arith.constant 0.0 : f32\n  %empty = tensor.empty() : {c_type}\n"
+            f"  %c = linalg.fill ins(%zero : f32) outs(%empty : {c_type}) -> {c_type}\n"
+            f"  %r = linalg.matmul {maps}ins(%a, %b : tensor<{m}x{k}xf32>, {b_type}) outs(%c : {c_type}) -> {c_type}\n"
+            f"  return %r : {c_type}\n}}\n")
+
+
+def _family(kernel: str, k: int, cores: int) -> tuple[ir.Module, ir.Operation]:
+    """The lifted micro-kernels' product at depth ``k`` (in the current context), and its family's body."""
+    lifted = compile_program(_product(kernel, ROWS, cores * COLUMNS, k), target="host", emit="mlir",
+                             pipeline="prism-lift")
+    module = ir.Module.parse(lifted.mlir)
+    (family,) = families(module)
+    return module, body_func(family)
+
+
+def register_blocks(body: ir.Operation) -> list[tuple[int, int]]:
+    """The register blocks (RM, RN) the host's space allows the product ``body``: its universe within the
+    vector registers, whatever the tiles around them."""
+    problem = payload_problem(body)
+    space = host_target().space(problem)
+    domain = fix_shape(space, space.universe_set() & space.group_set("registers"), shape_exponents(problem))
+    values = space.values_of(point_array(domain))
+    return sorted({(int(rm), int(rn)) for rm, rn in zip(values["RM"], values["RN"], strict=True)})
+
+
+def kernel_steps(kernel: str, rates: Calibration, quick: bool,
+                 progress: Callable[[str], None]) -> dict[str, float]:
+    """Seconds per step of K of every register block of ``kernel`` (``direct`` or ``packed``), by step_key."""
+    depths = DEPTHS[:2] if quick else DEPTHS
+    lowering, steps = host_target().lowering(), {}
+    with make_context(), ir.Location.unknown():
+        modules, bodies = zip(*(_family(kernel, k, rates.cores) for k in depths), strict=True)
+        blocks = register_blocks(bodies[0])
+        progress(f"the {kernel} kernel's {len(blocks)} register blocks")
+        for rm, rn in blocks:
+            runs = [compile_candidate(body, {"TM": ROWS, "TN": COLUMNS, "TK": k, "RM": rm, "RN": rn}, lowering)
+                    for body, k in zip(bodies, depths, strict=True)]
+            seconds = [min(fastest_seconds(run, REPEATS) for _ in range(1 if quick else ROUNDS)) for run in runs]
+            slope = float(np.polyfit(depths, seconds, 1)[0])
+            if kernel == "packed":
+                # Packing reads and writes a row of A and a column of B per step of K, at the cache's rate.
+                slope -= 2 * (ROWS + rates.cores * COLUMNS) * 4 / (rates.cache_gbps * 1e9)
+            micro_tiles = -(-ROWS // rm) * -(-COLUMNS // rn)  # one block per core
+            steps[step_key(kernel, rm, rn)] = float(f"{max(slope, 0.0) / micro_tiles:.4g}")
+    return {key: value for key, value in steps.items() if value > 0}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     print(f"prism.calibrate: measuring {machine_name()} on {available_cores()} cores...", file=sys.stderr, flush=True)
-    found = calibrate(args.quick)
+    found = calibrate(args.quick, lambda part: print(f"prism.calibrate: {part}", file=sys.stderr, flush=True))
     try:
         found.write(path)
     except OSError as error:
@@ -87,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{path}: error: {error.message}", file=sys.stderr)
         return 1
     print(f"{path}: f32 GEMM {found.gflops} GFLOP/s, DRAM copy {found.dram_gbps} GB/s, "
-          f"cache copy {found.cache_gbps} GB/s")
+          f"cache copy {found.cache_gbps} GB/s, {len(found.steps)} micro-kernel shapes")
     return 0
 
 

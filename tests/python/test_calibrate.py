@@ -16,7 +16,8 @@ import pytest
 
 from conftest import EXAMPLES, REFERENCE_HOST, REPO
 from prism.infra.errors import TargetError
-from prism.targets.host_calibration import CONFIG_VERSION
+import prism
+from prism.targets.host_calibration import CONFIG_VERSION, FAMILY_RATES, step_key
 from prism.targets.host_machine import DESCRIPTION_VARIABLE, Machine, described_machine, machine_name
 
 
@@ -60,8 +61,10 @@ def test_a_calibration_changes_the_cost_model_and_compiling_stays_deterministic(
 
 
 def test_a_broken_or_foreign_calibration_is_a_clean_error(tmp_path: Path) -> None:
-    cases = {"not a version-1 host calibration": write_config(tmp_path / "old.json", version=0),
+    cases = {f"not a version-{CONFIG_VERSION} host calibration": write_config(tmp_path / "old.json", version=1),
              "holds a rate that is not positive": write_config(tmp_path / "zero.json", gflops=0),
+             "not a version-2 host calibration": write_config(tmp_path / "shape.json", steps={"direct 6by16": 1e-9}),
+             "not positive": write_config(tmp_path / "step.json", steps={"packed 4x16": -1e-9}),
              "was measured on 'another CPU'": write_config(tmp_path / "other.json", machine="another CPU"),
              "cannot read the host calibration": tmp_path / "garbage.json"}
     (tmp_path / "garbage.json").write_text("{")
@@ -109,3 +112,42 @@ def test_a_broken_host_description_is_a_clean_error(tmp_path: Path) -> None:
                                 text=True, cwd=REPO, env=env, timeout=300)
         assert result.returncode == 1 and "Traceback" not in result.stderr and not result.stdout, result.stderr
         assert f"{path.name}: error:" in result.stderr and re.search(message, result.stderr), result.stderr
+
+
+def steps_favouring(fast: tuple[int, int], slower: tuple[int, int]) -> dict[str, float]:
+    """Measured steps of the direct kernel where the register block ``fast`` beats ``slower`` per element of
+    C, and every other block is far slower."""
+    steps = {step_key("direct", rm, rn): 1e-6 for rm in (1, 2, 3, 4, 6, 8, 12, 16) for rn in (8, 16, 32)}
+    return {**steps, step_key("direct", *fast): 1e-9, step_key("direct", *slower): 2e-9}
+
+
+def test_the_pick_follows_the_calibration_of_each_micro_kernel(tmp_path: Path,
+                                                               describe_host: Callable[..., Any]) -> None:
+    """Two calibrations that rank two register blocks oppositely: each compilation picks its calibration's
+    faster block, and the predicted time is the measured steps'."""
+    picks = {}
+    for fast, slower in (((6, 16), (4, 16)), ((4, 16), (6, 16))):
+        machine = json.loads(REFERENCE_HOST.read_text())
+        config = tmp_path / f"{fast[0]}x{fast[1]}.json"
+        config.write_text(json.dumps({"version": CONFIG_VERSION, "machine": machine["machine"],
+                                      "cores": machine["cores"], "gflops": 100.0, "dram_gbps": 20.0,
+                                      "cache_gbps": 100.0, "steps": steps_favouring(fast, slower)}))
+        target = describe_host(REFERENCE_HOST, config)
+        assert target.rates == "calibrated" and len(target.step_seconds) == 24
+        report = prism.compile((EXAMPLES / "gemm.mlir").read_text(), target="host", emit="report").report
+        (family,) = report["families"]
+        picks[fast] = (family["choice"]["RM"], family["choice"]["RN"])
+    assert picks == {(6, 16): (6, 16), (4, 16): (4, 16)}
+
+
+def test_a_core_family_stands_in_for_a_calibration(tmp_path: Path, describe_host: Callable[..., Any]) -> None:
+    """Without a calibration, a machine of a known core family takes the rates recorded for it; a description
+    names its family or none, and an unknown family is refused."""
+    for core, rates in FAMILY_RATES.items():
+        target = describe_host(describe(tmp_path / f"{core}.json", core=core))
+        assert target.rates == f"{core} defaults"
+        assert target.flops["f32"] == pytest.approx(rates.gflops * target.cores * 1e9)
+        assert dict(target.step_seconds) == rates.steps
+    assert describe_host(REFERENCE_HOST).rates == "configured defaults"
+    with pytest.raises(TargetError, match="core is 'zen9', not one of 'zen4'"):
+        Machine.read(describe(tmp_path / "zen9.json", core="zen9"))

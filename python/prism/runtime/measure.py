@@ -59,12 +59,19 @@ def fastest_seconds(run: Callable[[], object], repeats: int) -> float:
     return min(times)
 
 
+def compile_candidate(body: ir.Operation, choice: dict[str, int], lowering: str, assume: int = 1024,
+                      seed: int = 0) -> Callable[[], object]:
+    """A call of the payload ``body`` scheduled by ``choice`` and lowered by the pipeline ``lowering`` (a
+    target's, for a target whose code runs here), on random inputs drawn once."""
+    module = _candidate_module(body, choice)
+    run_pipeline(module, parse_pipeline(lowering), PassContext())
+    run = jit(module, CANDIDATE)
+    inputs = _random_inputs(module, assume, np.random.default_rng(seed))
+    return lambda: run(*inputs)
+
+
 def measure_seconds(body: ir.Operation, choice: dict[str, int], lowering: str, assume: int = 1024,
                     repeats: int = 5) -> float:
     """Seconds of the fastest of ``repeats`` calls of the payload ``body`` scheduled by ``choice`` and lowered
     by the pipeline ``lowering`` (a target's, for a target whose code runs here), after a warm-up."""
-    module = _candidate_module(body, choice)
-    run_pipeline(module, parse_pipeline(lowering), PassContext())
-    run = jit(module, CANDIDATE)
-    inputs = _random_inputs(module, assume, np.random.default_rng(0))
-    return fastest_seconds(lambda: run(*inputs), repeats)
+    return fastest_seconds(compile_candidate(body, choice, lowering, assume), repeats)

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,8 +33,11 @@ if TYPE_CHECKING:
     from prism.search.family import Problem
 from prism.targets import host_cost, host_iree, host_space
 from prism.targets.base import BANDWIDTH_MARGIN
-from prism.targets.host_calibration import Calibration, config_path
+from prism.targets.host_calibration import FAMILY_RATES, KERNELS, Calibration, config_path, parse_step_key
 from prism.targets.host_machine import described_machine
+
+# The largest register block a calibration table holds: 16 rows of 4 vectors.
+MAX_REGISTER_ROWS, MAX_REGISTER_VECTORS = 16, 4
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,9 @@ class HostTarget:
     dram_bytes_per_s: float
     cache_bytes_per_s: float  # streaming from L3 into the cores, all cores together
     bf16_dot: bool = False  # AVX512-BF16 dot products (prism.codegen.cpu.kernel_bf16)
+    # Seconds per step of K of the micro-kernel shapes measured on this machine (.host_calibration.step_key)
+    step_seconds: Mapping[str, float] = field(default_factory=dict)
+    rates: str = "configured defaults"  # where the rates come from: "calibrated", "zen5 defaults", ...
 
     artifact = "llvm"
     runs_here = True
@@ -123,9 +130,44 @@ class HostTarget:
         fits = host_gemm.stays_in_cache(moved, self.l3_bytes)
         return moved / (self.cache_bytes_per_s if fits else self.dram_bytes_per_s)
 
-    def micro_kernel_cycles(self, rm: Knob, rn: Knob, tk: Knob, lanes: int) -> Knob:
+    def micro_kernel_cycles(self, rm: Knob, rn: Knob, tk: Knob, lanes: int, kernel: str | None = None) -> Knob:
         """Cycles of one RM x RN micro-tile over one TK slice of K (:func:`.host_cost.micro_kernel_cycles`)."""
-        return host_cost.micro_kernel_cycles(self, rm, rn, tk, lanes)
+        return host_cost.micro_kernel_cycles(self, rm, rn, tk, lanes, kernel)
+
+    @functools.cached_property
+    def _step_tables(self) -> dict[str, np.ndarray]:
+        """Per kernel, the measured seconds per step by [RM, RN / f32 lanes], NaN where nothing was measured."""
+        lanes = self.vector_bits // 32
+        tables = {kernel: np.full((MAX_REGISTER_ROWS + 1, MAX_REGISTER_VECTORS + 1), np.nan) for kernel in KERNELS}
+        for key, seconds in self.step_seconds.items():
+            kernel, rm, rn = parse_step_key(key)
+            if rn % lanes == 0 and rm <= MAX_REGISTER_ROWS and rn // lanes <= MAX_REGISTER_VECTORS:
+                tables[kernel][rm, rn // lanes] = seconds
+        return tables
+
+    def vector_fma_cycles(self, lanes: int) -> float:
+        """The fewest cycles per full-width vector FMA of any micro-kernel: the issue rate, or a measured step
+        that beats it (a calibration's FMA rate is a library's, which Prism's own kernels may outrun). A lower
+        bound on the cost must take this one."""
+        floor = 1 / self.vector_fmas_per_cycle
+        for kernel, table in self._step_tables.items():
+            rows, vectors = np.nonzero(~np.isnan(table))
+            if len(rows) and lanes == self.vector_bits // 32:
+                per_fma = self.measured_step_cycles(kernel, rows, vectors * lanes, lanes) / (rows * vectors)
+                floor = min(floor, float(per_fma.min()))
+        return floor
+
+    def measured_step_cycles(self, kernel: str, rm: Knob, rn: Knob, lanes: int) -> np.ndarray:
+        """Cycles (of :meth:`cycle_seconds`' clock) per step of K of an RM x RN micro-tile of ``kernel`` as
+        measured on this machine; NaN for a shape, kernel or vector type (other than f32) not measured."""
+        shape = np.broadcast(rm, rn).shape
+        if not self.step_seconds or lanes != self.vector_bits // 32:
+            return np.full(shape, np.nan)
+        rows, vectors = np.asarray(rm, dtype=np.int64), np.asarray(rn, dtype=np.int64) // lanes
+        inside = (rows <= MAX_REGISTER_ROWS) & (vectors <= MAX_REGISTER_VECTORS)
+        seconds = self._step_tables[kernel][np.where(inside, rows, 0), np.where(inside, vectors, 0)]
+        cycle = 2 * lanes * self.vector_fmas_per_cycle / (self.flops["f32"] / self.cores)
+        return np.broadcast_to(np.where(inside, seconds / cycle, np.nan), shape)
 
     def lanes(self, op: Contraction) -> int:
         """Vector lanes of the accumulator's type."""
@@ -144,15 +186,19 @@ def host_target() -> HostTarget:
     (:func:`described_machine`).
 
     Rates come from the calibration file when there is one (see
-    :func:`config_path`), else from configured defaults; the environment
-    variables PRISM_HOST_GFLOPS, PRISM_HOST_GBPS and PRISM_HOST_FMA_BITS
-    override both. Nothing is timed here, so outputs stay a function of the
-    input and the configuration.
+    :func:`config_path`), else from those recorded for the machine's core
+    family (:data:`~.host_calibration.FAMILY_RATES`), else from configured
+    defaults; the environment variables PRISM_HOST_GFLOPS, PRISM_HOST_GBPS
+    and PRISM_HOST_FMA_BITS override them all. Nothing is timed here, so
+    outputs stay a function of the input and the configuration.
     """
     machine = described_machine()
     vector_bits, cores = machine.vector_bits, machine.cores
     path = config_path()
     calibration = Calibration.read(path, machine) if path else None
+    rates = "calibrated" if calibration else "configured defaults"
+    if calibration is None and machine.core in FAMILY_RATES:
+        calibration, rates = FAMILY_RATES[machine.core].for_cores(machine), f"{machine.core} defaults"
     # Two FMA pipes per core at ~3.6 GHz, each fma_bits wide; calibrate (python -m prism.calibrate) or
     # override where the machine differs.
     fma_pipes, fma_bits = 2, int(os.environ.get("PRISM_HOST_FMA_BITS", machine.fma_bits))
@@ -174,4 +220,7 @@ def host_target() -> HostTarget:
         dram_bytes_per_s=gbps * 1e9 * BANDWIDTH_MARGIN,
         cache_bytes_per_s=cache_gbps * 1e9 * BANDWIDTH_MARGIN,
         bf16_dot=bool(machine.bf16_dot),
+        # Measured steps apply to the machine they were measured on, at its measured FMA rate.
+        step_seconds=calibration.steps if calibration and "PRISM_HOST_GFLOPS" not in os.environ else {},
+        rates=rates,
     )

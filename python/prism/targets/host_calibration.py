@@ -1,12 +1,20 @@
 """The host's calibration file: the rates ``python -m prism.calibrate`` measured on this machine, which the
-host target's cost model reads (:func:`prism.targets.host.host_target`)."""
+host target's cost model reads (:func:`prism.targets.host.host_target`); and, for a machine never calibrated,
+the rates recorded for its core family (:data:`FAMILY_RATES`).
+
+A micro-kernel's rate is kept per kernel shape: the seconds one ``RM x RN``
+micro-tile of the ``direct`` kernel (f32, A and B read in place) or of the
+``packed`` one (the transform path, on packed operands) takes per step of K,
+on one core while every core runs one (:func:`step_key` names them).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from prism.infra.errors import TargetError
@@ -14,7 +22,8 @@ from prism.targets.host_machine import Machine
 
 # The file written by ``python -m prism.calibrate``; PRISM_HOST_CONFIG names another ('' for none).
 CONFIG_NAME = "host.json"
-CONFIG_VERSION = 1
+CONFIG_VERSION = 2
+KERNELS = ("direct", "packed")
 
 
 def config_path() -> Path | None:
@@ -23,6 +32,20 @@ def config_path() -> Path | None:
         return Path(os.environ["PRISM_HOST_CONFIG"]) if os.environ["PRISM_HOST_CONFIG"] else None
     base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
     return base / "prism" / CONFIG_NAME
+
+
+def step_key(kernel: str, rm: int, rn: int) -> str:
+    """The name of a micro-kernel shape in a calibration: ``"direct 6x32"`` (RM rows, RN f32 columns)."""
+    return f"{kernel} {rm}x{rn}"
+
+
+def parse_step_key(key: str) -> tuple[str, int, int] | None:
+    """``(kernel, RM, RN)`` of a :func:`step_key`, or None if ``key`` is not one."""
+    kernel, _, block = key.partition(" ")
+    rm, _, rn = block.partition("x")
+    if kernel not in KERNELS or not (rm.isdigit() and rn.isdigit()) or min(int(rm), int(rn)) < 1:
+        return None
+    return kernel, int(rm), int(rn)
 
 
 @dataclass(frozen=True)
@@ -34,6 +57,8 @@ class Calibration:
     gflops: float  # f32 FMA rate a tuned GEMM reaches
     dram_gbps: float  # streaming copy, bytes read and written, far beyond the caches
     cache_gbps: float  # the same within half the L3
+    # Seconds per step of K of each micro-kernel shape measured (step_key), on one core with all cores busy.
+    steps: dict[str, float] = field(default_factory=dict)
 
     @staticmethod
     def read(path: Path, machine: Machine) -> Calibration | None:
@@ -45,12 +70,15 @@ class Calibration:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
             raise TargetError(f"cannot read the host calibration: {error}", location=str(path)) from None
         fields = {"machine": str, "cores": int, "gflops": float, "dram_gbps": float, "cache_gbps": float}
+        numbers = (int, float)
         if not isinstance(data, dict) or data.get("version") != CONFIG_VERSION or any(
-                not isinstance(data.get(key), (int, float) if kind is float else kind) for key, kind in fields.items()):
+                not isinstance(data.get(key), numbers if kind is float else kind) for key, kind in fields.items()) \
+                or not _valid_steps(data.get("steps", {})):
             raise TargetError(f"not a version-{CONFIG_VERSION} host calibration; rerun "
                               "'python -m prism.calibrate'", location=str(path))
-        found = Calibration(**{key: kind(data[key]) for key, kind in fields.items()})
-        if min(found.gflops, found.dram_gbps, found.cache_gbps) <= 0 or found.cores < 1:
+        found = Calibration(**{key: kind(data[key]) for key, kind in fields.items()},
+                            steps={key: float(value) for key, value in data.get("steps", {}).items()})
+        if min(found.gflops, found.dram_gbps, found.cache_gbps, *found.steps.values()) <= 0 or found.cores < 1:
             raise TargetError("the host calibration holds a rate that is not positive", location=str(path))
         if (found.machine, found.cores) != (machine.machine, machine.cores):
             raise TargetError(f"the host calibration was measured on '{found.machine}' with {found.cores} cores, "
@@ -64,3 +92,32 @@ class Calibration:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"version": CONFIG_VERSION, **dataclasses.asdict(self)}, indent=2,
                                    sort_keys=True) + "\n")
+
+
+def _valid_steps(steps: object) -> bool:
+    """Whether ``steps`` maps micro-kernel shapes (step_key) to finite numbers."""
+    return isinstance(steps, dict) and all(
+        parse_step_key(key) is not None and isinstance(value, (int, float)) and not isinstance(value, bool)
+        and math.isfinite(value) for key, value in steps.items())
+
+
+@dataclass(frozen=True)
+class FamilyRates:
+    """The rates recorded for a core family, per core: what the host target takes where nothing was calibrated
+    (``benchmarks/RESULTS.md``, "The host calibrated", has the measurements)."""
+
+    gflops: float
+    dram_gbps: float
+    cache_gbps: float
+    steps: dict[str, float] = field(default_factory=dict)
+
+    def for_cores(self, machine: Machine) -> Calibration:
+        """These rates as a calibration of ``machine``'s cores."""
+        n = machine.cores
+        return Calibration(machine=machine.machine, cores=n, gflops=self.gflops * n, dram_gbps=self.dram_gbps * n,
+                           cache_gbps=self.cache_gbps * n, steps=dict(self.steps))
+
+
+# Per core, the rates recorded for each core family (CORE_FAMILIES of prism.targets.host_machine), from
+# benchmarks/RESULTS.md, "The host calibrated".
+FAMILY_RATES: dict[str, FamilyRates] = {}

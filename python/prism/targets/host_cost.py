@@ -81,8 +81,9 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
     rounds = _rounds(target, tm, tn, s)  # each worker's share of the blocks
     columns = np.where(rounds < ceil_div(s["n"], tn), ceil_div(tn, rn), _inner_tiles_per_block(s["n"], tn, rn))
     micro_tiles = _inner_tiles_per_block(s["m"], tm, rm) * columns
-    block_cycles = micro_tiles * ceil_div(s["k"], tk) * micro_kernel_cycles(target, rm, rn, tk, lanes)
     run, direct = None, direct_kernel(op)
+    kernel = "direct" if direct else "packed"
+    block_cycles = micro_tiles * ceil_div(s["k"], tk) * micro_kernel_cycles(target, rm, rn, tk, lanes, kernel)
     if direct:
         # The kernel reads A in place, RM rows K apart: where that stride is a whole number of L1 ways, every
         # row's line falls in one set, and more rows than the set holds (beside B's and C's) evict each other.
@@ -115,28 +116,36 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
 
 def gemm_lower_bound(target: HostTarget, op: Contraction, values: KnobValues, assumed: int = 1024
                      ) -> np.ndarray:
-    """Reads TM and TN: exact traffic, unpadded work at the FMA peak, packing phases without their jumps."""
+    """Reads TM and TN: exact traffic, unpadded work at the FMA peak (or the fastest measured micro-kernel's
+    rate, where one beats it), packing phases without their jumps."""
     s = problem_sizes(op, assumed)
     # Unpadded extents: the cost's tiles are at least these.
     tm, tn = np.minimum(values["TM"], s["m"]), np.minimum(values["TN"], s["n"])
     # A block's rows and columns averaged over the blocks, as the cost counts them (the last ones ragged).
     rows, columns = s["m"] / ceil_div(s["m"], tm), s["n"] / ceil_div(s["n"], tn)
-    block_cycles = rows * columns * s["k"] / (target.lanes(op) * target.vector_fmas_per_cycle)
+    block_cycles = rows * columns * s["k"] / target.lanes(op) * target.vector_fma_cycles(target.lanes(op))
     compute = _rounds(target, tm, tn, s) * (block_cycles * target.cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
     phases = 0 if direct_kernel(op) else _pack_seconds(target, op, values, s, strided=False)
     return phases + roofline(compute, _kernel_memory_seconds(target, op, tm, tn, s))
 
 
-def micro_kernel_cycles(target: HostTarget, rm: Knob, rn: Knob, tk: Knob, lanes: int) -> Knob:
+def micro_kernel_cycles(target: HostTarget, rm: Knob, rn: Knob, tk: Knob, lanes: int,
+                        kernel: str | None = None) -> Knob:
     """Cycles of one RM x RN micro-tile over one TK slice of K.
 
-    Each k step issues RM*RN/lanes FMAs and RM broadcasts plus RN/lanes
+    A step of K takes what the machine's calibration measured for that
+    micro-tile of ``kernel`` (``direct`` or ``packed``:
+    :meth:`HostTarget.measured_step_cycles`). Where nothing was measured:
+    each k step issues RM*RN/lanes FMAs and RM broadcasts plus RN/lanes
     loads; with no more accumulators than FMA_LATENCY times the FMA
     issue rate, the latency (and its slack), not the units, sets the pace.
     """
     accumulators = rm * rn / lanes
     per_step = np.maximum(np.maximum(accumulators / target.vector_fmas_per_cycle, (rm + rn / lanes) / LOAD_PORTS),
                           FMA_LATENCY + LATENCY_SLACK_CYCLES)
+    if kernel is not None:
+        measured = target.measured_step_cycles(kernel, rm, rn, lanes)
+        per_step = np.where(np.isnan(measured), per_step, measured)
     return tk * per_step + 2 * accumulators / LOAD_PORTS + SLICE_OVERHEAD_CYCLES
 
 

@@ -73,9 +73,26 @@ def available_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+# The core families Prism has recorded rates for (prism.targets.host_calibration.FAMILY_RATES).
+CORE_FAMILIES = ("zen4", "zen5", "intel-avx512", "avx2")
+
+
+def core_family(vendor: str | None, family: str | None, vector_bits: int) -> str:
+    """The core family of a CPU by its vendor, family number and vector width ('' where none fits): AMD's
+    family 26 is Zen 5, family 25 with AVX-512 Zen 4; Intel's AVX-512 cores are its server cores; any other
+    core with AVX2 is an AVX2 machine."""
+    if vendor == "AuthenticAMD" and family == "26":
+        return "zen5"
+    if vendor == "AuthenticAMD" and family == "25" and vector_bits == 512:
+        return "zen4"
+    if vendor == "GenuineIntel" and vector_bits == 512:
+        return "intel-avx512"
+    return "avx2" if vector_bits >= 256 else ""
+
+
 DESCRIPTION_VARIABLE = "PRISM_HOST_DESCRIPTION"
 # Fields a description may leave out, with the value they then take.
-_OPTIONAL = {"bf16_dot": 0}
+_OPTIONAL = {"bf16_dot": 0, "core": ""}
 DESCRIPTION_VERSION = 1
 
 
@@ -92,6 +109,8 @@ class Machine:
     l2_bytes: int
     l3_bytes: int
     bf16_dot: int = 0  # 1 where the cores have AVX512-BF16 dot products (vdpbf16ps); optional in a description
+    # The core family whose recorded rates stand in for a calibration (CORE_FAMILIES; '' for none); optional
+    core: str = ""
 
     @staticmethod
     def here() -> Machine:
@@ -106,7 +125,8 @@ class Machine:
                        l1d_bytes=cache_size(1, "Data", 32 * 1024), l1d_ways=l1d_ways(),
                        l2_bytes=cache_size(2, "Unified", 1024 * 1024),
                        l3_bytes=cache_size(3, "Unified", 32 * 1024**2),
-                       bf16_dot=int("avx512_bf16" in flags and vector_bits == 512))
+                       bf16_dot=int("avx512_bf16" in flags and vector_bits == 512),
+                       core=core_family(_cpu_field("vendor_id"), _cpu_field("cpu family"), vector_bits))
 
     @staticmethod
     def read(path: Path) -> Machine:
@@ -128,6 +148,10 @@ class Machine:
         found = Machine(**{name: data[name] for name in kinds})
         if found.bf16_dot not in (0, 1):
             raise TargetError(f"the host description's bf16_dot is {found.bf16_dot}, not 0 or 1", location=str(path))
+        if found.core not in ("", *CORE_FAMILIES):
+            raise TargetError(f"the host description's core is '{found.core}', not one of "
+                              f"{', '.join(repr(core) for core in CORE_FAMILIES)} (or '' for none)",
+                              location=str(path))
         for name in ("vector_bits", "fma_bits"):
             if getattr(found, name) not in (128, 256, 512):
                 raise TargetError(f"the host description's {name} is {getattr(found, name)}, not 128, 256 or 512",
