@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+import prism
 from conftest import EXAMPLES, REFERENCE_HOST, REPO
 from prism.infra.errors import TargetError
-import prism
 from prism.targets.host_calibration import CONFIG_VERSION, FAMILY_RATES, step_key
 from prism.targets.host_machine import DESCRIPTION_VARIABLE, Machine, described_machine, machine_name
 

@@ -194,19 +194,20 @@ def host_target() -> HostTarget:
     """
     machine = described_machine()
     vector_bits, cores = machine.vector_bits, machine.cores
+    # Two FMA pipes per core at ~3.6 GHz, each fma_bits wide; 20 GB/s from DRAM; 32 bytes per cycle per core
+    # from L3: configured figures, where nothing was measured.
+    fma_pipes, fma_bits = 2, int(os.environ.get("PRISM_HOST_FMA_BITS", machine.fma_bits))
+    rates = Calibration(machine=machine.machine, cores=cores, gflops=cores * fma_pipes * 2 * (fma_bits // 32) * 3.6,
+                        dram_gbps=20.0, cache_gbps=cores * 32 * 3.6)
     path = config_path()
     calibration = Calibration.read(path, machine) if path else None
-    rates = "calibrated" if calibration else "configured defaults"
-    if calibration is None and machine.core in FAMILY_RATES:
-        calibration, rates = FAMILY_RATES[machine.core].for_cores(machine), f"{machine.core} defaults"
-    # Two FMA pipes per core at ~3.6 GHz, each fma_bits wide; calibrate (python -m prism.calibrate) or
-    # override where the machine differs.
-    fma_pipes, fma_bits = 2, int(os.environ.get("PRISM_HOST_FMA_BITS", machine.fma_bits))
-    default_gflops = calibration.gflops if calibration else cores * fma_pipes * 2 * (fma_bits // 32) * 3.6
-    gflops = float(os.environ.get("PRISM_HOST_GFLOPS", default_gflops))
-    gbps = float(os.environ.get("PRISM_HOST_GBPS", calibration.dram_gbps if calibration else 20.0))
-    # 32 bytes per cycle per core from L3 at ~3.6 GHz, a configured figure where nothing was measured.
-    cache_gbps = calibration.cache_gbps if calibration else cores * 32 * 3.6
+    source = "configured defaults"
+    if calibration is not None:
+        rates, source = calibration, "calibrated"
+    elif machine.core in FAMILY_RATES:
+        rates, source = FAMILY_RATES[machine.core].over(rates), f"{machine.core} defaults"
+    gflops = float(os.environ.get("PRISM_HOST_GFLOPS", rates.gflops))
+    gbps = float(os.environ.get("PRISM_HOST_GBPS", rates.dram_gbps))
     return HostTarget(
         name="host", cores=cores,
         l1d_bytes=machine.l1d_bytes, l1d_ways=machine.l1d_ways, l2_bytes=machine.l2_bytes,
@@ -218,9 +219,9 @@ def host_target() -> HostTarget:
         flops={"f32": gflops * 1e9, "f16": gflops * 1e9, "bf16": gflops * (2 if machine.bf16_dot else 1) * 1e9,
                "f64": gflops * 0.5e9},
         dram_bytes_per_s=gbps * 1e9 * BANDWIDTH_MARGIN,
-        cache_bytes_per_s=cache_gbps * 1e9 * BANDWIDTH_MARGIN,
+        cache_bytes_per_s=rates.cache_gbps * 1e9 * BANDWIDTH_MARGIN,
         bf16_dot=bool(machine.bf16_dot),
         # Measured steps apply to the machine they were measured on, at its measured FMA rate.
-        step_seconds=calibration.steps if calibration and "PRISM_HOST_GFLOPS" not in os.environ else {},
-        rates=rates,
+        step_seconds={} if "PRISM_HOST_GFLOPS" in os.environ else rates.steps,
+        rates=source,
     )

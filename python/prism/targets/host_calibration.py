@@ -103,21 +103,28 @@ def _valid_steps(steps: object) -> bool:
 
 @dataclass(frozen=True)
 class FamilyRates:
-    """The rates recorded for a core family, per core: what the host target takes where nothing was calibrated
-    (``benchmarks/RESULTS.md``, "The host calibrated", has the measurements)."""
+    """The rates recorded for a core family, per core (None: not recorded), which the host target takes where
+    nothing was calibrated (``benchmarks/RESULTS.md``, "The host calibrated", has the measurements)."""
 
     gflops: float
-    dram_gbps: float
-    cache_gbps: float
+    dram_gbps: float | None = None
+    cache_gbps: float | None = None
     steps: dict[str, float] = field(default_factory=dict)
 
-    def for_cores(self, machine: Machine) -> Calibration:
-        """These rates as a calibration of ``machine``'s cores."""
-        n = machine.cores
-        return Calibration(machine=machine.machine, cores=n, gflops=self.gflops * n, dram_gbps=self.dram_gbps * n,
-                           cache_gbps=self.cache_gbps * n, steps=dict(self.steps))
+    def over(self, configured: Calibration) -> Calibration:
+        """``configured`` (a machine's configured defaults) with these rates where they were recorded."""
+        n = configured.cores
+        return dataclasses.replace(
+            configured, gflops=self.gflops * n, steps=dict(self.steps),
+            dram_gbps=configured.dram_gbps if self.dram_gbps is None else self.dram_gbps * n,
+            cache_gbps=configured.cache_gbps if self.cache_gbps is None else self.cache_gbps * n)
 
 
-# Per core, the rates recorded for each core family (CORE_FAMILIES of prism.targets.host_machine), from
-# benchmarks/RESULTS.md, "The host calibrated".
-FAMILY_RATES: dict[str, FamilyRates] = {}
+# Per core, the rates recorded for each core family (CORE_FAMILIES of prism.targets.host_machine): numpy's f32
+# GEMM at n = 2048 as prism.calibrate times it, the copy bandwidths and the micro-kernels' steps, from
+# benchmarks/RESULTS.md, "The host calibrated" (where its sources are given).
+FAMILY_RATES: dict[str, FamilyRates] = {
+    "zen5": FamilyRates(gflops=107.6),
+    "intel-avx512": FamilyRates(gflops=169.5),
+    "avx2": FamilyRates(gflops=66.1),
+}
