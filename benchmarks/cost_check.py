@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from cpu_workloads import QUICK, Workload, all_workloads
-from environment import machine, versions
+from environment import host_rates, machine, versions
 from mlir import ir
 
 import prism
@@ -250,7 +250,7 @@ def markdown(checks: Sequence[FamilyCheck], args: argparse.Namespace, command: s
     lines = [
         f"## The host cost model against measurement, {datetime.date.today().isoformat()}", "",
         f"Machine: {machine()}; {versions('numpy')}; load average "
-        f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} at the end.", "",
+        f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} at the end; the cost model's rates: {host_rates()}.", "",
         f"    {command}", "",
         f"Per family, the {args.candidates} best-predicted schedules timed by `prism-select{{measure="
         f"{args.candidates}}}` (fastest of 5 calls each); a pick first measured over {args.threshold:.0%} slower "

@@ -72,13 +72,11 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 from cpu_workloads import BF16_TOLERANCE, QUICK, NumpyOps, TorchOps, Workload, all_workloads
-from environment import machine, versions
+from environment import host_rates, machine, versions
 
 import prism
 from prism.calibrate import gemm_gflops
 from prism.runtime.measure import fastest_seconds
-from prism.targets.host import host_target
-from prism.targets.host_calibration import config_path
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PARTIAL_RESULTS = Path(__file__).resolve().parent.parent / "out" / "cpu"  # git ignores out/
@@ -661,14 +659,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.pause < 0 or args.warmup < 0:
         parser.error("--pause and --warmup must not be negative")
     return args
-
-
-def host_rates() -> str:
-    """Whether this machine was calibrated (``python -m prism.calibrate``): where the host target's rates
-    come from, and how many micro-kernel shapes were measured."""
-    target = host_target()
-    where = f" ({config_path()})" if target.rates == "calibrated" else ""
-    return f"{target.rates}{where}, {len(target.step_seconds)} micro-kernel shapes measured"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,3 +21,14 @@ def machine() -> str:
 def versions(*packages: str) -> str:
     """Python's version and each package's, e.g. ``Python 3.11.7, numpy 2.4.6``."""
     return ", ".join([f"Python {platform.python_version()}", *(f"{p} {metadata.version(p)}" for p in packages)])
+
+
+def host_rates() -> str:
+    """Whether this machine was calibrated (``python -m prism.calibrate``): where the host cost model's rates
+    come from, and how many micro-kernel shapes were measured."""
+    from prism.targets.host import host_target
+    from prism.targets.host_calibration import config_path
+
+    target = host_target()
+    where = f" ({config_path()})" if target.rates == "calibrated" else ""
+    return f"{target.rates}{where}, {len(target.step_seconds)} micro-kernel shapes measured"
