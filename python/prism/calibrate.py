@@ -12,7 +12,9 @@ RN) of the host's GEMM space, in the direct kernel and in the packed one
 per core, at several depths K (one K slice each). The slope of time over K
 is the micro-tiles' steps alone: what the call, the threads and the
 micro-tiles' set-up cost does not grow with K. The packed kernel's packing
-phases, as the cost model counts them, are taken off its slope.
+phases, as the cost model counts them, are taken off its slope. Last, the
+direct kernel at decode (one row of C, B twice the L3 or more): the rate at
+which it streams its weights.
 
 The file (``~/.config/prism/host.json``, or ``PRISM_HOST_CONFIG``) is read
 by :func:`prism.targets.host.host_target`; nothing is timed during a
@@ -89,7 +91,19 @@ def calibrate(quick: bool = False, progress: Callable[[str], None] = lambda _: N
     steps: dict[str, float] = {}
     for kernel in KERNELS:
         steps.update(kernel_steps(kernel, rates, quick, progress))
-    return dataclasses.replace(rates, steps=steps)
+    progress("the direct kernel streaming its weights at decode")
+    weights = (1024, 4096) if quick else (4096, 8192)
+    return dataclasses.replace(rates, steps=steps, stream_gbps=round(decode_gbps(*weights, repeats), 1))
+
+
+def decode_gbps(k: int, n: int, repeats: int) -> float:
+    """GB/s of B's bytes through Prism's own product of one row by a k x n f32 B (decode: B from DRAM), as
+    prism-optimize schedules it."""
+    program = compile_program(_product("direct", 1, n, k), target="host")
+    run = program.jit()
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((1, k), np.float32), rng.standard_normal((k, n), np.float32)
+    return k * n * 4 / fastest_seconds(lambda: run(a, b), repeats) / 1e9
 
 
 def _product(kernel: str, m: int, n: int, k: int) -> str:
@@ -133,6 +147,7 @@ def kernel_steps(kernel: str, rates: Calibration, quick: bool,
     with make_context(), ir.Location.unknown():
         modules, bodies = zip(*(_family(kernel, k, rates.cores) for k in depths), strict=True)
         blocks = register_blocks(bodies[0])
+        blocks = blocks[::len(blocks) // 2] if quick else blocks  # a smoke test times a few
         progress(f"the {kernel} kernel's {len(blocks)} register blocks")
         for rm, rn in blocks:
             runs = [compile_candidate(body, {"TM": ROWS, "TN": COLUMNS, "TK": k, "RM": rm, "RN": rn}, lowering)
@@ -170,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{path}: error: {error.message}", file=sys.stderr)
         return 1
     print(f"{path}: f32 GEMM {found.gflops} GFLOP/s, DRAM copy {found.dram_gbps} GB/s, "
-          f"cache copy {found.cache_gbps} GB/s, {len(found.steps)} micro-kernel shapes")
+          f"cache copy {found.cache_gbps} GB/s, {len(found.steps)} micro-kernel shapes, "
+          f"decode {found.stream_gbps} GB/s")
     return 0
 
 

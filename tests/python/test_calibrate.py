@@ -151,3 +151,31 @@ def test_a_core_family_stands_in_for_a_calibration(tmp_path: Path, describe_host
     assert describe_host(REFERENCE_HOST).rates == "configured defaults"
     with pytest.raises(TargetError, match="core is 'zen9', not one of 'zen4'"):
         Machine.read(describe(tmp_path / "zen9.json", core="zen9"))
+
+
+DECODE = """func.func @decode(%x: tensor<1x4096xf32>, %w: tensor<4096x8192xf32>) -> tensor<1x8192xf32> {
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty() : tensor<1x8192xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%empty : tensor<1x8192xf32>) -> tensor<1x8192xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<1x4096xf32>, tensor<4096x8192xf32>)
+                     outs(%acc : tensor<1x8192xf32>) -> tensor<1x8192xf32>
+  return %y : tensor<1x8192xf32>
+}"""
+
+
+def test_the_measured_decode_rate_prices_streaming_the_weights(tmp_path: Path,
+                                                              describe_host: Callable[..., Any]) -> None:
+    """A decode product streams its 128 MiB of weights at the rate measured for the kernel at decode, where
+    one was measured, else at the DRAM copy's."""
+    machine = json.loads(REFERENCE_HOST.read_text())
+    seconds = {}
+    for stream in (None, 40.0):
+        config = tmp_path / f"stream-{stream}.json"
+        data = {"version": CONFIG_VERSION, "machine": machine["machine"], "cores": machine["cores"],
+                "gflops": 100.0, "dram_gbps": 20.0, "cache_gbps": 100.0}
+        config.write_text(json.dumps(data if stream is None else {**data, "stream_gbps": stream}))
+        describe_host(REFERENCE_HOST, config)
+        (family,) = prism.compile(DECODE, target="host", emit="report").report["families"]
+        seconds[stream] = family["predicted_seconds"]
+    weights = 4096 * 8192 * 4
+    assert seconds[None] >= weights / 20e9 and seconds[40.0] < seconds[None] / 1.8

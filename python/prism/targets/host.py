@@ -61,6 +61,8 @@ class HostTarget:
     # Seconds per step of K of the micro-kernel shapes measured on this machine (.host_calibration.step_key)
     step_seconds: Mapping[str, float] = field(default_factory=dict)
     rates: str = "configured defaults"  # where the rates come from: "calibrated", "zen5 defaults", ...
+    # The direct kernel's rate streaming B from DRAM at decode, where it was measured (else dram_bytes_per_s)
+    stream_bytes_per_s: float | None = None
 
     artifact = "llvm"
     runs_here = True
@@ -224,4 +226,6 @@ def host_target() -> HostTarget:
         # Measured steps apply to the machine they were measured on, at its measured FMA rate.
         step_seconds={} if "PRISM_HOST_GFLOPS" in os.environ else rates.steps,
         rates=source,
+        stream_bytes_per_s=None if rates.stream_gbps is None or "PRISM_HOST_GBPS" in os.environ
+        else rates.stream_gbps * 1e9 * BANDWIDTH_MARGIN,
     )

@@ -59,6 +59,8 @@ class Calibration:
     cache_gbps: float  # the same within half the L3
     # Seconds per step of K of each micro-kernel shape measured (step_key), on one core with all cores busy.
     steps: dict[str, float] = field(default_factory=dict)
+    # The weights' bytes per second of Prism's own kernel at decode (one row of C, B from DRAM); None: not measured
+    stream_gbps: float | None = None
 
     @staticmethod
     def read(path: Path, machine: Machine) -> Calibration | None:
@@ -73,12 +75,17 @@ class Calibration:
         numbers = (int, float)
         if not isinstance(data, dict) or data.get("version") != CONFIG_VERSION or any(
                 not isinstance(data.get(key), numbers if kind is float else kind) for key, kind in fields.items()) \
-                or not _valid_steps(data.get("steps", {})):
+                or not _valid_steps(data.get("steps", {})) \
+                or not isinstance(data.get("stream_gbps", 1.0), numbers):
             raise TargetError(f"not a version-{CONFIG_VERSION} host calibration; rerun "
                               "'python -m prism.calibrate'", location=str(path))
+        stream = data.get("stream_gbps")
         found = Calibration(**{key: kind(data[key]) for key, kind in fields.items()},
-                            steps={key: float(value) for key, value in data.get("steps", {}).items()})
-        if min(found.gflops, found.dram_gbps, found.cache_gbps, *found.steps.values()) <= 0 or found.cores < 1:
+                            steps={key: float(value) for key, value in data.get("steps", {}).items()},
+                            stream_gbps=None if stream is None else float(stream))
+        rates = (found.gflops, found.dram_gbps, found.cache_gbps, *found.steps.values(),
+                 *([] if stream is None else [found.stream_gbps]))
+        if min(rates) <= 0 or found.cores < 1:
             raise TargetError("the host calibration holds a rate that is not positive", location=str(path))
         if (found.machine, found.cores) != (machine.machine, machine.cores):
             raise TargetError(f"the host calibration was measured on '{found.machine}' with {found.cores} cores, "
@@ -90,8 +97,8 @@ class Calibration:
     def write(self, path: Path) -> None:
         """Save as JSON (deterministic: sorted keys)."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"version": CONFIG_VERSION, **dataclasses.asdict(self)}, indent=2,
-                                   sort_keys=True) + "\n")
+        fields = {key: value for key, value in dataclasses.asdict(self).items() if value is not None}
+        path.write_text(json.dumps({"version": CONFIG_VERSION, **fields}, indent=2, sort_keys=True) + "\n")
 
 
 def _valid_steps(steps: object) -> bool:
@@ -110,6 +117,7 @@ class FamilyRates:
     dram_gbps: float | None = None
     cache_gbps: float | None = None
     steps: dict[str, float] = field(default_factory=dict)
+    stream_gbps: float | None = None
 
     def over(self, configured: Calibration) -> Calibration:
         """``configured`` (a machine's configured defaults) with these rates where they were recorded."""
@@ -117,7 +125,8 @@ class FamilyRates:
         return dataclasses.replace(
             configured, gflops=self.gflops * n, steps=dict(self.steps),
             dram_gbps=configured.dram_gbps if self.dram_gbps is None else self.dram_gbps * n,
-            cache_gbps=configured.cache_gbps if self.cache_gbps is None else self.cache_gbps * n)
+            cache_gbps=configured.cache_gbps if self.cache_gbps is None else self.cache_gbps * n,
+            stream_gbps=None if self.stream_gbps is None else self.stream_gbps * n)
 
 
 # Per core, the rates recorded for each core family (CORE_FAMILIES of prism.targets.host_machine): numpy's f32

@@ -110,14 +110,19 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
         imbalance = np.where(split, 1.0, imbalance)
     compute = rounds * (block_cycles * target.cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
     memory = _kernel_memory_seconds(target, op, tm, tn, s, run=run) * imbalance
+    if direct and target.stream_bytes_per_s and _bandwidth(target, op, s) == target.dram_bytes_per_s:
+        # One-row blocks and a split K stream B from DRAM at the rate measured for the kernel at decode.
+        streams = split | (rm == 1)
+        memory = np.where(streams, memory * target.dram_bytes_per_s / target.stream_bytes_per_s, memory)
     phases = 0 if direct else _pack_seconds(target, op, values, s)
     return phases + roofline(compute, memory)
 
 
 def gemm_lower_bound(target: HostTarget, op: Contraction, values: KnobValues, assumed: int = 1024
                      ) -> np.ndarray:
-    """Reads TM and TN: exact traffic, unpadded work at the FMA peak (or the fastest measured micro-kernel's
-    rate, where one beats it), packing phases without their jumps."""
+    """Reads TM and TN: exact traffic at the fastest rate (DRAM's, or the direct kernel's measured streaming rate
+    where it is higher), unpadded work at the FMA peak (or the fastest measured micro-kernel's rate, where one
+    beats it), packing phases without their jumps."""
     s = problem_sizes(op, assumed)
     # Unpadded extents: the cost's tiles are at least these.
     tm, tn = np.minimum(values["TM"], s["m"]), np.minimum(values["TN"], s["n"])
@@ -126,7 +131,10 @@ def gemm_lower_bound(target: HostTarget, op: Contraction, values: KnobValues, as
     block_cycles = rows * columns * s["k"] / target.lanes(op) * target.vector_fma_cycles(target.lanes(op))
     compute = _rounds(target, tm, tn, s) * (block_cycles * target.cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
     phases = 0 if direct_kernel(op) else _pack_seconds(target, op, values, s, strided=False)
-    return phases + roofline(compute, _kernel_memory_seconds(target, op, tm, tn, s))
+    memory = _kernel_memory_seconds(target, op, tm, tn, s)
+    if direct_kernel(op) and target.stream_bytes_per_s and _bandwidth(target, op, s) == target.dram_bytes_per_s:
+        memory = memory * target.dram_bytes_per_s / max(target.dram_bytes_per_s, target.stream_bytes_per_s)
+    return phases + roofline(compute, memory)
 
 
 def micro_kernel_cycles(target: HostTarget, rm: Knob, rn: Knob, tk: Knob, lanes: int,
