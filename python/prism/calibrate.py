@@ -14,7 +14,9 @@ is the micro-tiles' steps alone: what the call, the threads and the
 micro-tiles' set-up cost does not grow with K. The packed kernel's packing
 phases, as the cost model counts them, are taken off its slope. Last, the
 direct kernel at decode (one row of C, B twice the L3 or more): the rate at
-which it streams its weights.
+which it streams its weights. And the attention kernel: for each register
+block, its best-predicted tiles timed on heads that stay in the cache, and
+the time kept as a factor over the model's.
 
 The file (``~/.config/prism/host.json``, or ``PRISM_HOST_CONFIG``) is read
 by :func:`prism.targets.host.host_target`; nothing is timed during a
@@ -41,10 +43,11 @@ from prism.infra.errors import PrismError
 from prism.infra.ir import make_context
 from prism.runtime.measure import compile_candidate, fastest_seconds
 from prism.search.family import body_func, families, payload_problem
+from prism.search.search import candidates_at
 from prism.search.space import fix_shape, point_array, shape_exponents
-from prism.targets.host import host_target
+from prism.targets.host import host_target, target_for
 from prism.targets.host_calibration import KERNELS, Calibration, config_path, step_key
-from prism.targets.host_machine import available_cores, cache_size, machine_name
+from prism.targets.host_machine import available_cores, cache_size, described_machine, machine_name
 
 
 def gemm_gflops(n: int, repeats: int) -> float:
@@ -93,7 +96,64 @@ def calibrate(quick: bool = False, progress: Callable[[str], None] = lambda _: N
         steps.update(kernel_steps(kernel, rates, quick, progress))
     progress("the direct kernel streaming its weights at decode")
     weights = (1024, 4096) if quick else (4096, 8192)
-    return dataclasses.replace(rates, steps=steps, stream_gbps=round(decode_gbps(*weights, repeats), 1))
+    rates = dataclasses.replace(rates, steps=steps, stream_gbps=round(decode_gbps(*weights, repeats), 1))
+    return dataclasses.replace(rates, attention=attention_factors(rates, quick, progress))
+
+
+def _attention(batch: int, length: int, dim: int) -> str:
+    """f32 attention over ``batch`` heads of ``length`` queries and keys and ``dim`` features, as MLIR: the
+    scores, scaled, linalg.softmax and the product with V."""
+    qkv, scores = f"tensor<{batch}x{length}x{dim}xf32>", f"tensor<{batch}x{length}x{length}xf32>"
+    loops = "(b, i, j, c)"
+    return (f"func.func @attention(%q: {qkv}, %k: {qkv}, %v: {qkv}) -> {qkv} {{\n"
+            f"  %zero = arith.constant 0.0 : f32\n  %scale = arith.constant {dim ** -0.5} : f32\n"
+            f"  %se = tensor.empty() : {scores}\n"
+            f"  %s0 = linalg.fill ins(%zero : f32) outs(%se : {scores}) -> {scores}\n"
+            f"  %s = linalg.generic {{indexing_maps = [affine_map<{loops} -> (b, i, c)>, "
+            f"affine_map<{loops} -> (b, j, c)>, affine_map<{loops} -> (b, i, j)>], iterator_types = "
+            f"[\"parallel\", \"parallel\", \"parallel\", \"reduction\"]}} ins(%q, %k : {qkv}, {qkv}) "
+            f"outs(%s0 : {scores}) {{\n  ^bb0(%a: f32, %b: f32, %acc: f32):\n"
+            f"    %x = arith.mulf %a, %b : f32\n    %y = arith.addf %acc, %x : f32\n    linalg.yield %y : f32\n"
+            f"  }} -> {scores}\n"
+            f"  %scaled = linalg.generic {{indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, "
+            f"affine_map<(b, i, j) -> (b, i, j)>], iterator_types = [\"parallel\", \"parallel\", \"parallel\"]}} "
+            f"ins(%s : {scores}) outs(%se : {scores}) {{\n  ^bb0(%a: f32, %o: f32):\n"
+            f"    %x = arith.mulf %a, %scale : f32\n    linalg.yield %x : f32\n  }} -> {scores}\n"
+            f"  %p = linalg.softmax dimension(2) ins(%scaled : {scores}) outs(%se : {scores}) -> {scores}\n"
+            f"  %oe = tensor.empty() : {qkv}\n"
+            f"  %o0 = linalg.fill ins(%zero : f32) outs(%oe : {qkv}) -> {qkv}\n"
+            f"  %o = linalg.batch_matmul ins(%p, %v : {scores}, {qkv}) outs(%o0 : {qkv}) -> {qkv}\n"
+            f"  return %o : {qkv}\n}}\n")
+
+
+def attention_factors(rates: Calibration, quick: bool, progress: Callable[[str], None]) -> dict[str, float]:
+    """The attention kernel's measured seconds over the modelled ones (``rates`` without attention factors),
+    per register block: each block's best-predicted tiles, timed on heads that stay in the cache."""
+    target = target_for(described_machine(), dataclasses.replace(rates, attention={}))
+    factors = {}
+    with make_context(), ir.Location.unknown():
+        text = _attention(2 * rates.cores, 128 if quick else 512, 64)
+        module = ir.Module.parse(compile_program(text, target="host", emit="mlir", pipeline="prism-lift").mlir)
+        (family,) = families(module)
+        body = body_func(family)
+        problem = payload_problem(body)
+        space = target.space(problem)
+        domain = space.universe_set()
+        for group, _ in space.groups:
+            domain = domain.intersect(space.group_set(group))
+        points = candidates_at(space, problem, domain, assume=1024)
+        values = space.values_of(points)
+        predicted = np.asarray(target.seconds(problem, values), dtype=np.float64)
+        blocks = sorted({(int(rm), int(rn)) for rm, rn in zip(values["RM"], values["RN"], strict=True)})
+        progress(f"the attention kernel's {len(blocks)} register blocks")
+        for rm, rn in blocks[::max(1, len(blocks) // 2)] if quick else blocks:
+            mine = np.flatnonzero((values["RM"] == rm) & (values["RN"] == rn))
+            best = mine[np.argmin(predicted[mine])]
+            choice = {symbol: int(column[best]) for symbol, column in values.items()}
+            run = compile_candidate(body, choice, target.lowering())
+            seconds = min(fastest_seconds(run, REPEATS) for _ in range(1 if quick else ROUNDS))
+            factors[f"{rm}x{rn}"] = float(f"{seconds / predicted[best]:.4g}")
+    return factors
 
 
 def decode_gbps(k: int, n: int, repeats: int) -> float:

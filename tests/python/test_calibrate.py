@@ -17,7 +17,7 @@ import pytest
 import prism
 from conftest import EXAMPLES, REFERENCE_HOST, REPO
 from prism.infra.errors import TargetError
-from prism.targets.host_calibration import CONFIG_VERSION, FAMILY_RATES, step_key
+from prism.targets.host_calibration import CONFIG_VERSION, FAMILY_RATES, parse_step_key, step_key
 from prism.targets.host_machine import DESCRIPTION_VARIABLE, Machine, described_machine, machine_name
 
 
@@ -49,7 +49,9 @@ def test_calibrate_writes_a_file_the_host_target_reads(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     saved = json.loads(path.read_text())
     assert saved["version"] == CONFIG_VERSION and saved["machine"] == machine_name()
-    assert min(saved["gflops"], saved["dram_gbps"], saved["cache_gbps"]) > 0
+    assert min(saved["gflops"], saved["dram_gbps"], saved["cache_gbps"], saved["stream_gbps"]) > 0
+    assert saved["steps"] and all(parse_step_key(key) for key in saved["steps"])
+    assert saved["attention"] and all(re.fullmatch(r"\d+x\d+", key) for key in saved["attention"])
 
 
 def test_a_calibration_changes_the_cost_model_and_compiling_stays_deterministic(tmp_path: Path) -> None:
@@ -65,6 +67,7 @@ def test_a_broken_or_foreign_calibration_is_a_clean_error(tmp_path: Path) -> Non
              "holds a rate that is not positive": write_config(tmp_path / "zero.json", gflops=0),
              "not a version-2 host calibration": write_config(tmp_path / "shape.json", steps={"direct 6by16": 1e-9}),
              "not positive": write_config(tmp_path / "step.json", steps={"packed 4x16": -1e-9}),
+             "host calibration; rerun": write_config(tmp_path / "block.json", attention={"4 by 64": 1.0}),
              "was measured on 'another CPU'": write_config(tmp_path / "other.json", machine="another CPU"),
              "cannot read the host calibration": tmp_path / "garbage.json"}
     (tmp_path / "garbage.json").write_text("{")

@@ -34,8 +34,10 @@ if TYPE_CHECKING:
 from prism.targets import host_cost, host_iree, host_space
 from prism.targets.base import BANDWIDTH_MARGIN
 from prism.targets.host_calibration import FAMILY_RATES, KERNELS, Calibration, config_path, parse_step_key
-from prism.targets.host_machine import described_machine
+from prism.targets.host_machine import Machine, described_machine
 
+# Vector FMA units per core, on every x86 core Prism targets.
+FMA_PIPES = 2
 # The largest register block a calibration table holds: 16 rows of 4 vectors.
 MAX_REGISTER_ROWS, MAX_REGISTER_VECTORS = 16, 4
 
@@ -61,6 +63,8 @@ class HostTarget:
     # Seconds per step of K of the micro-kernel shapes measured on this machine (.host_calibration.step_key)
     step_seconds: Mapping[str, float] = field(default_factory=dict)
     rates: str = "configured defaults"  # where the rates come from: "calibrated", "zen5 defaults", ...
+    # The attention kernel's measured time over its modelled compute, per register block ("4x64")
+    attention_factors: Mapping[str, float] = field(default_factory=dict)
     # The direct kernel's rate streaming B from DRAM at decode, where it was measured (else dram_bytes_per_s)
     stream_bytes_per_s: float | None = None
 
@@ -147,6 +151,15 @@ class HostTarget:
                 tables[kernel][rm, rn // lanes] = seconds
         return tables
 
+    def attention_factor(self, rm: Knob, rn: Knob) -> Knob:
+        """How much slower than modelled the attention kernel ran with an RM x RN register block where the
+        calibration timed it (1 where it did not)."""
+        if not self.attention_factors:
+            return np.ones(np.broadcast(rm, rn).shape)
+        table = {tuple(map(int, key.split("x"))): factor for key, factor in self.attention_factors.items()}
+        lookup = np.vectorize(lambda r, n: table.get((int(r), int(n)), 1.0), otypes=[float])
+        return lookup(rm, rn)
+
     def vector_fma_cycles(self, lanes: int) -> float:
         """The fewest cycles per full-width vector FMA of any micro-kernel: the issue rate, or a measured step
         that beats it (a calibration's FMA rate is a library's, which Prism's own kernels may outrun). A lower
@@ -195,27 +208,36 @@ def host_target() -> HostTarget:
     outputs stay a function of the input and the configuration.
     """
     machine = described_machine()
-    vector_bits, cores = machine.vector_bits, machine.cores
-    # Two FMA pipes per core at ~3.6 GHz, each fma_bits wide; 20 GB/s from DRAM; 32 bytes per cycle per core
-    # from L3: configured figures, where nothing was measured.
-    fma_pipes, fma_bits = 2, int(os.environ.get("PRISM_HOST_FMA_BITS", machine.fma_bits))
-    rates = Calibration(machine=machine.machine, cores=cores, gflops=cores * fma_pipes * 2 * (fma_bits // 32) * 3.6,
-                        dram_gbps=20.0, cache_gbps=cores * 32 * 3.6)
+    rates, source = configured_rates(machine), "configured defaults"
     path = config_path()
     calibration = Calibration.read(path, machine) if path else None
-    source = "configured defaults"
     if calibration is not None:
         rates, source = calibration, "calibrated"
     elif machine.core in FAMILY_RATES:
         rates, source = FAMILY_RATES[machine.core].over(rates), f"{machine.core} defaults"
+    return target_for(machine, rates, source)
+
+
+def configured_rates(machine: Machine) -> Calibration:
+    """The rates taken where nothing was measured: two FMA pipes per core at ~3.6 GHz, each fma_bits wide;
+    20 GB/s from DRAM; 32 bytes per cycle per core from L3."""
+    fma_bits = int(os.environ.get("PRISM_HOST_FMA_BITS", machine.fma_bits))
+    return Calibration(machine=machine.machine, cores=machine.cores,
+                       gflops=machine.cores * FMA_PIPES * 2 * (fma_bits // 32) * 3.6,
+                       dram_gbps=20.0, cache_gbps=machine.cores * 32 * 3.6)
+
+
+def target_for(machine: Machine, rates: Calibration, source: str = "calibrated") -> HostTarget:
+    """The host target of ``machine`` at ``rates`` (``source`` says where they come from), with the
+    environment's overrides (see :func:`host_target`)."""
     gflops = float(os.environ.get("PRISM_HOST_GFLOPS", rates.gflops))
     gbps = float(os.environ.get("PRISM_HOST_GBPS", rates.dram_gbps))
     return HostTarget(
-        name="host", cores=cores,
+        name="host", cores=machine.cores,
         l1d_bytes=machine.l1d_bytes, l1d_ways=machine.l1d_ways, l2_bytes=machine.l2_bytes,
         l3_bytes=machine.l3_bytes,
-        vector_bits=vector_bits, vector_registers=32 if vector_bits == 512 else 16,
-        fma_pipes=fma_pipes, fma_bits=fma_bits,
+        vector_bits=machine.vector_bits, vector_registers=32 if machine.vector_bits == 512 else 16,
+        fma_pipes=FMA_PIPES, fma_bits=int(os.environ.get("PRISM_HOST_FMA_BITS", machine.fma_bits)),
         # 16-bit inputs are widened to f32 and multiplied at its rate; a bf16 dot product takes two of them per
         # lane (prism.codegen.cpu.kernel_bf16).
         flops={"f32": gflops * 1e9, "f16": gflops * 1e9, "bf16": gflops * (2 if machine.bf16_dot else 1) * 1e9,
@@ -223,8 +245,9 @@ def host_target() -> HostTarget:
         dram_bytes_per_s=gbps * 1e9 * BANDWIDTH_MARGIN,
         cache_bytes_per_s=rates.cache_gbps * 1e9 * BANDWIDTH_MARGIN,
         bf16_dot=bool(machine.bf16_dot),
-        # Measured steps apply to the machine they were measured on, at its measured FMA rate.
+        # Measured rates apply to the machine they were measured on, at its measured FMA rate and bandwidth.
         step_seconds={} if "PRISM_HOST_GFLOPS" in os.environ else rates.steps,
+        attention_factors={} if "PRISM_HOST_GFLOPS" in os.environ else rates.attention,
         rates=source,
         stream_bytes_per_s=None if rates.stream_gbps is None or "PRISM_HOST_GBPS" in os.environ
         else rates.stream_gbps * 1e9 * BANDWIDTH_MARGIN,

@@ -61,6 +61,8 @@ class Calibration:
     steps: dict[str, float] = field(default_factory=dict)
     # The weights' bytes per second of Prism's own kernel at decode (one row of C, B from DRAM); None: not measured
     stream_gbps: float | None = None
+    # The attention kernel's measured seconds over its modelled ones, per register block ("RMxRN")
+    attention: dict[str, float] = field(default_factory=dict)
 
     @staticmethod
     def read(path: Path, machine: Machine) -> Calibration | None:
@@ -76,14 +78,16 @@ class Calibration:
         if not isinstance(data, dict) or data.get("version") != CONFIG_VERSION or any(
                 not isinstance(data.get(key), numbers if kind is float else kind) for key, kind in fields.items()) \
                 or not _valid_steps(data.get("steps", {})) \
-                or not isinstance(data.get("stream_gbps", 1.0), numbers):
+                or not isinstance(data.get("stream_gbps", 1.0), numbers) \
+                or not _valid_blocks(data.get("attention", {})):
             raise TargetError(f"not a version-{CONFIG_VERSION} host calibration; rerun "
                               "'python -m prism.calibrate'", location=str(path))
         stream = data.get("stream_gbps")
         found = Calibration(**{key: kind(data[key]) for key, kind in fields.items()},
                             steps={key: float(value) for key, value in data.get("steps", {}).items()},
-                            stream_gbps=None if stream is None else float(stream))
-        rates = (found.gflops, found.dram_gbps, found.cache_gbps, *found.steps.values(),
+                            stream_gbps=None if stream is None else float(stream),
+                            attention={key: float(value) for key, value in data.get("attention", {}).items()})
+        rates = (found.gflops, found.dram_gbps, found.cache_gbps, *found.steps.values(), *found.attention.values(),
                  *([] if stream is None else [found.stream_gbps]))
         if min(rates) <= 0 or found.cores < 1:
             raise TargetError("the host calibration holds a rate that is not positive", location=str(path))
@@ -108,6 +112,13 @@ def _valid_steps(steps: object) -> bool:
         and math.isfinite(value) for key, value in steps.items())
 
 
+def _valid_blocks(factors: object) -> bool:
+    """Whether ``factors`` maps register blocks ("4x64") to finite numbers."""
+    return isinstance(factors, dict) and all(
+        parse_step_key(f"direct {key}") is not None and isinstance(value, (int, float))
+        and not isinstance(value, bool) and math.isfinite(value) for key, value in factors.items())
+
+
 @dataclass(frozen=True)
 class FamilyRates:
     """The rates recorded for a core family, per core (None: not recorded), which the host target takes where
@@ -118,6 +129,7 @@ class FamilyRates:
     cache_gbps: float | None = None
     steps: dict[str, float] = field(default_factory=dict)
     stream_gbps: float | None = None
+    attention: dict[str, float] = field(default_factory=dict)
 
     def over(self, configured: Calibration) -> Calibration:
         """``configured`` (a machine's configured defaults) with these rates where they were recorded."""
@@ -126,7 +138,7 @@ class FamilyRates:
             configured, gflops=self.gflops * n, steps=dict(self.steps),
             dram_gbps=configured.dram_gbps if self.dram_gbps is None else self.dram_gbps * n,
             cache_gbps=configured.cache_gbps if self.cache_gbps is None else self.cache_gbps * n,
-            stream_gbps=None if self.stream_gbps is None else self.stream_gbps * n)
+            stream_gbps=None if self.stream_gbps is None else self.stream_gbps * n, attention=dict(self.attention))
 
 
 # Per core, the rates recorded for each core family (CORE_FAMILIES of prism.targets.host_machine): numpy's f32
