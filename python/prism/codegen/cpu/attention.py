@@ -39,15 +39,18 @@ shares of each row: with ``M = max_s m_s`` and ``w_s = exp((m_s - M) c)``,
 Q, K and V may be bf16 or f16 in a chain that computes in f32 (the
 products extend them, :func:`~prism.search.attention.match_attention`'s
 ``widened``): the kernel reads them in their type and extends each value
-to f32 as it loads it (K into its f32 transposed copy), and the rest is the
-f32 kernel's. Where the chain rounds P before P V (``arith.truncf``), the
+to f32 as it loads it (K into its f32 transposed copy, a task's block of Q
+into a per-worker f32 block where register blocks read it), and the rest
+is the f32 kernel's. Where the chain rounds P before P V (``arith.truncf``), the
 kernel rounds each weight the same way (to nearest, ties to even) and
 extends it back before P V, while ``l`` sums the unrounded weights, as the
 chain's does. The weights it rounds are relative to the running maximum,
 not the row's final one: ``round(p a) / a`` for the rescaling ``a`` that
 the later ``alpha`` factors apply, which is within the rounding's own
 relative error of ``round(p)``, and equal to it where one block of keys
-holds the row.
+holds the row. The weights are never subnormal (the exponential gives 0
+below f32's smallest normal number), so a conversion that flushes subnormal
+inputs rounds them as ``arith.truncf`` does.
 
 The schedule (BQ, BKV, RM, RN, KVS) is the attention family's choice, which
 prism-instantiate leaves on the scores' product (``prism.attention``);
@@ -214,6 +217,9 @@ class _Attention:
         self.o_type = f"memref<{w}x{bq}x{dv}x{F32}>"
         self.row_type = f"memref<{w}x{bq}x{F32}>"
         self.kt_type = f"memref<?x?x{plan.head_dim}x{plan.bkv}x{F32}>"
+        # A narrower Q's block, extended once per task, where register blocks read its elements many times over.
+        self.staged_q = self.elements["q"] != F32 and not plan.direct_scores
+        self.qblk_type = f"memref<{w}x{bq}x{plan.head_dim}x{F32}>"
         # Each share's m, l (per row) and O, by [share][flat batch][row]: with several shares of the keys.
         self.kept_row_type = f"memref<{plan.splits}x?x?x{F32}>"
         self.kept_o_type = f"memref<{plan.splits}x?x?x{dv}x{F32}>"
@@ -250,6 +256,8 @@ class _Attention:
         self.s = t.alloc(self.s_type, hint="sblk")
         self.o = t.alloc(self.o_type, hint="oblk")
         self.m, self.l, self.alpha = (t.alloc(self.row_type, hint=name) for name in ("mrow", "lrow", "alpha"))
+        if self.staged_q:
+            self.qblk = t.alloc(self.qblk_type, hint="qblk")
         if p.splits > 1:
             self.kept_m, self.kept_l = (t.alloc(self.kept_row_type, [self.flat, self.sq], name)
                                         for name in ("kmrow", "klrow"))
@@ -352,6 +360,8 @@ class _Attention:
             self.last = t.value(f"arith.subi {i1}, {self.c1} : index", "last")
             first, stop = self._key_share(i1)
             self._start()
+            if self.staged_q:
+                self._stage_q()
             with t.for_(first, stop, t.const(p.bkv), "j0") as self.j0:
                 self.kb = t.value(f"arith.divui {self.j0}, {t.const(p.bkv)} : index", "kb")
                 self.nkv = t.value(f"arith.minui {t.value(f'arith.subi {self.skv}, {self.j0} : index')}, "
@@ -392,6 +402,20 @@ class _Attention:
             zero = self._splat(0.0)
             for e in range(0, p.value_dim, p.lanes):
                 t.add(f"vector.store {zero}, {self.o}[{self.w}, {r}, {t.const(e)}] : {self.o_type}, {self.vec}")
+
+    def _stage_q(self) -> None:
+        """The task's block of Q (rows past the block's end repeating its last), extended to f32 into the worker's
+        ``qblk``: the register blocks of the scores then read each element as an f32 broadcast, every step."""
+        p, t = self.plan, self.t
+        whole = p.head_dim - p.head_dim % p.lanes
+        with t.for_(self.c0, t.const(p.bq), self.c1, "r") as r:
+            row = self._row(r)
+            for d in range(0, whole, p.lanes):
+                x = self._load_vector("q", [*self.bi, row, t.const(d)], "qv")
+                t.add(f"vector.store {x}, {self.qblk}[{self.w}, {r}, {t.const(d)}] : {self.qblk_type}, {self.vec}")
+            for d in range(whole, p.head_dim):  # a head size that is not a multiple of lanes
+                x = self._load("q", [*self.bi, row, t.const(d)], "qs")
+                t.add(f"memref.store {x}, {self.qblk}[{self.w}, {r}, {t.const(d)}] : {self.qblk_type}")
 
     def _block_product(self, rows: list[str], load_a, load_b, steps: str, init: list[str]) -> list[str]:
         """RM x RN accumulators: ``acc[r][v] += a(r, step) * b(step)[v]`` over ``steps``."""
@@ -441,13 +465,15 @@ class _Attention:
         nv = p.rn // p.lanes
         with t.for_(self.c0, t.const(p.bq), t.const(p.rm), "r0") as r0:
             locals_ = [r0] + [t.value(f"arith.addi {r0}, {t.const(r)} : index", "lr") for r in range(1, p.rm)]
-            rows = [self._row(local) for local in locals_]
+            rows = locals_ if self.staged_q else [self._row(local) for local in locals_]
             with t.for_(self.c0, t.const(p.bkv), t.const(p.rn), "col") as c0:
                 columns = [c0] + [t.value(f"arith.addi {c0}, {t.const(v * p.lanes)} : index", "jc")
                                   for v in range(1, nv)]
                 zero = self._splat(0.0)
 
                 def load_q(row: str, d: str) -> str:
+                    if self.staged_q:  # row: the local row
+                        return t.value(f"memref.load {self.qblk}[{self.w}, {row}, {d}] : {self.qblk_type}", "qs")
                     return self._load("q", [*self.bi, row, d], "qs")
 
                 def load_kt(d: str) -> list[str]:
