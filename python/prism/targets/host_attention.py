@@ -127,11 +127,11 @@ def _element_bytes(op: Attention) -> int:
 
 
 def _l2_fit(op: Attention, capacity: float) -> str:
-    """A task's blocks, BQ x BKV scores and BQ x (d + Dv) of Q and O, with the step's BKV x (d + Dv) of K (or its
-    f32 transposed copy) and V, within ``capacity``: exactly, as the union over BQ of the BKV that fit (the sum
-    is monotone)."""
+    """A task's blocks, BQ x BKV scores and BQ x (d + Dv) of Q (in f32: a narrower Q's block is extended) and O,
+    with the step's BKV x (d + Dv) of K (or its f32 transposed copy) and V, within ``capacity``: exactly, as the
+    union over BQ of the BKV that fit (the sum is monotone)."""
     size = _element_bytes(op)
-    query_row = op.head_dim * size + op.value_dim * F32_BYTES  # a row of Q, and one of O
+    query_row = (op.head_dim + op.value_dim) * F32_BYTES  # a row of Q's block, and one of O
     key_row = op.head_dim * F32_BYTES + op.value_dim * size  # a row of K^T's copy (or of K, no larger), one of V
     pieces = []
     for q3 in (0, 1):
