@@ -76,7 +76,8 @@ def read_gpu_choice(op: ir.Operation) -> tuple[AttentionTile, int] | None:
 def gpu_attention(op: ir.Operation, buffers, chip: str):
     """The GPU kernel of the attention chain ending at ``op``: (its ops, a spec maker taking the kernel's name,
     the values it produces), or None. A chain the kernels do not take (a causal mask whose offset is not
-    ``keys - queries``, f32 operands, a head size they refuse) keeps its ops, which run as GEMMs and rows.
+    ``keys - queries``, f32 operands, an f32 chain of narrower operands or a rounded P, a head size they refuse)
+    keeps its ops, which run as GEMMs and rows.
 
     The search's choice on the chain's first op (``prism.attention``: BQ, BK, DECODE_BK, DECODE_WARPS, SPLITS,
     STAGES) sets the kernels' tile and, for decode, the key shares; without one the spec carries no tile and the
