@@ -5,8 +5,10 @@ searched on the host (:mod:`prism.targets.host_attention`) and run there as one 
 (:mod:`prism.codegen.gpu.attention`, and on sm_90a :mod:`prism.codegen.gpu.attention_sm90`).
 
 The family's matcher takes every chain some target runs (f32, f16 and bf16; K as ``[.., keys, d]`` or
-transposed); each target's space refuses the chains its kernel does not take (the host's: all but f32 with K
-untransposed), whose parts are then lifted as they are."""
+transposed; f32 chains of bf16 or f16 Q, K and V, P perhaps rounded before P V); each target's space refuses the
+chains its kernel does not take (the host's: all but f32 chains, perhaps of narrower Q, K and V, with K
+untransposed; the GPU's: the f32 chains of narrower Q, K and V or a rounded P), whose parts are then lifted as they
+are."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from prism.codegen.gpu.spec import AttentionSpec, AttentionTile
 from prism.families import attention_gpu
 from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
-from prism.search.attention import Attention, AttentionMatch, match_attention
+from prism.search.attention import NARROW_TYPES, Attention, AttentionMatch, match_attention
 from prism.search.families import Family, FamilyModel, register_family
 from prism.targets import host_attention
 from prism.targets.nvidia import GPU_TARGETS
@@ -28,15 +30,23 @@ GPU_TYPES = ("f32", "f16", "bf16")
 
 def match_family(op: ir.Operation) -> AttentionMatch | None:
     """The attention chain ending at ``op``, of any type a target runs; None if there is none."""
-    return match_attention(op, types=GPU_TYPES, transposed_k=True)
+    return match_attention(op, types=GPU_TYPES, transposed_k=True, widened=NARROW_TYPES)
 
 
 def host_space(op: Attention, target):
-    """The host's space (:func:`~prism.targets.host_attention.attention_space`) for f32 chains with K untransposed,
-    the only ones its kernel takes; None for the others."""
-    if op.input_type != "f32" or op.k_transposed:
+    """The host's space (:func:`~prism.targets.host_attention.attention_space`) for f32 chains (of f32 Q, K and V,
+    or of narrower ones that it widens) with K untransposed, the only ones its kernel takes; None for the others."""
+    if (op.input_type != "f32" and not op.widened) or op.k_transposed:
         return None
     return host_attention.attention_space(op, target)
+
+
+def gpu_space(op: Attention, target):
+    """The GPU's space (:func:`~prism.families.attention_gpu.attention_space`) for chains of one type throughout;
+    None for an f32 chain of narrower Q, K and V or one that rounds P, which its kernels do not take."""
+    if op.widened or op.p_type is not None:
+        return None
+    return attention_gpu.attention_space(op, target)
 
 
 # The keys of the choice on the chain's first op (prism.attention) that the GPU's kernels read.
@@ -66,14 +76,15 @@ def read_gpu_choice(op: ir.Operation) -> tuple[AttentionTile, int] | None:
 def gpu_attention(op: ir.Operation, buffers, chip: str):
     """The GPU kernel of the attention chain ending at ``op``: (its ops, a spec maker taking the kernel's name,
     the values it produces), or None. A chain the kernels do not take (a causal mask whose offset is not
-    ``keys - queries``, f32 operands, a head size they refuse) keeps its ops, which run as GEMMs and rows.
+    ``keys - queries``, f32 operands, an f32 chain of narrower operands or a rounded P, a head size they refuse)
+    keeps its ops, which run as GEMMs and rows.
 
     The search's choice on the chain's first op (``prism.attention``: BQ, BK, DECODE_BK, DECODE_WARPS, SPLITS,
     STAGES) sets the kernels' tile and, for decode, the key shares; without one the spec carries no tile and the
     emitter's own rules apply (each kernel's default). A choice the kernels cannot run is an error at that
     op."""
     found = match_family(op)
-    if found is None:
+    if found is None or found.widened or found.p_type is not None:
         return None
     q, k, v = (buffers.tensor(x) for x in (found.q, found.k, found.v))
     result = found.ops[-1].results[0]
@@ -98,7 +109,7 @@ def gpu_attention(op: ir.Operation, buffers, chip: str):
     return list(found.ops), spec, [result]
 
 
-_GPU_MODEL = FamilyModel(space=attention_gpu.attention_space, seconds=attention_gpu.attention_seconds,
+_GPU_MODEL = FamilyModel(space=gpu_space, seconds=attention_gpu.attention_seconds,
                          lower_bound=attention_gpu.attention_lower_bound, cost_text=attention_gpu.COST_TEXT)
 
 ATTENTION = Family(

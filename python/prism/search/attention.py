@@ -12,7 +12,13 @@ any number, shared by every operand, in the same order)::
     out = o / l
 
 where each intermediate feeds only the chain's next ops, every tensor is
-f32, and the head dimensions (k and e) are static. Also recognized: the
+f32, and the head dimensions (k and e) are static. With ``widened`` (see
+:func:`match_attention`), Q, K and V may be of one narrower type (bf16,
+f16) that the products' bodies extend to f32 (``arith.extf``) while the
+chain computes in f32; then, in the ``(P V) / l`` form, P may be rounded to a
+narrower type before P V, by an elementwise generic ``arith.truncf`` that the
+second product extends back (``o = sum_j ext(trunc(p))[.., i, j] * v[.., j, e]``,
+l still the sum of the unrounded p). Also recognized: the
 division before the second product, ``o = sum_j (p / l)[.., i, j] * v[.., j, e]``;
 scores scaled by an op of their own (``s * c'`` before the maximum; the
 scales multiply); ``exp(s - m)`` (c = 1); a maximum from the lowest f32 or
@@ -44,6 +50,11 @@ F32 = "f32"
 _TYPES: ContextVar[tuple[str, ...]] = ContextVar("attention_types", default=(F32,))
 # Whether K may be given transposed ([.., d, keys]); the host's kernel reads it as [.., keys, d].
 _TRANSPOSED_K: ContextVar[bool] = ContextVar("attention_transposed_k", default=False)
+# The narrower types that Q, K and V (and a rounded P) may have in an f32 chain whose products extend them
+# (see match_attention's ``widened``); none by default.
+_WIDENED: ContextVar[tuple[str, ...]] = ContextVar("attention_widened", default=())
+# The narrower float types an f32 chain may widen from.
+NARROW_TYPES = ("bf16", "f16")
 # The narrowest vectors the attention kernel takes: 4 f32 lanes (128 bits, which every x86-64 and Arm core has).
 MIN_LANES = 4
 
@@ -75,6 +86,8 @@ class Attention:
     causal: int | None = None  # a causal mask's offset: key j is kept for query i when j <= i + causal
     input_type: str = "f32"  # its operands' element type (it accumulates in f32)
     k_transposed: bool = False  # K given as [.., d, keys]
+    widened: bool = False  # Q, K and V narrower than the chain, which computes in f32 (see match_attention)
+    p_type: str | None = None  # the type P is rounded to before P V (with ``widened``); None: not rounded
 
     roles = ("batch", "m", "n", "k")
     kind = "attention"
@@ -96,6 +109,12 @@ class AttentionMatch:
     scale: float  # c, in exp((s - m) * c)
     causal: int | None = None  # with a causal mask: key j is kept for query i when j <= i + causal
     k_transposed: bool = False  # K given as [.., d, keys]
+    p_type: str | None = None  # the type P is rounded to before P V; None: not rounded
+
+    @property
+    def widened(self) -> bool:
+        """Whether Q, K and V are narrower than the chain, which computes in f32 (its result's type)."""
+        return element_type(self.q) != element_type(self.ops[-1].results[0])
 
     @property
     def problem(self) -> Attention:
@@ -105,16 +124,23 @@ class AttentionMatch:
         batch = None if any(dynamic(n) for n in q[:-2]) else math.prod(q[:-2])
         keys = k[-1 if self.k_transposed else -2]
         return Attention(batch, None if dynamic(q[-2]) else q[-2], None if dynamic(keys) else keys, q[-1], v[-1],
-                         self.causal, str(ir.ShapedType(self.q.type).element_type), self.k_transposed)
+                         self.causal, element_type(self.q), self.k_transposed, self.widened, self.p_type)
+
+
+def element_type(value: ir.Value) -> str | None:
+    """The element type of a ranked tensor ``value``, as text; None for any other value."""
+    return str(ir.ShapedType(value.type).element_type) if isinstance(value.type, ir.RankedTensorType) else None
 
 
 # Named contractions whose indexing maps the matcher reads like a generic's (their bodies are mulf, addf).
 _NAMED_CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul")
 
 
-def _generic(value: ir.Value, inputs: int, named: bool = False) -> ir.Operation | None:
+def _generic(value: ir.Value, inputs: int, named: bool = False, narrow_inputs: bool = False) \
+        -> ir.Operation | None:
     """The linalg.generic (or, with ``named``, named contraction) producing ``value`` with ``inputs`` inputs and
-    one result, all f32 tensors; else None."""
+    one result, all tensors of one of the chain's types; with ``narrow_inputs`` (a product's), inputs of f32
+    results may also be of a type the chain widens from. Else None."""
     if isinstance(value.owner, ir.Block):
         return None
     op = value.owner.operation
@@ -123,9 +149,11 @@ def _generic(value: ir.Value, inputs: int, named: bool = False) -> ir.Operation 
         return None
     if "indexing_maps" not in op.attributes:
         return None
-    types = {str(ir.ShapedType(v.type).element_type) if isinstance(v.type, ir.RankedTensorType) else None
-             for v in [*op.operands, *op.results]}
-    if len(types) != 1 or not types <= set(_TYPES.get()):
+    result = element_type(op.results[0])
+    if result not in _TYPES.get() or element_type(op.operands[-1]) != result:
+        return None
+    allowed = {result, *(_WIDENED.get() if narrow_inputs and result == F32 else ())}
+    if not all(element_type(v) in allowed for v in op.operands[:-1]):
         return None
     return op
 
@@ -181,11 +209,15 @@ def _contraction(op: ir.Operation) -> tuple[list[int], int, int, int] | None:
     if len(reduced) != 1 or ("iterator_types" in op.attributes and _reductions(op) != reduced):
         return None
     ops, yielded, args = _body(op)
+    widened = _widened_arguments(ops, args)
+    if widened is None:
+        return None
+    ops = ops[len(ops) - 2:]
     if len(ops) != 2 or ops[0].name != "arith.mulf" or ops[1].name != "arith.addf":
         return None
     product = ops[0]
     x, y = product.operands
-    if not ((x == args[0] and y == args[1]) or (x == args[1] and y == args[0])):
+    if not ((x == widened[0] and y == widened[1]) or (x == widened[1] and y == widened[0])):
         return None
     if not _binary(ops[1:], yielded, ("arith.addf",), args[2], product.results[0]):
         return None
@@ -193,6 +225,47 @@ def _contraction(op: ir.Operation) -> tuple[list[int], int, int, int] | None:
     if len(out) < 2 or reduced[0] in out:
         return None
     return out[:-2], out[-2], out[-1], reduced[0]
+
+
+def _widened_arguments(ops: list[ir.Operation], args: list[ir.Value]) -> tuple[ir.Value, ir.Value] | None:
+    """A product body's two factors: each input argument as it is where its type is the accumulator's, else its
+    ``arith.extf`` to the accumulator's type, the body's leading ops (one per such argument, in any order); None
+    when the leading ops are not exactly those extensions."""
+    accumulator = args[2].type
+    factors, extensions = [], [o for o in ops if o.name == "arith.extf"]
+    if ops[:len(extensions)] != extensions:
+        return None
+    for arg in args[:2]:
+        if arg.type == accumulator:
+            factors.append(arg)
+            continue
+        found = [e for e in extensions if e.operands[0] == arg and e.results[0].type == accumulator]
+        if len(found) != 1:
+            return None
+        factors.append(found[0].results[0])
+    widened = sum(factor != arg for factor, arg in zip(factors, args, strict=False))
+    return (factors[0], factors[1]) if len(extensions) == widened else None
+
+
+def _rounding(value: ir.Value) -> tuple[ir.Operation, str] | None:
+    """(the op, the type) of an elementwise generic ``arith.truncf`` of one f32 input to a type the chain widens
+    from, producing ``value``; else None."""
+    if isinstance(value.owner, ir.Block):
+        return None
+    op = value.owner.operation
+    narrow = element_type(op.results[0]) if op.name == "linalg.generic" and len(op.results) == 1 else None
+    if narrow not in _WIDENED.get() or len(op.operands) != 2 or element_type(op.operands[0]) != F32:
+        return None
+    maps = _maps(op)
+    whole = list(range(len(ir.ArrayAttr(op.attributes["iterator_types"]))))
+    if maps != [whole, whole] or _reductions(op):
+        return None
+    ops, yielded, args = _body(op)
+    # arith.truncf rounds to nearest, ties to even, unless it names another rounding mode.
+    if len(ops) != 1 or ops[0].name != "arith.truncf" or ops[0].operands[0] != args[0] \
+            or yielded != ops[0].results[0] or "roundingmode" in ops[0].attributes:
+        return None
+    return op, narrow
 
 
 def _row_reduction(op: ir.Operation, names: tuple[str, ...], init: float) -> bool:
@@ -356,22 +429,33 @@ def _softmax(product: ir.Operation) -> ir.Operation | None:
     return op if isinstance(dimension, ir.IntegerAttr) and ir.IntegerAttr(dimension).value == rank - 1 else None
 
 
-def _normalization(last: ir.Operation) -> tuple[list[ir.Operation], ir.Operation, ir.Value, float] | None:
+def _normalization(last: ir.Operation) \
+        -> tuple[list[ir.Operation], ir.Operation, ir.Value, float, str | None] | None:
     """The ops from the scores to the result ``last``: (those ops in order; the second product among them; the
-    value they normalize; c)."""
+    value they normalize; c; the type P is rounded to before P V, or None).
+
+    P may be rounded only in the ``(P V) / l`` form, where the rounded values are
+    the unnormalized ones that the kernel holds; a rounding of ``P / l`` is not
+    recognized."""
     if last.name == "linalg.generic" and _divides_rows(last):  # (P V) / l
-        product, sums = _generic(last.operands[0], 2, named=True), _generic(last.operands[1], 1)
+        product = _generic(last.operands[0], 2, named=True, narrow_inputs=True)
+        sums = _generic(last.operands[1], 1)
         if product is None or sums is None:
             return None
         weights = _generic(sums.operands[0], 2)
-        if weights is None or product.operands[0] != weights.results[0]:
+        rounding = _rounding(product.operands[0])
+        rounded = [rounding[0]] if rounding is not None else []
+        read = rounding[0].operands[0] if rounding is not None else product.operands[0]
+        if weights is None or read != weights.results[0]:
             return None
-        tail = [product, last]
+        tail, p_type = [*rounded, product, last], rounding[1] if rounding is not None else None
     else:
-        product = last
+        product, p_type = _generic(last.results[0], 2, named=True, narrow_inputs=True), None
+        if product is None:
+            return None
         softmax = _softmax(product)
         if softmax is not None:  # linalg.softmax(x) V
-            return [softmax, product], product, softmax.operands[0], 1.0
+            return [softmax, product], product, softmax.operands[0], 1.0, None
         normalized = _generic(product.operands[0], 2)  # (P / l) V
         if normalized is None or not _divides_rows(normalized):
             return None
@@ -388,13 +472,15 @@ def _normalization(last: ir.Operation) -> tuple[list[ir.Operation], ir.Operation
         return None
     if not any(_row_reduction(top, names, init) for names, init in _MAX_INITS):
         return None
-    return [top, weights, sums, *tail], product, x, scale
+    return [top, weights, sums, *tail], product, x, scale, p_type
 
 
-def match_attention(op: ir.Operation, types: tuple[str, ...] = (F32,),
-                    transposed_k: bool = False) -> AttentionMatch | None:
+def match_attention(op: ir.Operation, types: tuple[str, ...] = (F32,), transposed_k: bool = False,
+                    widened: tuple[str, ...] = ()) -> AttentionMatch | None:
     """The attention chain ending at ``op``, or None; see the module docstring. ``types``: the element types
-    the chain may have (all its tensors one of them); ``transposed_k``: K may be given as [.., d, keys].
+    the chain may have (all its tensors one of them); ``transposed_k``: K may be given as [.., d, keys];
+    ``widened``: the narrower types Q, K and V (one of them for all three) and a rounded P may have in an f32
+    chain whose products extend them to f32.
 
     Three forms are recognized: ``(P V) / l`` (the division last, as prism-explore leaves it), ``(P / l) V``
     (as linalg.softmax decomposes) and ``softmax(x) V``; the scores may be scaled before the row maximum by an
@@ -402,19 +488,20 @@ def match_attention(op: ir.Operation, types: tuple[str, ...] = (F32,),
     """
     if op.name not in ("linalg.generic", *_NAMED_CONTRACTIONS) or len(op.results) != 1:
         return None
-    tokens = _TYPES.set(types), _TRANSPOSED_K.set(transposed_k)
+    tokens = _TYPES.set(types), _TRANSPOSED_K.set(transposed_k), _WIDENED.set(widened)
     try:
         return _match(op)
     finally:
         _TYPES.reset(tokens[0])
         _TRANSPOSED_K.reset(tokens[1])
+        _WIDENED.reset(tokens[2])
 
 
 def _match(op: ir.Operation) -> AttentionMatch | None:
     found = _normalization(op)
     if found is None:
         return None
-    normalization, product, x, scale = found
+    normalization, product, x, scale, p_type = found
     # Between the scores and the normalization: a scaling and a causal mask, at most one of each, in either order.
     between: list[ir.Operation] = []
     offset, scaled = None, False
@@ -428,7 +515,7 @@ def _match(op: ir.Operation) -> AttentionMatch | None:
             break
         between.insert(0, op_x)
         x = op_x.operands[0]
-    scores = _generic(x, 2, named=True)
+    scores = _generic(x, 2, named=True, narrow_inputs=True)
     if scores is None:
         return None
     found = _contraction(scores), _contraction(product)
@@ -445,6 +532,8 @@ def _match(op: ir.Operation) -> AttentionMatch | None:
     if maps_o[0] != [*batch_o, i_o, j_o] or maps_o[1] != [*batch_o, j_o, e_o] or len(batch_o) != len(batch):
         return None
     q, k, v = scores.operands[0], scores.operands[1], product.operands[1]
+    if len({element_type(value) for value in (q, k, v)}) != 1:
+        return None  # Q, K and V of one type
     shapes = [ir.RankedTensorType(value.type).shape for value in (q, k, v)]
     if any(ir.ShapedType.is_dynamic_size(shape[-2 if value is k and k_transposed else -1])
            for value, shape in zip((q, k, v), shapes, strict=False)):
@@ -454,4 +543,4 @@ def _match(op: ir.Operation) -> AttentionMatch | None:
     for o in chain[:-1]:
         if not all(any(use.owner == c for c in chain) for use in o.results[0].uses):
             return None
-    return AttentionMatch(tuple(chain), q, k, v, scale, offset, k_transposed)
+    return AttentionMatch(tuple(chain), q, k, v, scale, offset, k_transposed, p_type)

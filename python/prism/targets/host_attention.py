@@ -25,15 +25,23 @@ L2; ``P V`` by micro-tiles over the
 task's keys; all in rounds of tasks over the cores; the transposition of K and the merge of the
 shares are phases of their own. Memory: K and V once per query block, Q and
 the output once, and each share's partial output twice.
+
+Q, K and V count at their own type's size (2 bytes for bf16 and f16, which
+the kernel extends to f32 as it loads them), except K where the kernel reads
+its f32 transposed copy (RM > 1); the scores, the output and the shares'
+partial outputs are f32. The kernel computes in f32 whatever its operands'
+type, so its cycles and its bound are at the f32 FMA rate.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from prism.infra.ir import ELEMENT_BYTES
 from prism.kernels import host_gemm
 from prism.search.attention import attention_lanes
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline
@@ -44,8 +52,9 @@ if TYPE_CHECKING:
     from prism.targets.host import HostTarget
 
 COST_TEXT = ("transpose(K, if RM > 1) + merge(if KVS > 1) + max(ceil(tasks / cores) * (steps * (scores + softmax "
-             "+ BKV*(d + Dv)*4/8) + values + rows * Dv / lanes * 2) / clock + task), "
-             "(B*ceil(Sq/BQ)*Skv*(d + Dv) + B*Sq*(d + Dv) + [2*B*Sq*KVS*Dv]) * 4 / bandwidth * cores/busy); "
+             "+ BKV*(d*Kb + Dv*E)/8) + values + rows * Dv / lanes * 2) / clock + task), "
+             "(B*ceil(Sq/BQ)*Skv*(d*Kb + Dv*E) + B*Sq*(d*E + Dv*4) + [2*B*Sq*KVS*Dv*4]) / bandwidth * cores/busy); "
+             "E = bytes of Q, K and V's type, Kb = 4 if RM > 1 (K's f32 transposed copy) else E, "
              "tasks = B*ceil(Sq/BQ)*KVS, "
              "steps = ceil(ceil(Skv/BKV)/KVS), keys = min(steps*BKV, Skv), rows = ceil(Sq/ceil(Sq/BQ)/RM)*RM, "
              "scores = rows/RM*BKV/RN*kernel_cycles(RM, RN, d) (RM > 1) or rows*BKV*(d/lanes/2 + 4), "
@@ -65,6 +74,8 @@ SOFTMAX_ROW_CYCLES = 30
 L2_FILL_BYTES_PER_CYCLE = 8
 # Cycles per element of the transposition of K (a scalar load, a bounds check and a store).
 TRANSPOSE_CYCLES = 2
+# The bytes of the kernel's own buffers' elements (the scores, O, K's transposed copy, the output): f32.
+F32_BYTES = 4
 # The most shares of the keys, and query rows of a task (before the factor of 3): 2**4 and 2**8.
 MAX_SPLIT_LOG2, MAX_QUERY_LOG2 = 4, 8
 MAX_KEY_LOG2 = 9
@@ -89,7 +100,6 @@ def attention_space(op: Attention, target: HostTarget) -> Space | None:
         return None
     lanes_log2 = int(math.log2(lanes))
     rn_max = min(lanes_log2 + 2, _valuation(op.value_dim))
-    row_floats = op.head_dim + op.value_dim
     half_l2 = target.l2_bytes / 2
     universe = (f"{shape_param_bounds()} and 0 <= rm <= 3 and 0 <= m3 <= q3 <= 1 and rm + 2 * m3 <= 3"
                 f" and rm <= bq <= {MAX_QUERY_LOG2} and {lanes_log2} <= rn <= {rn_max} and rn <= bkv <= {MAX_KEY_LOG2}"
@@ -103,7 +113,7 @@ def attention_space(op: Attention, target: HostTarget) -> Space | None:
                                                             target.vector_registers - 1, scale_a=f))),
         # P V reads RM rows of P and a BKV x RN panel of V, for each RM x RN block: both stay in L1.
         ("l1", by_factor("m3", lambda f: pow2_sum_le("bkv + rn + 2", "bkv + rm + 2", target.l1d_bytes, scale_b=f))),
-        ("l2", _l2_fit(row_floats, half_l2)),
+        ("l2", _l2_fit(op, half_l2)),
         # 3 * 2**bq <= 2**LM exactly when bq + 2 <= LM.
         ("shape", "bq + 2 * q3 <= LM and (bkv <= rn or bkv <= LN) and (ks = 0 or ks + bkv <= LN)"),
     )
@@ -111,15 +121,24 @@ def attention_space(op: Attention, target: HostTarget) -> Space | None:
                  flags={}, universe=universe, groups=groups, factors={"q3": (3, ("bq",)), "m3": (3, ("rm",))})
 
 
-def _l2_fit(row_floats: int, capacity: float) -> str:
-    """A task's blocks, BQ x BKV scores and BQ x (d + Dv) of Q and O, with the step's BKV x (d + Dv) of K and V,
-    4 bytes each, within ``capacity``: exactly, as the union over BQ of the BKV that fit (the sum is monotone)."""
+def _element_bytes(op: Attention) -> int:
+    """Bytes of one element of Q, K and V."""
+    return ELEMENT_BYTES[op.input_type]
+
+
+def _l2_fit(op: Attention, capacity: float) -> str:
+    """A task's blocks, BQ x BKV scores and BQ x (d + Dv) of Q (in f32: a narrower Q's block is extended) and O,
+    with the step's BKV x (d + Dv) of K (or its f32 transposed copy) and V, within ``capacity``: exactly, as the
+    union over BQ of the BKV that fit (the sum is monotone)."""
+    size = _element_bytes(op)
+    query_row = (op.head_dim + op.value_dim) * F32_BYTES  # a row of Q's block, and one of O
+    key_row = op.head_dim * F32_BYTES + op.value_dim * size  # a row of K^T's copy (or of K, no larger), one of V
     pieces = []
     for q3 in (0, 1):
         for bq in range(MAX_QUERY_LOG2 + 1):
             rows = 3**q3 * 2**bq
             fits = [bkv for bkv in range(MAX_KEY_LOG2 + 1)
-                    if 4 * (rows * 2**bkv + rows * row_floats + 2**bkv * row_floats) <= capacity]
+                    if F32_BYTES * rows * 2**bkv + rows * query_row + 2**bkv * key_row <= capacity]
             if fits:
                 pieces.append(f"(q3 = {q3} and bq = {bq} and bkv <= {max(fits)})")
     return "(" + (" or ".join(pieces) or "false") + ")"
@@ -139,20 +158,26 @@ def _shape(op: Attention, values: KnobValues, assumed: int) -> dict[str, Knob]:
             "bkv": np.minimum(values["BKV"], ceil_div(s["n"], rn) * rn), "tasks": s["batch"] * blocks * values["KVS"]}
 
 
-def _traffic(op: Attention, s: dict[str, Knob], splits: Knob, least: bool = False) -> Knob:
-    """Bytes moved: K and V (the keys read) once per query block, Q and the output once, each share's output
-    written and read. ``least``: a causal mask's keys read once, what any tiling reads at least."""
+def _traffic(op: Attention, s: dict[str, Knob], splits: Knob, rm: Knob, least: bool = False) -> Knob:
+    """Bytes moved: K (its f32 transposed copy where RM > 1) and V, the keys read, once per query block, Q and
+    the output once, each share's f32 output written and read. ``least``: K in its own type and a causal
+    mask's keys read once, what any tiling reads at least."""
+    size = _element_bytes(op)
     rows = s["batch"] * s["m"]
-    kept = np.where(splits > 1, 2 * rows * splits * s["dv"], 0)
+    kept = np.where(splits > 1, 2 * rows * splits * s["dv"] * F32_BYTES, 0)
     keys = s["blocks"] * s["keys"]
-    if least and op.causal is not None:
-        keys = np.minimum(s["n"], op.causal + s["m"])
-    return 4 * (s["batch"] * keys * (s["k"] + s["dv"]) + rows * (s["k"] + s["dv"]) + kept)
+    key_bytes = np.where(rm > 1, F32_BYTES, size)
+    if least:
+        key_bytes = size
+        if op.causal is not None:
+            keys = np.minimum(s["n"], op.causal + s["m"])
+    return (s["batch"] * keys * (s["k"] * key_bytes + s["dv"] * size) + rows * (s["k"] * size + s["dv"] * F32_BYTES)
+            + kept)
 
 
-def _bandwidth(target: HostTarget, s: dict[str, Knob]) -> float:
+def _bandwidth(target: HostTarget, op: Attention, s: dict[str, Knob]) -> float:
     """L3's when K and V fit half of it, else DRAM's."""
-    working_set = 4 * s["batch"] * s["n"] * (s["k"] + s["dv"])
+    working_set = _element_bytes(op) * s["batch"] * s["n"] * (s["k"] + s["dv"])
     return target.cache_bytes_per_s if host_gemm.stays_in_cache(working_set, target.l3_bytes) \
         else target.dram_bytes_per_s
 
@@ -171,26 +196,32 @@ def attention_seconds(target: HostTarget, op: Attention, values: KnobValues, ass
     keys = np.minimum(steps * bkv, s["keys"])
     products = rows / rm * (dv / rn) * (micro(rm, rn, keys, lanes) + (steps - 1) * micro(rm, rn, 0, lanes))
     # Each step brings its block of K and V into L2, between the products that read it.
-    fill = bkv * (d + dv) * 4 / L2_FILL_BYTES_PER_CYCLE
+    size = _element_bytes(op)
+    fill = bkv * (d * np.where(rm > 1, F32_BYTES, size) + dv * size) / L2_FILL_BYTES_PER_CYCLE
     task = steps * (scores + softmax + fill) + products + rows * dv / lanes * 2
-    clock = target.cycle_seconds(op, lanes)
+    clock = target.cycle_seconds(_in_f32(op), lanes)
     compute = ceil_div(s["tasks"], target.cores) * (task * clock + target.block_overhead_seconds)
     transpose = np.where(rm > 1, s["batch"] * ceil_div(s["n"], bkv) * bkv * d * TRANSPOSE_CYCLES * clock
                          / target.cores + target.block_overhead_seconds, 0)
     merge = np.where(splits > 1, s["batch"] * s["m"] * splits * (dv / lanes * 2 + SOFTMAX_VECTOR_CYCLES) * clock
                      / target.cores + target.block_overhead_seconds, 0)
     busy = np.minimum(s["tasks"], target.cores)
-    memory = _traffic(op, s, splits) / _bandwidth(target, s) * target.cores / busy
+    memory = _traffic(op, s, splits, rm) / _bandwidth(target, op, s) * target.cores / busy
     return transpose + merge + roofline(compute, memory)
 
 
 def attention_lower_bound(target: HostTarget, op: Attention, values: KnobValues, assumed: int) -> np.ndarray:
-    """Below :func:`attention_seconds`: both products' unpadded work at the FMA peak of every core, and the
+    """Below :func:`attention_seconds`: both products' unpadded work at the f32 FMA peak of every core, and the
     traffic with every core busy."""
     s = _shape(op, values, assumed)
     work = 2 * s["batch"] * _pairs(op, s["m"], s["n"]) * (s["k"] + s["dv"])
-    compute = np.full(np.shape(values["BQ"]), work / target.flops[op.input_type])
-    return roofline(compute, _traffic(op, s, values["KVS"], least=True) / _bandwidth(target, s))
+    compute = np.full(np.shape(values["BQ"]), work / target.flops[_in_f32(op).input_type])
+    return roofline(compute, _traffic(op, s, values["KVS"], values["RM"], least=True) / _bandwidth(target, op, s))
+
+
+def _in_f32(op: Attention) -> Attention:
+    """``op`` as the kernel computes it: in f32, whatever its operands' type."""
+    return dataclasses.replace(op, input_type="f32")
 
 
 def _pairs(op: Attention, queries: int, keys: int) -> int:

@@ -36,6 +36,22 @@ takes one of KVS consecutive shares of the key blocks and leaves its
 shares of each row: with ``M = max_s m_s`` and ``w_s = exp((m_s - M) c)``,
 ``out = sum_s w_s O_s / sum_s w_s l_s``.
 
+Q, K and V may be bf16 or f16 in a chain that computes in f32 (the
+products extend them, :func:`~prism.search.attention.match_attention`'s
+``widened``): the kernel reads them in their type and extends each value
+to f32 as it loads it (K into its f32 transposed copy, a task's block of Q
+into a per-worker f32 block where register blocks read it), and the rest
+is the f32 kernel's. Where the chain rounds P before P V (``arith.truncf``), the
+kernel rounds each weight the same way (to nearest, ties to even) and
+extends it back before P V, while ``l`` sums the unrounded weights, as the
+chain's does. The weights it rounds are relative to the running maximum,
+not the row's final one: ``round(p a) / a`` for the rescaling ``a`` that
+the later ``alpha`` factors apply, which is within the rounding's own
+relative error of ``round(p)``, and equal to it where one block of keys
+holds the row. The weights are never subnormal (the exponential gives 0
+below f32's smallest normal number), so a conversion that flushes subnormal
+inputs rounds them as ``arith.truncf`` does.
+
 The schedule (BQ, BKV, RM, RN, KVS) is the attention family's choice, which
 prism-instantiate leaves on the scores' product (``prism.attention``);
 without one, :func:`plan_attention` picks fixed tiles.
@@ -48,12 +64,13 @@ from dataclasses import dataclass
 
 from mlir import ir
 
+from prism.codegen.cpu.kernel import dynamic_memref
 from prism.codegen.cpu.text import F32, MlirText, erase_unused_inits, f32_literal, inline_function
 from prism.infra import attrs
 from prism.infra.diagnostics import describe_ops
 from prism.infra.errors import UnsupportedOp
 from prism.infra.passbase import PassContext
-from prism.search.attention import AttentionMatch, attention_lanes, match_attention
+from prism.search.attention import NARROW_TYPES, AttentionMatch, attention_lanes, match_attention
 
 # Query rows per task (about) and key rows per step, without a choice: the fastest fixed tiles measured at
 # S = 512 and 2048 (benchmarks/RESULTS.md, "Attention on the host: one online-softmax kernel").
@@ -79,6 +96,7 @@ class AttentionPlan:
     causal: int | None  # a causal mask's offset: key j is kept for query i when j <= i + causal
     lanes: int
     workers: int
+    p_type: str | None = None  # the type each weight of P is rounded to before P V; None: not rounded
 
     @property
     def direct_scores(self) -> bool:
@@ -146,7 +164,7 @@ def plan_attention(match: AttentionMatch, lanes: int, workers: int) -> Attention
     bkv = choice["BKV"] if problem.keys is None else min(choice["BKV"], -(-problem.keys // rn) * rn)
     out_type = str(match.ops[-1].results[0].type)
     return AttentionPlan(str(match.q.type), str(match.k.type), str(match.v.type), out_type, match.scale,
-                         bq, bkv, rm, rn, choice["KVS"], match.causal, lanes, workers)
+                         bq, bkv, rm, rn, choice["KVS"], match.causal, lanes, workers, match.p_type)
 
 
 def fuse_attention(module: ir.Module, lanes: int, workers: int, ctx: PassContext) -> list[list[str]]:
@@ -160,7 +178,7 @@ def fuse_attention(module: ir.Module, lanes: int, workers: int, ctx: PassContext
             continue
         for block in func.regions[0].blocks:
             for op in list(block.operations):
-                match = match_attention(op.operation)
+                match = match_attention(op.operation, widened=NARROW_TYPES)
                 width = attention_lanes(match.problem.value_dim, lanes) if match else None
                 if width is None:
                     continue  # not attention, or rows of V that are not whole vectors: the generic path
@@ -188,13 +206,20 @@ class _Attention:
     def __init__(self, plan: AttentionPlan):
         self.plan, self.t = plan, MlirText()
         self.rank = plan.batch_rank + 2
-        self.dyn = f"memref<{'x'.join('?' * self.rank)}x{F32}>"
+        self.dyn = dynamic_memref(self.rank, F32)
         self.vec = f"vector<{plan.lanes}x{F32}>"
+        # Each operand's element type, and its buffer's type.
+        self.elements = {name: str(ir.ShapedType(ir.RankedTensorType.parse(typ)).element_type)
+                         for name, typ in (("q", plan.q_type), ("k", plan.k_type), ("v", plan.v_type))}
+        self.dyns = {name: dynamic_memref(self.rank, element) for name, element in self.elements.items()}
         w, bq, bkv, dv = plan.workers, plan.bq, plan.bkv, plan.value_dim
         self.s_type = f"memref<{w}x{bq}x{bkv}x{F32}>"
         self.o_type = f"memref<{w}x{bq}x{dv}x{F32}>"
         self.row_type = f"memref<{w}x{bq}x{F32}>"
         self.kt_type = f"memref<?x?x{plan.head_dim}x{plan.bkv}x{F32}>"
+        # A narrower Q's block, extended once per task, where register blocks read its elements many times over.
+        self.staged_q = self.elements["q"] != F32 and not plan.direct_scores
+        self.qblk_type = f"memref<{w}x{bq}x{plan.head_dim}x{F32}>"
         # Each share's m, l (per row) and O, by [share][flat batch][row]: with several shares of the keys.
         self.kept_row_type = f"memref<{plan.splits}x?x?x{F32}>"
         self.kept_o_type = f"memref<{plan.splits}x?x?x{dv}x{F32}>"
@@ -204,16 +229,16 @@ class _Attention:
         with t.region(f"func.func private @attention(%q: {p.q_type}, %k: {p.k_type}, %v: {p.v_type}) "
                       f"-> {p.out_type}"):
             self.c0, self.c1 = t.const(0), t.const(1)
-            self.q, self.k, self.v = (t.buffer(arg, typ, self.dyn)
-                                      for arg, typ in (("%q", p.q_type), ("%k", p.k_type), ("%v", p.v_type)))
+            self.q, self.k, self.v = (t.buffer(f"%{name}", typ, self.dyns[name])
+                                      for name, typ in (("q", p.q_type), ("k", p.k_type), ("v", p.v_type)))
             nb = p.batch_rank
-            self.batch = [t.value(f"memref.dim {self.q}, {t.const(d)} : {self.dyn}", "nb") for d in range(nb)]
+            self.batch = [t.value(f"memref.dim {self.q}, {t.const(d)} : {self.dyns['q']}", "nb") for d in range(nb)]
             flat = self.c1
             for size in self.batch:
                 flat = t.value(f"arith.muli {flat}, {size} : index", "nb")
             self.flat = flat
-            self.sq = t.value(f"memref.dim {self.q}, {t.const(nb)} : {self.dyn}", "sq")
-            self.skv = t.value(f"memref.dim {self.k}, {t.const(nb)} : {self.dyn}", "skv")
+            self.sq = t.value(f"memref.dim {self.q}, {t.const(nb)} : {self.dyns['q']}", "sq")
+            self.skv = t.value(f"memref.dim {self.k}, {t.const(nb)} : {self.dyns['k']}", "skv")
             kv_blocks = t.value(f"arith.ceildivui {self.skv}, {t.const(p.bkv)} : index", "nkb")
             if not p.direct_scores:
                 self.kt = t.alloc(self.kt_type, [flat, kv_blocks], "kt")
@@ -231,6 +256,8 @@ class _Attention:
         self.s = t.alloc(self.s_type, hint="sblk")
         self.o = t.alloc(self.o_type, hint="oblk")
         self.m, self.l, self.alpha = (t.alloc(self.row_type, hint=name) for name in ("mrow", "lrow", "alpha"))
+        if self.staged_q:
+            self.qblk = t.alloc(self.qblk_type, hint="qblk")
         if p.splits > 1:
             self.kept_m, self.kept_l = (t.alloc(self.kept_row_type, [self.flat, self.sq], name)
                                         for name in ("kmrow", "klrow"))
@@ -243,6 +270,33 @@ class _Attention:
 
     def _splat(self, value: float) -> str:
         return self.t.splat(value, self.plan.lanes)
+
+    def _load(self, name: str, indices: list[str], hint: str) -> str:
+        """One element of operand ``name`` (``q``, ``k`` or ``v``) at ``indices``, as f32 (extended where the
+        operand is narrower)."""
+        t, element = self.t, self.elements[name]
+        buffer = getattr(self, name)
+        x = t.value(f"memref.load {buffer}[{', '.join(indices)}] : {self.dyns[name]}", hint)
+        return x if element == F32 else t.value(f"arith.extf {x} : {element} to {F32}", hint)
+
+    def _load_vector(self, name: str, indices: list[str], hint: str) -> str:
+        """A vector of the kernel's lanes of operand ``name`` from ``indices`` on, as f32 (extended where the
+        operand is narrower)."""
+        t, element, lanes = self.t, self.elements[name], self.plan.lanes
+        buffer = getattr(self, name)
+        x = t.value(f"vector.load {buffer}[{', '.join(indices)}] : {self.dyns[name]}, vector<{lanes}x{element}>",
+                    hint)
+        return x if element == F32 else t.value(f"arith.extf {x} : vector<{lanes}x{element}> to {self.vec}", hint)
+
+    def _rounded(self, weights: str) -> str:
+        """``weights`` (a vector) rounded to the plan's P type and extended back, as the chain rounds P before
+        P V; ``weights`` itself where it does not."""
+        p, t = self.plan, self.t
+        if p.p_type is None:
+            return weights
+        narrow = f"vector<{p.lanes}x{p.p_type}>"
+        return t.value(f"arith.extf {t.value(f'arith.truncf {weights} : {self.vec} to {narrow}', 'pr')} : {narrow} "
+                       f"to {self.vec}", "pr")
 
     def _batch_of(self, flat: str) -> list[str]:
         """The batch indices of a flat batch index (the last dimension fastest)."""
@@ -283,8 +337,7 @@ class _Attention:
                 j = t.value(f"arith.addi {j0}, {jj} : index", "j")
                 inside = t.value(f"arith.cmpi ult, {j}, {self.skv} : index")
                 with t.if_(inside, [F32], "kv") as (value,):
-                    where = ", ".join([*batch, j, d])
-                    t.yield_([t.value(f"memref.load {self.k}[{where}] : {self.dyn}", "x")], [F32])
+                    t.yield_([self._load("k", [*batch, j, d], "x")], [F32])
                 with t.else_():
                     t.yield_([self._f(0.0)], [F32])
                 t.add(f"memref.store {value}, {self.kt}[{fb}, {kb}, {d}, {jj}] : {self.kt_type}")
@@ -307,6 +360,8 @@ class _Attention:
             self.last = t.value(f"arith.subi {i1}, {self.c1} : index", "last")
             first, stop = self._key_share(i1)
             self._start()
+            if self.staged_q:
+                self._stage_q()
             with t.for_(first, stop, t.const(p.bkv), "j0") as self.j0:
                 self.kb = t.value(f"arith.divui {self.j0}, {t.const(p.bkv)} : index", "kb")
                 self.nkv = t.value(f"arith.minui {t.value(f'arith.subi {self.skv}, {self.j0} : index')}, "
@@ -348,6 +403,20 @@ class _Attention:
             for e in range(0, p.value_dim, p.lanes):
                 t.add(f"vector.store {zero}, {self.o}[{self.w}, {r}, {t.const(e)}] : {self.o_type}, {self.vec}")
 
+    def _stage_q(self) -> None:
+        """The task's block of Q (rows past the block's end repeating its last), extended to f32 into the worker's
+        ``qblk``: the register blocks of the scores then read each element as an f32 broadcast, every step."""
+        p, t = self.plan, self.t
+        whole = p.head_dim - p.head_dim % p.lanes
+        with t.for_(self.c0, t.const(p.bq), self.c1, "r") as r:
+            row = self._row(r)
+            for d in range(0, whole, p.lanes):
+                x = self._load_vector("q", [*self.bi, row, t.const(d)], "qv")
+                t.add(f"vector.store {x}, {self.qblk}[{self.w}, {r}, {t.const(d)}] : {self.qblk_type}, {self.vec}")
+            for d in range(whole, p.head_dim):  # a head size that is not a multiple of lanes
+                x = self._load("q", [*self.bi, row, t.const(d)], "qs")
+                t.add(f"memref.store {x}, {self.qblk}[{self.w}, {r}, {t.const(d)}] : {self.qblk_type}")
+
     def _block_product(self, rows: list[str], load_a, load_b, steps: str, init: list[str]) -> list[str]:
         """RM x RN accumulators: ``acc[r][v] += a(r, step) * b(step)[v]`` over ``steps``."""
         p, t = self.plan, self.t
@@ -370,22 +439,20 @@ class _Attention:
         with t.for_(self.c0, t.const(p.bq), self.c1, "r") as r:
             row = self._row(r)
             offsets = [t.const(d) for d in range(0, p.head_dim - p.head_dim % p.lanes, p.lanes)]
-            query = [t.value(f"vector.load {self.q}[{', '.join([*self.bi, row, o])}] : {self.dyn}, {self.vec}", "qv")
-                     for o in offsets]
+            query = [self._load_vector("q", [*self.bi, row, o], "qv") for o in offsets]
             with t.for_(self.c0, self.nkv, self.c1, "kc") as c:
                 j = t.value(f"arith.addi {self.j0}, {c} : index", "j")
                 total = None
                 for o, x in zip(offsets, query, strict=True):
-                    key = t.value(f"vector.load {self.k}[{', '.join([*self.bi, j, o])}] : {self.dyn}, {self.vec}",
-                                  "kv")
+                    key = self._load_vector("k", [*self.bi, j, o], "kv")
                     total = (t.value(f"arith.mulf {x}, {key} : {self.vec}", "dp") if total is None
                              else t.value(f"vector.fma {x}, {key}, {total} : {self.vec}", "dp"))
                 score = (t.value(f"vector.reduction <add>, {total} : {self.vec} into {F32}", "sc") if total is not None
                          else self._f(0.0))
                 for d in range(len(offsets) * p.lanes, p.head_dim):  # a head size that is not a multiple of lanes
                     index = t.const(d)
-                    x = t.value(f"memref.load {self.q}[{', '.join([*self.bi, row, index])}] : {self.dyn}", "qs")
-                    y = t.value(f"memref.load {self.k}[{', '.join([*self.bi, j, index])}] : {self.dyn}", "ks")
+                    x = self._load("q", [*self.bi, row, index], "qs")
+                    y = self._load("k", [*self.bi, j, index], "ks")
                     score = t.value(f"math.fma {x}, {y}, {score} : {F32}", "sc")
                 t.add(f"memref.store {score}, {self.s}[{self.w}, {r}, {c}] : {self.s_type}")
 
@@ -398,14 +465,16 @@ class _Attention:
         nv = p.rn // p.lanes
         with t.for_(self.c0, t.const(p.bq), t.const(p.rm), "r0") as r0:
             locals_ = [r0] + [t.value(f"arith.addi {r0}, {t.const(r)} : index", "lr") for r in range(1, p.rm)]
-            rows = [self._row(local) for local in locals_]
+            rows = locals_ if self.staged_q else [self._row(local) for local in locals_]
             with t.for_(self.c0, t.const(p.bkv), t.const(p.rn), "col") as c0:
                 columns = [c0] + [t.value(f"arith.addi {c0}, {t.const(v * p.lanes)} : index", "jc")
                                   for v in range(1, nv)]
                 zero = self._splat(0.0)
 
                 def load_q(row: str, d: str) -> str:
-                    return t.value(f"memref.load {self.q}[{', '.join([*self.bi, row, d])}] : {self.dyn}", "qs")
+                    if self.staged_q:  # row: the local row
+                        return t.value(f"memref.load {self.qblk}[{self.w}, {row}, {d}] : {self.qblk_type}", "qs")
+                    return self._load("q", [*self.bi, row, d], "qs")
 
                 def load_kt(d: str) -> list[str]:
                     return [t.value(f"vector.load {self.kt}[{self.fb}, {self.kb}, {d}, {col}] : {self.kt_type}, "
@@ -455,7 +524,9 @@ class _Attention:
             weights = []
             for o, x in zip(offsets, scores, strict=True):
                 weights.append(self.exp2(t.value(f"vector.fma {x}, {rate_vec}, {offset} : {vec}", "z")))
-                t.add(f"vector.store {weights[-1]}, {self.s}[{self.w}, {r}, {o}] : {self.s_type}, {vec}")
+                # P V reads the weights as the chain's P V does (rounded where it rounds them); l sums them unrounded.
+                t.add(f"vector.store {self._rounded(weights[-1])}, {self.s}[{self.w}, {r}, {o}] : {self.s_type}, "
+                      f"{vec}")
             total = self._tree("arith.addf", weights, "sum")
             row_sum = t.value(f"vector.reduction <add>, {total} : {vec} into {F32}", "rs")
             before = t.value(f"memref.load {self.l}[{self.w}, {r}] : {self.row_type}", "lo")
@@ -487,8 +558,7 @@ class _Attention:
 
                 def load_v(c: str) -> list[str]:
                     j = t.value(f"arith.addi {self.j0}, {c} : index", "j")
-                    return [t.value(f"vector.load {self.v}[{', '.join([*self.bi, j, col])}] : {self.dyn}, "
-                                    f"{self.vec}", "vv") for col in columns]
+                    return [self._load_vector("v", [*self.bi, j, col], "vv") for col in columns]
 
                 acc = self._block_product(locals_, load_p, load_v, self.nkv, init)
                 for r, local in enumerate(locals_):
