@@ -182,3 +182,27 @@ def test_the_measured_decode_rate_prices_streaming_the_weights(tmp_path: Path,
         seconds[stream] = family["predicted_seconds"]
     weights = 4096 * 8192 * 4
     assert seconds[None] >= weights / 20e9 and seconds[40.0] < seconds[None] / 1.8
+
+
+def test_the_attention_pick_follows_the_calibrated_register_blocks(tmp_path: Path,
+                                                                  describe_host: Callable[..., Any]) -> None:
+    """The attention kernel's calibrated factors: where the model's own pick is timed 4x slower than modelled,
+    the pick moves to another register block; the predicted time is the factor's."""
+    from test_attention import attention_text
+
+    machine = json.loads(REFERENCE_HOST.read_text())
+    text = attention_text((4,), 256, 256, 64, 64)
+
+    def pick(attention: dict[str, float]) -> tuple[tuple[int, int], float]:
+        config = tmp_path / f"attention-{len(attention)}.json"
+        config.write_text(json.dumps({"version": CONFIG_VERSION, "machine": machine["machine"],
+                                      "cores": machine["cores"], "gflops": 100.0, "dram_gbps": 20.0,
+                                      "cache_gbps": 100.0, "attention": attention}))
+        describe_host(REFERENCE_HOST, config)
+        (family,) = prism.compile(text, target="host", emit="report").report["families"]
+        return (family["choice"]["RM"], family["choice"]["RN"]), family["predicted_seconds"]
+
+    first, seconds = pick({})
+    slower = {f"{first[0]}x{first[1]}": 4.0}
+    second, slowed = pick(slower)
+    assert second != first and seconds < slowed < 4 * seconds

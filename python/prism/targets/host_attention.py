@@ -51,10 +51,11 @@ if TYPE_CHECKING:
     from prism.search.attention import Attention
     from prism.targets.host import HostTarget
 
-COST_TEXT = ("transpose(K, if RM > 1) + merge(if KVS > 1) + max(ceil(tasks / cores) * (steps * (scores + softmax "
-             "+ BKV*(d*Kb + Dv*E)/8) + values + rows * Dv / lanes * 2) / clock + task), "
+COST_TEXT = ("transpose(K, if RM > 1) + merge(if KVS > 1) + max(ceil(tasks / cores) * factor(RM, RN) "
+             "* (steps * (scores + softmax + BKV*(d*Kb + Dv*E)/8) + values + rows * Dv / lanes * 2) / clock + task), "
              "(B*ceil(Sq/BQ)*Skv*(d*Kb + Dv*E) + B*Sq*(d*E + Dv*4) + [2*B*Sq*KVS*Dv*4]) / bandwidth * cores/busy); "
              "E = bytes of Q, K and V's type, Kb = 4 if RM > 1 (K's f32 transposed copy) else E, "
+             "factor(RM, RN) = the calibration's measured over modelled time of the block (1 where not timed), "
              "tasks = B*ceil(Sq/BQ)*KVS, "
              "steps = ceil(ceil(Skv/BKV)/KVS), keys = min(steps*BKV, Skv), rows = ceil(Sq/ceil(Sq/BQ)/RM)*RM, "
              "scores = rows/RM*BKV/RN*kernel_cycles(RM, RN, d) (RM > 1) or rows*BKV*(d/lanes/2 + 4), "
@@ -200,7 +201,9 @@ def attention_seconds(target: HostTarget, op: Attention, values: KnobValues, ass
     fill = bkv * (d * np.where(rm > 1, F32_BYTES, size) + dv * size) / L2_FILL_BYTES_PER_CYCLE
     task = steps * (scores + softmax + fill) + products + rows * dv / lanes * 2
     clock = target.cycle_seconds(_in_f32(op), lanes)
-    compute = ceil_div(s["tasks"], target.cores) * (task * clock + target.block_overhead_seconds)
+    # A calibration times the kernel at each register block; the task's cycles take that block's factor.
+    factor = target.attention_factor(rm, rn)
+    compute = ceil_div(s["tasks"], target.cores) * (task * clock * factor + target.block_overhead_seconds)
     transpose = np.where(rm > 1, s["batch"] * ceil_div(s["n"], bkv) * bkv * d * TRANSPOSE_CYCLES * clock
                          / target.cores + target.block_overhead_seconds, 0)
     merge = np.where(splits > 1, s["batch"] * s["m"] * splits * (dv / lanes * 2 + SOFTMAX_VECTOR_CYCLES) * clock
@@ -215,7 +218,9 @@ def attention_lower_bound(target: HostTarget, op: Attention, values: KnobValues,
     traffic with every core busy."""
     s = _shape(op, values, assumed)
     work = 2 * s["batch"] * _pairs(op, s["m"], s["n"]) * (s["k"] + s["dv"])
-    compute = np.full(np.shape(values["BQ"]), work / target.flops[_in_f32(op).input_type])
+    # The fastest register block's calibrated factor, where one is under 1, lowers the bound with it.
+    fastest = min([1.0, *target.attention_factors.values()])
+    compute = np.full(np.shape(values["BQ"]), work / target.flops[_in_f32(op).input_type] * fastest)
     return roofline(compute, _traffic(op, s, values["KVS"], values["RM"], least=True) / _bandwidth(target, op, s))
 
 
