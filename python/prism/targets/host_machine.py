@@ -75,7 +75,7 @@ def available_cores() -> int:
 
 DESCRIPTION_VARIABLE = "PRISM_HOST_DESCRIPTION"
 # Fields a description may leave out, with the value they then take.
-_OPTIONAL = {"bf16_dot": 0}
+_OPTIONAL = {"bf16_dot": 0, "amx": 0}
 DESCRIPTION_VERSION = 1
 
 
@@ -92,6 +92,7 @@ class Machine:
     l2_bytes: int
     l3_bytes: int
     bf16_dot: int = 0  # 1 where the cores have AVX512-BF16 dot products (vdpbf16ps); optional in a description
+    amx: int = 0  # 1 where the cores have AMX tiles with bf16 products (tdpbf16ps); optional in a description
 
     @staticmethod
     def here() -> Machine:
@@ -106,7 +107,8 @@ class Machine:
                        l1d_bytes=cache_size(1, "Data", 32 * 1024), l1d_ways=l1d_ways(),
                        l2_bytes=cache_size(2, "Unified", 1024 * 1024),
                        l3_bytes=cache_size(3, "Unified", 32 * 1024**2),
-                       bf16_dot=int("avx512_bf16" in flags and vector_bits == 512))
+                       bf16_dot=int("avx512_bf16" in flags and vector_bits == 512),
+                       amx=int({"amx_tile", "amx_bf16"} <= flags))
 
     @staticmethod
     def read(path: Path) -> Machine:
@@ -126,8 +128,10 @@ class Machine:
                               f"'version' ({DESCRIPTION_VERSION}), 'machine' (a string) and the integers {integers}, "
                               f"and optionally {', '.join(repr(name) for name in _OPTIONAL)}", location=str(path))
         found = Machine(**{name: data[name] for name in kinds})
-        if found.bf16_dot not in (0, 1):
-            raise TargetError(f"the host description's bf16_dot is {found.bf16_dot}, not 0 or 1", location=str(path))
+        for name in _OPTIONAL:
+            if getattr(found, name) not in (0, 1):
+                raise TargetError(f"the host description's {name} is {getattr(found, name)}, not 0 or 1",
+                                  location=str(path))
         for name in ("vector_bits", "fma_bits"):
             if getattr(found, name) not in (128, 256, 512):
                 raise TargetError(f"the host description's {name} is {getattr(found, name)}, not 128, 256 or 512",
