@@ -146,13 +146,12 @@ _LOAD = re.compile(r"(%[\w#]+) = amx\.tile_load (%[\w#]+)\[([^\]]*)\] : (memref<
 _STORE = re.compile(r"amx\.tile_store (%[\w#]+)\[([^\]]*)\], (%[\w#]+) : (memref<[^>]*>), (vector<\w+>)")
 _MULF = re.compile(r"(%[\w#]+) = amx\.tile_mulf (%[\w#]+), (%[\w#]+), (%[\w#]+) : "
                    r"vector<(\d+)x(\d+)xbf16>, vector<(\d+)x32xbf16>, vector<(\d+)x16xf32>")
-_MAPS = ("[affine_map<(m, n, k, p) -> (m, k, p)>, affine_map<(m, n, k, p) -> (k, n, p)>, "
-         "affine_map<(m, n, k, p) -> (m, n)>]")
+_MAPS = "[affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]"
 
 
 def _tile_op_as_vectors(line: str) -> str:
     """An amx tile op (its tiles already spelled as vectors) as vector ops that compute the same tile:
-    ``C[m, n] += sum over pairs p of A[m, 2p] B[p, 2n] + A[m, 2p + 1] B[p, 2n + 1]``."""
+    ``C[m, n] += sum over pairs p of A[m, 2p] B[p, 2n] + A[m, 2p + 1] B[p, 2n + 1]``, B's pairs read as rows of k."""
     indent = line[:len(line) - len(line.lstrip())]
     if match := _LOAD.search(line):
         name, buffer, at, memref, shape, element = match.groups()
@@ -164,14 +163,17 @@ def _tile_op_as_vectors(line: str) -> str:
                 f": {vector}, {memref}")
     if match := _MULF.search(line):
         name, a, b, c, rows, k, pairs, _ = match.groups()
-        a3, b3 = f"vector<{rows}x{int(k) // 2}x2xf32>", f"vector<{pairs}x16x2xf32>"
+        a2 = f"vector<{rows}x{k}xf32>"
+        b3, b2 = f"vector<{pairs}x16x2xf32>", f"vector<{k}x16xf32>"
         return "\n".join(indent + text for text in [
-            f"{name}_a = arith.extf {a} : vector<{rows}x{k}xbf16> to vector<{rows}x{k}xf32>",
-            f"{name}_a3 = vector.shape_cast {name}_a : vector<{rows}x{k}xf32> to {a3}",
+            f"{name}_a = arith.extf {a} : vector<{rows}x{k}xbf16> to {a2}",
             f"{name}_b = arith.extf {b} : vector<{pairs}x32xbf16> to vector<{pairs}x32xf32>",
+            # B's rows of pairs as rows of k: [p][n][2] to [p][2][n] to [2p + q][n].
             f"{name}_b3 = vector.shape_cast {name}_b : vector<{pairs}x32xf32> to {b3}",
+            f"{name}_bt = vector.transpose {name}_b3, [0, 2, 1] : {b3} to vector<{pairs}x2x16xf32>",
+            f"{name}_b2 = vector.shape_cast {name}_bt : vector<{pairs}x2x16xf32> to {b2}",
             f"{name} = vector.contract {{indexing_maps = {_MAPS}, iterator_types = [\"parallel\", \"parallel\", "
-            f"\"reduction\", \"reduction\"], kind = #vector.kind<add>}} {name}_a3, {name}_b3, {c} : {a3}, {b3} "
+            f"\"reduction\"], kind = #vector.kind<add>}} {name}_a, {name}_b2, {c} : {a2}, {b2} "
             f"into vector<{rows}x16xf32>"])
     assert "amx." not in line, line
     return line
