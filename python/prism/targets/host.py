@@ -184,7 +184,8 @@ def host_target() -> HostTarget:
 
 # A core's AMX unit peaks at 1024 bf16 FLOP per cycle (one 16x16x32 tdpbf16ps per 16 cycles), 16 times the 64 of
 # two 512-bit f32 FMA pipes; tile loads and stores, the packing of B and the staging of ragged edges take a share
-# of that, and a task's tiles wait on L2, so the rate assumed is half the peak: 8 times f32.
+# of that, and a task's tiles wait on L2, so the rate assumed is half the peak: 8 times f32. The cost scales it down
+# further by the share of a full tile that a schedule's tiles reach (host_space.amx_efficiency: 2/3 at best).
 AMX_BF16_FACTOR = 8
 
 
