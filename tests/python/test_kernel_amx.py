@@ -1,18 +1,22 @@
 """bf16 products into f32 on AMX tiles (prism.codegen.cpu.kernel_amx): the choice of kernel by the machine's flags;
 the tile knobs in the host's GEMM space; the request for the tile state, made only for modules with AMX code, once
 per process; and the numbers, against float64 numpy over odd shapes. Where this machine has no AMX, AMX code never
-runs: the kernel is checked as IR and LLVM (tests/filecheck/codegen/cpu-stages-amx.mlir), and its staging,
-packing and tasks are run with each tile op written as the vector ops that compute the same tile."""
+runs: the kernel is checked as IR and LLVM (tests/filecheck/codegen/cpu-stages-amx.mlir), built into an object by
+LLVM's X86 backend, and its staging, packing and tasks are run with each tile op written as the vector ops that
+compute the same tile."""
 
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import islpy as isl
+import llvm
 import ml_dtypes
 import numpy as np
 import pytest
+from mlir.dialects.llvm import translate_module_to_llvmir
 from test_kernel_bf16 import bounded, kinds, product
 
 import prism
@@ -104,6 +108,21 @@ class RecordedCalls:
     def __call__(self, code: int, argument: int) -> int:
         self.calls.append((code, argument))
         return -1 if self.refused else 0
+
+
+def test_the_x86_backend_builds_the_tiles(describe_host, tmp_path: Path) -> None:
+    """LLVM's X86 backend, for a Sapphire Rapids core, makes an object of the module (nothing runs it): its tile
+    ops become AMX instructions, each task configuring its tiles."""
+    module = lowered_amx_module(describe_host)
+    source = tmp_path / "amx.ll"
+    source.write_text(str(translate_module_to_llvmir(module.operation)))
+    llc = [str(Path(next(iter(llvm.__path__))) / "bin" / "llc"), "-O3", "-mtriple=x86_64-unknown-linux-gnu",
+           "-mcpu=sapphirerapids", str(source)]
+    subprocess.run([*llc, "-filetype=obj", "-o", str(tmp_path / "amx.o")], check=True, timeout=300)
+    assert (tmp_path / "amx.o").stat().st_size > 0
+    assembly = subprocess.run([*llc, "-o", "-"], check=True, capture_output=True, text=True, timeout=300).stdout
+    for instruction in ("ldtilecfg", "tileloadd", "tdpbf16ps", "tilestored", "tilerelease"):
+        assert re.search(rf"\b{instruction}\b", assembly), instruction
 
 
 @pytest.fixture
