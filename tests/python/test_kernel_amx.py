@@ -234,6 +234,27 @@ def test_a_batch_and_an_init_that_is_not_zero_on_vectors(describe_host, monkeypa
     bounded(run(a, b, c), a, b, c)
 
 
+def test_dynamic_rows_on_vectors(describe_host, monkeypatch: pytest.MonkeyPatch, rng: np.random.Generator) -> None:
+    describe_host(INPUTS / "host-amx.json")
+    text = "\n".join([
+        "func.func @mm(%a: tensor<?x75xbf16>, %b: tensor<75x40xbf16>) -> tensor<?x40xf32> {",
+        "  %zero = arith.constant 0.0 : f32",
+        "  %c0 = arith.constant 0 : index",
+        "  %m = tensor.dim %a, %c0 : tensor<?x75xbf16>",
+        "  %e = tensor.empty(%m) : tensor<?x40xf32>",
+        "  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<?x40xf32>) -> tensor<?x40xf32>",
+        "  %r = linalg.matmul ins(%a, %b : tensor<?x75xbf16>, tensor<75x40xbf16>) outs(%init : tensor<?x40xf32>) "
+        "-> tensor<?x40xf32>",
+        "  return %r : tensor<?x40xf32>",
+        "}"])
+    tiled, run = emulated(text, monkeypatch)
+    assert "memref<?x96xbf16>" in tiled  # A staged in whole tiles of K, its rows as many as the call brings
+    b = rng.standard_normal((75, 40)).astype(ml_dtypes.bfloat16)
+    for m in (1, 31, 45):
+        a = rng.standard_normal((m, 75)).astype(ml_dtypes.bfloat16)
+        bounded(run(a, b), a, b)
+
+
 # -- on AMX ------------------------------------------------------------------------------------------------------
 
 @pytest.mark.skipif(not RUNS_HERE, reason="this CPU has no AMX")
