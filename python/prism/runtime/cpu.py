@@ -56,6 +56,8 @@ import ctypes.util
 import functools
 import mmap
 import os
+import platform
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -470,6 +472,61 @@ def _keep_large_blocks_in_heap() -> None:
         mallopt(m_trim_threshold, 1 << 30)
 
 
+# Linux lends a process the AMX tile registers' state (XTILEDATA, state component 18) only once it asks for it
+# (arch_prctl ARCH_REQ_XCOMP_PERM); a tile instruction before that faults.
+_SYS_ARCH_PRCTL = 158  # x86_64
+_ARCH_REQ_XCOMP_PERM = 0x1023
+_XFEATURE_XTILEDATA = 18
+# The LLVM intrinsics of AMX tile instructions (prism.codegen.cpu.kernel_amx): tile loads, stores, zeroing and
+# the tdp* products.
+_AMX_INTRINSICS = ("llvm.x86.tile", "llvm.x86.tdp")
+_tile_data = threading.Lock()
+_tile_data_granted = False
+
+
+def uses_amx(module: ir.Module) -> bool:
+    """Whether the LLVM-dialect ``module`` calls an AMX tile intrinsic."""
+    found = False
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal found
+        if op.name == "llvm.call_intrinsic" and \
+                ir.StringAttr(op.attributes["intrin"]).value.startswith(_AMX_INTRINSICS):
+            found = True
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
+
+
+def _arch_prctl(code: int, argument: int) -> int:
+    """The arch_prctl system call (0 on success, else -1 with errno set)."""
+    syscall = ctypes.CDLL(None, use_errno=True).syscall
+    syscall.restype = ctypes.c_long
+    return syscall(ctypes.c_long(_SYS_ARCH_PRCTL), ctypes.c_long(code), ctypes.c_ulong(argument))
+
+
+def request_tile_data(what: str) -> None:
+    """Ask Linux, once per process, for the AMX tile state that ``what``'s code uses; TargetError where the
+    system refuses (or is not Linux on x86_64), before any of that code runs."""
+    global _tile_data_granted
+    with _tile_data:
+        if _tile_data_granted:
+            return
+        if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+            raise TargetError(f"{what} runs on AMX tiles, which Prism enables on Linux on x86_64 only, not on "
+                              f"{platform.system()} on {platform.machine()}; compile for a host without AMX "
+                              "(a PRISM_HOST_DESCRIPTION with \"amx\": 0)")
+        if _arch_prctl(_ARCH_REQ_XCOMP_PERM, _XFEATURE_XTILEDATA) != 0:
+            error = ctypes.get_errno()
+            raise TargetError(f"{what} runs on AMX tiles, and Linux refused this process their state "
+                              f"(arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA): {os.strerror(error)}); this kernel or "
+                              "CPU does not lend AMX: compile for a host without it (a PRISM_HOST_DESCRIPTION with "
+                              "\"amx\": 0)")
+        _tile_data_granted = True
+
+
 # Prepared arrays of at least this many bytes move to transparent huge pages (numpy's threshold for its own).
 HUGE_PAGE_MIN_BYTES = 4 << 20
 
@@ -543,6 +600,8 @@ def compile_engine(module: ir.Module, what: str, opt_level: int = 3) -> Compiled
     if any(op.operation.name == "func.func" for op in module.body.operations):
         raise TargetError("the module still has func.func ops; run prism-lower-cpu before jit()")
     _check_linkable(module)
+    if uses_amx(module):
+        request_tile_data(what)
     _keep_large_blocks_in_heap()
     checks = _check_entry(module)
     try:

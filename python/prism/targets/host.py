@@ -67,6 +67,7 @@ class HostTarget:
     attention_factors: Mapping[str, float] = field(default_factory=dict)
     # The direct kernel's rate streaming B from DRAM at decode, where it was measured (else dram_bytes_per_s)
     stream_bytes_per_s: float | None = None
+    amx: bool = False  # AMX tiles with bf16 products (prism.codegen.cpu.kernel_amx)
 
     artifact = "llvm"
     runs_here = True
@@ -95,14 +96,20 @@ class HostTarget:
     def seconds(self, op: Problem, values: KnobValues, assumed: int = 1024) -> np.ndarray:
         """Predicted seconds of ``op`` scheduled by ``values`` (:mod:`.host_cost`, or its family's model)."""
         if family_of(op) is None:
-            return host_cost.gemm_seconds(self, op, values, assumed)
+            return host_cost.gemm_seconds(self, op, values, assumed) / self._tile_efficiency(op, values)
         return family_model(op, self.name).seconds(self, op, values, assumed)
 
     def lower_bound(self, op: Problem, values: KnobValues, assumed: int = 1024) -> np.ndarray:
         """A bound below :meth:`seconds` (:func:`.host_cost.gemm_lower_bound`, or its family's model)."""
         if family_of(op) is None:
-            return host_cost.gemm_lower_bound(self, op, values, assumed)
+            return host_cost.gemm_lower_bound(self, op, values, assumed) / self._tile_efficiency(op, values)
         return family_model(op, self.name).lower_bound(self, op, values, assumed)
+
+    def _tile_efficiency(self, op: Problem, values: KnobValues) -> np.ndarray | float:
+        """The share of the bf16 rate that a product on AMX tiles reaches with the tiles of ``values``
+        (:func:`.host_space.amx_efficiency`; the same factor on the cost and its bound keeps the bound below it);
+        1 for any other product."""
+        return host_space.amx_efficiency(values) if host_space.amx_product(op, self) else 1.0
 
     iree_backend = "llvm-cpu"
     iree_flags = ("--iree-llvmcpu-target-cpu=host",)
@@ -238,13 +245,11 @@ def target_for(machine: Machine, rates: Calibration, source: str = "calibrated")
         l3_bytes=machine.l3_bytes,
         vector_bits=machine.vector_bits, vector_registers=32 if machine.vector_bits == 512 else 16,
         fma_pipes=FMA_PIPES, fma_bits=int(os.environ.get("PRISM_HOST_FMA_BITS", machine.fma_bits)),
-        # 16-bit inputs are widened to f32 and multiplied at its rate; a bf16 dot product takes two of them per
-        # lane (prism.codegen.cpu.kernel_bf16).
-        flops={"f32": gflops * 1e9, "f16": gflops * 1e9, "bf16": gflops * (2 if machine.bf16_dot else 1) * 1e9,
+        flops={"f32": gflops * 1e9, "f16": gflops * 1e9, "bf16": gflops * bf16_factor(machine) * 1e9,
                "f64": gflops * 0.5e9},
         dram_bytes_per_s=gbps * 1e9 * BANDWIDTH_MARGIN,
         cache_bytes_per_s=rates.cache_gbps * 1e9 * BANDWIDTH_MARGIN,
-        bf16_dot=bool(machine.bf16_dot),
+        bf16_dot=bool(machine.bf16_dot), amx=bool(machine.amx),
         # Measured rates apply to the machine they were measured on, at its measured FMA rate and bandwidth.
         step_seconds={} if "PRISM_HOST_GFLOPS" in os.environ else rates.steps,
         attention_factors={} if "PRISM_HOST_GFLOPS" in os.environ else rates.attention,
@@ -252,3 +257,19 @@ def target_for(machine: Machine, rates: Calibration, source: str = "calibrated")
         stream_bytes_per_s=None if rates.stream_gbps is None or "PRISM_HOST_GBPS" in os.environ
         else rates.stream_gbps * 1e9 * BANDWIDTH_MARGIN,
     )
+
+
+# A core's AMX unit peaks at 1024 bf16 FLOP per cycle (one 16x16x32 tdpbf16ps per 16 cycles), 16 times the 64 of
+# two 512-bit f32 FMA pipes; tile loads and stores, the packing of B and the staging of ragged edges take a share
+# of that, and a task's tiles wait on L2, so the rate assumed is half the peak: 8 times f32. The cost scales it down
+# further by the share of a full tile that a schedule's tiles reach (host_space.amx_efficiency: 2/3 at best).
+AMX_BF16_FACTOR = 8
+
+
+def bf16_factor(machine: Machine) -> float:
+    """bf16 products' rate over f32's: AMX_BF16_FACTOR on AMX tiles (prism.codegen.cpu.kernel_amx); 2 on AVX512-BF16
+    dot products, two bf16 products per lane (prism.codegen.cpu.kernel_bf16); else 1, the inputs widened to f32 and
+    multiplied at its rate."""
+    if machine.amx:
+        return AMX_BF16_FACTOR
+    return 2 if machine.bf16_dot else 1

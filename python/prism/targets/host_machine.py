@@ -92,7 +92,7 @@ def core_family(vendor: str | None, family: str | None, vector_bits: int) -> str
 
 DESCRIPTION_VARIABLE = "PRISM_HOST_DESCRIPTION"
 # Fields a description may leave out, with the value they then take.
-_OPTIONAL = {"bf16_dot": 0, "core": ""}
+_OPTIONAL = {"bf16_dot": 0, "amx": 0, "core": ""}
 DESCRIPTION_VERSION = 1
 
 
@@ -109,6 +109,7 @@ class Machine:
     l2_bytes: int
     l3_bytes: int
     bf16_dot: int = 0  # 1 where the cores have AVX512-BF16 dot products (vdpbf16ps); optional in a description
+    amx: int = 0  # 1 where the cores have AMX tiles with bf16 products (tdpbf16ps); optional in a description
     # The core family whose recorded rates stand in for a calibration (CORE_FAMILIES; '' for none); optional
     core: str = ""
 
@@ -126,6 +127,7 @@ class Machine:
                        l2_bytes=cache_size(2, "Unified", 1024 * 1024),
                        l3_bytes=cache_size(3, "Unified", 32 * 1024**2),
                        bf16_dot=int("avx512_bf16" in flags and vector_bits == 512),
+                       amx=int({"amx_tile", "amx_bf16"} <= flags),
                        core=core_family(_cpu_field("vendor_id"), _cpu_field("cpu family"), vector_bits))
 
     @staticmethod
@@ -146,8 +148,10 @@ class Machine:
                               f"'version' ({DESCRIPTION_VERSION}), 'machine' (a string) and the integers {integers}, "
                               f"and optionally {', '.join(repr(name) for name in _OPTIONAL)}", location=str(path))
         found = Machine(**{name: data[name] for name in kinds})
-        if found.bf16_dot not in (0, 1):
-            raise TargetError(f"the host description's bf16_dot is {found.bf16_dot}, not 0 or 1", location=str(path))
+        for name in ("bf16_dot", "amx"):
+            if getattr(found, name) not in (0, 1):
+                raise TargetError(f"the host description's {name} is {getattr(found, name)}, not 0 or 1",
+                                  location=str(path))
         if found.core not in ("", *CORE_FAMILIES):
             raise TargetError(f"the host description's core is '{found.core}', not one of "
                               f"{', '.join(repr(core) for core in CORE_FAMILIES)} (or '' for none)",

@@ -6,7 +6,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from prism.kernels import host_gemm
+from prism.search.cost import KnobValues
 from prism.search.space import Contraction, Space, pow2_sum_le, shape_fit, shape_param_bounds
 
 if TYPE_CHECKING:
@@ -23,6 +26,54 @@ def direct_kernel(op: Contraction) -> bool:
     f32 = op.input_type == "f32" and op.elem_bytes == (4, 4) and op.acc_bytes == 4
     inputs = [[op.roles[d] for d in dims] for dims in op.operand_dims]
     return host_gemm.direct_layout(f32, [*inputs, [r for r in op.roles if r in ("batch", "m", "n")]])
+
+
+# AMX's tile registers (prism.codegen.cpu.kernel_amx): eight, each of at most 16 rows of 64 bytes.
+TILE_ROWS = 16
+TILE_ROW_BYTES = 64
+TILE_REGISTERS = 8
+# The AMX knobs' exponents as the space holds them (AR = 2**ar rows from 4, AB = 2**ab bytes per row from 16,
+# AM x AN = 2**am x 2**an C tiles per block), each bounded one step past what the tile registers take, so that the
+# group "amx tiles" is what keeps them in.
+_AMX_KNOBS = {"ar": "AR", "ab": "AB", "am": "AM", "an": "AN"}
+_AMX_BOX = "2 <= ar <= 5 and 4 <= ab <= 7 and 0 <= am <= 2 and 0 <= an <= 2"
+
+
+def tiles_fit(rows: int, row_bytes: int, tiles_m: int, tiles_n: int) -> bool:
+    """Whether a block of ``tiles_m x tiles_n`` C tiles of ``rows`` rows, fed by A tiles of ``row_bytes`` bytes
+    per row, fits AMX's tile registers: rows within 16, whole pairs of bf16 within 64 bytes per row, and its C
+    tiles, its A tiles (one per row of C tiles) and its B tiles (one per column) eight at most."""
+    return (1 <= rows <= TILE_ROWS and 4 <= row_bytes <= TILE_ROW_BYTES and row_bytes % 4 == 0
+            and tiles_m >= 1 and tiles_n >= 1 and tiles_m * tiles_n + tiles_m + tiles_n <= TILE_REGISTERS)
+
+
+def amx_product(op: Contraction, target: HostTarget) -> bool:
+    """Whether the host runs ``op`` on AMX tiles: a machine with AMX, and a product of two bf16 operands into f32."""
+    return target.amx and len(op.operand_dims) == 2 and op.input_type == "bf16" and op.elem_bytes == (2, 2) \
+        and op.acc_bytes == 4
+
+
+def amx_tiles_constraint() -> str:
+    """The isl constraint on the AMX knobs' exponents that :func:`tiles_fit` states: tile rows at most 16, bytes per
+    row at most 64, C, A and B tiles at most 8. The fitting blocks of C tiles are written as a box where they form
+    one (a disjunction would multiply the pieces that the search counts), else listed."""
+    blocks = {(am, an) for am in range(4) for an in range(4) if tiles_fit(1, 4, 2**am, 2**an)}
+    top_m, top_n = max(am for am, _ in blocks), max(an for _, an in blocks)
+    if blocks == {(am, an) for am in range(top_m + 1) for an in range(top_n + 1)}:
+        tiles = f"am <= {top_m} and an <= {top_n}"
+    else:
+        tiles = " or ".join(f"(am = {am} and an = {an})" for am, an in sorted(blocks))
+    return f"ar <= {TILE_ROWS.bit_length() - 1} and ab <= {TILE_ROW_BYTES.bit_length() - 1} and ({tiles})"
+
+
+def amx_efficiency(values: KnobValues) -> np.ndarray:
+    """The share of AMX's peak that tiles of ``values`` (AR rows, AB bytes per row, AM x AN C tiles) reach: a
+    tdpbf16ps takes as long on a smaller tile, so a tile of AR rows x AB bytes does AR/16 x AB/64 of a full one's
+    work; and each tile of K loads AM A tiles and AN B tiles for AM x AN products, half a product's time each
+    where they come from L2 (1/2 for 1 x 1 C tiles, 2/3 for 2 x 2)."""
+    shape = values["AR"] / TILE_ROWS * (values["AB"] / TILE_ROW_BYTES)
+    products = values["AM"] * values["AN"]
+    return shape * products / (products + (values["AM"] + values["AN"]) / 2)
 
 
 def gemm_space(op: Contraction, target: HostTarget) -> Space:
@@ -79,5 +130,10 @@ def gemm_space(op: Contraction, target: HostTarget) -> Space:
         ("shape", " and ".join([shape_fit("tm", "m", 1, scale_log2="2 * t3"), shape_fit("tn", "n", lanes_log2),
                                 shape_fit("tk", "k", 4)])),
     )
-    return Space(kind="gemm", knobs={"tm": "TM", "tn": "TN", "tk": "TK", "rm": "RM", "rn": "RN"},
-                 flags={}, universe=universe, groups=groups, factors={"m3": (3, ("rm",)), "t3": (3, ("tm",))})
+    knobs = {"tm": "TM", "tn": "TN", "tk": "TK", "rm": "RM", "rn": "RN"}
+    if amx_product(op, target):  # the tiles of prism.codegen.cpu.kernel_amx
+        knobs |= _AMX_KNOBS
+        universe = f"{universe} and {_AMX_BOX}"
+        groups = (*groups, ("amx tiles", amx_tiles_constraint()))
+    return Space(kind="gemm", knobs=knobs, flags={}, universe=universe, groups=groups,
+                 factors={"m3": (3, ("rm",)), "t3": (3, ("tm",))})

@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from prism.codegen.checks import check_expansions, check_module, reshape_dynamic_expansions
-from prism.codegen.cpu import kernel_bf16, rewrites, tasks
+from prism.codegen.cpu import kernel_amx, kernel_bf16, rewrites, tasks
 from prism.codegen.cpu.assertions import route_assertions
 from prism.codegen.cpu.booleans import widen_booleans
 from prism.codegen.cpu.epilogue import EpilogueMatch, as_dual, inline_with_epilogue, match_epilogue
@@ -143,12 +143,12 @@ class CpuLowering(Lowering):
 
     def _plan_gemms(self, module: ir.Module, transform_path: list[CpuGemm], bf16_kernels: list[Kernel]) \
             -> list[Planned]:
-        """The contractions Prism's GEMM kernel can run, with their plans; bf16 products on dot products run now
-        (their kernels join ``bf16_kernels``); the others join ``transform_path`` (tagged before prepare_weights,
-        which leaves their functions alone)."""
+        """The contractions Prism's GEMM kernel can run, with their plans; bf16 products on AMX tiles or dot
+        products run now (their kernels join ``bf16_kernels``); the others join ``transform_path`` (tagged before
+        prepare_weights, which leaves their functions alone)."""
         planned: list[Planned] = []
         for gemm in collect_gemms(module, self.ctx):
-            if self._bf16_dot(gemm, bf16_kernels):
+            if self._amx(gemm, bf16_kernels) or self._bf16_dot(gemm, bf16_kernels):
                 continue
             self.ctx.progress(f"cpu-tile: {gemm.op.name} at {gemm.op.location}: {gemm.schedule}")
             plan = kernel_plan(gemm, KERNEL_NAME, self.lanes, self.threads, host_target().l3_bytes)
@@ -157,6 +157,23 @@ class CpuLowering(Lowering):
             else:
                 planned.append(Planned(gemm, plan, written_path=kernel_serves_as_written(gemm, plan)))
         return planned
+
+    def _amx(self, gemm: CpuGemm, kernels: list[Kernel]) -> bool:
+        """Run ``gemm`` as the AMX tile kernel (:mod:`.kernel_amx`) where the host has AMX and the product is of
+        bf16 operands into f32, its tiles from the op's ``prism.choice``, its kernel joining ``kernels``;
+        whether it did."""
+        op = gemm.op
+        types = [v.type for v in op.operands]
+        roles = [[gemm.roles[d] for d in dims] for dims in gemm.maps]
+        if not host_target().amx or len(types) != 3 or not kernel_bf16.takes(*types, roles):
+            return False
+        choice = op.attributes[attrs.CHOICE] if attrs.CHOICE in op.attributes else None
+        tiles = kernel_amx.choice_values(choice, str(op.location))
+        plan = kernel_amx.AmxPlan(name=f"{KERNEL_NAME}_amx", a_type=str(types[0]), b_type=str(types[1]),
+                                  c_type=str(types[2]), zero_init=starts_at_zero(op), workers=self.threads, **tiles)
+        kernels.append(Kernel("gemm (AMX tiles)", *_described(op)))
+        inline_function(op, kernel_amx.kernel_text(plan), list(op.operands))
+        return True
 
     def _bf16_dot(self, gemm: CpuGemm, kernels: list[Kernel]) -> bool:
         """Run ``gemm`` as the bf16 dot-product kernel (:mod:`.kernel_bf16`) where the host has one and the

@@ -76,6 +76,56 @@ def takes(a_type: ir.Type, b_type: ir.Type, c_type: ir.Type, operand_roles: list
     return all(list(roles) == prefix + want for roles, want in zip(operand_roles, wanted, strict=True))
 
 
+@dataclass(frozen=True)
+class PairPanels:
+    """B (``b``, of the memref type ``b_dyn``) and the buffer of its interleaved pair panels (``panels``, of
+    ``p_dyn``: ``[batch x panels][pairs][32]``); ``batch``: whether both have a leading batch dimension."""
+
+    b: str
+    b_dyn: str
+    panels: str
+    p_dyn: str
+    batch: bool
+
+
+def pack_pairs(t: MlirText, buffers: PairPanels, rows: str, np: str, n: str, k: str, kp: str, workers: int) -> None:
+    """Fill pairs ``[0, kp)`` of the ``rows`` panels (``np`` per batch) of 16 columns each with B's pairs of k
+    interleaved (k, k+1 of column 0, then of column 1, ...), zeros past ``n`` columns and past an odd ``k``; the
+    panels shared among ``workers``. Each panel's row of 32 is one row of a VNNI tile of B."""
+    half = f"vector<{LANES}x{BF16}>"
+    zeros = t.value(f"arith.constant dense<0.0> : {half}", "zh")
+    interleave = ", ".join(f"{j}, {j + LANES}" for j in range(LANES))
+
+    def at(bi: str, *indices: str) -> str:
+        return ", ".join([*([bi] if buffers.batch else []), *indices])
+
+    with t.share(rows, workers) as (_, begin, end), t.for_(begin, end, t.const(1), "panel") as panel:
+        bi = t.value(f"arith.divui {panel}, {np} : index", "bi")
+        col = t.value(f"arith.muli {t.value(f'arith.remui {panel}, {np} : index')}, {t.const(LANES)} : index", "col")
+        columns = t.value(f"vector.create_mask {t.value(f'arith.subi {n}, {col} : index')} : vector<{LANES}xi1>",
+                          "mask")
+        with t.for_(t.const(0), kp, t.const(1), "kp") as pair:
+            k0 = t.value(f"arith.muli {pair}, {t.const(2)} : index", "k0")
+            k1 = t.value(f"arith.addi {k0}, {t.const(1)} : index", "k1")
+            first = masked_read(t, buffers.b, buffers.b_dyn, at(bi, k0, col), columns, LANES, BF16)
+            inside = t.value(f"arith.cmpi ult, {k1}, {k} : index", "odd")
+            with t.if_(inside, [half]) as (second,):
+                t.yield_([masked_read(t, buffers.b, buffers.b_dyn, at(bi, k1, col), columns, LANES, BF16)], [half])
+            with t.else_():
+                t.yield_([zeros], [half])
+            pairs = t.value(f"vector.shuffle {first}, {second} [{interleave}] : {half}, {half}", "pr")
+            t.add(f"vector.store {pairs}, {buffers.panels}[{panel}, {pair}, {t.const(0)}] : {buffers.p_dyn}, "
+                  f"vector<{2 * LANES}x{BF16}>")
+
+
+def masked_read(t: MlirText, buffer: str, memref: str, at: str, mask: str, lanes: int, element: str) -> str:
+    """A vector of ``lanes`` from ``buffer`` at ``at``, zero where ``mask`` is off (nothing read there)."""
+    vec = f"vector<{lanes}x{element}>"
+    zero = t.value(f"arith.constant dense<0.0> : {vec}", "z")
+    return t.value(f"vector.maskedload {buffer}[{at}], {mask}, {zero} : {memref}, vector<{lanes}xi1>, {vec} "
+                   f"into {vec}", "x")
+
+
 def kernel_text(plan: Bf16Plan) -> str:
     """The kernel of ``plan`` as a private function ``@name(%a, %b, %c) -> C``."""
     return _Kernel(plan).text()
@@ -121,29 +171,8 @@ class _Kernel:
 
     def _pack(self, rows: str) -> None:
         """B into interleaved pair panels, the panels shared among the workers."""
-        p, t = self.plan, self.t
-        half = f"vector<{LANES}x{BF16}>"
-        zeros = t.value(f"arith.constant dense<0.0> : {half}", "zh")
-        interleave = ", ".join(f"{j}, {j + LANES}" for j in range(LANES))
-        with t.share(rows, p.workers) as (_, begin, end), t.for_(begin, end, t.const(1), "panel") as panel:
-            bi = t.value(f"arith.divui {panel}, {self.np} : index", "bi")
-            col = t.value(f"arith.muli {t.value(f'arith.remui {panel}, {self.np} : index')}, {t.const(LANES)} "
-                          ": index", "col")
-            columns = t.value(f"vector.create_mask {t.value(f'arith.subi {self.n}, {col} : index')} "
-                              f": vector<{LANES}xi1>", "mask")
-            with t.for_(t.const(0), self.kp, t.const(1), "kp") as kp:
-                k0 = t.value(f"arith.muli {kp}, {t.const(2)} : index", "k0")
-                k1 = t.value(f"arith.addi {k0}, {t.const(1)} : index", "k1")
-                first = self._masked_read(self.b, self.b_dyn, self._at(bi, k0, col), columns, LANES, BF16)
-                inside = t.value(f"arith.cmpi ult, {k1}, {self.k} : index", "odd")
-                with t.if_(inside, [half]) as (second,):
-                    t.yield_([self._masked_read(self.b, self.b_dyn, self._at(bi, k1, col), columns, LANES, BF16)],
-                             [half])
-                with t.else_():
-                    t.yield_([zeros], [half])
-                pairs = t.value(f"vector.shuffle {first}, {second} [{interleave}] : {half}, {half}", "pr")
-                t.add(f"vector.store {pairs}, {self.panels}[{panel}, {kp}, {t.const(0)}] : {self.p_dyn}, "
-                      f"{self.pair_vec}")
+        pack_pairs(self.t, PairPanels(self.b, self.b_dyn, self.panels, self.p_dyn, self.plan.batch),
+                   rows, self.np, self.n, self.k, self.kp, self.plan.workers)
 
     def _tasks(self) -> None:
         p, t = self.plan, self.t
@@ -237,11 +266,7 @@ class _Kernel:
                              f": vector<{LANES}xi1>", "mask") for col in cols]
 
     def _masked_read(self, buffer: str, memref: str, at: str, mask: str, lanes: int, element: str) -> str:
-        """A vector of ``lanes`` from ``buffer`` at ``at``, zero where ``mask`` is off (nothing read there)."""
-        vec = f"vector<{lanes}x{element}>"
-        zero = self.t.value(f"arith.constant dense<0.0> : {vec}", "z")
-        return self.t.value(f"vector.maskedload {buffer}[{at}], {mask}, {zero} : {memref}, vector<{lanes}xi1>, {vec} "
-                            f"into {vec}", "x")
+        return masked_read(self.t, buffer, memref, at, mask, lanes, element)
 
     def _step(self, bi: str, rows: list[str], panels: list[str], kp: str, accs: list[str], tail: bool) -> list[str]:
         """One pair of k: every row's pair of A broadcast and dotted with every panel's row."""

@@ -84,12 +84,12 @@ DEALLOCATE = ("builtin.module(ownership-based-buffer-deallocation, canonicalize,
 # way down: math on f16 and bf16 is computed in f32; ipowi becomes a generated function; clampf, isinf,
 # isnormal, expm1 and log1p are rewritten first (expand_math); the ops with an LLVM intrinsic take it; the
 # rest (erf, erfc, cbrt, acosh, asinh, atanh) become libm calls. x86vector ops (the bf16 dot products of
-# .kernel_bf16) take their intrinsics. The row and epilogue kernels write exp, erf
-# and tanh on vectors as polynomials (see .text), so no vector of them reaches a call per lane.
+# .kernel_bf16) and amx ops (the tiles of .kernel_amx) take their intrinsics. The row and epilogue kernels
+# write exp, erf and tanh on vectors as polynomials (see .text), so no vector of them reaches a call per lane.
 TO_LLVM = ("builtin.module("
            "func.func(convert-vector-to-scf{full-unroll=true}), math-extend-to-supported-types, "
            "convert-math-to-funcs, expand-strided-metadata, lower-affine, convert-scf-to-cf, canonicalize, "
-           "convert-vector-to-llvm{enable-x86vector}, finalize-memref-to-llvm, convert-math-to-llvm, "
+           "convert-vector-to-llvm{enable-x86vector enable-amx}, finalize-memref-to-llvm, convert-math-to-llvm, "
            "convert-math-to-libm, convert-arith-to-llvm, convert-index-to-llvm, convert-cf-to-llvm, "
            "convert-func-to-llvm, convert-ub-to-llvm, reconcile-unrealized-casts, canonicalize, cse)")
 

@@ -1,0 +1,261 @@
+"""The host's bf16 GEMM on AMX tiles: ``C[b, m, n] (+)= sum_k A[b, m, k] * B[b, k, n]``, A and B bf16, C f32
+(batch optional), on cores with AMX (Intel Sapphire Rapids and later).
+
+A core has eight tile registers of at most 16 rows of 64 bytes. ``tdpbf16ps`` (``amx.tile_mulf``) multiplies an
+A tile of ``R`` rows x ``K_T`` bf16 by a B tile of ``K_T / 2`` rows of pairs (VNNI layout: each row holds two
+consecutive k of 16 columns, interleaved) and adds the products into a C tile of ``R`` rows x 16 f32, each pair's
+two products added to one f32 lane, as ``vdpbf16ps`` does (:mod:`.kernel_bf16`). The knobs (:class:`AmxPlan`):
+the tile rows ``R`` (at most 16), the bytes of an A tile's row (at most 64: ``K_T`` = half of them), and the C
+tiles of one block, ``TILES_M x TILES_N``, which with the ``TILES_M`` A tiles and ``TILES_N`` B tiles that feed them
+must fit the eight tile registers (:func:`prism.targets.host_space.tiles_fit`).
+
+1. Staging: A is copied into a buffer of whole tiles, ``[b x M_pad][K_pad]`` (zeros past M and past K), and C
+   into one of whole blocks, ``[b x M_pad][N_pad]`` (its start: zeros, or the C operand, zeros past its edges):
+   a tile load reads whole rows, so a ragged edge must read zeros, never past a buffer. B is packed into the
+   pair panels of :func:`.kernel_bf16.pack_pairs`, 16 columns each, their pairs padded with zeros to whole
+   tiles of K. The panels are then the B tiles, contiguous rows of 64 bytes.
+2. Tasks: blocks of ``TILES_M`` x ``TILES_N`` C tiles (per batch), shared among the workers as contiguous runs.
+   A task walks K in groups of ``KU`` tiles of K: it loads its C tiles from the staging buffer, and per tile of
+   K loads its A and B tiles and multiplies each pair into its C tile; it stores the C tiles back after the
+   group. (The tiles stay within one block of straight-line code: the conversion to LLVM types no tile that
+   crosses a branch, so C goes through L1 once per group, not once per tile of K.)
+3. C is copied out of its staging buffer, masked past N.
+
+Sums are in f32 throughout, over the same pairs as the AVX512-BF16 kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from prism.codegen.cpu.kernel import dynamic_memref
+from prism.codegen.cpu.kernel_bf16 import BF16, F32, LANES, PairPanels, masked_read, pack_pairs
+from prism.codegen.cpu.text import MlirText
+from prism.infra.errors import UnsupportedOp
+from prism.targets.host_space import TILE_REGISTERS, TILE_ROW_BYTES, TILE_ROWS, tiles_fit
+
+# The knobs of ``prism.choice`` that the kernel reads, with the plan's fields they set.
+CHOICE_KNOBS = {"AR": "rows", "AB": "row_bytes", "AM": "tiles_m", "AN": "tiles_n"}
+
+
+@dataclass(frozen=True)
+class AmxPlan:
+    """One bf16 GEMM on AMX tiles: its private function's name, its tensor types (as text), whether C starts at
+    zero (else at the C operand), the workers that share its tasks, and its tiles (see the module's docstring)."""
+
+    name: str
+    a_type: str
+    b_type: str
+    c_type: str
+    zero_init: bool
+    workers: int
+    rows: int = TILE_ROWS  # rows of an A and a C tile
+    row_bytes: int = TILE_ROW_BYTES  # bytes of an A tile's row: row_bytes / 2 k per tile of K
+    tiles_m: int = 2  # C tiles down a block
+    tiles_n: int = 2  # C tiles across a block
+    ku: int = 4  # tiles of K per round trip of the C tiles through memory
+
+    def __post_init__(self) -> None:
+        if not tiles_fit(self.rows, self.row_bytes, self.tiles_m, self.tiles_n) or self.ku < 1:
+            raise UnsupportedOp(f"AMX tiles of {self.rows} rows x {self.row_bytes} bytes in blocks of "
+                                f"{self.tiles_m} x {self.tiles_n} C tiles do not fit the {TILE_REGISTERS} tile "
+                                f"registers of {TILE_ROWS} rows x {TILE_ROW_BYTES} bytes (rows 1 to {TILE_ROWS}, "
+                                f"bytes a multiple of 4 up to {TILE_ROW_BYTES}, C, A and B tiles at most "
+                                f"{TILE_REGISTERS})")
+
+    @property
+    def batch(self) -> bool:
+        return self.c_type.count("x") == 3  # tensor<BxMxNxf32>
+
+
+def choice_values(choice: ir.Attribute | None, loc: str) -> dict[str, int]:
+    """The plan's tile fields that a ``prism.choice`` dictionary sets (:data:`CHOICE_KNOBS`); the others keep
+    their defaults."""
+    if not isinstance(choice, ir.DictAttr):
+        return {}
+    values: dict[str, int] = {}
+    for key, field in CHOICE_KNOBS.items():
+        if key in choice:
+            value = choice[key]
+            if not isinstance(value, ir.IntegerAttr) or value.value < 1:
+                raise UnsupportedOp(f"prism.choice.{key} must be a positive integer", location=loc)
+            values[field] = value.value
+    return values
+
+
+def kernel_text(plan: AmxPlan) -> str:
+    """The kernel of ``plan`` as a private function ``@name(%a, %b, %c) -> C``."""
+    return _Kernel(plan).text()
+
+
+class _Kernel:
+    def __init__(self, plan: AmxPlan):
+        self.plan, self.t = plan, MlirText()
+        self.rank = 3 if plan.batch else 2
+        self.a_dyn, self.b_dyn = dynamic_memref(self.rank, BF16), dynamic_memref(self.rank, BF16)
+        self.c_dyn = dynamic_memref(self.rank, F32)
+        self.kt, self.pt = plan.row_bytes // 2, plan.row_bytes // 4  # k, and pairs of k, per tile of K
+        self.a_stage_dyn, self.c_stage_dyn = dynamic_memref(2, BF16), dynamic_memref(2, F32)
+        self.p_dyn = f"memref<?x?x{2 * LANES}x{BF16}>"  # [batch x panels][pairs][32]
+        self.a_tile = f"!amx.tile<{plan.rows}x{self.kt}x{BF16}>"
+        self.b_tile = f"!amx.tile<{self.pt}x{2 * LANES}x{BF16}>"
+        self.c_tile = f"!amx.tile<{plan.rows}x{LANES}x{F32}>"
+
+    def text(self) -> str:
+        p, t = self.plan, self.t
+        with t.region(f"func.func private @{p.name}(%a: {p.a_type}, %b: {p.b_type}, %c: {p.c_type}) -> {p.c_type}"):
+            dims = [t.const(i) for i in range(self.rank)]
+            sizes = [t.value(f"tensor.dim %c, {dims[i]} : {p.c_type}", "s") for i in range(self.rank)]
+            self.batches = sizes[0] if p.batch else t.const(1)
+            self.m, self.n = sizes[-2], sizes[-1]
+            self.k = t.value(f"tensor.dim %a, {dims[-1]} : {p.a_type}", "K")
+            self.a = t.buffer("%a", p.a_type, self.a_dyn)
+            self.b = t.buffer("%b", p.b_type, self.b_dyn)
+            self.c_in = None if p.zero_init else t.buffer("%c", p.c_type, self.c_dyn)
+            self._padded_sizes()
+            self.a_stage = t.alloc(self.a_stage_dyn, [self.stage_rows, self.kpad], "As")
+            self._stage_a()
+            panels = t.value(f"arith.muli {self.batches}, {self.np} : index", "panels")
+            self.panels = t.alloc(self.p_dyn, [panels, self.kpp], "P")
+            pack_pairs(t, PairPanels(self.b, self.b_dyn, self.panels, self.p_dyn, p.batch), panels, self.np, self.n,
+                       self.k, t.value(f"arith.ceildivui {self.k}, {t.const(2)} : index", "KP"), p.workers)
+            self._zero_pair_tail(panels)
+            self.npad = t.value(f"arith.muli {self.np}, {t.const(LANES)} : index", "Np")
+            self.c_stage = t.alloc(self.c_stage_dyn, [self.stage_rows, self.npad], "Cs")
+            self._stage_c()
+            self._tasks()
+            c = t.alloc(self.c_dyn, sizes, "C")
+            self._unstage_c(c)
+            t.add(f"return {t.tensor_of(c, self.c_dyn, p.c_type)} : {p.c_type}")
+        return t.function_text()
+
+    def _padded_sizes(self) -> None:
+        """M, N and K padded to whole blocks and tiles: rows per batch ``mp``, panels per batch ``np``, tiles of K
+        ``kts`` (``kpad`` k, ``kpp`` pairs)."""
+        p, t = self.plan, self.t
+        block = t.const(p.rows * p.tiles_m)
+        self.mp = t.value(f"arith.muli {t.value(f'arith.ceildivui {self.m}, {block} : index')}, {block} : index",
+                          "Mp")
+        self.stage_rows = t.value(f"arith.muli {self.batches}, {self.mp} : index", "rows")
+        group = t.const(LANES * p.tiles_n)
+        self.np = t.value(f"arith.muli {t.value(f'arith.ceildivui {self.n}, {group} : index')}, "
+                          f"{t.const(p.tiles_n)} : index", "NP")
+        self.kts = t.value(f"arith.ceildivui {self.k}, {t.const(self.kt)} : index", "KT")
+        self.kpad = t.value(f"arith.muli {self.kts}, {t.const(self.kt)} : index", "Kp")
+        self.kpp = t.value(f"arith.muli {self.kts}, {t.const(self.pt)} : index", "KPp")
+
+    def _at(self, bi: str, *indices: str) -> str:
+        return ", ".join([*([bi] if self.plan.batch else []), *indices])
+
+    def _staged_row(self, r: str, rows: str) -> tuple[str, str, str]:
+        """Of staged row ``r`` (``rows`` per batch): its batch, its row within the batch, and whether that row
+        holds data (is below M); the row within the batch is clamped to M's last, so that no address points past
+        the operand (a read there is masked off)."""
+        t = self.t
+        bi = t.value(f"arith.divui {r}, {rows} : index", "bi")
+        i = t.value(f"arith.remui {r}, {rows} : index", "i")
+        inside = t.value(f"arith.cmpi ult, {i}, {self.m} : index", "in")
+        clamped = t.value(f"arith.minui {i}, {t.value(f'arith.subi {self.m}, {t.const(1)} : index')} : index", "i")
+        return bi, clamped, inside
+
+    def _stage_a(self) -> None:
+        """A into whole tiles, zeros past M and past K."""
+        t, lanes = self.t, self.kt
+        with t.share(self.stage_rows, self.plan.workers) as (_, begin, end), \
+                t.for_(begin, end, t.const(1), "r") as r:
+            bi, i, inside = self._staged_row(r, self.mp)
+            limit = t.value(f"arith.select {inside}, {self.k}, {t.const(0)} : index", "lim")
+            with t.for_(t.const(0), self.kpad, t.const(lanes), "col") as col:
+                mask = t.value(f"vector.create_mask {t.value(f'arith.subi {limit}, {col} : index')} "
+                               f": vector<{lanes}xi1>", "mask")
+                row = masked_read(t, self.a, self.a_dyn, self._at(bi, i, col), mask, lanes, BF16)
+                t.add(f"vector.store {row}, {self.a_stage}[{r}, {col}] : {self.a_stage_dyn}, vector<{lanes}x{BF16}>")
+
+    def _zero_pair_tail(self, panels: str) -> None:
+        """Zeros in each panel's pairs past K's last, up to whole tiles of K (:func:`pack_pairs` fills the rest)."""
+        t = self.t
+        first = t.value(f"arith.ceildivui {self.k}, {t.const(2)} : index", "KP")
+        pair_vec = f"vector<{2 * LANES}x{BF16}>"
+        zeros = t.value(f"arith.constant dense<0.0> : {pair_vec}", "z")
+        with t.share(panels, self.plan.workers) as (_, begin, end), t.for_(begin, end, t.const(1), "pn") as pn, \
+                t.for_(first, self.kpp, t.const(1), "kp") as kp:
+            t.add(f"vector.store {zeros}, {self.panels}[{pn}, {kp}, {t.const(0)}] : {self.p_dyn}, {pair_vec}")
+
+    def _stage_c(self) -> None:
+        """C's start into whole blocks: zeros, or the C operand with zeros past its edges."""
+        p, t = self.plan, self.t
+        vec = f"vector<{LANES}x{F32}>"
+        with t.share(self.stage_rows, p.workers) as (_, begin, end), t.for_(begin, end, t.const(1), "r") as r:
+            if p.zero_init:
+                start = t.value(f"arith.constant dense<0.0> : {vec}", "z")
+            else:
+                bi, i, inside = self._staged_row(r, self.mp)
+                limit = t.value(f"arith.select {inside}, {self.n}, {t.const(0)} : index", "lim")
+            with t.for_(t.const(0), self.npad, t.const(LANES), "col") as col:
+                if not p.zero_init:
+                    mask = t.value(f"vector.create_mask {t.value(f'arith.subi {limit}, {col} : index')} "
+                                   f": vector<{LANES}xi1>", "mask")
+                    start = masked_read(t, self.c_in, self.c_dyn, self._at(bi, i, col), mask, LANES, F32)
+                t.add(f"vector.store {start}, {self.c_stage}[{r}, {col}] : {self.c_stage_dyn}, {vec}")
+
+    def _tasks(self) -> None:
+        """Blocks of C tiles shared among the workers; each walks K in groups of KU tiles, then one at a time."""
+        p, t = self.plan, self.t
+        mt = t.value(f"arith.divui {self.mp}, {t.const(p.rows * p.tiles_m)} : index", "mt")
+        nt = t.value(f"arith.divui {self.np}, {t.const(p.tiles_n)} : index", "nt")
+        per_batch = t.value(f"arith.muli {mt}, {nt} : index", "blocks")
+        tasks = t.value(f"arith.muli {per_batch}, {self.batches} : index", "tasks")
+        with t.share(tasks, p.workers) as (_, begin, end), t.for_(begin, end, t.const(1), "task") as task:
+            bi = t.value(f"arith.divui {task}, {per_batch} : index", "bi")
+            local = t.value(f"arith.remui {task}, {per_batch} : index", "tl")
+            ti = t.value(f"arith.divui {local}, {nt} : index", "ti")
+            tj = t.value(f"arith.remui {local}, {nt} : index", "tj")
+            r0 = t.value(f"arith.addi {t.value(f'arith.muli {bi}, {self.mp} : index')}, "
+                         f"{t.value(f'arith.muli {ti}, {t.const(p.rows * p.tiles_m)} : index')} : index", "r0")
+            p0 = t.value(f"arith.addi {t.value(f'arith.muli {bi}, {self.np} : index')}, "
+                         f"{t.value(f'arith.muli {tj}, {t.const(p.tiles_n)} : index')} : index", "p0")
+            rows = [t.value(f"arith.addi {r0}, {t.const(p.rows * i)} : index", "tr") for i in range(p.tiles_m)]
+            panels = [t.value(f"arith.addi {p0}, {t.const(j)} : index", "tp") for j in range(p.tiles_n)]
+            c0 = t.value(f"arith.muli {tj}, {t.const(LANES * p.tiles_n)} : index", "c0")
+            cols = [t.value(f"arith.addi {c0}, {t.const(LANES * j)} : index", "tc") for j in range(p.tiles_n)]
+            whole = t.whole_end(self.kts, t.const(p.ku), hint="kw")
+            with t.for_(t.const(0), whole, t.const(p.ku), "kg") as kg:
+                self._group(rows, cols, panels, kg, p.ku)
+            if p.ku > 1:
+                with t.for_(whole, self.kts, t.const(1), "kr") as kr:
+                    self._group(rows, cols, panels, kr, 1)
+
+    def _group(self, rows: list[str], cols: list[str], panels: list[str], first: str, count: int) -> None:
+        """Tiles ``[first, first + count)`` of K into the block's C tiles, loaded before and stored after."""
+        t = self.t
+        accs = [t.value(f"amx.tile_load {self.c_stage}[{row}, {col}] : {self.c_stage_dyn} into {self.c_tile}", "ct")
+                for row in rows for col in cols]
+        for step in range(count):
+            kk = t.value(f"arith.addi {first}, {t.const(step)} : index", "kk")
+            k0 = t.value(f"arith.muli {kk}, {t.const(self.kt)} : index", "k0")
+            pair = t.value(f"arith.muli {kk}, {t.const(self.pt)} : index", "kp")
+            a = [t.value(f"amx.tile_load {self.a_stage}[{row}, {k0}] : {self.a_stage_dyn} into {self.a_tile}", "at")
+                 for row in rows]
+            b = [t.value(f"amx.tile_load {self.panels}[{panel}, {pair}, {t.const(0)}] : {self.p_dyn} "
+                         f"into {self.b_tile}", "bt") for panel in panels]
+            accs = [t.value(f"amx.tile_mulf {a[i]}, {b[j]}, {accs[i * len(cols) + j]} : {self.a_tile}, "
+                            f"{self.b_tile}, {self.c_tile}", "ct") for i in range(len(rows)) for j in range(len(cols))]
+        for (row, col), acc in zip([(row, col) for row in rows for col in cols], accs, strict=True):
+            t.add(f"amx.tile_store {self.c_stage}[{row}, {col}], {acc} : {self.c_stage_dyn}, {self.c_tile}")
+
+    def _unstage_c(self, c: str) -> None:
+        """C out of its staging buffer, masked past N."""
+        t, vec = self.t, f"vector<{LANES}x{F32}>"
+        rows = t.value(f"arith.muli {self.batches}, {self.m} : index", "rows")
+        with t.share(rows, self.plan.workers) as (_, begin, end), t.for_(begin, end, t.const(1), "r") as r:
+            bi = t.value(f"arith.divui {r}, {self.m} : index", "bi")
+            i = t.value(f"arith.remui {r}, {self.m} : index", "i")
+            staged = t.value(f"arith.addi {t.value(f'arith.muli {bi}, {self.mp} : index')}, {i} : index", "sr")
+            with t.for_(t.const(0), self.n, t.const(LANES), "col") as col:
+                row = t.value(f"vector.load {self.c_stage}[{staged}, {col}] : {self.c_stage_dyn}, {vec}", "cv")
+                mask = t.value(f"vector.create_mask {t.value(f'arith.subi {self.n}, {col} : index')} "
+                               f": vector<{LANES}xi1>", "mask")
+                t.add(f"vector.maskedstore {c}[{self._at(bi, i, col)}], {mask}, {row} : {self.c_dyn}, "
+                      f"vector<{LANES}xi1>, {vec}")
