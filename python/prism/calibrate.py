@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -73,9 +74,9 @@ def copy_gbps(size_bytes: int, cores: int, repeats: int) -> float:
 
 # The micro-kernels' product: ROWS rows (a multiple of every register block's), COLUMNS columns per core, and
 # the depths K whose times give the slope; the fastest of REPEATS calls, over ROUNDS rounds that alternate the
-# depths, so that a change in the machine's load falls on all of them.
+# depths and the register blocks (fastest_in_rounds), so that a change in the machine's load falls on all of them.
 ROWS, COLUMNS, DEPTHS = 96, 128, (128, 256, 384)
-REPEATS, ROUNDS = 5, 3
+REPEATS, ROUNDS = 5, 5
 
 
 def calibrate(quick: bool = False, progress: Callable[[str], None] = lambda _: None) -> Calibration:
@@ -130,7 +131,6 @@ def attention_factors(rates: Calibration, quick: bool, progress: Callable[[str],
     """The attention kernel's measured seconds over the modelled ones (``rates`` without attention factors),
     per register block: each block's best-predicted tiles, timed on heads that stay in the cache."""
     target = target_for(described_machine(), dataclasses.replace(rates, attention={}))
-    factors = {}
     with make_context(), ir.Location.unknown():
         text = _attention(2 * rates.cores, 128 if quick else 512, 64)
         module = ir.Module.parse(compile_program(text, target="host", emit="mlir", pipeline="prism-lift").mlir)
@@ -146,14 +146,26 @@ def attention_factors(rates: Calibration, quick: bool, progress: Callable[[str],
         predicted = np.asarray(target.seconds(problem, values), dtype=np.float64)
         blocks = sorted({(int(rm), int(rn)) for rm, rn in zip(values["RM"], values["RN"], strict=True)})
         progress(f"the attention kernel's {len(blocks)} register blocks")
-        for rm, rn in blocks[::max(1, len(blocks) // 2)] if quick else blocks:
+        blocks = blocks[::max(1, len(blocks) // 2)] if quick else blocks
+        best = []
+        for rm, rn in blocks:
             mine = np.flatnonzero((values["RM"] == rm) & (values["RN"] == rn))
-            best = mine[np.argmin(predicted[mine])]
-            choice = {symbol: int(column[best]) for symbol, column in values.items()}
-            run = compile_candidate(body, choice, target.lowering())
-            seconds = min(fastest_seconds(run, REPEATS) for _ in range(1 if quick else ROUNDS))
-            factors[f"{rm}x{rn}"] = float(f"{seconds / predicted[best]:.4g}")
+            best.append(mine[np.argmin(predicted[mine])])
+        runs = [compile_candidate(body, {symbol: int(column[point]) for symbol, column in values.items()},
+                                  target.lowering()) for point in best]
+        times = fastest_in_rounds(runs, 1 if quick else ROUNDS)
+        factors = {f"{rm}x{rn}": float(f"{seconds / predicted[point]:.4g}")
+                   for (rm, rn), point, seconds in zip(blocks, best, times, strict=True)}
     return factors
+
+
+def fastest_in_rounds(runs: list[Callable[[], object]], rounds: int) -> list[float]:
+    """The fastest seconds of each run over ``rounds`` rounds of every run in turn (the fastest of REPEATS calls
+    in each): a spell of other work on the machine slows one round of a few runs, not every round of one."""
+    times = [math.inf] * len(runs)
+    for _ in range(rounds):
+        times = [min(best, fastest_seconds(run, REPEATS)) for best, run in zip(times, runs, strict=True)]
+    return times
 
 
 def decode_gbps(k: int, n: int, repeats: int) -> float:
@@ -209,10 +221,11 @@ def kernel_steps(kernel: str, rates: Calibration, quick: bool,
         blocks = register_blocks(bodies[0])
         blocks = blocks[::len(blocks) // 2] if quick else blocks  # a smoke test times a few
         progress(f"the {kernel} kernel's {len(blocks)} register blocks")
-        for rm, rn in blocks:
-            runs = [compile_candidate(body, {"TM": ROWS, "TN": COLUMNS, "TK": k, "RM": rm, "RN": rn}, lowering)
-                    for body, k in zip(bodies, depths, strict=True)]
-            seconds = [min(fastest_seconds(run, REPEATS) for _ in range(1 if quick else ROUNDS)) for run in runs]
+        runs = [compile_candidate(body, {"TM": ROWS, "TN": COLUMNS, "TK": k, "RM": rm, "RN": rn}, lowering)
+                for rm, rn in blocks for body, k in zip(bodies, depths, strict=True)]
+        times = fastest_in_rounds(runs, 1 if quick else ROUNDS)
+        for index, (rm, rn) in enumerate(blocks):
+            seconds = times[index * len(depths):(index + 1) * len(depths)]
             slope = float(np.polyfit(depths, seconds, 1)[0])
             if kernel == "packed":
                 # Packing reads and writes a row of A and a column of B per step of K, at the cache's rate.

@@ -145,6 +145,22 @@ class FamilyRates:
 # GEMM at n = 2048 as prism.calibrate times it, the copy bandwidths and the micro-kernels' steps, from
 # benchmarks/RESULTS.md, "The host calibrated" (where its sources are given).
 FAMILY_RATES: dict[str, FamilyRates] = {
+    "zen4": FamilyRates(
+        gflops=98.65, dram_gbps=23.75, cache_gbps=52.3, stream_gbps=20.35,
+        steps={"direct 12x16": 3.652e-09, "direct 12x32": 7.305e-09, "direct 16x16": 4.862e-09,
+               "direct 1x16": 7.439e-10, "direct 1x32": 1.708e-09, "direct 1x64": 3.282e-09,
+               "direct 2x16": 1.141e-09, "direct 2x32": 1.39e-09, "direct 2x64": 2.546e-09, "direct 3x16": 1.187e-09,
+               "direct 3x32": 1.833e-09, "direct 3x64": 3.597e-09, "direct 4x16": 1.183e-09,
+               "direct 4x32": 2.477e-09, "direct 4x64": 4.93e-09, "direct 6x16": 1.838e-09, "direct 6x32": 3.677e-09,
+               "direct 6x64": 7.254e-09, "direct 8x16": 2.52e-09, "direct 8x32": 4.795e-09,
+               "packed 12x16": 3.745e-09, "packed 12x32": 7.281e-09, "packed 16x16": 4.818e-09,
+               "packed 2x16": 1.151e-09, "packed 2x32": 1.369e-09, "packed 2x64": 2.553e-09,
+               "packed 4x16": 1.153e-09, "packed 4x32": 2.456e-09, "packed 4x64": 5.048e-09,
+               "packed 6x16": 1.873e-09, "packed 6x32": 3.743e-09, "packed 6x64": 7.669e-09,
+               "packed 8x16": 2.485e-09, "packed 8x32": 4.752e-09},
+        attention={"1x16": 1.125, "1x32": 1.236, "1x64": 1.524, "2x16": 0.6741, "2x32": 0.8882, "2x64": 0.9662,
+                   "3x16": 0.7727, "3x32": 0.9406, "3x64": 0.9674, "4x16": 0.8488, "4x32": 0.9263, "4x64": 0.9664,
+                   "6x16": 0.9794, "6x32": 0.9618, "6x64": 0.9837, "8x16": 0.8693, "8x32": 0.9244}),
     "zen5": FamilyRates(gflops=107.6),
     "intel-avx512": FamilyRates(gflops=169.5),
     "avx2": FamilyRates(gflops=66.1),
