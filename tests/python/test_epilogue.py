@@ -10,6 +10,8 @@ from conftest import lower_on_host
 # K = 300 in five slices of 64, N = 45 in a ragged last column block and micro-tile.
 CHOICE = '{prism.roles = ["m", "n", "k"], prism.choice = {TM = 16, TN = 32, TK = 64, RM = 4, RN = 16, PACK = 1}}'
 # One-row blocks: B streamed in place (KernelPlan.streams).
+# A register block one vector wide (on the 256-bit lowering these tests use): a dual GEMM doubles it.
+ONE_VECTOR = '{prism.roles = ["m", "n", "k"], prism.choice = {TM = 16, TN = 32, TK = 64, RM = 4, RN = 8, PACK = 1}}'
 STREAM = '{prism.roles = ["m", "n", "k"], prism.choice = {TM = 16, TN = 32, TK = 64, RM = 1, RN = 16, PACK = 0}}'
 ID, ROW, COL = "affine_map<(i, j) -> (i, j)>", "affine_map<(i, j) -> (i)>", "affine_map<(i, j) -> (j)>"
 M, N, K = 37, 45, 300
@@ -143,13 +145,15 @@ def swiglu_source(m: str, choice: str = CHOICE, dynamic_weights: bool = False) -
 
 
 @pytest.mark.parametrize("m, rows, choice", [("37", M, CHOICE), ("?", M, CHOICE), ("?", 1, CHOICE), ("3", 3, CHOICE),
+                                             ("37", M, ONE_VECTOR), ("3", 3, ONE_VECTOR),
+                                             ("1", 1, ONE_VECTOR.replace("RM = 4", "RM = 1")),
                                              ("1", 1, STREAM), ("5", 5, STREAM), ("?", 7, STREAM)])
 def test_dual_gemm(rng: np.random.Generator, m: str, rows: int, choice: str) -> None:
-    """SwiGLU's gate and up: one kernel computes both products, RN/2 columns of each per micro-tile, K in five
-    slices, the second product's partial sums kept between them; a ragged N; panels copied (37 rows) or B
-    read in place (3 rows, one row panel). One-row blocks stream both B's side by side: the workers split K
-    for a single row (then the epilogue runs as their sums are added), else each task's tile takes the
-    epilogue in a pass of its own."""
+    """SwiGLU's gate and up: one kernel computes both products, RN/2 columns of each per micro-tile (RN
+    columns of each where RN is one vector), K in five slices, the second product's partial sums kept between
+    them; a ragged N; panels copied (37 rows) or B read in place (3 rows, one row panel). One-row blocks stream
+    both B's side by side: the workers split K for a single row (then the epilogue runs as their sums are
+    added), else each task's tile takes the epilogue in a pass of its own."""
     from mlir import ir
 
     from prism.codegen.cpu import kernel_report

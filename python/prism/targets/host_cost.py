@@ -56,7 +56,9 @@ SLICE_OVERHEAD_CYCLES = 20
 SET_RESERVED_WAYS, SET_CONFLICT_FACTOR = 2, 1.5
 # Handing one parallel block to a thread of the pool (a claimed chunk).
 BLOCK_OVERHEAD_SECONDS = 1e-6
-# Copying one vector of B into a panel: a load and a store.
+# Copying one vector of B into a panel: a load and a store, at least; the copy runs before the task's
+# micro-tiles, so B's bytes come in at the core's share of the bandwidth without overlapping them
+# (_panel_copy_cycles).
 PANEL_COPY_CYCLES = 1
 # Packing reads each operand as runs of contiguous bytes, jumping between
 # runs; every jump costs as much as streaming this many more bytes (a page
@@ -98,7 +100,7 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
         # Kept across row blocks, a column block's panels are copied once rather than once per block.
         reused = host_gemm.reuses_panels(packs, tm, tn, s["m"], op.extent("k"), op.elem_bytes[1])
         copies = np.where(reused, copies / ceil_div(s["m"], tm), copies)
-        block_cycles = block_cycles + copies * PANEL_COPY_CYCLES
+        block_cycles = block_cycles + copies * _panel_copy_cycles(target, op, s)
         run = np.minimum(np.where(packs | (rm == 1), tn, rn), s["n"]) * op.elem_bytes[1]
     # The worker with the most columns of B to read finishes last, streaming at its share of the bandwidth
     # (idle cores leave theirs unused); a single row of C instead splits K over every core, each streaming
@@ -155,6 +157,16 @@ def micro_kernel_cycles(target: HostTarget, rm: Knob, rn: Knob, tk: Knob, lanes:
         measured = target.measured_step_cycles(kernel, rm, rn, lanes)
         per_step = np.where(np.isnan(measured), per_step, measured)
     return tk * per_step + 2 * accumulators / LOAD_PORTS + SLICE_OVERHEAD_CYCLES
+
+
+def _panel_copy_cycles(target: HostTarget, op: Contraction, s: dict[str, int]) -> float:
+    """Cycles to copy one vector of B into a panel: a load and a store, or, where B's bytes take longer to
+    arrive, the vector's bytes at one core's share of the bandwidth B is read at (the copy runs before the
+    micro-tiles, which it does not overlap; benchmarks/RESULTS.md, "The host calibrated": panels copied
+    against B read in place at 16 rows)."""
+    vector_bytes = target.lanes(op) * op.elem_bytes[1]
+    arrival = vector_bytes / (_bandwidth(target, op, s) / target.cores) / target.cycle_seconds(op)
+    return max(PANEL_COPY_CYCLES, arrival)
 
 
 def _rounds(target: HostTarget, tm: Knob, tn: Knob, s: dict[str, int]) -> Knob:

@@ -69,7 +69,7 @@ from prism.codegen.cpu import kernel_amx, kernel_bf16, rewrites, tasks
 from prism.codegen.cpu.assertions import route_assertions
 from prism.codegen.cpu.booleans import widen_booleans
 from prism.codegen.cpu.epilogue import EpilogueMatch, as_dual, inline_with_epilogue, match_epilogue
-from prism.codegen.cpu.kernel import KERNEL_NAME, inline_kernel
+from prism.codegen.cpu.kernel import KERNEL_NAME, KernelPlan, inline_kernel
 from prism.codegen.cpu.prepare import Planned, prepare_weights
 from prism.codegen.cpu.rows import fuse_rows
 from prism.codegen.cpu.schedule import (
@@ -267,10 +267,12 @@ def _to_transform_path(gemm: CpuGemm, transform_path: list[CpuGemm]) -> None:
 
 def _inline_dual(p: Planned, q: Planned, fused: EpilogueMatch) -> None:
     """One kernel in place of the products ``p`` and ``q`` of one A and the epilogue ``fused`` that reads both."""
-    # A micro-tile covers RN/2 columns of each product, and a task half its columns: its panels keep their size.
-    step = p.plan.rn // 2
+    # A micro-tile covers half its columns in each product, and a task half its columns: its panels keep
+    # their size.
+    rn = _dual_rn(p.plan)
+    step = rn // 2
     tn = p.plan.tn if p.plan.streams else max(step, p.plan.tn // 2 // step * step)
-    plan = dataclasses.replace(p.plan, epilogue=fused.epilogue, dual=q.plan.b_type, tn=tn)
+    plan = dataclasses.replace(p.plan, epilogue=fused.epilogue, dual=q.plan.b_type, tn=tn, rn=rn)
     inline_kernel(fused.op, plan, [*p.op.operands, q.op.operands[1], *fused.inputs])
     init = q.op.operands[2]
     p.op.erase()
@@ -279,11 +281,22 @@ def _inline_dual(p: Planned, q: Planned, fused: EpilogueMatch) -> None:
         erase_unused_inits([init.owner.operation])
 
 
+def _dual_rn(plan: KernelPlan) -> int | None:
+    """The columns of a dual GEMM's micro-tile, half in each product, for a plan of one product: its RN where
+    that is an even number of vectors; else twice RN, each product keeping the micro-tile the search chose,
+    where the doubled accumulators (and a row of B) still fit the vector registers; else None."""
+    vectors = plan.rn // plan.lanes
+    if vectors % 2 == 0:
+        return plan.rn
+    fits = plan.rm * 2 * vectors + 2 * vectors <= host_target().vector_registers - 1
+    return 2 * plan.rn if fits else None
+
+
 def _dual_partner(p: Planned, fused: EpilogueMatch, later: list[Planned]) -> tuple[Planned, int] | None:
     """A kernel GEMM of ``later`` whose result is the epilogue's input ``index`` and which can be computed with
     ``p``'s as one dual GEMM (the same A, a B of the same type, both from zero, read by the epilogue alone),
     and that index; or None."""
-    if not p.plan.zero_init or (p.plan.rn // p.plan.lanes) % 2:
+    if not p.plan.zero_init or _dual_rn(p.plan) is None:
         return None
     for index, value in enumerate(fused.inputs):
         q = next((q for q in later if q.op.results[0] == value), None)
