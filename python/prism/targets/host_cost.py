@@ -100,7 +100,7 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
         # Kept across row blocks, a column block's panels are copied once rather than once per block.
         reused = host_gemm.reuses_panels(packs, tm, tn, s["m"], op.extent("k"), op.elem_bytes[1])
         copies = np.where(reused, copies / ceil_div(s["m"], tm), copies)
-        block_cycles = block_cycles + copies * _panel_copy_cycles(target, op, s)
+        block_cycles = block_cycles + copies * _panel_copy_cycles(target, op, s, tn)
         run = np.minimum(np.where(packs | (rm == 1), tn, rn), s["n"]) * op.elem_bytes[1]
     # The worker with the most columns of B to read finishes last, streaming at its share of the bandwidth
     # (idle cores leave theirs unused); a single row of C instead splits K over every core, each streaming
@@ -159,14 +159,15 @@ def micro_kernel_cycles(target: HostTarget, rm: Knob, rn: Knob, tk: Knob, lanes:
     return tk * per_step + 2 * accumulators / LOAD_PORTS + SLICE_OVERHEAD_CYCLES
 
 
-def _panel_copy_cycles(target: HostTarget, op: Contraction, s: dict[str, int]) -> float:
-    """Cycles to copy one vector of B into a panel: a load and a store, or, where B's bytes take longer to
-    arrive, the vector's bytes at one core's share of the bandwidth B is read at (the copy runs before the
-    micro-tiles, which it does not overlap; benchmarks/RESULTS.md, "The host calibrated": panels copied
-    against B read in place at 16 rows)."""
+def _panel_copy_cycles(target: HostTarget, op: Contraction, s: dict[str, int], tn: Knob) -> Knob:
+    """Cycles to copy one vector of B into a panel: a load and a store where the task's share of B and its
+    panels fit the core's L2 together (B stays there from call to call); else the vector's bytes at one
+    core's share of the bandwidth B is read at, as the copy runs before the micro-tiles and does not overlap
+    them (benchmarks/RESULTS.md, "The host calibrated": panels copied against B read in place at 16 rows)."""
     vector_bytes = target.lanes(op) * op.elem_bytes[1]
     arrival = vector_bytes / (_bandwidth(target, op, s) / target.cores) / target.cycle_seconds(op)
-    return max(PANEL_COPY_CYCLES, arrival)
+    in_l2 = 2 * s["k"] * tn * op.elem_bytes[1] < target.l2_bytes
+    return np.where(in_l2, PANEL_COPY_CYCLES, np.maximum(PANEL_COPY_CYCLES, arrival))
 
 
 def _rounds(target: HostTarget, tm: Knob, tn: Knob, s: dict[str, int]) -> Knob:
