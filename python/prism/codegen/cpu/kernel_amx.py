@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from prism.codegen.cpu.kernel import dynamic_memref
-from prism.codegen.cpu.kernel_bf16 import BF16, F32, LANES, PairPanels, masked_read, pack_pairs
+from prism.codegen.cpu.kernel_bf16 import BF16, F32, LANES, PairPanels, block_tasks, masked_read, pack_pairs
 from prism.codegen.cpu.text import MlirText
 from prism.infra.errors import UnsupportedOp
 from prism.targets.host_space import TILE_REGISTERS, TILE_ROW_BYTES, TILE_ROWS, tiles_fit
@@ -205,13 +205,7 @@ class _Kernel:
         p, t = self.plan, self.t
         mt = t.value(f"arith.divui {self.mp}, {t.const(p.rows * p.tiles_m)} : index", "mt")
         nt = t.value(f"arith.divui {self.np}, {t.const(p.tiles_n)} : index", "nt")
-        per_batch = t.value(f"arith.muli {mt}, {nt} : index", "blocks")
-        tasks = t.value(f"arith.muli {per_batch}, {self.batches} : index", "tasks")
-        with t.share(tasks, p.workers) as (_, begin, end), t.for_(begin, end, t.const(1), "task") as task:
-            bi = t.value(f"arith.divui {task}, {per_batch} : index", "bi")
-            local = t.value(f"arith.remui {task}, {per_batch} : index", "tl")
-            ti = t.value(f"arith.divui {local}, {nt} : index", "ti")
-            tj = t.value(f"arith.remui {local}, {nt} : index", "tj")
+        with block_tasks(t, mt, nt, self.batches, p.workers) as (bi, ti, tj):
             r0 = t.value(f"arith.addi {t.value(f'arith.muli {bi}, {self.mp} : index')}, "
                          f"{t.value(f'arith.muli {ti}, {t.const(p.rows * p.tiles_m)} : index')} : index", "r0")
             p0 = t.value(f"arith.addi {t.value(f'arith.muli {bi}, {self.np} : index')}, "

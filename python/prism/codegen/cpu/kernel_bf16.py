@@ -24,6 +24,8 @@ accumulator, as an f32 FMA chain over the same pairs would, up to the order of t
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from mlir import ir
@@ -86,6 +88,19 @@ class PairPanels:
     panels: str
     p_dyn: str
     batch: bool
+
+
+@contextmanager
+def block_tasks(t: MlirText, mt: str, nt: str, batches: str, workers: int) -> Iterator[tuple[str, str, str]]:
+    """A loop over the tasks of a grid of ``batches`` x ``mt`` x ``nt`` blocks (batch, row block, column
+    block, the last fastest), shared among ``workers``; yields each task's batch, row block and column block."""
+    per_batch = t.value(f"arith.muli {mt}, {nt} : index", "blocks")
+    tasks = t.value(f"arith.muli {per_batch}, {batches} : index", "tasks")
+    with t.share(tasks, workers) as (_, begin, end), t.for_(begin, end, t.const(1), "task") as task:
+        bi = t.value(f"arith.divui {task}, {per_batch} : index", "bi")
+        local = t.value(f"arith.remui {task}, {per_batch} : index", "tl")
+        yield bi, t.value(f"arith.divui {local}, {nt} : index", "ti"), t.value(f"arith.remui {local}, {nt} : index",
+                                                                             "tj")
 
 
 def pack_pairs(t: MlirText, buffers: PairPanels, rows: str, np: str, n: str, k: str, kp: str, workers: int) -> None:
@@ -178,13 +193,7 @@ class _Kernel:
         p, t = self.plan, self.t
         mt = t.value(f"arith.ceildivui {self.m}, {t.const(p.tm)} : index", "mt")
         nt = t.value(f"arith.ceildivui {self.n}, {t.const(p.tn)} : index", "nt")
-        per_batch = t.value(f"arith.muli {mt}, {nt} : index", "blocks")
-        tasks = t.value(f"arith.muli {per_batch}, {self.batches} : index", "tasks")
-        with t.share(tasks, p.workers) as (_, begin, end), t.for_(begin, end, t.const(1), "task") as task:
-            bi = t.value(f"arith.divui {task}, {per_batch} : index", "bi")
-            local = t.value(f"arith.remui {task}, {per_batch} : index", "tl")
-            ti = t.value(f"arith.divui {local}, {nt} : index", "ti")
-            tj = t.value(f"arith.remui {local}, {nt} : index", "tj")
+        with block_tasks(t, mt, nt, self.batches, p.workers) as (bi, ti, tj):
             i0 = t.value(f"arith.muli {ti}, {t.const(p.tm)} : index", "i0")
             i1 = t.value(f"arith.minui {t.value(f'arith.addi {i0}, {t.const(p.tm)} : index')}, {self.m} : index",
                          "i1")
