@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from prism.codegen.cpu.kernel import dynamic_memref
-from prism.codegen.cpu.kernel_bf16 import BF16, F32, LANES, PairPanels, block_tasks, masked_read, pack_pairs
-from prism.codegen.cpu.text import MlirText
+from prism.codegen.cpu.kernel_bf16 import BF16, F32, LANES, PairKernel, PairPanels, block_tasks, masked_read, pack_pairs
 from prism.infra.errors import UnsupportedOp
 from prism.targets.host_space import TILE_REGISTERS, TILE_ROW_BYTES, TILE_ROWS, tiles_fit
 
@@ -90,15 +89,11 @@ def kernel_text(plan: AmxPlan) -> str:
     return _Kernel(plan).text()
 
 
-class _Kernel:
+class _Kernel(PairKernel):
     def __init__(self, plan: AmxPlan):
-        self.plan, self.t = plan, MlirText()
-        self.rank = 3 if plan.batch else 2
-        self.a_dyn, self.b_dyn = dynamic_memref(self.rank, BF16), dynamic_memref(self.rank, BF16)
-        self.c_dyn = dynamic_memref(self.rank, F32)
+        super().__init__(plan)
         self.kt, self.pt = plan.row_bytes // 2, plan.row_bytes // 4  # k, and pairs of k, per tile of K
         self.a_stage_dyn, self.c_stage_dyn = dynamic_memref(2, BF16), dynamic_memref(2, F32)
-        self.p_dyn = f"memref<?x?x{2 * LANES}x{BF16}>"  # [batch x panels][pairs][32]
         self.a_tile = f"!amx.tile<{plan.rows}x{self.kt}x{BF16}>"
         self.b_tile = f"!amx.tile<{self.pt}x{2 * LANES}x{BF16}>"
         self.c_tile = f"!amx.tile<{plan.rows}x{LANES}x{F32}>"
@@ -106,14 +101,7 @@ class _Kernel:
     def text(self) -> str:
         p, t = self.plan, self.t
         with t.region(f"func.func private @{p.name}(%a: {p.a_type}, %b: {p.b_type}, %c: {p.c_type}) -> {p.c_type}"):
-            dims = [t.const(i) for i in range(self.rank)]
-            sizes = [t.value(f"tensor.dim %c, {dims[i]} : {p.c_type}", "s") for i in range(self.rank)]
-            self.batches = sizes[0] if p.batch else t.const(1)
-            self.m, self.n = sizes[-2], sizes[-1]
-            self.k = t.value(f"tensor.dim %a, {dims[-1]} : {p.a_type}", "K")
-            self.a = t.buffer("%a", p.a_type, self.a_dyn)
-            self.b = t.buffer("%b", p.b_type, self.b_dyn)
-            self.c_in = None if p.zero_init else t.buffer("%c", p.c_type, self.c_dyn)
+            sizes = self._operands()
             self._padded_sizes()
             self.a_stage = t.alloc(self.a_stage_dyn, [self.stage_rows, self.kpad], "As")
             self._stage_a()

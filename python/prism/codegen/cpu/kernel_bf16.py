@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from mlir import ir
 
@@ -146,27 +147,42 @@ def kernel_text(plan: Bf16Plan) -> str:
     return _Kernel(plan).text()
 
 
-class _Kernel:
-    def __init__(self, plan: Bf16Plan):
-        assert plan.tm % plan.rm == 0 and plan.tn % (LANES * plan.nv) == 0, plan
+class PairKernel:
+    """What the bf16 kernels share: a product C (f32) = A B of bf16 operands, batched or not, B packed into
+    pair panels (``p_dyn``)."""
+
+    def __init__(self, plan: Bf16Plan | Any):
         self.plan, self.t = plan, MlirText()
         self.rank = 3 if plan.batch else 2
         self.a_dyn, self.b_dyn = dynamic_memref(self.rank, BF16), dynamic_memref(self.rank, BF16)
         self.c_dyn = dynamic_memref(self.rank, F32)
         self.p_dyn = f"memref<?x?x{2 * LANES}x{BF16}>"  # [batch x panels][pairs][32]
+
+    def _operands(self) -> list[str]:
+        """In the kernel's function: C's sizes (returned), the batches, M, N and K, and A, B and C's initial
+        values (where C does not start at zero) as buffers."""
+        p, t = self.plan, self.t
+        dims = [t.const(i) for i in range(self.rank)]
+        sizes = [t.value(f"tensor.dim %c, {dims[i]} : {p.c_type}", "s") for i in range(self.rank)]
+        self.batches = sizes[0] if p.batch else t.const(1)
+        self.m, self.n = sizes[-2], sizes[-1]
+        self.k = t.value(f"tensor.dim %a, {dims[-1]} : {p.a_type}", "K")
+        self.a = t.buffer("%a", p.a_type, self.a_dyn)
+        self.b = t.buffer("%b", p.b_type, self.b_dyn)
+        self.c_in = None if p.zero_init else t.buffer("%c", p.c_type, self.c_dyn)
+        return sizes
+
+
+class _Kernel(PairKernel):
+    def __init__(self, plan: Bf16Plan):
+        assert plan.tm % plan.rm == 0 and plan.tn % (LANES * plan.nv) == 0, plan
+        super().__init__(plan)
         self.vec, self.pair_vec = f"vector<{LANES}x{F32}>", f"vector<{2 * LANES}x{BF16}>"
 
     def text(self) -> str:
         p, t = self.plan, self.t
         with t.region(f"func.func private @{p.name}(%a: {p.a_type}, %b: {p.b_type}, %c: {p.c_type}) -> {p.c_type}"):
-            dims = [t.const(i) for i in range(self.rank)]
-            sizes = [t.value(f"tensor.dim %c, {dims[i]} : {p.c_type}", "s") for i in range(self.rank)]
-            self.batches = sizes[0] if p.batch else t.const(1)
-            self.m, self.n = sizes[-2], sizes[-1]
-            self.k = t.value(f"tensor.dim %a, {dims[-1]} : {p.a_type}", "K")
-            self.a = t.buffer("%a", p.a_type, self.a_dyn)
-            self.b = t.buffer("%b", p.b_type, self.b_dyn)
-            self.c_in = None if p.zero_init else t.buffer("%c", p.c_type, self.c_dyn)
+            sizes = self._operands()
             self.c = t.alloc(self.c_dyn, sizes, "C")
             self.kp = t.value(f"arith.ceildivui {self.k}, {t.const(2)} : index", "KP")
             # Panels per batch, rounded up to whole groups of NV: a micro-tile reads NV panels, zeros past N.
