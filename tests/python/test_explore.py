@@ -93,6 +93,24 @@ def test_qkv_becomes_one_product_over_prepared_weights(rng: np.random.Generator)
             np.testing.assert_allclose(have, want, rtol=2e-4, atol=2e-4)
 
 
+def test_a_preparation_that_saves_nothing_is_not_split_off(rng: np.random.Generator) -> None:
+    """QK-norm attention's gains are invariant, but nothing computed from them alone saves time per call: the
+    function stays whole (no @_prepare / @_apply), so binding the gains runs the same program as a plain call."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import cpu_workloads as cw  # the workloads live with the benchmarks
+
+    workload = cw.qk_norm_attention(1, 2, 1, 96, 16)
+    text, report = explored(workload.mlir, "host")
+    (entry,) = report["explorations"]
+    assert "qk_norm_attention_prepare" not in text and "qk_norm_attention_apply" not in text
+    assert "prism.prepare_args" not in text
+    inputs = {a.name: rng.standard_normal(a.shape).astype(np.float32) for a in workload.args}
+    compiled = prism.compile(workload.mlir, target="host")
+    bound = compiled.bind(workload.func, **{a.name: inputs[a.name] for a in workload.weights})
+    (want,) = workload.compute(cw.NumpyOps, *(inputs[a.name].astype(np.float64) for a in workload.args))
+    np.testing.assert_allclose(bound(*(inputs[a.name] for a in workload.activations)), want, rtol=1e-4, atol=1e-4)
+
+
 def test_without_invariant_weights_the_fusion_does_not_pay_and_the_program_stays() -> None:
     source = (WORKLOADS / "qkv.mlir").read_text()
     text, report = explored(source, "h200")
