@@ -3,11 +3,17 @@
 Measurement is the last stage of the funnel (``prism-select{measure=K}``): it
 runs only on the few points the cost model ranks best. Inputs are random;
 every dynamic dimension takes the same size, ``assume``, which keeps the
-operands of a contraction consistent with each other.
+operands of a contraction consistent with each other. The candidates of one
+payload read the same arrays: where an operand streams from memory, two
+arrays of the same size can read at rates 1.5x apart (their pages lie
+differently), which would outweigh the schedules' difference
+(benchmarks/RESULTS.md, "Measurements behind rules in the code": one input
+array for every candidate).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 
@@ -38,10 +44,18 @@ def _candidate_module(body: ir.Operation, choice: dict[str, int]) -> ir.Module:
     return module
 
 
-def _random_inputs(module: ir.Module, assume: int, rng: np.random.Generator) -> list[np.ndarray]:
+def _random_inputs(module: ir.Module, assume: int, seed: int) -> tuple[np.ndarray, ...]:
+    """The candidate's inputs: the same arrays for every candidate of one payload (of the last few payloads)."""
     signature = describe_signature(module, CANDIDATE)
-    return [rng.standard_normal([assume if d is None else d for d in spec.shape or ()]).astype(spec.dtype)
-            for spec in signature.inputs]
+    shapes = tuple((tuple(assume if d is None else d for d in spec.shape or ()), np.dtype(spec.dtype))
+                   for spec in signature.inputs)
+    return _drawn(shapes, seed)
+
+
+@functools.lru_cache(maxsize=4)
+def _drawn(shapes: tuple[tuple[tuple[int, ...], np.dtype], ...], seed: int) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal(shape).astype(dtype) for shape, dtype in shapes)
 
 
 def fastest_seconds(run: Callable[[], object], repeats: int) -> float:
@@ -66,7 +80,7 @@ def compile_candidate(body: ir.Operation, choice: dict[str, int], lowering: str,
     module = _candidate_module(body, choice)
     run_pipeline(module, parse_pipeline(lowering), PassContext())
     run = jit(module, CANDIDATE)
-    inputs = _random_inputs(module, assume, np.random.default_rng(seed))
+    inputs = _random_inputs(module, assume, seed)
     return lambda: run(*inputs)
 
 
