@@ -31,4 +31,5 @@ def host_rates() -> str:
 
     target = host_target()
     where = f" ({config_path()})" if target.rates == "calibrated" else ""
-    return f"{target.rates}{where}, {len(target.step_seconds)} micro-kernel shapes measured"
+    return (f"{target.rates}{where}, {len(target.step_seconds)} micro-kernel shapes and "
+            f"{len(target.pipelined_factors)} depths of the pipelined copy measured")

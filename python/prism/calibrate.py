@@ -16,7 +16,9 @@ phases, as the cost model counts them, are taken off its slope. Last, the
 direct kernel at decode (one row of C, B twice the L3 or more): the rate at
 which it streams its weights. And the attention kernel: for each register
 block, its best-predicted tiles timed on heads that stay in the cache, and
-the time kept as a factor over the model's.
+the time kept as a factor over the model's. And the pipelined copy of B (a
+few rows of C, B from DRAM): one task shape at each slice depth TK, each
+depth's time kept over the fastest one's.
 
 The file (``~/.config/prism/host.json``, or ``PRISM_HOST_CONFIG``) is read
 by :func:`prism.targets.host.host_target`; nothing is timed during a
@@ -76,6 +78,9 @@ def copy_gbps(size_bytes: int, cores: int, repeats: int) -> float:
 # the depths K whose times give the slope; the fastest of REPEATS calls, over ROUNDS rounds that alternate the
 # depths and the register blocks (fastest_in_rounds), so that a change in the machine's load falls on all of them.
 ROWS, COLUMNS, DEPTHS = 96, 128, (128, 256, 384)
+# The pipelined copy's product: 8 rows of C in two row panels of 4 x 16 micro-tiles and 128-column tasks, B
+# from DRAM (and from L3 for a smoke test), timed at each of these slice depths.
+PIPELINED_CHOICE, PIPELINED_DEPTHS = {"TM": 8, "TN": 128, "RM": 4, "RN": 16}, (32, 64, 128, 256, 512)
 REPEATS, ROUNDS = 5, 5
 
 
@@ -98,7 +103,8 @@ def calibrate(quick: bool = False, progress: Callable[[str], None] = lambda _: N
     progress("the direct kernel streaming its weights at decode")
     weights = (1024, 4096) if quick else (4096, 8192)
     rates = dataclasses.replace(rates, steps=steps, stream_gbps=round(decode_gbps(*weights, repeats), 1))
-    return dataclasses.replace(rates, attention=attention_factors(rates, quick, progress))
+    rates = dataclasses.replace(rates, attention=attention_factors(rates, quick, progress))
+    return dataclasses.replace(rates, pipelined=pipelined_factors(weights, quick, progress))
 
 
 def _attention(batch: int, length: int, dim: int) -> str:
@@ -157,6 +163,22 @@ def attention_factors(rates: Calibration, quick: bool, progress: Callable[[str],
         factors = {f"{rm}x{rn}": float(f"{seconds / predicted[point]:.4g}")
                    for (rm, rn), point, seconds in zip(blocks, best, times, strict=True)}
     return factors
+
+
+def pipelined_factors(weights: tuple[int, int], quick: bool, progress: Callable[[str], None]) -> dict[str, float]:
+    """The pipelined copy's seconds at each slice depth over those of the fastest depth: a product of
+    PIPELINED_CHOICE's 8 rows by the ``weights`` (K x N) B, one input array for every depth."""
+    depths = PIPELINED_DEPTHS[1:4] if quick else PIPELINED_DEPTHS
+    progress(f"the pipelined copy of B at {len(depths)} slice depths")
+    lowering = host_target().lowering()
+    with make_context(), ir.Location.unknown():
+        lifted = compile_program(_product("direct", PIPELINED_CHOICE["TM"], weights[1], weights[0]), target="host",
+                                 emit="mlir", pipeline="prism-lift")
+        module = ir.Module.parse(lifted.mlir)
+        (family,) = families(module)
+        runs = [compile_candidate(body_func(family), {**PIPELINED_CHOICE, "TK": tk}, lowering) for tk in depths]
+        times = fastest_in_rounds(runs, 1 if quick else ROUNDS)
+    return {str(tk): float(f"{seconds / min(times):.4g}") for tk, seconds in zip(depths, times, strict=True)}
 
 
 def fastest_in_rounds(runs: list[Callable[[], object]], rounds: int) -> list[float]:
@@ -259,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"{path}: f32 GEMM {found.gflops} GFLOP/s, DRAM copy {found.dram_gbps} GB/s, "
           f"cache copy {found.cache_gbps} GB/s, {len(found.steps)} micro-kernel shapes, "
-          f"decode {found.stream_gbps} GB/s")
+          f"decode {found.stream_gbps} GB/s, pipelined copy at {len(found.pipelined)} slice depths")
     return 0
 
 

@@ -52,6 +52,8 @@ def test_calibrate_writes_a_file_the_host_target_reads(tmp_path: Path) -> None:
     assert min(saved["gflops"], saved["dram_gbps"], saved["cache_gbps"], saved["stream_gbps"]) > 0
     assert saved["steps"] and all(parse_step_key(key) for key in saved["steps"])
     assert saved["attention"] and all(re.fullmatch(r"\d+x\d+", key) for key in saved["attention"])
+    assert saved["pipelined"] and all(key.isdigit() for key in saved["pipelined"])
+    assert min(saved["pipelined"].values()) == 1.0  # each depth over the fastest
 
 
 def test_a_calibration_changes_the_cost_model_and_compiling_stays_deterministic(tmp_path: Path) -> None:
@@ -68,6 +70,7 @@ def test_a_broken_or_foreign_calibration_is_a_clean_error(tmp_path: Path) -> Non
              "not a version-2 host calibration": write_config(tmp_path / "shape.json", steps={"direct 6by16": 1e-9}),
              "not positive": write_config(tmp_path / "step.json", steps={"packed 4x16": -1e-9}),
              "host calibration; rerun": write_config(tmp_path / "block.json", attention={"4 by 64": 1.0}),
+             "host calibration;": write_config(tmp_path / "depth.json", pipelined={"128 deep": 1.0}),
              "was measured on 'another CPU'": write_config(tmp_path / "other.json", machine="another CPU"),
              "cannot read the host calibration": tmp_path / "garbage.json"}
     (tmp_path / "garbage.json").write_text("{")
@@ -206,3 +209,33 @@ def test_the_attention_pick_follows_the_calibrated_register_blocks(tmp_path: Pat
     slower = {f"{first[0]}x{first[1]}": 4.0}
     second, slowed = pick(slower)
     assert second != first and seconds < slowed < 4 * seconds
+
+
+EIGHT_ROWS = DECODE.replace("1x4096xf32", "8x4096xf32").replace("1x8192xf32", "8x8192xf32")
+
+
+def test_the_pipelined_copy_depth_follows_the_calibration(tmp_path: Path,
+                                                          describe_host: Callable[..., Any]) -> None:
+    """A product of 8 rows by 128 MiB of weights, where one-row blocks stream slowly, copies B in a pipeline:
+    where the calibration times the model's own slice depth 1.5x slower than others, the pick moves to another
+    depth; where it times every depth 1.5x slower, the prediction grows by at most that."""
+    machine = json.loads(REFERENCE_HOST.read_text())
+
+    def pick(pipelined: dict[str, float]) -> tuple[dict[str, int], float]:
+        config = tmp_path / f"pipelined-{len(pipelined)}.json"
+        config.write_text(json.dumps({"version": CONFIG_VERSION, "machine": machine["machine"],
+                                      "cores": machine["cores"], "gflops": 100.0, "dram_gbps": 20.0,
+                                      "cache_gbps": 100.0, "stream_gbps": 5.0, "pipelined": pipelined}))
+        describe_host(REFERENCE_HOST, config)
+        (family,) = prism.compile(EIGHT_ROWS, target="host", emit="report").report["families"]
+        return family["choice"], family["predicted_seconds"]
+
+    first, seconds = pick({})
+    assert first["TM"] > first["RM"] > 1  # several row panels of several rows: the copy is pipelined
+    depth = first["TK"]
+    second, _ = pick({str(depth): 1.5, str(depth // 2): 1.0, str(depth * 2): 1.0})
+    assert second["TK"] != depth
+    # Every depth is nearest to the one measured: the pipelined copies are all 1.5x slower, and the pick is
+    # another plan or a slower one.
+    _, slowed = pick({str(depth): 1.5})
+    assert seconds < slowed <= 1.5 * seconds

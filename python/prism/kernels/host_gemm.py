@@ -76,14 +76,17 @@ def stays_in_cache(size: Extent, l3_bytes: int) -> Extent:
     return size <= l3_bytes / 2
 
 
-def pipelines_copy(copies: bool, reuses: bool, batch: bool, b_bytes: int | None, l3_bytes: int) -> bool:
+def pipelines_copy(copies: Extent, reuses: Extent, batch: bool, b_bytes: int | None, l3_bytes: int) -> Extent:
     """Whether the copy of B into panels runs inside the micro-tiles of each K slice, prefetching the next one:
     where B streams from memory (:func:`stays_in_cache` does not hold, or its size is unknown) and each task
     copies its own panels of a product without a batch. Where B stays in the L3 between calls, the copy in a
     phase of its own is cheaper than the pipelined copy's bookkeeping (benchmarks/RESULTS.md, "Host code
     against every baseline", fifth pass; and "Measurements behind rules in the code": the pipelined copy where
     B streams from memory)."""
-    return bool(copies and not reuses and not batch and (b_bytes is None or not stays_in_cache(b_bytes, l3_bytes)))
+    if batch or (b_bytes is not None and stays_in_cache(b_bytes, l3_bytes)):
+        return _never(copies)
+    pipelined = np.logical_and(copies, np.logical_not(reuses))
+    return pipelined if np.ndim(pipelined) else bool(pipelined)
 
 
 def serves_as_written(m: int | None, tm: int, rm: int, reuses: bool) -> bool:

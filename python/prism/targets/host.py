@@ -68,6 +68,8 @@ class HostTarget:
     # The direct kernel's rate streaming B from DRAM at decode, where it was measured (else dram_bytes_per_s)
     stream_bytes_per_s: float | None = None
     amx: bool = False  # AMX tiles with bf16 products (prism.codegen.cpu.kernel_amx)
+    # The pipelined copy's measured time over that of its fastest slice depth, per TK ("128")
+    pipelined_factors: Mapping[str, float] = field(default_factory=dict)
 
     artifact = "llvm"
     runs_here = True
@@ -167,6 +169,16 @@ class HostTarget:
         lookup = np.vectorize(lambda r, n: table.get((int(r), int(n)), 1.0), otypes=[float])
         return lookup(rm, rn)
 
+    def pipelined_factor(self, tk: Knob) -> Knob:
+        """How much slower than at its fastest slice depth the pipelined copy ran at depth ``tk``, from the
+        calibration's nearest depth (in powers of two); 1 where nothing was measured."""
+        if not self.pipelined_factors:
+            return np.ones(np.shape(tk))
+        depths = np.array(sorted(int(key) for key in self.pipelined_factors))
+        factors = np.array([self.pipelined_factors[str(depth)] for depth in depths])
+        nearest = np.abs(np.log2(np.asarray(tk, dtype=np.float64))[..., None] - np.log2(depths)).argmin(axis=-1)
+        return factors[nearest]
+
     def vector_fma_cycles(self, lanes: int) -> float:
         """The fewest cycles per full-width vector FMA of any micro-kernel: the issue rate, or a measured step
         that beats it (a calibration's FMA rate is a library's, which Prism's own kernels may outrun). A lower
@@ -253,6 +265,7 @@ def target_for(machine: Machine, rates: Calibration, source: str = "calibrated")
         # Measured rates apply to the machine they were measured on, at its measured FMA rate and bandwidth.
         step_seconds={} if "PRISM_HOST_GFLOPS" in os.environ else rates.steps,
         attention_factors={} if "PRISM_HOST_GFLOPS" in os.environ else rates.attention,
+        pipelined_factors={} if "PRISM_HOST_GBPS" in os.environ else rates.pipelined,
         rates=source,
         stream_bytes_per_s=None if rates.stream_gbps is None or "PRISM_HOST_GBPS" in os.environ
         else rates.stream_gbps * 1e9 * BANDWIDTH_MARGIN,

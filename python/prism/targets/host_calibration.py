@@ -6,6 +6,10 @@ A micro-kernel's rate is kept per kernel shape: the seconds one ``RM x RN``
 micro-tile of the ``direct`` kernel (f32, A and B read in place) or of the
 ``packed`` one (the transform path, on packed operands) takes per step of K,
 on one core while every core runs one (:func:`step_key` names them).
+
+The pipelined copy of B (a direct kernel of several row panels reading B
+from memory: :func:`prism.kernels.host_gemm.pipelines_copy`) is kept per
+slice depth TK, as its time over the time of the fastest depth measured.
 """
 
 from __future__ import annotations
@@ -63,6 +67,8 @@ class Calibration:
     stream_gbps: float | None = None
     # The attention kernel's measured seconds over its modelled ones, per register block ("RMxRN")
     attention: dict[str, float] = field(default_factory=dict)
+    # The pipelined copy's measured seconds over those of its fastest slice depth, per TK ("128")
+    pipelined: dict[str, float] = field(default_factory=dict)
 
     @staticmethod
     def read(path: Path, machine: Machine) -> Calibration | None:
@@ -79,16 +85,18 @@ class Calibration:
                 not isinstance(data.get(key), numbers if kind is float else kind) for key, kind in fields.items()) \
                 or not _valid_steps(data.get("steps", {})) \
                 or not isinstance(data.get("stream_gbps", 1.0), numbers) \
-                or not _valid_blocks(data.get("attention", {})):
+                or not _valid_blocks(data.get("attention", {})) \
+                or not _valid_depths(data.get("pipelined", {})):
             raise TargetError(f"not a version-{CONFIG_VERSION} host calibration; rerun "
                               "'python -m prism.calibrate'", location=str(path))
         stream = data.get("stream_gbps")
         found = Calibration(**{key: kind(data[key]) for key, kind in fields.items()},
                             steps={key: float(value) for key, value in data.get("steps", {}).items()},
                             stream_gbps=None if stream is None else float(stream),
-                            attention={key: float(value) for key, value in data.get("attention", {}).items()})
+                            attention={key: float(value) for key, value in data.get("attention", {}).items()},
+                            pipelined={key: float(value) for key, value in data.get("pipelined", {}).items()})
         rates = (found.gflops, found.dram_gbps, found.cache_gbps, *found.steps.values(), *found.attention.values(),
-                 *([] if stream is None else [found.stream_gbps]))
+                 *found.pipelined.values(), *([] if stream is None else [found.stream_gbps]))
         if min(rates) <= 0 or found.cores < 1:
             raise TargetError("the host calibration holds a rate that is not positive", location=str(path))
         if (found.machine, found.cores) != (machine.machine, machine.cores):
@@ -119,6 +127,13 @@ def _valid_blocks(factors: object) -> bool:
         and not isinstance(value, bool) and math.isfinite(value) for key, value in factors.items())
 
 
+def _valid_depths(factors: object) -> bool:
+    """Whether ``factors`` maps slice depths ("128") to finite numbers."""
+    return isinstance(factors, dict) and all(
+        key.isdigit() and int(key) > 0 and isinstance(value, (int, float)) and not isinstance(value, bool)
+        and math.isfinite(value) for key, value in factors.items())
+
+
 @dataclass(frozen=True)
 class FamilyRates:
     """The rates recorded for a core family, per core (None: not recorded), which the host target takes where
@@ -130,6 +145,7 @@ class FamilyRates:
     steps: dict[str, float] = field(default_factory=dict)
     stream_gbps: float | None = None
     attention: dict[str, float] = field(default_factory=dict)
+    pipelined: dict[str, float] = field(default_factory=dict)
 
     def over(self, configured: Calibration) -> Calibration:
         """``configured`` (a machine's configured defaults) with these rates where they were recorded."""
@@ -138,7 +154,8 @@ class FamilyRates:
             configured, gflops=self.gflops * n, steps=dict(self.steps),
             dram_gbps=configured.dram_gbps if self.dram_gbps is None else self.dram_gbps * n,
             cache_gbps=configured.cache_gbps if self.cache_gbps is None else self.cache_gbps * n,
-            stream_gbps=None if self.stream_gbps is None else self.stream_gbps * n, attention=dict(self.attention))
+            stream_gbps=None if self.stream_gbps is None else self.stream_gbps * n, attention=dict(self.attention),
+            pipelined=dict(self.pipelined))
 
 
 # Per core, the rates recorded for each core family (CORE_FAMILIES of prism.targets.host_machine): numpy's f32
@@ -160,7 +177,8 @@ FAMILY_RATES: dict[str, FamilyRates] = {
                "packed 8x16": 2.485e-09, "packed 8x32": 4.752e-09},
         attention={"1x16": 1.125, "1x32": 1.236, "1x64": 1.524, "2x16": 0.6741, "2x32": 0.8882, "2x64": 0.9662,
                    "3x16": 0.7727, "3x32": 0.9406, "3x64": 0.9674, "4x16": 0.8488, "4x32": 0.9263, "4x64": 0.9664,
-                   "6x16": 0.9794, "6x32": 0.9618, "6x64": 0.9837, "8x16": 0.8693, "8x32": 0.9244}),
+                   "6x16": 0.9794, "6x32": 0.9618, "6x64": 0.9837, "8x16": 0.8693, "8x32": 0.9244},
+        pipelined={"32": 1.078, "64": 1.138, "128": 1.0, "256": 1.094, "512": 1.182}),
     "zen5": FamilyRates(gflops=107.6),
     "intel-avx512": FamilyRates(gflops=169.5),
     "avx2": FamilyRates(gflops=66.1),

@@ -6,7 +6,7 @@ the kernel does. An f32 contraction in the row-major layout runs the direct
 kernel: each task copies its slice of B into panels when more than one row
 panel reuses them (else it reads B in place, or streams it along whole rows
 for a one-row block), so that copy is part of the task's work, and B's reads
-pay for each jump between contiguous runs. The memory time is that of the
+(and C's writes) pay for each jump between contiguous runs. The memory time is that of the
 worker with the most columns of B, at its share of the bandwidth (cores left
 without a block leave theirs unused); one row of C splits K over every core.
 Other contractions run between a packing phase (both inputs read and written
@@ -33,7 +33,9 @@ COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + 
              "+ [B panels: ceil(K/TK)*TK*TN/lanes if ceil(TM/RM) > 1]) / clock + task), "
              "(bytesA*ceil(N/TN) + bytesB*ceil(M/TM)*(1 + 128/run) + bytesC) / bandwidth * cores/busy); "
              "rounds = ceil(B*ceil(M/TM)*ceil(N/TN) / cores); busy = min(B*ceil(M/TM)*ceil(N/TN), cores), "
-             "or cores for one row of C (K split); run = bytes of B read contiguously (TN or RN wide, N at decode); "
+             "or cores for one row of C (K split); run = bytes of B read contiguously (TN or RN wide, N at decode), "
+             "and C written RN wide pays 128/run too (direct kernel); x pipelined_factor(TK) where the copy of B "
+             "is pipelined (calibrated); "
              "tiles(M, TM, RM) = micro-tile rows per block, averaged over the blocks (the last one ragged)")
 
 # An FMA's latency in cycles on current x86 cores: a micro-kernel needs
@@ -111,13 +113,20 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
         run = np.where(split, s["n"] * op.elem_bytes[1], run)
         imbalance = np.where(split, 1.0, imbalance)
     compute = rounds * (block_cycles * target.cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
-    memory = _kernel_memory_seconds(target, op, tm, tn, s, run=run) * imbalance
+    memory = _kernel_memory_seconds(target, op, tm, tn, s, run=run, c_run=np.minimum(rn, s["n"]) * op.acc_bytes
+                                    if direct else None) * imbalance
     if direct and target.stream_bytes_per_s and _bandwidth(target, op, s) == target.dram_bytes_per_s:
         # One-row blocks and a split K stream B from DRAM at the rate measured for the kernel at decode.
         streams = split | (rm == 1)
         memory = np.where(streams, memory * target.dram_bytes_per_s / target.stream_bytes_per_s, memory)
     phases = 0 if direct else _pack_seconds(target, op, values, s)
-    return phases + roofline(compute, memory)
+    seconds = phases + roofline(compute, memory)
+    if direct:
+        # A pipelined copy runs slower at some slice depths than at others, by as much as calibration measured.
+        b_bytes = s["batch"] * s["k"] * s["n"] * op.elem_bytes[1]
+        pipelined = host_gemm.pipelines_copy(packs, reused, "batch" in op.roles, b_bytes, target.l3_bytes)
+        seconds = np.where(pipelined, seconds * target.pipelined_factor(tk), seconds)
+    return seconds
 
 
 def gemm_lower_bound(target: HostTarget, op: Contraction, values: KnobValues, assumed: int = 1024
@@ -219,17 +228,20 @@ def _pack_seconds(target: HostTarget, op: Contraction, values: KnobValues, s: di
 
 
 def _kernel_memory_seconds(target: HostTarget, op: Contraction, tm: Knob, tn: Knob, s: dict[str, int],
-                           run: Knob | None = None) -> Knob:
+                           run: Knob | None = None, c_run: Knob | None = None) -> Knob:
     """The kernel's traffic: A once per N tile, B once per M tile, C once.
 
     With ``run`` (the direct kernel), B is read from where it lies, in
     contiguous runs of that many bytes (a task's row of B), each jump
-    costing STRIDED_RUN_BYTES more.
+    costing STRIDED_RUN_BYTES more; with ``c_run``, C is written in runs of
+    that many bytes (a micro-tile's row), each jump costing as much.
     """
     moved = traffic_bytes(op, tm, tn, s)
     if run is not None:
         b_bytes = s["batch"] * s["k"] * s["n"] * op.elem_bytes[1] * ceil_div(s["m"], tm)
         moved = moved + b_bytes * STRIDED_RUN_BYTES / run
+    if c_run is not None:
+        moved = moved + s["batch"] * s["m"] * s["n"] * op.acc_bytes * STRIDED_RUN_BYTES / c_run
     return moved / _bandwidth(target, op, s)
 
 
