@@ -101,3 +101,20 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return path if path.rsplit("/", 1)[-1] in SHARED_SETUP else nodeid
 
     return SharedSetupScheduling(config, log)
+
+
+def fuzz_kinds(program: Any) -> set[str]:
+    """What a program of the fuzzer (benchmarks/fuzz.py) exercises: each step it takes, how many, the first
+    argument's rank and dynamic dimensions, the element types (f32, f16, or f16 with f32 products), several
+    results, and the sizes it meets (1, odd, a power of two, 33 or more, 64). A fixed subset of seeds is chosen
+    to keep every kind that a larger range of seeds has."""
+    first = program.args[0]
+    style = "mixed" if "arith.extf" in program.text else "f16" if any(a.dtype == "f16" for a in program.args) else "f32"
+    kinds = {*program.steps, f"{len(program.steps)} steps", f"rank {len(first.shape)}", f"style {style}",
+             f"{sum(d is None for d in first.shape)} dynamic"}
+    dims = [d for arg in program.args for d in arg.shape if d is not None]
+    sizes = {"size 1": 1 in dims, "odd size": any(d % 2 and d > 1 for d in dims),
+             "power-of-two size": any(d > 1 and d & (d - 1) == 0 for d in dims),
+             "size 33 or more": any(d >= 33 for d in dims), "size 64": 64 in dims,
+             "several results": len(program.results) > 1}
+    return kinds | {name for name, present in sizes.items() if present}
