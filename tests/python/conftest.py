@@ -82,8 +82,8 @@ def lower_on_host(text: str, name: str, threads: int = 2) -> tuple[str, Callable
 
 # Files whose tests share work that is expensive to set up (a module-scoped fixture, or a cache of compiles): under
 # pytest-xdist each runs whole on one worker, so that work is done once, not once per worker that gets a test of it.
-SHARED_SETUP = {"test_corpus.py", "test_decoder_block.py", "test_gpu_predict.py", "test_math_ops.py",
-                "test_spellings.py"}
+SHARED_SETUP = {"test_corpus.py", "test_decoder_block.py", "test_explore.py", "test_gpu_predict.py",
+                "test_math_ops.py", "test_spellings.py"}
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: a run without it ignores this
