@@ -48,7 +48,7 @@ from prism.runtime.measure import compile_candidate, fastest_seconds
 from prism.search.family import body_func, families, payload_problem
 from prism.search.search import candidates_at
 from prism.search.space import fix_shape, point_array, shape_exponents
-from prism.targets.host import host_target, target_for
+from prism.targets.host import HostTarget, host_target, target_for
 from prism.targets.host_calibration import KERNELS, Calibration, config_path, step_key
 from prism.targets.host_machine import available_cores, cache_size, described_machine, machine_name
 
@@ -107,18 +107,19 @@ def calibrate(quick: bool = False, progress: Callable[[str], None] = lambda _: N
     return dataclasses.replace(rates, pipelined=pipelined_factors(weights, quick, progress))
 
 
-def _attention(batch: int, length: int, dim: int) -> str:
-    """f32 attention over ``batch`` heads of ``length`` queries and keys and ``dim`` features, as MLIR: the
+def _attention(batch: int, queries: int, keys: int, dim: int) -> str:
+    """f32 attention over ``batch`` heads of ``queries`` queries, ``keys`` keys and ``dim`` features, as MLIR: the
     scores, scaled, linalg.softmax and the product with V."""
-    qkv, scores = f"tensor<{batch}x{length}x{dim}xf32>", f"tensor<{batch}x{length}x{length}xf32>"
+    q_type, kv_type = f"tensor<{batch}x{queries}x{dim}xf32>", f"tensor<{batch}x{keys}x{dim}xf32>"
+    scores = f"tensor<{batch}x{queries}x{keys}xf32>"
     loops = "(b, i, j, c)"
-    return (f"func.func @attention(%q: {qkv}, %k: {qkv}, %v: {qkv}) -> {qkv} {{\n"
+    return (f"func.func @attention(%q: {q_type}, %k: {kv_type}, %v: {kv_type}) -> {q_type} {{\n"
             f"  %zero = arith.constant 0.0 : f32\n  %scale = arith.constant {dim ** -0.5} : f32\n"
             f"  %se = tensor.empty() : {scores}\n"
             f"  %s0 = linalg.fill ins(%zero : f32) outs(%se : {scores}) -> {scores}\n"
             f"  %s = linalg.generic {{indexing_maps = [affine_map<{loops} -> (b, i, c)>, "
             f"affine_map<{loops} -> (b, j, c)>, affine_map<{loops} -> (b, i, j)>], iterator_types = "
-            f"[\"parallel\", \"parallel\", \"parallel\", \"reduction\"]}} ins(%q, %k : {qkv}, {qkv}) "
+            f"[\"parallel\", \"parallel\", \"parallel\", \"reduction\"]}} ins(%q, %k : {q_type}, {kv_type}) "
             f"outs(%s0 : {scores}) {{\n  ^bb0(%a: f32, %b: f32, %acc: f32):\n"
             f"    %x = arith.mulf %a, %b : f32\n    %y = arith.addf %acc, %x : f32\n    linalg.yield %y : f32\n"
             f"  }} -> {scores}\n"
@@ -127,18 +128,30 @@ def _attention(batch: int, length: int, dim: int) -> str:
             f"ins(%s : {scores}) outs(%se : {scores}) {{\n  ^bb0(%a: f32, %o: f32):\n"
             f"    %x = arith.mulf %a, %scale : f32\n    linalg.yield %x : f32\n  }} -> {scores}\n"
             f"  %p = linalg.softmax dimension(2) ins(%scaled : {scores}) outs(%se : {scores}) -> {scores}\n"
-            f"  %oe = tensor.empty() : {qkv}\n"
-            f"  %o0 = linalg.fill ins(%zero : f32) outs(%oe : {qkv}) -> {qkv}\n"
-            f"  %o = linalg.batch_matmul ins(%p, %v : {scores}, {qkv}) outs(%o0 : {qkv}) -> {qkv}\n"
-            f"  return %o : {qkv}\n}}\n")
+            f"  %oe = tensor.empty() : {q_type}\n"
+            f"  %o0 = linalg.fill ins(%zero : f32) outs(%oe : {q_type}) -> {q_type}\n"
+            f"  %o = linalg.batch_matmul ins(%p, %v : {scores}, {kv_type}) outs(%o0 : {q_type}) -> {q_type}\n"
+            f"  return %o : {q_type}\n}}\n")
 
 
 def attention_factors(rates: Calibration, quick: bool, progress: Callable[[str], None]) -> dict[str, float]:
     """The attention kernel's measured seconds over the modelled ones (``rates`` without attention factors),
-    per register block: each block's best-predicted tiles, timed on heads that stay in the cache."""
+    per register block: each block's best-predicted tiles, timed on heads that stay in the cache. Blocks of
+    several rows are timed on as many queries as keys; one-row blocks, which serve decode, on one query per
+    head."""
     target = target_for(described_machine(), dataclasses.replace(rates, attention={}))
+    length = 128 if quick else 512
+    heads = 2 * rates.cores
+    factors = _attention_factors(target, _attention(heads, length, length, 64), lambda rm: rm > 1, quick, progress)
+    decode = _attention(8 * heads, 1, 4 * length, 64)
+    return {**factors, **_attention_factors(target, decode, lambda rm: rm == 1, quick, progress)}
+
+
+def _attention_factors(target: HostTarget, text: str, blocks_of: Callable[[int], bool], quick: bool,
+                       progress: Callable[[str], None]) -> dict[str, float]:
+    """Measured over modelled seconds of the attention ``text`` at each register block ``blocks_of`` takes (by
+    its rows), each at its best-predicted tiles."""
     with make_context(), ir.Location.unknown():
-        text = _attention(2 * rates.cores, 128 if quick else 512, 64)
         module = ir.Module.parse(compile_program(text, target="host", emit="mlir", pipeline="prism-lift").mlir)
         (family,) = families(module)
         body = body_func(family)
@@ -150,8 +163,9 @@ def attention_factors(rates: Calibration, quick: bool, progress: Callable[[str],
         points = candidates_at(space, problem, domain, assume=1024)
         values = space.values_of(points)
         predicted = np.asarray(target.seconds(problem, values), dtype=np.float64)
-        blocks = sorted({(int(rm), int(rn)) for rm, rn in zip(values["RM"], values["RN"], strict=True)})
-        progress(f"the attention kernel's {len(blocks)} register blocks")
+        blocks = sorted({(int(rm), int(rn)) for rm, rn in zip(values["RM"], values["RN"], strict=True)
+                         if blocks_of(int(rm))})
+        progress(f"the attention kernel's {len(blocks)} register blocks of {problem.extent('m')} queries")
         blocks = blocks[::max(1, len(blocks) // 2)] if quick else blocks
         best = []
         for rm, rn in blocks:
@@ -160,9 +174,8 @@ def attention_factors(rates: Calibration, quick: bool, progress: Callable[[str],
         runs = [compile_candidate(body, {symbol: int(column[point]) for symbol, column in values.items()},
                                   target.lowering()) for point in best]
         times = fastest_in_rounds(runs, 1 if quick else ROUNDS)
-        factors = {f"{rm}x{rn}": float(f"{seconds / predicted[point]:.4g}")
-                   for (rm, rn), point, seconds in zip(blocks, best, times, strict=True)}
-    return factors
+        return {f"{rm}x{rn}": float(f"{seconds / predicted[point]:.4g}")
+                for (rm, rn), point, seconds in zip(blocks, best, times, strict=True)}
 
 
 def pipelined_factors(weights: tuple[int, int], quick: bool, progress: Callable[[str], None]) -> dict[str, float]:
