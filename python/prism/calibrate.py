@@ -15,8 +15,10 @@ micro-tiles' set-up cost does not grow with K. The packed kernel's packing
 phases, as the cost model counts them, are taken off its slope. Last, the
 direct kernel at decode (one row of C, B twice the L3 or more): the rate at
 which it streams its weights. And the attention kernel: for each register
-block, its best-predicted tiles timed on heads that stay in the cache, and
-the time kept as a factor over the model's. And the pipelined copy of B (a
+block, its best-predicted tiles timed, and the time kept as a factor over
+the model's, on heads of as many queries as keys, which stay in the cache;
+and at decode the one-row blocks, on heads of one query whose keys and
+values stream from memory, as a decode's do. And the pipelined copy of B (a
 few rows of C, B from DRAM): one task shape at each slice depth TK, each
 depth's time kept over the fastest one's.
 
@@ -103,7 +105,8 @@ def calibrate(quick: bool = False, progress: Callable[[str], None] = lambda _: N
     progress("the direct kernel streaming its weights at decode")
     weights = (1024, 4096) if quick else (4096, 8192)
     rates = dataclasses.replace(rates, steps=steps, stream_gbps=round(decode_gbps(*weights, repeats), 1))
-    rates = dataclasses.replace(rates, attention=attention_factors(rates, quick, progress))
+    square, decode = attention_factors(rates, quick, progress)
+    rates = dataclasses.replace(rates, attention=square, decode_attention=decode)
     return dataclasses.replace(rates, pipelined=pipelined_factors(weights, quick, progress))
 
 
@@ -134,17 +137,19 @@ def _attention(batch: int, queries: int, keys: int, dim: int) -> str:
             f"  return %o : {q_type}\n}}\n")
 
 
-def attention_factors(rates: Calibration, quick: bool, progress: Callable[[str], None]) -> dict[str, float]:
+def attention_factors(rates: Calibration, quick: bool, progress: Callable[[str], None]
+                      ) -> tuple[dict[str, float], dict[str, float]]:
     """The attention kernel's measured seconds over the modelled ones (``rates`` without attention factors),
-    per register block: each block's best-predicted tiles, timed on heads that stay in the cache. Blocks of
-    several rows are timed on as many queries as keys; one-row blocks, which serve decode, on one query per
-    head."""
-    target = target_for(described_machine(), dataclasses.replace(rates, attention={}))
+    per register block, each at its best-predicted tiles: every block on heads of as many queries as keys, which
+    stay in the cache; and at decode, the one-row blocks on 16 heads per core of one query and 2048 keys of 64
+    features (32 MiB of keys and values per two cores, which stream from memory wherever half the L3 holds
+    less), as a decode's do."""
+    target = target_for(described_machine(), dataclasses.replace(rates, attention={}, decode_attention={}))
     length = 128 if quick else 512
     heads = 2 * rates.cores
-    factors = _attention_factors(target, _attention(heads, length, length, 64), lambda rm: rm > 1, quick, progress)
+    square = _attention_factors(target, _attention(heads, length, length, 64), lambda rm: True, quick, progress)
     decode = _attention(8 * heads, 1, 4 * length, 64)
-    return {**factors, **_attention_factors(target, decode, lambda rm: rm == 1, quick, progress)}
+    return square, _attention_factors(target, decode, lambda rm: rm == 1, quick, progress)
 
 
 def _attention_factors(target: HostTarget, text: str, blocks_of: Callable[[int], bool], quick: bool,

@@ -71,6 +71,7 @@ def test_a_broken_or_foreign_calibration_is_a_clean_error(tmp_path: Path) -> Non
              "not positive": write_config(tmp_path / "step.json", steps={"packed 4x16": -1e-9}),
              "host calibration; rerun": write_config(tmp_path / "block.json", attention={"4 by 64": 1.0}),
              "host calibration;": write_config(tmp_path / "depth.json", pipelined={"128 deep": 1.0}),
+             "calibration; rerun": write_config(tmp_path / "decode.json", decode_attention={"one by 64": 1.0}),
              "was measured on 'another CPU'": write_config(tmp_path / "other.json", machine="another CPU"),
              "cannot read the host calibration": tmp_path / "garbage.json"}
     (tmp_path / "garbage.json").write_text("{")
@@ -239,3 +240,28 @@ def test_the_pipelined_copy_depth_follows_the_calibration(tmp_path: Path,
     # another plan or a slower one.
     _, slowed = pick({str(depth): 1.5})
     assert seconds < slowed <= 1.5 * seconds
+
+
+def test_decode_attention_factors_apply_at_decode_alone(tmp_path: Path, describe_host: Callable[..., Any]) -> None:
+    """The one-row blocks' factors measured at decode price attention of one query per head, and leave attention
+    of many queries as its own factors price it."""
+    from test_attention import attention_text
+
+    machine = json.loads(REFERENCE_HOST.read_text())
+
+    def predicted_attention(text: str, decode: dict[str, float]) -> tuple[dict[str, int], float]:
+        config = tmp_path / f"decode-{len(decode)}.json"
+        blocks = {f"{rm}x{rn}": 1.0 for rm in (1, 2, 4, 8) for rn in (16, 32, 64)}
+        config.write_text(json.dumps({"version": CONFIG_VERSION, "machine": machine["machine"],
+                                      "cores": machine["cores"], "gflops": 100.0, "dram_gbps": 20.0,
+                                      "cache_gbps": 100.0, "attention": blocks, "decode_attention": decode}))
+        describe_host(REFERENCE_HOST, config)
+        (family,) = prism.compile(text, target="host", emit="report").report["families"]
+        return family["choice"], family["predicted_seconds"]
+
+    quick = {f"1x{rn}": 0.01 for rn in (16, 32, 64)}
+    square = attention_text((4,), 256, 256, 64, 64)
+    assert predicted_attention(square, {}) == predicted_attention(square, quick)
+    decode = attention_text((32,), 1, 256, 64, 64)
+    (_, plain), (_, faster) = predicted_attention(decode, {}), predicted_attention(decode, quick)
+    assert faster < plain

@@ -63,8 +63,10 @@ class HostTarget:
     # Seconds per step of K of the micro-kernel shapes measured on this machine (.host_calibration.step_key)
     step_seconds: Mapping[str, float] = field(default_factory=dict)
     rates: str = "configured defaults"  # where the rates come from: "calibrated", "zen5 defaults", ...
-    # The attention kernel's measured time over its modelled compute, per register block ("4x64")
+    # The attention kernel's measured time over its modelled compute, per register block ("4x64"), and at decode
+    # (one query per head) per one-row block ("1x64")
     attention_factors: Mapping[str, float] = field(default_factory=dict)
+    decode_attention_factors: Mapping[str, float] = field(default_factory=dict)
     # The direct kernel's rate streaming B from DRAM at decode, where it was measured (else dram_bytes_per_s)
     stream_bytes_per_s: float | None = None
     amx: bool = False  # AMX tiles with bf16 products (prism.codegen.cpu.kernel_amx)
@@ -160,12 +162,13 @@ class HostTarget:
                 tables[kernel][rm, rn // lanes] = seconds
         return tables
 
-    def attention_factor(self, rm: Knob, rn: Knob) -> Knob:
+    def attention_factor(self, rm: Knob, rn: Knob, decode: bool = False) -> Knob:
         """How much slower than modelled the attention kernel ran with an RM x RN register block where the
-        calibration timed it (1 where it did not)."""
-        if not self.attention_factors:
+        calibration timed it (1 where it did not); ``decode``: at one query per head, where it timed that."""
+        factors = {**self.attention_factors, **(self.decode_attention_factors if decode else {})}
+        if not factors:
             return np.ones(np.broadcast(rm, rn).shape)
-        table = {tuple(map(int, key.split("x"))): factor for key, factor in self.attention_factors.items()}
+        table = {tuple(map(int, key.split("x"))): factor for key, factor in factors.items()}
         lookup = np.vectorize(lambda r, n: table.get((int(r), int(n)), 1.0), otypes=[float])
         return lookup(rm, rn)
 
@@ -265,6 +268,7 @@ def target_for(machine: Machine, rates: Calibration, source: str = "calibrated")
         # Measured rates apply to the machine they were measured on, at its measured FMA rate and bandwidth.
         step_seconds={} if "PRISM_HOST_GFLOPS" in os.environ else rates.steps,
         attention_factors={} if "PRISM_HOST_GFLOPS" in os.environ else rates.attention,
+        decode_attention_factors={} if "PRISM_HOST_GFLOPS" in os.environ else rates.decode_attention,
         pipelined_factors={} if "PRISM_HOST_GBPS" in os.environ else rates.pipelined,
         rates=source,
         stream_bytes_per_s=None if rates.stream_gbps is None or "PRISM_HOST_GBPS" in os.environ

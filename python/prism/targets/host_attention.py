@@ -202,7 +202,7 @@ def attention_seconds(target: HostTarget, op: Attention, values: KnobValues, ass
     task = steps * (scores + softmax + fill) + products + rows * dv / lanes * 2
     clock = target.cycle_seconds(_in_f32(op), lanes)
     # A calibration times the kernel at each register block; the task's cycles take that block's factor.
-    factor = target.attention_factor(rm, rn)
+    factor = target.attention_factor(rm, rn, decode=s["m"] == 1)
     compute = ceil_div(s["tasks"], target.cores) * (task * clock * factor + target.block_overhead_seconds)
     transpose = np.where(rm > 1, s["batch"] * ceil_div(s["n"], bkv) * bkv * d * TRANSPOSE_CYCLES * clock
                          / target.cores + target.block_overhead_seconds, 0)
@@ -219,7 +219,7 @@ def attention_lower_bound(target: HostTarget, op: Attention, values: KnobValues,
     s = _shape(op, values, assumed)
     work = 2 * s["batch"] * _pairs(op, s["m"], s["n"]) * (s["k"] + s["dv"])
     # The fastest register block's calibrated factor, where one is under 1, lowers the bound with it.
-    fastest = min([1.0, *target.attention_factors.values()])
+    fastest = min([1.0, *target.attention_factors.values(), *target.decode_attention_factors.values()])
     compute = np.full(np.shape(values["BQ"]), work / target.flops[_in_f32(op).input_type] * fastest)
     return roofline(compute, _traffic(op, s, values["KVS"], values["RM"], least=True) / _bandwidth(target, op, s))
 

@@ -67,6 +67,8 @@ class Calibration:
     stream_gbps: float | None = None
     # The attention kernel's measured seconds over its modelled ones, per register block ("RMxRN")
     attention: dict[str, float] = field(default_factory=dict)
+    # The same at decode (one query per head), per one-row register block ("1xRN")
+    decode_attention: dict[str, float] = field(default_factory=dict)
     # The pipelined copy's measured seconds over those of its fastest slice depth, per TK ("128")
     pipelined: dict[str, float] = field(default_factory=dict)
 
@@ -86,6 +88,7 @@ class Calibration:
                 or not _valid_steps(data.get("steps", {})) \
                 or not isinstance(data.get("stream_gbps", 1.0), numbers) \
                 or not _valid_blocks(data.get("attention", {})) \
+                or not _valid_blocks(data.get("decode_attention", {})) \
                 or not _valid_depths(data.get("pipelined", {})):
             raise TargetError(f"not a version-{CONFIG_VERSION} host calibration; rerun "
                               "'python -m prism.calibrate'", location=str(path))
@@ -94,9 +97,12 @@ class Calibration:
                             steps={key: float(value) for key, value in data.get("steps", {}).items()},
                             stream_gbps=None if stream is None else float(stream),
                             attention={key: float(value) for key, value in data.get("attention", {}).items()},
+                            decode_attention={key: float(value)
+                                              for key, value in data.get("decode_attention", {}).items()},
                             pipelined={key: float(value) for key, value in data.get("pipelined", {}).items()})
         rates = (found.gflops, found.dram_gbps, found.cache_gbps, *found.steps.values(), *found.attention.values(),
-                 *found.pipelined.values(), *([] if stream is None else [found.stream_gbps]))
+                 *found.decode_attention.values(), *found.pipelined.values(),
+                 *([] if stream is None else [found.stream_gbps]))
         if min(rates) <= 0 or found.cores < 1:
             raise TargetError("the host calibration holds a rate that is not positive", location=str(path))
         if (found.machine, found.cores) != (machine.machine, machine.cores):
@@ -145,6 +151,7 @@ class FamilyRates:
     steps: dict[str, float] = field(default_factory=dict)
     stream_gbps: float | None = None
     attention: dict[str, float] = field(default_factory=dict)
+    decode_attention: dict[str, float] = field(default_factory=dict)
     pipelined: dict[str, float] = field(default_factory=dict)
 
     def over(self, configured: Calibration) -> Calibration:
@@ -155,7 +162,7 @@ class FamilyRates:
             dram_gbps=configured.dram_gbps if self.dram_gbps is None else self.dram_gbps * n,
             cache_gbps=configured.cache_gbps if self.cache_gbps is None else self.cache_gbps * n,
             stream_gbps=None if self.stream_gbps is None else self.stream_gbps * n, attention=dict(self.attention),
-            pipelined=dict(self.pipelined))
+            decode_attention=dict(self.decode_attention), pipelined=dict(self.pipelined))
 
 
 # Per core, the rates recorded for each core family (CORE_FAMILIES of prism.targets.host_machine): numpy's f32
@@ -163,21 +170,23 @@ class FamilyRates:
 # benchmarks/RESULTS.md, "The host calibrated" (where its sources are given).
 FAMILY_RATES: dict[str, FamilyRates] = {
     "zen4": FamilyRates(
-        gflops=98.5, dram_gbps=25.7, cache_gbps=48.45, stream_gbps=19.1,
-        steps={"direct 1x16": 6.183e-10, "direct 1x32": 1.136e-09, "direct 1x64": 2.986e-09,
-               "direct 2x16": 1.134e-09, "direct 2x32": 1.372e-09, "direct 2x64": 2.55e-09, "direct 3x16": 1.167e-09,
-               "direct 3x32": 1.79e-09, "direct 3x64": 3.599e-09, "direct 4x16": 1.196e-09, "direct 4x32": 2.477e-09,
-               "direct 4x64": 4.877e-09, "direct 6x16": 1.798e-09, "direct 6x32": 3.711e-09, "direct 6x64": 7.22e-09,
-               "direct 8x16": 2.549e-09, "direct 8x32": 4.818e-09, "direct 12x16": 3.611e-09,
-               "direct 12x32": 7.22e-09, "direct 16x16": 4.773e-09, "packed 2x16": 1.157e-09,
-               "packed 2x32": 1.356e-09, "packed 2x64": 2.722e-09, "packed 4x16": 1.185e-09,
-               "packed 4x32": 2.488e-09, "packed 4x64": 5.017e-09, "packed 6x16": 1.817e-09,
-               "packed 6x32": 3.582e-09, "packed 6x64": 7.12e-09, "packed 8x16": 2.349e-09, "packed 8x32": 4.808e-09,
-               "packed 12x16": 3.613e-09, "packed 12x32": 7.323e-09, "packed 16x16": 4.819e-09},
-        attention={"1x16": 0.7842, "1x32": 0.5866, "1x64": 0.45, "2x16": 0.6659, "2x32": 0.8507, "2x64": 0.9335,
-                   "3x16": 0.7149, "3x32": 0.8815, "3x64": 0.9235, "4x16": 0.7715, "4x32": 0.8833, "4x64": 0.9269,
-                   "6x16": 0.8639, "6x32": 0.8786, "6x64": 0.933, "8x16": 0.8436, "8x32": 0.8799},
-        pipelined={"32": 1.085, "64": 1.015, "128": 1.0, "256": 1.107, "512": 1.171}),
+        gflops=102.7, dram_gbps=27.6, cache_gbps=45.9, stream_gbps=33.35,
+        steps={"direct 1x16": 7.54e-10, "direct 1x32": 1.384e-09, "direct 1x64": 2.651e-09, "direct 2x16": 1.136e-09,
+               "direct 2x32": 1.379e-09, "direct 2x64": 2.543e-09, "direct 3x16": 1.177e-09,
+               "direct 3x32": 1.812e-09, "direct 3x64": 3.594e-09, "direct 4x16": 1.205e-09,
+               "direct 4x32": 2.443e-09, "direct 4x64": 4.835e-09, "direct 6x16": 1.789e-09,
+               "direct 6x32": 3.649e-09, "direct 6x64": 7.252e-09, "direct 8x16": 2.498e-09,
+               "direct 8x32": 4.779e-09, "direct 12x16": 3.596e-09, "direct 12x32": 7.143e-09,
+               "direct 16x16": 4.768e-09, "packed 2x16": 1.146e-09, "packed 2x32": 1.333e-09,
+               "packed 2x64": 2.703e-09, "packed 4x16": 1.163e-09, "packed 4x32": 2.416e-09,
+               "packed 4x64": 5.128e-09, "packed 6x16": 1.817e-09, "packed 6x32": 3.63e-09, "packed 6x64": 7.699e-09,
+               "packed 8x16": 2.281e-09, "packed 8x32": 4.82e-09, "packed 12x16": 3.666e-09,
+               "packed 12x32": 7.436e-09, "packed 16x16": 4.814e-09},
+        attention={"1x16": 1.174, "1x32": 1.356, "1x64": 1.727, "2x16": 0.7718, "2x32": 0.9616, "2x64": 1.0,
+                   "3x16": 0.8097, "3x32": 0.9762, "3x64": 1.012, "4x16": 0.8771, "4x32": 0.9572, "4x64": 1.022,
+                   "6x16": 0.9914, "6x32": 0.9965, "6x64": 1.048, "8x16": 0.9001, "8x32": 0.9709},
+        decode_attention={"1x16": 0.4967, "1x32": 0.4586, "1x64": 0.4542},
+        pipelined={"32": 1.099, "64": 1.157, "128": 1.0, "256": 1.201, "512": 1.319}),
     "zen5": FamilyRates(gflops=107.6),
     "intel-avx512": FamilyRates(gflops=169.5),
     "avx2": FamilyRates(gflops=66.1),
