@@ -50,7 +50,8 @@ from prism.runtime.measure import compile_candidate, fastest_seconds
 from prism.search.family import body_func, families, payload_problem
 from prism.search.search import candidates_at
 from prism.search.space import fix_shape, point_array, shape_exponents
-from prism.targets.host import HostTarget, host_target, target_for
+from prism.targets.base import LoweringTarget
+from prism.targets.host import host_target, target_for
 from prism.targets.host_calibration import KERNELS, Calibration, config_path, step_key
 from prism.targets.host_machine import available_cores, cache_size, described_machine, machine_name
 
@@ -152,7 +153,7 @@ def attention_factors(rates: Calibration, quick: bool, progress: Callable[[str],
     return square, _attention_factors(target, decode, lambda rm: rm == 1, quick, progress)
 
 
-def _attention_factors(target: HostTarget, text: str, blocks_of: Callable[[int], bool], quick: bool,
+def _attention_factors(target: LoweringTarget, text: str, blocks_of: Callable[[int], bool], quick: bool,
                        progress: Callable[[str], None]) -> dict[str, float]:
     """Measured over modelled seconds of the attention ``text`` at each register block ``blocks_of`` takes (by
     its rows), each at its best-predicted tiles."""
