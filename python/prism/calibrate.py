@@ -158,9 +158,7 @@ def _attention_factors(target: LoweringTarget, text: str, blocks_of: Callable[[i
     """Measured over modelled seconds of the attention ``text`` at each register block ``blocks_of`` takes (by
     its rows), each at its best-predicted tiles."""
     with make_context(), ir.Location.unknown():
-        module = ir.Module.parse(compile_program(text, target="host", emit="mlir", pipeline="prism-lift").mlir)
-        (family,) = families(module)
-        body = body_func(family)
+        module, body = _lifted(text)  # the body lives as long as the module
         problem = payload_problem(body)
         space = target.space(problem)
         domain = space.universe_set()
@@ -191,11 +189,9 @@ def pipelined_factors(weights: tuple[int, int], quick: bool, progress: Callable[
     progress(f"the pipelined copy of B at {len(depths)} slice depths")
     lowering = host_target().lowering()
     with make_context(), ir.Location.unknown():
-        lifted = compile_program(_product("direct", PIPELINED_CHOICE["TM"], weights[1], weights[0]), target="host",
-                                 emit="mlir", pipeline="prism-lift")
-        module = ir.Module.parse(lifted.mlir)
-        (family,) = families(module)
-        runs = [compile_candidate(body_func(family), {**PIPELINED_CHOICE, "TK": tk}, lowering) for tk in depths]
+        # The module is kept: the body lives as long as it.
+        module, body = _lifted(_product("direct", PIPELINED_CHOICE["TM"], weights[1], weights[0]))
+        runs = [compile_candidate(body, {**PIPELINED_CHOICE, "TK": tk}, lowering) for tk in depths]
         times = fastest_in_rounds(runs, 1 if quick else ROUNDS)
     return {str(tk): float(f"{seconds / min(times):.4g}") for tk, seconds in zip(depths, times, strict=True)}
 
@@ -233,13 +229,17 @@ def _product(kernel: str, m: int, n: int, k: int) -> str:
             f"  return %r : {c_type}\n}}\n")
 
 
-def _family(kernel: str, k: int, cores: int) -> tuple[ir.Module, ir.Operation]:
-    """The lifted micro-kernels' product at depth ``k`` (in the current context), and its family's body."""
-    lifted = compile_program(_product(kernel, ROWS, cores * COLUMNS, k), target="host", emit="mlir",
-                             pipeline="prism-lift")
-    module = ir.Module.parse(lifted.mlir)
+def _lifted(text: str) -> tuple[ir.Module, ir.Operation]:
+    """The program ``text`` of one family, lifted (in the current context), and its family's body (which lives
+    as long as the module)."""
+    module = ir.Module.parse(compile_program(text, target="host", emit="mlir", pipeline="prism-lift").mlir)
     (family,) = families(module)
     return module, body_func(family)
+
+
+def _family(kernel: str, k: int, cores: int) -> tuple[ir.Module, ir.Operation]:
+    """The lifted micro-kernels' product at depth ``k`` (in the current context), and its family's body."""
+    return _lifted(_product(kernel, ROWS, cores * COLUMNS, k))
 
 
 def register_blocks(body: ir.Operation) -> list[tuple[int, int]]:
