@@ -13,6 +13,9 @@ CHOICE = '{prism.roles = ["m", "n", "k"], prism.choice = {TM = 16, TN = 32, TK =
 # A register block one vector wide (on the 256-bit lowering these tests use): a dual GEMM doubles it.
 ONE_VECTOR = '{prism.roles = ["m", "n", "k"], prism.choice = {TM = 16, TN = 32, TK = 64, RM = 4, RN = 8, PACK = 1}}'
 STREAM = '{prism.roles = ["m", "n", "k"], prism.choice = {TM = 16, TN = 32, TK = 64, RM = 1, RN = 16, PACK = 0}}'
+# A few rows in one row panel, B read in place in shallow slices (host_gemm.streams_in_place): a dual GEMM halves
+# the slice, to 8 rows (K = 300 then ends in a ragged slice of 4).
+SWEEP = '{prism.roles = ["m", "n", "k"], prism.choice = {TM = 8, TN = 32, TK = 16, RM = 8, RN = 16, PACK = 1}}'
 ID, ROW, COL = "affine_map<(i, j) -> (i, j)>", "affine_map<(i, j) -> (i)>", "affine_map<(i, j) -> (j)>"
 M, N, K = 37, 45, 300
 
@@ -147,11 +150,13 @@ def swiglu_source(m: str, choice: str = CHOICE, dynamic_weights: bool = False) -
 @pytest.mark.parametrize("m, rows, choice", [("37", M, CHOICE), ("?", M, CHOICE), ("?", 1, CHOICE), ("3", 3, CHOICE),
                                              ("37", M, ONE_VECTOR), ("3", 3, ONE_VECTOR),
                                              ("1", 1, ONE_VECTOR.replace("RM = 4", "RM = 1")),
-                                             ("1", 1, STREAM), ("5", 5, STREAM), ("?", 7, STREAM)])
+                                             ("1", 1, STREAM), ("5", 5, STREAM), ("?", 7, STREAM),
+                                             ("8", 8, SWEEP), ("5", 5, SWEEP)])
 def test_dual_gemm(rng: np.random.Generator, m: str, rows: int, choice: str) -> None:
     """SwiGLU's gate and up: one kernel computes both products, RN/2 columns of each per micro-tile (RN
     columns of each where RN is one vector), K in five slices, the second product's partial sums kept between
-    them; a ragged N; panels copied (37 rows) or B read in place (3 rows, one row panel). One-row blocks stream
+    them; a ragged N; panels copied (37 rows) or B read in place (3 rows, one row panel; 5 and 8 rows in slices
+    of 8 K rows, half the plans' 16, with a ragged last one). One-row blocks stream
     both B's side by side: the workers split K for a single row (then the epilogue runs as their sums are
     added), else each task's tile takes the epilogue in a pass of its own."""
     from mlir import ir

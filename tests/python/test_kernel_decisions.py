@@ -87,6 +87,51 @@ def test_the_cost_and_the_code_ask_the_same_rules(reference_host: None, monkeypa
     assert set(asked) == by_cost == {"direct_layout", "copies_panels", "reuses_panels", "splits_k"}
 
 
+def _swiglu(m: int, choice: str) -> str:
+    """silu(a @ wg) * (a @ wu) of m x 64 by 64 x 48, both products scheduled by ``choice``."""
+    a, b, c = f"tensor<{m}x64xf32>", "tensor<64x48xf32>", f"tensor<{m}x48xf32>"
+    matmul = f'linalg.matmul {{prism.roles = ["m", "n", "k"], prism.choice = {{{choice}}}}}'
+    identity = "affine_map<(i, j) -> (i, j)>"
+    return "\n".join([
+        f"func.func @f(%a: {a}, %wg: {b}, %wu: {b}) -> {c} {{",
+        "  %zero = arith.constant 0.0 : f32", "  %one = arith.constant 1.0 : f32", f"  %e = tensor.empty() : {c}",
+        f"  %c0 = linalg.fill ins(%zero : f32) outs(%e : {c}) -> {c}",
+        f"  %g = {matmul} ins(%a, %wg : {a}, {b}) outs(%c0 : {c}) -> {c}",
+        f"  %u = {matmul} ins(%a, %wu : {a}, {b}) outs(%c0 : {c}) -> {c}",
+        f"  %y = linalg.generic {{indexing_maps = [{identity}, {identity}, {identity}], "
+        f'iterator_types = ["parallel", "parallel"]}} ins(%g, %u : {c}, {c}) outs(%e : {c}) {{',
+        "  ^bb0(%x: f32, %up: f32, %o: f32):", "    %n = arith.negf %x : f32", "    %ex = math.exp %n : f32",
+        "    %den = arith.addf %one, %ex : f32", "    %s = arith.divf %x, %den : f32",
+        "    %r = arith.mulf %s, %up : f32", "    linalg.yield %r : f32", f"  }} -> {c}", f"  return %y : {c}", "}"])
+
+
+@pytest.mark.parametrize(("m", "choice", "moves"), [
+    (8, "TM = 8, TN = 48, TK = 16, RM = 8, RN = 16", True),  # 8 rows read B in place in slices of 16
+    (16, "TM = 16, TN = 48, TK = 16, RM = 16, RN = 16", False),  # more rows than stream B
+    (8, "TM = 8, TN = 48, TK = 16, RM = 4, RN = 16", False),  # two row panels: B copied
+])
+def test_a_dual_gemm_streaming_b_in_place_takes_half_the_slice(m: int, choice: str, moves: bool, reference_host: None,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dual GEMM reads two B's in each slice: where its plans stream B in place, the kernel halves the slice
+    (host_gemm.dual_slice_depth), and nowhere else."""
+    host = host_target()
+    code = _tiled(_swiglu(m, choice), host.cores)
+    monkeypatch.setattr(host_gemm, "dual_slice_depth", lambda tk, streams: tk)
+    assert (_tiled(_swiglu(m, choice), host.cores) != code) is moves
+
+
+@pytest.mark.parametrize(("m", "tm", "rm", "tk", "expected"), [
+    (8, 8, 8, 16, True), (8, 8, 8, 32, False), (16, 16, 16, 16, False), (8, 4, 4, 16, False), (5, 8, 8, 8, True),
+    (None, 8, 8, 16, False), (8, 8, 1, 16, False)])
+def test_b_streams_in_place_for_a_few_rows_in_shallow_slices(m: int | None, tm: int, rm: int, tk: int,
+                                                            expected: bool) -> None:
+    assert bool(host_gemm.streams_in_place(False, rm, tm, tk, m)) is expected
+    assert not host_gemm.streams_in_place(True, rm, tm, tk, m)
+    many = host_gemm.streams_in_place(np.asarray([False, True]), np.asarray([rm, rm]), np.asarray([tm, tm]),
+                                      np.asarray([tk, tk]), m)
+    assert many.tolist() == [expected, False]
+
+
 @pytest.mark.parametrize(("m", "rm", "tm", "expected"), [(None, 2, 2, True), (1, 4, 8, False), (16, 4, 8, True),
                                                         (16, 1, 8, False), (3, 4, 4, False)])
 def test_a_rule_answers_integers_and_arrays_alike(m: int | None, rm: int, tm: int, expected: bool) -> None:

@@ -184,3 +184,43 @@ def test_the_worker_with_the_most_columns_of_b_sets_the_memory_time(describe_hos
       return %r : tensor<8x5632xf32>
     }""", target="host", emit="report").report["families"]
     assert family["choice"]["TN"] <= 1024, family["choice"]  # 2048 leaves one core two blocks, 4096 columns
+
+
+def test_a_few_rows_read_b_in_place_as_streams_as_wide_as_their_tasks(describe_host: Callable[..., Any]) -> None:
+    """8 rows of C in one row panel read B in place slice by slice, each slice's rows swept across the task's
+    columns: in slices of up to 16 rows the prefetchers follow every row, and B is read in runs TN wide; deeper
+    slices read it RN wide. At 16 rows the rule does not apply. The 8 x 4096 x 11008 product from DRAM then
+    picks B read in place in shallow slices (benchmarks/RESULTS.md, "Eight-row products from DRAM")."""
+    from conftest import REFERENCE_HOST
+
+    host = describe_host(REFERENCE_HOST.with_name("host-avx512.json"))
+
+    def seconds(m: int, **knobs: list[int]) -> np.ndarray:
+        op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (m, 11008, 4096), (4, 4), 4, "f32")
+        return host.seconds(op, {key: np.asarray(value) for key, value in knobs.items()})
+
+    shallow, deep = seconds(8, TM=[8, 8], TN=[1024, 1024], TK=[16, 64], RM=[8, 8], RN=[16, 16])
+    assert deep > 2 * shallow
+    shallow, deep = seconds(16, TM=[16, 16], TN=[1024, 1024], TK=[16, 64], RM=[16, 16], RN=[16, 16])
+    assert abs(deep / shallow - 1) < 0.05
+    (family,) = prism.compile("""func.func @f(%x: tensor<8x4096xf32>, %w: tensor<4096x11008xf32>,
+                                 %c: tensor<8x11008xf32>) -> tensor<8x11008xf32> {
+      %r = linalg.matmul ins(%x, %w : tensor<8x4096xf32>, tensor<4096x11008xf32>) outs(%c : tensor<8x11008xf32>)
+        -> tensor<8x11008xf32>
+      return %r : tensor<8x11008xf32>
+    }""", target="host", emit="report").report["families"]
+    choice = family["choice"]
+    assert choice["RM"] == choice["TM"] == 8 and choice["TK"] <= 16, choice
+
+
+def test_a_few_rows_from_dram_wait_on_memory(describe_host: Callable[..., Any]) -> None:
+    """A product of 8 rows does too little work per byte of B to hide DRAM behind it: its predicted time is at
+    least B's bytes at DRAM's rate plus its FMAs at the peak rate, where a roofline would take the larger."""
+    from conftest import REFERENCE_HOST
+
+    host = describe_host(REFERENCE_HOST.with_name("host-avx512.json"))
+    m, n, k = 8, 11008, 4096
+    op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (m, n, k), (4, 4), 4, "f32")
+    (seconds,) = host.seconds(op, {"TM": np.asarray([8]), "TN": np.asarray([1024]), "TK": np.asarray([16]),
+                                   "RM": np.asarray([8]), "RN": np.asarray([16])})
+    assert seconds >= 4 * k * n / host.dram_bytes_per_s + 2 * m * n * k / host.flops["f32"]

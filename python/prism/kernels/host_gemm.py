@@ -17,6 +17,13 @@ Extent = int | np.ndarray
 # The most a kernel's worker keeps of a column block's B panels (all of K, TN wide) to reuse them across row
 # blocks; beyond it, each task copies its own.
 REUSED_PANEL_BYTES = 4 << 20
+# A task of one row panel reads B in place slice by slice, sweeping each slice's rows across its columns
+# micro-tile after micro-tile: memory sees one stream per row of B in the slice (two per row in a dual GEMM),
+# and the core's prefetchers follow up to this many (benchmarks/RESULTS.md, "Eight-row products from DRAM").
+PREFETCH_STREAMS = 16
+# Products of at most this many rows of C, in one row panel, read B as such streams: each byte of B feeds few
+# FMAs, so where B comes from DRAM the kernel's loads wait on it (the same entry).
+STREAMING_ROWS = 8
 
 
 def direct_layout(f32: bool, operand_roles: Sequence[Sequence[str]]) -> bool:
@@ -133,3 +140,20 @@ def plan_tiles(knobs: dict[str, int], m: int | None, n: int | None, k: int | Non
         tn = _round_up(n, rn)
     pack = bool(copies_panels(tm, rm, m, knobs.get("PACK", 1)))
     return Tiles(tm, tn, rm, rn, split_k, pack, bool(reuses_panels(pack, tm, tn, m, k, b_bytes)))
+
+
+def streams_in_place(copies: Extent, rm: Extent, tm: Extent, tk: Extent, m: int | None) -> Extent:
+    """Whether a task reads B in place as one stream per row of each K slice, each as long as the task is wide:
+    a row panel of several rows that covers a static M of at most STREAMING_ROWS rows (so B is not copied), in
+    slices of at most PREFETCH_STREAMS rows."""
+    if m is None or not 1 < m <= STREAMING_ROWS:
+        return _never(rm)
+    streams = np.logical_not(copies) & (rm > 1) & (np.minimum(tm, m) >= m) & (tk <= PREFETCH_STREAMS)
+    return streams if np.ndim(streams) else bool(streams)
+
+
+def dual_slice_depth(tk: int, streams: bool) -> int:
+    """The K slice of a dual GEMM whose plans (one per product) chose ``tk``: where B is read in place as
+    streams (:func:`streams_in_place`), each slice reads two B's, so it keeps to half as many rows as the
+    prefetchers follow."""
+    return min(tk, PREFETCH_STREAMS // 2) if streams else tk

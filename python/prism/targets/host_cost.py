@@ -33,9 +33,11 @@ COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + 
              "+ [B panels: ceil(K/TK)*TK*TN/lanes if ceil(TM/RM) > 1]) / clock + task), "
              "(bytesA*ceil(N/TN) + bytesB*ceil(M/TM)*(1 + 128/run) + bytesC) / bandwidth * cores/busy); "
              "rounds = ceil(B*ceil(M/TM)*ceil(N/TN) / cores); busy = min(B*ceil(M/TM)*ceil(N/TN), cores), "
-             "or cores for one row of C (K split); run = bytes of B read contiguously (TN or RN wide, N at decode), "
+             "or cores for one row of C (K split); run = bytes of B read contiguously (TN wide; RN wide in place "
+             "unless TK <= 16 and TM covers M <= 8; N at decode), "
              "and C written RN wide pays 128/run too (direct kernel); x pipelined_factor(TK) where the copy of B "
-             "is pipelined (calibrated); "
+             "is pipelined (calibrated); the sum of the two terms, not their max, where B comes from DRAM and "
+             "1 < M <= 8 (direct kernel); "
              "tiles(M, TM, RM) = micro-tile rows per block, averaged over the blocks (the last one ragged)")
 
 # An FMA's latency in cycles on current x86 cores: a micro-kernel needs
@@ -96,14 +98,17 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
         block_cycles = np.where(aliased, block_cycles * SET_CONFLICT_FACTOR, block_cycles)
         # B panels are copied per task (one vector load and store each) when several row panels of several
         # rows read them; the copy reads rows of B TN wide, and so does a one-row block (it streams whole
-        # rows of the task's columns), while a task with one row panel of several rows reads B RN wide.
+        # rows of the task's columns), and so does a task that streams B in place (host_gemm.streams_in_place:
+        # a few rows in one row panel, shallow slices); other tasks of one row panel read B RN wide.
         packs = host_gemm.copies_panels(tm, rm, s["m"])
         copies = np.where(packs, ceil_div(s["k"], tk) * tk * ceil_div(tn, lanes), 0)
         # Kept across row blocks, a column block's panels are copied once rather than once per block.
         reused = host_gemm.reuses_panels(packs, tm, tn, s["m"], op.extent("k"), op.elem_bytes[1])
         copies = np.where(reused, copies / ceil_div(s["m"], tm), copies)
         block_cycles = block_cycles + copies * _panel_copy_cycles(target, op, s, tn)
-        run = np.minimum(np.where(packs | (rm == 1), tn, rn), s["n"]) * op.elem_bytes[1]
+        in_place = host_gemm.streams_in_place(packs, rm, tm, tk, op.extent("m"))
+        streamed = packs | (rm == 1) | in_place
+        run = np.minimum(np.where(streamed, tn, rn), s["n"]) * op.elem_bytes[1]
     # The worker with the most columns of B to read finishes last, streaming at its share of the bandwidth
     # (idle cores leave theirs unused); a single row of C instead splits K over every core, each streaming
     # whole rows of B.
@@ -121,6 +126,12 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
         memory = np.where(streams, memory * target.dram_bytes_per_s / target.stream_bytes_per_s, memory)
     phases = 0 if direct else _pack_seconds(target, op, values, s)
     seconds = phases + roofline(compute, memory)
+    if direct and _bandwidth(target, op, s) == target.dram_bytes_per_s:
+        # A product of a few rows does too little work per byte of B to hide memory behind it: its loads wait
+        # on DRAM, so compute and memory add rather than overlap (benchmarks/RESULTS.md, "Eight-row products
+        # from DRAM": within 10% at 8 rows). Decode has a measured rate of its own.
+        few_rows = op.extent("m") is not None and 1 < op.extent("m") <= host_gemm.STREAMING_ROWS
+        seconds = np.where(few_rows & ~split, phases + compute + memory, seconds)
     if direct:
         # A pipelined copy runs slower at some slice depths than at others, by as much as calibration measured.
         b_bytes = s["batch"] * s["k"] * s["n"] * op.elem_bytes[1]

@@ -91,6 +91,7 @@ from prism.infra.diagnostics import describe_ops
 from prism.infra.errors import PipelineError
 from prism.infra.ir import normalize_program
 from prism.infra.passbase import PassContext
+from prism.kernels import host_gemm
 from prism.search.families import registered_families
 from prism.targets.host import host_target
 
@@ -268,11 +269,12 @@ def _to_transform_path(gemm: CpuGemm, transform_path: list[CpuGemm]) -> None:
 def _inline_dual(p: Planned, q: Planned, fused: EpilogueMatch) -> None:
     """One kernel in place of the products ``p`` and ``q`` of one A and the epilogue ``fused`` that reads both."""
     # A micro-tile covers half its columns in each product, and a task half its columns: its panels keep
-    # their size.
+    # their size. A slice that streams B in place reads two B's, so it takes half as many rows.
     rn = _dual_rn(p.plan)
     step = rn // 2
     tn = p.plan.tn if p.plan.streams else max(step, p.plan.tn // 2 // step * step)
-    plan = dataclasses.replace(p.plan, epilogue=fused.epilogue, dual=q.plan.b_type, tn=tn, rn=rn)
+    tk = host_gemm.dual_slice_depth(p.plan.tk, p.plan.sweeps_b)
+    plan = dataclasses.replace(p.plan, epilogue=fused.epilogue, dual=q.plan.b_type, tn=tn, rn=rn, tk=tk)
     inline_kernel(fused.op, plan, [*p.op.operands, q.op.operands[1], *fused.inputs])
     init = q.op.operands[2]
     p.op.erase()

@@ -77,6 +77,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from prism.codegen.cpu.text import F32, MlirText, inline_function
+from prism.kernels import host_gemm
 
 # Rows of B that a streaming kernel (KernelPlan.streams) reads together: that many sequential streams per
 # core, which is what keeps enough loads in flight to reach the memory bandwidth (4, 8 and 16 measured:
@@ -167,6 +168,13 @@ class KernelPlan:
         """B read in place by one-row micro-tiles: each row of C is updated from STREAM_DEPTH rows of B at a
         time, whole rows of the task's columns, so B is read in runs of TN elements rather than RN."""
         return not self.pack and not self.prepacked and self.rm == 1
+
+    @property
+    def sweeps_b(self) -> bool:
+        """B read in place by one row panel of a few rows, in slices shallow enough for the prefetchers to
+        follow each of their rows (:func:`prism.kernels.host_gemm.streams_in_place`)."""
+        return not self.prepacked and bool(host_gemm.streams_in_place(self.pack, self.rm, self.tm, self.tk,
+                                                                      _dim(self.c_type, -2)))
 
 
 def dynamic_memref(rank: int, element: str = F32) -> str:
