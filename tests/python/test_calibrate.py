@@ -212,12 +212,13 @@ def test_the_attention_pick_follows_the_calibrated_register_blocks(tmp_path: Pat
     assert second != first and seconds < slowed < 4 * seconds
 
 
-EIGHT_ROWS = DECODE.replace("1x4096xf32", "8x4096xf32").replace("1x8192xf32", "8x8192xf32")
+# More rows than read B in place as streams (prism.kernels.host_gemm.STREAMING_ROWS).
+SIXTEEN_ROWS = DECODE.replace("1x4096xf32", "16x4096xf32").replace("1x8192xf32", "16x8192xf32")
 
 
 def test_the_pipelined_copy_depth_follows_the_calibration(tmp_path: Path,
                                                           describe_host: Callable[..., Any]) -> None:
-    """A product of 8 rows by 128 MiB of weights, where one-row blocks stream slowly, copies B in a pipeline:
+    """A product of 16 rows by 128 MiB of weights, where one-row blocks stream slowly, copies B in a pipeline:
     where the calibration times the model's own slice depth 1.5x slower than others, the pick moves to another
     depth; where it times every depth 1.5x slower, the prediction grows by at most that."""
     machine = json.loads(REFERENCE_HOST.read_text())
@@ -228,7 +229,7 @@ def test_the_pipelined_copy_depth_follows_the_calibration(tmp_path: Path,
                                       "cores": machine["cores"], "gflops": 100.0, "dram_gbps": 20.0,
                                       "cache_gbps": 100.0, "stream_gbps": 5.0, "pipelined": pipelined}))
         describe_host(REFERENCE_HOST, config)
-        (family,) = prism.compile(EIGHT_ROWS, target="host", emit="report").report["families"]
+        (family,) = prism.compile(SIXTEEN_ROWS, target="host", emit="report").report["families"]
         return family["choice"], family["predicted_seconds"]
 
     first, seconds = pick({})
