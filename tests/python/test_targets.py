@@ -137,6 +137,16 @@ def test_a_target_without_iree_configurations_is_refused_before_anything_runs(sq
             prism.compile(GEMM, target=square_host.name, emit=emit)
 
 
+def _picked(m: int, k: int, n: int) -> dict[str, int]:
+    """The schedule the host picks for an m x k by k x n f32 product."""
+    a, b, c = f"tensor<{m}x{k}xf32>", f"tensor<{k}x{n}xf32>", f"tensor<{m}x{n}xf32>"
+    (family,) = prism.compile(f"""func.func @f(%x: {a}, %w: {b}, %c: {c}) -> {c} {{
+      %r = linalg.matmul ins(%x, %w : {a}, {b}) outs(%c : {c}) -> {c}
+      return %r : {c}
+    }}""", target="host", emit="report").report["families"]
+    return family["choice"]
+
+
 def test_rows_of_a_that_alias_in_one_l1_set_cost_more(describe_host: Callable[..., Any]) -> None:
     """The direct kernel reads RM rows of A, K apart. With K a multiple of the L1 way size (4 KiB of f32 on a
     48 KiB 12-way L1), more than ways - 2 rows evict each other: 16 x 16 register blocks cost more than 8 x 32
@@ -154,14 +164,8 @@ def test_rows_of_a_that_alias_in_one_l1_set_cost_more(describe_host: Callable[..
         return float(tall / wide)
 
     assert ratio(1024) > 1.2 and ratio(1000) < 1.1
-    lifted = prism.compile("""func.func @f(%x: tensor<16x1024xf32>, %w: tensor<1024x1024xf32>,
-                              %c: tensor<16x1024xf32>) -> tensor<16x1024xf32> {
-      %r = linalg.matmul ins(%x, %w : tensor<16x1024xf32>, tensor<1024x1024xf32>) outs(%c : tensor<16x1024xf32>)
-        -> tensor<16x1024xf32>
-      return %r : tensor<16x1024xf32>
-    }""", target="host", emit="report").report
-    (family,) = lifted["families"]
-    assert family["choice"]["RM"] <= host.l1d_ways - 2, family["choice"]
+    choice = _picked(16, 1024, 1024)
+    assert choice["RM"] <= host.l1d_ways - 2, choice
 
 
 def test_the_worker_with_the_most_columns_of_b_sets_the_memory_time(describe_host: Callable[..., Any]) -> None:
@@ -177,13 +181,8 @@ def test_the_worker_with_the_most_columns_of_b_sets_the_memory_time(describe_hos
                "RM": np.array([1, 1]), "RN": np.array([64, 64])}
     uneven, even = host.seconds(op, streams)
     assert uneven > 1.2 * even
-    (family,) = prism.compile("""func.func @f(%x: tensor<8x2048xf32>, %w: tensor<2048x5632xf32>,
-                                 %c: tensor<8x5632xf32>) -> tensor<8x5632xf32> {
-      %r = linalg.matmul ins(%x, %w : tensor<8x2048xf32>, tensor<2048x5632xf32>) outs(%c : tensor<8x5632xf32>)
-        -> tensor<8x5632xf32>
-      return %r : tensor<8x5632xf32>
-    }""", target="host", emit="report").report["families"]
-    assert family["choice"]["TN"] <= 1024, family["choice"]  # 2048 leaves one core two blocks, 4096 columns
+    choice = _picked(8, 2048, 5632)
+    assert choice["TN"] <= 1024, choice  # 2048 leaves one core two blocks, 4096 columns
 
 
 def test_a_few_rows_read_b_in_place_as_streams_as_wide_as_their_tasks(describe_host: Callable[..., Any]) -> None:
@@ -203,13 +202,7 @@ def test_a_few_rows_read_b_in_place_as_streams_as_wide_as_their_tasks(describe_h
     assert deep > 2 * shallow
     shallow, deep = seconds(16, TM=[16, 16], TN=[1024, 1024], TK=[16, 64], RM=[16, 16], RN=[16, 16])
     assert abs(deep / shallow - 1) < 0.05
-    (family,) = prism.compile("""func.func @f(%x: tensor<8x4096xf32>, %w: tensor<4096x11008xf32>,
-                                 %c: tensor<8x11008xf32>) -> tensor<8x11008xf32> {
-      %r = linalg.matmul ins(%x, %w : tensor<8x4096xf32>, tensor<4096x11008xf32>) outs(%c : tensor<8x11008xf32>)
-        -> tensor<8x11008xf32>
-      return %r : tensor<8x11008xf32>
-    }""", target="host", emit="report").report["families"]
-    choice = family["choice"]
+    choice = _picked(8, 4096, 11008)
     assert choice["RM"] == choice["TM"] == 8 and choice["TK"] <= 16, choice
 
 
