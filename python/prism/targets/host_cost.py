@@ -34,10 +34,10 @@ COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + 
              "(bytesA*ceil(N/TN) + bytesB*ceil(M/TM)*(1 + 128/run) + bytesC) / bandwidth * cores/busy); "
              "rounds = ceil(B*ceil(M/TM)*ceil(N/TN) / cores); busy = min(B*ceil(M/TM)*ceil(N/TN), cores), "
              "or cores for one row of C (K split); run = bytes of B read contiguously (TN wide; RN wide in place "
-             "unless TK <= 16 and TM covers M <= 8; N at decode), "
+             f"unless TK <= {host_gemm.PREFETCH_STREAMS} and TM covers M <= {host_gemm.STREAMING_ROWS}; N at decode), "
              "and C written RN wide pays 128/run too (direct kernel); x pipelined_factor(TK) where the copy of B "
              "is pipelined (calibrated); the sum of the two terms, not their max, where B comes from DRAM and "
-             "1 < M <= 8 (direct kernel); "
+             f"1 < M <= {host_gemm.STREAMING_ROWS} (direct kernel); "
              "tiles(M, TM, RM) = micro-tile rows per block, averaged over the blocks (the last one ragged)")
 
 # An FMA's latency in cycles on current x86 cores: a micro-kernel needs
