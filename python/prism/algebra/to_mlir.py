@@ -400,8 +400,8 @@ class _Writer:
         text = (f"linalg.generic {{indexing_maps = [{maps}], iterator_types = [{kinds}]}}\n"
                 f"      {ins}outs({init} : {self.type(shape, element)}) {{\n"
                 f"    ^bb0({block_args}):\n"
-                + "".join(f"      {line}\n" for line in body)
-                + f"      linalg.yield {result} : {element}\n    }} -> {self.type(shape, element)}")
+                + "".join(f"      {line}{self.location}\n" for line in body)
+                + f"      linalg.yield {result} : {element}{self.location}\n    }} -> {self.type(shape, element)}")
         return self.emit(text)
 
     def _scalar(self, term: Term, dims: list[int], inputs: list[tuple[str, Shape, list[int], str]],
