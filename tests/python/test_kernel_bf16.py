@@ -13,6 +13,8 @@ import pytest
 
 import prism
 from conftest import REFERENCE_HOST
+from prism.codegen.cpu.kernel_bf16 import STREAMED_ACCUMULATORS, Bf16Plan, plan_for
+from prism.kernels.host_gemm import PREFETCH_STREAMS
 from prism.targets.host_machine import Machine
 
 INPUTS = Path(__file__).resolve().parents[1] / "filecheck" / "Inputs"
@@ -87,3 +89,36 @@ def test_a_batch_and_an_init_that_is_not_zero(rng: np.random.Generator) -> None:
     c = rng.standard_normal((3, 17, 50)).astype(np.float32)
     got = prism.compile(text, target="host").jit("mm")(a, b, c)
     bounded(got, a, b, c)
+
+
+def test_a_few_rows_stream_b_in_place() -> None:
+    """2 to 16 static rows take one block of rows and read B in slices of PREFETCH_STREAMS rows, in tasks two per
+    worker wide (whole groups of panels); one row, more rows, or a dynamic size keep the defaults."""
+    def plan(c_type: str, workers: int = 2) -> Bf16Plan:
+        return plan_for("mm", "a", "b", c_type, True, workers)
+
+    few = plan("tensor<16x11008xf32>")
+    assert (few.tm, few.rm, few.nv, few.tkp) == (16, 8, 2, PREFETCH_STREAMS // 2) and not few.packs
+    assert few.tn == 2752 and few.tn % (16 * few.nv) == 0
+    odd = plan("tensor<5x1000xf32>", workers=3)
+    assert (odd.tm, odd.rm, odd.rm * odd.nv) == (5, 5, 15) and odd.tn % (16 * odd.nv) == 0
+    assert odd.tn * 6 >= 1000 > (odd.tn - 16 * odd.nv) * 6
+    batched = plan("tensor<4x8x64xf32>")
+    assert batched.tn == 64 and batched.rm * batched.nv == STREAMED_ACCUMULATORS
+    default = Bf16Plan("mm", "a", "b", "c", True, 2)
+    for c_type in ("tensor<1x4096xf32>", "tensor<17x4096xf32>", "tensor<?x4096xf32>", "tensor<8x?xf32>",
+                   "tensor<?x8x64xf32>"):
+        assert (plan(c_type).tm, plan(c_type).tn, plan(c_type).tkp) == (default.tm, default.tn, default.tkp), c_type
+
+
+@pytest.mark.skipif(not RUNS_HERE, reason="this machine has no AVX512-BF16: the kernel is checked as IR and LLVM")
+@pytest.mark.parametrize(("m", "k", "n", "batch"), [(2, 33, 7, None), (5, 100, 300, None), (8, 64, 1000, None),
+                                                    (16, 257, 131, None), (4, 31, 45, 3)])
+def test_a_few_rows_streamed_match_float64(m: int, k: int, n: int, batch: int | None,
+                                           rng: np.random.Generator) -> None:
+    """The streaming plans of a few rows (ragged slices, panels and tasks, an odd K, a batch with an init)."""
+    text = product(m, k, n, batch=batch, accumulate=batch is not None)
+    lead = (batch,) if batch else ()
+    a, b = (rng.standard_normal(lead + s).astype(ml_dtypes.bfloat16) for s in ((m, k), (k, n)))
+    start = [rng.standard_normal(lead + (m, n)).astype(np.float32)] if batch else []
+    bounded(prism.compile(text, target="host").jit("mm")(a, b, *start), a, b, *start)

@@ -185,8 +185,8 @@ class CpuLowering(Lowering):
         if not host_target().bf16_dot or len(types) != 3 or not kernel_bf16.takes(*types, roles):
             return False
         kernels.append(Kernel("gemm (bf16 dot products)", *_described(op)))
-        plan = kernel_bf16.Bf16Plan(name=f"{KERNEL_NAME}_bf16", a_type=str(types[0]), b_type=str(types[1]),
-                                    c_type=str(types[2]), zero_init=starts_at_zero(op), workers=self.threads)
+        plan = kernel_bf16.plan_for(f"{KERNEL_NAME}_bf16", str(types[0]), str(types[1]), str(types[2]),
+                                    starts_at_zero(op), self.threads)
         inline_function(op, kernel_bf16.kernel_text(plan), list(op.operands))
         return True
 

@@ -9,7 +9,8 @@ the multiply-adds of an f32 FMA, from half the bytes:
    of a panel is two consecutive k of its 16 columns, interleaved (k, k+1 of column 0, then of column 1, ...),
    zeros past N and past an odd K. The panels are shared among the workers. Where one block of rows covers M
    (a static M of at most TM rows: a few tokens), each task reads its columns of B once, and a copy would only
-   add traffic: the micro-kernel then reads two rows of B in place and interleaves them in registers.
+   add traffic: the micro-kernel then reads two rows of B in place and interleaves them in registers. A few
+   rows take tiles that stream B as the f32 kernel does (:func:`plan_for`).
 2. Tasks: blocks of ``TM x TN`` of C (per batch), shared among the workers as contiguous runs. A task walks K
    in slices of ``TKP`` pairs; in each slice, for each group of ``NV`` panels (``16 NV`` columns), for each
    ``RM`` rows, a micro-kernel keeps ``RM x NV`` accumulator vectors in registers: per pair of k, each row's
@@ -24,6 +25,7 @@ accumulator, as an f32 FMA chain over the same pairs would, up to the order of t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,6 +35,7 @@ from mlir import ir
 
 from prism.codegen.cpu.kernel import dynamic_memref
 from prism.codegen.cpu.text import MlirText
+from prism.kernels import host_gemm
 
 LANES = 16  # f32 lanes of a 512-bit vector; one panel's columns
 F32, BF16 = "f32", "bf16"
@@ -66,6 +69,35 @@ class Bf16Plan:
     @property
     def batch(self) -> bool:
         return self.c_type.count("x") == 3  # tensor<BxMxNxf32>
+
+
+# A product of at most this many rows (a few tokens; at least two) reads B in place as streams (:func:`plan_for`).
+STREAMED_ROWS = 16
+# A streaming micro-tile's accumulators: RM x NV vectors.
+STREAMED_ACCUMULATORS = 16
+
+
+def plan_for(name: str, a_type: str, b_type: str, c_type: str, zero_init: bool, workers: int) -> Bf16Plan:
+    """The plan of a product of these tensor types (as text).
+
+    A static M of 2 to STREAMED_ROWS rows and a static N take one block of rows, and read B in place the way
+    the f32 kernel streams it (:func:`prism.kernels.host_gemm.streams_in_place`): slices of
+    PREFETCH_STREAMS rows of B (half as many pairs), so that the prefetchers follow every row, and tasks as
+    wide as two per worker allow, so that each row is read in long runs; micro-tiles of up to 8 rows by
+    STREAMED_ACCUMULATORS / RM panels (benchmarks/RESULTS.md, "bf16 products of a few rows"). Other products
+    take the defaults of :class:`Bf16Plan`.
+    """
+    plan = Bf16Plan(name, a_type, b_type, c_type, zero_init, workers)
+    *batch, m, n = (int(d) if d.isdigit() else None for d in c_type.removeprefix("tensor<").split("x")[:-1])
+    if m is None or n is None or None in batch or not 1 < m <= STREAMED_ROWS:
+        return plan
+    rm = min(8, m)
+    nv = STREAMED_ACCUMULATORS // rm
+    group = LANES * nv
+    column_blocks = -(-2 * workers // (batch[0] if batch else 1))
+    tn = -(-n // column_blocks)
+    return dataclasses.replace(plan, tm=-(-m // rm) * rm, tn=-(-tn // group) * group, rm=rm, nv=nv,
+                               tkp=host_gemm.PREFETCH_STREAMS // 2)
 
 
 def takes(a_type: ir.Type, b_type: ir.Type, c_type: ir.Type, operand_roles: list[list[str]]) -> bool:
