@@ -11,7 +11,9 @@ Each workload of ``benchmarks/cpu_workloads.py`` is searched for the host by
 prism-optimize's search passes with ``prism-select{measure=K}`` (K =
 ``--candidates``): the K best-predicted schedules of every family are
 compiled and timed (``prism.runtime.measure.measure_seconds``: the fastest
-of 5 calls after a warm-up), and the report lists them in predicted order.
+of 5 calls after a warm-up, each after a sweep of the caches where the model
+prices the inputs streaming from memory, as they do in a whole program), and
+the report lists them in predicted order.
 Per family this prints:
 
 - the regret: the measured time of the model's pick (the predicted best)
@@ -51,7 +53,7 @@ from mlir import ir
 import prism
 from prism.infra.ir import make_context
 from prism.runtime.measure import measure_seconds
-from prism.search.family import body_func, families, family_name
+from prism.search.family import body_func, families, family_name, payload_problem
 from prism.targets import get_target
 
 # prism-optimize up to the selection: instantiation and the proof change no choice.
@@ -173,13 +175,15 @@ def search(workload: Workload, candidates: int) -> prism.CompiledModule:
 def retime(body: ir.Operation, pick: dict[str, int], best: dict[str, int], rounds: int,
            assume: int = 1024) -> tuple[float, float]:
     """The fastest seconds of ``pick`` and of ``best`` over ``rounds`` timings of each, back to back, the one
-    timed first alternating, so that a change in the machine's load falls on both."""
-    lowering = get_target("host").lowering()
+    timed first alternating, so that a change in the machine's load falls on both; the caches swept as
+    prism-select sweeps them."""
+    target = get_target("host")
+    lowering, sweep = target.lowering(), target.sweep_bytes(payload_problem(body), assume)
     times: dict[str, list[float]] = {"pick": [], "best": []}
     for index in range(rounds):
         order = (("pick", pick), ("best", best)) if index % 2 == 0 else (("best", best), ("pick", pick))
         for name, choice in order:
-            times[name].append(measure_seconds(body, choice, lowering, assume))
+            times[name].append(measure_seconds(body, choice, lowering, assume, sweep_bytes=sweep))
     return min(times["pick"]), min(times["best"])
 
 

@@ -14,7 +14,9 @@ extents; a dynamic extent counts as ``assume`` elements) are costed with
 branch and bound (see prism.search); the cheapest wins, ties going to the
 lexicographically smallest point so the choice is deterministic. With ``measure=K`` (host only) the K best-predicted
 points are compiled and timed on this machine and the fastest wins: the
-choice then depends on the measurement.
+choice then depends on the measurement. Each timed call finds its inputs
+where the cost model assumes them: where it prices them streaming from
+memory, the caches are swept before the call (``MeasuredTarget.sweep_bytes``).
 
 The family's report entry records the pick (``choice``, ``predicted_seconds``
 and, when measured, ``measured_seconds``). With ``measure=K`` it also lists
@@ -48,7 +50,7 @@ from prism.search.family import (
 )
 from prism.search.search import FunnelStep, Selection, candidates_at, select
 from prism.search.space import Space
-from prism.targets import LoweringTarget, get_target, target_option
+from prism.targets import LoweringTarget, MeasuredTarget, get_target, target_option
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,9 @@ class SelectPass(Pass):
                                        location=display_location(family.location)) from None
             searched = time.perf_counter() - began
             began = time.perf_counter()
-            measured = self._measure(family, space, selection, target, ctx)
+            sweep = target.sweep_bytes(contraction, self.assume) \
+                if self.measure and isinstance(target, MeasuredTarget) else 0
+            measured = self._measure(family, space, selection, target, sweep, ctx)
             best = min(measured, key=measured.get) if measured else selection.best
             family.attributes["choice"] = make_int_dict(space.value_of(best))
             family.attributes["cost"] = ir.StringAttr.get(target.cost_text(contraction))
@@ -96,12 +100,14 @@ class SelectPass(Pass):
                          f"({entry['predicted_seconds']:.3e} s predicted)")
 
     def _measure(self, family: ir.Operation, space: Space, selection: Selection, target: LoweringTarget,
-                 ctx: PassContext) -> dict[tuple[int, ...], float]:
-        """Seconds measured for the ``measure`` best-predicted points (none when measure=0)."""
+                 sweep_bytes: int, ctx: PassContext) -> dict[tuple[int, ...], float]:
+        """Seconds measured for the ``measure`` best-predicted points (none when measure=0), each call after a
+        sweep over ``sweep_bytes`` (the target's: its inputs where the cost model assumes them)."""
         measured = {}
         for rank, (_, point) in enumerate(selection.ranked[:self.measure]):
             ctx.progress(f"{family_name(family)}: measuring {rank + 1}/{self.measure}")
-            measured[point] = measure_seconds(body_func(family), space.value_of(point), target.lowering(), self.assume)
+            measured[point] = measure_seconds(body_func(family), space.value_of(point), target.lowering(), self.assume,
+                                              sweep_bytes=sweep_bytes)
         return measured
 
 

@@ -110,6 +110,38 @@ def test_select_measures_the_best_predicted_points(rng: np.random.Generator) -> 
     np.testing.assert_allclose(compiled.jit()(img, filt, a, b)[1], a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
 
 
+def gemm_text(m: int, k: int, n: int) -> str:
+    """An f32 ``linalg.matmul`` of m x k by k x n."""
+    a, b, c = (f"tensor<{rows}x{cols}xf32>" for rows, cols in ((m, k), (k, n), (m, n)))
+    return f"""func.func @gemm(%a: {a}, %b: {b}) -> {c} {{
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty() : {c}
+  %acc = linalg.fill ins(%zero : f32) outs(%empty : {c}) -> {c}
+  %y = linalg.matmul ins(%a, %b : {a}, {b}) outs(%acc : {c}) -> {c}
+  return %y : {c}
+}}"""
+
+
+def test_a_measured_call_finds_its_inputs_where_the_cost_assumes_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """prism-select{measure=K} sweeps the caches before each timed call where the host's cost prices the inputs
+    streaming from memory (here 64 MiB of B), and leaves them in the cache where it keeps them there."""
+    import prism.passes.select as select
+    from prism.targets import get_target
+
+    swept: list[int] = []
+
+    def measure(*args: object, sweep_bytes: int = 0, **options: object) -> float:
+        swept.append(sweep_bytes)
+        return measure_seconds(*args, sweep_bytes=sweep_bytes, **options)
+
+    measure_seconds = select.measure_seconds
+    monkeypatch.setattr(select, "measure_seconds", measure)
+    pipeline = "prism-lift,prism-prune,prism-select{measure=2}"
+    for m, k, n in ((8, 4096, 4096), (64, 96, 80)):
+        prism.compile(gemm_text(m, k, n), target="host", pipeline=pipeline)
+    assert swept == [2 * get_target("host").l3_bytes] * 2 + [0] * 2
+
+
 def test_measuring_needs_the_host() -> None:
     with pytest.raises(prism.TargetError, match="measure=2 runs candidates on this machine"):
         prism.compile(EXAMPLES / "gemm.mlir", target="h200", pipeline="prism-lift,prism-prune,prism-select{measure=2}")

@@ -119,7 +119,8 @@ ATTENTION = Family(
     choice_attribute=attrs.ATTENTION_CHOICE,
     models={"host": FamilyModel(space=host_space, seconds=host_attention.attention_seconds,
                                 lower_bound=host_attention.attention_lower_bound,
-                                cost_text=host_attention.COST_TEXT),
+                                cost_text=host_attention.COST_TEXT,
+                                from_memory=host_attention.streams_from_memory),
             **dict.fromkeys(GPU_TARGETS, _GPU_MODEL)},
     kernels={"cpu": fuse_attention, "gpu": gpu_attention},
 )

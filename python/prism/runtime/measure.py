@@ -9,6 +9,12 @@ arrays of the same size can read at rates 1.5x apart (their pages lie
 differently), which would outweigh the schedules' difference
 (benchmarks/RESULTS.md, "Measurements behind rules in the code": one input
 array for every candidate).
+
+A call is timed where the cost model assumes its inputs lie: where the target
+says they stream from memory (``MeasuredTarget.sweep_bytes``: in the whole
+program, other work passes through the caches between two calls), every timed
+call follows a sweep that writes over ``sweep_bytes`` (twice the L3), so that
+it does not find them in the cache the last call left them in.
 """
 
 from __future__ import annotations
@@ -58,15 +64,19 @@ def _drawn(shapes: tuple[tuple[tuple[int, ...], np.dtype], ...], seed: int) -> t
     return tuple(rng.standard_normal(shape).astype(dtype) for shape, dtype in shapes)
 
 
-def fastest_seconds(run: Callable[[], object], repeats: int) -> float:
-    """Seconds of the fastest of ``repeats`` calls of ``run`` after one warm-up call.
+def fastest_seconds(run: Callable[[], object], repeats: int, sweep_bytes: int = 0) -> float:
+    """Seconds of the fastest of ``repeats`` calls of ``run`` after one warm-up call, each after writing over
+    ``sweep_bytes`` (untimed; none by default) to evict what the last call left in the caches.
 
     The fastest call, because interference from other work on the machine
     only ever adds time.
     """
+    sweep = np.zeros(sweep_bytes, dtype=np.uint8) if sweep_bytes else None
     run()
     times = []
     for _ in range(repeats):
+        if sweep is not None:
+            sweep += 1
         start = time.perf_counter()
         run()
         times.append(time.perf_counter() - start)
@@ -85,7 +95,8 @@ def compile_candidate(body: ir.Operation, choice: dict[str, int], lowering: str,
 
 
 def measure_seconds(body: ir.Operation, choice: dict[str, int], lowering: str, assume: int = 1024,
-                    repeats: int = 5) -> float:
+                    repeats: int = 5, sweep_bytes: int = 0) -> float:
     """Seconds of the fastest of ``repeats`` calls of the payload ``body`` scheduled by ``choice`` and lowered
-    by the pipeline ``lowering`` (a target's, for a target whose code runs here), after a warm-up."""
-    return fastest_seconds(compile_candidate(body, choice, lowering, assume), repeats)
+    by the pipeline ``lowering`` (a target's, for a target whose code runs here), after a warm-up; each call
+    after a sweep over ``sweep_bytes`` where that is not 0 (see the module docstring)."""
+    return fastest_seconds(compile_candidate(body, choice, lowering, assume), repeats, sweep_bytes)

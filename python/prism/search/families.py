@@ -66,6 +66,9 @@ class FamilyModel:
     seconds: Callable[[Any, Any, KnobValues, int], np.ndarray]  # (target, problem, values, assumed)
     lower_bound: Callable[[Any, Any, KnobValues, int], np.ndarray]  # (target, problem, values, assumed)
     cost_text: str
+    # (target, problem, assumed): whether the cost prices the inputs streaming from memory, so that a measured
+    # call must not find them in the cache (None: the model never does)
+    from_memory: Callable[[Any, Any, int], bool] | None = None
 
 
 # A code generator's kernel for a family: (module, lanes, workers, ctx) -> per chain it replaced, its function

@@ -14,7 +14,7 @@ from prism.infra.errors import TargetError
 from prism.infra.passbase import option
 from prism.search.model import SearchModel
 from prism.targets.amd import AMD_TARGETS
-from prism.targets.base import IreeTarget, LoweringTarget, Target
+from prism.targets.base import IreeTarget, LoweringTarget, MeasuredTarget, Target
 from prism.targets.host import host_target
 from prism.targets.nvidia import GPU_TARGETS
 
@@ -65,5 +65,5 @@ def get_target(name: str) -> Target:
     return _TARGETS[name]()
 
 
-__all__ = ["IreeTarget", "LoweringTarget", "SearchModel", "Target",
+__all__ = ["IreeTarget", "LoweringTarget", "MeasuredTarget", "SearchModel", "Target",
            "get_target", "name_problem", "register", "target_names", "target_option", "unregister"]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from prism.search.model import SearchModel
 
 if TYPE_CHECKING:
+    from prism.search.family import Problem
     from prism.search.space import Contraction
 
 def iree_tile_levels(roles: Sequence[str], tiles: dict[str, tuple[int, ...]], levels: Sequence[str]) -> str:
@@ -56,6 +57,15 @@ class LoweringTarget(Target, Protocol):
 
     def lowering(self) -> str:
         """The pass pipeline that lowers tuned Linalg to :attr:`artifact`, e.g. ``prism-lower-gpu{chip=sm_90}``."""
+
+
+@runtime_checkable
+class MeasuredTarget(Protocol):
+    """A target whose code runs here (``measure=K``) that says where a timed call should find its inputs."""
+
+    def sweep_bytes(self, op: Problem, assumed: int = 1024) -> int:
+        """Bytes that a measurement writes over before each timed call of ``op``, so that the call finds its
+        inputs where the cost model assumes them (0: in the cache, as the last call left them)."""
 
 
 @runtime_checkable

@@ -109,6 +109,16 @@ class HostTarget:
             return host_cost.gemm_lower_bound(self, op, values, assumed) / self._tile_efficiency(op, values)
         return family_model(op, self.name).lower_bound(self, op, values, assumed)
 
+    def sweep_bytes(self, op: Problem, assumed: int = 1024) -> int:
+        """Twice the L3 where the cost prices ``op``'s inputs streaming from memory (a measured call must not find
+        them where the last call left them), else 0: see :mod:`prism.runtime.measure`."""
+        if family_of(op) is None:
+            cold = host_cost.streams_from_memory(self, op, assumed)
+        else:
+            model = family_model(op, self.name)
+            cold = model.from_memory is not None and model.from_memory(self, op, assumed)
+        return 2 * self.l3_bytes if cold else 0
+
     def _tile_efficiency(self, op: Problem, values: KnobValues) -> np.ndarray | float:
         """The share of the bf16 rate that a product on AMX tiles reaches with the tiles of ``values``
         (:func:`.host_space.amx_efficiency`; the same factor on the cost and its bound keeps the bound below it);

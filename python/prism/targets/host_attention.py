@@ -176,11 +176,20 @@ def _traffic(op: Attention, s: dict[str, Knob], splits: Knob, rm: Knob, least: b
             + kept)
 
 
-def _bandwidth(target: HostTarget, op: Attention, s: dict[str, Knob]) -> float:
-    """L3's when K and V fit half of it, else DRAM's."""
+def streams_from_memory(target: HostTarget, op: Attention, assumed: int = 1024) -> bool:
+    """Whether the cost reads K and V at DRAM's bandwidth (:func:`_bandwidth`)."""
+    return not _in_cache(target, op, {**problem_sizes(op, assumed), "dv": op.value_dim})
+
+
+def _in_cache(target: HostTarget, op: Attention, s: dict[str, Knob]) -> bool:
+    """Whether K and V fit half of the L3."""
     working_set = _element_bytes(op) * s["batch"] * s["n"] * (s["k"] + s["dv"])
-    return target.cache_bytes_per_s if host_gemm.stays_in_cache(working_set, target.l3_bytes) \
-        else target.dram_bytes_per_s
+    return bool(host_gemm.stays_in_cache(working_set, target.l3_bytes))
+
+
+def _bandwidth(target: HostTarget, op: Attention, s: dict[str, Knob]) -> float:
+    """L3's when K and V fit half of it (:func:`_in_cache`), else DRAM's."""
+    return target.cache_bytes_per_s if _in_cache(target, op, s) else target.dram_bytes_per_s
 
 
 def attention_seconds(target: HostTarget, op: Attention, values: KnobValues, assumed: int) -> np.ndarray:

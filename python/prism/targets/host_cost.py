@@ -212,11 +212,20 @@ def _memory_imbalance(target: HostTarget, tm: Knob, tn: Knob, s: dict[str, int])
     return np.maximum(busiest * target.cores / (row_blocks * s["n"]), 1.0)
 
 
-def _bandwidth(target: HostTarget, op: Contraction, s: dict[str, int]) -> float:
-    """L3's bandwidth when the inputs and their packed copies fit half of it (the rest is shared), else DRAM's."""
+def streams_from_memory(target: HostTarget, op: Contraction, assumed: int = 1024) -> bool:
+    """Whether the cost reads ``op``'s inputs at DRAM's bandwidth (:func:`_bandwidth`)."""
+    return not _in_cache(target, op, problem_sizes(op, assumed))
+
+
+def _in_cache(target: HostTarget, op: Contraction, s: dict[str, int]) -> bool:
+    """Whether the inputs and their packed copies fit half of the L3 (the rest is shared)."""
     working_set = 2 * s["batch"] * s["k"] * (s["m"] * op.elem_bytes[0] + s["n"] * op.elem_bytes[1])
-    return target.cache_bytes_per_s if host_gemm.stays_in_cache(working_set, target.l3_bytes) \
-        else target.dram_bytes_per_s
+    return bool(host_gemm.stays_in_cache(working_set, target.l3_bytes))
+
+
+def _bandwidth(target: HostTarget, op: Contraction, s: dict[str, int]) -> float:
+    """L3's bandwidth when the inputs and their packed copies fit half of it (:func:`_in_cache`), else DRAM's."""
+    return target.cache_bytes_per_s if _in_cache(target, op, s) else target.dram_bytes_per_s
 
 
 def _pack_seconds(target: HostTarget, op: Contraction, values: KnobValues, s: dict[str, int],
