@@ -167,7 +167,8 @@ class FamilyRates:
 
 # Per core, the rates recorded for each core family (CORE_FAMILIES of prism.targets.host_machine): numpy's f32
 # GEMM at n = 2048 as prism.calibrate times it, the copy bandwidths and the micro-kernels' steps, from
-# benchmarks/RESULTS.md, "The host calibrated" (where its sources are given).
+# benchmarks/RESULTS.md, "The host calibrated" (where its sources are given), and the Zen 5's from "Every
+# baseline on a calibrated 2-core Zen 5".
 FAMILY_RATES: dict[str, FamilyRates] = {
     "zen4": FamilyRates(
         gflops=102.7, dram_gbps=27.6, cache_gbps=45.9, stream_gbps=33.35,
