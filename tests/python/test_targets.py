@@ -217,3 +217,19 @@ def test_a_few_rows_from_dram_wait_on_memory(describe_host: Callable[..., Any]) 
     (seconds,) = host.seconds(op, {"TM": np.asarray([8]), "TN": np.asarray([1024]), "TK": np.asarray([16]),
                                    "RM": np.asarray([8]), "RN": np.asarray([16])})
     assert seconds >= 4 * k * n / host.dram_bytes_per_s + 2 * m * n * k / host.flops["f32"]
+
+
+def test_a_copy_of_b_from_dram_pays_for_its_short_runs(describe_host: Callable[..., Any]) -> None:
+    """16 rows copy B into panels per task. From DRAM, the copy reads each row of B TN wide, and each jump
+    between runs costs as much as STRIDED_RUN_BYTES more: 128 columns (512-byte runs) cost more than 512 (2 KiB),
+    and the 16 x 4096 x 11008 product copies B in runs of 2 KiB at least (benchmarks/RESULTS.md, "16 rows
+    copied from DRAM")."""
+    from conftest import REFERENCE_HOST
+
+    host = describe_host(REFERENCE_HOST.with_name("host-avx512.json"))
+    op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (16, 11008, 4096), (4, 4), 4, "f32")
+    narrow, wide = host.seconds(op, {"TM": np.array([16, 16]), "TN": np.array([128, 512]),
+                                     "TK": np.array([64, 64]), "RM": np.array([8, 8]), "RN": np.array([32, 32])})
+    assert narrow > 1.05 * wide
+    choice = _picked(16, 4096, 11008)
+    assert choice["TM"] == 16 and choice["TN"] >= 512, choice

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + "
              "max(rounds * (tiles(M, TM, RM)*tiles(N, TN, RN)*ceil(K/TK) * kernel_cycles(RM, RN, TK) "
-             "+ [B panels: ceil(K/TK)*TK*TN/lanes if ceil(TM/RM) > 1]) / clock + task), "
+             "+ [B panels: ceil(K/TK)*TK*TN/lanes vector copies if ceil(TM/RM) > 1, each a load and a store, or "
+             "beyond the L2 its bytes*(1 + 128/(TN bytes)) at a core's share of the bandwidth]) / clock + task), "
              "(bytesA*ceil(N/TN) + bytesB*ceil(M/TM)*(1 + 128/run) + bytesC) / bandwidth * cores/busy); "
              "rounds = ceil(B*ceil(M/TM)*ceil(N/TN) / cores); busy = min(B*ceil(M/TM)*ceil(N/TN), cores), "
              "or cores for one row of C (K split); run = bytes of B read contiguously (TN wide; RN wide in place "
@@ -183,9 +184,13 @@ def _panel_copy_cycles(target: HostTarget, op: Contraction, s: dict[str, int], t
     """Cycles to copy one vector of B into a panel: a load and a store where the task's share of B and its
     panels fit the core's L2 together (B stays there from call to call); else the vector's bytes at one
     core's share of the bandwidth B is read at, as the copy runs before the micro-tiles and does not overlap
-    them (benchmarks/RESULTS.md, "The host calibrated": panels copied against B read in place at 16 rows)."""
+    them (benchmarks/RESULTS.md, "The host calibrated": panels copied against B read in place at 16 rows),
+    and the copy reads B's rows TN wide, paying STRIDED_RUN_BYTES per jump between them (benchmarks/RESULTS.md,
+    "16 rows copied from DRAM")."""
     vector_bytes = target.lanes(op) * op.elem_bytes[1]
-    arrival = vector_bytes / (_bandwidth(target, op, s) / target.cores) / target.cycle_seconds(op)
+    run = np.minimum(tn, s["n"]) * op.elem_bytes[1]
+    arrival = vector_bytes * (1 + STRIDED_RUN_BYTES / run) / (_bandwidth(target, op, s) / target.cores) \
+        / target.cycle_seconds(op)
     in_l2 = 2 * s["k"] * tn * op.elem_bytes[1] < target.l2_bytes
     return np.where(in_l2, PANEL_COPY_CYCLES, np.maximum(PANEL_COPY_CYCLES, arrival))
 
