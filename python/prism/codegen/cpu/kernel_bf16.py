@@ -63,12 +63,17 @@ class Bf16Plan:
         """Whether B is packed: unless one block of rows covers M (a static M within TM), where each task
         reads its columns of B once, so that a copy would only add traffic; B's rows are then interleaved in
         registers as they are read."""
-        m = self.c_type.removeprefix("tensor<").split("x")[-3]  # tensor<[B x] M x N x f32>
-        return not m.isdigit() or int(m) > self.tm
+        m = static_sizes(self.c_type)[-2]
+        return m is None or m > self.tm
 
     @property
     def batch(self) -> bool:
         return self.c_type.count("x") == 3  # tensor<BxMxNxf32>
+
+
+def static_sizes(tensor_type: str) -> list[int | None]:
+    """The sizes of a ranked tensor type written as text (``tensor<[B x] M x N x f32>``), None where dynamic."""
+    return [int(d) if d.isdigit() else None for d in tensor_type.removeprefix("tensor<").split("x")[:-1]]
 
 
 # A product of at most this many rows (a few tokens; at least two) reads B in place as streams (:func:`plan_for`).
@@ -88,7 +93,7 @@ def plan_for(name: str, a_type: str, b_type: str, c_type: str, zero_init: bool, 
     take the defaults of :class:`Bf16Plan`.
     """
     plan = Bf16Plan(name, a_type, b_type, c_type, zero_init, workers)
-    *batch, m, n = (int(d) if d.isdigit() else None for d in c_type.removeprefix("tensor<").split("x")[:-1])
+    *batch, m, n = static_sizes(c_type)
     if m is None or n is None or None in batch or not 1 < m <= STREAMED_ROWS:
         return plan
     rm = min(8, m)
