@@ -26,6 +26,7 @@ MEASURED = "prism-lift,prism-prune,prism-select{measure=3}"
 GEMM = cw.gemm("gemm-64x96x80", 64, 96, 80).mlir
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("workload", [
     cw.gemm("gemm-256", 256, 256, 256),
     cw.rmsnorm_linear(16, 512),
