@@ -23,11 +23,14 @@ Per family this prints:
 - the Spearman rank correlation of predicted against measured times (1: the
   model orders the K as the machine does).
 
-Other work on the machine only adds time, so one timing can make a good pick
-look slow. A pick that first measures over ``--threshold`` (10%) slower than
-the best is re-timed next to that best, back to back in alternating order
-(``--rounds`` rounds, the fastest of each): it is flagged slow only if the
-re-timing confirms it, and its regret is the re-timed one.
+Other work on the machine only adds time, and the machine's speed drifts
+from minute to minute, so one timing can make a good pick look slow. A pick
+that first measures over ``--threshold`` (10%) slower than the best is
+re-timed next to that best: both compiled once, then timed back to back in
+alternating order for ``--rounds`` rounds. Each round gives the pick's time
+over the best's, measured within a few milliseconds of each other, so a drift
+falls on both; the regret is the median of those ratios, and the pick is
+flagged slow only if it stays over the threshold.
 
 Prints Markdown ready for ``benchmarks/RESULTS.md``: the date, the machine,
 the versions and the command, one row per family, then a summary.
@@ -52,14 +55,14 @@ from mlir import ir
 
 import prism
 from prism.infra.ir import make_context
-from prism.runtime.measure import measure_seconds
+from prism.runtime.measure import REPEATS, compile_candidate, fastest_seconds
 from prism.search.family import body_func, families, family_name, payload_problem
 from prism.targets import get_target
 
 # prism-optimize up to the selection: instantiation and the proof change no choice.
 SEARCH = "prism-explore,prism-lift,prism-prune,prism-select{{measure={candidates}}}"
 THRESHOLD = 0.10  # a pick this much slower than the best measured is flagged (after re-timing)
-ROUNDS = 3  # re-timing: the pick and the best, alternately, this many times each
+ROUNDS = 5  # re-timing: the pick and the best, alternately, this many times each (the median ratio counts)
 
 
 @dataclass(frozen=True)
@@ -80,14 +83,14 @@ class Candidate:
 class FamilyCheck:
     """A family's timed candidates (predicted order: the model's pick first) and the pick's regret.
 
-    ``retimed`` holds the pick's and the best's seconds from the alternating
-    re-timing, when the first timing made the pick look slow.
+    ``retimed`` holds the pick's and the best's seconds in each round of the
+    alternating re-timing, when the first timing made the pick look slow.
     """
 
     workload: str
     family: str
     candidates: tuple[Candidate, ...]
-    retimed: tuple[float, float] | None = None
+    retimed: tuple[tuple[float, float], ...] | None = None
 
     @property
     def pick(self) -> Candidate:
@@ -106,8 +109,11 @@ class FamilyCheck:
 
     @property
     def regret(self) -> float:
-        """The pick's seconds over the best's: re-timed where it was, else the first timing."""
-        return self.retimed[0] / self.retimed[1] if self.retimed else self.first_regret
+        """The pick's seconds over the best's: the median over the re-timing's rounds where it was re-timed,
+        else the first timing's."""
+        if not self.retimed:
+            return self.first_regret
+        return float(np.median([pick / best for pick, best in self.retimed]))
 
     def slow(self, threshold: float = THRESHOLD) -> bool:
         """Whether the pick is over ``threshold`` slower than the best, confirmed by the re-timing."""
@@ -173,18 +179,20 @@ def search(workload: Workload, candidates: int) -> prism.CompiledModule:
 
 
 def retime(body: ir.Operation, pick: dict[str, int], best: dict[str, int], rounds: int,
-           assume: int = 1024) -> tuple[float, float]:
-    """The fastest seconds of ``pick`` and of ``best`` over ``rounds`` timings of each, back to back, the one
-    timed first alternating, so that a change in the machine's load falls on both; the caches swept as
-    prism-select sweeps them."""
+           assume: int = 1024) -> tuple[tuple[float, float], ...]:
+    """The seconds of ``pick`` and of ``best`` (each the fastest of a few calls, as prism-select times them,
+    the caches swept as it sweeps them) in each of ``rounds`` rounds: both compiled once, then timed back to
+    back, the one timed first alternating, so that a change in the machine's speed falls on both."""
     target = get_target("host")
     lowering, sweep = target.lowering(), target.sweep_bytes(payload_problem(body), assume)
-    times: dict[str, list[float]] = {"pick": [], "best": []}
+    runs = {"pick": compile_candidate(body, pick, lowering, assume), "best": compile_candidate(body, best, lowering,
+                                                                                               assume)}
+    pairs = []
     for index in range(rounds):
-        order = (("pick", pick), ("best", best)) if index % 2 == 0 else (("best", best), ("pick", pick))
-        for name, choice in order:
-            times[name].append(measure_seconds(body, choice, lowering, assume, sweep_bytes=sweep))
-    return min(times["pick"]), min(times["best"])
+        order = ("pick", "best") if index % 2 == 0 else ("best", "pick")
+        times = {name: fastest_seconds(runs[name], REPEATS, sweep) for name in order}
+        pairs.append((times["pick"], times["best"]))
+    return tuple(pairs)
 
 
 def check_workload(workload: Workload, candidates: int = 4, threshold: float = THRESHOLD,
@@ -257,10 +265,11 @@ def markdown(checks: Sequence[FamilyCheck], args: argparse.Namespace, command: s
         f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} at the end; the cost model's rates: {host_rates()}.", "",
         f"    {command}", "",
         f"Per family, the {args.candidates} best-predicted schedules timed by `prism-select{{measure="
-        f"{args.candidates}}}` (fastest of 5 calls each); a pick first measured over {args.threshold:.0%} slower "
-        f"than the best re-timed against it, {args.rounds} times each, alternating. Regret: the pick's time over "
-        "the best's. pred/meas: predicted over measured seconds of the candidates (geomean; worst: farthest "
-        "from 1). ρ: Spearman rank correlation of predicted and measured times.", "",
+        f"{args.candidates}}}` (fastest of {REPEATS} calls each); a pick first measured over "
+        f"{args.threshold:.0%} slower than the best re-timed against it, {args.rounds} rounds, alternating. "
+        "Regret: the pick's time over the best's (re-timed: the median of the rounds' ratios). pred/meas: "
+        "predicted over measured seconds of the candidates (geomean; worst: farthest from 1). ρ: Spearman rank "
+        "correlation of predicted and measured times.", "",
         "| workload | family | pick (predicted best) | fastest measured | regret | flag | pred/meas | worst | ρ |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         *(_row(check, args.threshold) for check in checks), "",

@@ -44,7 +44,8 @@ def test_the_pick_is_within_a_quarter_of_the_best_measured(workload: cw.Workload
             f"{described}")
 
 
-def _check(*timings: tuple[float, float], retimed: tuple[float, float] | None = None) -> cost_check.FamilyCheck:
+def _check(*timings: tuple[float, float], retimed: tuple[tuple[float, float], ...] | None = None
+           ) -> cost_check.FamilyCheck:
     candidates = tuple(cost_check.Candidate({"TM": 8 * i}, p, m) for i, (p, m) in enumerate(timings, 1))
     return cost_check.FamilyCheck("w", "f", candidates, retimed)
 
@@ -56,11 +57,20 @@ def test_regret_is_confirmed_by_the_retiming() -> None:
     assert first.spearman == pytest.approx(0.5)
     assert first.ratio_geomean == pytest.approx((1 / 3 * 1.1 / 2 * 1.2 / 4) ** (1 / 3))
     assert first.ratio_worst == pytest.approx(1.2 / 4)
-    noise = _check((1.0, 3.0), (1.1, 2.0), (1.2, 4.0), retimed=(2.05, 2.0))
+    noise = _check((1.0, 3.0), (1.1, 2.0), (1.2, 4.0), retimed=((2.05, 2.0),))
     assert noise.regret == pytest.approx(1.025) and not noise.slow()
-    confirmed = _check((1.0, 3.0), (1.1, 2.0), (1.2, 4.0), retimed=(2.6, 2.0))
+    confirmed = _check((1.0, 3.0), (1.1, 2.0), (1.2, 4.0), retimed=((2.6, 2.0),))
     assert confirmed.regret == pytest.approx(1.3) and confirmed.slow() and confirmed.slow(0.25)
     assert not confirmed.slow(0.5)
+
+
+def test_the_regret_is_the_median_of_the_rounds_ratios() -> None:
+    """A round in which the machine slowed down under one schedule alone does not decide the regret; a drift
+    that falls on both schedules of a round leaves its ratio alone."""
+    one_slow_round = _check((1.0, 3.0), (1.1, 2.0), retimed=((2.1, 2.0), (4.0, 2.0), (2.0, 2.0)))
+    assert one_slow_round.regret == pytest.approx(1.05) and not one_slow_round.slow()
+    drift = _check((1.0, 3.0), (1.1, 2.0), retimed=((2.6, 2.0), (3.9, 3.0), (1.3, 1.0)))
+    assert drift.regret == pytest.approx(1.3) and drift.slow()
 
 
 def test_spearman_takes_mean_ranks_for_ties() -> None:

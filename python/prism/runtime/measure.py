@@ -32,6 +32,7 @@ from prism.runtime.cpu import describe_signature, jit
 from prism.search.family import annotate_payload, make_int_dict
 
 CANDIDATE = "prism_candidate"
+REPEATS = 5  # timed calls of a candidate, after a warm-up: the fastest counts
 
 
 def _candidate_module(body: ir.Operation, choice: dict[str, int]) -> ir.Module:
@@ -95,7 +96,7 @@ def compile_candidate(body: ir.Operation, choice: dict[str, int], lowering: str,
 
 
 def measure_seconds(body: ir.Operation, choice: dict[str, int], lowering: str, assume: int = 1024,
-                    repeats: int = 5, sweep_bytes: int = 0) -> float:
+                    repeats: int = REPEATS, sweep_bytes: int = 0) -> float:
     """Seconds of the fastest of ``repeats`` calls of the payload ``body`` scheduled by ``choice`` and lowered
     by the pipeline ``lowering`` (a target's, for a target whose code runs here), after a warm-up; each call
     after a sweep over ``sweep_bytes`` where that is not 0 (see the module docstring)."""
