@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -233,3 +234,30 @@ def test_a_copy_of_b_from_dram_pays_for_its_short_runs(describe_host: Callable[.
     assert narrow > 1.05 * wide
     choice = _picked(16, 4096, 11008)
     assert choice["TM"] == 16 and choice["TN"] >= 512, choice
+
+
+def test_the_pipelined_copys_depth_slows_b_not_the_micro_tiles(tmp_path: Path,
+                                                                 describe_host: Callable[..., Any]) -> None:
+    """The calibration's pipelined factor (the copy at one slice depth over its fastest) slows the copy of B
+    and B's stream, not the micro-tiles: 16 rows, whose time is B's, take most of it; 128 rows, with 8 times
+    the work per byte of B, hide most of it. Charged to the whole product, it moved the Zen 5's 128-row down
+    projection off one row block of 128 to 64 (1.24x slower; benchmarks/RESULTS.md, "The pipelined copy's depth
+    slows B's stream")."""
+    import json
+
+    from conftest import REFERENCE_HOST
+    from prism.targets.host_calibration import CONFIG_VERSION
+
+    def seconds(m: int, factor: float) -> float:
+        config = tmp_path / f"depth-{factor}.json"
+        config.write_text(json.dumps({"version": CONFIG_VERSION, "machine": "reference x86-64 with AVX-512",
+                                      "cores": 2, "gflops": 200.0, "dram_gbps": 40.0, "cache_gbps": 100.0,
+                                      "pipelined": {"64": factor}}))
+        host = describe_host(REFERENCE_HOST.with_name("host-avx512.json"), config)
+        op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (m, 4096, 11008), (4, 4), 4, "f32")
+        (time,) = host.seconds(op, {"TM": np.asarray([m]), "TN": np.asarray([512]), "TK": np.asarray([64]),
+                                    "RM": np.asarray([8]), "RN": np.asarray([32])})
+        return float(time)
+
+    assert seconds(16, 1.5) > 1.2 * seconds(16, 1.0)
+    assert seconds(128, 1.5) < 1.1 * seconds(128, 1.0)

@@ -36,8 +36,9 @@ COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + 
              "rounds = ceil(B*ceil(M/TM)*ceil(N/TN) / cores); busy = min(B*ceil(M/TM)*ceil(N/TN), cores), "
              "or cores for one row of C (K split); run = bytes of B read contiguously (TN wide; RN wide in place "
              f"unless TK <= {host_gemm.PREFETCH_STREAMS} and TM covers M <= {host_gemm.STREAMING_ROWS}; N at decode), "
-             "and C written RN wide pays 128/run too (direct kernel); x pipelined_factor(TK) where the copy of B "
-             "is pipelined (calibrated); the sum of the two terms, not their max, where B comes from DRAM and "
+             "and C written RN wide pays 128/run too (direct kernel); the copy and the memory term x "
+             "pipelined_factor(TK) where the copy of B is pipelined (calibrated); the sum of the two terms, not "
+             "their max, where B comes from DRAM and "
              f"1 < M <= {host_gemm.STREAMING_ROWS} (direct kernel); "
              "tiles(M, TM, RM) = micro-tile rows per block, averaged over the blocks (the last one ragged)")
 
@@ -106,7 +107,14 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
         # Kept across row blocks, a column block's panels are copied once rather than once per block.
         reused = host_gemm.reuses_panels(packs, tm, tn, s["m"], op.extent("k"), op.elem_bytes[1])
         copies = np.where(reused, copies / ceil_div(s["m"], tm), copies)
-        block_cycles = block_cycles + copies * _panel_copy_cycles(target, op, s, tn)
+        # A pipelined copy streams B slower at some slice depths than at others, by as much as calibration
+        # measured (on a product of a few rows, where B's stream is the time): the factor slows the copy and
+        # B's stream, which a product of enough rows hides behind its micro-tiles (benchmarks/RESULTS.md, "The
+        # pipelined copy's depth slows B's stream").
+        b_bytes = s["batch"] * s["k"] * s["n"] * op.elem_bytes[1]
+        pipelined = host_gemm.pipelines_copy(packs, reused, "batch" in op.roles, b_bytes, target.l3_bytes)
+        depth_factor = np.where(pipelined, target.pipelined_factor(tk), 1.0)
+        block_cycles = block_cycles + copies * _panel_copy_cycles(target, op, s, tn) * depth_factor
         in_place = host_gemm.streams_in_place(packs, rm, tm, tk, op.extent("m"))
         streamed = packs | (rm == 1) | in_place
         run = np.minimum(np.where(streamed, tn, rn), s["n"]) * op.elem_bytes[1]
@@ -125,6 +133,8 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
         # One-row blocks and a split K stream B from DRAM at the rate measured for the kernel at decode.
         streams = split | (rm == 1)
         memory = np.where(streams, memory * target.dram_bytes_per_s / target.stream_bytes_per_s, memory)
+    if direct:
+        memory = memory * depth_factor
     phases = 0 if direct else _pack_seconds(target, op, values, s)
     seconds = phases + roofline(compute, memory)
     if direct and _bandwidth(target, op, s) == target.dram_bytes_per_s:
@@ -133,11 +143,6 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
         # from DRAM": within 10% at 8 rows). Decode has a measured rate of its own.
         few_rows = op.extent("m") is not None and 1 < op.extent("m") <= host_gemm.STREAMING_ROWS
         seconds = np.where(few_rows & ~split, phases + compute + memory, seconds)
-    if direct:
-        # A pipelined copy runs slower at some slice depths than at others, by as much as calibration measured.
-        b_bytes = s["batch"] * s["k"] * s["n"] * op.elem_bytes[1]
-        pipelined = host_gemm.pipelines_copy(packs, reused, "batch" in op.roles, b_bytes, target.l3_bytes)
-        seconds = np.where(pipelined, seconds * target.pipelined_factor(tk), seconds)
     return seconds
 
 
