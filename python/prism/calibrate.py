@@ -18,9 +18,9 @@ which it streams its weights. And the attention kernel: for each register
 block, its best-predicted tiles timed, and the time kept as a factor over
 the model's, on heads of as many queries as keys, which stay in the cache;
 and at decode the one-row blocks, on heads of one query whose keys and
-values stream from memory, as a decode's do. And the pipelined copy of B (a
-few rows of C, B from DRAM): one task shape at each slice depth TK, each
-depth's time kept over the fastest one's.
+values stream from memory, as a decode's do. And the pipelined copy of B (16
+rows of C, the fewest it serves, B from DRAM): one task shape at each slice
+depth TK, each depth's time kept over the fastest one's.
 
 The file (``~/.config/prism/host.json``, or ``PRISM_HOST_CONFIG``) is read
 by :func:`prism.targets.host.host_target`; nothing is timed during a
@@ -81,9 +81,12 @@ def copy_gbps(size_bytes: int, cores: int, repeats: int) -> float:
 # the depths K whose times give the slope; the fastest of REPEATS calls, over ROUNDS rounds that alternate the
 # depths and the register blocks (fastest_in_rounds), so that a change in the machine's load falls on all of them.
 ROWS, COLUMNS, DEPTHS = 96, 128, (128, 256, 384)
-# The pipelined copy's product: 8 rows of C in two row panels of 4 x 16 micro-tiles and 128-column tasks, B
-# from DRAM (and from L3 for a smoke test), timed at each of these slice depths.
-PIPELINED_CHOICE, PIPELINED_DEPTHS = {"TM": 8, "TN": 128, "RM": 4, "RN": 16}, (32, 64, 128, 256, 512)
+# The pipelined copy's product: 16 rows of C in two row panels of 8 x 32 micro-tiles and 512-column tasks, B
+# from DRAM (and from L3 for a smoke test), timed at each of these slice depths. The fewest rows the copy
+# serves (8 rows read B in place): an 8-row plan of 4-row panels, which the model no longer picks, timed deep
+# slices 1.3-1.5x slower, where 16 and 128 rows ran as fast as at any depth (benchmarks/RESULTS.md, "The
+# pipelined copy's depth slows B's stream").
+PIPELINED_CHOICE, PIPELINED_DEPTHS = {"TM": 16, "TN": 512, "RM": 8, "RN": 32}, (32, 64, 128, 256, 512)
 REPEATS, ROUNDS = 5, 5
 
 
@@ -184,7 +187,7 @@ def _attention_factors(target: LoweringTarget, text: str, blocks_of: Callable[[i
 
 def pipelined_factors(weights: tuple[int, int], quick: bool, progress: Callable[[str], None]) -> dict[str, float]:
     """The pipelined copy's seconds at each slice depth over those of the fastest depth: a product of
-    PIPELINED_CHOICE's 8 rows by the ``weights`` (K x N) B, one input array for every depth."""
+    PIPELINED_CHOICE's rows by the ``weights`` (K x N) B, one input array for every depth."""
     depths = PIPELINED_DEPTHS[1:4] if quick else PIPELINED_DEPTHS
     progress(f"the pipelined copy of B at {len(depths)} slice depths")
     lowering = host_target().lowering()
