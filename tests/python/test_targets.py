@@ -261,3 +261,29 @@ def test_the_pipelined_copys_depth_slows_b_not_the_micro_tiles(tmp_path: Path,
 
     assert seconds(16, 1.5) > 1.2 * seconds(16, 1.0)
     assert seconds(128, 1.5) < 1.1 * seconds(128, 1.0)
+
+
+def test_causal_attention_steps_are_the_mean_of_each_query_blocks() -> None:
+    """Under a causal mask, query block b reads its keys up to offset + (b + 1) * rows in whole steps of BKV: the
+    model's steps per task are the mean over the blocks of those step counts, exactly where the blocks run
+    through whole periods of remainders, and within half a step otherwise."""
+    from prism.search.attention import Attention
+    from prism.targets.host_attention import _shape, _steps
+
+    for m in (256, 384, 512):
+        for offset in (0, 64, 100):
+            op = Attention(1, m, m + offset, 64, 64, causal=offset)
+            for bq in (16, 32, 64, 128, 256):
+                for bkv in (16, 32, 64, 128, 256, 512):
+                    values = {"BQ": np.asarray([bq]), "BKV": np.asarray([bkv]), "RM": np.asarray([8]),
+                              "RN": np.asarray([16]), "KVS": np.asarray([1])}
+                    s = _shape(op, values, 1024)
+                    rows, width = int(s["rows"][0]), int(s["bkv"][0])
+                    if m % rows:  # the model evens a ragged last block out over the blocks
+                        continue
+                    counts = [ceil_div(offset + (b + 1) * rows, width) for b in range(m // rows)]
+                    modelled = float(_steps(op, s, s["bkv"], values["KVS"])[0])
+                    period = width // math.gcd(rows, width)
+                    exact = len(counts) % period == 0
+                    assert abs(modelled - sum(counts) / len(counts)) <= (1e-9 if exact else 0.5), \
+                        (m, offset, bq, bkv, counts, modelled)
