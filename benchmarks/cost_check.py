@@ -32,6 +32,12 @@ over the best's, measured within a few milliseconds of each other, so a drift
 falls on both; the regret is the median of those ratios, and the pick is
 flagged slow only if it stays over the threshold.
 
+Each workload is checked in a process of its own (``--in-process``: all in
+this one). The order of schedules measured in one process can depend on what
+that process did before: a family flagged at 1.5-1.7x after forty workloads
+in one process ran within 8% of the best when checked alone
+(benchmarks/RESULTS.md, "cost_check on the Zen 5: rounds paired").
+
 Prints Markdown ready for ``benchmarks/RESULTS.md``: the date, the machine,
 the versions and the command, one row per family, then a summary.
 """
@@ -40,10 +46,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import math
 import os
 import re
 import shlex
+import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -142,6 +150,21 @@ class FamilyCheck:
         return spearman([c.predicted for c in self.candidates], [c.measured for c in self.candidates])
 
 
+def to_json(check: FamilyCheck) -> dict[str, object]:
+    """``check`` as plain data (:func:`from_json` reads it back)."""
+    return {"workload": check.workload, "family": check.family,
+            "candidates": [[c.choice, c.predicted, c.measured] for c in check.candidates],
+            "retimed": None if check.retimed is None else [list(pair) for pair in check.retimed]}
+
+
+def from_json(data: dict[str, object]) -> FamilyCheck:
+    """The FamilyCheck that :func:`to_json` wrote."""
+    candidates = tuple(Candidate(dict(choice), predicted, measured)
+                       for choice, predicted, measured in data["candidates"])
+    retimed = None if data["retimed"] is None else tuple((pick, best) for pick, best in data["retimed"])
+    return FamilyCheck(data["workload"], data["family"], candidates, retimed)
+
+
 def geomean(values: Sequence[float]) -> float:
     """The geometric mean of positive ``values``."""
     return math.exp(sum(math.log(v) for v in values) / len(values))
@@ -176,6 +199,15 @@ def progress(message: str) -> None:
 def search(workload: Workload, candidates: int) -> prism.CompiledModule:
     """The workload searched for the host with its ``candidates`` best-predicted schedules per family timed."""
     return prism.compile(workload.mlir, target="host", emit="mlir", pipeline=SEARCH.format(candidates=candidates))
+
+
+def check_in_child(workload: Workload, args: argparse.Namespace) -> list[FamilyCheck]:
+    """:func:`check_workload` of ``workload`` in a new process (its progress on this one's stderr)."""
+    command = [sys.executable, os.path.abspath(__file__), "--in-process", "--json", "--only",
+               f"^{re.escape(workload.name)}$", "--candidates", str(args.candidates), "--threshold",
+               str(args.threshold), "--rounds", str(args.rounds)]
+    result = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
+    return [from_json(data) for data in json.loads(result.stdout)]
 
 
 def retime(body: ir.Operation, pick: dict[str, int], best: dict[str, int], rounds: int,
@@ -264,6 +296,7 @@ def markdown(checks: Sequence[FamilyCheck], args: argparse.Namespace, command: s
         f"Machine: {machine()}; {versions('numpy')}; load average "
         f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} at the end; the cost model's rates: {host_rates()}.", "",
         f"    {command}", "",
+        f"Each workload checked {'in this one process' if args.in_process else 'in a process of its own'}. "
         f"Per family, the {args.candidates} best-predicted schedules timed by `prism-select{{measure="
         f"{args.candidates}}}` (fastest of {REPEATS} calls each); a pick first measured over "
         f"{args.threshold:.0%} slower than the best re-timed against it, {args.rounds} rounds, alternating. "
@@ -297,6 +330,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help=f"flag a pick this much slower than the best, after re-timing ({THRESHOLD})")
     parser.add_argument("--rounds", type=int, default=ROUNDS,
                         help=f"re-timings of a slow-looking pick and of the best, alternately ({ROUNDS})")
+    parser.add_argument("--in-process", action="store_true",
+                        help="check every workload in this process, not each in a process of its own")
+    parser.add_argument("--json", action="store_true", help="print the checks as JSON rather than Markdown")
     args = parser.parse_args(argv)
     if not 2 <= args.candidates <= 64:
         parser.error("--candidates must be between 2 and 64")
@@ -318,9 +354,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     checks = []
     for index, workload in enumerate(workloads, 1):
-        progress(f"[{index}/{len(workloads)}] {workload.name}")
-        checks += check_workload(workload, args.candidates, args.threshold, args.rounds)
-    print(markdown(checks, args, command_line()))
+        if not args.json:  # a child's parent said it
+            progress(f"[{index}/{len(workloads)}] {workload.name}")
+        checks += (check_workload(workload, args.candidates, args.threshold, args.rounds) if args.in_process
+                   else check_in_child(workload, args))
+    print(json.dumps([to_json(check) for check in checks]) if args.json else markdown(checks, args, command_line()))
     return 0
 
 

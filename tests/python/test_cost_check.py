@@ -73,6 +73,14 @@ def test_the_regret_is_the_median_of_the_rounds_ratios() -> None:
     assert drift.regret == pytest.approx(1.3) and drift.slow()
 
 
+def test_a_check_crosses_from_a_child_process_unchanged() -> None:
+    """Each workload is checked in a process of its own, which hands its checks back as JSON."""
+    import json
+
+    checks = [_check((1.0, 3.0), (1.1, 2.0), retimed=((2.6, 2.0), (3.9, 3.0))), _check((2.0, 1.0), (1.5, 1.2))]
+    assert [cost_check.from_json(json.loads(json.dumps(cost_check.to_json(c)))) for c in checks] == checks
+
+
 def test_spearman_takes_mean_ranks_for_ties() -> None:
     assert cost_check.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
     assert cost_check.spearman([1, 2, 3, 4], [40, 30, 20, 10]) == pytest.approx(-1.0)
