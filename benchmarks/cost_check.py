@@ -217,8 +217,8 @@ def retime(body: ir.Operation, pick: dict[str, int], best: dict[str, int], round
     back, the one timed first alternating, so that a change in the machine's speed falls on both."""
     target = get_target("host")
     lowering, sweep = target.lowering(), target.sweep_bytes(payload_problem(body), assume)
-    runs = {"pick": compile_candidate(body, pick, lowering, assume), "best": compile_candidate(body, best, lowering,
-                                                                                               assume)}
+    runs = {name: compile_candidate(body, choice, lowering, assume) for name, choice in (("pick", pick),
+                                                                                         ("best", best))}
     pairs = []
     for index in range(rounds):
         order = ("pick", "best") if index % 2 == 0 else ("best", "pick")

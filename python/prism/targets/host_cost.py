@@ -108,8 +108,8 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
         reused = host_gemm.reuses_panels(packs, tm, tn, s["m"], op.extent("k"), op.elem_bytes[1])
         copies = np.where(reused, copies / ceil_div(s["m"], tm), copies)
         # A pipelined copy streams B slower at some slice depths than at others, by as much as calibration
-        # measured (on a product of a few rows, where B's stream is the time): the factor slows the copy and
-        # B's stream, which a product of enough rows hides behind its micro-tiles (benchmarks/RESULTS.md, "The
+        # measured (on 16 rows, where B's stream is most of the time): the factor slows the copy and B's
+        # stream, not the micro-tiles, so a product of many rows hides most of it (benchmarks/RESULTS.md, "The
         # pipelined copy's depth slows B's stream").
         b_bytes = s["batch"] * s["k"] * s["n"] * op.elem_bytes[1]
         pipelined = host_gemm.pipelines_copy(packs, reused, "batch" in op.roles, b_bytes, target.l3_bytes)
