@@ -101,19 +101,10 @@ def test_runtime_text_for_other_machines_parses() -> None:
         assert ("llvm.call @sched_yield" in text) == polls and ("llvm.call @syscall" in text) != polls
 
 
-# Back-to-back loops from native code, so that workers are often still inside the last loop when the next is
-# published: each of 20000 loops adds one to every element, in chunks. A claim that mixed two loops would
-# leave the caller waiting forever (the subprocess times out) or miscount. (The one such race found, a
-# worker descheduled between reading the counter and claiming, once in a whole test run, is too rare for
-# this test to catch: the protocol in prism.codegen.cpu.pool closes the counter against it.)
-STRESS = """
-import ctypes, sys
-import numpy as np
-from mlir import ir
-from mlir.execution_engine import ExecutionEngine
-from prism.runtime import pool
-from prism.runtime.cpu import _runtime_libs
-TEXT = '''
+# The pool's entry called from native code: @loops(ctx, n, width, times) runs @body (adding one to each
+# element of an i64 array) as `times` parallel loops of n iterations over `width` threads.
+LOOPS_LLVM = """
+
 llvm.func @prism_parallel_for(!llvm.ptr, !llvm.ptr, i64, i64)
 llvm.func @body(%ctx: !llvm.ptr, %b: i64, %e: i64) {
   %one = llvm.mlir.constant(1 : i64) : i64
@@ -146,16 +137,41 @@ llvm.func @loops(%ctx: !llvm.ptr, %n: i64, %width: i64, %times: i64) {
 ^exit:
   llvm.return
 }
-'''
-with ir.Context(), ir.Location.unknown():
-    engine = ExecutionEngine(ir.Module.parse(TEXT), opt_level=2, shared_libs=_runtime_libs())
-engine.raw_register_runtime(pool.ENTRY, ctypes.c_void_p(pool.parallel_for_address()))
-engine.initialize()
-for n, width, times in ((2, 2, 20000), (7, 2, 20000), (64, 3, 5000)):
-    counts = np.zeros(n, np.int64)
-    args = [ctypes.c_void_p(counts.ctypes.data), ctypes.c_int64(n), ctypes.c_int64(width), ctypes.c_int64(times)]
+
+"""
+
+LOOPS_PRELUDE = """
+import ctypes, json, os, sys
+import numpy as np
+from mlir import ir
+from mlir.execution_engine import ExecutionEngine
+from prism.runtime import pool
+from prism.runtime.cpu import _runtime_libs
+
+def loops_engine(text):
+    with ir.Context(), ir.Location.unknown():
+        engine = ExecutionEngine(ir.Module.parse(text), opt_level=2, shared_libs=_runtime_libs())
+    engine.raw_register_runtime(pool.ENTRY, ctypes.c_void_p(pool.parallel_for_address()))
+    engine.initialize()
+    return engine
+
+def run_loops(engine, counts, width, times):
+    args = [ctypes.c_void_p(counts.ctypes.data), ctypes.c_int64(len(counts)), ctypes.c_int64(width),
+            ctypes.c_int64(times)]
     packed = (ctypes.c_void_p * 4)(*[ctypes.addressof(a) for a in args])
     ctypes.CFUNCTYPE(None, ctypes.c_void_p)(engine.raw_lookup("loops"))(packed)
+"""
+
+# Back-to-back loops from native code, so that workers are often still inside the last loop when the next is
+# published: each of 20000 loops adds one to every element, in chunks. A claim that mixed two loops would
+# leave the caller waiting forever (the subprocess times out) or miscount. (The one such race found, a
+# worker descheduled between reading the counter and claiming, once in a whole test run, is too rare for
+# this test to catch: the protocol in prism.codegen.cpu.pool closes the counter against it.)
+STRESS = LOOPS_PRELUDE + f"""
+engine = loops_engine({LOOPS_LLVM!r})
+for n, width, times in ((2, 2, 20000), (7, 2, 20000), (64, 3, 5000)):
+    counts = np.zeros(n, np.int64)
+    run_loops(engine, counts, width, times)
     assert (counts == times).all(), (n, width, counts)
 print("ok")
 """
@@ -167,3 +183,59 @@ def test_back_to_back_loops_never_mix() -> None:
 
     done = subprocess.run([sys.executable, "-c", STRESS], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+# Where the pool's threads run: the workers are the threads that starting the pool adds (LLVM's own helpers,
+# named llvm-worker-N, aside). This thread is first moved to the last CPU, then given back all of them, so
+# that it stays there until a shared loop moves it.
+PLACEMENT = LOOPS_PRELUDE + f"""
+def new_threads(before):
+    return [int(t) for t in sorted(set(os.listdir("/proc/self/task")) - before, key=int)
+            if not open(f"/proc/self/task/{{t}}/comm").read().startswith("llvm-worker")]
+
+def last_cpu():
+    return int(open(f"/proc/self/task/{{os.getpid()}}/stat").read().rsplit(")", 1)[1].split()[36])
+
+cpus = sorted(os.sched_getaffinity(0))
+before = set(os.listdir("/proc/self/task"))
+engine = loops_engine({LOOPS_LLVM!r})
+workers = new_threads(before)
+os.sched_setaffinity(0, {{cpus[-1]}})
+os.sched_setaffinity(0, set(cpus))
+moved_from = last_cpu()
+counts = np.zeros(64, np.int64)
+run_loops(engine, counts, len(cpus), 1)
+assert (counts == 1).all(), counts
+print(json.dumps({{"cpus": cpus, "workers": [sorted(os.sched_getaffinity(t)) for t in workers],
+                  "moved_from": moved_from, "caller_on": last_cpu(), "caller_may": sorted(os.sched_getaffinity(0))}}))
+"""
+
+
+def _placement(pinned: bool) -> dict:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PRISM_PIN_WORKERS="1" if pinned else "0")
+    done = subprocess.run([sys.executable, "-c", PLACEMENT], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+def test_workers_are_pinned_and_a_caller_on_a_workers_cpu_is_moved() -> None:
+    # Left to the scheduler, a woken worker lands on the caller's CPU and shares it (benchmarks/RESULTS.md,
+    # "The pool's threads placed"). Each worker takes a CPU of its own after the first; a caller that shares
+    # a loop from another CPU moves to the first, and keeps every CPU it was allowed.
+    seen = _placement(pinned=True)
+    cpus = seen["cpus"]
+    assert seen["workers"] == [[cpu] for cpu in cpus[1:]]
+    assert seen["caller_may"] == cpus
+    if len(cpus) > 1:
+        assert seen["moved_from"] == cpus[-1] and seen["caller_on"] == cpus[0]
+
+
+def test_unpinned_workers_may_run_anywhere() -> None:
+    seen = _placement(pinned=False)
+    assert seen["workers"] == [seen["cpus"]] * (len(seen["cpus"]) - 1)
+    assert seen["caller_may"] == seen["cpus"]

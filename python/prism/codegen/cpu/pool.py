@@ -83,16 +83,117 @@ _PAUSE = {"x86_64": "pause", "amd64": "pause", "aarch64": "yield", "arm64": "yie
 _FUTEX = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98}
 _FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE = 128, 129
 _CLOCK_MONOTONIC = 1
+# glibc's cpu_set_t: a worker pinned to a CPU beyond it is left where the scheduler puts it.
+_CPU_SET_BITS = 1024
+
+# Placing threads on Linux, with sched_setaffinity(2) on the calling thread. @pin(cpu) pins a worker to
+# its CPU (none where cpu < 0; a failure, a CPU taken away since, leaves it unpinned). @nudge(cpu) moves a
+# caller that runs on another CPU to cpu, the one left to callers, if the caller's own mask allows it: it
+# pins the thread there and at once restores its mask, which leaves it where it is.
+_PLACE_LINUX = """llvm.func @sched_setaffinity(i32, i64, !llvm.ptr) -> i32
+  llvm.func @sched_getaffinity(i32, i64, !llvm.ptr) -> i32
+  llvm.func @sched_getcpu() -> i32
+
+  // The word of a CPU mask that holds %cpu's bit, and that bit; %cpu within the mask.
+  llvm.func internal @cpu_word(%mask: !llvm.ptr, %cpu: i64) -> !llvm.ptr {{
+    %c6 = llvm.mlir.constant(6 : i64) : i64
+    %word = llvm.lshr %cpu, %c6 : i64
+    %wp = llvm.getelementptr %mask[%word] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+    llvm.return %wp : !llvm.ptr
+  }}
+  llvm.func internal @cpu_bit(%cpu: i64) -> i64 {{
+    %c1 = llvm.mlir.constant(1 : i64) : i64
+    %c63 = llvm.mlir.constant(63 : i64) : i64
+    %shift = llvm.and %cpu, %c63 : i64
+    %bit = llvm.shl %c1, %shift : i64
+    llvm.return %bit : i64
+  }}
+
+  // Whether %cpu is a CPU number that a mask holds.
+  llvm.func internal @in_range(%cpu: i64) -> i1 {{
+    %c0 = llvm.mlir.constant(0 : i64) : i64
+    %bits = llvm.mlir.constant({cpu_bits} : i64) : i64
+    %some = llvm.icmp "sge" %cpu, %c0 : i64
+    %near = llvm.icmp "slt" %cpu, %bits : i64
+    %ok = llvm.and %some, %near : i1
+    llvm.return %ok : i1
+  }}
+
+  // Set the calling thread's mask to %cpu alone.
+  llvm.func internal @only(%cpu: i64) {{
+    %c1 = llvm.mlir.constant(1 : i64) : i64
+    %mask = llvm.alloca %c1 x !llvm.array<{cpu_words} x i64> : (i64) -> !llvm.ptr
+    %empty = llvm.mlir.zero : !llvm.array<{cpu_words} x i64>
+    llvm.store %empty, %mask : !llvm.array<{cpu_words} x i64>, !llvm.ptr
+    %wp = llvm.call @cpu_word(%mask, %cpu) : (!llvm.ptr, i64) -> !llvm.ptr
+    %bit = llvm.call @cpu_bit(%cpu) : (i64) -> i64
+    llvm.store %bit, %wp : i64, !llvm.ptr
+    %self = llvm.mlir.constant(0 : i32) : i32
+    %size = llvm.mlir.constant({cpu_bytes} : i64) : i64
+    %r = llvm.call @sched_setaffinity(%self, %size, %mask) : (i32, i64, !llvm.ptr) -> i32
+    llvm.return
+  }}
+
+  llvm.func internal @pin(%cpu: i64) {{
+    %ok = llvm.call @in_range(%cpu) : (i64) -> i1
+    llvm.cond_br %ok, ^set, ^done
+  ^set:
+    llvm.call @only(%cpu) : (i64) -> ()
+    llvm.br ^done
+  ^done:
+    llvm.return
+  }}
+
+  llvm.func internal @nudge(%cpu: i64) {{
+    %ok = llvm.call @in_range(%cpu) : (i64) -> i1
+    llvm.cond_br %ok, ^where, ^done
+  ^where:
+    %now32 = llvm.call @sched_getcpu() : () -> i32
+    %now = llvm.sext %now32 : i32 to i64
+    %there = llvm.icmp "eq" %now, %cpu : i64
+    llvm.cond_br %there, ^done, ^mask
+  ^mask:
+    %c1 = llvm.mlir.constant(1 : i64) : i64
+    %saved = llvm.alloca %c1 x !llvm.array<{cpu_words} x i64> : (i64) -> !llvm.ptr
+    %self = llvm.mlir.constant(0 : i32) : i32
+    %size = llvm.mlir.constant({cpu_bytes} : i64) : i64
+    %got = llvm.call @sched_getaffinity(%self, %size, %saved) : (i32, i64, !llvm.ptr) -> i32
+    %z = llvm.mlir.constant(0 : i32) : i32
+    %read = llvm.icmp "eq" %got, %z : i32
+    llvm.cond_br %read, ^check, ^done
+  ^check:
+    %wp = llvm.call @cpu_word(%saved, %cpu) : (!llvm.ptr, i64) -> !llvm.ptr
+    %word = llvm.load %wp : !llvm.ptr -> i64
+    %bit = llvm.call @cpu_bit(%cpu) : (i64) -> i64
+    %has = llvm.and %word, %bit : i64
+    %c0 = llvm.mlir.constant(0 : i64) : i64
+    %allowed = llvm.icmp "ne" %has, %c0 : i64
+    llvm.cond_br %allowed, ^move, ^done
+  ^move:
+    llvm.call @only(%cpu) : (i64) -> ()
+    %back = llvm.call @sched_setaffinity(%self, %size, %saved) : (i32, i64, !llvm.ptr) -> i32
+    llvm.br ^done
+  ^done:
+    llvm.return
+  }}""".format(cpu_bits=_CPU_SET_BITS, cpu_words=_CPU_SET_BITS // 64, cpu_bytes=_CPU_SET_BITS // 8)
+_PLACE_NOWHERE = """llvm.func internal @pin(%cpu: i64) {
+    llvm.return
+  }
+  llvm.func internal @nudge(%cpu: i64) {
+    llvm.return
+  }"""
 
 
-def runtime_text(machine: str | None = None) -> str:
+def runtime_text(machine: str | None = None, system: str | None = None) -> str:
     """The pool as an LLVM-dialect module for ``machine`` (``platform.machine()`` by default).
 
-    It defines ``prism_parallel_for`` and ``prism_pool_start(i64 workers)``.
+    It defines ``prism_parallel_for`` and ``prism_pool_start(i64 workers, ptr cpus)``.
     On a machine without a known futex number, idle workers poll with
-    ``sched_yield`` instead of sleeping.
+    ``sched_yield`` instead of sleeping; on Linux (``system``,
+    ``platform.system()`` by default) each worker pins itself to its CPU.
     """
     machine = (machine or platform.machine()).lower()
+    linux = (system or platform.system()) == "Linux"
     pause = _PAUSE.get(machine)
     futex = _FUTEX.get(machine)
     hint = f'llvm.inline_asm has_side_effects "{pause}", "" : () -> ()' if pause else ""
@@ -112,8 +213,9 @@ def runtime_text(machine: str | None = None) -> str:
                 "    %r = llvm.call @syscall(%nr, %ep, %op, %all) vararg(!llvm.func<i64 (i64, ...)>) "
                 ": (i64, !llvm.ptr, i64, i64) -> i64")
     spin_ns = int(SPIN_SECONDS * 1e9)
+    place = _PLACE_LINUX if linux else _PLACE_NOWHERE
     return _TEMPLATE.format(shared=_shared_globals(), job_fn=_cache_line_global("job_fn", "!llvm.ptr"), hint=hint,
-                            sleep=sleep, wake=wake, spin_ns=spin_ns, clock=_CLOCK_MONOTONIC,
+                            sleep=sleep, wake=wake, place=place, spin_ns=spin_ns, clock=_CLOCK_MONOTONIC,
                             every=_SPINS_PER_CLOCK_READ - 1, chunks=CHUNKS_PER_THREAD)
 
 
@@ -153,6 +255,8 @@ module {{
   llvm.func @clock_gettime(i32, !llvm.ptr) -> i32
   llvm.func @pthread_create(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
   llvm.func @pthread_detach(i64) -> i32
+  llvm.mlir.global internal @caller_cpu(-1 : i64) : i64
+  {place}
 
   // Claim and run chunks of the job of epoch %e until none is left.
   llvm.func internal @work(%e: i64) {{
@@ -213,10 +317,18 @@ module {{
     llvm.return %t : i64
   }}
 
-  // A worker (%arg is its index, from 1): wait for a new epoch, spinning for a while and then sleeping;
-  // join the job when the job's width includes this worker.
+  // A worker (%arg: its index, from 1, in the low 32 bits; its CPU plus one, or 0, in the high ones): pin
+  // itself to its CPU, then wait for a new epoch, spinning for a while and then sleeping; join the job when
+  // the job's width includes this worker.
   llvm.func internal @worker(%arg: !llvm.ptr) -> !llvm.ptr {{
-    %id = llvm.ptrtoint %arg : !llvm.ptr to i64
+    %word = llvm.ptrtoint %arg : !llvm.ptr to i64
+    %half = llvm.mlir.constant(32 : i64) : i64
+    %lowbits = llvm.mlir.constant(4294967295 : i64) : i64
+    %id = llvm.and %word, %lowbits : i64
+    %cpu1 = llvm.lshr %word, %half : i64
+    %one = llvm.mlir.constant(1 : i64) : i64
+    %cpu = llvm.sub %cpu1, %one : i64
+    llvm.call @pin(%cpu) : (i64) -> ()
     %ep = llvm.mlir.addressof @epoch : !llvm.ptr
     %sp = llvm.mlir.addressof @sleepers : !llvm.ptr
     %c0 = llvm.mlir.constant(0 : i64) : i64
@@ -261,19 +373,41 @@ module {{
     llvm.br ^wait(%e, %c0, %t2 : i32, i64, i64)
   }}
 
-  // Start %n workers (once per process).
-  llvm.func @prism_pool_start(%n: i64) {{
+  // Start %n workers (once per process): worker i on CPU %cpus[i] (negative: left to the scheduler), and
+  // callers moved to %cpus[0] when they share a loop (negative: left where they are); every thread left to
+  // the scheduler where %cpus is null.
+  llvm.func @prism_pool_start(%n: i64, %cpus: !llvm.ptr) {{
     %c1 = llvm.mlir.constant(1 : i64) : i64
+    %c32 = llvm.mlir.constant(32 : i64) : i64
+    %c0 = llvm.mlir.constant(0 : i64) : i64
     %wk = llvm.mlir.addressof @workers : !llvm.ptr
     %tid = llvm.alloca %c1 x i64 : (i64) -> !llvm.ptr
     %null = llvm.mlir.zero : !llvm.ptr
     %fn = llvm.mlir.addressof @worker : !llvm.ptr
+    %given0 = llvm.icmp "ne" %cpus, %null : !llvm.ptr
+    llvm.cond_br %given0, ^callers, ^next(%c1 : i64)
+  ^callers:
+    %first = llvm.load %cpus : !llvm.ptr -> i64
+    %ccp = llvm.mlir.addressof @caller_cpu : !llvm.ptr
+    llvm.store %first, %ccp atomic seq_cst {{alignment = 8 : i64}} : i64, !llvm.ptr
     llvm.br ^next(%c1 : i64)
   ^next(%i: i64):
     %more = llvm.icmp "sle" %i, %n : i64
     llvm.cond_br %more, ^spawn, ^done
   ^spawn:
-    %arg = llvm.inttoptr %i : i64 to !llvm.ptr
+    %given = llvm.icmp "ne" %cpus, %null : !llvm.ptr
+    llvm.cond_br %given, ^read, ^create(%c0 : i64)
+  ^read:
+    %cp = llvm.getelementptr %cpus[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+    %cpu = llvm.load %cp : !llvm.ptr -> i64
+    %cpu1 = llvm.add %cpu, %c1 : i64
+    %low = llvm.icmp "slt" %cpu1, %c0 : i64
+    %kept = llvm.select %low, %c0, %cpu1 : i1, i64
+    llvm.br ^create(%kept : i64)
+  ^create(%tag: i64):
+    %high = llvm.shl %tag, %c32 : i64
+    %packed = llvm.or %high, %i : i64
+    %arg = llvm.inttoptr %packed : i64 to !llvm.ptr
     %rc = llvm.call @pthread_create(%tid, %null, %fn, %arg) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
     %z = llvm.mlir.constant(0 : i32) : i32
     %failed = llvm.icmp "ne" %rc, %z : i32
@@ -317,6 +451,10 @@ module {{
     llvm.call %fn(%ctx, %c0, %n) : !llvm.ptr, (!llvm.ptr, i64, i64) -> ()
     llvm.return
   ^publish:
+    // A caller on a worker's CPU would share it with that worker while the caller's CPU idles.
+    %ccp = llvm.mlir.addressof @caller_cpu : !llvm.ptr
+    %home = llvm.load %ccp atomic seq_cst {{alignment = 8 : i64}} : !llvm.ptr -> i64
+    llvm.call @nudge(%home) : (i64) -> ()
     // The next epoch (never 0 in the counter's high half). The counter is first closed under it, so that
     // a worker still in the last job, holding that job's counter value, can claim nothing while this
     // job's fields are written.
