@@ -24,6 +24,7 @@ from prism.infra.ir import SourceChunk, make_context, parse_chunk, read_source_f
 from prism.infra.passbase import Pass
 from prism.infra.pipeline import Step
 from prism.passes import PASSES, PIPELINES, VerifyPass
+from prism.runtime.pool import PIN_VARIABLE
 from prism.summary import funnel_table
 from prism.targets import target_names
 from prism.targets.host_machine import DESCRIPTION_VARIABLE, DESCRIPTION_VERSION, Machine
@@ -57,7 +58,9 @@ def _epilog() -> str:
                              f"{', '.join(field.name for field in dataclasses.fields(Machine))})", 96,
                              initial_indent=" " * 26, subsequent_indent=" " * 26),
               "  PRISM_HOST_CONFIG       the calibration file ('python -m prism.calibrate'); empty: none",
-              "  PRISM_HOST_GFLOPS, PRISM_HOST_GBPS, PRISM_HOST_FMA_BITS  override the rates and the FMA width"]
+              "  PRISM_HOST_GFLOPS, PRISM_HOST_GBPS, PRISM_HOST_FMA_BITS  override the rates and the FMA width",
+              f"  {PIN_VARIABLE}       0: leave the thread pool's threads to the scheduler (default: each",
+              "                          worker pinned to a CPU of its own, callers moved off them)"]
     return "\n".join(lines)
 
 

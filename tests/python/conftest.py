@@ -16,6 +16,10 @@ REPO = Path(__file__).resolve().parents[2]
 # The tests describe the host by its defaults, whatever this machine's calibration says (and so do the CLI
 # runs they start, which inherit this).
 os.environ["PRISM_HOST_CONFIG"] = ""
+# Several test processes share the cores: their pools' workers would all be pinned to the same CPUs, and their
+# callers moved to the same first one (the timing tests, run alone, keep the placement).
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ.setdefault("PRISM_PIN_WORKERS", "0")
 EXAMPLES = REPO / "examples"
 # The FileCheck tests' machine: 2 cores, AVX2, a 32 KiB L1d, 512 KiB L2 and 32 MiB L3.
 REFERENCE_HOST = REPO / "tests" / "filecheck" / "Inputs" / "host-avx2.json"
