@@ -207,6 +207,29 @@ def test_a_few_rows_read_b_in_place_as_streams_as_wide_as_their_tasks(describe_h
     assert choice["RM"] == choice["TM"] == 8 and choice["TK"] <= 16, choice
 
 
+def test_a_few_rows_from_the_cache_take_several_tasks_per_core(describe_host: Callable[..., Any]) -> None:
+    """8 rows whose B (4 MiB) comes from the L3: cores that run one task each finish far apart, and claiming
+    tasks as they free evens them out, so one task per core costs more than four, and jumps between rows read
+    in place cost nothing; the pick then spreads the 512 columns over four tasks per core. 16 rows, which copy
+    B into panels, keep their cost per task (benchmarks/RESULTS.md, "Eight-row products in the L3: tasks per
+    core")."""
+    from conftest import REFERENCE_HOST
+
+    host = describe_host(REFERENCE_HOST.with_name("host-avx512.json"))
+    tasks = {"TN": np.array([256, 64]), "TK": np.array([16, 16]), "RN": np.array([32, 32])}
+
+    def seconds(m: int) -> np.ndarray:
+        op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (m, 512, 2048), (4, 4), 4, "f32")
+        return host.seconds(op, {**tasks, "TM": np.array([m, m]), "RM": np.array([8, 8])})
+
+    one_each, four_each = seconds(8)
+    assert one_each > 1.2 * four_each
+    one_each, four_each = seconds(16)
+    assert one_each < four_each
+    choice = _picked(8, 2048, 512)
+    assert choice["TM"] == 8 and 512 // choice["TN"] >= 4 * host.cores, choice
+
+
 def test_a_few_rows_from_dram_wait_on_memory(describe_host: Callable[..., Any]) -> None:
     """A product of 8 rows does too little work per byte of B to hide DRAM behind it: its predicted time is at
     least B's bytes at DRAM's rate plus its FMAs at the peak rate, where a roofline would take the larger."""

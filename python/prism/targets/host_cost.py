@@ -28,6 +28,14 @@ from prism.targets.host_space import direct_kernel
 if TYPE_CHECKING:
     from prism.targets.host import HostTarget
 
+# A product of at most host_gemm.STREAMING_ROWS rows whose B comes from the L3: its cores finish far apart
+# when each runs one or two tasks (8 x 2048 x 512 on two cores: one task each ran 1.2-2.8x slower than four
+# each, two each 1.0-1.35x, differently from process to process), and the tasks that a core claims as it
+# frees even that out. The busiest core's time is an even share times 1 + CACHED_FEW_ROWS_SKEW / rounds.
+# Within the cache, a jump between two rows of B read in place costs nothing: narrower tasks were as fast
+# or faster there (benchmarks/RESULTS.md, "Eight-row products in the L3: tasks per core").
+CACHED_FEW_ROWS_SKEW = 0.5
+
 COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + "
              "max(rounds * (tiles(M, TM, RM)*tiles(N, TN, RN)*ceil(K/TK) * kernel_cycles(RM, RN, TK) "
              "+ [B panels: ceil(K/TK)*TK*TN/lanes vector copies if ceil(TM/RM) > 1, each a load and a store, or "
@@ -40,6 +48,8 @@ COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + 
              "pipelined_factor(TK) where the copy of B is pipelined (calibrated); the sum of the two terms, not "
              "their max, where B comes from DRAM and "
              f"1 < M <= {host_gemm.STREAMING_ROWS} (direct kernel); "
+             f"where B comes from the L3 and 1 < M <= {host_gemm.STREAMING_ROWS}, "
+             f"x (1 + {CACHED_FEW_ROWS_SKEW}/rounds), and B read in place pays no jumps (direct kernel); "
              "tiles(M, TM, RM) = micro-tile rows per block, averaged over the blocks (the last one ragged)")
 
 # An FMA's latency in cycles on current x86 cores: a micro-kernel needs
@@ -90,6 +100,8 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
     columns = np.where(rounds < ceil_div(s["n"], tn), ceil_div(tn, rn), _inner_tiles_per_block(s["n"], tn, rn))
     micro_tiles = _inner_tiles_per_block(s["m"], tm, rm) * columns
     run, direct = None, direct_kernel(op)
+    cached = _bandwidth(target, op, s) == target.cache_bytes_per_s
+    few_rows = op.extent("m") is not None and 1 < op.extent("m") <= host_gemm.STREAMING_ROWS
     kernel = "direct" if direct else "packed"
     block_cycles = micro_tiles * ceil_div(s["k"], tk) * micro_kernel_cycles(target, rm, rn, tk, lanes, kernel)
     if direct:
@@ -118,6 +130,7 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
         in_place = host_gemm.streams_in_place(packs, rm, tm, tk, op.extent("m"))
         streamed = packs | (rm == 1) | in_place
         run = np.minimum(np.where(streamed, tn, rn), s["n"]) * op.elem_bytes[1]
+        run = np.where(in_place & cached, s["n"] * op.elem_bytes[1], run)
     # The worker with the most columns of B to read finishes last, streaming at its share of the bandwidth
     # (idle cores leave theirs unused); a single row of C instead splits K over every core, each streaming
     # whole rows of B.
@@ -129,7 +142,7 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
     compute = rounds * (block_cycles * target.cycle_seconds(op) + BLOCK_OVERHEAD_SECONDS)
     memory = _kernel_memory_seconds(target, op, tm, tn, s, run=run, c_run=np.minimum(rn, s["n"]) * op.acc_bytes
                                     if direct else None) * imbalance
-    if direct and target.stream_bytes_per_s and _bandwidth(target, op, s) == target.dram_bytes_per_s:
+    if direct and target.stream_bytes_per_s and not cached:
         # One-row blocks and a split K stream B from DRAM at the rate measured for the kernel at decode.
         streams = split | (rm == 1)
         memory = np.where(streams, memory * target.dram_bytes_per_s / target.stream_bytes_per_s, memory)
@@ -137,11 +150,12 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
         memory = memory * depth_factor
     phases = 0 if direct else _pack_seconds(target, op, values, s)
     seconds = phases + roofline(compute, memory)
-    if direct and _bandwidth(target, op, s) == target.dram_bytes_per_s:
+    if direct and cached and few_rows:
+        seconds = np.where(split, seconds, seconds * (1 + CACHED_FEW_ROWS_SKEW / rounds))
+    if direct and not cached:
         # A product of a few rows does too little work per byte of B to hide memory behind it: its loads wait
         # on DRAM, so compute and memory add rather than overlap (benchmarks/RESULTS.md, "Eight-row products
         # from DRAM": within 10% at 8 rows). Decode has a measured rate of its own.
-        few_rows = op.extent("m") is not None and 1 < op.extent("m") <= host_gemm.STREAMING_ROWS
         seconds = np.where(few_rows & ~split, phases + compute + memory, seconds)
     return seconds
 
