@@ -31,7 +31,9 @@ if TYPE_CHECKING:
 # A product of at most host_gemm.STREAMING_ROWS rows whose B comes from the L3: its cores finish far apart
 # when each runs one or two tasks (8 x 2048 x 512 on two cores: one task each ran 1.2-2.8x slower than four
 # each, two each 1.0-1.35x, differently from process to process), and the tasks that a core claims as it
-# frees even that out. The busiest core's time is an even share times 1 + CACHED_FEW_ROWS_SKEW / rounds.
+# frees even that out. Why one task per core runs slow there is not known (not huge pages, alignment or
+# another thread; on one core every width ran alike); the busiest core's time, priced at the mean over
+# processes, is an even share times 1 + CACHED_FEW_ROWS_SKEW / rounds.
 # Within the cache, a jump between two rows of B read in place costs nothing: narrower tasks were as fast
 # or faster there (benchmarks/RESULTS.md, "Eight-row products in the L3: tasks per core").
 CACHED_FEW_ROWS_SKEW = 0.5
