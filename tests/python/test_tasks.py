@@ -91,14 +91,17 @@ def test_concurrent_callers_share_the_pool(rng: np.random.Generator, threads: in
 
 
 def test_runtime_text_for_other_machines_parses() -> None:
-    # Machines without a known futex number poll with sched_yield; every variant is valid IR.
+    # Machines without a known futex number poll with sched_yield; only Linux places threads; every variant is
+    # valid IR.
     for machine in ("x86_64", "aarch64", "riscv64"):
-        with ir.Context(), ir.Location.unknown():
-            module = ir.Module.parse(pool.runtime_text(machine))
-            module.operation.verify()
-            text = str(module)
-        polls = machine == "riscv64"
-        assert ("llvm.call @sched_yield" in text) == polls and ("llvm.call @syscall" in text) != polls
+        for system in ("Linux", "Darwin"):
+            with ir.Context(), ir.Location.unknown():
+                module = ir.Module.parse(pool.runtime_text(machine, system))
+                module.operation.verify()
+                text = str(module)
+            polls = machine == "riscv64"
+            assert ("llvm.call @sched_yield" in text) == polls and ("llvm.call @syscall" in text) != polls
+            assert ("llvm.call @sched_setaffinity" in text) == (system == "Linux")
 
 
 # The pool's entry called from native code: @loops(ctx, n, width, times) runs @body (adding one to each

@@ -19,7 +19,7 @@ __all__ = ["ENTRY", "PIN_VARIABLE", "parallel_for_address", "pool_cpus"]
 PIN_VARIABLE = "PRISM_PIN_WORKERS"
 
 
-def pool_cpus(allowed: set[int] | None = None) -> list[int]:
+def pool_cpus() -> list[int]:
     """The CPU left to callers, then the CPU each worker is pinned to: the CPUs this process may run on, in
     order, one each (``-1`` for all where PIN_VARIABLE is ``0``: every thread left to the scheduler).
 
@@ -29,7 +29,7 @@ def pool_cpus(allowed: set[int] | None = None) -> list[int]:
     (benchmarks/RESULTS.md, "The pool's threads placed"). A caller that
     shares a loop from a worker's CPU is moved to the first CPU.
     """
-    cpus = sorted(os.sched_getaffinity(0) if allowed is None else allowed)
+    cpus = sorted(os.sched_getaffinity(0))
     if os.environ.get(PIN_VARIABLE, "1") == "0":
         return [-1] * len(cpus)
     return cpus

@@ -102,7 +102,7 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
     columns = np.where(rounds < ceil_div(s["n"], tn), ceil_div(tn, rn), _inner_tiles_per_block(s["n"], tn, rn))
     micro_tiles = _inner_tiles_per_block(s["m"], tm, rm) * columns
     run, direct = None, direct_kernel(op)
-    cached = _bandwidth(target, op, s) == target.cache_bytes_per_s
+    cached = _in_cache(target, op, s)
     few_rows = op.extent("m") is not None and 1 < op.extent("m") <= host_gemm.STREAMING_ROWS
     kernel = "direct" if direct else "packed"
     block_cycles = micro_tiles * ceil_div(s["k"], tk) * micro_kernel_cycles(target, rm, rn, tk, lanes, kernel)

@@ -384,8 +384,8 @@ module {{
     %tid = llvm.alloca %c1 x i64 : (i64) -> !llvm.ptr
     %null = llvm.mlir.zero : !llvm.ptr
     %fn = llvm.mlir.addressof @worker : !llvm.ptr
-    %given0 = llvm.icmp "ne" %cpus, %null : !llvm.ptr
-    llvm.cond_br %given0, ^callers, ^next(%c1 : i64)
+    %given = llvm.icmp "ne" %cpus, %null : !llvm.ptr
+    llvm.cond_br %given, ^callers, ^next(%c1 : i64)
   ^callers:
     %first = llvm.load %cpus : !llvm.ptr -> i64
     %ccp = llvm.mlir.addressof @caller_cpu : !llvm.ptr
@@ -395,7 +395,6 @@ module {{
     %more = llvm.icmp "sle" %i, %n : i64
     llvm.cond_br %more, ^spawn, ^done
   ^spawn:
-    %given = llvm.icmp "ne" %cpus, %null : !llvm.ptr
     llvm.cond_br %given, ^read, ^create(%c0 : i64)
   ^read:
     %cp = llvm.getelementptr %cpus[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i64
