@@ -41,6 +41,10 @@ from prism.targets import get_target, target_option
 
 # Ops that make a chain's inits: copied into its family's body, where its matcher reads them.
 _INITS = ("arith.constant", "tensor.empty", "linalg.fill")
+# Ops that make a product's init (a fill, with its sizes): copied into its family's body, so that the body
+# computes what the program does. A kernel starts at a fill of zero rather than reading it, and prism-select
+# times the body as it will run.
+_PRODUCT_INITS = (*_INITS, "tensor.dim")
 # Linalg ops that only build operands: not worth a remark.
 _PLUMBING = {"linalg.fill", "linalg.copy"}
 
@@ -80,7 +84,17 @@ class LiftPass(Pass):
                         ctx.remark(op.operation.location, f"'{op.operation.name}' left unchanged: "
                                    f"{why_not_lifted(op.operation)}")
                     continue
-                outline_family(module, [op.operation], next(names), _family(contraction, target.space(contraction)))
+                outline_family(module, [op.operation], next(names), _family(contraction, target.space(contraction)),
+                               copied=_PRODUCT_INITS if _made_of_tensors(op.operands[-1]) else ())
+
+
+def _made_of_tensors(value: ir.Value) -> bool:
+    """Whether the ops of _PRODUCT_INITS that make ``value`` read only tensors from outside them: copied into a
+    family's body, they add no scalar argument (a size computed otherwise), which measuring the body could not
+    give a value."""
+    if isinstance(value.owner, ir.Block) or value.owner.operation.name not in _PRODUCT_INITS:
+        return isinstance(value.type, ir.RankedTensorType)
+    return all(_made_of_tensors(operand) for operand in value.owner.operation.operands)
 
 
 def _computes(op: ir.Operation) -> bool:

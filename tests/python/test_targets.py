@@ -230,6 +230,28 @@ def test_a_few_rows_from_the_cache_take_several_tasks_per_core(describe_host: Ca
     assert choice["TM"] == 8 and 512 // choice["TN"] >= 4 * host.cores, choice
 
 
+def test_an_init_read_from_memory_adds_its_traffic_in_task_wide_runs(describe_host: Callable[..., Any]) -> None:
+    """The direct kernel reading C's init, where C (64 MiB) does not stay in the L3, waits for it: C's bytes,
+    read and written back at DRAM's rate, add to the time, and each task's rows of C are a run, so wider tasks
+    cost less. A fill of zero is not read, and a C that stays in the L3 adds nothing (benchmarks/RESULTS.md,
+    "C's init read from memory")."""
+    from conftest import REFERENCE_HOST
+
+    host = describe_host(REFERENCE_HOST.with_name("host-avx512.json"))
+    tasks = {"TM": np.array([384, 96]), "TN": np.array([256, 1024]), "TK": np.array([16, 16]),
+             "RM": np.array([6, 6]), "RN": np.array([64, 64])}
+
+    def seconds(m: int, n: int, reads_init: bool) -> np.ndarray:
+        return host.seconds(Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (m, n, 16), (4, 4), 4, "f32", reads_init),
+                            tasks)
+
+    narrow, wide = seconds(4096, 4096, True)
+    _, zero_wide = seconds(4096, 4096, False)
+    assert narrow > wide
+    assert wide >= zero_wide + 2 * 4096 * 4096 * 4 / host.dram_bytes_per_s
+    np.testing.assert_allclose(seconds(1024, 1024, True), seconds(1024, 1024, False))
+
+
 def test_a_few_rows_from_dram_wait_on_memory(describe_host: Callable[..., Any]) -> None:
     """A product of 8 rows does too little work per byte of B to hide DRAM behind it: its predicted time is at
     least B's bytes at DRAM's rate plus its FMAs at the peak rate, where a roofline would take the larger."""

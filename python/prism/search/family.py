@@ -13,7 +13,7 @@ from mlir.dialects import func, linalg
 from prism.infra import attrs
 from prism.infra.diagnostics import display_location
 from prism.infra.errors import PassFailed
-from prism.infra.ir import ELEMENT_BYTES, element_name, map_dims
+from prism.infra.ir import ELEMENT_BYTES, element_name, filled_constant, map_dims
 from prism.search.families import FamilyProblem, family_named, family_of
 from prism.search.space import Contraction, Space
 
@@ -65,6 +65,7 @@ def analyze_contraction(op: ir.Operation) -> Contraction | None:
         elem_bytes=(ELEMENT_BYTES[types[0]], ELEMENT_BYTES[types[1]]),
         acc_bytes=ELEMENT_BYTES[types[2]],
         input_type=types[0] if types[0] == types[1] else "f32",
+        reads_init=filled_constant(op.operands[2]) != 0.0,
     )
 
 

@@ -47,7 +47,9 @@ class Contraction:
     ``roles`` gives each loop dimension's role; ``operand_dims`` lists, per
     input operand, the loop dimensions its indexing map reads; ``extents``
     holds each loop's size (None when dynamic); ``elem_bytes`` the input
-    element size per operand and ``acc_bytes`` the accumulator's.
+    element size per operand and ``acc_bytes`` the accumulator's;
+    ``reads_init`` whether computing C reads its init (False for a fill of
+    zero, which a kernel starts its accumulators at instead).
     """
 
     roles: tuple[str, ...]
@@ -56,6 +58,7 @@ class Contraction:
     elem_bytes: tuple[int, ...]
     acc_bytes: int
     input_type: str  # "f32", "f16", "bf16" or "f64": picks the compute rate
+    reads_init: bool = True
 
     def extent(self, role: str) -> int | None:
         """The product of the extents with ``role``; None if any is dynamic."""

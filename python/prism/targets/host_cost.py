@@ -52,6 +52,8 @@ COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + 
              f"1 < M <= {host_gemm.STREAMING_ROWS} (direct kernel); "
              f"where B comes from the L3 and 1 < M <= {host_gemm.STREAMING_ROWS}, "
              f"x (1 + {CACHED_FEW_ROWS_SKEW}/rounds), and B read in place pays no jumps (direct kernel); "
+             "+ 2*bytesC*(1 + 128/(TN bytes)) / DRAM bandwidth where C's init is read (not a fill of zero) and C "
+             "does not stay in the L3 (direct kernel); "
              "tiles(M, TM, RM) = micro-tile rows per block, averaged over the blocks (the last one ragged)")
 
 # An FMA's latency in cycles on current x86 cores: a micro-kernel needs
@@ -159,6 +161,8 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
         # on DRAM, so compute and memory add rather than overlap (benchmarks/RESULTS.md, "Eight-row products
         # from DRAM": within 10% at 8 rows). Decode has a measured rate of its own.
         seconds = np.where(few_rows & ~split, phases + compute + memory, seconds)
+    if direct and op.reads_init:
+        seconds = seconds + _init_from_memory_seconds(target, op, tn, s)
     return seconds
 
 
@@ -289,6 +293,25 @@ def _kernel_memory_seconds(target: HostTarget, op: Contraction, tm: Knob, tn: Kn
     if c_run is not None:
         moved = moved + s["batch"] * s["m"] * s["n"] * op.acc_bytes * STRIDED_RUN_BYTES / c_run
     return moved / _bandwidth(target, op, s)
+
+
+def _init_from_memory_seconds(target: HostTarget, op: Contraction, tn: Knob, s: dict[str, int]) -> Knob:
+    """What reading C's init from memory adds to the direct kernel, where C does not stay in the L3.
+
+    Each micro-tile's first K slice reads its rows of the init, and down a
+    column strip consecutive micro-tiles read rows a row pitch apart: the
+    time of C read and written back at DRAM's bandwidth adds to the FMAs'
+    rather than hiding under them, and tasks of narrow columns run slower
+    (4096 x 16 x 4096 into a 64 MiB init: TN = 256 1.0-1.25x slower than
+    1024). Each task's rows of C are runs TN wide, each jump between them
+    costing STRIDED_RUN_BYTES more. A fill of zero is not read
+    (benchmarks/RESULTS.md, "C's init read from memory").
+    """
+    c_bytes = s["batch"] * s["m"] * s["n"] * op.acc_bytes
+    if host_gemm.stays_in_cache(c_bytes, target.l3_bytes):
+        return 0.0
+    run = np.minimum(tn, s["n"]) * op.acc_bytes
+    return 2 * c_bytes * (1 + STRIDED_RUN_BYTES / run) / target.dram_bytes_per_s
 
 
 def _inner_tiles_per_block(extent: int, tile: Knob, inner: Knob) -> Knob:

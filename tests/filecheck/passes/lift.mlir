@@ -21,6 +21,49 @@ func.func @matmul(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %c: tensor<64x16
 
 // -----
 
+// A product's init made by a fill moves into its family's body with it, so that the body computes what the
+// program does (a kernel starts at a fill of zero rather than reading it): one fill shared by two products is
+// copied into both and erased outside, with the size it reads from a tensor. A fill whose size is a scalar from
+// elsewhere stays outside: the body would take that scalar as an argument.
+// CHECK-LABEL: func.func @filled_inits
+// CHECK-SAME:    (%[[A:.*]]: tensor<?x32xf32>, %[[B:.*]]: tensor<32x16xf32>, %[[B2:.*]]: tensor<32x16xf32>, %[[N:.*]]: index, %[[W:.*]]: tensor<16x32xf32>)
+// CHECK-NOT:     linalg.fill
+// CHECK:         call @filled_inits_family0(%[[A]], %[[B]]) : (tensor<?x32xf32>, tensor<32x16xf32>)
+// CHECK-NOT:     linalg.fill
+// CHECK:         call @filled_inits_family1(%[[A]], %[[B2]]) : (tensor<?x32xf32>, tensor<32x16xf32>)
+// CHECK:         %[[E:.*]] = tensor.empty(%[[N]])
+// CHECK:         %[[I:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E]] : tensor<?x32xf32>)
+// CHECK:         call @filled_inits_family2(%{{.*}}, %[[W]], %[[I]])
+// CHECK:       func.func private @filled_inits_family0(%[[FA:.*]]: tensor<?x32xf32>, %{{.*}}: tensor<32x16xf32>)
+// CHECK-NEXT:    "prism.family"()
+// CHECK:         %[[D:.*]] = tensor.dim %[[FA]]
+// CHECK-NEXT:    %[[FE:.*]] = tensor.empty(%[[D]]) : tensor<?x16xf32>
+// CHECK-NEXT:    %[[FI:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[FE]] : tensor<?x16xf32>)
+// CHECK-NEXT:    linalg.matmul ins({{.*}}) outs(%[[FI]] : tensor<?x16xf32>)
+// CHECK:       func.func private @filled_inits_family1
+// CHECK:         linalg.fill
+// CHECK-NEXT:    linalg.matmul
+// CHECK:       func.func private @filled_inits_family2(%{{.*}}: tensor<?x16xf32>, %{{.*}}: tensor<16x32xf32>, %{{.*}}: tensor<?x32xf32>)
+// CHECK-NEXT:    "prism.family"()
+// CHECK-NEXT:    linalg.matmul
+func.func @filled_inits(%a: tensor<?x32xf32>, %b: tensor<32x16xf32>, %b2: tensor<32x16xf32>, %n: index,
+                        %w: tensor<16x32xf32>)
+    -> (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x32xf32>) {
+  %i0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %m = tensor.dim %a, %i0 : tensor<?x32xf32>
+  %e = tensor.empty(%m) : tensor<?x16xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<?x16xf32>) -> tensor<?x16xf32>
+  %0 = linalg.matmul ins(%a, %b : tensor<?x32xf32>, tensor<32x16xf32>) outs(%init : tensor<?x16xf32>) -> tensor<?x16xf32>
+  %1 = linalg.matmul ins(%a, %b2 : tensor<?x32xf32>, tensor<32x16xf32>) outs(%init : tensor<?x16xf32>) -> tensor<?x16xf32>
+  %e2 = tensor.empty(%n) : tensor<?x32xf32>
+  %init2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %2 = linalg.matmul ins(%0, %w : tensor<?x16xf32>, tensor<16x32xf32>) outs(%init2 : tensor<?x32xf32>) -> tensor<?x32xf32>
+  return %0, %1, %2 : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x32xf32>
+}
+
+// -----
+
 // Transposed B through indexing_maps, and a batch matmul.
 // CHECK-LABEL: func.func @transposed_and_batched
 // CHECK:         call @transposed_and_batched_family0(

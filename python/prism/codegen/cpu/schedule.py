@@ -16,7 +16,7 @@ from prism.codegen.cpu.kernel import KernelPlan
 from prism.codegen.transform import ANY, Script
 from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
-from prism.infra.ir import map_dims
+from prism.infra.ir import filled_constant, map_dims
 from prism.infra.passbase import PassContext
 from prism.kernels import host_gemm
 from prism.search.family import analyze_contraction
@@ -323,14 +323,7 @@ def transpose_script(tiles: list[list[int]]) -> str:
 
 def starts_at_zero(op: ir.Operation) -> bool:
     """Whether the contraction's init (its last operand) is a fill of 0.0."""
-    owner = op.operands[len(op.operands) - 1].owner
-    if not isinstance(owner, ir.OpView | ir.Operation) or owner.operation.name != "linalg.fill":
-        return False
-    value = owner.operation.operands[0].owner
-    if not isinstance(value, ir.OpView | ir.Operation) or value.operation.name != "arith.constant":
-        return False
-    attr = value.operation.attributes["value"]
-    return isinstance(attr, ir.FloatAttr) and attr.value == 0.0
+    return filled_constant(op.operands[len(op.operands) - 1]) == 0.0
 
 
 def kernel_plan(c: CpuGemm, name: str, lanes: int, workers: int, l3_bytes: int) -> KernelPlan | None:
