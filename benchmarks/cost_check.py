@@ -36,7 +36,13 @@ Each workload is checked in a process of its own (``--in-process``: all in
 this one). The order of schedules measured in one process can depend on what
 that process did before: a family flagged at 1.5-1.7x after forty workloads
 in one process ran within 8% of the best when checked alone
-(benchmarks/RESULTS.md, "cost_check on the Zen 5: rounds paired").
+(benchmarks/RESULTS.md, "cost_check on the Zen 5: rounds paired"). Fresh
+processes differ too: the same two compiled schedules can swap places from
+one process to the next (benchmarks/RESULTS.md, "cost_check across
+processes"). So a pick still over the threshold after its re-timing is
+re-timed against the best in ``--processes`` - 1 more fresh processes, and
+its regret is the median of the processes' regrets: a pick that is slower
+stays slower in most of them.
 
 Prints Markdown ready for ``benchmarks/RESULTS.md``: the date, the machine,
 the versions and the command, one row per family, then a summary.
@@ -54,7 +60,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from cpu_workloads import QUICK, Workload, all_workloads
@@ -69,8 +75,11 @@ from prism.targets import get_target
 
 # prism-optimize up to the selection: instantiation and the proof change no choice.
 SEARCH = "prism-explore,prism-lift,prism-prune,prism-select{{measure={candidates}}}"
+# Up to the families' bodies, for re-timing two of a family's schedules in a process of its own.
+LIFT = "prism-explore,prism-lift"
 THRESHOLD = 0.10  # a pick this much slower than the best measured is flagged (after re-timing)
 ROUNDS = 5  # re-timing: the pick and the best, alternately, this many times each (the median ratio counts)
+PROCESSES = 3  # a pick slow after its re-timing is judged over this many processes (the median regret counts)
 
 
 @dataclass(frozen=True)
@@ -92,13 +101,16 @@ class FamilyCheck:
     """A family's timed candidates (predicted order: the model's pick first) and the pick's regret.
 
     ``retimed`` holds the pick's and the best's seconds in each round of the
-    alternating re-timing, when the first timing made the pick look slow.
+    alternating re-timing, when the first timing made the pick look slow;
+    ``elsewhere``, the regrets of the same re-timing in other fresh processes,
+    when the re-timing left the pick slow.
     """
 
     workload: str
     family: str
     candidates: tuple[Candidate, ...]
     retimed: tuple[tuple[float, float], ...] | None = None
+    elsewhere: tuple[float, ...] = ()
 
     @property
     def pick(self) -> Candidate:
@@ -116,12 +128,20 @@ class FamilyCheck:
         return self.pick.measured / self.best.measured
 
     @property
-    def regret(self) -> float:
-        """The pick's seconds over the best's: the median over the re-timing's rounds where it was re-timed,
-        else the first timing's."""
+    def retimed_regret(self) -> float:
+        """The pick's seconds over the best's in this process: the median over the re-timing's rounds where it
+        was re-timed, else the first timing's."""
         if not self.retimed:
             return self.first_regret
-        return float(np.median([pick / best for pick, best in self.retimed]))
+        return rounds_regret(self.retimed)
+
+    @property
+    def regret(self) -> float:
+        """The pick's seconds over the best's: the median of the processes' regrets where it was re-timed in
+        others, else this process's."""
+        if not self.elsewhere:
+            return self.retimed_regret
+        return float(np.median([self.retimed_regret, *self.elsewhere]))
 
     def slow(self, threshold: float = THRESHOLD) -> bool:
         """Whether the pick is over ``threshold`` slower than the best, confirmed by the re-timing."""
@@ -150,11 +170,17 @@ class FamilyCheck:
         return spearman([c.predicted for c in self.candidates], [c.measured for c in self.candidates])
 
 
+def rounds_regret(pairs: Sequence[tuple[float, float]]) -> float:
+    """The median over re-timing rounds of the pick's seconds over the best's."""
+    return float(np.median([pick / best for pick, best in pairs]))
+
+
 def to_json(check: FamilyCheck) -> dict[str, object]:
     """``check`` as plain data (:func:`from_json` reads it back)."""
     return {"workload": check.workload, "family": check.family,
             "candidates": [[c.choice, c.predicted, c.measured] for c in check.candidates],
-            "retimed": None if check.retimed is None else [list(pair) for pair in check.retimed]}
+            "retimed": None if check.retimed is None else [list(pair) for pair in check.retimed],
+            "elsewhere": list(check.elsewhere)}
 
 
 def from_json(data: dict[str, object]) -> FamilyCheck:
@@ -162,7 +188,7 @@ def from_json(data: dict[str, object]) -> FamilyCheck:
     candidates = tuple(Candidate(dict(choice), predicted, measured)
                        for choice, predicted, measured in data["candidates"])
     retimed = None if data["retimed"] is None else tuple((pick, best) for pick, best in data["retimed"])
-    return FamilyCheck(data["workload"], data["family"], candidates, retimed)
+    return FamilyCheck(data["workload"], data["family"], candidates, retimed, tuple(data["elsewhere"]))
 
 
 def geomean(values: Sequence[float]) -> float:
@@ -208,6 +234,34 @@ def check_in_child(workload: Workload, args: argparse.Namespace) -> list[FamilyC
                str(args.threshold), "--rounds", str(args.rounds)]
     result = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
     return [from_json(data) for data in json.loads(result.stdout)]
+
+
+def retime_in_child(check: FamilyCheck, args: argparse.Namespace) -> float:
+    """The regret of ``check``'s pick against its best, re-timed in a new process (:func:`retime_family`)."""
+    command = [sys.executable, os.path.abspath(__file__), "--only", f"^{re.escape(check.workload)}$",
+               "--retime-family", check.family, "--pick", json.dumps(check.pick.choice), "--best",
+               json.dumps(check.best.choice), "--rounds", str(args.rounds)]
+    result = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
+    return rounds_regret([tuple(pair) for pair in json.loads(result.stdout)])
+
+
+def judged_elsewhere(check: FamilyCheck, args: argparse.Namespace) -> FamilyCheck:
+    """``check`` with its pick re-timed against its best in ``args.processes`` - 1 more fresh processes."""
+    progress(f"  {check.family}: still {check.retimed_regret:.2f}x the best; re-timing in "
+             f"{args.processes - 1} more processes")
+    return replace(check, elsewhere=tuple(retime_in_child(check, args) for _ in range(args.processes - 1)))
+
+
+def retime_family(workload: Workload, family: str, pick: dict[str, int], best: dict[str, int],
+                  rounds: int) -> tuple[tuple[float, float], ...]:
+    """:func:`retime` of ``pick`` against ``best`` on the body of ``workload``'s family ``family``."""
+    lifted = prism.compile(workload.mlir, target="host", emit="mlir", pipeline=LIFT)
+    with make_context() as context, ir.Location.unknown():
+        module = ir.Module.parse(lifted.mlir, context=context)
+        bodies = {family_name(f): body_func(f) for f in families(module)}
+        if family not in bodies:
+            raise SystemExit(f"cost_check.py: error: {workload.name} has no family {family!r}")
+        return retime(bodies[family], pick, best, rounds)
 
 
 def retime(body: ir.Operation, pick: dict[str, int], best: dict[str, int], rounds: int,
@@ -256,7 +310,11 @@ def _choice(choice: dict[str, int]) -> str:
 
 def _row(check: FamilyCheck, threshold: float) -> str:
     best = "(the pick)" if check.best is check.pick else _choice(check.best.choice)
-    regret = f"{check.regret:.2f}x" + (f" (re-timed; first {check.first_regret:.2f}x)" if check.retimed else "")
+    regret = f"{check.regret:.2f}x" + (f" (re-timed; first {check.first_regret:.2f}x" if check.retimed else "")
+    if check.elsewhere:
+        regret += f"; over {1 + len(check.elsewhere)} processes: " + ", ".join(
+            f"{r:.2f}x" for r in (check.retimed_regret, *check.elsewhere))
+    regret += ")" if check.retimed else ""
     flag = "**slow**" if check.slow(threshold) else ""
     rho = "n/a" if check.spearman is None else f"{check.spearman:+.2f}"
     cells = [check.workload, check.family, _choice(check.pick.choice), best, regret, flag,
@@ -271,13 +329,17 @@ def summary(checks: Sequence[FamilyCheck], threshold: float) -> list[str]:
     worst = max(checks, key=lambda c: c.regret)
     slow = [c for c in checks if c.slow(threshold)]
     retimed = [c for c in checks if c.retimed]
+    elsewhere = [c for c in checks if c.elsewhere]
     lines = [
         f"- {len(checks)} families. At the first timing the pick was the fastest in "
         f"{sum(c.misranked == 0 for c in checks)} and over {threshold:.0%} slower than the best in {len(retimed)}; "
-        f"re-timed, {len(slow)} of those stayed over {threshold:.0%} slower"
-        + (": " + ", ".join(f"{c.workload} {c.family} {c.regret:.2f}x" for c in slow) if slow else "")
-        + (f" (re-timed regrets {min(c.regret for c in retimed):.2f}x to {max(c.regret for c in retimed):.2f}x)."
-           if retimed else "."),
+        f"re-timed, {sum(c.retimed_regret > 1 + threshold for c in retimed)} of those stayed over "
+        f"{threshold:.0%} slower"
+        + (f" (re-timed regrets {min(c.retimed_regret for c in retimed):.2f}x to "
+           f"{max(c.retimed_regret for c in retimed):.2f}x)" if retimed else "")
+        + (f"; judged over {1 + len(elsewhere[0].elsewhere)} processes each, {len(slow)} of those stayed over "
+           f"{threshold:.0%} slower" if elsewhere else "")
+        + (": " + ", ".join(f"{c.workload} {c.family} {c.regret:.2f}x" for c in slow) if slow else "") + ".",
         f"- Regret: geomean {geomean([c.regret for c in checks]):.3f}x, worst {worst.regret:.2f}x "
         f"({worst.workload} {worst.family}).",
         f"- Predicted / measured seconds over {len(ratios)} candidates: geomean {geomean(ratios):.2f}, "
@@ -299,8 +361,11 @@ def markdown(checks: Sequence[FamilyCheck], args: argparse.Namespace, command: s
         f"Each workload checked {'in this one process' if args.in_process else 'in a process of its own'}. "
         f"Per family, the {args.candidates} best-predicted schedules timed by `prism-select{{measure="
         f"{args.candidates}}}` (fastest of {REPEATS} calls each); a pick first measured over "
-        f"{args.threshold:.0%} slower than the best re-timed against it, {args.rounds} rounds, alternating. "
-        "Regret: the pick's time over the best's (re-timed: the median of the rounds' ratios). pred/meas: "
+        f"{args.threshold:.0%} slower than the best re-timed against it, {args.rounds} rounds, alternating; "
+        + (f"one still over it re-timed so in {args.processes - 1} more fresh processes. " if args.processes > 1
+           and not args.in_process else "")
+        + "Regret: the pick's time over the best's (re-timed: the median of the rounds' ratios; over several "
+        "processes: the median of theirs). pred/meas: "
         "predicted over measured seconds of the candidates (geomean; worst: farthest from 1). ρ: Spearman rank "
         "correlation of predicted and measured times.", "",
         "| workload | family | pick (predicted best) | fastest measured | regret | flag | pred/meas | worst | ρ |",
@@ -330,14 +395,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help=f"flag a pick this much slower than the best, after re-timing ({THRESHOLD})")
     parser.add_argument("--rounds", type=int, default=ROUNDS,
                         help=f"re-timings of a slow-looking pick and of the best, alternately ({ROUNDS})")
+    parser.add_argument("--processes", type=int, default=PROCESSES,
+                        help=f"judge a pick still slow after its re-timing over this many fresh processes, the "
+                        f"median regret counting ({PROCESSES}; 1: its own process alone)")
     parser.add_argument("--in-process", action="store_true",
-                        help="check every workload in this process, not each in a process of its own")
+                        help="check every workload in this process, not each in a process of its own (and judge "
+                        "each pick there alone)")
+    parser.add_argument("--retime-family", metavar="FAMILY", help=argparse.SUPPRESS)
+    parser.add_argument("--pick", type=json.loads, help=argparse.SUPPRESS)
+    parser.add_argument("--best", type=json.loads, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="print the checks as JSON rather than Markdown")
     args = parser.parse_args(argv)
     if not 2 <= args.candidates <= 64:
         parser.error("--candidates must be between 2 and 64")
-    if args.rounds < 1 or args.threshold < 0:
-        parser.error("--rounds must be positive and --threshold not negative")
+    if args.rounds < 1 or args.threshold < 0 or args.processes < 1:
+        parser.error("--rounds and --processes must be positive and --threshold not negative")
     return args
 
 
@@ -352,12 +424,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not workloads:
         print("cost_check.py: error: no workload selected (see --list)", file=sys.stderr)
         return 1
+    if args.retime_family and (args.pick is None or args.best is None or len(workloads) != 1):
+        print("cost_check.py: error: --retime-family needs --pick, --best and one workload", file=sys.stderr)
+        return 1
+    if args.retime_family:  # a child of judged_elsewhere
+        print(json.dumps(retime_family(workloads[0], args.retime_family, args.pick, args.best, args.rounds)))
+        return 0
     checks = []
     for index, workload in enumerate(workloads, 1):
         if not args.json:  # a child's parent said it
             progress(f"[{index}/{len(workloads)}] {workload.name}")
-        checks += (check_workload(workload, args.candidates, args.threshold, args.rounds) if args.in_process
-                   else check_in_child(workload, args))
+        if args.in_process:
+            checks += check_workload(workload, args.candidates, args.threshold, args.rounds)
+            continue
+        checks += [judged_elsewhere(check, args) if args.processes > 1 and check.slow(args.threshold) else check
+                   for check in check_in_child(workload, args)]
     print(json.dumps([to_json(check) for check in checks]) if args.json else markdown(checks, args, command_line()))
     return 0
 

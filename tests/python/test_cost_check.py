@@ -44,10 +44,10 @@ def test_the_pick_is_within_a_quarter_of_the_best_measured(workload: cw.Workload
             f"{described}")
 
 
-def _check(*timings: tuple[float, float], retimed: tuple[tuple[float, float], ...] | None = None
-           ) -> cost_check.FamilyCheck:
+def _check(*timings: tuple[float, float], retimed: tuple[tuple[float, float], ...] | None = None,
+           elsewhere: tuple[float, ...] = ()) -> cost_check.FamilyCheck:
     candidates = tuple(cost_check.Candidate({"TM": 8 * i}, p, m) for i, (p, m) in enumerate(timings, 1))
-    return cost_check.FamilyCheck("w", "f", candidates, retimed)
+    return cost_check.FamilyCheck("w", "f", candidates, retimed, elsewhere)
 
 
 def test_regret_is_confirmed_by_the_retiming() -> None:
@@ -73,11 +73,25 @@ def test_the_regret_is_the_median_of_the_rounds_ratios() -> None:
     assert drift.regret == pytest.approx(1.3) and drift.slow()
 
 
+def test_a_regret_judged_over_processes_is_their_median() -> None:
+    """A pick still slow after its re-timing is re-timed in other fresh processes: slow in its own process
+    alone, it is not flagged; slow in most of them, it is."""
+    slow_here = ((2.6, 2.0), (2.7, 2.0), (2.5, 2.0))
+    alone = _check((1.0, 3.0), (1.1, 2.0), retimed=slow_here, elsewhere=(1.02, 0.97))
+    assert alone.retimed_regret == pytest.approx(1.3) and alone.regret == pytest.approx(1.02)
+    assert not alone.slow()
+    most = _check((1.0, 3.0), (1.1, 2.0), retimed=slow_here, elsewhere=(1.04, 1.2))
+    assert most.regret == pytest.approx(1.2) and most.slow()
+    row = cost_check._row(most, 0.10)
+    assert "over 3 processes: 1.30x, 1.04x, 1.20x" in row and "**slow**" in row
+
+
 def test_a_check_crosses_from_a_child_process_unchanged() -> None:
     """Each workload is checked in a process of its own, which hands its checks back as JSON."""
     import json
 
-    checks = [_check((1.0, 3.0), (1.1, 2.0), retimed=((2.6, 2.0), (3.9, 3.0))), _check((2.0, 1.0), (1.5, 1.2))]
+    checks = [_check((1.0, 3.0), (1.1, 2.0), retimed=((2.6, 2.0), (3.9, 3.0)), elsewhere=(1.1, 0.9)),
+              _check((2.0, 1.0), (1.5, 1.2))]
     assert [cost_check.from_json(json.loads(json.dumps(cost_check.to_json(c)))) for c in checks] == checks
 
 
