@@ -144,7 +144,8 @@ class FamilyCheck:
         return float(np.median([self.retimed_regret, *self.elsewhere]))
 
     def slow(self, threshold: float = THRESHOLD) -> bool:
-        """Whether the pick is over ``threshold`` slower than the best, confirmed by the re-timing."""
+        """Whether the pick is over ``threshold`` slower than the best, confirmed by the re-timing (over several
+        processes, by the median of their regrets)."""
         return self.retimed is not None and self.regret > 1 + threshold
 
     @property

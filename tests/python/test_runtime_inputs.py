@@ -123,3 +123,20 @@ def test_help_says_what_the_runtime_takes() -> None:
     assert result.returncode == 0
     text = " ".join(result.stdout.split())
     assert "ml_dtypes.bfloat16 arrays for bf16" in text and "DLPack" in text and "buffer protocol" in text
+
+
+def test_ml_dtypes_is_imported_by_the_first_bf16_value_only() -> None:
+    """Importing ml_dtypes takes longer than the rest of prism-opt's start: prism and its command line start
+    without it, and a bf16 signature brings it in."""
+    import subprocess
+    import sys
+
+    script = ("import sys, prism.cli\n"
+              "assert 'ml_dtypes' not in sys.modules, 'imported at start'\n"
+              "from prism.runtime.cpu import TensorSpec\n"
+              "from mlir import ir\n"
+              "with ir.Context():\n"
+              "    spec = TensorSpec.from_type(ir.Type.parse('tensor<2xbf16>'))\n"
+              "assert 'ml_dtypes' in sys.modules and spec.dtype.name == 'bfloat16'\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

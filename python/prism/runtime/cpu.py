@@ -61,7 +61,6 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
@@ -73,6 +72,7 @@ from prism.infra.diagnostics import display_location
 from prism.infra.errors import AssertionFailed, PrismError, TargetError
 from prism.runtime import checks as run_checks
 from prism.runtime import pool
+from prism.runtime.dtypes import is_bfloat16, numpy_dtype
 
 __all__ = ["ArgumentError", "BoundFunction", "CompiledEngine", "JitFunction", "StaleBinding", "TensorSpec",
            "Signature", "bind", "compile_engine", "describe_signature", "jit"]
@@ -90,15 +90,11 @@ class StaleBinding(ArgumentError):
     """An array bound by :func:`bind` changed after it was bound (and prepared)."""
 
 
-_DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64, "i8": np.int8,
-           "i16": np.int16, "i32": np.int32, "i64": np.int64, "i1": np.bool_, "index": np.int64}
-
-
 def _dtype(t: ir.Type) -> np.dtype:
-    name = "index" if isinstance(t, ir.IndexType) else str(t)
-    if name not in _DTYPES:
+    dtype = numpy_dtype("index" if isinstance(t, ir.IndexType) else str(t))
+    if dtype is None:
         raise TargetError(f"element type {t} is not supported by the CPU runtime")
-    return np.dtype(_DTYPES[name])
+    return dtype
 
 
 @dataclass(frozen=True)
@@ -170,16 +166,15 @@ def describe_signature(module: ir.Module, name: str | None = None) -> Signature:
                      tuple(TensorSpec.from_type(t) for t in ftype.results))
 
 
-# 16-bit floats travel as their bits.
-_SCALAR_CTYPES = {np.dtype(np.float16): ctypes.c_uint16, np.dtype(ml_dtypes.bfloat16): ctypes.c_uint16,
-                  np.dtype(np.float32): ctypes.c_float,
+# 16-bit floats (f16 and bf16) travel as their bits.
+_SCALAR_CTYPES = {np.dtype(np.float16): ctypes.c_uint16, np.dtype(np.float32): ctypes.c_float,
                   np.dtype(np.float64): ctypes.c_double, np.dtype(np.int8): ctypes.c_int8,
                   np.dtype(np.int16): ctypes.c_int16, np.dtype(np.int32): ctypes.c_int32,
                   np.dtype(np.int64): ctypes.c_int64, np.dtype(np.bool_): ctypes.c_bool}
 
 
 def _ctype(dtype: np.dtype) -> Any:
-    return _SCALAR_CTYPES[np.dtype(dtype)]
+    return ctypes.c_uint16 if is_bfloat16(dtype) else _SCALAR_CTYPES[np.dtype(dtype)]
 
 
 def _runtime_libs() -> list[str]:

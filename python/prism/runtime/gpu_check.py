@@ -19,7 +19,6 @@ import ctypes
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-import ml_dtypes
 import numpy as np
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
@@ -30,6 +29,7 @@ from prism.codegen.gpu.tiled import Spec, TiledFunction, TiledProgram, tiled_fun
 from prism.codegen.upstream import run_passes
 from prism.infra.errors import PrismError
 from prism.infra.ir import make_context
+from prism.runtime import dtypes
 
 __all__ = ["HOST_LOWERING", "compile_tiled", "planned_function", "predict_planned", "run_planned", "run_tiled"]
 
@@ -40,15 +40,15 @@ HOST_LOWERING = ("builtin.module(func.func(scf-forall-to-for), math-extend-to-su
                  "convert-math-to-llvm, convert-math-to-libm, convert-arith-to-llvm, convert-index-to-llvm, "
                  "convert-cf-to-llvm, convert-func-to-llvm, convert-ub-to-llvm, reconcile-unrealized-casts)")
 
-_DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64, "i8": np.int8,
-           "i16": np.int16, "i32": np.int32, "i64": np.int64}
+# The element types of the host check's buffers.
+_BUFFER_TYPES = ("f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64")
 
 
 def numpy_dtype(dtype: str) -> np.dtype:
     """The numpy dtype of an MLIR element type."""
-    if dtype not in _DTYPES:
+    if dtype not in _BUFFER_TYPES:
         raise PrismError(f"the host check has no buffers of {dtype}")
-    return np.dtype(_DTYPES[dtype])
+    return dtypes.numpy_dtype(dtype)
 
 
 def shape_of(tensor: Tensor, sizes: dict[str, int]) -> tuple[int, ...]:
@@ -94,7 +94,7 @@ def _buffer(tensor: Tensor, inputs: dict[str, np.ndarray], sizes: dict[str, int]
     """The flat buffer of ``tensor``: a copy of its input, else NaN (zero for integers)."""
     dtype, shape = numpy_dtype(tensor.dtype), shape_of(tensor, sizes)
     if tensor.name not in inputs:
-        fill = np.nan if dtype.kind == "f" or dtype == ml_dtypes.bfloat16 else 0
+        fill = np.nan if dtype.kind == "f" or dtypes.is_bfloat16(dtype) else 0
         return np.full(int(np.prod(shape)), fill, dtype=dtype)
     array = np.asarray(inputs[tensor.name])
     if array.dtype != dtype or array.shape != shape:
