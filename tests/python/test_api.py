@@ -142,6 +142,21 @@ def test_a_measured_call_finds_its_inputs_where_the_cost_assumes_them(monkeypatc
     assert swept == [2 * get_target("host").l3_bytes] * 2 + [0] * 2
 
 
+def test_a_measured_body_reads_sizes_at_the_assumed_size() -> None:
+    """A family's body may take a size as an index argument (an attention's sizes its inits so): measuring it
+    passes the size every dynamic dimension takes, never a random integer."""
+    from mlir import ir
+
+    from prism.infra.ir import make_context
+    from prism.runtime.measure import CANDIDATE, _random_inputs
+
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(f"func.func @{CANDIDATE}(%a: tensor<?x4xf32>, %n: index, %s: f32) "
+                                 "-> tensor<?x4xf32> { return %a : tensor<?x4xf32> }")
+        a, n, s = _random_inputs(module, 96, 0)
+    assert a.shape == (96, 4) and int(n) == 96 and s.dtype == np.float32
+
+
 def test_measuring_needs_the_host() -> None:
     with pytest.raises(prism.TargetError, match="measure=2 runs candidates on this machine"):
         prism.compile(EXAMPLES / "gemm.mlir", target="h200", pipeline="prism-lift,prism-prune,prism-select{measure=2}")

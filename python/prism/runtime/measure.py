@@ -52,17 +52,23 @@ def _candidate_module(body: ir.Operation, choice: dict[str, int]) -> ir.Module:
 
 
 def _random_inputs(module: ir.Module, assume: int, seed: int) -> tuple[np.ndarray, ...]:
-    """The candidate's inputs: the same arrays for every candidate of one payload (of the last few payloads)."""
+    """The candidate's inputs: the same arrays for every candidate of one payload (of the last few payloads).
+
+    An integer scalar argument is a size the body reads (an attention's
+    body sizes its inits so): it takes ``assume``, as dynamic dimensions do.
+    """
     signature = describe_signature(module, CANDIDATE)
-    shapes = tuple((tuple(assume if d is None else d for d in spec.shape or ()), np.dtype(spec.dtype))
-                   for spec in signature.inputs)
-    return _drawn(shapes, seed)
+    specs = tuple((None if spec.shape is None else tuple(assume if d is None else d for d in spec.shape),
+                   np.dtype(spec.dtype)) for spec in signature.inputs)
+    return _drawn(specs, assume, seed)
 
 
 @functools.lru_cache(maxsize=4)
-def _drawn(shapes: tuple[tuple[tuple[int, ...], np.dtype], ...], seed: int) -> tuple[np.ndarray, ...]:
+def _drawn(specs: tuple[tuple[tuple[int, ...] | None, np.dtype], ...], assume: int,
+           seed: int) -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng(seed)
-    return tuple(rng.standard_normal(shape).astype(dtype) for shape, dtype in shapes)
+    return tuple(np.asarray(assume, dtype) if shape is None and dtype.kind in "iu"
+                 else rng.standard_normal(shape or ()).astype(dtype) for shape, dtype in specs)
 
 
 def fastest_seconds(run: Callable[[], object], repeats: int, sweep_bytes: int = 0) -> float:
