@@ -182,8 +182,21 @@ def fuses_on_tiles(contraction: Contraction, target: SearchModel) -> bool:
     return choice is not None and decides(contraction, choice)
 
 
+# Each target's repr, which names its model (a calibration changes it), by the target object: the variants of one
+# program ask for their products' schedules tens of thousands of times, and a target's repr takes microseconds.
+_TARGET_NAMES: dict[int, tuple[SearchModel, str]] = {}
+
+
+def _target_name(target: SearchModel) -> str:
+    """``repr(target)``, computed once per (immutable) target object."""
+    found = _TARGET_NAMES.get(id(target))
+    if found is None or found[0] is not target:
+        found = _TARGET_NAMES[id(target)] = (target, repr(target))
+    return found[1]
+
+
 def _best_schedule(contraction: Contraction, target: SearchModel) -> tuple[float, dict[str, int] | None]:
-    key = (contraction, repr(target))
+    key = (contraction, _target_name(target))
     if key not in _CONTRACTIONS:
         _CONTRACTIONS[key] = _best_schedule_of(contraction, target)
     return _CONTRACTIONS[key]
@@ -196,7 +209,7 @@ _DOMAINS: dict[tuple, tuple] = {}
 
 def _best_schedule_of(contraction: Contraction, target: SearchModel) -> tuple[float, dict[str, int] | None]:
     """The predicted seconds of ``contraction``'s best schedule and its knob values (inf, None: none fits)."""
-    key = (repr(target), replace(contraction, extents=(None,) * len(contraction.extents)))
+    key = (_target_name(target), replace(contraction, extents=(None,) * len(contraction.extents)))
     if key not in _DOMAINS:
         space = target.space(contraction)
         _DOMAINS[key] = (space, None if space is None else prune(space, contraction, space.universe_set(),
