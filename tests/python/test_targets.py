@@ -252,6 +252,38 @@ def test_an_init_read_from_memory_adds_its_traffic_in_task_wide_runs(describe_ho
     np.testing.assert_allclose(seconds(1024, 1024, True), seconds(1024, 1024, False))
 
 
+def test_a_product_reads_its_init_unless_it_is_a_fill_of_zero() -> None:
+    """A contraction reads its init where it is an argument or a fill of another value; a fill of zero, and
+    every product prism-explore writes, start at zero instead."""
+    from mlir import ir
+
+    from prism.algebra.explore import product_contraction
+    from prism.infra.ir import make_context
+    from prism.search.family import analyze_contraction
+
+    def reads(init: str) -> bool:
+        with make_context(), ir.Location.unknown():
+            module = ir.Module.parse(f"""func.func @f(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>, %c: tensor<4x2xf32>)
+                -> tensor<4x2xf32> {{
+              %v = arith.constant {init} : f32
+              %e = tensor.empty() : tensor<4x2xf32>
+              %z = linalg.fill ins(%v : f32) outs(%e : tensor<4x2xf32>) -> tensor<4x2xf32>
+              %filled = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x2xf32>) outs(%z : tensor<4x2xf32>)
+                -> tensor<4x2xf32>
+              %r = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x2xf32>) outs(%c : tensor<4x2xf32>)
+                -> tensor<4x2xf32>
+              return %filled : tensor<4x2xf32>
+            }}""")
+            products = [op for op in module.body.operations[0].regions[0].blocks[0].operations
+                        if op.operation.name == "linalg.matmul"]
+            filled, argument = (analyze_contraction(op.operation) for op in products)
+            assert argument.reads_init
+            return filled.reads_init
+
+    assert not reads("0.0") and reads("1.0")
+    assert not product_contraction((4, 8), (8, 2), "f32").reads_init
+
+
 def test_a_few_rows_from_dram_wait_on_memory(describe_host: Callable[..., Any]) -> None:
     """A product of 8 rows does too little work per byte of B to hide DRAM behind it: its predicted time is at
     least B's bytes at DRAM's rate plus its FMAs at the peak rate, where a roofline would take the larger."""

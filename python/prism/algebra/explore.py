@@ -228,12 +228,13 @@ def product_contraction(a: tuple[int, ...], b: tuple[int, ...], element: str,
                         accumulator: str | None = None) -> Contraction:
     """The contraction ``matmul`` computes for operands of shapes ``a`` and ``b`` and type ``element``,
     accumulated in ``accumulator`` (``element`` without one); several batch axes cost as one of their product's
-    size."""
+    size. Its init is a fill of zero, as to_mlir writes every product's."""
     size, acc = ELEMENT_BYTES[element], ELEMENT_BYTES[accumulator or element]
     if len(a) == 2:
-        return Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (a[0], b[1], a[1]), (size, size), acc, element)
+        return Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (a[0], b[1], a[1]), (size, size), acc, element,
+                           reads_init=False)
     return Contraction(("batch", "m", "n", "k"), ((0, 1, 3), (0, 3, 2)), (math.prod(a[:-2]), a[-2], b[-1], a[-1]),
-                       (size, size), acc, element)
+                       (size, size), acc, element, reads_init=False)
 
 
 class ProgramCost:
