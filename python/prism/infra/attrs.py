@@ -21,6 +21,8 @@ INVARIANT = "prism.invariant"
 PART_OF = "prism.part_of"
 # On a lowered host function: its tensor-level type, which the runtime reads.
 SIGNATURE = "prism.signature"
+# On a function: the relations among its arguments' sizes that its ops assume (prism.codegen.shapes).
+SHAPE_RULES = "prism.shape_rules"
 # On a function @f whose weights can be prepared once (by @f_prepare, then used by @f_apply):
 # the indices of @f's arguments that @f_prepare takes, and for each argument of @f_apply where it comes
 # from: i >= 0 is @f's argument i, -(j + 1) is @f_prepare's result j.

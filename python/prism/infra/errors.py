@@ -71,6 +71,10 @@ class TargetError(PrismError):
     """The requested target is unknown or cannot run the program."""
 
 
+class ShapeMismatch(PrismError):
+    """The program's constant sizes contradict each other: an op takes two different extents for one loop."""
+
+
 class AssertionFailed(PrismError):
     """A check the program makes at run time (``cf.assert``) failed on the values a host function was called
     with; the message is the check's own, the location its ``cf.assert``."""

@@ -67,6 +67,7 @@ from mlir.execution_engine import ExecutionEngine
 
 from prism.codegen.cpu import assertions
 from prism.codegen.cpu.pool import is_entry as is_pool_entry
+from prism.codegen.shapes import ShapeRules
 from prism.infra import attrs
 from prism.infra.diagnostics import display_location
 from prism.infra.errors import AssertionFailed, PrismError, TargetError
@@ -125,11 +126,13 @@ class TensorSpec:
 
 @dataclass(frozen=True)
 class Signature:
-    """The tensor-level signature of a function."""
+    """The tensor-level signature of a function, and the rules its arguments' sizes keep (see
+    :mod:`prism.codegen.shapes`)."""
 
     name: str
     inputs: tuple[TensorSpec, ...]
     results: tuple[TensorSpec, ...]
+    rules: ShapeRules = ShapeRules(())
 
 
 def _is_public_function(op: ir.Operation) -> bool:
@@ -163,7 +166,7 @@ def describe_signature(module: ir.Module, name: str | None = None) -> Signature:
     ftype = ir.FunctionType(ir.TypeAttr(attr).value)
     return Signature(ir.StringAttr(func.attributes["sym_name"]).value,
                      tuple(TensorSpec.from_type(t) for t in ftype.inputs),
-                     tuple(TensorSpec.from_type(t) for t in ftype.results))
+                     tuple(TensorSpec.from_type(t) for t in ftype.results), ShapeRules.of(func))
 
 
 # 16-bit floats (f16 and bf16) travel as their bits.
@@ -269,6 +272,14 @@ class JitFunction:
             checked.append(np.ascontiguousarray(array))
         return checked
 
+    def check_rules(self, args: list[Any]) -> None:
+        """Raise ArgumentError, at the op, when the sizes of ``args`` (a full argument list) break one of the rules
+        the function's ops assume (see :mod:`prism.codegen.shapes`)."""
+        rules = self.signature.rules
+        if rules and (broken := rules.broken(args)) is not None:
+            message, location = broken
+            raise ArgumentError(f"@{self.signature.name}: {message}", location=location)
+
     def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...] | None:
         """Run on ``args`` (numpy arrays and scalars); returns one array or a tuple of them.
 
@@ -276,6 +287,7 @@ class JitFunction:
         call (the first to fail); the call ran to its end, and its results are freed.
         """
         checked = self._check(args)
+        self.check_rules(checked)
         words, inputs = self._frame.fill(checked)  # the words stay alive until the call returns
         if self._checks is None:
             self._entry(words.ctypes.data)
@@ -699,6 +711,7 @@ class BoundFunction:
                                    "bind it again to prepare the new values")
         if self._apply is not None:
             given = dict(zip(self.free, args, strict=True))
+            self.function.check_rules([given[i] if i in given else self._bound[i] for i in range(len(sig.inputs))])
             return self._apply(*(given[self._apply_args[j]] for j in self._apply.free))
         full = list(args)
         for index in sorted(self._bound):

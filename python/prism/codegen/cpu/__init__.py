@@ -84,6 +84,7 @@ from prism.codegen.cpu.schedule import (
     transpose_script,
 )
 from prism.codegen.cpu.text import erase_unused_inits, inline_function
+from prism.codegen.shapes import record_shape_rules
 from prism.codegen.stages import Lowering, run_stages
 from prism.codegen.upstream import apply_script, run_passes
 from prism.infra import attrs
@@ -134,12 +135,14 @@ class CpuLowering(Lowering):
     def _normalize(module: ir.Module) -> None:
         """Refuse what cannot be lowered, then put the program in the form the kernels match: the program's calls
         inlined and normalized (:func:`~prism.infra.ir.normalize_program`), crowded expansions as reshapes, booleans
-        in bytes."""
+        in bytes; each function's signature and the rules among its sizes (:mod:`prism.codegen.shapes`) kept for
+        the runtime."""
         check_module(module)
         rewrites.inline_calls(module)
         normalize_program(module)
         reshape_dynamic_expansions(module)
         rewrites.record_signatures(module)
+        record_shape_rules(module)
         widen_booleans(module)
 
     def _plan_gemms(self, module: ir.Module, transform_path: list[CpuGemm], bf16_kernels: list[Kernel]) \

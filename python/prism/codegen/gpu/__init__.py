@@ -37,6 +37,7 @@ from prism.codegen.gpu.kernels import emit_step
 from prism.codegen.gpu.plan import FunctionPlan, plan_function
 from prism.codegen.gpu.ptx import MODULE_NAME, PTX_FEATURES, module_text, to_ptx
 from prism.codegen.gpu.spec import Kernel
+from prism.codegen.shapes import check_constant_sizes
 from prism.codegen.stages import Lowering, run_stages
 from prism.codegen.upstream import run_passes
 from prism.infra.diagnostics import display_location
@@ -68,6 +69,7 @@ class GpuLowering(Lowering):
         """Normalize, then plan every public function (see :mod:`.plan`); tag each op with its kernel."""
         check_module(module)
         normalize_program(module)
+        check_constant_sizes(module)
         run_passes(module, _NORMALIZE, "normalization for the GPU")
         _generalize(module)
         families = [(f.kind, f.kernels["gpu"]) for f in registered_families() if "gpu" in f.kernels]

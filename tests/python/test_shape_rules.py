@@ -1,0 +1,171 @@
+"""The sizes a host function's ops assume of its arguments (prism.codegen.shapes): a call that breaks one raises
+ArgumentError at the op, before any code runs; a call that keeps them computes as before. Constant sizes that
+contradict each other are refused when the program is lowered, for either code generator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mlir import ir
+
+import prism
+from prism.codegen.shapes import ShapeRules, Size, record_shape_rules
+from prism.infra.ir import make_context, normalize_program
+from prism.runtime.cpu import ArgumentError
+
+ADD = """func.func @add(%a: tensor<?x4xf32>, %b: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %a, %c0 : tensor<?x4xf32>
+  %e = tensor.empty(%n) : tensor<?x4xf32>
+  %r = linalg.add ins(%a, %b : tensor<?x4xf32>, tensor<?x4xf32>) outs(%e : tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %r : tensor<?x4xf32>
+}
+"""
+
+MATMUL = """func.func @mm(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %a, %c0 : tensor<?x?xf32>
+  %n = tensor.dim %b, %c1 : tensor<?x?xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty(%m, %n) : tensor<?x?xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<?x?xf32>, tensor<?x?xf32>) outs(%f : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+"""
+
+# A size given as an i32 argument: it must not be negative, and the op ties it to %a's rows.
+PADDED = """func.func @padded(%a: tensor<?x4xf32>, %rows: i32) -> tensor<?x4xf32> {
+  %n = arith.index_cast %rows : i32 to index
+  %z = arith.constant 1.0 : f32
+  %e = tensor.empty(%n) : tensor<?x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x4xf32>) -> tensor<?x4xf32>
+  %r = linalg.add ins(%a, %f : tensor<?x4xf32>, tensor<?x4xf32>) outs(%f : tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %r : tensor<?x4xf32>
+}
+"""
+
+# The weight is prepared once by bind(); the rule still ties x's rows to v's.
+BOUND = """func.func @f(%x: tensor<?x64xf32>, %w: tensor<64x48xf32> {prism.invariant}, %v: tensor<?x48xf32>)
+    -> tensor<?x48xf32> {
+  %r = linalg.matmul ins(%x, %w : tensor<?x64xf32>, tensor<64x48xf32>) outs(%v : tensor<?x48xf32>)
+    -> tensor<?x48xf32>
+  return %r : tensor<?x48xf32>
+}
+"""
+
+
+def _compile(tmp_path: Path, text: str) -> prism.CompiledModule:
+    source = tmp_path / "program.mlir"
+    source.write_text(text)
+    return prism.compile(source, target="host")
+
+
+def _line(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def test_operands_that_disagree_on_a_loop_are_refused_at_the_op(tmp_path: Path, rng: np.random.Generator) -> None:
+    add = _compile(tmp_path, ADD).jit()
+    a, b = rng.standard_normal((3, 4), dtype=np.float32), rng.standard_normal((3, 4), dtype=np.float32)
+    np.testing.assert_allclose(add(a, b), a.astype(np.float64) + b, rtol=1e-6)
+    with pytest.raises(ArgumentError) as caught:
+        add(a, rng.standard_normal((5, 4), dtype=np.float32))
+    assert "dim 0 of argument 0 (3) and dim 0 of argument 1 (5)" in caught.value.message
+    assert caught.value.location == f"{tmp_path / 'program.mlir'}:{_line(ADD, 'linalg.add')}:8"
+    # Nothing changed: the function computes on sizes that agree, after the refused call.
+    np.testing.assert_allclose(add(b, a), a.astype(np.float64) + b, rtol=1e-6)
+
+
+def test_a_product_whose_inner_sizes_differ_is_refused(tmp_path: Path, rng: np.random.Generator) -> None:
+    mm = _compile(tmp_path, MATMUL).jit()
+    a, b = rng.standard_normal((3, 7), dtype=np.float32), rng.standard_normal((7, 6), dtype=np.float32)
+    np.testing.assert_allclose(mm(a, b), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ArgumentError, match=r"'linalg.matmul' takes dim 1 of argument 0 \(7\) and dim 0 of "
+                                            r"argument 1 \(5\) as the extent of one loop"):
+        mm(a, rng.standard_normal((5, 6), dtype=np.float32))
+    # The rule is on the sizes alone: any M and N are taken.
+    wide = rng.standard_normal((1, 7), dtype=np.float32)
+    np.testing.assert_allclose(mm(wide, b[:, :1].copy()), wide.astype(np.float64) @ b[:, :1], rtol=1e-5, atol=1e-5)
+
+
+def test_a_size_argument_is_checked_against_zero_and_the_sizes_it_meets(tmp_path: Path,
+                                                                        rng: np.random.Generator) -> None:
+    padded = _compile(tmp_path, PADDED).jit()
+    a = rng.standard_normal((3, 4), dtype=np.float32)
+    np.testing.assert_allclose(padded(a, 3), a.astype(np.float64) + 1.0, rtol=1e-6)
+    with pytest.raises(ArgumentError, match=r"'tensor.empty' takes argument 1 \(-1\) as a size; it must be at least "
+                                            r"0") as caught:
+        padded(a, -1)
+    assert caught.value.location.endswith(f"program.mlir:{_line(PADDED, 'tensor.empty')}:8")
+    with pytest.raises(ArgumentError, match=r"dim 0 of argument 0 \(3\) and argument 1 \(5\)"):
+        padded(a, np.int32(5))
+
+
+def test_a_bound_function_checks_the_whole_call(tmp_path: Path, rng: np.random.Generator) -> None:
+    compiled = _compile(tmp_path, BOUND)
+    w = rng.standard_normal((64, 48), dtype=np.float32)
+    bound = compiled.bind("f", w=w)
+    x, v = rng.standard_normal((5, 64), dtype=np.float32), rng.standard_normal((5, 48), dtype=np.float32)
+    np.testing.assert_allclose(bound(x, v), v + x.astype(np.float64) @ w, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ArgumentError, match=r"dim 0 of argument 0 \(5\) and dim 0 of argument 2 \(9\)"):
+        bound(x, rng.standard_normal((9, 48), dtype=np.float32))
+
+
+def test_contradicting_constant_sizes_are_refused_by_both_code_generators(tmp_path: Path) -> None:
+    text = """func.func @f(%a: tensor<3x4xf32>) -> tensor<?x4xf32> {
+  %c5 = arith.constant 5 : index
+  %e = tensor.empty(%c5) : tensor<?x4xf32>
+  %r = linalg.add ins(%a, %a : tensor<3x4xf32>, tensor<3x4xf32>) outs(%e : tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %r : tensor<?x4xf32>
+}
+"""
+    with pytest.raises(prism.ShapeMismatch, match="takes 3 and 5 as the extent of one loop") as caught:
+        _compile(tmp_path, text).jit()
+    assert caught.value.location.endswith("program.mlir:4:8")
+    with pytest.raises(prism.ShapeMismatch, match="takes 3 and 5"):
+        prism.compile(tmp_path / "program.mlir", target="h200", emit="ptx")
+
+
+def _rules(text: str) -> list[str]:
+    with make_context():
+        module = ir.Module.parse(text)
+        normalize_program(module)  # as the lowering does first: named elementwise ops become generics
+        record_shape_rules(module)
+        func = module.body.operations[0].operation
+        return [f"{rule.left} {rule.relation} {rule.right} {rule.op}" for rule in ShapeRules.of(func).rules]
+
+
+def test_rules_follow_sizes_the_runtime_knows_and_only_those() -> None:
+    assert _rules(MATMUL) == ["a0.1 == a1.0 linalg.matmul"]
+    assert _rules(PADDED) == ["a1 >= 0 tensor.empty", "a0.0 == a1 linalg.generic"]
+    # Through a cast, and against a static size.
+    assert _rules("""func.func @f(%a: tensor<?x8xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c = tensor.cast %a : tensor<?x8xf32> to tensor<?x?xf32>
+  %r = linalg.add ins(%c, %b : tensor<?x?xf32>, tensor<?x?xf32>) outs(%b : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}""") == ["a0.0 == a1.0 linalg.generic", "a1.1 == 8 linalg.generic"]
+    # A size computed by arithmetic, and an op in a loop's body, give none; nor does a static program.
+    assert _rules("""func.func @f(%a: tensor<?xf32>, %n: index) -> tensor<?xf32> {
+  %two = arith.constant 2 : index
+  %m = arith.muli %n, %two : index
+  %e = tensor.empty(%m) : tensor<?xf32>
+  %r = linalg.add ins(%a, %a : tensor<?xf32>, tensor<?xf32>) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %l = scf.for %i = %c0 to %n step %c1 iter_args(%t = %r) -> tensor<?xf32> {
+    %s = linalg.add ins(%t, %a : tensor<?xf32>, tensor<?xf32>) outs(%t : tensor<?xf32>) -> tensor<?xf32>
+    scf.yield %s : tensor<?xf32>
+  }
+  return %l : tensor<?xf32>
+}""") == []
+    assert _rules(ADD.replace("?", "3").replace("(%n)", "()")) == []
+
+
+def test_a_rule_over_an_argument_of_the_wrong_kind_is_left_to_the_argument_checks() -> None:
+    dim, scalar = Size("dim", 0, 1), Size("scalar", 1)
+    assert dim.value([np.zeros((2, 3)), 4]) == 3 and scalar.value([np.zeros((2, 3)), 4]) == 4
+    assert dim.value([np.zeros(2)]) is None and scalar.value([None, "four"]) is None and dim.value([]) is None
