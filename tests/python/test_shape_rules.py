@@ -11,7 +11,7 @@ import pytest
 from mlir import ir
 
 import prism
-from prism.codegen.shapes import ShapeRules, Size, record_shape_rules
+from prism.codegen.shapes import ShapeRules, Size, attach_shape_rules, shape_rules
 from prism.infra.ir import make_context, normalize_program
 from prism.runtime.cpu import ArgumentError
 
@@ -134,7 +134,7 @@ def _rules(text: str) -> list[str]:
     with make_context():
         module = ir.Module.parse(text)
         normalize_program(module)  # as the lowering does first: named elementwise ops become generics
-        record_shape_rules(module)
+        attach_shape_rules(module, shape_rules(module))
         func = module.body.operations[0].operation
         return [f"{rule.left} {rule.relation} {rule.right} {rule.op}" for rule in ShapeRules.of(func).rules]
 

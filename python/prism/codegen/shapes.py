@@ -9,13 +9,14 @@ sizes that contradict each other (``tensor.empty(%c5)`` as the output of an op
 over ``3x4`` inputs) are refused when the program is lowered, for either code
 generator (:func:`check_constant_sizes`).
 
-:func:`record_shape_rules` derives, for each function, the rules that the
+:func:`shape_rules` derives, for each function, the rules that the
 sizes the runtime knows before a call must keep: the dims of its tensor
 arguments, its integer arguments, and constants. It follows a size through
 ``tensor.dim``, ``tensor.empty``, ``tensor.cast`` and the outputs of Linalg
 ops. A size it cannot follow (computed by arithmetic, or inside a loop) gives
 no rule. Only the ops of the function's entry block give rules, since they run
-on every call. The rules are kept on the function as ``prism.shape_rules``::
+on every call. The host code generator derives them from the program as it
+receives it and puts them on the lowered function as ``prism.shape_rules``::
 
     prism.shape_rules = [["a0.1 == a1.0", "linalg.matmul", "mm.mlir:4:8"], ...]
 
@@ -192,14 +193,24 @@ def check_constant_sizes(module: ir.Module) -> None:
         _function_rules(func)
 
 
-def record_shape_rules(module: ir.Module) -> None:
-    """Put ``prism.shape_rules`` on each defined function of ``module`` that has rules (see above); raise
+def shape_rules(module: ir.Module) -> dict[str, ir.Attribute]:
+    """The ``prism.shape_rules`` of each defined function of ``module`` that has rules (see above), by name; raise
     ShapeMismatch as :func:`check_constant_sizes` does."""
+    found = {}
     for func in _defined_functions(module):
         rules = _function_rules(func)
         if rules:
-            func.attributes[attrs.SHAPE_RULES] = ir.ArrayAttr.get(
+            found[ir.StringAttr(func.attributes["sym_name"]).value] = ir.ArrayAttr.get(
                 [ir.ArrayAttr.get([ir.StringAttr.get(part) for part in rule]) for rule in rules])
+    return found
+
+
+def attach_shape_rules(module: ir.Module, rules: dict[str, ir.Attribute]) -> None:
+    """Put each function's rules from :func:`shape_rules` on the function of that name in ``module``."""
+    for func in _defined_functions(module):
+        name = ir.StringAttr(func.attributes["sym_name"]).value
+        if name in rules:
+            func.attributes[attrs.SHAPE_RULES] = rules[name]
 
 
 @dataclass(frozen=True)
@@ -213,23 +224,23 @@ class ShapeRule:
     location: str
 
 
+@dataclass(frozen=True)
 class ShapeRules:
     """The shape rules of one function (read from its ``prism.shape_rules``), checked on a call's arguments."""
 
-    def __init__(self, rules: Sequence[ShapeRule]):
-        self.rules = tuple(rules)
+    rules: tuple[ShapeRule, ...] = ()
 
     @staticmethod
     def of(func: ir.Operation) -> ShapeRules:
         """The rules recorded on ``func`` (none when it has no ``prism.shape_rules``)."""
         if attrs.SHAPE_RULES not in func.attributes:
-            return ShapeRules(())
+            return ShapeRules()
         rules = []
         for entry in ir.ArrayAttr(func.attributes[attrs.SHAPE_RULES]):
             relation, op, location = (ir.StringAttr(part).value for part in ir.ArrayAttr(entry))
             left, how, right = relation.split(" ")
             rules.append(ShapeRule(Size.parse(left), how, Size.parse(right), op, location))
-        return ShapeRules(rules)
+        return ShapeRules(tuple(rules))
 
     def __bool__(self) -> bool:
         return bool(self.rules)

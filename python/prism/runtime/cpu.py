@@ -132,7 +132,7 @@ class Signature:
     name: str
     inputs: tuple[TensorSpec, ...]
     results: tuple[TensorSpec, ...]
-    rules: ShapeRules = ShapeRules(())
+    rules: ShapeRules = ShapeRules()
 
 
 def _is_public_function(op: ir.Operation) -> bool:

@@ -9,7 +9,7 @@
 
 // CHECK-LABEL: IR Dump After cpu-tile
 // CHECK: func.func @mm(
-// CHECK-NOT: = linalg.matmul
+// CHECK-NOT: linalg.matmul
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<2x2x4x32x16xf32>
 // CHECK: scf.parallel
 // The worker's first slice, in a phase of its own (8 rows of B side by side), into the slice's buffer.

@@ -84,7 +84,7 @@ from prism.codegen.cpu.schedule import (
     transpose_script,
 )
 from prism.codegen.cpu.text import erase_unused_inits, inline_function
-from prism.codegen.shapes import record_shape_rules
+from prism.codegen.shapes import attach_shape_rules, shape_rules
 from prism.codegen.stages import Lowering, run_stages
 from prism.codegen.upstream import apply_script, run_passes
 from prism.infra import attrs
@@ -106,11 +106,15 @@ class CpuLowering(Lowering):
         self.threads = threads
         self.ctx = ctx
         self.lanes = max(vector_bits // 32, 1)  # f32 lanes of one vector register
+        # Per function, the rules among its arguments' sizes that its ops assume (:mod:`prism.codegen.shapes`):
+        # derived from the program as cpu-tile receives it, put on the functions as they become LLVM.
+        self.shape_rules: dict[str, ir.Attribute] = {}
 
     def tile(self, module: ir.Module) -> None:
         """Fuse attention (:mod:`.attention`), schedule every contraction (see :mod:`.schedule`), then vectorize
         the pack transposes."""
         self._normalize(module)
+        self.shape_rules = shape_rules(module)
         # Registered families' kernels first (attention's: :mod:`.attention`), each named by its family's kind.
         kernels = [Kernel(family.kind, ops[0], ops[1:]) for family in registered_families() if "cpu" in family.kernels
                    for ops in family.kernels["cpu"](module, self.lanes, self.threads, self.ctx)]
@@ -135,14 +139,12 @@ class CpuLowering(Lowering):
     def _normalize(module: ir.Module) -> None:
         """Refuse what cannot be lowered, then put the program in the form the kernels match: the program's calls
         inlined and normalized (:func:`~prism.infra.ir.normalize_program`), crowded expansions as reshapes, booleans
-        in bytes; each function's signature and the rules among its sizes (:mod:`prism.codegen.shapes`) kept for
-        the runtime."""
+        in bytes; each function's signature kept for the runtime."""
         check_module(module)
         rewrites.inline_calls(module)
         normalize_program(module)
         reshape_dynamic_expansions(module)
         rewrites.record_signatures(module)
-        record_shape_rules(module)
         widen_booleans(module)
 
     def _plan_gemms(self, module: ir.Module, transform_path: list[CpuGemm], bf16_kernels: list[Kernel]) \
@@ -240,8 +242,10 @@ class CpuLowering(Lowering):
 
     def to_llvm(self, module: ir.Module) -> None:
         """Everything to the LLVM dialect, parallel loops as tasks on the thread pool (see :mod:`.tasks`), the
-        program's run-time checks as calls into the runtime (see :mod:`.assertions`)."""
+        program's run-time checks as calls into the runtime (see :mod:`.assertions`), each function with the rules
+        among its sizes that the runtime checks before a call."""
         run_passes(module, rewrites.DEALLOCATE, "deallocation")
+        attach_shape_rules(module, self.shape_rules)
         route_assertions(module)
         rewrites.check_byte_elements(module)
         tasks.outline_parallel_loops(module, self.threads)
