@@ -11,7 +11,7 @@ import pytest
 from mlir import ir
 
 import prism
-from prism.codegen.shapes import ShapeRules, Size, attach_shape_rules, shape_rules
+from prism.codegen.shapes import ShapeRules, Size, Sum, attach_shape_rules, shape_rules
 from prism.infra.ir import make_context, normalize_program
 from prism.runtime.cpu import ArgumentError
 
@@ -97,12 +97,50 @@ def test_a_size_argument_is_checked_against_zero_and_the_sizes_it_meets(tmp_path
     padded = _compile(tmp_path, PADDED).jit()
     a = rng.standard_normal((3, 4), dtype=np.float32)
     np.testing.assert_allclose(padded(a, 3), a.astype(np.float64) + 1.0, rtol=1e-6)
-    with pytest.raises(ArgumentError, match=r"'tensor.empty' takes argument 1 \(-1\) as a size; it must be at least "
-                                            r"0") as caught:
+    with pytest.raises(ArgumentError, match=r"'tensor.empty' takes argument 1 \(-1\), which must be at least 0") \
+            as caught:
         padded(a, -1)
     assert caught.value.location.endswith(f"program.mlir:{_line(PADDED, 'tensor.empty')}:8")
     with pytest.raises(ArgumentError, match=r"dim 0 of argument 0 \(3\) and argument 1 \(5\)"):
         padded(a, np.int32(5))
+
+
+# A window of %a's rows, %n from %o; and a block written into %a, every second row from %o.
+SLICES = """func.func @window(%a: tensor<?x4xf32>, %n: index, %o: index) -> tensor<?x2xf32> {
+  %s = tensor.extract_slice %a[%o, 1] [%n, 2] [1, 1] : tensor<?x4xf32> to tensor<?x2xf32>
+  %e = tensor.empty(%n) : tensor<?x2xf32>
+  %one = arith.constant 1.0 : f32
+  %f = linalg.fill ins(%one : f32) outs(%e : tensor<?x2xf32>) -> tensor<?x2xf32>
+  %r = linalg.add ins(%s, %f : tensor<?x2xf32>, tensor<?x2xf32>) outs(%f : tensor<?x2xf32>) -> tensor<?x2xf32>
+  return %r : tensor<?x2xf32>
+}
+func.func @write(%a: tensor<?x8xf32>, %b: tensor<3x4xf32>, %o: index) -> tensor<?x8xf32> {
+  %i = tensor.insert_slice %b into %a[%o, 2] [3, 4] [2, 1] : tensor<3x4xf32> into tensor<?x8xf32>
+  return %i : tensor<?x8xf32>
+}
+"""
+
+
+def test_a_slice_past_the_end_of_its_tensor_is_refused(tmp_path: Path, rng: np.random.Generator) -> None:
+    compiled = _compile(tmp_path, SLICES)
+    window, write = compiled.jit("window"), compiled.jit("write")
+    a = rng.standard_normal((5, 4), dtype=np.float32)
+    np.testing.assert_allclose(window(a, 2, 3), a[3:5, 1:3].astype(np.float64) + 1.0, rtol=1e-6)
+    assert window(a, 0, 5).shape == (0, 2)  # an empty slice at the end
+    with pytest.raises(ArgumentError, match=r"'tensor.extract_slice' ends its slice at argument 2 \+ argument 1 "
+                                            r"\(6\) along dim 0 of argument 0, which is 5") as caught:
+        window(a, 3, 3)
+    assert caught.value.location.endswith(f"program.mlir:{_line(SLICES, 'tensor.extract_slice')}:8")
+    with pytest.raises(ArgumentError, match=r"takes argument 2 \(-1\), which must be at least 0"):
+        window(a, 2, -1)
+    # Rows o, o + 2 and o + 4 of 6: o may be 0 or 1.
+    big, block = rng.standard_normal((6, 8), dtype=np.float32), rng.standard_normal((3, 4), dtype=np.float32)
+    expected = big.copy()
+    expected[1:6:2, 2:6] = block
+    np.testing.assert_array_equal(write(big, block, 1), expected)
+    with pytest.raises(ArgumentError, match=r"'tensor.insert_slice' ends its slice at argument 2 \+ 5 \(7\) along "
+                                            r"dim 0 of argument 0, which is 6"):
+        write(big, block, 2)
 
 
 def test_a_bound_function_checks_the_whole_call(tmp_path: Path, rng: np.random.Generator) -> None:
@@ -142,6 +180,8 @@ def _rules(text: str) -> list[str]:
 def test_rules_follow_sizes_the_runtime_knows_and_only_those() -> None:
     assert _rules(MATMUL) == ["a0.1 == a1.0 linalg.matmul"]
     assert _rules(PADDED) == ["a1 >= 0 tensor.empty", "a0.0 == a1 linalg.generic"]
+    assert _rules(SLICES) == ["a2 >= 0 tensor.extract_slice", "a1 >= 0 tensor.extract_slice",
+                              "a0.0 >= a2 + a1 tensor.extract_slice"]
     # Through a cast, and against a static size.
     assert _rules("""func.func @f(%a: tensor<?x8xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %c = tensor.cast %a : tensor<?x8xf32> to tensor<?x?xf32>
@@ -169,3 +209,7 @@ def test_a_rule_over_an_argument_of_the_wrong_kind_is_left_to_the_argument_check
     dim, scalar = Size("dim", 0, 1), Size("scalar", 1)
     assert dim.value([np.zeros((2, 3)), 4]) == 3 and scalar.value([np.zeros((2, 3)), 4]) == 4
     assert dim.value([np.zeros(2)]) is None and scalar.value([None, "four"]) is None and dim.value([]) is None
+    end = Sum.of([(1, dim), (2, scalar), (3, Size("const", 5))], -1)
+    assert str(end) == "a0.1 + 2*a1 + 14" and Sum.parse(str(end)) == end
+    assert end.value([np.zeros((2, 3)), 4]) == 3 + 8 + 14 and end.value([np.zeros(2), 4]) is None
+    assert str(Sum.of([])) == "0" and Sum.parse("0") == Sum((), 0)

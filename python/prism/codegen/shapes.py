@@ -4,7 +4,9 @@ A Linalg op computes over one iteration space: each operand dimension that
 an indexing map ties to a loop has that loop's extent. With dynamic sizes the
 program states these equalities and nothing checks them, so a call with
 arrays that break one (``?x7 @ 5x?``) reads and writes out of bounds. So does
-a ``tensor.empty`` whose size is a negative scalar argument. Two constant
+a ``tensor.empty`` whose size is a negative scalar argument, or a slice
+(``tensor.extract_slice``, ``tensor.insert_slice``) past the end of the tensor
+it slices. Two constant
 sizes that contradict each other (``tensor.empty(%c5)`` as the output of an op
 over ``3x4`` inputs) are refused when the program is lowered, for either code
 generator (:func:`check_constant_sizes`).
@@ -12,8 +14,8 @@ generator (:func:`check_constant_sizes`).
 :func:`shape_rules` derives, for each function, the rules that the
 sizes the runtime knows before a call must keep: the dims of its tensor
 arguments, its integer arguments, and constants. It follows a size through
-``tensor.dim``, ``tensor.empty``, ``tensor.cast`` and the outputs of Linalg
-ops. A size it cannot follow (computed by arithmetic, or inside a loop) gives
+``tensor.dim``, ``tensor.empty``, ``tensor.cast``, slices and the outputs of
+Linalg ops. A size it cannot follow (computed by arithmetic, or inside a loop) gives
 no rule. Only the ops of the function's entry block give rules, since they run
 on every call. The host code generator derives them from the program as it
 receives it and puts them on the lowered function as ``prism.shape_rules``::
@@ -26,7 +28,9 @@ each a relation, the op that needs it and the op's ``file:line:col``.
 op, before any code runs.
 
 A size is written ``aI.D`` (dim D of argument I), ``aI`` (integer argument
-I) or a decimal constant; a relation is ``==`` or ``>=``.
+I) or a decimal constant; a relation is ``==`` or ``>=``, with a size on its
+left and, on its right, a sum of sizes times constants (``a2 + 2*a1 + -1``,
+where a slice ends).
 """
 
 from __future__ import annotations
@@ -85,6 +89,44 @@ class Size(NamedTuple):
             return None
 
 
+class Sum(NamedTuple):
+    """A sum of sizes times constants, plus a constant: where a slice ends."""
+
+    terms: tuple[tuple[int, Size], ...]
+    constant: int = 0
+
+    @staticmethod
+    def of(terms: Sequence[tuple[int, Size]], constant: int = 0) -> Sum:
+        """The sum, its constant sizes folded into its constant."""
+        kept = tuple((c, size) for c, size in terms if size.kind != "const" and c != 0)
+        return Sum(kept, constant + sum(c * size.index for c, size in terms if size.kind == "const"))
+
+    def __str__(self) -> str:
+        parts = [str(size) if c == 1 else f"{c}*{size}" for c, size in self.terms]
+        return " + ".join(parts + ([str(self.constant)] if self.constant or not parts else []))
+
+    @staticmethod
+    def parse(text: str) -> Sum:
+        terms, constant = [], 0
+        for part in text.split(" + "):
+            coefficient, _, atom = part.rpartition("*")
+            if atom.startswith("a"):
+                terms.append((int(coefficient or 1), Size.parse(atom)))
+            else:
+                constant += int(atom)
+        return Sum(tuple(terms), constant)
+
+    def describe(self) -> str:
+        return " + ".join([(size.describe() if c == 1 else f"{c} * {size.describe()}") for c, size in self.terms]
+                          + ([str(self.constant)] if self.constant or not self.terms else []))
+
+    def value(self, args: Sequence[Any]) -> int | None:
+        values = [size.value(args) for _, size in self.terms]
+        if None in values:
+            return None
+        return self.constant + sum(c * v for (c, _), v in zip(self.terms, values, strict=True))
+
+
 class _Sizes:
     """What each size of one function's entry block is, in terms the runtime knows before a call."""
 
@@ -112,6 +154,10 @@ class _Sizes:
             return self.scalar(op.operands[dynamic.index(d)])
         if op.name == "tensor.cast":
             return self.dim(op.operands[0], d)
+        if op.name == "tensor.insert_slice":
+            return self.dim(op.operands[1], d)
+        if op.name == "tensor.extract_slice" and ir.RankedTensorType(op.operands[0].type).rank == type_.rank:
+            return _slice_parts(op, self)[d][1]
         if op.name.startswith("linalg.") and "operandSegmentSizes" in op.attributes:
             inputs = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))[0]
             position = list(op.results).index(value)
@@ -147,6 +193,37 @@ def _loop_sizes(op: ir.Operation, sizes: _Sizes) -> dict[int, list[Size]]:
     return by_loop
 
 
+_SLICE_OPS = {"tensor.extract_slice": 1, "tensor.insert_slice": 2}  # by op: the operands before its offsets
+
+
+def _slice_parts(op: ir.Operation, sizes: _Sizes) -> list[tuple[Size | None, Size | None, int | None]]:
+    """Per dim of the sliced tensor, the slice's offset, size and stride (a stride only where it is constant)."""
+    dynamic = iter(list(op.operands)[_SLICE_OPS[op.name]:])
+    parts = []
+    for name in ("static_offsets", "static_sizes", "static_strides"):
+        parts.append([sizes.scalar(next(dynamic)) if ir.ShapedType.is_dynamic_size(v) else Size("const", v)
+                      for v in ir.DenseI64ArrayAttr(op.attributes[name])])
+    return [(offset, size, stride.index if stride and stride.kind == "const" else None)
+            for offset, size, stride in zip(*parts, strict=True)]
+
+
+def _slice_rules(op: ir.Operation, sizes: _Sizes) -> list[str]:
+    """A slice's offsets and sizes given as arguments are not negative, and it ends within the tensor it slices:
+    its last index, ``offset + (size - 1) * stride``, is under the tensor's extent (a rule that also holds for
+    an empty slice)."""
+    sliced = op.operands[_SLICE_OPS[op.name] - 1]
+    rules = []
+    for d, (offset, size, stride) in enumerate(_slice_parts(op, sizes)):
+        rules += [f"{part} >= 0" for part in (offset, size) if part is not None and part.kind == "scalar"]
+        extent = sizes.dim(sliced, d)
+        if offset is None or size is None or stride is None or stride < 1 or extent is None:
+            continue
+        end = Sum.of([(1, offset), (stride, size)], 1 - stride)
+        if end.terms or extent.kind != "const":
+            rules.append(f"{extent} >= {end}")
+    return rules
+
+
 def _function_rules(func: ir.Operation) -> list[tuple[str, str, str]]:
     sizes = _Sizes(func)
     rules: list[tuple[str, str, str]] = []
@@ -164,6 +241,9 @@ def _function_rules(func: ir.Operation) -> list[tuple[str, str, str]]:
                 size = sizes.scalar(operand)
                 if size is not None and size.kind == "scalar":
                     add(f"{size} >= 0", op)
+        elif op.name in _SLICE_OPS:
+            for rule in _slice_rules(op, sizes):
+                add(rule, op)
         elif op.name.startswith("linalg.") and "indexing_maps" in op.attributes:
             for loop in sorted(found := _loop_sizes(op, sizes)):
                 known = found[loop]
@@ -219,7 +299,7 @@ class ShapeRule:
 
     left: Size
     relation: str
-    right: Size
+    right: Sum
     op: str
     location: str
 
@@ -238,8 +318,8 @@ class ShapeRules:
         rules = []
         for entry in ir.ArrayAttr(func.attributes[attrs.SHAPE_RULES]):
             relation, op, location = (ir.StringAttr(part).value for part in ir.ArrayAttr(entry))
-            left, how, right = relation.split(" ")
-            rules.append(ShapeRule(Size.parse(left), how, Size.parse(right), op, location))
+            left, how, right = relation.split(" ", 2)
+            rules.append(ShapeRule(Size.parse(left), how, Sum.parse(right), op, location))
         return ShapeRules(tuple(rules))
 
     def __bool__(self) -> bool:
@@ -258,11 +338,14 @@ class ShapeRules:
             if left == right if rule.relation == "==" else left >= right:
                 continue
             if rule.relation == "==":
-                right_text = rule.right.describe() + ("" if rule.right.kind == "const" else f" ({right})")
+                right_text = rule.right.describe() + ("" if not rule.right.terms else f" ({right})")
                 message = (f"'{rule.op}' takes {rule.left.describe()} ({left}) and {right_text} as the extent of one "
                            "loop; they must be equal")
+            elif not rule.right.terms:
+                message = f"'{rule.op}' takes {rule.left.describe()} ({left}), which must be at least {right}"
             else:
-                message = f"'{rule.op}' takes {rule.left.describe()} ({left}) as a size; it must be at least {right}"
+                message = (f"'{rule.op}' ends its slice at {rule.right.describe()} ({right}) along "
+                           f"{rule.left.describe()}, which is {left}")
             return message, rule.location
         return None
 

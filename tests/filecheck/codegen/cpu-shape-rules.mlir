@@ -1,7 +1,8 @@
 // Each lowered host function keeps the relations among its arguments' sizes that its ops assume
 // (prism.shape_rules, python/prism/codegen/shapes.py), for the runtime to check before a call: one loop's
-// extents (a product's inner sizes), a size argument against zero and against the rows it meets. Sizes that
-// only one argument gives, sizes computed by arithmetic, and static programs give none.
+// extents (a product's inner sizes), a size argument against zero and against the rows it meets, a slice's end
+// against the rows it slices. Sizes that only one argument gives, sizes computed by arithmetic, and static
+// programs give none.
 // RUN: prism-opt %s --split-input-file -p 'prism-lower-cpu{threads=2}' | filecheck %s
 
 // CHECK-LABEL: llvm.func @mm(
@@ -57,4 +58,14 @@ func.func @doubled(%a: tensor<?xf32>, %n: index) -> tensor<?xf32> {
   %e = tensor.empty(%m) : tensor<?xf32>
   %r = linalg.add ins(%a, %a : tensor<?xf32>, tensor<?xf32>) outs(%e : tensor<?xf32>) -> tensor<?xf32>
   return %r : tensor<?xf32>
+}
+
+// -----
+
+// A slice's offset and size given as arguments are not negative, and it ends within the rows it slices.
+// CHECK-LABEL: llvm.func @window(
+// CHECK-SAME:    prism.shape_rules = {{\[}}["a2 >= 0", "tensor.extract_slice", "{{.*}}"], ["a1 >= 0", "tensor.extract_slice", "{{.*}}"], ["a0.0 >= a2 + a1", "tensor.extract_slice", "{{.*}}:[[# @LINE + 2]]:8"]]
+func.func @window(%a: tensor<?x4xf32>, %n: index, %o: index) -> tensor<?x2xf32> {
+  %s = tensor.extract_slice %a[%o, 1] [%n, 2] [1, 1] : tensor<?x4xf32> to tensor<?x2xf32>
+  return %s : tensor<?x2xf32>
 }
