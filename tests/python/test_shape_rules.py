@@ -143,6 +143,36 @@ def test_a_slice_past_the_end_of_its_tensor_is_refused(tmp_path: Path, rng: np.r
         write(big, block, 2)
 
 
+# Pieces side by side: their rows must agree, with each other and with the static result; a pad by %n rows.
+JOINED = """func.func @beside(%a: tensor<3x?xf32>, %b: tensor<?x4xf32>) -> tensor<3x?xf32> {
+  %r = tensor.concat dim(1) %a, %b : (tensor<3x?xf32>, tensor<?x4xf32>) -> tensor<3x?xf32>
+  return %r : tensor<3x?xf32>
+}
+func.func @padded(%x: tensor<?x5xf32>, %n: index) -> tensor<?x9xf32> {
+  %z = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[%n, 2] high[1, 2] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %z : f32
+  } : tensor<?x5xf32> to tensor<?x9xf32>
+  return %p : tensor<?x9xf32>
+}
+"""
+
+
+def test_concatenated_pieces_and_pads_keep_their_rules(tmp_path: Path, rng: np.random.Generator) -> None:
+    compiled = _compile(tmp_path, JOINED)
+    beside, padded = compiled.jit("beside"), compiled.jit("padded")
+    a, b = rng.standard_normal((3, 2), dtype=np.float32), rng.standard_normal((3, 4), dtype=np.float32)
+    np.testing.assert_array_equal(beside(a, b), np.concatenate([a, b], axis=1))
+    with pytest.raises(ArgumentError, match=r"'tensor.concat' takes dim 0 of argument 1 \(5\) and 3 as one extent; "
+                                            r"they must be equal"):
+        beside(a, rng.standard_normal((5, 4), dtype=np.float32))
+    x = rng.standard_normal((3, 5), dtype=np.float32)
+    np.testing.assert_array_equal(padded(x, 2), np.pad(x, ((2, 1), (2, 2))))
+    with pytest.raises(ArgumentError, match=r"'tensor.pad' takes argument 1 \(-1\), which must be at least 0"):
+        padded(x, -1)
+
+
 def test_a_bound_function_checks_the_whole_call(tmp_path: Path, rng: np.random.Generator) -> None:
     compiled = _compile(tmp_path, BOUND)
     w = rng.standard_normal((64, 48), dtype=np.float32)

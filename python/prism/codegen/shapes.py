@@ -4,9 +4,10 @@ A Linalg op computes over one iteration space: each operand dimension that
 an indexing map ties to a loop has that loop's extent. With dynamic sizes the
 program states these equalities and nothing checks them, so a call with
 arrays that break one (``?x7 @ 5x?``) reads and writes out of bounds. So does
-a ``tensor.empty`` whose size is a negative scalar argument, or a slice
+a ``tensor.empty`` whose size is a negative scalar argument, a slice
 (``tensor.extract_slice``, ``tensor.insert_slice``) past the end of the tensor
-it slices. Two constant
+it slices, a negative pad, and a ``tensor.concat`` of pieces whose other
+dimensions differ. Two constant
 sizes that contradict each other (``tensor.empty(%c5)`` as the output of an op
 over ``3x4`` inputs) are refused when the program is lowered, for either code
 generator (:func:`check_constant_sizes`).
@@ -224,6 +225,10 @@ def _slice_rules(op: ir.Operation, sizes: _Sizes) -> list[str]:
     return rules
 
 
+def _one_extent(op: str) -> str:
+    return "the extent of one loop" if op.startswith("linalg.") else "one extent"
+
+
 def _function_rules(func: ir.Operation) -> list[tuple[str, str, str]]:
     sizes = _Sizes(func)
     rules: list[tuple[str, str, str]] = []
@@ -233,6 +238,19 @@ def _function_rules(func: ir.Operation) -> list[tuple[str, str, str]]:
         if relation not in seen:
             seen.add(relation)
             rules.append((relation, op.name, display_location(op.location)))
+
+    def equal(known: list[Size | None], op: ir.Operation) -> None:
+        """``op`` takes the ``known`` sizes (None: one not followed) as one extent."""
+        known = [size for size in known if size is not None]
+        constants = sorted({size.index for size in known if size.kind == "const"})
+        if len(constants) > 1:
+            raise ShapeMismatch(f"'{op.name}' takes {constants[0]} and {constants[1]} as {_one_extent(op.name)}; "
+                                "they must be equal", location=str(op.location))
+        # The first size that is not a constant stands for the others; each must equal it.
+        first = next((size for size in known if size.kind != "const"), None)
+        for other in known:
+            if first is not None and other != first:
+                add(f"{first} == {other}", op)
 
     for op in sizes.block.operations:
         op = op.operation
@@ -244,20 +262,20 @@ def _function_rules(func: ir.Operation) -> list[tuple[str, str, str]]:
         elif op.name in _SLICE_OPS:
             for rule in _slice_rules(op, sizes):
                 add(rule, op)
+        elif op.name == "tensor.pad":
+            for operand in list(op.operands)[1:]:  # the dynamic low and high pads
+                size = sizes.scalar(operand)
+                if size is not None and size.kind == "scalar":
+                    add(f"{size} >= 0", op)
+        elif op.name == "tensor.concat":
+            axis = ir.IntegerAttr(op.attributes["dim"]).value
+            for d in range(ir.RankedTensorType(op.results[0].type).rank):
+                if d != axis:
+                    equal([sizes.dim(v, d) for v in [*op.operands, op.results[0]]], op)
         elif op.name.startswith("linalg.") and "indexing_maps" in op.attributes:
             for loop in sorted(found := _loop_sizes(op, sizes)):
-                known = found[loop]
-                constants = sorted({s.index for s in known if s.kind == "const"})
-                if len(constants) > 1:
-                    raise ShapeMismatch(f"'{op.name}' takes {constants[0]} and {constants[1]} as the extent of one "
-                                        "loop; they must be equal", location=str(op.location))
-                # The first size that is not a constant stands for the loop; each other must equal it.
-                first = next((s for s in known if s.kind != "const"), None)
-                if first is None:
-                    continue
-                for other in known:
-                    if other != first:
-                        add(f"{first} == {other}", op)
+                equal(found[loop], op)
+    return rules
     return rules
 
 
@@ -339,8 +357,8 @@ class ShapeRules:
                 continue
             if rule.relation == "==":
                 right_text = rule.right.describe() + ("" if not rule.right.terms else f" ({right})")
-                message = (f"'{rule.op}' takes {rule.left.describe()} ({left}) and {right_text} as the extent of one "
-                           "loop; they must be equal")
+                message = (f"'{rule.op}' takes {rule.left.describe()} ({left}) and {right_text} as "
+                           f"{_one_extent(rule.op)}; they must be equal")
             elif not rule.right.terms:
                 message = f"'{rule.op}' takes {rule.left.describe()} ({left}), which must be at least {right}"
             else:
