@@ -252,10 +252,16 @@ class ProgramCost:
         self.arg_elements = list(arg_elements) if arg_elements is not None else [element] * len(arg_shapes)
         self.shapes = to_mlir.Shapes(list(arg_shapes))
         self.elements = to_mlir.Elements(list(self.arg_elements))
+        # The models over other arguments, by their shapes and elements: a term's shape and element depend on
+        # nothing else, so every variant of one argument layout shares one model and what it has inferred.
+        self._others: dict[tuple, ProgramCost] = {}
 
     def with_args(self, arg_shapes: list[tuple[int, ...]], arg_elements: list[str] | None = None) -> ProgramCost:
         """The same model over other arguments (prepared values appended)."""
-        return ProgramCost(self.target, self.element, arg_shapes, arg_elements)
+        key = (tuple(arg_shapes), None if arg_elements is None else tuple(arg_elements))
+        if key not in self._others:
+            self._others[key] = ProgramCost(self.target, self.element, arg_shapes, arg_elements)
+        return self._others[key]
 
     def seconds(self, results: Iterable[Term]) -> float:
         """The predicted time of one call computing ``results``."""
@@ -455,6 +461,9 @@ class _Search:
     prepared_classes: frozenset[int] = field(init=False)
     tree_choice: dict[int, Node] = field(init=False)
     evaluated: int = 0
+    # One object per distinct term over all variants: the models' maps over terms (shared by the variants of
+    # one argument layout) then find a term by identity, not by comparing it whole with an equal copy.
+    interned: dict[Term, Term] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.prepare_choice = self._tree_best(self._invariant_node)
@@ -533,7 +542,8 @@ class _Search:
                 options = [choice[cls]] if cls in choice else self._completions(cls)
                 for index, node in enumerate(options):
                     try:
-                        terms[cls] = Term(node.op, tuple(build(c) for c in node.children), node.attrs)
+                        term = Term(node.op, tuple(build(c) for c in node.children), node.attrs)
+                        terms[cls] = self.interned.setdefault(term, term)
                         break
                     except _Cycle:
                         if index == len(options) - 1:
