@@ -464,6 +464,7 @@ class _Search:
     # One object per distinct term over all variants: the models' maps over terms (shared by the variants of
     # one argument layout) then find a term by identity, not by comparing it whole with an equal copy.
     interned: dict[Term, Term] = field(default_factory=dict)
+    completion_lists: dict[int, tuple[Node, ...]] = field(default_factory=dict)  # see _completions
 
     def __post_init__(self) -> None:
         self.prepare_choice = self._tree_best(self._invariant_node)
@@ -525,6 +526,8 @@ class _Search:
         placeholders: dict[int, int] = {}
         open_: set[int] = set()
         tried = [0]
+        # Bound once: build runs for every e-class of every variant.
+        prepared, interned, completions = self.prepared_classes, self.interned, self._completions
 
         def build(cls: int) -> Term:
             if cls in terms:
@@ -532,18 +535,18 @@ class _Search:
             tried[0] += 1
             if tried[0] > _BUILD_LIMIT:
                 raise _GaveUp
-            if self.prepared(cls):
+            if cls in prepared:
                 placeholders.setdefault(cls, self.arity + len(placeholders))
                 return A.arg(placeholders[cls])
             if cls in open_:
                 raise _Cycle
             open_.add(cls)
             try:
-                options = [choice[cls]] if cls in choice else self._completions(cls)
+                options = (choice[cls],) if cls in choice else completions(cls)
                 for index, node in enumerate(options):
                     try:
-                        term = Term(node.op, tuple(build(c) for c in node.children), node.attrs)
-                        terms[cls] = self.interned.setdefault(term, term)
+                        term = Term(node.op, tuple([build(c) for c in node.children]), node.attrs)
+                        terms[cls] = interned.setdefault(term, term)
                         break
                     except _Cycle:
                         if index == len(options) - 1:
@@ -567,11 +570,13 @@ class _Search:
         self.evaluated += 1
         return Variant(results, prepared, *model.profile(results))
 
-    def _completions(self, cls: int) -> list[Node]:
+    def _completions(self, cls: int) -> tuple[Node, ...]:
         """The e-nodes that may complete ``cls``: its least-cost tree e-node first, then the others in order."""
-        first = self.tree_choice.get(cls)
-        rest = [node for node in self.graph.classes[cls] if node != first and node.op != "opaque"]
-        return ([first] if first else []) + rest
+        if cls not in self.completion_lists:
+            first = self.tree_choice.get(cls)
+            rest = [node for node in self.graph.classes[cls] if node != first and node.op != "opaque"]
+            self.completion_lists[cls] = tuple(([first] if first else []) + rest)
+        return self.completion_lists[cls]
 
     def _prepare_term(self, cls: int) -> Term:
         node = self.prepare_choice[cls]
