@@ -19,12 +19,13 @@ laws fired, with their match counts, as the evidence.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from egglog import EGraph, Ruleset, back_off, eq, run
+from egglog import EGraph, Ruleset, back_off, eq, ruleset, run
 
 from prism.algebra import laws as algebra_laws
 from prism.algebra.budget import EXPLORATION, Budget
@@ -44,12 +45,17 @@ class Proof:
     unproven_results: tuple[int, ...] = ()
 
 
+@functools.cache
 def _all_laws(names: tuple[str, ...] | None) -> Ruleset:
-    chosen = [algebra_laws.named_ruleset(name) for name in (names or tuple(algebra_laws.RULESETS))]
-    combined = chosen[0]
-    for ruleset in chosen[1:]:
-        combined = combined | ruleset
-    return combined
+    """One ruleset of the laws of the rulesets ``names`` (all by default), in their order.
+
+    One flat ruleset, made once: egglog re-derives a combination of rulesets
+    (``a | b | ...``) from its parts on every run, merging their
+    declarations again each time, a fifth of a proof's time.
+    """
+    chosen = names or tuple(algebra_laws.RULESETS)
+    rules = [algebra_laws.LAW_RULES[law] for name in chosen for law in algebra_laws.LAW_NAMES[name]]
+    return ruleset(*rules, name="laws of " + ", ".join(chosen))
 
 
 def prove(original: Program, candidate: Program, budget: Budget | None = None,
