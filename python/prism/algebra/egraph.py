@@ -116,7 +116,10 @@ def _replayed(original: Program, candidate: Program, budget: Budget,
         _, laws = saturate(egraph, explored, chosen)
         rights = [egraph.let(f"candidate{i}", to_egglog(term, memo)) for i, term in enumerate(candidate.results)]
         goals = [eq(left).to(right) for left, right in zip(lefts, rights, strict=True)]
-        closing = Budget(budget.seconds, budget.max_nodes, _CLOSING_ROUNDS, budget.match_limit)
+        # The closing rounds match at exploration's rate: the candidate is a step or two from the explored
+        # e-nodes, and the explored e-graph is large enough that a round at the full rate can run far past the
+        # time budget, which is only checked between rounds.
+        closing = Budget(budget.seconds, budget.max_nodes, _CLOSING_ROUNDS, explored.match_limit)
         stopped, more = saturate(egraph, closing, chosen, lambda: egraph.check_bool(*goals))
         for law, count in more.items():
             laws[law] = laws.get(law, 0) + count
