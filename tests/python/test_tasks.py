@@ -226,6 +226,7 @@ def _placement(pinned: bool) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.timing  # where the caller runs after the loop: a test on the other core would draw it there
 def test_workers_are_pinned_and_a_caller_on_a_workers_cpu_is_moved() -> None:
     # Left to the scheduler, a woken worker lands on the caller's CPU and shares it (benchmarks/RESULTS.md,
     # "The pool's threads placed"). Each worker takes a CPU of its own after the first; a caller that shares
