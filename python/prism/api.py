@@ -207,7 +207,8 @@ def _load(source: Source) -> tuple[ir.Module, str]:
 def verify(original: Source, candidate: Source, budget_seconds: float = 5.0, trials: int = 3) -> list[FunctionProof]:
     """Prove every public function of ``candidate`` equal to the one of the same name in ``original``.
 
-    The proof runs in an egglog e-graph bounded by ``budget_seconds``; when
+    The proof runs in an egglog e-graph bounded by ``budget_seconds`` (both of its attempts together, the
+    clock read between rounds of the laws); when
     it fails, both functions run on ``trials`` sets of random inputs on the
     host to look for a counterexample.
 

@@ -250,3 +250,30 @@ def test_exhausted_budget_is_reported_not_proved() -> None:
     proof = prove(Program("f", shapes, [left]), Program("f", shapes, [o.transpose(o.transpose(right))]),
                   Budget(seconds=5, max_nodes=40))
     assert not proof.proved and proof.stopped == "e-graph size"
+
+
+def test_both_attempts_of_a_proof_share_its_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proof's replay and its second attempt run within one budget: each round of saturation is given what is
+    left of it, never the whole budget again."""
+    import time
+
+    from prism.algebra import egraph
+
+    given: list[tuple[float, float]] = []  # (when, seconds) of each saturation
+    real = egraph.saturate
+
+    def saturate(graph, budget, *args, **kwargs):  # noqa: ANN001, ANN202
+        given.append((time.perf_counter(), budget.seconds))
+        return real(graph, budget, *args, **kwargs)
+
+    monkeypatch.setattr(egraph, "saturate", saturate)
+    shapes = [(3, 3)] * 4
+    o, args = terms.A, [terms.A.arg(i) for i in range(4)]
+    left = o.matmul(o.add(args[0], args[1]), o.add(args[2], args[3]))
+    wrong = o.matmul(o.add(args[0], args[1]), o.add(args[2], args[2]))  # not equal: never proved
+    began, seconds = time.perf_counter(), 2.0
+    proof = prove(Program("f", shapes, [left]), Program("f", shapes, [wrong]), Budget(seconds=seconds))
+    assert not proof.proved
+    assert len(given) == 3  # the replay's exploration and closing rounds, then both programs together
+    for when, left_seconds in given:
+        assert left_seconds <= seconds - (when - began) + 0.05

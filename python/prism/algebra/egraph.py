@@ -19,6 +19,7 @@ laws fired, with their match counts, as the evidence.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import Callable, Iterator
@@ -66,15 +67,19 @@ def prove(original: Program, candidate: Program, budget: Budget | None = None,
     The two must have the same arguments (checked by the caller). Only the
     named rulesets run (all of them by default), beside the shape rules.
     Two attempts are made (:func:`_replayed`, then both programs in one
-    e-graph under ``budget``); the proof's time and laws cover both.
+    e-graph), within one ``budget.seconds`` together; the proof's time and
+    laws cover both. The clock is read between rounds of the laws, so a
+    proof ends at the first round that ends past its time.
     """
     budget = budget or Budget()
     began = time.perf_counter()
     if list(original.results) == list(candidate.results):  # the same terms: no law to apply
         return Proof(True, "proved", {}, 0, time.perf_counter() - began)
-    replayed = _replayed(original, candidate, budget, rulesets)
+    deadline = began + budget.seconds
+    replayed = _replayed(original, candidate, budget, rulesets, deadline)
     if replayed.proved:
         return replayed
+    budget = dataclasses.replace(budget, seconds=max(deadline - time.perf_counter(), 0.0))
     with owned_egraph() as egraph:
         original.register_shapes(egraph)
         goals, memo = [], {}
@@ -94,10 +99,10 @@ _CLOSING_ROUNDS = 2
 
 
 def _replayed(original: Program, candidate: Program, budget: Budget,
-              rulesets: tuple[str, ...] | None) -> Proof:
+              rulesets: tuple[str, ...] | None, deadline: float) -> Proof:
     """The proof by replaying exploration: the original alone, explored as prism-explore explores a function
     (the rulesets of ``EXPLORING`` among ``rulesets``, under the exploration budget, no larger than ``budget``),
-    then the candidate added, with a few closing rounds.
+    then the candidate added, with a few closing rounds, all before ``deadline`` (``time.perf_counter()``).
 
     A form that exploration extracted is in that e-graph by construction, in
     the e-class of the original's result; a proof seeded with both programs
@@ -107,7 +112,7 @@ def _replayed(original: Program, candidate: Program, budget: Budget,
     """
     chosen = tuple(name for name in algebra_laws.EXPLORING if rulesets is None or name in rulesets)
     began = time.perf_counter()
-    explored = Budget(min(EXPLORATION.seconds, budget.seconds), min(EXPLORATION.max_nodes, budget.max_nodes),
+    explored = Budget(min(EXPLORATION.seconds, deadline - began), min(EXPLORATION.max_nodes, budget.max_nodes),
                       min(EXPLORATION.iterations, budget.iterations), EXPLORATION.match_limit)
     with owned_egraph() as egraph:
         original.register_shapes(egraph)
@@ -119,7 +124,8 @@ def _replayed(original: Program, candidate: Program, budget: Budget,
         # The closing rounds match at exploration's rate: the candidate is a step or two from the explored
         # e-nodes, and the explored e-graph is large enough that a round at the full rate can run far past the
         # time budget, which is only checked between rounds.
-        closing = Budget(budget.seconds, budget.max_nodes, _CLOSING_ROUNDS, explored.match_limit)
+        closing = Budget(max(deadline - time.perf_counter(), 0.0), budget.max_nodes, _CLOSING_ROUNDS,
+                         explored.match_limit)
         stopped, more = saturate(egraph, closing, chosen, lambda: egraph.check_bool(*goals))
         for law, count in more.items():
             laws[law] = laws.get(law, 0) + count
