@@ -271,8 +271,8 @@ class ProgramCost:
         """The predicted time of one call, the longest chain of materialized ops it runs, its size, and the
         fused patterns it holds in canonical form."""
         results = list(results)
-        fused = to_mlir.fused_terms(results, self.shapes) | to_mlir.absorbed_casts(results, self.elements)
         uses = to_mlir.use_counts(results)
+        fused = to_mlir.fused_terms(results, self.shapes, uses) | to_mlir.absorbed_casts(results, self.elements, uses)
         epilogues = self._epilogues(fused, uses)
         # A dual kernel's first product, mapped to its second (which costs nothing of its own).
         duals = {products[0]: products[1] for products in epilogues.values() if len(products) == 2}

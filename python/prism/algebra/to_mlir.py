@@ -81,9 +81,10 @@ def product_reads(term: Term, elements: Elements) -> tuple[Term, Term]:
     return a, b
 
 
-def absorbed_casts(results: list[Term], elements: Elements) -> set[Term]:
-    """The casts that no tensor holds: every use of them is a product that reads the tensor under them."""
-    uses = use_counts(results)
+def absorbed_casts(results: list[Term], elements: Elements, uses: dict[Term, int] | None = None) -> set[Term]:
+    """The casts that no tensor holds: every use of them is a product that reads the tensor under them.
+    ``uses``: :func:`use_counts` of ``results``, where the caller has it."""
+    uses = use_counts(results) if uses is None else uses
     absorbed: dict[Term, int] = {}
     for term in subterms(results):
         if term.op == "matmul" and product_reads(term, elements) != term.args:
@@ -103,7 +104,8 @@ def use_counts(results: list[Term]) -> dict[Term, int]:
     return counts
 
 
-def fused_terms(results: list[Term], shape: Callable[[Term], Shape | None]) -> set[Term]:
+def fused_terms(results: list[Term], shape: Callable[[Term], Shape | None],
+                uses: dict[Term, int] | None = None) -> set[Term]:
     """The subterms of ``results`` that are computed inside their consumer's generic instead of materialized.
 
     Pointwise operators and broadcasts are pure, so computing one inside its
@@ -116,9 +118,10 @@ def fused_terms(results: list[Term], shape: Callable[[Term], Shape | None]) -> s
     of the new axis. Results are used by the function, so never fused; nor is
     an attention's normalization (the root of a canonical attention,
     :func:`prism.algebra.recognize.attention_terms`): the host's attention
-    kernel computes it, and takes the chain only with it.
+    kernel computes it, and takes the chain only with it. ``uses``: :func:`use_counts` of ``results``, where
+    the caller has it.
     """
-    uses = use_counts(results)
+    uses = use_counts(results) if uses is None else uses
     kept = {match.root for match in recognize.attention_terms(results, uses, shape)}
     fused: set[Term] = set()
     seen: set[Term] = set()
@@ -253,14 +256,14 @@ class _Writer:
         return name
 
     def function(self, name: str, results: list[Term]) -> str:
-        self.fused = fused_terms(results, self.shape)
         self.uses = use_counts(results)
+        self.fused = fused_terms(results, self.shape, self.uses)
         self.transposed = recognize.transposed_products(results, self.uses, self.shape)
         shapes = [self.shape(term) for term in results]
         if any(shape is None for shape in shapes):
             raise UnsupportedOp("a result is a bare constant, whose shape the terms do not fix")
         # RMSNorm's row scales first: the row maps that read them then follow them, one group of row ops.
-        for scale in recognize.row_scale_terms(results, use_counts(results), self.shape):
+        for scale in recognize.row_scale_terms(results, self.uses, self.shape):
             self.value(scale.root)
         values = [self.value(term) for term in results]
         args = ", ".join(f"%arg{i}: {self.type(s, e)}"
