@@ -562,8 +562,9 @@ class _Search:
         read = argument_indices(results)
         used = [cls for cls in placeholders if placeholders[cls] in read]
         renumber = {placeholders[cls]: self.arity + i for i, cls in enumerate(used)}
-        renamed: dict[Term, Term] = {}
-        results = tuple(renamed_arguments(term, renumber, renamed) for term in results)
+        if any(old != new for old, new in renumber.items()):
+            renamed: dict[Term, Term] = {}
+            results = tuple(renamed_arguments(term, renumber, renamed) for term in results)
         prepared = tuple(self._prepare_term(cls) for cls in used)
         model = self.cost.with_args([*self.cost.shapes.arg_shapes, *(self.graph.shapes[c] for c in used)],
                                     [*self.cost.arg_elements, *(self.graph.elements.get(c, "f32") for c in used)])

@@ -252,6 +252,8 @@ def element_of(term: Term, arg_elements: list[str | None], known: dict[Term, str
     """The element type ``term`` computes in: a cast's own, an argument's, else its tensor operands' (None for a
     splat, which takes its use's, and for an opaque term)."""
     known = {} if known is None else known
+    if term in known:
+        return known[term]
     stack = [term]
     while stack:  # operands first, without recursion: terms may be deep
         top = stack[-1]
