@@ -45,6 +45,7 @@ from mlir import ir
 from prism.infra import attrs
 from prism.infra.diagnostics import display_location
 from prism.infra.errors import ShapeMismatch
+from prism.infra.ir import defined_functions
 
 
 class Size(NamedTuple):
@@ -279,15 +280,10 @@ def _function_rules(func: ir.Operation) -> list[tuple[str, str, str]]:
     return rules
 
 
-def _defined_functions(module: ir.Module) -> list[ir.Operation]:
-    return [top.operation for top in module.body.operations
-            if top.operation.name == "func.func" and top.operation.regions[0].blocks]
-
-
 def check_constant_sizes(module: ir.Module) -> None:
     """Raise ShapeMismatch, at the op, where two constant sizes of ``module`` that one loop takes differ (an
     empty tensor of a constant size that an op's other operands contradict)."""
-    for func in _defined_functions(module):
+    for func in defined_functions(module):
         _function_rules(func)
 
 
@@ -295,7 +291,7 @@ def shape_rules(module: ir.Module) -> dict[str, ir.Attribute]:
     """The ``prism.shape_rules`` of each defined function of ``module`` that has rules (see above), by name; raise
     ShapeMismatch as :func:`check_constant_sizes` does."""
     found = {}
-    for func in _defined_functions(module):
+    for func in defined_functions(module):
         rules = _function_rules(func)
         if rules:
             found[ir.StringAttr(func.attributes["sym_name"]).value] = ir.ArrayAttr.get(
@@ -305,7 +301,7 @@ def shape_rules(module: ir.Module) -> dict[str, ir.Attribute]:
 
 def attach_shape_rules(module: ir.Module, rules: dict[str, ir.Attribute]) -> None:
     """Put each function's rules from :func:`shape_rules` on the function of that name in ``module``."""
-    for func in _defined_functions(module):
+    for func in defined_functions(module):
         name = ir.StringAttr(func.attributes["sym_name"]).value
         if name in rules:
             func.attributes[attrs.SHAPE_RULES] = rules[name]

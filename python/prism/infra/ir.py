@@ -315,6 +315,12 @@ def map_dims(affine_map: ir.AffineMap) -> list[int] | None:
     return dims
 
 
+def defined_functions(module: ir.Module) -> list[ir.Operation]:
+    """The ``func.func`` ops at the top of ``module`` that have a body (not declarations), in order."""
+    return [op.operation for op in module.body.operations
+            if op.operation.name == "func.func" and len(op.operation.regions[0].blocks) > 0]
+
+
 def symbol_names(module: ir.Module) -> set[str]:
     """The names of the symbols defined at the top of ``module``."""
     return {ir.StringAttr(op.operation.attributes["sym_name"]).value for op in module.body.operations

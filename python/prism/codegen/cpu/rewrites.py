@@ -19,7 +19,7 @@ from prism.codegen.transform import ANY, Script
 from prism.codegen.upstream import run_passes
 from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
-from prism.infra.ir import iter_ops
+from prism.infra.ir import defined_functions, iter_ops
 
 _WRITABLE_ATTR = "bufferization.writable"
 
@@ -300,11 +300,6 @@ def forward_copies_into_empty(module: ir.Module) -> None:
         op.erase()
 
 
-def _functions(module: ir.Module) -> list[ir.Operation]:
-    return [op.operation for op in module.body.operations
-            if op.operation.name == "func.func" and len(op.operation.regions[0].blocks) > 0]
-
-
 # The math ops that lowered code computes by calling libm (through LLVM's intrinsics or convert-math-to-libm),
 # under their own names: ``sinf`` for f32 (f16 and bf16 are computed in f32), ``sin`` for f64.
 _LIBM = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "cos", "cosh", "erf", "erfc",
@@ -330,7 +325,7 @@ def check_c_names(module: ir.Module) -> None:
     lowered code calls: the JIT would link it in that function's place (a call of sinf with a tensor's
     descriptor crashes the process)."""
     called = _libm_functions_called(module)
-    for func in _functions(module):
+    for func in defined_functions(module):
         name = ir.StringAttr(func.attributes["sym_name"]).value
         if name in called:
             raise UnsupportedOp(reserved_name_message(name), location=str(func.location))
@@ -344,7 +339,7 @@ def record_signatures(module: ir.Module) -> None:
     instead of writing into the caller's buffer (which the runtime passes
     without a copy).
     """
-    for func in _functions(module):
+    for func in defined_functions(module):
         func.attributes[attrs.SIGNATURE] = func.attributes["function_type"]
         func.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
         inputs = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value).inputs
