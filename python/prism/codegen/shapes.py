@@ -253,21 +253,22 @@ def _function_rules(func: ir.Operation) -> list[tuple[str, str, str]]:
             if first is not None and other != first:
                 add(f"{first} == {other}", op)
 
+    def not_negative(values: list[ir.Value], op: ir.Operation) -> None:
+        """``op`` takes ``values`` as sizes: each given as an argument must not be negative."""
+        for value in values:
+            size = sizes.scalar(value)
+            if size is not None and size.kind == "scalar":
+                add(f"{size} >= 0", op)
+
     for op in sizes.block.operations:
         op = op.operation
         if op.name == "tensor.empty":
-            for operand in op.operands:
-                size = sizes.scalar(operand)
-                if size is not None and size.kind == "scalar":
-                    add(f"{size} >= 0", op)
+            not_negative(list(op.operands), op)
+        elif op.name == "tensor.pad":
+            not_negative(list(op.operands)[1:], op)  # the dynamic low and high pads
         elif op.name in _SLICE_OPS:
             for rule in _slice_rules(op, sizes):
                 add(rule, op)
-        elif op.name == "tensor.pad":
-            for operand in list(op.operands)[1:]:  # the dynamic low and high pads
-                size = sizes.scalar(operand)
-                if size is not None and size.kind == "scalar":
-                    add(f"{size} >= 0", op)
         elif op.name == "tensor.concat":
             axis = ir.IntegerAttr(op.attributes["dim"]).value
             for d in range(ir.RankedTensorType(op.results[0].type).rank):
@@ -276,7 +277,6 @@ def _function_rules(func: ir.Operation) -> list[tuple[str, str, str]]:
         elif op.name.startswith("linalg.") and "indexing_maps" in op.attributes:
             for loop in sorted(found := _loop_sizes(op, sizes)):
                 equal(found[loop], op)
-    return rules
     return rules
 
 
