@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from egglog import EGraph, Ruleset, back_off, eq, ruleset, run
+from egglog import egraph_state as _egglog_state
+from egglog.declarations import CallDecl, PartialCallDecl, TypedExprDecl
 
 from prism.algebra import laws as algebra_laws
 from prism.algebra.budget import EXPLORATION, Budget
@@ -133,6 +135,39 @@ def _replayed(original: Program, candidate: Program, budget: Budget,
         nodes = _size(egraph)
     return Proof(stopped == "proved", stopped, dict(sorted(laws.items())), nodes, time.perf_counter() - began,
                  unproven)
+
+
+def _repeated_subterms(typed_expr: TypedExprDecl) -> list[TypedExprDecl]:
+    """The subterms met more than once in a walk of ``typed_expr``, in the order of a depth-first walk.
+
+    egglog binds each subterm with several parents to a name of its own
+    before it adds an expression, and finds them by popping a Python set, in
+    an order that changes from one process to the next (the declarations'
+    hashes vary). The names and the order in which terms enter the e-graph
+    then vary, and so does what a bounded run of the laws reaches: the same
+    program explored into other programs in other processes. This walk finds
+    the same subterms in the same order every time; egglog 13's conversion
+    (pinned) calls it in place of its own.
+    """
+    seen: set[TypedExprDecl] = set()
+    repeated: list[TypedExprDecl] = []
+    stack = [typed_expr]
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            repeated.append(current)
+            continue
+        seen.add(current)
+        expr = current.expr
+        args = expr.args if isinstance(expr, CallDecl) else expr.call.args if isinstance(expr, PartialCallDecl) else ()
+        stack.extend(reversed(args))
+    return repeated
+
+
+if not callable(getattr(_egglog_state, "_exprs_multiple_parents", None)):
+    raise ImportError("egglog's conversion of expressions is not the pinned one (egglog 13.2): reinstall the "
+                      "project's pinned dependencies")
+_egglog_state._exprs_multiple_parents = _repeated_subterms  # noqa: SLF001  (see _repeated_subterms)
 
 
 @contextmanager
