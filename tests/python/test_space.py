@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import islpy as isl
 import numpy as np
 import pytest
@@ -109,6 +111,42 @@ def test_dynamic_m_is_pruned_once_and_instantiated_per_m(target: str, monkeypatc
     chosen = {m: table.instantiate(m) for m in (16, 64, 96, 1024, 4096, 8192)}
     assert isl_calls == []
     assert len({tuple(c.values()) for c in chosen.values()}) > 1, "the choice should follow M"
+
+
+@pytest.mark.parametrize("target", ["h200", "host"])
+def test_a_space_is_pruned_once_for_every_shape(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pruning the same space from the same start again runs no intersection: families of other shapes get the
+    same domain, and funnel sizes counted at their own shape, as a pruning from scratch counts them."""
+    chip = get_target(target)
+    ops = [GEMM_F16, *(replace(GEMM_F16, extents=extents) for extents in ((96, 4096, 512), (16, 1000, 4096)))]
+    space = chip.space(ops[0])
+    assert all(chip.space(op) == space for op in ops)
+    start = space.wrap(space.universe + " and " + space.variables[0] + " >= 1")  # parsed afresh, as from a family
+    first, _ = prune(space, ops[0], isl.Set(start), on_empty=None)
+    intersections = []
+    monkeypatch.setattr(type(space), "group_set", lambda self, name: intersections.append(name))
+    for op in ops:
+        domain, funnel = prune(space, op, isl.Set(start), on_empty=None)
+        assert str(domain) == str(first)
+        expected, exponents = isl.Set(start).intersect(isl.Set(space.wrap(space.universe))), shape_exponents(op)
+        sizes = [fix_shape(space, expected, exponents).count_val().to_python()]
+        for _, constraint in space.groups:
+            expected = expected.intersect(isl.Set(space.wrap(constraint)))
+            sizes.append(fix_shape(space, expected, exponents).count_val().to_python())
+        assert [step.size for step in funnel] == sizes and domain == expected
+    assert intersections == []
+
+
+def test_a_group_that_empties_the_space_calls_on_empty_or_leaves_an_empty_domain() -> None:
+    space = get_target("h200").space(GEMM_F16)
+    start = isl.Set(space.wrap(space.universe + " and " + space.variables[0] + " >= 60"))
+    domain, funnel = prune(space, GEMM_F16, start, on_empty=None)
+    assert domain.is_empty() and funnel[0].size == 0
+    called = []
+    with pytest.raises(EmptySearchSpace):
+        prune(space, GEMM_F16, start, on_empty=lambda group, steps, why: called.append(group) or
+              (_ for _ in ()).throw(EmptySearchSpace(group)))
+    assert called == [space.groups[0][0]]
 
 
 @pytest.mark.parametrize("target", ["h200", "host"])

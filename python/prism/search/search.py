@@ -12,6 +12,7 @@ for every size, so that instantiating a new size runs no isl operation.
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -37,24 +38,70 @@ class FunnelStep:
 
 
 def prune(space: Space, contraction: Contraction, start: isl.Set,
-          on_empty: Callable[[str, list[FunnelStep], str], None]) -> tuple[isl.Set, list[FunnelStep]]:
+          on_empty: Callable[[str, list[FunnelStep], str], None] | None) -> tuple[isl.Set, list[FunnelStep]]:
     """Intersect ``start`` with each constraint group; sizes are counted at the family's shape.
 
     ``on_empty(group, funnel, why)`` is called (and must raise) when a group
     leaves no point for the family's shape; ``why`` names the extents that
-    the group's emptying constraints meet (see :func:`why_empty`).
+    the group's emptying constraints meet (see :func:`why_empty`). Without
+    it, an empty domain is returned.
+
+    The groups keep the shape symbolic, so the domains after each group depend
+    only on the space and ``start``: they are computed once per process and
+    shared by every family of that space, as are their sizes at a shape
+    (isl's intersections and counts are most of a GPU family's compile time).
+    A step's seconds are the time it took in this call. The key is the start's
+    text: a start parsed afresh (as from a family's attribute) finds its pruning.
     """
-    exponents = shape_exponents(contraction)
-    domain = start.intersect(space.universe_set())
-    funnel = [FunnelStep("space", _count(space, domain, exponents), 0.0)]
-    for group, _ in space.groups:
-        began = time.perf_counter()
-        before, domain = domain, domain.intersect(space.group_set(group)).coalesce()
-        size = _count(space, domain, exponents)
-        funnel.append(FunnelStep(group, size, time.perf_counter() - began))
-        if size == 0:
-            on_empty(group, funnel, why_empty(space, contraction, before, group))
-    return domain, funnel
+    exponents = tuple(sorted(shape_exponents(contraction).items()))
+    with _PRUNINGS_LOCK:
+        key = (space.wrap(space.universe), space.groups, str(start))
+        if key not in _PRUNINGS:
+            _PRUNINGS[key] = _Pruning(space, start)
+        pruning = _PRUNINGS[key]
+        funnel = [FunnelStep("space", pruning.size(0, exponents), 0.0)]
+        for index, (group, _) in enumerate(space.groups, start=1):
+            began = time.perf_counter()
+            size = pruning.size(index, exponents)
+            funnel.append(FunnelStep(group, size, time.perf_counter() - began))
+            if size == 0 and on_empty is not None:
+                on_empty(group, funnel, why_empty(space, contraction, pruning.domain(index - 1), group))
+        return pruning.domain(len(space.groups)), funnel
+
+
+class _Pruning:
+    """A start set cut by a space's groups in order: the domain after each number of groups, and its point count
+    at each shape asked for.
+
+    The domains are kept as text, each made from the last as a fresh set, and every caller gets a set of its own
+    parsed from it: isl rewrites a set's constraints in place as it is used, so a set shared with earlier callers
+    could print otherwise, and a pruned domain is written into the program.
+    """
+
+    def __init__(self, space: Space, start: isl.Set):
+        self.space = space
+        domain = isl.Set(str(start)).intersect(space.universe_set())
+        self.texts = [str(domain)]
+        for group, _ in space.groups:
+            domain = domain.intersect(space.group_set(group)).coalesce()
+            self.texts.append(str(domain))
+        self.sizes: dict[tuple[int, tuple[tuple[str, int], ...]], int] = {}
+
+    def domain(self, groups: int) -> isl.Set:
+        """The start within the universe and the first ``groups`` constraint groups."""
+        return isl.Set(self.texts[groups])
+
+    def size(self, groups: int, exponents: tuple[tuple[str, int], ...]) -> int:
+        """The number of points of :meth:`domain` at the shape whose parameters are ``exponents``."""
+        key = (groups, exponents)
+        if key not in self.sizes:
+            self.sizes[key] = _count(self.space, self.domain(groups), dict(exponents))
+        return self.sizes[key]
+
+
+# Prunings by the space's text and the start's, and the lock that makes each once.
+_PRUNINGS: dict[tuple[str, tuple[tuple[str, str], ...], str], _Pruning] = {}
+_PRUNINGS_LOCK = threading.RLock()
 
 
 def _conjuncts(constraint: str) -> list[str]:
