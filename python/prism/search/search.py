@@ -86,6 +86,7 @@ class _Pruning:
             domain = domain.intersect(space.group_set(group)).coalesce()
             self.texts.append(str(domain))
         self.sizes: dict[tuple[int, tuple[tuple[str, int], ...]], int] = {}
+        self.counted: dict[int, isl.Set] = {}  # parsed once for counting, where its printing does not matter
 
     def domain(self, groups: int) -> isl.Set:
         """The start within the universe and the first ``groups`` constraint groups."""
@@ -95,7 +96,9 @@ class _Pruning:
         """The number of points of :meth:`domain` at the shape whose parameters are ``exponents``."""
         key = (groups, exponents)
         if key not in self.sizes:
-            self.sizes[key] = _count(self.space, self.domain(groups), dict(exponents))
+            if groups not in self.counted:
+                self.counted[groups] = self.domain(groups)
+            self.sizes[key] = _count(self.space, self.counted[groups], dict(exponents))
         return self.sizes[key]
 
 
