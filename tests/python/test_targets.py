@@ -21,6 +21,7 @@ from prism import targets
 from prism.search.attention import Attention
 from prism.search.cost import KnobValues, ceil_div, problem_sizes, roofline, traffic_bytes
 from prism.search.space import Contraction, Space, pow2_sum_le, shape_param_bounds
+from prism.targets import host_cost
 from prism.targets.host import host_target
 
 GEMM = """
@@ -250,6 +251,43 @@ def test_an_init_read_from_memory_adds_its_traffic_in_task_wide_runs(describe_ho
     assert narrow > wide
     assert wide >= zero_wide + 2 * 4096 * 4096 * 4 / host.dram_bytes_per_s
     np.testing.assert_allclose(seconds(1024, 1024, True), seconds(1024, 1024, False))
+
+
+def test_panels_kept_beyond_the_l2_are_read_back_from_the_l3(describe_host: Callable[..., Any]) -> None:
+    """A column block's panels kept across row blocks are copied once, and every later task of the column reads
+    them back: beyond half the L2, from the L3 at a core's share of its bandwidth. Two row blocks of 64 then cost
+    that read-back more than one of 128 rows with the same tile area, which keeps nothing; panels within the L2
+    cost nothing more (benchmarks/RESULTS.md, "Kept panels read back from the L3")."""
+    from conftest import REFERENCE_HOST
+    from prism.kernels import host_gemm
+
+    host = describe_host(REFERENCE_HOST.with_name("host-avx512.json"))
+
+    def seconds(k: int, tn: tuple[int, int], kept: bool) -> np.ndarray:
+        tasks = {"TM": np.array([64, 128]), "TN": np.array(tn), "TK": np.array([256, 256]), "RM": np.array([8, 8]),
+                 "RN": np.array([32, 32])}
+        op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (128, 11008, k), (4, 4), 4, "f32", False)
+        limit = host_gemm.REUSED_PANEL_BYTES
+        host_gemm.REUSED_PANEL_BYTES = limit if kept else 0
+        try:
+            return host.seconds(op, tasks)
+        finally:
+            host_gemm.REUSED_PANEL_BYTES = limit
+
+    two_rows_of_64, one_of_128 = seconds(4096, (256, 128), kept=True)
+    panel = 4096 * 256 * 4
+    assert two_rows_of_64 > one_of_128 and 2 * panel > host.l2_bytes
+    # The read-back, added to the time the kept copies save: half the tasks read a panel each.
+    copied_each_time, _ = seconds(4096, (256, 128), kept=False)
+    assert two_rows_of_64 < copied_each_time
+    # Within the L2, a later task reads the kept panels at no extra cost.
+    def readback(k: int) -> float:
+        op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (128, 11008, k), (4, 4), 4, "f32", False)
+        return float(host_cost._kept_panel_cycles(host, op, problem_sizes(op, 1024), np.array(64), np.array(128),
+                                                  np.array(256), np.array(True)))
+
+    assert 2 * 256 * 128 * 4 < host.l2_bytes < 2 * 4096 * 128 * 4
+    assert readback(256) == 0 < readback(4096)
 
 
 def test_a_product_reads_its_init_unless_it_is_a_fill_of_zero() -> None:

@@ -41,7 +41,9 @@ CACHED_FEW_ROWS_SKEW = 0.5
 COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + "
              "max(rounds * (tiles(M, TM, RM)*tiles(N, TN, RN)*ceil(K/TK) * kernel_cycles(RM, RN, TK) "
              "+ [B panels: ceil(K/TK)*TK*TN/lanes vector copies if ceil(TM/RM) > 1, each a load and a store, or "
-             "beyond the L2 its bytes*(1 + 128/(TN bytes)) at a core's share of the bandwidth]) / clock + task), "
+             "beyond the L2 its bytes*(1 + 128/(TN bytes)) at a core's share of the bandwidth; panels kept across "
+             "row blocks are copied by a column's first task and, beyond half the L2, read back by the others "
+             "at a core's share of the L3's bandwidth]) / clock + task), "
              "(bytesA*ceil(N/TN) + bytesB*ceil(M/TM)*(1 + 128/run) + bytesC) / bandwidth * cores/busy); "
              "rounds = ceil(B*ceil(M/TM)*ceil(N/TN) / cores); busy = min(B*ceil(M/TM)*ceil(N/TN), cores), "
              "or cores for one row of C (K split); run = bytes of B read contiguously (TN wide; RN wide in place "
@@ -123,6 +125,7 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
         # Kept across row blocks, a column block's panels are copied once rather than once per block.
         reused = host_gemm.reuses_panels(packs, tm, tn, s["m"], op.extent("k"), op.elem_bytes[1])
         copies = np.where(reused, copies / ceil_div(s["m"], tm), copies)
+        block_cycles = block_cycles + _kept_panel_cycles(target, op, s, tm, tn, tk, reused)
         # A pipelined copy streams B slower at some slice depths than at others, by as much as calibration
         # measured (on 16 rows, where B's stream is most of the time): the factor slows the copy and B's
         # stream, not the micro-tiles, so a product of many rows hides most of it (benchmarks/RESULTS.md, "The
@@ -218,6 +221,22 @@ def _panel_copy_cycles(target: HostTarget, op: Contraction, s: dict[str, int], t
         / target.cycle_seconds(op)
     in_l2 = 2 * s["k"] * tn * op.elem_bytes[1] < target.l2_bytes
     return np.where(in_l2, PANEL_COPY_CYCLES, np.maximum(PANEL_COPY_CYCLES, arrival))
+
+
+def _kept_panel_cycles(target: HostTarget, op: Contraction, s: dict[str, int], tm: Knob, tn: Knob, tk: Knob,
+                       reused: Knob) -> Knob:
+    """Cycles a task spends reading back the column block's kept panels, on average over a column's tasks.
+
+    Every task after a column block's first reads the panels its first task copied and kept: from the L2 where
+    they fit it twice over, else from the L3, a vector at a time at one core's share of the L3's bandwidth,
+    before its micro-tiles use it (128 x 11008 x 4096 with TM = 64, TN = 256, panels of 4 MiB kept: 26.7 ms
+    where TM = 128, which keeps nothing, ran 24.5-24.9 ms; benchmarks/RESULTS.md, "Kept panels read back from
+    the L3")."""
+    panel_bytes = ceil_div(s["k"], tk) * tk * np.minimum(tn, s["n"]) * op.elem_bytes[1]
+    in_l2 = 2 * panel_bytes < target.l2_bytes
+    later = 1 - 1 / ceil_div(s["m"], tm)  # the share of a column block's tasks that read the panels back
+    seconds = panel_bytes / (target.cache_bytes_per_s / target.cores)
+    return np.where(reused & ~in_l2, later * seconds / target.cycle_seconds(op), 0.0)
 
 
 def _rounds(target: HostTarget, tm: Knob, tn: Knob, s: dict[str, int]) -> Knob:
