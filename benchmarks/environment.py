@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 from importlib import metadata
+from pathlib import Path
 
 
 def machine() -> str:
@@ -23,6 +24,13 @@ def versions(*packages: str) -> str:
     return ", ".join([f"Python {platform.python_version()}", *(f"{p} {metadata.version(p)}" for p in packages)])
 
 
+def _shown(path: Path | None) -> str:
+    """``path`` as a report prints it: under the home directory as ``~/...``, which names no user."""
+    if path is not None and path.is_absolute() and path.is_relative_to(Path.home()):
+        return str("~" / path.relative_to(Path.home()))
+    return str(path)
+
+
 def host_rates() -> str:
     """Whether this machine was calibrated (``python -m prism.calibrate``): where the host cost model's rates
     come from, and how many micro-kernel shapes were measured."""
@@ -30,6 +38,6 @@ def host_rates() -> str:
     from prism.targets.host_calibration import config_path
 
     target = host_target()
-    where = f" ({config_path()})" if target.rates == "calibrated" else ""
+    where = f" ({_shown(config_path())})" if target.rates == "calibrated" else ""
     return (f"{target.rates}{where}, {len(target.step_seconds)} micro-kernel shapes and "
             f"{len(target.pipelined_factors)} depths of the pipelined copy measured")
