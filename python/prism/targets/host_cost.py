@@ -236,7 +236,7 @@ def _kept_panel_cycles(target: HostTarget, op: Contraction, s: dict[str, int], t
     in_l2 = 2 * panel_bytes < target.l2_bytes
     later = 1 - 1 / ceil_div(s["m"], tm)  # the share of a column block's tasks that read the panels back
     seconds = panel_bytes / (target.cache_bytes_per_s / target.cores)
-    return np.where(reused & ~in_l2, later * seconds / target.cycle_seconds(op), 0.0)
+    return np.where(np.logical_and(reused, np.logical_not(in_l2)), later * seconds / target.cycle_seconds(op), 0.0)
 
 
 def _rounds(target: HostTarget, tm: Knob, tn: Knob, s: dict[str, int]) -> Knob:
