@@ -253,7 +253,8 @@ def test_an_init_read_from_memory_adds_its_traffic_in_task_wide_runs(describe_ho
     np.testing.assert_allclose(seconds(1024, 1024, True), seconds(1024, 1024, False))
 
 
-def test_panels_kept_beyond_the_l2_are_read_back_from_the_l3(describe_host: Callable[..., Any]) -> None:
+def test_panels_kept_beyond_the_l2_are_read_back_from_the_l3(describe_host: Callable[..., Any],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """A column block's panels kept across row blocks are copied once, and every later task of the column reads
     them back: beyond half the L2, from the L3 at a core's share of its bandwidth. Two row blocks of 64 then cost
     that read-back more than one of 128 rows with the same tile area, which keeps nothing; panels within the L2
@@ -262,24 +263,18 @@ def test_panels_kept_beyond_the_l2_are_read_back_from_the_l3(describe_host: Call
     from prism.kernels import host_gemm
 
     host = describe_host(REFERENCE_HOST.with_name("host-avx512.json"))
+    tasks = {"TM": np.array([64, 128]), "TN": np.array([256, 128]), "TK": np.array([256, 256]),
+             "RM": np.array([8, 8]), "RN": np.array([32, 32])}
+    op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (128, 11008, 4096), (4, 4), 4, "f32", False)
 
-    def seconds(k: int, tn: tuple[int, int], kept: bool) -> np.ndarray:
-        tasks = {"TM": np.array([64, 128]), "TN": np.array(tn), "TK": np.array([256, 256]), "RM": np.array([8, 8]),
-                 "RN": np.array([32, 32])}
-        op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (128, 11008, k), (4, 4), 4, "f32", False)
-        limit = host_gemm.REUSED_PANEL_BYTES
-        host_gemm.REUSED_PANEL_BYTES = limit if kept else 0
-        try:
-            return host.seconds(op, tasks)
-        finally:
-            host_gemm.REUSED_PANEL_BYTES = limit
-
-    two_rows_of_64, one_of_128 = seconds(4096, (256, 128), kept=True)
+    two_rows_of_64, one_of_128 = host.seconds(op, tasks)
     panel = 4096 * 256 * 4
     assert two_rows_of_64 > one_of_128 and 2 * panel > host.l2_bytes
     # The read-back, added to the time the kept copies save: half the tasks read a panel each.
-    copied_each_time, _ = seconds(4096, (256, 128), kept=False)
+    monkeypatch.setattr(host_gemm, "REUSED_PANEL_BYTES", 0)
+    copied_each_time, _ = host.seconds(op, tasks)
     assert two_rows_of_64 < copied_each_time
+
     # Within the L2, a later task reads the kept panels at no extra cost.
     def readback(k: int) -> float:
         op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (128, 11008, k), (4, 4), 4, "f32", False)
