@@ -36,7 +36,7 @@ from prism.infra import attrs
 from prism.infra.passbase import Pass, PassContext
 from prism.search.families import registered_families
 from prism.search.family import Problem, analyze_contraction, kind_of, make_int_dict, outline_family, why_not_lifted
-from prism.search.space import Space, fix_shape, shape_exponents
+from prism.search.space import Space, count_points, fix_shape, shape_exponents
 from prism.targets import get_target, target_option
 
 # Ops that make a chain's inits: copied into its family's body, where its matcher reads them.
@@ -129,7 +129,7 @@ def _fresh_name(base: str, taken: set[str]) -> str:
 def _family(problem: Problem, space: Space) -> dict[str, ir.Attribute]:
     """The attributes of a prism.family whose domain is the whole unpruned space of its kind."""
     universe = space.universe_set()
-    size = fix_shape(space, universe, shape_exponents(problem)).count_val().to_python()
+    size = count_points(fix_shape(space, universe, shape_exponents(problem)))
     return {
         "kind": ir.StringAttr.get(kind_of(problem)),
         "symbols": ir.ArrayAttr.get([ir.StringAttr.get(s) for s in space.symbols]),

@@ -381,6 +381,7 @@ def run_children(names: list[str], folder: Path) -> dict[str, dict[str, Any]]:
     reports: dict[str, dict[str, Any]] = {}
     while len(reports) < len(names):
         rest = [n for n in names if n not in reports]
+        done_before = len(reports)
         child = subprocess.run([sys.executable, __file__, str(folder), *rest], capture_output=True, text=True,
                                timeout=600)
         started = None
@@ -393,8 +394,9 @@ def run_children(names: list[str], folder: Path) -> dict[str, dict[str, Any]]:
         if started is not None and started not in reports:
             reports[started] = {"error": f"the process died (exit {child.returncode})", "message": child.stderr,
                                 "location": None}
-        elif child.returncode:
-            raise RuntimeError(f"the corpus child failed before any program:\n{child.stderr}")
+        elif child.returncode and len(reports) == done_before:
+            raise RuntimeError(f"the corpus child failed (exit {child.returncode}) before any program:\n"
+                               f"{child.stderr}")
     return reports
 
 

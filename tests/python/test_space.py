@@ -11,7 +11,15 @@ import pytest
 from prism.infra.errors import EmptySearchSpace
 from prism.search import search
 from prism.search.search import ShapeTable, candidates_at, prune, select
-from prism.search.space import Contraction, fix_shape, point_array, points, pow2_sum_le, shape_exponents
+from prism.search.space import (
+    Contraction,
+    count_points,
+    fix_shape,
+    point_array,
+    points,
+    pow2_sum_le,
+    shape_exponents,
+)
 from prism.targets import get_target
 
 GEMM_F16 = Contraction(roles=("m", "n", "k"), operand_dims=((0, 2), (2, 1)), extents=(1024, 1024, 1024),
@@ -78,6 +86,18 @@ def test_point_of_refuses_values_outside_the_space() -> None:
         space.point_of({**good, "TN": 96})
     with pytest.raises(ValueError, match="RM = 5"):
         space.point_of({**good, "RM": 5})
+
+
+def test_points_of_a_parameter_fixed_union_are_those_of_a_plain_scan() -> None:
+    # Two overlapping pieces, both parameters fixed (point_array and count_points project them out first).
+    union = isl.Set("[N, M] -> { [i, j] : N = 5 and M = 3 and 0 <= i < N and 0 <= j < M; "
+                    "[i, j] : N = 5 and M = 3 and 2 <= i <= 6 and i <= 2j + 4 and 0 <= j <= 4 }")
+    want = [(i, j) for i in range(7) for j in range(5) if (i < 5 and j < 3) or (2 <= i <= 6 and i <= 2 * j + 4)]
+    assert points(union) == want
+    assert count_points(union) == len(want) == 29
+    # With a parameter left free, the set is not theirs to change: isl refuses to scan it, as before.
+    with pytest.raises(isl.Error):
+        point_array(isl.Set("[N] -> { [i] : 0 <= i < N }"))
 
 
 def test_dynamic_m_domain_is_shared_by_every_m() -> None:

@@ -18,6 +18,10 @@ from prism.targets.host import host_target
 # of two f32 schedules of the same computation, far below a wrong one.
 TOLERANCE = {"f16": 2e-2, "bf16": 2e-2, "f32": 1e-3, "f64": 1e-9}
 DYNAMIC_SIZE = 7  # the size given to every dynamic dimension in numeric checks
+# A check runs each function a few times, so LLVM's optimizations would cost more than they save: the lowering
+# has already vectorized and tiled the code, and at -O0 it compiles 2.5-4 times faster and runs about as fast
+# (benchmarks/RESULTS.md, "The numeric check compiled at -O0").
+CHECK_OPT_LEVEL = 0
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,7 @@ def _host_function(module: ir.Module, name: str) -> JitFunction:
     copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True), make_context())
     with copy.context, ir.Location.unknown():
         cpu.lower(copy, PassContext(), host_target().cores, host_target().vector_bits)
-        return jit(copy, name)
+        return jit(copy, name, opt_level=CHECK_OPT_LEVEL)
 
 
 def _random_input(spec: TensorSpec, rng: np.random.Generator) -> np.ndarray:

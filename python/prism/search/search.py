@@ -23,7 +23,16 @@ import numpy as np
 
 from prism.infra.errors import EmptySearchSpace
 from prism.search.model import SearchModel
-from prism.search.space import DIVISOR_PARAMS, SHAPE_PARAMS, Contraction, Space, fix_shape, point_array, shape_exponents
+from prism.search.space import (
+    DIVISOR_PARAMS,
+    SHAPE_PARAMS,
+    Contraction,
+    Space,
+    count_points,
+    fix_shape,
+    point_array,
+    shape_exponents,
+)
 
 Point = tuple[int, ...]
 
@@ -153,7 +162,7 @@ def _extent_text(op: Contraction, role: str) -> str:
 
 
 def _count(space: Space, domain: isl.Set, exponents: dict[str, int]) -> int:
-    return fix_shape(space, domain, exponents).count_val().to_python()
+    return count_points(fix_shape(space, domain, exponents))
 
 
 @dataclass(frozen=True)
