@@ -1,5 +1,5 @@
-// RUN: prism-opt %s --target=host --emit=iree 2>/dev/null | filecheck %s
-// RUN: prism-opt %s --target=host --emit=iree 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
+// RUN: prism-opt %s --target=host --emit=iree 2>%t.remarks | filecheck %s
+// RUN: filecheck %s --check-prefix=REMARK --input-file=%t.remarks
 // RUN: prism-opt %s --target=host --emit=iree-spec 2>/dev/null | filecheck %s --check-prefix=SPEC
 
 // --emit=iree: the tuned module, each scheduled contraction with IREE's compilation_info, and none of Prism's

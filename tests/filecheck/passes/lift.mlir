@@ -1,5 +1,5 @@
-// RUN: prism-opt %s --split-input-file -p prism-lift 2>/dev/null | filecheck %s
-// RUN: prism-opt %s --split-input-file -p prism-lift 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
+// RUN: prism-opt %s --split-input-file -p prism-lift 2>%t.remarks | filecheck %s
+// RUN: filecheck %s --check-prefix=REMARK --input-file=%t.remarks
 
 // A plain matmul becomes a family; its payload moves to a private function.
 // CHECK-LABEL: func.func @matmul

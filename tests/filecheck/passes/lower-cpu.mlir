@@ -1,5 +1,6 @@
-// RUN: prism-opt %s --split-input-file -p 'prism-lower-cpu{threads=2}' | filecheck %s
-// RUN: prism-opt %s --split-input-file -p 'prism-lower-cpu{threads=2}' | filecheck %s --check-prefix=FMA
+// RUN: prism-opt %s --split-input-file -p 'prism-lower-cpu{threads=2}' > %t.mlir
+// RUN: filecheck %s --input-file=%t.mlir
+// RUN: filecheck %s --check-prefix=FMA --input-file=%t.mlir
 
 // A tuned GEMM becomes vectorized LLVM with a C interface; the tensor-level
 // signature is kept for the runtime.
