@@ -15,6 +15,7 @@ from prism.search.space import (
     Contraction,
     count_points,
     fix_shape,
+    parse_set,
     point_array,
     points,
     pow2_sum_le,
@@ -98,6 +99,20 @@ def test_points_of_a_parameter_fixed_union_are_those_of_a_plain_scan() -> None:
     # With a parameter left free, the set is not theirs to change: isl refuses to scan it, as before.
     with pytest.raises(isl.Error):
         point_array(isl.Set("[N] -> { [i] : 0 <= i < N }"))
+
+
+def test_a_parsed_set_is_each_callers_own_and_prints_as_a_fresh_parse() -> None:
+    text = get_target("h200").space(GEMM_F16).wrap("bm + bn <= 14 and (bk = 3 or bk = 5) and wm <= bm")
+    first, second = parse_set(text), parse_set(text)
+    assert str(first) == str(second) == str(isl.Set(text))
+    named = parse_set("{ S[i] : 0 <= i < 4 }")
+    assert named.get_tuple_name() == "S" and named.count_val().to_python() == 4
+    # What one caller makes of its copy leaves the next caller's untouched.
+    changed = first.set_tuple_name("T").intersect(isl.Set(text).set_tuple_name("T")).coalesce()
+    assert changed.get_tuple_name() == "T"
+    assert str(parse_set(text)) == str(isl.Set(text))
+    with pytest.raises(isl.Error):
+        parse_set("{ [i] : i < }")
 
 
 def test_dynamic_m_domain_is_shared_by_every_m() -> None:

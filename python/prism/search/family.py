@@ -15,7 +15,7 @@ from prism.infra.diagnostics import display_location
 from prism.infra.errors import PassFailed
 from prism.infra.ir import ELEMENT_BYTES, element_name, filled_constant, map_dims
 from prism.search.families import FamilyProblem, family_named, family_of
-from prism.search.space import Contraction, Space
+from prism.search.space import Contraction, Space, parse_set
 
 if TYPE_CHECKING:
     from prism.search.model import SearchModel
@@ -316,7 +316,7 @@ def family_domain(family: ir.Operation, space: Space) -> isl.Set:
     text = ir.StringAttr(family.attributes["domain"]).value
     where = display_location(family.location)
     try:
-        domain = isl.Set(text)
+        domain = parse_set(text)
     except isl.Error:
         raise PassFailed(f"family '{family_name(family)}' has a domain that is not an isl set: '{text}'",
                          location=where) from None

@@ -30,6 +30,7 @@ from prism.search.space import (
     Space,
     count_points,
     fix_shape,
+    parse_set,
     point_array,
     shape_exponents,
 )
@@ -99,7 +100,7 @@ class _Pruning:
 
     def domain(self, groups: int) -> isl.Set:
         """The start within the universe and the first ``groups`` constraint groups."""
-        return isl.Set(self.texts[groups])
+        return parse_set(self.texts[groups])
 
     def size(self, groups: int, exponents: tuple[tuple[str, int], ...]) -> int:
         """The number of points of :meth:`domain` at the shape whose parameters are ``exponents``."""

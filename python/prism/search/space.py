@@ -27,6 +27,7 @@ each group and name the group that emptied it.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 
 import islpy as isl
@@ -117,11 +118,11 @@ class Space:
 
     def universe_set(self) -> isl.Set:
         """The unconstrained box of knob values."""
-        return isl.Set(self.wrap(self.universe))
+        return parse_set(self.wrap(self.universe))
 
     def group_set(self, name: str) -> isl.Set:
         """The set of points satisfying constraint group ``name``."""
-        return isl.Set(self.wrap(dict(self.groups)[name]))
+        return parse_set(self.wrap(dict(self.groups)[name]))
 
     def values_of(self, points: np.ndarray) -> dict[str, np.ndarray]:
         """Symbol values, one array per symbol, of points given in exponent form (one per row)."""
@@ -225,6 +226,33 @@ def shape_exponents(op: Contraction, assumed: int = 1024) -> dict[str, int]:
         if role in DIVISOR_PARAMS:
             values[DIVISOR_PARAMS[role]] = _two_adic(extent)
     return values
+
+
+# Sets parsed from text, by their text, and the lock under which each is parsed and copied (isl counts
+# references without atomics).
+_PARSED: dict[str, isl.Set] = {}
+_PARSED_LOCK = threading.Lock()
+
+
+def parse_set(text: str) -> isl.Set:
+    """``isl.Set(text)``, parsed once per process (isl reads a pruned domain's text at about 3 us a character).
+
+    Each caller gets a copy of its own, down to its basic sets, which prints as the parse does: isl may rewrite
+    a set's constraints in place as it is used, and a domain's text is written into the program, so no caller
+    may see another's set. Raises isl.Error for a text that is not a set (nothing is kept)."""
+    with _PARSED_LOCK:
+        parsed = _PARSED.get(text)
+        if parsed is None:
+            parsed = _PARSED[text] = isl.Set(text)
+        return _detached(parsed)
+
+
+def _detached(domain: isl.Set) -> isl.Set:
+    """A copy of ``domain`` that shares nothing with it: renaming its tuple makes isl copy the set and each of
+    its basic sets (a shared one is copied before it is changed); the name is then put back."""
+    named = domain.get_tuple_name() if domain.has_tuple_name() else None
+    renamed = domain.copy().set_tuple_name("prism_detached" if named != "prism_detached" else "prism_copy")
+    return renamed.set_tuple_name(named) if named is not None else renamed.reset_tuple_id()
 
 
 def fix_shape(space: Space, domain: isl.Set, exponents: dict[str, int]) -> isl.Set:
