@@ -101,13 +101,17 @@ def _name_buffer(module: ir.Module, filename: str) -> None:
 
 
 def iter_ops(module: ir.Module) -> Iterator[ir.Operation]:
-    """Every op nested in ``module``, in pre-order."""
-    stack = [module.operation]
-    while stack:
-        op = stack.pop()
-        yield op
-        children = [child.operation for region in op.regions for block in region for child in block]
-        stack.extend(reversed(children))
+    """Every op nested in ``module``, in pre-order: the ops there were when it began (MLIR's own walk, about
+    five times faster than visiting regions and blocks from Python). A caller may change ops' attributes and
+    locations as it goes; one that erases or moves ops walks again."""
+    found: list[ir.Operation] = []
+
+    def take(op: ir.Operation) -> ir.WalkResult:
+        found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(take, ir.WalkOrder.PRE_ORDER)
+    return iter(found)
 
 
 # Elementwise ops on whole tensors as linalg.generic ops of their scalar op (upstream's rewrite).
