@@ -1,5 +1,5 @@
-// RUN: prism-opt %s --split-input-file -p 'prism-explore{target=h200},prism-verify' | filecheck %s
-// RUN: prism-opt %s --split-input-file -p 'prism-explore{target=h200}' 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
+// RUN: prism-opt %s --split-input-file -p 'prism-explore{target=h200},prism-verify' 2>%t.remarks | filecheck %s
+// RUN: filecheck %s --check-prefix=REMARK --input-file=%t.remarks
 
 // Three projections of one input with invariant weights: one product over the
 // weights concatenated once by @qkv_prepare, sliced apart by @qkv_apply. @qkv
