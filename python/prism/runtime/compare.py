@@ -20,7 +20,7 @@ TOLERANCE = {"f16": 2e-2, "bf16": 2e-2, "f32": 1e-3, "f64": 1e-9}
 DYNAMIC_SIZE = 7  # the size given to every dynamic dimension in numeric checks
 # A check runs each function a few times, so LLVM's optimizations would cost more than they save: the lowering
 # has already vectorized and tiled the code, and at -O0 it compiles 2.5-4 times faster and runs about as fast
-# (benchmarks/RESULTS.md, "The numeric check compiled at -O0").
+# (benchmarks/RESULTS.md, "The suite's time": the numeric check compiled at -O0).
 CHECK_OPT_LEVEL = 0
 
 
