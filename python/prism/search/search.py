@@ -84,8 +84,9 @@ class _Pruning:
     at each shape asked for.
 
     The domains are kept as text, each made from the last as a fresh set, and every caller gets a set of its own
-    parsed from it: isl rewrites a set's constraints in place as it is used, so a set shared with earlier callers
-    could print otherwise, and a pruned domain is written into the program.
+    read from it (:func:`~prism.search.space.parse_set`: a copy of one parse per process): isl rewrites a set's
+    constraints in place as it is used, so a set shared with earlier callers could print otherwise, and a pruned
+    domain is written into the program.
     """
 
     def __init__(self, space: Space, start: isl.Set):
@@ -96,7 +97,6 @@ class _Pruning:
             domain = domain.intersect(space.group_set(group)).coalesce()
             self.texts.append(str(domain))
         self.sizes: dict[tuple[int, tuple[tuple[str, int], ...]], int] = {}
-        self.counted: dict[int, isl.Set] = {}  # parsed once for counting, where its printing does not matter
 
     def domain(self, groups: int) -> isl.Set:
         """The start within the universe and the first ``groups`` constraint groups."""
@@ -106,9 +106,7 @@ class _Pruning:
         """The number of points of :meth:`domain` at the shape whose parameters are ``exponents``."""
         key = (groups, exponents)
         if key not in self.sizes:
-            if groups not in self.counted:
-                self.counted[groups] = self.domain(groups)
-            self.sizes[key] = _count(self.space, self.counted[groups], dict(exponents))
+            self.sizes[key] = _count(self.space, self.domain(groups), dict(exponents))
         return self.sizes[key]
 
 
