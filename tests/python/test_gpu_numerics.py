@@ -146,3 +146,36 @@ def test_named_ops_of_rank_4_with_a_dynamic_size(rng):
     want = (wide + b.astype(np.float64)).sum(-1).transpose(0, 2, 1), np.exp(wide).sum((1, 2))
     for have, reference in zip((transposed, middle), want, strict=True):
         assert float(np.abs(have.astype(np.float64) - reference).max() / np.abs(reference).max()) < TOLERANCE["bf16"]
+
+
+GENERIC_4D_PRODUCT = """
+#a = affine_map<(b, h, i, j, k) -> (b, h, i, k)>
+#w = affine_map<(b, h, i, j, k) -> (k, j)>
+#c = affine_map<(b, h, i, j, k) -> (b, h, i, j)>
+func.func @g4(%x: tensor<2x3x33x40xf16>, %w: tensor<40x17xf16>) -> tensor<2x3x33x17xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x3x33x17xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<2x3x33x17xf32>) -> tensor<2x3x33x17xf32>
+  %r = linalg.generic {indexing_maps = [#a, #w, #c],
+                       iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<2x3x33x40xf16>, tensor<40x17xf16>) outs(%f : tensor<2x3x33x17xf32>) {
+  ^bb0(%p: f16, %q: f16, %acc: f32):
+    %pe = arith.extf %p : f16 to f32
+    %qe = arith.extf %q : f16 to f32
+    %m = arith.mulf %pe, %qe : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x3x33x17xf32>
+  return %r : tensor<2x3x33x17xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["h200", "a100"])
+def test_a_product_with_three_row_loops_on_both_chips(target, rng):
+    """A 4-D activation times a 2-D weight, written as a linalg.generic widening f16 in its body: its three M loops
+    share one tile (the space once refused every schedule, counting that tile three times in shared memory)."""
+    x, w = rng.standard_normal((2, 3, 33, 40)).astype(np.float16), rng.standard_normal((40, 17)).astype(np.float16)
+    (have,) = prism.compile(GENERIC_4D_PRODUCT, target=target).tiled()(x, w)
+    reference = np.einsum("bhik,kj->bhij", x.astype(np.float64), w.astype(np.float64))
+    assert float(np.abs(have - reference).max() / np.abs(reference).max()) < TOLERANCE["f16"]

@@ -115,6 +115,19 @@ def test_a_parsed_set_is_each_callers_own_and_prints_as_a_fresh_parse() -> None:
         parse_set("{ [i] : i < }")
 
 
+@pytest.mark.parametrize("target", ["h200", "a100", "host"])
+def test_a_role_read_through_several_loops_counts_its_tile_once(target: str) -> None:
+    # A 2 x 3 x 33 x 40 activation times a 40 x 17 weight: three M loops, whose tile covers all three together.
+    op = Contraction(roles=("m", "m", "m", "n", "k"), operand_dims=((0, 1, 2, 4), (4, 3)), extents=(2, 3, 33, 17, 40),
+                     elem_bytes=(2, 2), acc_bytes=4, input_type="f16")
+    tiles = {"m": "bm", "n": "bn", "k": "bk"}
+    assert op.footprint_exponent(0, tiles) == "bm + bk + 1"
+    assert op.output_footprint_exponent(tiles) == "bm + bn + 2"
+    space = get_target(target).space(op)
+    _, funnel = prune(space, op, space.universe_set(), None)
+    assert funnel[-1].size > 0, funnel
+
+
 def test_dynamic_m_domain_is_shared_by_every_m() -> None:
     """One pruned domain serves every M: instantiating a shape only fixes parameters."""
     space = get_target("host").space(GEMM_DYNAMIC_M)

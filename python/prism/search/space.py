@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import islpy as isl
@@ -69,18 +70,24 @@ class Contraction:
     def footprint_exponent(self, operand: int, tile_exponents: dict[str, str]) -> str:
         """The log2 of an input operand's tile footprint in bytes, as an isl expression.
 
-        Derived from the indexing map: the tile of each loop dimension the
-        operand reads, times the element size. Batch loops use tile 1.
+        Derived from the indexing map: the tile of each role the operand
+        reads, times the element size. A role's tile covers all of its loops
+        together (``extent``: their product), so a role read through several
+        loops (M as batch x heads x rows) counts once. Batch loops use tile 1.
         """
-        terms = [tile_exponents[self.roles[d]] for d in self.operand_dims[operand]
-                 if self.roles[d] != "batch"]
+        terms = [tile_exponents[role] for role in self._roles_of(self.operand_dims[operand]) if role != "batch"]
         terms.append(str(int(math.log2(self.elem_bytes[operand]))))
         return " + ".join(terms)
 
     def output_footprint_exponent(self, tile_exponents: dict[str, str]) -> str:
-        """The log2 of the accumulator tile's footprint in bytes: a contraction's output spans its M and N loops."""
-        terms = [tile_exponents[role] for role in self.roles if role in ("m", "n")]
+        """The log2 of the accumulator tile's footprint in bytes: a contraction's output spans its M and N roles,
+        each once however many loops it has."""
+        terms = [tile_exponents[role] for role in self._roles_of(range(len(self.roles))) if role in ("m", "n")]
         return " + ".join([*terms, str(int(math.log2(self.acc_bytes)))])
+
+    def _roles_of(self, dims: Iterable[int]) -> list[str]:
+        """The distinct roles of loop dimensions ``dims``, in the order they first appear."""
+        return list(dict.fromkeys(self.roles[d] for d in dims))
 
 
 @dataclass(frozen=True)
