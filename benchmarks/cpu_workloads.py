@@ -29,6 +29,9 @@ CAUSAL_SHAPES = ((1, 16, 512, 64), (1, 16, 2048, 64))
 # QK-norm attention (RMSNorm of each query and key over the head dimension first): prefill, a batch of
 # prompts, decode.
 QK_NORM_SHAPES = ((1, 16, 512, 512, 64), (2, 8, 128, 1024, 128), (1, 16, 1, 4096, 64))
+# RMSNorm + SwiGLU MLP over (batch, sequence, model) activations, every op written over the batch and sequence
+# loops (as a model's exporter writes a layer): the rows of the 2-D shapes above, 128 x 1024 and 16 x 4096.
+BATCHED_SHAPES = ((4, 32, 1024), (2, 8, 4096))
 # Row ops alone (no contraction): RMSNorm of a batch of rows, and a softmax over attention-sized score rows.
 ROW_SHAPES = {"rmsnorm": ((4096, 4096),), "softmax": ((16384, 1024),)}
 # bf16 arguments, products accumulated in f32: a GEMM, the SwiGLU MLP (rows, model width), prefill attention.
@@ -431,6 +434,58 @@ def rmsnorm_mlp(n: int, d: int) -> Workload:
                     6 * n * d * hidden, n)
 
 
+# The maps of ops over (batch, sequence) rows: products over (b, s, n, k), row ops over (b, s, j).
+BATCHED_MAPS = {"act": "(b, s, n, k) -> (b, s, k)", "weight": "(b, s, n, k) -> (k, n)",
+                "prod": "(b, s, n, k) -> (b, s, n)", "all": "(b, s, j) -> (b, s, j)", "row": "(b, s, j) -> (b, s)",
+                "col": "(b, s, j) -> (j)", "rows": "(b, s) -> (b, s)"}
+
+
+def _batched_product(out: str, x: str, w: str, rows: tuple[int, int], k: int, n: int) -> list[str]:
+    """``%out = x @ w`` for activations of ``rows + (k,)``, as a generic over both row loops (uses BATCHED_MAPS)."""
+    shape = (*rows, n)
+    return [
+        f"%{out}_empty = tensor.empty() : {_t(*shape)}",
+        f"%{out}_zero = linalg.fill ins(%zero : f32) outs(%{out}_empty : {_t(*shape)}) -> {_t(*shape)}",
+        *_generic(out, ["act", "weight", "prod"], ["parallel", "parallel", "parallel", "reduction"],
+                  [(x, (*rows, k)), (w, (k, n))], f"{out}_zero", shape,
+                  ["%m = arith.mulf %a0, %a1 : f32", "%r = arith.addf %acc, %m : f32"]),
+    ]
+
+
+def rmsnorm_mlp_batched(b: int, s: int, d: int) -> Workload:
+    """RMSNorm, then the SwiGLU MLP, of ``b x s x d`` activations, written over the batch and sequence loops."""
+    hidden, rows = hidden_size(d), (b, s)
+    args = (Arg("x", (b, s, d)), _gamma(d), _weight("wg", d, hidden), _weight("wu", d, hidden),
+            _weight("wd", hidden, d))
+    body = [
+        f"%inv_d = arith.constant {_f32(1 / d)} : f32",
+        f"%eps = arith.constant {_f32(EPS)} : f32",
+        "%one = arith.constant 1.0 : f32",
+        f"%rows_empty = tensor.empty() : {_t(*rows)}",
+        f"%rows_zero = linalg.fill ins(%zero : f32) outs(%rows_empty : {_t(*rows)}) -> {_t(*rows)}",
+        *_generic("sum_sq", ["all", "row"], ["parallel", "parallel", "reduction"], [("x", (*rows, d))], "rows_zero",
+                  rows, ["%sq = arith.mulf %a0, %a0 : f32", "%r = arith.addf %acc, %sq : f32"]),
+        *_generic("scale", ["rows", "rows"], ["parallel", "parallel"], [("sum_sq", rows)], "rows_empty", rows,
+                  ["%mean = arith.mulf %a0, %inv_d : f32", "%shifted = arith.addf %mean, %eps : f32",
+                   "%r = math.rsqrt %shifted : f32"]),
+        f"%y_empty = tensor.empty() : {_t(*rows, d)}",
+        *_generic("y", ["all", "row", "col", "all"], ["parallel"] * 3, [("x", (*rows, d)), ("scale", rows),
+                                                                       ("g", (d,))], "y_empty", (*rows, d),
+                  ["%normed = arith.mulf %a0, %a1 : f32", "%r = arith.mulf %normed, %a2 : f32"]),
+        *_batched_product("gate", "y", "wg", rows, d, hidden),
+        *_batched_product("up", "y", "wu", rows, d, hidden),
+        *_generic("h", ["all", "all", "all"], ["parallel"] * 3, [("gate", (*rows, hidden)), ("up", (*rows, hidden))],
+                  "gate_empty", (*rows, hidden),
+                  ["%neg = arith.negf %a0 : f32", "%e = math.exp %neg : f32", "%den = arith.addf %one, %e : f32",
+                   "%silu = arith.divf %a0, %den : f32", "%r = arith.mulf %silu, %a1 : f32"]),
+        *_batched_product("out", "h", "wd", rows, hidden, d),
+    ]
+    return Workload(f"rmsnorm-mlp-{b}x{s}x{d}", "rmsnorm-mlp-batched", "rmsnorm_mlp", args,
+                    _function("rmsnorm_mlp", args, [("out", (*rows, d))], body, BATCHED_MAPS),
+                    lambda ops, x, g, wg, wu, wd: (_swiglu_array(ops, _rmsnorm_array(ops, x, g), wg, wu, wd),),
+                    6 * b * s * d * hidden, b * s)
+
+
 def qkv(n: int, d: int) -> Workload:
     """Three projections of one x: ``x @ wq`` (d x d), ``x @ wk`` and ``x @ wv`` (d x d/4)."""
     kv = d // 4
@@ -658,6 +713,7 @@ def all_workloads() -> list[Workload]:
         gemm("decode-4096", 1, 4096, 4096),
         *(gemm(f"gemm-m{m}-4096", m, 4096, 4096) for m in (16, 128)),
         *(build(n, d) for build in (rmsnorm_linear, swiglu, rmsnorm_mlp, qkv, lora) for n, d in LAYER_SHAPES),
+        *(rmsnorm_mlp_batched(*shape) for shape in BATCHED_SHAPES),
         *(attention(*shape) for shape in ATTENTION_SHAPES),
         *(scale_in_max_attention(*shape) for shape in SCALE_IN_MAX_SHAPES),
         *(causal_attention(*shape) for shape in CAUSAL_SHAPES),

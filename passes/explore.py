@@ -116,7 +116,7 @@ def _proven(program: Program, found: Exploration) -> bool:
     # What prism-verify will read: the best form as written back, translated again.
     elements = [e or "f32" for e in program.elements()]
     text = to_mlir.function_text(program.name, [tuple(s) for s in program.arg_shapes], list(found.best.results),
-                                 elements)
+                                 elements, views=program.views)
     parsed = ir.Module.parse(text)  # held while its function is translated
     written = translate(public_functions(parsed)[program.name])
     return prove(program, written, Budget()).proved

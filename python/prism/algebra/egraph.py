@@ -66,7 +66,8 @@ def prove(original: Program, candidate: Program, budget: Budget | None = None,
     """Try to prove that ``candidate`` computes the same results as ``original``, within ``budget`` (the
     default Budget without one).
 
-    The two must have the same arguments (checked by the caller). Only the
+    The two must have the same arguments (checked by the caller) and the same boundary reshapes
+    (:class:`~prism.algebra.terms.Views`; a proof of programs with others fails). Only the
     named rulesets run (all of them by default), beside the shape rules.
     Two attempts are made (:func:`_replayed`, then both programs in one
     e-graph), within one ``budget.seconds`` together; the proof's time and
@@ -75,6 +76,8 @@ def prove(original: Program, candidate: Program, budget: Budget | None = None,
     """
     budget = budget or Budget()
     began = time.perf_counter()
+    if original.views != candidate.views:  # arg(i) and the results would mean different tensors on each side
+        return Proof(False, "boundary reshapes differ", {}, 0, time.perf_counter() - began)
     if list(original.results) == list(candidate.results):  # the same terms: no law to apply
         return Proof(True, "proved", {}, 0, time.perf_counter() - began)
     deadline = began + budget.seconds

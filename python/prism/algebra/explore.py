@@ -813,11 +813,12 @@ def replace_function(module: ir.Module, func: ir.Operation, name: str, program: 
     location = str(func.location)
     texts, parts = [], None
     if found.best.prepared:
-        parts = to_mlir.split_functions(name, shapes, found.best.prepared, found.best.results, element, location)
+        parts = to_mlir.split_functions(name, shapes, found.best.prepared, found.best.results, element, location,
+                                        program.views)
         texts += [parts.prepare, parts.apply]
     whole = found.standalone if parts else found.best
     if whole.results != found.original.results or found.regrouped:
-        texts.append(to_mlir.function_text(name, shapes, list(whole.results), element, location))
+        texts.append(to_mlir.function_text(name, shapes, list(whole.results), element, location, program.views))
     function_type = func.attributes["function_type"]
     carried = {key: func.attributes[key] for key in ("arg_attrs", "res_attrs") if key in func.attributes}
     parsed = ir.Module.parse("\n".join(texts), module.context)

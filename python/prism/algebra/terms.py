@@ -20,6 +20,10 @@ Each SSA value becomes a term over the function's arguments. Supported:
   constants is one constant when its float32 result is exact;
 - ``tensor.concat`` and static, unit-stride ``tensor.extract_slice``;
 - ``func.call`` of a function defined in the module (translated inline);
+- reshapes at the function's boundary (:class:`View`): an argument read only through one
+  ``tensor.collapse_shape`` is an argument of the collapsed shape, and a result that a
+  ``tensor.expand_shape`` makes only to be returned is its source, so that a product whose rows run
+  over several loops (collapsed by :func:`prism.infra.collapse.collapse_loops`) is a plain product;
 - ``arith.extf`` and ``arith.truncf`` (in generics' bodies) as ``cast``; a
   contraction whose inputs are narrower than its output (f16 products
   accumulated in f32) as the product of its inputs cast to the output's type,
@@ -43,7 +47,8 @@ from egglog import EGraph
 from mlir import ir
 
 from prism.algebra import ops
-from prism.infra.ir import element_name, map_dims
+from prism.infra.ir import element_name
+from prism.infra.maps import map_dims
 from prism.search.family import analyze_contraction
 from prism.search.space import Contraction
 
@@ -165,12 +170,38 @@ _REDUCERS = {"arith.addf": A.reduce_sum, "arith.maximumf": A.reduce_max, "arith.
 _MAX_CALL_DEPTH = 8
 
 
+@dataclass(frozen=True)
+class View:
+    """A tensor of static ``shape`` seen through a reshape at a function's boundary: collapsed by
+    ``reassociation`` (per collapsed axis, the axes of ``shape`` it joins) as an argument is read, or expanded
+    from the collapsed tensor into ``shape`` as a result is returned."""
+
+    reassociation: tuple[tuple[int, ...], ...]
+    shape: tuple[int, ...]
+
+    def collapsed_shape(self) -> tuple[int, ...]:
+        return tuple(math.prod(self.shape[d] for d in group) for group in self.reassociation)
+
+
+@dataclass(frozen=True)
+class Views:
+    """The boundary reshapes of a function (:class:`View`, None for a tensor seen as it is), per argument and per
+    result. Terms over ``arg(i)`` mean the collapsed argument; two programs compare only under equal views."""
+
+    args: tuple[View | None, ...]
+    results: tuple[View | None, ...]
+
+    def __bool__(self) -> bool:
+        return any(v is not None for v in (*self.args, *self.results))
+
+
 @dataclass
 class Program:
     """One function as terms: its arguments' shapes, its results, and the ops kept opaque (with their locations).
 
     ``arg_shapes`` has one entry per argument: a tuple of sizes (None where
-    dynamic) for a ranked tensor, None for anything else. ``arg_elements``
+    dynamic) for a ranked tensor, None for anything else: the collapsed shape
+    of an argument read through a boundary reshape (``views``). ``arg_elements``
     gives each argument's element type ("f16", "bf16", "f32", "f64"; None
     for anything else); a program built without them is over f32.
     """
@@ -181,6 +212,7 @@ class Program:
     opaque: list[tuple[str, ir.Location | None]] = field(default_factory=list)  # what, and where
     nests: int | None = None  # the loop nests (Linalg ops but fills) the function is written in, when translated
     arg_elements: list[str | None] | None = None
+    views: Views | None = None  # the boundary reshapes, where the function has any
 
     def elements(self) -> list[str | None]:
         """Each argument's element type (f32 for every tensor of a program built without them)."""
@@ -214,13 +246,17 @@ def _shape_of(type_: ir.Type) -> tuple[int | None, ...] | None:
     return tuple(None if type_.is_dynamic_dim(d) else type_.get_dim_size(d) for d in range(type_.rank))
 
 
-def translate(func: ir.Operation) -> Program:
-    """The terms of ``func``'s results (see the module docstring)."""
+def translate(func: ir.Operation, views: bool = True) -> Program:
+    """The terms of ``func``'s results (see the module docstring); with ``views`` False, a boundary reshape is an
+    opaque op like any other."""
     block = func.regions[0].blocks[0]
     elements = [element_name(arg.type) if isinstance(arg.type, ir.RankedTensorType) else None
                 for arg in block.arguments]
     translator = _Translator(func.parent, elements)
     values: dict[ir.Value, Term] = {arg: A.arg(i) for i, arg in enumerate(block.arguments)}
+    seen = boundary_views(block) if views else None
+    if seen:
+        translator.views, translator.view_block = seen, block
     results = translator.block(block, values, depth=0)
     name = ir.StringAttr(func.attributes["sym_name"]).value
     # The opaque ops the results depend on come first: they, not a constant beside them, are what the
@@ -228,8 +264,42 @@ def translate(func: ir.Operation) -> Program:
     keys = [term.attrs[0] for term in subterms(results) if term.op == "opaque"]
     used = [translator.opaque_keys[key] for key in keys if key in translator.opaque_keys]
     opaque = list(dict.fromkeys([*used, *translator.opaque]))
-    return Program(name, [_shape_of(arg.type) for arg in block.arguments], results, opaque, loop_nests(func),
-                   elements)
+    shapes = [_shape_of(arg.type) if seen is None or seen.args[i] is None else seen.args[i].collapsed_shape()
+              for i, arg in enumerate(block.arguments)]
+    return Program(name, shapes, results, opaque, loop_nests(func), elements, seen or None)
+
+
+def _reassociation(op: ir.Operation) -> tuple[tuple[int, ...], ...]:
+    groups = ir.ArrayAttr(op.attributes["reassociation"])
+    return tuple(tuple(ir.IntegerAttr(d).value for d in group) for group in groups)
+
+
+def _static(type_: ir.Type) -> bool:
+    return isinstance(type_, ir.RankedTensorType) and type_.has_static_shape
+
+
+def boundary_views(block: ir.Block) -> Views:
+    """The boundary reshapes of a function's body ``block`` (see :class:`Views`): an argument of static shape
+    whose every use is a ``tensor.collapse_shape`` by one reassociation, and a returned value that a
+    ``tensor.expand_shape`` of static shapes makes for the return alone."""
+    args: list[View | None] = []
+    for arg in block.arguments:
+        users = [use.owner for use in arg.uses]
+        groups = {_reassociation(u.operation) for u in users if u.operation.name == "tensor.collapse_shape"}
+        whole = users and len(groups) == 1 and all(u.operation.name == "tensor.collapse_shape"
+                                                    and _static(u.operation.results[0].type) for u in users)
+        args.append(View(groups.pop(), tuple(ir.RankedTensorType(arg.type).shape))
+                    if whole and _static(arg.type) else None)
+    terminator = list(block.operations)[-1].operation
+    results: list[View | None] = []
+    for value in terminator.operands if terminator.name == "func.return" else []:
+        owner = value.owner
+        expanded = not isinstance(owner, ir.Block) and owner.name == "tensor.expand_shape" \
+            and _static(value.type) and _static(owner.operation.operands[0].type) \
+            and all(use.owner.operation == terminator for use in value.uses)
+        results.append(View(_reassociation(owner.operation), tuple(ir.RankedTensorType(value.type).shape))
+                       if expanded else None)
+    return Views(tuple(args), tuple(results))
 
 
 def loop_nests(func: ir.Operation) -> int:
@@ -386,6 +456,8 @@ class _Translator:
         self.opaque: list[tuple[str, ir.Location | None]] = []
         self.opaque_keys: dict[str, tuple[str, ir.Location | None]] = {}  # the op behind each opaque key
         self.handlers = self._handlers()
+        self.views: Views | None = None  # the function's boundary reshapes, read as what they view
+        self.view_block: ir.Block | None = None  # the function's body, whose arguments the views collapse
 
     def block(self, block: ir.Block, values: dict[ir.Value, Term], depth: int) -> list[Term]:
         """Translate ``block``'s ops in order; returns the terms its terminator yields."""
@@ -422,6 +494,10 @@ class _Translator:
 
     def op(self, op: ir.Operation, values: dict[ir.Value, Term], depth: int) -> list[Term]:
         """The terms of ``op``'s results."""
+        if depth == 0 and self.views and op.name in ("tensor.collapse_shape", "tensor.expand_shape"):
+            viewed = self._viewed(op, values)
+            if viewed is not None:
+                return [viewed]
         found = None
         analysis = analyze_contraction(op) if op.name.startswith("linalg.") else None
         if analysis is not None:
@@ -665,6 +741,17 @@ class _Translator:
         block = callee.regions[0].blocks[0]
         inner = {arg: self.term(values, v) for arg, v in zip(block.arguments, op.operands, strict=True)}
         return self.block(block, inner, depth + 1)
+
+    def _viewed(self, op: ir.Operation, values: dict[ir.Value, Term]) -> Term | None:
+        """A boundary reshape's term: the argument it collapses, or the value it expands to be returned."""
+        assert self.views is not None
+        source = op.operands[0]
+        if op.name == "tensor.collapse_shape":
+            viewed = source.owner == self.view_block and self.views.args[ir.BlockArgument(source).arg_number]
+            return values[source] if viewed else None
+        returned = {use.owner.operation.name for use in op.results[0].uses} == {"func.return"}
+        viewed = returned and _static(op.results[0].type) and _static(source.type)
+        return self.term(values, source) if viewed else None
 
     def opaque_op(self, op: ir.Operation, values: dict[ir.Value, Term]) -> list[Term]:
         """Terms that stand for ``op``'s results and equal only the same op on equal operands."""

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from prism.algebra import recognize
-from prism.algebra.terms import Term, argument_indices, element_of, renamed_arguments, subterms
+from prism.algebra.terms import Term, View, Views, argument_indices, element_of, renamed_arguments, subterms
 from prism.infra.errors import UnsupportedOp
 from prism.infra.ir import ELEMENT_BYTES
 
@@ -164,15 +164,22 @@ def tensor_type(shape: Shape, element: str) -> str:
 
 
 def function_text(name: str, arg_shapes: list[Shape], results: list[Term], element: str | list[str],
-                  location: str = "") -> str:
+                  location: str = "", views: Views | None = None) -> str:
     """The text of ``func.func @name`` computing ``results`` over arguments of ``element`` (one type for every
     argument, or one per argument).
 
     ``location``, an MLIR location (``loc("f.mlir":3:1)``), is given to every
     op, so that diagnostics about the emitted code point at its source.
+    ``views`` are the function's boundary reshapes (:class:`~prism.algebra.terms.Views`): a viewed argument
+    has its outer shape in the signature and is collapsed to ``arg_shapes``' as the body begins, a viewed
+    result is expanded to its outer shape as it is returned.
     """
     elements = [element] * len(arg_shapes) if isinstance(element, str) else list(element)
-    return _Writer(arg_shapes, elements, f" {location}" if location else "").function(name, results)
+    return _Writer(arg_shapes, elements, f" {location}" if location else "", views).function(name, results)
+
+
+def _groups(view: View) -> str:
+    return "[" + ", ".join("[" + ", ".join(map(str, group)) + "]" for group in view.reassociation) + "]"
 
 
 class Shapes:
@@ -223,8 +230,10 @@ class Shapes:
 
 
 class _Writer:
-    def __init__(self, arg_shapes: list[Shape], arg_elements: list[str], location: str = ""):
+    def __init__(self, arg_shapes: list[Shape], arg_elements: list[str], location: str = "",
+                 views: Views | None = None):
         self.arg_shapes = arg_shapes
+        self.views = views
         self.arg_elements = arg_elements
         self.location = location
         self.lines: list[str] = []
@@ -262,13 +271,29 @@ class _Writer:
         shapes = [self.shape(term) for term in results]
         if any(shape is None for shape in shapes):
             raise UnsupportedOp("a result is a bare constant, whose shape the terms do not fix")
+        arg_views = self.views.args if self.views else (None,) * len(self.arg_shapes)
+        result_views = self.views.results if self.views else (None,) * len(results)
+        args = []
+        for i, (shape, element, view) in enumerate(zip(self.arg_shapes, self.arg_elements, arg_views, strict=True)):
+            if view is None:
+                args.append(f"%arg{i}: {self.type(shape, element)}")
+                continue
+            outer = self.type(view.shape, element)
+            args.append(f"%outer{i}: {outer}")
+            self.lines.append(f"  %arg{i} = tensor.collapse_shape %outer{i} {_groups(view)} : {outer} into "
+                              f"{self.type(shape, element)}{self.location}")
         # RMSNorm's row scales first: the row maps that read them then follow them, one group of row ops.
         for scale in recognize.row_scale_terms(results, self.uses, self.shape):
             self.value(scale.root)
         values = [self.value(term) for term in results]
-        args = ", ".join(f"%arg{i}: {self.type(s, e)}"
-                         for i, (s, e) in enumerate(zip(self.arg_shapes, self.arg_elements, strict=True)))
         types = [self.term_type(term) for term in results]
+        for j, view in enumerate(result_views):
+            if view is not None:
+                outer = self.type(view.shape, self.element(results[j]))
+                values[j] = self.emit(f"tensor.expand_shape {values[j]} {_groups(view)} output_shape "
+                                      f"[{', '.join(map(str, view.shape))}] : {types[j]} into {outer}")
+                types[j] = outer
+        args = ", ".join(args)
         signature = types[0] if len(types) == 1 else f"({', '.join(types)})"
         body = "\n".join(self.lines)
         return (f"func.func @{name}({args}) -> {signature} {{\n{body}\n"
@@ -508,10 +533,11 @@ class Parts:
 
 
 def split_functions(name: str, shapes: list[tuple[int, ...]], prepared: tuple[Term, ...], results: tuple[Term, ...],
-                    element: str | list[str], location: str) -> Parts:
+                    element: str | list[str], location: str, views: Views | None = None) -> Parts:
     """The texts of @name_prepare (computing ``prepared`` from the arguments) and @name_apply (computing
     ``results`` from the arguments and the prepared values, numbered after them); every op at ``location``.
-    ``element`` is the arguments' element type, or each one's."""
+    ``element`` is the arguments' element type, or each one's; ``views`` the function's boundary reshapes,
+    which each part keeps for the arguments it takes (the prepared values pass between them as computed)."""
     arity = len(shapes)
     elements = [element] * arity if isinstance(element, str) else list(element)
     prepared_shapes = [Shapes(list(shapes))(term) for term in prepared]
@@ -519,12 +545,16 @@ def split_functions(name: str, shapes: list[tuple[int, ...]], prepared: tuple[Te
     prepared_elements = [typed(term) or "f32" for term in prepared]
     prepare_args = sorted(argument_indices(prepared))
     apply_args = sorted(i for i in argument_indices(results) if i < arity)
+    arg_views = views.args if views else (None,) * arity
+    prepare_views = Views(tuple(arg_views[i] for i in prepare_args), (None,) * len(prepared))
     prepare = function_text(f"{name}_prepare", [shapes[i] for i in prepare_args],
                             [renamed_arguments(t, {a: k for k, a in enumerate(prepare_args)}) for t in prepared],
-                            [elements[i] for i in prepare_args], location)
+                            [elements[i] for i in prepare_args], location, prepare_views)
     into_apply = {a: k for k, a in enumerate(apply_args)}
     into_apply.update({arity + j: len(apply_args) + j for j in range(len(prepared))})
+    apply_views = Views((*(arg_views[i] for i in apply_args), *(None for _ in prepared)),
+                        views.results if views else (None,) * len(results))
     apply = function_text(f"{name}_apply", [shapes[i] for i in apply_args] + prepared_shapes,
                           [renamed_arguments(t, into_apply) for t in results],
-                          [elements[i] for i in apply_args] + prepared_elements, location)
+                          [elements[i] for i in apply_args] + prepared_elements, location, apply_views)
     return Parts(prepare, apply, tuple(prepare_args), (*apply_args, *(-(j + 1) for j in range(len(prepared)))))

@@ -55,7 +55,8 @@ from prism.codegen.transform import ANY, Script, sequence
 from prism.codegen.upstream import apply_script
 from prism.infra import attrs
 from prism.infra.errors import TargetError
-from prism.infra.ir import iter_ops, map_dims
+from prism.infra.ir import iter_ops
+from prism.infra.maps import map_dims
 from prism.infra.passbase import PassContext
 from prism.search.family import analyze_contraction, int_dict
 from prism.targets.base import Target

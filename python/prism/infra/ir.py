@@ -16,6 +16,7 @@ from mlir import ir, passmanager
 from mlir.dialects.transform import interpreter
 
 from prism.dialects import load_prism_dialect
+from prism.infra.collapse import collapse_loops
 from prism.infra.diagnostics import NOTE_LINES, SCRIPT_LOCATION, prism_error_from
 from prism.infra.errors import ParseError, PassFailed, PrismError
 
@@ -238,7 +239,10 @@ def normalize_program(module: ir.Module) -> None:
       division;
     - named Linalg ops that are not contractions (GENERALIZED_OPS: ``linalg.reduce``, ``linalg.broadcast``,
       ``linalg.transpose``, ``linalg.map``, ``linalg.elementwise``, ``linalg.add``, ``linalg.exp``,
-      ``linalg.copy``, ...) as ``linalg.generic`` ops.
+      ``linalg.copy``, ...) as ``linalg.generic`` ops;
+    - a contraction whose M, N or K runs over several loops over collapsed operands, with one loop per role,
+      and the generics that read its result (or make its operands) over the same loops collapsed with it
+      (:func:`~prism.infra.collapse.collapse_loops`).
 
     Other ops, and aggregate ops on other than ranked float tensors, are left as they are. A module already in
     this form is left untouched, so the call is cheap and may be repeated.
@@ -248,6 +252,7 @@ def normalize_program(module: ir.Module) -> None:
     aggregates = [op for op in found if op.name in AGGREGATE_OPS]
     decompose = sorted({op.name for op in aggregates}) if all(_decomposable(op) for op in aggregates) else []
     generalize_named(module, sorted({op.name for op in found} & GENERALIZED_OPS), decompose)
+    collapse_loops(module)
 
 
 def check_ir(module: ir.Module, after: str) -> None:
@@ -307,16 +312,6 @@ def filled_constant(value: ir.Value) -> float | None:
         return None
     attr = scalar.owner.operation.attributes["value"]
     return ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else None
-
-
-def map_dims(affine_map: ir.AffineMap) -> list[int] | None:
-    """Loop dimension read by each result of a projected-permutation map."""
-    dims = []
-    for expr in affine_map.results:
-        if not isinstance(expr, ir.AffineDimExpr):
-            return None
-        dims.append(expr.position)
-    return dims
 
 
 def defined_functions(module: ir.Module) -> list[ir.Operation]:

@@ -91,14 +91,17 @@ def compile_tiled(specs: Sequence[Spec], program: type[TiledProgram] | None = No
 
 
 def _buffer(tensor: Tensor, inputs: dict[str, np.ndarray], sizes: dict[str, int]) -> np.ndarray:
-    """The flat buffer of ``tensor``: a copy of its input, else NaN (zero for integers)."""
+    """The flat buffer of ``tensor``: a copy of its input, else NaN (zero for integers). A kernel may read an input
+    through a view (a collapse of its rows, :mod:`prism.infra.collapse`): the input then has another shape of as
+    many elements, and the kernels index the same flat buffer."""
     dtype, shape = numpy_dtype(tensor.dtype), shape_of(tensor, sizes)
     if tensor.name not in inputs:
         fill = np.nan if dtype.kind == "f" or dtypes.is_bfloat16(dtype) else 0
         return np.full(int(np.prod(shape)), fill, dtype=dtype)
     array = np.asarray(inputs[tensor.name])
-    if array.dtype != dtype or array.shape != shape:
-        raise PrismError(f"input {tensor.name}: expected {shape} of {dtype}, got {array.shape} of {array.dtype}")
+    if array.dtype != dtype or array.size != int(np.prod(shape)):
+        raise PrismError(f"input {tensor.name}: expected {shape} of {dtype} (or a view of as many elements), got "
+                         f"{array.shape} of {array.dtype}")
     return np.ascontiguousarray(array).reshape(-1).copy()
 
 
@@ -161,6 +164,9 @@ def run_planned(module_text: str, chip: str, name: str, arrays: Sequence[np.ndar
         inputs = {t.name: np.asarray(a).astype(numpy_dtype(t.dtype))
                   for t, a in zip(plan.inputs, arrays, strict=False)}
         sizes = bind_sizes(plan.sizes, {k: v.shape for k, v in inputs.items()})
+        for i, (tensor, array) in enumerate(zip(plan.inputs, inputs.values(), strict=False)):
+            if array.shape != shape_of(tensor, sizes):
+                raise PrismError(f"@{name} argument {i}: expected shape {shape_of(tensor, sizes)}, got {array.shape}")
         outputs = run_tiled([step.spec for step in plan.steps], inputs, plan.outputs, plan.temporaries, sizes)
         return tuple(outputs[t.name] for t in plan.outputs)
 

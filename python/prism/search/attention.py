@@ -42,7 +42,8 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from prism.infra.ir import filled_constant, map_dims
+from prism.infra.ir import filled_constant
+from prism.infra.maps import map_dims
 
 F32 = "f32"
 # The element types a chain may have (all its tensors one of them): f32 by default; the GPU's kernels also take

@@ -13,7 +13,8 @@ from mlir.dialects import func, linalg
 from prism.infra import attrs
 from prism.infra.diagnostics import display_location
 from prism.infra.errors import PassFailed
-from prism.infra.ir import ELEMENT_BYTES, element_name, filled_constant, map_dims
+from prism.infra.ir import ELEMENT_BYTES, element_name, filled_constant
+from prism.infra.maps import map_dims
 from prism.search.families import FamilyProblem, family_named, family_of
 from prism.search.space import Contraction, Space, parse_set
 

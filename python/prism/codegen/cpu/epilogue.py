@@ -23,7 +23,7 @@ from mlir import ir
 
 from prism.codegen.cpu.kernel import ELEMENTWISE_OPS, Epilogue, KernelPlan, inline_kernel
 from prism.codegen.cpu.text import F32
-from prism.infra.ir import map_dims
+from prism.infra.maps import map_dims
 
 
 @dataclass(frozen=True)

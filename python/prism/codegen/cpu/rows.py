@@ -44,7 +44,8 @@ from prism.codegen.cpu.epilogue import Program, elementwise_program
 from prism.codegen.cpu.text import F32, MlirText, erase_unused_inits, f32_literal, inline_body
 from prism.infra import attrs
 from prism.infra.diagnostics import describe_ops
-from prism.infra.ir import filled_constant, map_dims
+from prism.infra.ir import filled_constant
+from prism.infra.maps import map_dims
 
 # The ops a reduce may combine with, each with its vector.reduction kind and neutral element.
 COMBINERS = {

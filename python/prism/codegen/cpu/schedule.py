@@ -16,7 +16,8 @@ from prism.codegen.cpu.kernel import KernelPlan
 from prism.codegen.transform import ANY, Script
 from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
-from prism.infra.ir import filled_constant, map_dims
+from prism.infra.ir import filled_constant
+from prism.infra.maps import map_dims
 from prism.infra.passbase import PassContext
 from prism.kernels import host_gemm
 from prism.search.family import analyze_contraction

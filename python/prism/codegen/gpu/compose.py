@@ -24,7 +24,7 @@ from mlir import ir
 from prism.codegen.gpu.body import captured_arguments, emit_body, owner
 from prism.codegen.gpu.spec import Operand, ScalarFn, Tensor, convert
 from prism.codegen.text import TextBuilder
-from prism.infra.ir import map_dims
+from prism.infra.maps import map_dims
 
 
 def elementwise(op: ir.Operation) -> bool:

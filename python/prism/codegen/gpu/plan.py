@@ -50,7 +50,7 @@ from prism.codegen.gpu.spec import (
 )
 from prism.infra import attrs
 from prism.infra.errors import UnsupportedOp
-from prism.infra.ir import map_dims
+from prism.infra.maps import map_dims
 from prism.search.family import analyze_contraction
 
 GEMM_TYPES = ("f16", "bf16", "f32")
