@@ -30,8 +30,8 @@ CAUSAL_SHAPES = ((1, 16, 512, 64), (1, 16, 2048, 64))
 # prompts, decode.
 QK_NORM_SHAPES = ((1, 16, 512, 512, 64), (2, 8, 128, 1024, 128), (1, 16, 1, 4096, 64))
 # RMSNorm + SwiGLU MLP over (batch, sequence, model) activations, every op written over the batch and sequence
-# loops (as a model's exporter writes a layer): the rows of the 2-D shapes above, 128 x 1024 and 16 x 4096.
-BATCHED_SHAPES = ((4, 32, 1024), (2, 8, 4096))
+# loops (as a model's exporter writes a layer): the rows and widths of rmsnorm-mlp-8x1024 and -16x4096.
+BATCHED_SHAPES = ((1, 8, 1024), (2, 8, 4096))
 # Row ops alone (no contraction): RMSNorm of a batch of rows, and a softmax over attention-sized score rows.
 ROW_SHAPES = {"rmsnorm": ((4096, 4096),), "softmax": ((16384, 1024),)}
 # bf16 arguments, products accumulated in f32: a GEMM, the SwiGLU MLP (rows, model width), prefill attention.

@@ -28,6 +28,7 @@ WORKLOADS = [
     cw.rmsnorm_linear(5, 64),
     cw.swiglu(3, 64),
     cw.rmsnorm_mlp(5, 64),
+    cw.rmsnorm_mlp_batched(2, 3, 64),
     cw.qkv(5, 64),
     cw.lora(5, 64),
     cw.attention(1, 2, 5, 37, 64),
