@@ -3,11 +3,14 @@ several loops is the product of flattened operands, for the algebra, the search 
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 from mlir import ir
 
 import prism
+from conftest import REPO
 from prism.algebra.egraph import prove
 from prism.algebra.terms import A, Program, View, Views
 from prism.infra.ir import iter_ops, make_context, normalize_program
@@ -258,3 +261,22 @@ def test_programs_that_view_their_arguments_otherwise_are_not_proven_equal_by_th
     assert prove(left, Program("f", [(4, 2)], [term], views=rows)).proved
     assert not prove(left, Program("f", [(4, 2)], [term], views=cols)).proved
     assert not prove(left, Program("f", [(4, 2)], [term])).proved
+
+
+def test_a_normalization_before_the_products_is_collapsed_with_them(rng):
+    """RMSNorm over (batch, sequence) rows feeding the SwiGLU products: the row statistics, the scale and the
+    normalization are collapsed from the products' collapse upwards, so no op of the layer runs as loops, and the
+    layer matches float64."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import cpu_workloads as cw  # the workloads live with the benchmarks
+
+    workload = cw.rmsnorm_mlp_batched(2, 3, 64)
+    normal, names = normalized(workload.mlir)
+    assert names.count("tensor.collapse_shape") == 1 and names.count("tensor.expand_shape") == 1, normal
+    compiled = prism.compile(workload.mlir, target="host", emit="report")
+    kinds = [k["kind"] for function in compiled.report["kernels"] for k in function["kernels"]]
+    assert "loops" not in kinds, kinds
+    arrays = workload.inputs(rng)
+    have = compiled.jit(workload.func)(*(arrays[a.name] for a in workload.args))
+    (reference,) = workload.compute(cw.NumpyOps, *(arrays[a.name].astype(np.float64) for a in workload.args))
+    assert np.abs(have - reference).max() / np.abs(reference).max() < 1e-5
