@@ -18,6 +18,15 @@ from prism.infra.ir import iter_ops, make_context, normalize_program
 ROW_PRODUCT = "affine_map<(b, s, n, k) -> (b, s, k)>, affine_map<(b, s, n, k) -> (k, n)>, " \
               "affine_map<(b, s, n, k) -> (b, s, n)>"
 SAME = "affine_map<(b, s, j) -> (b, s, j)>"
+# SwiGLU's gating, silu(gate) * up, as a generic's body.
+GATING = """  ^bb0(%a0: f32, %a1: f32, %o: f32):
+    %neg = arith.negf %a0 : f32
+    %e = math.exp %neg : f32
+    %den = arith.addf %one, %e : f32
+    %silu = arith.divf %a0, %den : f32
+    %r = arith.mulf %silu, %a1 : f32
+    linalg.yield %r : f32
+"""
 
 
 def product(out: str, x: str, w: str, rows: str, k: int, n: int, init: str = "") -> str:
@@ -50,14 +59,7 @@ def swiglu_3d(b: int, s: int, d: int, h: int) -> str:
   %he = tensor.empty() : {t}
   %h = linalg.generic {{indexing_maps = [{SAME}, {SAME}, {SAME}],
                        iterator_types = ["parallel", "parallel", "parallel"]}} ins(%g, %u : {t}, {t}) outs(%he : {t}) {{
-  ^bb0(%a0: f32, %a1: f32, %o: f32):
-    %neg = arith.negf %a0 : f32
-    %e = math.exp %neg : f32
-    %den = arith.addf %one, %e : f32
-    %silu = arith.divf %a0, %den : f32
-    %r = arith.mulf %silu, %a1 : f32
-    linalg.yield %r : f32
-  }} -> {t}
+{GATING}  }} -> {t}
 {product("o", "h", "wd", f"{b}x{s}", h, d)}
   return %o : tensor<{b}x{s}x{d}xf32>
 }}
@@ -83,14 +85,7 @@ def swiglu_2d(n: int, d: int, h: int) -> str:
   %he = tensor.empty() : {t}
   %h = linalg.generic {{indexing_maps = [{same}, {same}, {same}], iterator_types = ["parallel", "parallel"]}}
       ins(%g, %u : {t}, {t}) outs(%he : {t}) {{
-  ^bb0(%a0: f32, %a1: f32, %o: f32):
-    %neg = arith.negf %a0 : f32
-    %e = math.exp %neg : f32
-    %den = arith.addf %one, %e : f32
-    %silu = arith.divf %a0, %den : f32
-    %r = arith.mulf %silu, %a1 : f32
-    linalg.yield %r : f32
-  }} -> {t}
+{GATING}  }} -> {t}
 {matmul("o", "h", "wd", h, d)}
   return %o : tensor<{n}x{d}xf32>
 }}
