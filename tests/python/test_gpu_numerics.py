@@ -180,3 +180,18 @@ def test_a_product_with_three_row_loops_on_both_chips(target, rng):
     (have,) = prism.compile(GENERIC_4D_PRODUCT, target=target).tiled()(x, w)
     reference = np.einsum("bhik,kj->bhij", x.astype(np.float64), w.astype(np.float64))
     assert float(np.abs(have - reference).max() / np.abs(reference).max()) < TOLERANCE["f16"]
+
+
+@pytest.mark.parametrize("target", ["h200", "a100"])
+def test_attention_over_heads_the_program_collapses(target, rng):
+    """q, k and v collapsed by the program from (batch, heads) to one batch axis, the output expanded back: the
+    attention kernel reads the arguments' own buffers through the collapses (it once read temporaries that nothing
+    wrote, and gave NaN)."""
+    text = gw.retype((REPO / "tests" / "python" / "spellings" / "attention_heads_collapsed.mlir").read_text(), "f16")
+    q, k, v = (rng.standard_normal(shape).astype(np.float16) for shape in ((1, 2, 5, 64), (1, 2, 37, 64),
+                                                                         (1, 2, 37, 64)))
+    (have,) = prism.compile(text, target=target).tiled()(q, k, v)
+    scores = np.einsum("bhic,bhjc->bhij", q.astype(np.float64), k.astype(np.float64)) * 0.125
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    reference = weights / weights.sum(-1, keepdims=True) @ v.astype(np.float64)
+    assert float(np.abs(have - reference).max() / np.abs(reference).max()) < TOLERANCE["f16"]

@@ -63,6 +63,10 @@ class Sizes:
         return self._by_expr[expr]
 
 
+# Ops whose result is their operand's buffer under another shape.
+VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.cast")
+
+
 class Buffers:
     """The buffers and shapes of one function's tensor values."""
 
@@ -171,8 +175,14 @@ class Buffers:
     # -- buffers --------------------------------------------------------------------------------------------------
 
     def tensor(self, value: ir.Value) -> Tensor:
-        """The buffer holding ``value`` (a temporary, made at its first mention)."""
+        """The buffer holding ``value``: a reshape's source's buffer under its shape (:meth:`view`), else a
+        temporary, made at its first mention. (A family's kernel claims its operands before the walk reaches the
+        reshapes that make them.)"""
         if value not in self.tensors:
+            op = owner(value)
+            if not isinstance(op, ir.Block) and op.name in VIEWS:
+                self.view(value, op.operands[0])
+                return self.tensors[value]
             tensor = Tensor(f"tmp_{len(self.temporaries)}", _dtype(value.type, owner(value)), self.shape(value))
             self.tensors[value] = tensor
             self.temporaries.append(tensor)

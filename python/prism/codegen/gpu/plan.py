@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from prism.codegen.gpu.body import body_problem, captured_arguments, emit_body, owner
-from prism.codegen.gpu.buffers import Buffers
+from prism.codegen.gpu.buffers import VIEWS, Buffers
 from prism.codegen.gpu.compose import Composer, Special, element_type, elementwise, literal
 from prism.codegen.gpu.spec import (
     GemmSpec,
@@ -57,7 +57,6 @@ GEMM_TYPES = ("f16", "bf16", "f32")
 _COMBINES = {"arith.addf": ("add", 0.0), "arith.maximumf": ("max", float("-inf")),
              "arith.maxnumf": ("max", float("-inf")), "arith.minimumf": ("min", float("inf")),
              "arith.minnumf": ("min", float("inf")), "arith.mulf": ("mul", 1.0)}
-_VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.cast")
 _SKIP = ("arith.constant", "tensor.empty", "bufferization.alloc_tensor", "func.return")
 
 
@@ -158,7 +157,7 @@ class _Planner:
         bound: set[ir.Value] = set()
         for j, value in enumerate(ret.operands):
             root = value
-            while not isinstance(owner(root), ir.Block) and owner(root).name in _VIEWS:
+            while not isinstance(owner(root), ir.Block) and owner(root).name in VIEWS:
                 root = owner(root).operands[0]
             tensor = Tensor(f"result_{j}", element_type(value), self.buffers.shape(value))
             self.outputs.append(tensor)
@@ -204,7 +203,7 @@ class _Planner:
                 if op in self.chains:
                     self._family(op, at)
                 continue
-            if op.name in _VIEWS:
+            if op.name in VIEWS:
                 self.buffers.view(op.results[0], op.operands[0])
                 self.ready[op.results[0]] = self.ready.get(op.operands[0], at)
                 continue
@@ -547,7 +546,7 @@ class _RowGroup:
     def grow(self) -> None:
         start = self.p.position[self.ops[0]]
         for op in self.p.ops[start + 1:]:
-            if op in self.p.done or op.name in _SKIP or op.name in _VIEWS:
+            if op in self.p.done or op.name in _SKIP or op.name in VIEWS:
                 continue
             if op in self.p.inlined_ops:
                 continue  # read through its consumer, which joins or not
