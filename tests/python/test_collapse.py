@@ -3,6 +3,7 @@ several loops is the product of flattened operands, for the algebra, the search 
 
 from __future__ import annotations
 
+import re
 import sys
 
 import numpy as np
@@ -141,8 +142,10 @@ def test_rows_that_an_operand_reads_otherwise_stay_loops(reads, shape, why):
     assert "tensor.collapse_shape" not in names, why
 
 
-def test_a_group_of_two_dynamic_sizes_stays_loops():
-    """An expansion recovers one unknown size per group: rows over two dynamic loops stay as they are."""
+def test_rows_over_two_dynamic_loops_are_collapsed_with_both_sizes(rng):
+    """A dynamic batch and a dynamic sequence, accumulated into an init the program passes: one product over
+    ``? * ?`` rows, the expansion given both sizes; right on the host at several sizes and in the GPU's tiled
+    check."""
     text = f"""func.func @f(%x: tensor<?x?x4xf32>, %w: tensor<4x3xf32>, %c: tensor<?x?x3xf32>) -> tensor<?x?x3xf32> {{
   %r = linalg.generic {{indexing_maps = [{ROW_PRODUCT}],
                         iterator_types = ["parallel", "parallel", "parallel", "reduction"]}}
@@ -154,8 +157,20 @@ def test_a_group_of_two_dynamic_sizes_stays_loops():
   }} -> tensor<?x?x3xf32>
   return %r : tensor<?x?x3xf32>
 }}"""
-    _, names = normalized(text)
-    assert "tensor.collapse_shape" not in names
+    normal, names = normalized(text)
+    assert names.count("tensor.collapse_shape") == 2, normal
+    assert re.search(r"output_shape \[%dim\w*, %dim\w*, 3\]", normal), normal
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    f = prism.compile(text, target="host").jit("f")
+    for batch, rows in ((1, 1), (3, 7), (2, 33)):
+        x = rng.standard_normal((batch, rows, 4)).astype(np.float32)
+        c = rng.standard_normal((batch, rows, 3)).astype(np.float32)
+        reference = c + x.astype(np.float64) @ w
+        assert np.abs(f(x, w, c) - reference).max() / np.abs(reference).max() < 1e-5, (batch, rows)
+    x, c = rng.standard_normal((2, 5, 4)).astype(np.float16), rng.standard_normal((2, 5, 3)).astype(np.float16)
+    (have,) = prism.compile(text.replace("f32", "f16"), target="h200").tiled()(x, w.astype(np.float16), c)
+    reference = c + x.astype(np.float64) @ w.astype(np.float16).astype(np.float64)
+    assert np.abs(have - reference).max() / np.abs(reference).max() < 5e-3
 
 
 def test_a_body_that_reads_a_joined_loops_index_stays_loops_and_a_lone_one_is_renumbered():

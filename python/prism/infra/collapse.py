@@ -21,8 +21,10 @@ next product) takes the expansion's groups too and is collapsed the same way, so
 folds away and a chain of ops keeps one collapsed spelling, expanded only where a value leaves it.
 
 A group of loops collapses where every operand that reads one of its loops reads all of them, adjacent and in
-one order, and where at most one of their extents is dynamic (an expansion recovers one unknown size per group).
-Ops are changed in place; a program with nothing to collapse is left untouched.
+one order, and they iterate alike; a collapsed size is the product of the group's sizes, dynamic ones read from
+the program, and an expansion is given every dynamic size of its result. Batch loops stay loops, and so does a
+loop whose index the body reads (``linalg.index``) if it would join others. Ops are changed in place; a program
+with nothing to collapse is left untouched.
 """
 
 from __future__ import annotations
@@ -145,34 +147,19 @@ def _reassociation(dims: Sequence[int | None], groups: Groups) -> list[list[int]
     return result
 
 
-def _extents(op: ir.Operation, operand_dims: list[list[int]], loops: int) -> list[int | None] | None:
-    """Each loop's extent (None where dynamic) as the operands' shapes give it; None if an operand is not a
-    ranked tensor and reads loops."""
-    extents: list[int | None] = [None] * loops
-    for value, dims in zip(op.operands, operand_dims, strict=True):
-        if not dims:
-            continue
-        if not isinstance(value.type, ir.RankedTensorType):
-            return None
-        for size, loop in zip(ir.RankedTensorType(value.type).shape, dims, strict=True):
-            if loop is not None and not ir.ShapedType.is_dynamic_size(size):
-                extents[loop] = size
-    return extents
-
-
 def _legal(op: ir.Operation, groups: Groups) -> Groups | None:
     """``groups`` where ``op`` can be collapsed by them and one of them joins loops, else None: every operand
-    reads each group whole and in order, each group's loops iterate alike, and at most one of its extents is
-    dynamic."""
+    reads each group whole and in order, each group's loops iterate alike, and the body reads no joined loop's
+    index."""
     operand_dims = _operand_dims(op)
     if operand_dims is None or len(op.results) != 1 or all(len(group) == 1 for group in groups):
         return None
-    extents = _extents(op, operand_dims, sum(len(group) for group in groups))
-    iterators = [str(it) for it in ir.ArrayAttr(op.attributes["iterator_types"])]
-    if extents is None:
+    if any(dims and not isinstance(value.type, ir.RankedTensorType)
+           for value, dims in zip(op.operands, operand_dims, strict=True)):
         return None
+    iterators = [str(it) for it in ir.ArrayAttr(op.attributes["iterator_types"])]
     for group in groups:
-        if len({iterators[loop] for loop in group}) != 1 or sum(extents[loop] is None for loop in group) > 1:
+        if len({iterators[loop] for loop in group}) != 1:
             return None
     if any(_reassociation(dims, groups) is None for dims in operand_dims):
         return None
@@ -344,8 +331,8 @@ def _collapsed(value: ir.Value, reassociation: list[list[int]], reader: ir.Opera
 
 def _empty(op: ir.Operation, type_: ir.RankedTensorType, wanted: ir.RankedTensorType,
            reassociation: list[list[int]]) -> ir.Value:
-    """A ``tensor.empty`` of ``wanted``, the collapse of the empty tensor ``op`` makes: each dynamic size that of
-    the one dynamic dimension of its group (see :func:`_legal`) times the group's static sizes."""
+    """A ``tensor.empty`` of ``wanted``, the collapse of the empty tensor ``op`` makes: each dynamic size the
+    product of its group's dynamic sizes (``op``'s own operands) and static ones."""
     shape = list(type_.shape)
     dynamic = iter(op.operands)
     sizes = {d: next(dynamic) for d, s in enumerate(shape) if ir.ShapedType.is_dynamic_size(s)}
@@ -356,8 +343,10 @@ def _empty(op: ir.Operation, type_: ir.RankedTensorType, wanted: ir.RankedTensor
         if not unknown:
             mixed.append(static)
             continue
-        assert len(unknown) == 1, "a group with two dynamic sizes is not collapsed"
-        mixed.append(unknown[0] if static == 1 else arith.muli(unknown[0], _index(static)))
+        size = unknown[0]
+        for other in unknown[1:]:
+            size = arith.muli(size, other)
+        mixed.append(size if static == 1 else arith.muli(size, _index(static)))
     return tensor.empty(mixed, wanted.element_type, encoding=wanted.encoding)
 
 
