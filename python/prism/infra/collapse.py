@@ -89,8 +89,7 @@ def _hoist(collapse: ir.Operation) -> bool:
         return False
     loops = [[loop] for loop in range(len(ir.ArrayAttr(producer.attributes["iterator_types"])))
              if loop not in output]
-    groups = _legal(producer, sorted([[loop for loop in g if loop is not None] for g in joined if g != [None]]
-                                     + loops, key=min))
+    groups = _legal(producer, sorted([g for g in joined if g != [None]] + loops, key=min))
     if groups is None:
         return False
     _collapse(producer, groups)
