@@ -33,6 +33,19 @@ def test_fuzzed_programs_compile_run_and_match_numpy() -> None:
     assert sum(o["host"][0] == "ok" for o in outcomes) >= len(SEEDS) // 2, fuzz.summary(outcomes)
 
 
+# Programs of later runs that found a bug, each kept once fixed: 1366, a row kernel reading the slice of a
+# padded product as if its rows were contiguous (wrong results); 1400 and 1451, a product distributed over a
+# constant addend, which left a product of a constant that has no shape (a traceback).
+FOUND = [1366, 1400, 1451]
+
+
+def test_programs_that_found_bugs_compile_run_and_match_numpy() -> None:
+    outcomes = fuzz.fuzz(FOUND, gpu=True)
+    bad = [line for line in fuzz.summary(outcomes) if line.startswith("- seed")]
+    assert not bad, "\n".join(fuzz.summary(outcomes))
+    assert all(o["host"][0] == "ok" for o in outcomes), fuzz.summary(outcomes)
+
+
 def test_programs_are_a_function_of_their_seed() -> None:
     assert fuzz.generate(7).text == fuzz.generate(7).text
     assert fuzz.generate(7).text != fuzz.generate(8).text

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import prism
 from conftest import lower_on_host
 
 MAPS = {"all": "affine_map<(i, j) -> (i, j)>", "row": "affine_map<(i, j) -> (i)>",
@@ -226,3 +227,59 @@ def test_an_output_more_static_than_its_input(rng: np.random.Generator) -> None:
     assert "linalg.generic" not in tiled
     x = rng.standard_normal((16, 45), dtype=np.float32)
     np.testing.assert_allclose(fn(x), x.astype(np.float64).sum(axis=-1), rtol=1e-5, atol=1e-5)
+
+
+def test_rows_of_a_padded_products_slice(rng: np.random.Generator) -> None:
+    """A product of two batch loops and a dynamic M on the transform path leaves C padded to whole register
+    blocks and hands its consumer a slice, whose rows do not follow one another; the row kernel after it (a row
+    sum, then each element less its row's sum) must read the slice's rows where they are, not as if they were
+    contiguous (a second batch read rows of the first's padding)."""
+    a, b, c = "tensor<?x?x?x17xf32>", "tensor<?x?x17x64xf32>", "tensor<?x?x?x64xf32>"
+    row = "tensor<?x?x?xf32>"
+    product = ("affine_map<(p, q, i, j, k) -> (p, q, i, k)>", "affine_map<(p, q, i, j, k) -> (p, q, k, j)>",
+               "affine_map<(p, q, i, j, k) -> (p, q, i, j)>")
+    full, rows = "affine_map<(p, q, i, j) -> (p, q, i, j)>", "affine_map<(p, q, i, j) -> (p, q, i)>"
+    text = f"""func.func @f(%a: {a}, %b: {b}) -> {c} {{
+  %i0 = arith.constant 0 : index
+  %i1 = arith.constant 1 : index
+  %i2 = arith.constant 2 : index
+  %p = tensor.dim %a, %i0 : {a}
+  %q = tensor.dim %a, %i1 : {a}
+  %m = tensor.dim %a, %i2 : {a}
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty(%p, %q, %m) : {c}
+  %z = linalg.fill ins(%zero : f32) outs(%e : {c}) -> {c}
+  %mm = linalg.generic {{indexing_maps = [{", ".join(product)}],
+      iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}}
+      ins(%a, %b : {a}, {b}) outs(%z : {c}) {{
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %t = arith.mulf %x, %y : f32
+    %r = arith.addf %acc, %t : f32
+    linalg.yield %r : f32
+  }} -> {c}
+  %re = tensor.empty(%p, %q, %m) : {row}
+  %rz = linalg.fill ins(%zero : f32) outs(%re : {row}) -> {row}
+  %s = linalg.generic {{indexing_maps = [{full}, {rows}], iterator_types = ["parallel", "parallel", "parallel",
+      "reduction"]}} ins(%mm : {c}) outs(%rz : {row}) {{
+  ^bb0(%x: f32, %acc: f32):
+    %r = arith.addf %x, %acc : f32
+    linalg.yield %r : f32
+  }} -> {row}
+  %y = linalg.generic {{indexing_maps = [{full}, {rows}, {full}], iterator_types = ["parallel", "parallel",
+      "parallel", "parallel"]}} ins(%mm, %s : {c}, {row}) outs(%e : {c}) {{
+  ^bb0(%x: f32, %t: f32, %o: f32):
+    %r = arith.subf %x, %t : f32
+    linalg.yield %r : f32
+  }} -> {c}
+  return %y : {c}
+}}"""
+    report = prism.compile(text, target="host", emit="report").report
+    kinds = [kernel["kind"] for entry in report["kernels"] for kernel in entry["kernels"]]
+    assert kinds == ["gemm (transform path)", "rows"], kinds
+    fn = prism.compile(text, target="host").jit("f")
+    for p, q, m in [(2, 3, 5), (1, 2, 5), (2, 2, 8), (1, 1, 1)]:
+        x = rng.standard_normal((p, q, m, 17), dtype=np.float32)
+        w = rng.standard_normal((p, q, 17, 64), dtype=np.float32)
+        product = x.astype(np.float64) @ w
+        expected = product - product.sum(axis=-1, keepdims=True)
+        np.testing.assert_allclose(fn(x, w), expected, rtol=0, atol=1e-5 * np.abs(expected).max())

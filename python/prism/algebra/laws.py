@@ -196,10 +196,12 @@ SHAPES: Ruleset = ruleset(*_shape_rules(), *_dtype_rules(), name="shapes")
 
 LINEAR: Ruleset = _ruleset(
     "linear",
+    # Both addends must be tensors: a constant added to one would become a product of a constant, which has no
+    # shape to size it by (see shaped).
     *laws("matmul-distributes-over-add-right", matmul(a, add(b, c)), add(matmul(a, b), matmul(a, c)),
-          *IN_ARITHMETIC_TYPE),
+          *shaped(b, c), *IN_ARITHMETIC_TYPE),
     *laws("matmul-distributes-over-add-left", matmul(add(a, b), c), add(matmul(a, c), matmul(b, c)),
-          *IN_ARITHMETIC_TYPE),
+          *shaped(a, b), *IN_ARITHMETIC_TYPE),
     *laws("matmul-associative", matmul(matmul(a, b), c), matmul(a, matmul(b, c)), *IN_ARITHMETIC_TYPE),
     *law("transpose-involution", transpose(transpose(a)), a),
     *laws("transpose-of-matmul", transpose(matmul(a, b)), matmul(transpose(b), transpose(a))),

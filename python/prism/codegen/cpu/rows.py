@@ -360,14 +360,21 @@ class _RowKernel:
                 for d, s in enumerate(self.group.domain.shape)]
 
     def _buffer(self, k: int, how: str, tensor: str) -> str:
-        """Argument ``k`` as a buffer: 2-D (rows x columns) when read whole, else 1-D."""
+        """Argument ``k`` as a buffer: 2-D (rows x columns) when read whole, else 1-D.
+
+        The dimensions are joined on the tensor, where bufferization copies a view whose rows do not follow
+        one another (a slice of a padded product) into a buffer that holds them contiguously; a buffer taken
+        as it is and then collapsed would be read as if they did.
+        """
+        t = self.t
         rank = ir.RankedTensorType.parse(tensor).rank
-        buffer = self.t.buffer(f"%x{k}", tensor, _dynamic("memref", rank))
         flat = 2 if how == "full" else 1
         if rank == flat:
-            return buffer
-        return self.t.value(f"memref.collapse_shape {buffer} {_flattening(rank, flat)} : {_dynamic('memref', rank)} "
-                            f"into {_dynamic('memref', flat)}", "flat")
+            return t.buffer(f"%x{k}", tensor, _dynamic("memref", rank))
+        loose = t.value(f"tensor.cast %x{k} : {tensor} to {_dynamic('tensor', rank)}", "arg")
+        joined = t.value(f"tensor.collapse_shape {loose} {_flattening(rank, flat)} : {_dynamic('tensor', rank)} "
+                         f"into {_dynamic('tensor', flat)}", "flat")
+        return t.buffer(joined, _dynamic("tensor", flat), _dynamic("memref", flat))
 
     def _output(self, sizes: list[str], flat: int) -> tuple[str, str]:
         """An output buffer of ``sizes``, and its view as rows x columns (``flat`` = 2) or rows (1).
