@@ -78,6 +78,12 @@ def test_opaque_terms_and_dynamic_shapes_cannot_be_emitted() -> None:
         function_text("f", [(None, 2)], [A.exp(A.arg(0))], "f32")
     with pytest.raises(UnsupportedOp, match="bare constant"):
         function_text("f", [(2, 2)], [A.splat(1.0)], "f32")
+    # A product or a transpose of a constant (which a law may write) has no shape: a clean refusal, which
+    # exploration takes as a choice to pass over.
+    with pytest.raises(UnsupportedOp, match="matmul of a constant"):
+        function_text("f", [(2, 2)], [A.add(A.arg(0), A.matmul(A.splat(1.0), A.arg(0)))], "f32")
+    with pytest.raises(UnsupportedOp, match="transpose of a constant"):
+        function_text("f", [(2, 2)], [A.add(A.arg(0), A.transpose(A.splat(1.0)))], "f32")
 
 
 @pytest.mark.parametrize("value, element, literal", [

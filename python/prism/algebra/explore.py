@@ -59,7 +59,7 @@ from prism.algebra.budget import EXPLORATION, Budget
 from prism.algebra.egraph import Graph, Node, owned_egraph, read_graph, saturate
 from prism.algebra.terms import A, Program, Term, argument_indices, renamed_arguments, subterms, to_egglog
 from prism.infra import attrs
-from prism.infra.errors import EmptySearchSpace
+from prism.infra.errors import EmptySearchSpace, UnsupportedOp
 from prism.infra.ir import ELEMENT_BYTES
 from prism.search.model import SearchModel
 from prism.search.search import candidates_at, prune, select
@@ -569,7 +569,10 @@ class _Search:
         model = self.cost.with_args([*self.cost.shapes.arg_shapes, *(self.graph.shapes[c] for c in used)],
                                     [*self.cost.arg_elements, *(self.graph.elements.get(c, "f32") for c in used)])
         self.evaluated += 1
-        return Variant(results, prepared, *model.profile(results))
+        try:
+            return Variant(results, prepared, *model.profile(results))
+        except UnsupportedOp:  # a choice that no program can be written for (a product of a constant)
+            return None
 
     def _completions(self, cls: int) -> tuple[Node, ...]:
         """The e-nodes that may complete ``cls``: its least-cost tree e-node first, then the others in order."""

@@ -196,8 +196,8 @@ SHAPES: Ruleset = ruleset(*_shape_rules(), *_dtype_rules(), name="shapes")
 
 LINEAR: Ruleset = _ruleset(
     "linear",
-    # Both addends must be tensors: a constant added to one would become a product of a constant, which has no
-    # shape to size it by (see shaped).
+    # Both addends must be tensors: a constant added to one would become a product or a transpose of a constant,
+    # which has no shape to size it by (see shaped).
     *laws("matmul-distributes-over-add-right", matmul(a, add(b, c)), add(matmul(a, b), matmul(a, c)),
           *shaped(b, c), *IN_ARITHMETIC_TYPE),
     *laws("matmul-distributes-over-add-left", matmul(add(a, b), c), add(matmul(a, c), matmul(b, c)),
@@ -205,7 +205,7 @@ LINEAR: Ruleset = _ruleset(
     *laws("matmul-associative", matmul(matmul(a, b), c), matmul(a, matmul(b, c)), *IN_ARITHMETIC_TYPE),
     *law("transpose-involution", transpose(transpose(a)), a),
     *laws("transpose-of-matmul", transpose(matmul(a, b)), matmul(transpose(b), transpose(a))),
-    *laws("transpose-of-add", transpose(add(a, b)), add(transpose(a), transpose(b))),
+    *laws("transpose-of-add", transpose(add(a, b)), add(transpose(a), transpose(b)), *shaped(a, b)),
 )
 
 

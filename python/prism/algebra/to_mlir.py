@@ -182,6 +182,11 @@ def _groups(view: View) -> str:
     return "[" + ", ".join("[" + ", ".join(map(str, group)) + "]" for group in view.reassociation) + "]"
 
 
+# The ops whose result's shape is made from their operands' shapes (not taken from one of them as a pointwise
+# op's is): an operand that is a constant, which has no shape, leaves theirs unknown.
+_STRUCTURAL = frozenset({"matmul", "transpose", *_REDUCE_OPS, "broadcast", "concat", "slice_"})
+
+
 class Shapes:
     """The static shape of every term over arguments of ``arg_shapes``; None for a splat (it takes its use's)."""
 
@@ -205,6 +210,8 @@ class Shapes:
             return None
         if op == "opaque":
             raise UnsupportedOp(f"an opaque term cannot be emitted ({str(attrs[0])[:80]})")
+        if op in _STRUCTURAL and any(self(arg) is None for arg in args):
+            raise UnsupportedOp(f"a {op} of a constant has no shape to size it by")
         if op == "matmul":
             a, b = self(args[0]), self(args[1])
             return (*a[:-1], b[-1])
