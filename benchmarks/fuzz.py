@@ -2,7 +2,8 @@
 
 Each program is a function of one to three arguments built from random
 steps: products with any operand layout (``linalg.matmul``, a generic with a
-transposed operand, ``linalg.batch_matmul``), elementwise chains (named ops,
+transposed operand, ``linalg.batch_matmul``, a generic of one weight for every
+row of the leading dimensions), elementwise chains (named ops,
 generics, and ``arith``/``math`` ops on whole tensors, erf and tanh among
 them), a 0-d argument broadcast into an elementwise op, row reductions with
 their broadcast back, and transposes. Sizes are 1, odd or powers of two;
@@ -86,11 +87,13 @@ class Program:
 class Builder:
     """Writes one function step by step, keeping each value's numpy meaning beside its MLIR."""
 
-    def __init__(self, rng: np.random.Generator, name: str, dynamic: bool, extra: np.random.Generator | None = None):
+    def __init__(self, rng: np.random.Generator, name: str, dynamic: bool, extra: np.random.Generator | None = None,
+                 later: np.random.Generator | None = None):
         self.rng = rng
         # The forms added after the recorded runs draw from their own stream, so that a seed's older forms
-        # stay as they were.
+        # stay as they were; those added after the programs of FOUND (tests/python/test_fuzz.py), from another.
         self.extra = extra or np.random.default_rng()
+        self.later = later or np.random.default_rng()
         self.name = name
         self.dynamic = dynamic
         self.lines: list[str] = []
@@ -175,19 +178,21 @@ def _dims(rank: int) -> list[str]:
 
 
 def product(b: Builder, x: Value, out_dtype: str) -> Value:
-    """x @ W for a new argument W, stored as [K, N] or [N, K]; a named op or a generic; batched at rank 3."""
+    """x @ W for a new argument W, stored as [K, N] or [N, K]; a named op or a generic; batched at rank 3 and
+    beyond, or (a generic) one W for every row of the leading dimensions."""
     rng, k, n = b.rng, x.shape[-1], _size(b.rng)
     rank = len(x.shape)
     transposed = rank == 2 and bool(rng.integers(2))
-    w = b.arg((n, k) if transposed else (*x.shape[:-2], k, n), x.dtype)
+    shared = rank > 2 and b.later.random() < 0.4
+    w = b.arg((n, k) if transposed else (k, n) if shared else (*x.shape[:-2], k, n), x.dtype)
     shape = (*x.shape[:-1], n)
     init = b.zeros(shape, out_dtype)
     name = b.fresh()
-    if transposed or rng.integers(3) == 0 or rank > 3:
-        m_dims = _dims(rank + 1)  # batch..., m, n, k
+    if transposed or rng.integers(3) == 0 or rank > 3 or shared:
+        m_dims = _dims(rank + 1)  # batch... (rows of a shared W), m, n, k
         lead, (mm, nn, kk) = m_dims[:-3], m_dims[-3:]
         a_map = ", ".join([*lead, mm, kk])
-        b_map = ", ".join([nn, kk] if transposed else [*lead, kk, nn])
+        b_map = ", ".join([nn, kk] if transposed else [kk, nn] if shared else [*lead, kk, nn])
         c_map = ", ".join([*lead, mm, nn])
         extend = [] if out_dtype == x.dtype else [f"%a = arith.extf %in0 : {x.dtype} to {out_dtype}",
                                                   f"%b = arith.extf %in1 : {x.dtype} to {out_dtype}"]
@@ -195,7 +200,7 @@ def product(b: Builder, x: Value, out_dtype: str) -> Value:
         body = [*extend, f"%p = arith.mulf {lhs}, {rhs} : {out_dtype}", f"%r = arith.addf %acc, %p : {out_dtype}"]
         name = b.generic([(x, a_map), (w, b_map)], shape, out_dtype, ["parallel"] * (rank) + ["reduction"],
                          c_map, body, init=init)
-        b.steps.append(f"generic product{' (B transposed)' if transposed else ''}")
+        b.steps.append(f"generic product{' (B transposed)' if transposed else ' (B shared)' if shared else ''}")
     else:
         op = "linalg.batch_matmul" if rank == 3 else "linalg.matmul"
         b.lines.append(f"{name} = {op} ins({x.name}, {w.name} : {b.type(x.shape, x.dtype)}, "
@@ -328,11 +333,12 @@ def generate(seed: int) -> Program:
     """The program of ``seed``: the same seed gives the same program."""
     rng = np.random.default_rng(seed)
     extra = np.random.default_rng([seed, 1])  # see Builder.extra
+    later = np.random.default_rng([seed, 2])
     dynamic = rng.random() < 0.2
     batched = not dynamic and rng.random() < 0.2
     style = str(rng.choice(["f32", "f32", "f16", "mixed"]))
     dtype = "f32" if style == "f32" else "f16"
-    b = Builder(rng, f"fuzz{seed}", dynamic, extra)
+    b = Builder(rng, f"fuzz{seed}", dynamic, extra, later)
     shape = (None if dynamic else _size(rng), _size(rng))
     shape = (_size(rng), *shape) if batched else shape
     if not dynamic and extra.random() < 0.15:

@@ -36,8 +36,8 @@ def test_fuzzed_programs_compile_run_and_match_numpy() -> None:
 # Programs of later runs that found a bug, each kept once fixed: 1366, a row kernel reading the slice of a
 # padded product as if its rows were contiguous (wrong results); 1400 and 1451, a product distributed over a
 # constant addend, which left a product of a constant that has no shape (a traceback); 2067, the same of a
-# transpose.
-FOUND = [1366, 1400, 1451, 2067]
+# transpose; 7058, a GPU plan that named one dynamic row count (two dimensions collapsed) by two symbols.
+FOUND = [1366, 1400, 1451, 2067, 7058]
 
 
 def test_programs_that_found_bugs_compile_run_and_match_numpy() -> None:

@@ -121,6 +121,34 @@ def test_dynamic_sizes_are_symbols_read_from_the_arguments():
     assert step.spec.m == "size_0" and only.outputs[0].shape == ("size_0", 4096)
 
 
+def test_one_dynamic_size_written_two_ways_is_one_symbol():
+    """Two dynamic rows joined: the collapse's size is the product of its group, and the init rebuilt at the
+    joined shape gets the same product from arith.muli, in the other order. Both are one symbol, so the row
+    kernel's output is as long as its rows."""
+    text = """func.func @f(%x: tensor<?x?x32xf32>) -> tensor<?x32xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %x, %c0 : tensor<?x?x32xf32>
+  %s = tensor.dim %x, %c1 : tensor<?x?x32xf32>
+  %rows = arith.muli %s, %b : index
+  %flat = tensor.collapse_shape %x [[0, 1], [2]] : tensor<?x?x32xf32> into tensor<?x32xf32>
+  %e = tensor.empty(%rows) : tensor<?x32xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%flat : tensor<?x32xf32>) outs(%e : tensor<?x32xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = math.exp %v : f32
+    linalg.yield %r : f32
+  } -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}"""
+    plans, _ = plan(text)
+    only = plans["f"]
+    assert only.sizes == {"size_0": {"input": "arg_0", "dim": 0}, "size_1": {"input": "arg_0", "dim": 1},
+                          "size_2": {"expr": "size_0 * size_1"}}, only.sizes
+    assert only.outputs[0].shape == ("size_2", 32)
+
+
 def test_other_ops_take_the_generic_kernel():
     plans, _ = plan("""
     func.func @f(%a: tensor<8x5x33xf32>) -> tensor<8x33xf32> {

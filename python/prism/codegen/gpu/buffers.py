@@ -19,6 +19,7 @@ compute. A size that cannot be followed is refused at its op.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 
 from mlir import ir
@@ -49,7 +50,9 @@ class Sizes:
         return name
 
     def expression(self, expr: str) -> Dim:
-        """The symbol for ``expr`` (an expression over symbols), made once; an int if ``expr`` is a constant."""
+        """The symbol for ``expr`` (an expression over symbols), made once per value (:func:`canonical`); an int if
+        ``expr`` is a constant."""
+        expr = canonical(expr)
         try:
             return int(expr)
         except ValueError:
@@ -61,6 +64,36 @@ class Sizes:
             self.sources[name] = {"expr": expr}
             self._by_expr[expr] = name
         return self._by_expr[expr]
+
+
+def canonical(expr: str) -> str:
+    """``expr`` written one way for one value: each product's factors flattened, its constants multiplied and the
+    rest in order. A collapse's size, the product of its group, and a ``tensor.empty``'s, the same product of
+    dimensions computed by ``arith.muli``, are then one symbol."""
+    return ast.unparse(_Products().visit(ast.parse(expr, mode="eval")).body)
+
+
+class _Products(ast.NodeTransformer):
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        node = self.generic_visit(node)
+        if not isinstance(node.op, ast.Mult):
+            return node
+        factors, constant, pending = [], 1, [node]
+        while pending:
+            term = pending.pop()
+            if isinstance(term, ast.BinOp) and isinstance(term.op, ast.Mult):
+                pending += [term.left, term.right]
+            elif isinstance(term, ast.Constant) and isinstance(term.value, int):
+                constant *= term.value
+            else:
+                factors.append(term)
+        factors.sort(key=ast.unparse)
+        if constant != 1 or not factors:
+            factors.append(ast.Constant(constant))
+        product = factors[0]
+        for factor in factors[1:]:
+            product = ast.BinOp(product, ast.Mult(), factor)
+        return product
 
 
 # Ops whose result is their operand's buffer under another shape.
