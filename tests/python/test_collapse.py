@@ -3,6 +3,7 @@ several loops is the product of flattened operands, for the algebra, the search 
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 
@@ -290,3 +291,22 @@ def test_a_normalization_before_the_products_is_collapsed_with_them(rng):
     have = compiled.jit(workload.func)(*(arrays[a.name] for a in workload.args))
     (reference,) = workload.compute(cw.NumpyOps, *(arrays[a.name].astype(np.float64) for a in workload.args))
     assert np.abs(have - reference).max() / np.abs(reference).max() < 1e-5
+
+
+def test_an_op_reading_the_expanded_product_twice_is_collapsed_once(rng):
+    """An elementwise op whose input is also its init (``math.erf`` on a tensor, normalized) reads the product's
+    expansion twice; collapsing it erases that expansion once (erasing it twice crashed the process)."""
+    t = "tensor<13x1x3xf32>"
+    text = f"""func.func @f(%x: tensor<13x1x8xf32>, %w: tensor<8x3xf32>) -> {t} {{
+  %zero = arith.constant 0.0 : f32
+{product("p", "x", "w", "13x1", 8, 3)}
+  %y = math.erf %p : {t}
+  return %y : {t}
+}}
+"""
+    _, names = normalized(text)
+    assert names.count("tensor.expand_shape") == 1 and names.count("tensor.collapse_shape") == 1, names
+    x, w = rng.standard_normal((13, 1, 8), dtype=np.float32), rng.standard_normal((8, 3), dtype=np.float32)
+    got = prism.compile(text, target="host").jit("f")(x, w)
+    expected = np.vectorize(math.erf)(x.astype(np.float64) @ w)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5)

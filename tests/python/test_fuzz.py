@@ -40,8 +40,9 @@ def test_fuzzed_programs_compile_run_and_match_numpy() -> None:
 # constant addend, which left a product of a constant that has no shape (a traceback); 2067, the same of a
 # transpose; 7058, a GPU plan that named one dynamic row count (two dimensions collapsed) by two symbols; 9044, a
 # false alarm of the fuzzer's own: an f16 chain whose stored sums lose to rounding what float64 keeps, right as
-# the program's types say (fuzz.matches).
-FOUND = [1366, 1400, 1451, 2067, 7058, 9044]
+# the program's types say (fuzz.matches); 11333, a collapse of rows that erased an expansion read twice twice (a
+# segmentation fault).
+FOUND = [1366, 1400, 1451, 2067, 7058, 9044, 11333]
 
 
 def test_programs_that_found_bugs_compile_run_and_match_numpy() -> None:

@@ -245,8 +245,10 @@ def _collapse(op: ir.Operation, groups: Groups) -> None:
             reassociation = _reassociation(dims, groups)
             assert reassociation is not None
             if any(len(group) > 1 for group in reassociation):
-                if not isinstance(value.owner, ir.Block):
-                    replaced.append(value.owner.operation)
+                producer = None if isinstance(value.owner, ir.Block) else value.owner.operation
+                # An op may read one value twice (an elementwise op's input is its init): one producer to erase.
+                if producer is not None and all(producer != other for other in replaced):
+                    replaced.append(producer)
                 op.operands[i] = _collapsed(value, reassociation, op)
             reads = [dims[group[0]] for group in reassociation]
             maps.append(ir.AffineMapAttr.get(ir.AffineMap.get(len(groups), 0, [
@@ -350,8 +352,8 @@ def _empty(op: ir.Operation, type_: ir.RankedTensorType, wanted: ir.RankedTensor
 
 
 def _erase_unused(ops: list[ir.Operation]) -> None:
-    """Erase those of ``ops`` that made an init or an expansion nothing reads any more, then their producers of
-    the same kinds."""
+    """Erase those of ``ops`` (each once in the list) that made an init or an expansion nothing reads any more,
+    then their producers of the same kinds."""
     pending = list(ops)
     while pending:
         op = pending.pop()
