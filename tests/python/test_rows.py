@@ -283,3 +283,23 @@ def test_rows_of_a_padded_products_slice(rng: np.random.Generator) -> None:
         product = x.astype(np.float64) @ w
         expected = product - product.sum(axis=-1, keepdims=True)
         np.testing.assert_allclose(fn(x, w), expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+
+
+def test_row_ops_that_nothing_reads_are_dropped(rng: np.random.Generator) -> None:
+    """A group of row ops whose results nothing reads (a function returning an earlier value) becomes no kernel:
+    its ops are dead and go (a kernel of no outputs was written, which did not parse)."""
+    full, row = "tensor<6x40xf32>", "tensor<6xf32>"
+    text = "\n".join([
+        f"func.func @f(%x: {full}) -> {full} {{",
+        "%zero = arith.constant 0.0 : f32",
+        f"%re = tensor.empty() : {row}", f"%rz = linalg.fill ins(%zero : f32) outs(%re : {row}) -> {row}",
+        f"%e = tensor.empty() : {full}",
+        *generic("y", ["all", "all"], ["parallel", "parallel"], [("%x", full)], "%e", full,
+                 ["%r = arith.mulf %a0, %a0 : f32"]),
+        *generic("s", ["all", "row"], ["parallel", "reduction"], [("%y", full)], "%rz", row,
+                 ["%r = arith.addf %a0, %acc : f32"]),
+        f"return %x : {full}", "}"])
+    tiled, fn = lower_on_host(text, "f", 2)
+    assert "linalg.generic" not in tiled and "scf.for" not in tiled
+    x = rng.standard_normal((6, 40), dtype=np.float32)
+    np.testing.assert_array_equal(fn(x), x)

@@ -196,7 +196,9 @@ def fuse_rows(module: ir.Module, lanes: int, workers: int) -> list[list[str]]:
             continue
         for group in _groups(func.regions[0].blocks[0]):
             kernel = _RowKernel(group, lanes, workers)
-            if kernel.sizes_known():
+            if not kernel.outputs:  # nothing reads the group's results: its ops are dead, and go
+                kernel.replace()
+            elif kernel.sizes_known():
                 found.append(describe_ops(func.operation, [m.row_op.op for m in group.members]))
                 kernel.replace()
     return found
@@ -295,11 +297,13 @@ class _RowKernel:
         return self.group.domain.has_static_shape or self.size_source is not None
 
     def replace(self) -> None:
+        """Replace the group by its kernel (a group whose results nothing reads is erased)."""
         ops = [m.row_op.op for m in self.members]
         feeding = [v.owner.operation for op in ops for v in op.operands if not isinstance(v.owner, ir.Block)]
-        returned = inline_body(ops[-1], self.text(), [v for _, v in self.args])
-        for i, value in zip(self.outputs, returned, strict=True):
-            self.members[i].row_op.op.results[0].replace_all_uses_with(value)
+        if self.outputs:
+            returned = inline_body(ops[-1], self.text(), [v for _, v in self.args])
+            for i, value in zip(self.outputs, returned, strict=True):
+                self.members[i].row_op.op.results[0].replace_all_uses_with(value)
         for op in reversed(ops):
             op.erase()
         erase_unused_inits(feeding)
