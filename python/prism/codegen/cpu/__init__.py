@@ -226,7 +226,9 @@ class CpuLowering(Lowering):
         return kernels
 
     def bufferize(self, module: ir.Module) -> None:
-        """One-shot bufferization; the self-copies of in-place slices are dropped."""
+        """One-shot bufferization, each op writing into an empty tensor of its own; the self-copies of in-place
+        slices are dropped."""
+        rewrites.split_shared_inits(module)
         run_passes(module, rewrites.BUFFERIZE, "bufferization")
         rewrites.erase_self_copies(module)
         rewrites.vectorize_copies(module, self.lanes * 4)

@@ -58,6 +58,38 @@ BUFFERIZE = ("builtin.module(canonicalize, cse, loop-invariant-subset-hoisting, 
               "function-boundary-type-conversion=identity-layout-map}, canonicalize, cse, loop-invariant-code-motion)")
 
 
+def split_shared_inits(module: ir.Module) -> None:
+    """Give each op after the first that writes into one ``tensor.empty`` an allocation of its own
+    (``bufferization.alloc_tensor``, which CSE does not merge back).
+
+    A kernel reads its inputs as buffers, and CSE merges two kernels' reads of one tensor into the first one's:
+    bufferization then takes the tensor as last read there, and an op between the two kernels could write its
+    result in place into the buffer the second kernel still reads, when both write into one shared empty
+    tensor (a broadcast read by two kernels, overwritten by a transpose between them). An empty tensor per op
+    leaves nothing to write over.
+    """
+    functions = [op.operation for op in module.body.operations if op.operation.name == "func.func"]
+    for function in functions:
+        if not function.regions[0].blocks:
+            continue
+        block = function.regions[0].blocks[0]
+        for empty in [op.operation for op in block.operations if op.operation.name == "tensor.empty"]:
+            _split_uses(empty, block)
+
+
+def _split_uses(empty: ir.Operation, block: ir.Block) -> None:
+    """Every op of ``block`` after the first that writes into ``empty`` gets an alloc_tensor of its own (kernels'
+    own empty tensors, nested in their loops, are theirs to reuse)."""
+    result = empty.results[0]
+    uses = [(use.owner, use.operand_number) for use in result.uses if use.owner.operation.parent == block.owner]
+    for owner, index in uses[1:]:
+        with ir.InsertionPoint(owner), owner.location:
+            fresh = ir.Operation.create(
+                "bufferization.alloc_tensor", results=[result.type], operands=list(empty.operands),
+                attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(empty.operands), 0, 0])})
+        owner.operands[index] = fresh.results[0]
+
+
 # The program's own calls, inlined without canonicalizing (the unused private callees go with them): a tensor
 # returned across a call would make deallocation pass ownership flags, i1 buffers the host cannot hold.
 INLINE = 'builtin.module(inline{default-pipeline=""}, symbol-dce)'
