@@ -21,7 +21,7 @@ from prism.codegen.cpu import CpuLowering
 from prism.codegen.transform import Script
 from prism.codegen.upstream import apply_script
 from prism.infra.diagnostics import describe_ops
-from prism.infra.ir import make_context
+from prism.infra.ir import iter_ops, make_context
 from prism.infra.passbase import PassContext
 from prism.search.cost import KnobValues, ceil_div, problem_sizes, roofline
 from prism.search.families import Family, FamilyModel, register_family, registered_families, unregister_family
@@ -176,3 +176,37 @@ def test_unknown_families_are_not_looked_for() -> None:
     """Without its registration, the same program has no family: the square is left as it is."""
     assert SQUARE not in registered_families()
     assert prism.compile(PROGRAM, target="host", emit="report").report["families"] == []
+
+
+NEGATED_PRODUCT = """func.func @f(%a: tensor<7x16xf32>, %b: tensor<16x3xf32>) -> tensor<7x3xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<7x3xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<7x3xf32>) -> tensor<7x3xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>,
+                                        affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<7x16xf32>, tensor<16x3xf32>) outs(%z : tensor<7x3xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %ny = arith.negf %y : f32
+    %p = arith.mulf %x, %ny : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<7x3xf32>
+  return %r : tensor<7x3xf32>
+}"""
+
+
+def test_a_body_that_negates_an_input_is_not_a_plain_product(rng: np.random.Generator) -> None:
+    """Linalg's contraction test takes ``acc + a * -b`` (any unary chain on the inputs); Prism's product does not:
+    it is not lifted (with the reason), the algebra keeps the negation, and the program computes ``-(A @ B)``
+    (the algebra read it as ``A @ B``, and prism-verify refused the compilation as an unsound rewrite)."""
+    from prism.search.family import analyze_contraction, why_not_lifted
+
+    with make_context():
+        module = ir.Module.parse(NEGATED_PRODUCT)
+        generic = next(op for op in iter_ops(module) if op.name == "linalg.generic")
+        assert analyze_contraction(generic) is None
+        assert "not a plain product" in why_not_lifted(generic)
+    a, b = rng.standard_normal((7, 16), dtype=np.float32), rng.standard_normal((16, 3), dtype=np.float32)
+    got = prism.compile(NEGATED_PRODUCT, target="host").jit("f")(a, b)
+    np.testing.assert_allclose(got, -(a.astype(np.float64) @ b), rtol=0, atol=1e-5)

@@ -36,7 +36,7 @@ def analyze_contraction(op: ir.Operation) -> Contraction | None:
         return None
     if not linalg.isa_contraction_op(op) or len(op.results) != 1 or len(op.operands) != 3:
         return None
-    if not all(isinstance(v.type, ir.RankedTensorType) for v in op.operands):
+    if not all(isinstance(v.type, ir.RankedTensorType) for v in op.operands) or not multiplies_and_adds(op):
         return None
     dims = linalg.infer_contraction_dimensions(op)
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
@@ -86,6 +86,20 @@ _UNLIFTED_CONTRACTIONS = {
 }
 
 
+# The unary ops a product's body may apply to its inputs or results: conversions, which the product of the
+# converted inputs describes. Linalg's own test of a contraction takes any unary chain (a negation too).
+_CONVERSIONS = frozenset({"arith.extf", "arith.truncf", "arith.extsi", "arith.extui", "arith.trunci",
+                          "arith.sitofp", "arith.uitofp"})
+
+
+def multiplies_and_adds(op: ir.Operation) -> bool:
+    """Whether the body of the contraction ``op`` is one multiply and one add, with conversions only: linalg's
+    contraction test also takes ``acc + a * -b``, which is not ``A @ B``."""
+    body = [o.operation.name for o in op.regions[0].blocks[0].operations]
+    core = [name for name in body[:-1] if name not in _CONVERSIONS]
+    return core in (["arith.mulf", "arith.addf"], ["arith.muli", "arith.addi"])
+
+
 def why_not_lifted(op: ir.Operation) -> str:
     """Why :func:`analyze_contraction` gives None for ``op``, in words."""
     if op.name in _UNLIFTED_CONTRACTIONS:
@@ -95,6 +109,8 @@ def why_not_lifted(op: ir.Operation) -> str:
         return "not a contraction"
     if not all(isinstance(v.type, ir.RankedTensorType) for v in op.operands):
         return "a contraction on buffers (Prism tunes Linalg on tensors)"
+    if not multiplies_and_adds(op):
+        return "its body does more than multiply its inputs and add (it is not a plain product)"
     types = sorted({str(ir.ShapedType(v.type).element_type) for v in op.operands if element_name(v.type) is None})
     if types:
         return f"its element types ({', '.join(types)}) are not ones Prism tunes ({', '.join(ELEMENT_BYTES)})"
