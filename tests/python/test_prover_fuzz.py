@@ -30,6 +30,20 @@ def test_fixed_pairs_are_proven_or_refused_with_a_counterexample() -> None:
     assert any(o["laws"] for o in outcomes if o["kind"] == "equal")
 
 
+# Pairs of later runs that found a fault, each kept once fixed (seed, index, outcome): 4242/196, a host
+# miscompile reported as an unsound law (shared empty tensors); 777/171, a product whose body negates an input
+# read as A @ B; 31337/32, a transposed sum whose addend starts from a constant, unproven while a binary op
+# took its shape from its first operand alone.
+FOUND = [(4242, 196, "proved"), (777, 171, "refused"), (31337, 32, "proved")]
+
+
+def test_pairs_that_found_faults_are_proven_or_refused() -> None:
+    outcomes = [(pf.check_pair(seed, index), outcome) for seed, index, outcome in FOUND]
+    wrong = [f"{pf.describe(o)}: {o['outcome']}: {o.get('detail', '')}" for o, want in outcomes
+             if o["outcome"] != want]
+    assert not wrong, "\n".join(wrong)
+
+
 def test_a_false_law_in_the_table_gives_a_pair_that_is_refused() -> None:
     # sub(a, b) = sub(b, a) is false: the "equal" pair it writes must be refused, with a counterexample.
     false_law = pf.Rewrite("sub-commutative", "->", pf.commutative("sub"))

@@ -121,8 +121,9 @@ def _shape_rules() -> list[object]:
 
     for name, unary in UNARY.items():
         same_shape(unary(a), a, f"shape-{name}")
-    for name, binary in BINARY.items():
+    for name, binary in BINARY.items():  # both operands have the result's shape, but for a constant, which has none
         same_shape(binary(a, b), a, f"shape-{name}")
+        same_shape(binary(a, b), b, f"shape-{name}-second")
     same_shape(cast(a, e1), a, "shape-cast")
     rules += [
         # [..., m, k] x [..., k, n] -> [..., m, n]: batch axes and rows from A, columns from B.
