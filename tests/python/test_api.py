@@ -122,7 +122,8 @@ def gemm_text(m: int, k: int, n: int) -> str:
 }}"""
 
 
-def test_a_measured_call_finds_its_inputs_where_the_cost_assumes_them(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_measured_call_finds_its_inputs_where_the_cost_assumes_them(monkeypatch: pytest.MonkeyPatch,
+                                                                      tuned_host: None) -> None:
     """prism-select{measure=K} sweeps the caches before each timed call where the host's cost prices the inputs
     streaming from memory (here 64 MiB of B), and leaves them in the cache where it keeps them there."""
     import prism.passes.select as select

@@ -261,7 +261,7 @@ def test_the_narrow_attention_bound_never_exceeds_its_cost(op: Attention, assume
     assert len(everything) > 100 and np.all(bound <= cost * (1 + 1e-12))
 
 
-def test_narrow_operands_count_two_bytes() -> None:
+def test_narrow_operands_count_two_bytes(tuned_host: None) -> None:
     """At decode (bound by reading K and V), bf16 operands halve the bytes moved: the bound, which counts K and V
     once, is at most about half of f32's (less where they then fit the cache)."""
     target = get_target("host")

@@ -200,7 +200,7 @@ def test_a_body_that_reads_a_joined_loops_index_stays_loops_and_a_lone_one_is_re
     assert text.count("tensor.expand_shape") == 1
 
 
-def test_both_spellings_get_the_same_schedules_and_kernels(rng):
+def test_both_spellings_get_the_same_schedules_and_kernels(rng, tuned_host):
     """The 3-D SwiGLU gets the 2-D spelling's explored program, families, choices and host kernels (a dual GEMM
     with the gating as its epilogue, then the down product), and matches float64."""
     b, s, d, h = 2, 8, 256, 512

@@ -25,6 +25,9 @@ from prism.infra.ir import make_context, normalize_program
 
 WORKLOADS = Path(__file__).resolve().parents[2] / "benchmarks" / "workloads"
 HOST_AS_WRITTEN = "prism-lift,prism-prune,prism-select,prism-instantiate"
+# The cost model's picks here (a rewrite that predicts faster, fused kernels kept) are those of the machine the
+# tests pin, and so are the module's cached compilations.
+pytestmark = pytest.mark.usefixtures("tuned_host")
 
 
 def _generator():

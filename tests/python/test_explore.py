@@ -400,7 +400,7 @@ def cost(target: str, *results) -> float:
     return ProgramCost(get_target(target), "f32", SHAPES).seconds(results)
 
 
-def test_targets_with_fused_kernels_count_epilogues_and_dual_products() -> None:
+def test_targets_with_fused_kernels_count_epilogues_and_dual_products(tuned_host: None) -> None:
     """A row scale, a bias or a residual read by nothing but its pointwise consumer runs on the product kernel's
     tiles (no pass over the product); two products of x read by one consumer (SwiGLU's gate and up) run as
     one kernel, costed as one product of twice the columns: on the host and on NVIDIA GPUs, whose kernels do

@@ -125,7 +125,7 @@ SCALABLE = [p for p in FILES if expectation(p) != "attention" and at_workload_si
 
 
 @pytest.mark.parametrize("path", SCALABLE, ids=[p.stem for p in SCALABLE])
-def test_spelling_at_workload_size(path: Path) -> None:
+def test_spelling_at_workload_size(path: Path, tuned_host: None) -> None:
     """At the sizes of benchmarks/workloads/, where the host runs the bundled spellings fused, so does this one."""
     report = prism.compile(at_workload_size(path), target="host", emit="report").report
     kernels = kernel_kinds(report)
@@ -226,7 +226,7 @@ def expected_kernels(path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("kind", ["rmsnorm", "swiglu"])
-def test_bundled_form_at_workload_size_is_the_workload(kind: str) -> None:
+def test_bundled_form_at_workload_size_is_the_workload(kind: str, tuned_host: None) -> None:
     """The generator writes benchmarks/workloads/ at their own sizes, kernel for kernel."""
     name = "rmsnorm_matmul" if kind == "rmsnorm" else kind
     text = (Path(__file__).parents[2] / "benchmarks" / "workloads" / f"{name}.mlir").read_text()
