@@ -292,3 +292,42 @@ def test_the_numeric_check_treats_nan_on_both_sides_as_agreement() -> None:
     assert _difference(want, np.array([1.0, 0.0, np.inf, 2.0], dtype=np.float32), "float32")[0] == (1,)
     assert _difference(want, np.array([1.0, np.nan, np.nan, 2.0], dtype=np.float32), "float32")[0] == (2,)
     assert _difference(want, np.array([1.0, np.nan, np.inf, 2.5], dtype=np.float32), "float32")[0] == (3,)
+
+
+def _scaled(rounded_first: bool, factor: str) -> str:
+    """@f: x (f32) times ``factor``, rounded to bf16 before the product or after it, returned in f32."""
+    body = (["%b = arith.truncf %v : f32 to bf16", "%w = arith.extf %b : bf16 to f32", "%r = arith.mulf %w, %c : f32"]
+            if rounded_first else
+            ["%p = arith.mulf %v, %c : f32", "%b = arith.truncf %p : f32 to bf16", "%r = arith.extf %b : bf16 to f32"])
+    return "\n".join([
+        "#id = affine_map<(i) -> (i)>",
+        "func.func @f(%x: tensor<4096xf32>) -> tensor<4096xf32> {",
+        f"  %c = arith.constant {factor} : f32",
+        "  %e = tensor.empty() : tensor<4096xf32>",
+        "  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = [\"parallel\"]}",
+        "      ins(%x : tensor<4096xf32>) outs(%e : tensor<4096xf32>) {",
+        "  ^bb0(%v: f32, %o: f32):",
+        *[f"    {line}" for line in body],
+        "    linalg.yield %r : f32",
+        "  } -> tensor<4096xf32>",
+        "  return %y : tensor<4096xf32>",
+        "}"])
+
+
+def test_the_numeric_check_allows_the_rounding_of_the_narrowest_type_computed_in() -> None:
+    """A function of f32 results that rounds to bf16 on the way is checked at bf16's tolerance: moving the
+    rounding past a product (up to 2**-8 of each value, over f32's 1e-3 of the scale) is no counterexample, a
+    wrong factor (3% off) is one; a function of f32 alone keeps f32's."""
+    from prism.infra.ir import make_context
+    from prism.runtime.compare import find_counterexample, narrowest_float
+
+    with make_context():
+        original, moved, wrong = (ir.Module.parse(_scaled(first, factor))
+                                  for first, factor in ((True, "3.3"), (False, "3.3"), (False, "3.4")))
+        assert narrowest_float(original, "f") == "bf16"
+        assert find_counterexample(original, moved, "f") is None
+        assert find_counterexample(original, wrong, "f") is not None
+        f32_only = ir.Module.parse(_scaled(True, "3.3").replace("bf16", "f32").replace(
+            "%b = arith.truncf %v : f32 to f32", "%b = arith.addf %v, %v : f32").replace(
+            "%w = arith.extf %b : f32 to f32", "%w = arith.mulf %b, %c : f32"))
+        assert narrowest_float(f32_only, "f") == "f32"

@@ -15,7 +15,9 @@ from prism.runtime.cpu import JitFunction, TensorSpec, jit
 from prism.targets.host import host_target
 
 # Relative to the original result's largest magnitude: far above the rounding
-# of two f32 schedules of the same computation, far below a wrong one.
+# of two f32 schedules of the same computation, far below a wrong one. A function
+# is checked at the tolerance of the narrowest float type it computes in (a result
+# in f32 of a product of rounded bf16 probabilities carries bf16's rounding).
 TOLERANCE = {"f16": 2e-2, "bf16": 2e-2, "f32": 1e-3, "f64": 1e-9}
 DYNAMIC_SIZE = 7  # the size given to every dynamic dimension in numeric checks
 # A check runs each function a few times, so LLVM's optimizations would cost more than they save: the lowering
@@ -52,17 +54,44 @@ def find_counterexample(original: ir.Module, candidate: ir.Module, name: str, tr
     """Run @name of both modules on random inputs; the first difference found, or None."""
     run_original, run_candidate = _host_function(original, name), _host_function(candidate, name)
     signature = run_original.signature
+    narrowest = narrowest_float(original, name)
     for trial in range(trials):
         trial_seed = seed + trial
         rng = np.random.default_rng(trial_seed)
         inputs = [_random_input(spec, rng) for spec in signature.inputs]
         expected, got = (_as_tuple(run(*inputs)) for run in (run_original, run_candidate))
         for index, (want, have) in enumerate(zip(expected, got, strict=True)):
-            difference = _difference(want, have, str(signature.results[index].dtype))
+            difference = _difference(want, have, str(signature.results[index].dtype), narrowest)
             if difference is not None:
                 position, before, after = difference
                 return Counterexample(trial_seed, index, position, before, after)
     return None
+
+
+def narrowest_float(module: ir.Module, name: str) -> str:
+    """The float type of :data:`TOLERANCE` with the widest tolerance among the element types that @name of
+    ``module`` takes, returns or computes in ("f32" if it has none of them)."""
+    found = {"f32"}
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == name:
+            for region in op.regions:
+                _float_types(region, found)
+    return max(found, key=TOLERANCE.__getitem__)
+
+
+def _float_types(region: ir.Region, found: set[str]) -> None:
+    """Add to ``found`` the float types (of TOLERANCE) of the values of ``region``: block arguments and results,
+    themselves or as elements of a shaped type."""
+    for block in region.blocks:
+        values = [*block.arguments, *(result for op in block.operations for result in op.results)]
+        for value in values:
+            kind = value.type
+            element = str(kind.element_type) if isinstance(kind, ir.ShapedType) else str(kind)
+            if element in TOLERANCE:
+                found.add(element)
+        for op in block.operations:
+            for inner in op.regions:
+                _float_types(inner, found)
 
 
 def _host_function(module: ir.Module, name: str) -> JitFunction:
@@ -88,8 +117,10 @@ def _as_tuple(value: object) -> tuple[np.ndarray, ...]:
     return value if isinstance(value, tuple) else (value,)
 
 
-def _difference(want: np.ndarray, have: np.ndarray, dtype: str) -> tuple[tuple[int, ...], float, float] | None:
-    """Where two results differ beyond the tolerance, with both values; None if they agree."""
+def _difference(want: np.ndarray, have: np.ndarray, dtype: str,
+                narrowest: str = "f64") -> tuple[tuple[int, ...], float, float] | None:
+    """Where two results of type ``dtype`` differ beyond the tolerance (the wider of that type's and of
+    ``narrowest``, the narrowest float type computed in), with both values; None if they agree."""
     if want.shape != have.shape:
         return (), float("nan"), float("nan")
     wide, other = want.astype(np.float64), have.astype(np.float64)
@@ -100,7 +131,7 @@ def _difference(want: np.ndarray, have: np.ndarray, dtype: str) -> tuple[tuple[i
     error = np.where(np.isnan(error), np.inf, error)
     scale = max(1.0, float(np.abs(wide[np.isfinite(wide)]).max(initial=0.0)))
     names = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64"}
-    tolerance = TOLERANCE.get(names.get(dtype, "f32"), 1e-3)
+    tolerance = max(TOLERANCE.get(names.get(dtype, "f32"), 1e-3), TOLERANCE[narrowest])
     if not error.size or error.max() <= tolerance * scale:
         return None
     position = tuple(int(i) for i in np.unravel_index(int(error.argmax()), error.shape))
