@@ -78,9 +78,12 @@ def copy_gbps(size_bytes: int, cores: int, repeats: int) -> float:
 
 
 # The micro-kernels' product: ROWS rows (a multiple of every register block's), COLUMNS columns per core, and
-# the depths K whose times give the slope; the fastest of REPEATS calls, over ROUNDS rounds that alternate the
-# depths and the register blocks (fastest_in_rounds), so that a change in the machine's load falls on all of them.
-ROWS, COLUMNS, DEPTHS = 96, 128, (128, 256, 384)
+# the depths K whose times give the slope (at the deepest, a core's A and B take 672 KiB: within a 1 MiB L2);
+# the fastest of REPEATS calls, over ROUNDS rounds that alternate the depths and the register blocks
+# (fastest_in_rounds), so that a change in the machine's load falls on all of them. The slope is the median of
+# the slopes between every two depths: one depth timed slow or fast moves it little (a least-squares slope over
+# three depths once put a one-row block at a third of its time, and the model picked it for a whole GEMM).
+ROWS, COLUMNS, DEPTHS = 96, 128, (128, 256, 384, 512, 768)
 # The pipelined copy's product: 16 rows of C in two row panels of 8 x 32 micro-tiles and 512-column tasks, B
 # from DRAM (and from L3 for a smoke test), timed at each of these slice depths. The fewest rows the copy
 # serves (8 rows read B in place): an 8-row plan of 4-row panels, which the model no longer picks, timed deep
@@ -199,6 +202,13 @@ def pipelined_factors(weights: tuple[int, int], quick: bool, progress: Callable[
     return {str(tk): float(f"{seconds / min(times):.4g}") for tk, seconds in zip(depths, times, strict=True)}
 
 
+def median_slope(xs: tuple[int, ...], ys: list[float]) -> float:
+    """The median of the slopes between every two points (Theil-Sen): a line's slope that one stray point does
+    not move far."""
+    return float(np.median([(ys[j] - ys[i]) / (xs[j] - xs[i])
+                            for i in range(len(xs)) for j in range(i + 1, len(xs))]))
+
+
 def fastest_in_rounds(runs: list[Callable[[], object]], rounds: int) -> list[float]:
     """The fastest seconds of each run over ``rounds`` rounds of every run in turn (the fastest of REPEATS calls
     in each): a spell of other work on the machine slows one round of a few runs, not every round of one."""
@@ -270,7 +280,7 @@ def kernel_steps(kernel: str, rates: Calibration, quick: bool,
         times = fastest_in_rounds(runs, 1 if quick else ROUNDS)
         for index, (rm, rn) in enumerate(blocks):
             seconds = times[index * len(depths):(index + 1) * len(depths)]
-            slope = float(np.polyfit(depths, seconds, 1)[0])
+            slope = median_slope(depths, seconds)
             if kernel == "packed":
                 # Packing reads and writes a row of A and a column of B per step of K, at the cache's rate.
                 slope -= 2 * (ROWS + rates.cores * COLUMNS) * 4 / (rates.cache_gbps * 1e9)

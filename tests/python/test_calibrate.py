@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import prism
@@ -266,3 +267,16 @@ def test_decode_attention_factors_apply_at_decode_alone(tmp_path: Path, describe
     decode = attention_text((32,), 1, 256, 64, 64)
     (_, plain), (_, faster) = predicted_attention(decode, {}), predicted_attention(decode, quick)
     assert faster < plain
+
+
+def test_a_stray_depth_moves_the_step_little() -> None:
+    """The micro-kernels' step is the median slope over the depths: one depth timed three times fast (a stray
+    minimum) leaves it within a few percent of the line's, where a least-squares fit is off by a third."""
+    from prism.calibrate import DEPTHS, median_slope
+
+    step, fixed = 2e-9, 3e-5
+    times = [fixed + step * k for k in DEPTHS]
+    assert median_slope(DEPTHS, times) == pytest.approx(step)
+    stray = [times[0] * 3, *times[1:]]
+    assert abs(median_slope(DEPTHS, stray) / step - 1) < 0.15
+    assert abs(np.polyfit(DEPTHS, stray, 1)[0] / step - 1) > 0.3
