@@ -167,8 +167,8 @@ class FamilyRates:
 
 # Per core, the rates recorded for each core family (CORE_FAMILIES of prism.targets.host_machine): numpy's f32
 # GEMM at n = 2048 as prism.calibrate times it, the copy bandwidths and the micro-kernels' steps, from
-# benchmarks/RESULTS.md, "The host calibrated" (where its sources are given), and the Zen 5's from "Every
-# baseline on a calibrated 2-core Zen 5".
+# benchmarks/RESULTS.md, "The host calibrated" (where its sources are given), the Zen 5's from "Every
+# baseline on a calibrated 2-core Zen 5", and the Intel AVX-512 cores' from "A 2-core Intel Xeon with AMX".
 FAMILY_RATES: dict[str, FamilyRates] = {
     "zen4": FamilyRates(
         gflops=102.7, dram_gbps=27.6, cache_gbps=45.9, stream_gbps=33.35,
@@ -206,6 +206,22 @@ FAMILY_RATES: dict[str, FamilyRates] = {
                    "6x16": 0.4496, "6x32": 0.4923, "6x64": 0.4935, "8x16": 0.5005, "8x32": 0.4732},
         decode_attention={"1x16": 0.2017, "1x32": 0.2133, "1x64": 0.2023},
         pipelined={"32": 1.084, "64": 1.063, "128": 1.0, "256": 1.019, "512": 1.024}),
-    "intel-avx512": FamilyRates(gflops=169.5),
+    "intel-avx512": FamilyRates(
+        gflops=179.9, dram_gbps=24.05, cache_gbps=16.35, stream_gbps=24.3,
+        steps={"direct 1x16": 4.827e-10, "direct 1x32": 9.51e-10, "direct 1x64": 1.289e-09, "direct 2x16": 1.117e-09,
+               "direct 2x32": 1.19e-09, "direct 2x64": 2.353e-09, "direct 3x16": 1.13e-09, "direct 3x32": 1.598e-09,
+               "direct 3x64": 2.775e-09, "direct 4x16": 1.314e-09, "direct 4x32": 1.898e-09,
+               "direct 4x64": 3.617e-09, "direct 6x16": 1.612e-09, "direct 6x32": 2.676e-09,
+               "direct 6x64": 4.651e-09, "direct 8x16": 1.728e-09, "direct 8x32": 3.156e-09,
+               "direct 12x16": 2.753e-09, "direct 12x32": 4.649e-09, "direct 16x16": 3.937e-09,
+               "packed 2x16": 9.482e-10, "packed 2x32": 8.872e-10, "packed 2x64": 1.67e-09, "packed 4x16": 8.881e-10,
+               "packed 4x32": 1.233e-09, "packed 4x64": 1.909e-09, "packed 6x16": 9.636e-10,
+               "packed 6x32": 1.463e-09, "packed 6x64": 3.326e-09, "packed 8x16": 1.13e-09, "packed 8x32": 1.901e-09,
+               "packed 12x16": 1.563e-09, "packed 12x32": 2.643e-09, "packed 16x16": 1.918e-09},
+        attention={"1x16": 1.127, "1x32": 1.388, "1x64": 1.727, "2x16": 0.5852, "2x32": 0.721, "2x64": 1.017,
+                   "3x16": 0.6389, "3x32": 0.8684, "3x64": 1.05, "4x16": 0.707, "4x32": 1.009, "4x64": 1.014,
+                   "6x16": 0.8418, "6x32": 1.008, "6x64": 0.9742, "8x16": 1.01, "8x32": 0.9822},
+        decode_attention={"1x16": 0.5994, "1x32": 0.557, "1x64": 0.5053},
+        pipelined={"32": 1.077, "64": 1.042, "128": 1.0, "256": 1.013, "512": 1.107}),
     "avx2": FamilyRates(gflops=66.1),
 }
