@@ -271,3 +271,27 @@ def test_narrow_operands_count_two_bytes(tuned_host: None) -> None:
     values = space.values_of(point_array(fix_shape(space, space.universe_set(), shape_exponents(f32, 1))))
     ratio = target.lower_bound(bf16, values, 1) / target.lower_bound(f32, values, 1)
     assert np.all(ratio < 0.51)
+
+
+def test_exploration_prices_the_bf16_chain_as_the_kernel_the_host_runs() -> None:
+    """The benchmark's bf16 attention (casts to f32 on Q, K^T and V, P rounded to bf16) is one attention kernel
+    on the host, and exploration prices it so: its cost is the kernel's (f32 arithmetic, Q, K, V read at two
+    bytes) and nothing else; the chain's casts are inner terms. Priced as separate products and passes, every
+    variant that split the chain looked cheaper than the kernel as written, and the host ran them 5x slower."""
+    from prism.algebra import recognize, to_mlir
+    from prism.algebra.explore import ProgramCost
+    from prism.algebra.terms import translate
+
+    workload = cw.bf16_attention(1, 16, 512, 512, 64)
+    with make_context():
+        module = ir.Module.parse(workload.mlir)
+        program = translate(module.body.operations[0])
+    model = ProgramCost(get_target("host"), "bf16", program.arg_shapes, ["bf16"] * 3)
+    uses = to_mlir.use_counts(program.results)
+    (match,) = recognize.attention_terms(program.results, uses, model.shapes, widened=True)
+    assert [t.op for t in (match.q, match.k, match.v)] == ["arg"] * 3
+    assert not recognize.attention_terms(program.results, uses, model.shapes)  # the f32 form alone: no cast
+    assert model.seconds(program.results) == pytest.approx(model.attention_seconds(match))
+    f32 = 2 * 16 * 512 * 512 * (64 + 64) / get_target("host").flops["f32"]
+    assert model.attention_seconds(match) == pytest.approx(f32 + model.pass_seconds(2 * 3 * 16 * 512 * 64
+                                                                                   + 4 * 16 * 512 * 64))

@@ -294,7 +294,7 @@ def test_an_f16_qkv_fusion_accumulating_in_f16_is_refused() -> None:
         _prove(qkv(8, 32, 16), fused_qkv(8, 32, 16, accumulate="f16"))
 
 
-def test_prism_explore_fuses_the_f16_qkv_and_verify_proves_it() -> None:
+def test_prism_explore_fuses_the_f16_qkv_and_verify_proves_it(tuned_host: None) -> None:
     result = run_cli("-", "--target=host", "-p", "prism-optimize", "-v", stdin=qkv(16, 128, 64))
     assert result.returncode == 0, result.stderr
     assert "prism-explore: @qkv rewritten" in result.stderr

@@ -238,7 +238,7 @@ def test_bundled_form_at_workload_size_is_the_workload(kind: str, tuned_host: No
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
-def test_spelling_reaches_its_kernels_proven(path: Path) -> None:
+def test_spelling_reaches_its_kernels_proven(path: Path, tuned_host: None) -> None:
     kind = expectation(path)
     report = compiled_for_host(path.read_text()).report
     kernels = sorted(kernel_kinds(report))
@@ -275,7 +275,7 @@ BUNDLED_KINDS = [p for p in FILES if expectation(p) != "attention"]
 
 
 @pytest.mark.parametrize("path", BUNDLED_KINDS, ids=[p.stem for p in BUNDLED_KINDS])
-def test_spelling_explores_to_the_program_of_the_bundled_form(path: Path) -> None:
+def test_spelling_explores_to_the_program_of_the_bundled_form(path: Path, tuned_host: None) -> None:
     """Exploration settles every spelling of a function on one program: the bundled form's at the same sizes,
     up to the spelling of constants (the mean as a division by d or a product with 1/d, epsilon) and the order
     of commutative operands."""

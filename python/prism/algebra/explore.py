@@ -237,6 +237,10 @@ def product_contraction(a: tuple[int, ...], b: tuple[int, ...], element: str,
                        (size, size), acc, element, reads_init=False)
 
 
+# The element types of Q, K and V that the host's attention kernel takes (computing in f32).
+_ATTENTION_INPUTS = ("f32", "bf16", "f16")
+
+
 class ProgramCost:
     """The predicted seconds of one call of a program of terms, as :mod:`prism.algebra.to_mlir` would write it.
 
@@ -313,12 +317,14 @@ class ProgramCost:
                 if self._computes_in_f32(match.x, match.root)]
 
     def _attentions(self, results: list[Term], uses: dict[Term, int]) -> list[recognize.AttentionTerms]:
-        """The attention chains the target runs as one kernel (see prism.algebra.recognize): those of f32
-        operands and result, as the kernel takes them (an f16 function's attention computed in f32 among them)."""
+        """The attention chains the target runs as one kernel (see prism.algebra.recognize): those computed in
+        f32, as the kernel takes them, of f32 Q, K and V or of narrower ones read through casts to f32, P perhaps
+        rounded on the way (the kernel widens them: prism.families.attention.host_space)."""
         if "attention" not in self.target.fusion:
             return []
-        return [match for match in recognize.attention_terms(results, uses, self.shapes)
-                if self._computes_in_f32(match.q, match.k, match.v, match.root)]
+        return [match for match in recognize.attention_terms(results, uses, self.shapes, widened=True)
+                if self._computes_in_f32(match.scores, match.root)
+                and all((self.elements(t) or self.element) in _ATTENTION_INPUTS for t in (match.q, match.k, match.v))]
 
     def _computes_in_f32(self, *terms: Term) -> bool:
         return all((self.elements(term) or self.element) == "f32" for term in terms)
@@ -328,7 +334,7 @@ class ProgramCost:
         result (the scores are never stored)."""
         q, k, v = (self.shapes(t) for t in (match.q, match.k, match.v))
         moved = sum(self._size(t) for t in (match.q, match.k, match.v, match.root))
-        flops = getattr(self.target, "flops", {}).get(self.element)
+        flops = getattr(self.target, "flops", {}).get("f32")  # the kernel computes in f32
         if not flops:
             scores = (*q[:-2], q[-2], k[-2])
             return self.product_seconds(q, (*k[:-2], k[-1], k[-2])) + self.product_seconds(scores, v)

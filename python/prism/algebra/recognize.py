@@ -77,12 +77,7 @@ class AttentionTerms:
     v: Term
     scale: float
     inner: frozenset[Term]  # every term of the chain but the root and its operands
-
-    @property
-    def scores(self) -> Term:
-        """The product ``q k^T``."""
-        return next(t for t in self.inner if t.op == "matmul" and t.args[0] == self.q
-                    and t.args[1].op == "transpose")
+    scores: Term  # the product ``q k^T``
 
 
 def _scale(term: Term) -> tuple[Term, float] | None:
@@ -94,18 +89,27 @@ def _scale(term: Term) -> tuple[Term, float] | None:
 
 
 def attention_terms(results: list[Term], uses: dict[Term, int],
-                    shape: Callable[[Term], Shape | None]) -> list[AttentionTerms]:
+                    shape: Callable[[Term], Shape | None], widened: bool = False) -> list[AttentionTerms]:
     """The attentions of canonical form (see the module docstring) among ``results``' subterms; ``uses``
-    counts each subterm's uses (prism.algebra.to_mlir.use_counts)."""
+    counts each subterm's uses (prism.algebra.to_mlir.use_counts). With ``widened``, also the chains that read
+    narrower Q, K and V through casts to f32 (``cast(transpose(k))`` for K^T) and perhaps round P before its
+    product (``cast(cast(e, narrow), f32)``), as a program of bf16 or f16 tensors writes attention in f32: their
+    ``q``, ``k`` and ``v`` are then the narrow tensors, and the casts are inner terms."""
     found = []
     for term in uses:
-        match = _attention_at(term, uses, shape)
+        match = _attention_at(term, uses, shape, widened)
         if match is not None:
             found.append(match)
     return found
 
 
-def _attention_at(root: Term, uses: dict[Term, int], shape: Callable[[Term], Shape | None]) -> AttentionTerms | None:
+def _widening(term: Term) -> Term | None:
+    """``x`` of ``cast(x, "f32")``; None for any other term."""
+    return term.args[0] if term.op == "cast" and term.attrs == ("f32",) else None
+
+
+def _attention_at(root: Term, uses: dict[Term, int], shape: Callable[[Term], Shape | None],
+                  widened: bool = False) -> AttentionTerms | None:
     if root.op != "div" or root.args[0].op != "matmul" or root.args[1].op != "broadcast":
         return None
     product, spread = root.args
@@ -114,6 +118,14 @@ def _attention_at(root: Term, uses: dict[Term, int], shape: Callable[[Term], Sha
         return None
     last = len(out) - 1
     e, v = product.args
+    casts: set[Term] = set()  # the widened chain's casts on its way
+    if widened:
+        if (rounded := _widening(e)) is not None and rounded.op == "cast":  # P rounded before P V
+            casts |= {e, rounded}
+            e = rounded.args[0]
+        if (narrow := _widening(v)) is not None:
+            casts.add(v)
+            v = narrow
     sums = spread.args[0]
     if spread.attrs[0] != last or sums.op != "reduce_sum" or sums.attrs != (last,) or sums.args[0] != e:
         return None
@@ -125,14 +137,24 @@ def _attention_at(root: Term, uses: dict[Term, int], shape: Callable[[Term], Sha
     s, row = difference.args[0], difference.args[1].args[0]
     if row.op != "reduce_max" or row.attrs != (last,) or row.args[0] != s:
         return None
-    if s.op != "matmul" or s.args[1].op != "transpose":
+    if s.op != "matmul":
+        return None
+    q, k_read = s.args
+    if widened:
+        if (narrow := _widening(q)) is not None:
+            casts.add(q)
+            q = narrow
+        if (transposed := _widening(k_read)) is not None:
+            casts.add(k_read)
+            k_read = transposed
+    if k_read.op != "transpose":
         return None
     twice = {s, e}
-    once = {product, spread, sums, difference, difference.args[1], row, s.args[1]} | (
+    once = {product, spread, sums, difference, difference.args[1], row, k_read} | casts | (
         {e.args[0]} if e.args[0] is not difference else set())
     if any(uses.get(t) != 2 for t in twice) or any(uses.get(t) != 1 for t in once):
         return None
-    return AttentionTerms(root, s.args[0], s.args[1].args[0], v, c, frozenset(twice | once))
+    return AttentionTerms(root, q, k_read.args[0], v, c, frozenset(twice | once), s)
 
 
 @dataclass(frozen=True)
@@ -249,7 +271,7 @@ def transposed_products(results: list[Term], uses: dict[Term, int],
                         shape: Callable[[Term], Shape | None]) -> frozenset[Term]:
     """The products that to_mlir writes as one contraction reading their transposed right operand through
     its map: the scores of each recognized attention."""
-    return frozenset(match.scores for match in attention_terms(results, uses, shape))
+    return frozenset(match.scores for match in attention_terms(results, uses, shape, widened=True))
 
 
 # ---------------------------------------------------------------------------------------------------------------

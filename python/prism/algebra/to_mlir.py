@@ -122,7 +122,7 @@ def fused_terms(results: list[Term], shape: Callable[[Term], Shape | None],
     the caller has it.
     """
     uses = use_counts(results) if uses is None else uses
-    kept = {match.root for match in recognize.attention_terms(results, uses, shape)}
+    kept = {match.root for match in recognize.attention_terms(results, uses, shape, widened=True)}
     fused: set[Term] = set()
     seen: set[Term] = set()
     stack: list[Term] = list(results)
