@@ -265,3 +265,25 @@ def test_a_tuning_spec_configures_the_program_as_written(workload: Workload, tmp
     have = load(vmfb, workload.func)(*arrays)
     for got, expected in zip(have if isinstance(have, tuple) else (have,), want, strict=True):
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+
+
+def test_a_vector_tile_stays_below_irees_vector_limit(tmp_path: Path, rng: np.random.Generator) -> None:
+    """A choice of 12 x 32 register blocks over a short K becomes an 8 x 32 vector tile whose K step is halved
+    to 4 (8 x 32 x 8 f32 accumulators are the 8 KiB IREE refuses without a named CPU); IREE compiles it, and the
+    product matches float64."""
+    from prism.targets.host_iree import ACCUMULATOR_BYTES, IREE_VECTOR_BYTES
+
+    op = gemm_contraction(200, 130, 96)
+    config, _ = host_target().iree_config(op, {"TM": 192, "TN": 256, "TK": 128, "RM": 12, "RN": 32})
+    assert "vector_common_parallel = [8, 32, 0]" in config and "vector_reduction = [0, 0, 4]" in config
+    assert 8 * 32 * 4 * ACCUMULATOR_BYTES < IREE_VECTOR_BYTES
+    workload = gemm("gemm-200x96x130", 200, 96, 130)
+    spec = prism.compile(workload.mlir, target="host", emit="iree-spec").iree
+    spec = re.sub(r"#iree_codegen\.compilation_info<.*DoubleTilingExpert>>>", lambda _: config, spec)
+    assert config in spec
+    path = tmp_path / "spec.mlir"
+    path.write_text(spec)
+    vmfb = compile_vmfb(workload.mlir, "llvm-cpu", [f"--iree-codegen-tuning-spec-path={path}"])
+    arrays = inputs(workload, rng)
+    (want,) = workload.compute(NumpyOps, *(a.astype(np.float64) for a in arrays))
+    np.testing.assert_allclose(load(vmfb, workload.func)(*arrays), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())

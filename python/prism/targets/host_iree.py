@@ -11,6 +11,11 @@ from prism.targets.base import iree_tile_levels
 if TYPE_CHECKING:
     from prism.targets.host import HostTarget
 
+# IREE's llvm-cpu pipeline rejects a vector op of 512 native vectors' bytes or more (its vector size check):
+# 8 KiB for an x86-64 target of no named CPU (16-byte vectors), as IREE compiles by default; a named CPU's limit
+# is larger. Products accumulate in f32.
+IREE_VECTOR_BYTES, ACCUMULATOR_BYTES = 16 * 512, 4
+
 
 def iree_config(target: HostTarget, op: Contraction, choice: dict[str, int]) -> tuple[str, list[str]]:
     """IREE's CPU double-tiling pipeline, as near Prism's choice as it runs well.
@@ -29,6 +34,10 @@ def iree_config(target: HostTarget, op: Contraction, choice: dict[str, int]) -> 
     # K one step at a time as in Prism's micro-kernel, but 8 for a short K (at most 1024), as IREE's own
     # configurations take it (benchmarks/RESULTS.md, "Measurements behind rules in the code": IREE's K step).
     reduction = 8 if iree_k(op) <= 1024 else 1
+    # IREE refuses a vector contraction whose iteration space holds IREE_VECTOR_BYTES of accumulators or more;
+    # the K step is halved until the vector tile's is below it.
+    while reduction > 1 and vm * rn * reduction * ACCUMULATOR_BYTES >= IREE_VECTOR_BYTES:
+        reduction //= 2
     tiles = {"batch": (1, 1, 0), "m": (wm, vm, 0), "n": (wn, rn, 0), "k": (0, 0, reduction)}
     config = iree_tile_levels(op.roles, tiles, ("distribution", "vector_common_parallel", "vector_reduction"))
     text = (f"#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<{config}>, "
