@@ -30,6 +30,9 @@ from prism.targets.host_machine import Machine
 
 INPUTS = Path(__file__).resolve().parents[1] / "filecheck" / "Inputs"
 RUNS_HERE = bool(Machine.here().amx)
+# The AMX machine described without AVX512-BF16: every bf16 product takes the tiles, a few static rows among them
+# (which the AMX machine itself runs on dot products: prism.targets.host_space.few_bf16_rows).
+TILES = INPUTS / "host-amx-tiles.json"
 
 
 def test_the_amx_kernel_is_chosen_by_the_machines_flags(describe_host) -> None:
@@ -40,6 +43,17 @@ def test_the_amx_kernel_is_chosen_by_the_machines_flags(describe_host) -> None:
     assert kinds(text) == ["gemm (bf16 dot products)"]
     describe_host(REFERENCE_HOST)
     assert kinds(text) == ["gemm (transform path)"]
+
+
+def test_a_few_rows_take_the_dot_products_even_with_amx(describe_host) -> None:
+    """A static M of at most 16 rows is bound by reading B: on the AMX machine it runs on the dot products (B read
+    in place); 17 rows, or a machine described without the dot products, take the tiles."""
+    describe_host(INPUTS / "host-amx.json")
+    assert kinds(product(16, 131, 70)) == kinds(product(1, 64, 40)) == ["gemm (bf16 dot products)"]
+    assert kinds(product(17, 131, 70)) == ["gemm (AMX tiles)"]
+    assert kinds(product(16, 131, 70, batch=3)) == ["gemm (bf16 dot products)"]
+    describe_host(TILES)
+    assert kinds(product(16, 131, 70)) == ["gemm (AMX tiles)"]
 
 
 def test_an_f32_product_never_takes_it(describe_host) -> None:
@@ -216,7 +230,7 @@ def emulated(text: str, monkeypatch: pytest.MonkeyPatch) -> tuple[str, object]:
     (19, 33, 17, {"rows": 4, "row_bytes": 16, "tiles_m": 2, "tiles_n": 1})])
 def test_the_tiles_computed_on_vectors_match_float64(describe_host, monkeypatch: pytest.MonkeyPatch, m: int, k: int,
                                                       n: int, tiles: dict[str, int], rng: np.random.Generator) -> None:
-    describe_host(INPUTS / "host-amx.json")
+    describe_host(TILES)
     choice = ", ".join(f"{key} = {tiles[field]}" for key, field in kernel_amx.CHOICE_KNOBS.items() if field in tiles)
     text = product(m, k, n).replace("linalg.matmul ins", f"linalg.matmul {{prism.choice = {{{choice}}}}} ins")
     tiled, run = emulated(text, monkeypatch)
@@ -260,7 +274,8 @@ def test_dynamic_rows_on_vectors(describe_host, monkeypatch: pytest.MonkeyPatch,
 @pytest.mark.skipif(not RUNS_HERE, reason="this CPU has no AMX")
 @pytest.mark.parametrize(("m", "k", "n"), [(7, 5, 20), (1, 64, 16), (33, 131, 97), (100, 1, 5), (64, 255, 300),
                                            (97, 512, 130)])
-def test_matches_float64(m: int, k: int, n: int, rng: np.random.Generator) -> None:
+def test_matches_float64(m: int, k: int, n: int, rng: np.random.Generator, describe_host) -> None:
+    describe_host(TILES)
     assert kinds(product(m, k, n)) == ["gemm (AMX tiles)"]
     compiled = prism.compile(product(m, k, n), target="host")
     a, b = (rng.standard_normal(s).astype(ml_dtypes.bfloat16) for s in ((m, k), (k, n)))
@@ -268,7 +283,8 @@ def test_matches_float64(m: int, k: int, n: int, rng: np.random.Generator) -> No
 
 
 @pytest.mark.skipif(not RUNS_HERE, reason="this CPU has no AMX")
-def test_a_batch_and_an_init_that_is_not_zero(rng: np.random.Generator) -> None:
+def test_a_batch_and_an_init_that_is_not_zero(rng: np.random.Generator, describe_host) -> None:
+    describe_host(TILES)
     text = product(17, 41, 50, batch=3, accumulate=True)
     assert kinds(text) == ["gemm (AMX tiles)"]
     a, b = (rng.standard_normal(s).astype(ml_dtypes.bfloat16) for s in ((3, 17, 41), (3, 41, 50)))

@@ -5,11 +5,15 @@
 // amx.tile_mulf between a load and a store of the C tiles, and C copied out masked past N. Down to LLVM, the tile
 // ops are the tileloadd64, tdpbf16ps and tilestored64 intrinsics, and the module translates to LLVM IR (nothing
 // here runs it: the machine that runs the tests need not have AMX). The tiles are knobs of prism.choice (AR rows,
-// AB bytes per row, AM x AN C tiles).
-// RUN: env PRISM_HOST_DESCRIPTION=%S/../Inputs/host-amx.json prism-opt %s -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s --check-prefix=TILE
-// RUN: env PRISM_HOST_DESCRIPTION=%S/../Inputs/host-amx.json prism-opt %s -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-llvm -o /dev/null 2>&1 | filecheck %s --check-prefix=LLVM
-// RUN: env PRISM_HOST_DESCRIPTION=%S/../Inputs/host-amx.json prism-opt %s --target=host --emit=llvm -p 'prism-lower-cpu{threads=2}' | python -c "import sys; from mlir import ir; from mlir.dialects.llvm import translate_module_to_llvmir; ctx = ir.Context(); print(translate_module_to_llvmir(ir.Module.parse(sys.stdin.read(), ctx).operation))" | filecheck %s --check-prefix=IR
-// RUN: env PRISM_HOST_DESCRIPTION=%S/../Inputs/host-amx.json prism-opt %s --emit=report | filecheck %s --check-prefix=REPORT
+// AB bytes per row, AM x AN C tiles). A product of a few static rows (16 at most) takes the dot products even
+// where the machine has AMX (B read in place, not packed on every call): the tile kernel's RUN lines describe a
+// machine with AMX and without AVX512-BF16, on which @acc's 9 rows take the tiles too; the FEW line, the AMX
+// machine itself.
+// RUN: env PRISM_HOST_DESCRIPTION=%S/../Inputs/host-amx-tiles.json prism-opt %s -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s --check-prefix=TILE
+// RUN: env PRISM_HOST_DESCRIPTION=%S/../Inputs/host-amx-tiles.json prism-opt %s -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-llvm -o /dev/null 2>&1 | filecheck %s --check-prefix=LLVM
+// RUN: env PRISM_HOST_DESCRIPTION=%S/../Inputs/host-amx-tiles.json prism-opt %s --target=host --emit=llvm -p 'prism-lower-cpu{threads=2}' | python -c "import sys; from mlir import ir; from mlir.dialects.llvm import translate_module_to_llvmir; ctx = ir.Context(); print(translate_module_to_llvmir(ir.Module.parse(sys.stdin.read(), ctx).operation))" | filecheck %s --check-prefix=IR
+// RUN: env PRISM_HOST_DESCRIPTION=%S/../Inputs/host-amx-tiles.json prism-opt %s --emit=report | filecheck %s --check-prefix=REPORT
+// RUN: env PRISM_HOST_DESCRIPTION=%S/../Inputs/host-amx.json prism-opt %s --emit=report | filecheck %s --check-prefix=FEW
 // RUN: env PRISM_HOST_DESCRIPTION=%S/../Inputs/host-avx512-bf16.json prism-opt %s -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s --check-prefix=DOT
 
 // TILE-LABEL: IR Dump After cpu-tile
@@ -54,6 +58,12 @@
 
 // REPORT: "kind": "gemm (AMX tiles)"
 // REPORT: "kind": "gemm (AMX tiles)"
+
+// On the AMX machine, 100 rows take the tiles and 9 rows the dot products.
+// FEW: "function": "@mm"
+// FEW: "kind": "gemm (AMX tiles)"
+// FEW: "function": "@acc"
+// FEW: "kind": "gemm (bf16 dot products)"
 
 // Without AMX, the dot products.
 // DOT-LABEL: IR Dump After cpu-tile

@@ -36,6 +36,7 @@ from mlir import ir
 from prism.codegen.cpu.kernel import dynamic_memref
 from prism.codegen.cpu.text import MlirText
 from prism.kernels import host_gemm
+from prism.targets import host_space
 
 LANES = 16  # f32 lanes of a 512-bit vector; one panel's columns
 F32, BF16 = "f32", "bf16"
@@ -77,7 +78,7 @@ def static_sizes(tensor_type: str) -> list[int | None]:
 
 
 # A product of at most this many rows (a few tokens; at least two) reads B in place as streams (:func:`plan_for`).
-STREAMED_ROWS = 16
+STREAMED_ROWS = host_space.FEW_BF16_ROWS
 # A streaming micro-tile's accumulators: RM x NV vectors.
 STREAMED_ACCUMULATORS = 16
 
