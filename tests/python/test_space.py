@@ -75,8 +75,38 @@ def test_host_constraints_hold_at_every_point_and_six_row_blocks_are_offered(m: 
         assert c["TM"] <= max(6, 1 << (m - 1).bit_length())  # the padded extent, or a tile of 2 or 6 rows
         register_blocks.add((c["TM"], c["RM"], c["RN"]))
         assert space.point_of(c) == point
-    assert {(6, 2 * lanes), (3, 2 * lanes), (4, 2 * lanes), (1, 4 * lanes)} <= {b[1:] for b in register_blocks}
+    assert {(6, 2 * lanes), (3, 2 * lanes), (4, 2 * lanes)} <= {b[1:] for b in register_blocks}
     assert (16, 6, 2 * lanes) in register_blocks and (12, 6, 2 * lanes) in register_blocks
+    assert not any(rm == 1 for _, rm, _ in register_blocks)  # one-row blocks serve a single row of C alone
+
+
+def test_one_row_blocks_serve_a_single_row() -> None:
+    """A product of one row of C (decode) may take one-row blocks up to four vectors wide; two rows may not."""
+    target = get_target("host")
+    lanes = target.vector_bits // 32
+    for m, offered in ((1, True), (2, False)):
+        op = Contraction(roles=("m", "n", "k"), operand_dims=((0, 2), (2, 1)), extents=(m, 4096, 4096),
+                         elem_bytes=(4, 4), acc_bytes=4, input_type="f32")
+        space = target.space(op)
+        domain = space.universe_set()
+        for group, _ in space.groups:
+            domain = domain.intersect(space.group_set(group))
+        blocks = {(c["RM"], c["RN"]) for c in map(space.value_of, points(fix_shape(space, domain,
+                                                                                   shape_exponents(op))))}
+        assert ((1, 4 * lanes) in blocks) == offered and (any(rm == 1 for rm, _ in blocks)) == offered
+
+
+def test_the_busiest_worker_takes_whole_row_blocks(reference_host: None) -> None:
+    """Workers take contiguous shares of the blocks, the ragged last one going to the last worker: with M = 256
+    on two cores, TM = 192 leaves one worker 192 rows (the other 64) and costs about 1.5 times TM = 128's even
+    halves, with the same register block and column tiles (the blocks' average, 128 rows, priced them alike)."""
+    target = get_target("host")
+    op = Contraction(roles=("m", "n", "k"), operand_dims=((0, 2), (2, 1)), extents=(256, 256, 256),
+                     elem_bytes=(4, 4), acc_bytes=4, input_type="f32")
+    values = {"TM": np.array([192, 128]), "TN": np.array([256, 256]), "TK": np.array([128, 128]),
+              "RM": np.array([4, 4]), "RN": np.array([16, 16])}
+    uneven, even = target.seconds(op, values)
+    assert uneven > even * 1.2
 
 
 def test_point_of_refuses_values_outside_the_space() -> None:

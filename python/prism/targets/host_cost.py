@@ -104,7 +104,9 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
     # (benchmarks/RESULTS.md, "Measurements behind rules in the code": the busiest worker's columns of B).
     rounds = _rounds(target, tm, tn, s)  # each worker's share of the blocks
     columns = np.where(rounds < ceil_div(s["n"], tn), ceil_div(tn, rn), _inner_tiles_per_block(s["n"], tn, rn))
-    micro_tiles = _inner_tiles_per_block(s["m"], tm, rm) * columns
+    # Its row blocks are whole too: the ragged last one falls to the last worker (with M = 256 and TM = 192 on
+    # two cores, one worker takes 192 rows while the other takes 64).
+    micro_tiles = ceil_div(tm, rm) * columns
     run, direct = None, direct_kernel(op)
     cached = _in_cache(target, op, s)
     few_rows = op.extent("m") is not None and 1 < op.extent("m") <= host_gemm.STREAMING_ROWS

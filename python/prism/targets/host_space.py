@@ -10,7 +10,7 @@ import numpy as np
 
 from prism.kernels import host_gemm
 from prism.search.cost import KnobValues
-from prism.search.space import Contraction, Space, pow2_sum_le, shape_fit, shape_param_bounds
+from prism.search.space import SHAPE_PARAMS, Contraction, Space, pow2_sum_le, shape_fit, shape_param_bounds
 
 if TYPE_CHECKING:
     from prism.targets.host import HostTarget
@@ -111,12 +111,16 @@ def gemm_space(op: Contraction, target: HostTarget) -> Space:
     # block would degenerate into a matrix-vector product).
     # A one-row block streams whole rows of its task's columns (only a row of C stays in L1), so its tasks
     # may be as wide as N's share of one core.
+    # A one-row block serves a single row of C alone: over several rows it reloads B's group for every row,
+    # where a block of RM rows loads it once for all of them (16 rows ran 1.8-2.3x slower on one-row blocks
+    # than on 8 x 32 blocks: benchmarks/RESULTS.md, "A 2-core Intel Xeon with AMX").
     rm_min, tk_min = (0, 3) if direct_kernel(op) else (1, 4)
+    one_row = f"(rm >= 1 or m3 = 1 or {SHAPE_PARAMS['m']} = 0)"
     tn_max = "(tn <= 10 or (rm = 0 and m3 = 0 and tn <= 12))" if direct_kernel(op) else "tn <= 10"
     # RM <= TM: 3 * 2**rm <= 2**tm exactly when rm + 2 <= tm.
     universe = (f"{shape_param_bounds()} and {rm_min} <= rm <= 4 and 0 <= t3 <= m3 <= 1 and rm + 2 * m3 <= 4"
                 f" and {lanes_log2} <= rn <= {lanes_log2 + 2} and rm + 2 * (m3 - t3) <= tm <= 9"
-                f" and rn <= tn and {tn_max} and {tk_min} <= tk <= 10")
+                f" and rn <= tn and {tn_max} and {tk_min} <= tk <= 10 and {one_row}")
     footprint = op.footprint_exponent
     reg_tiles = {"m": "rm", "n": "rn", "k": "tk"}
     cache_tiles = {"m": "tm", "n": "tn", "k": "tk"}
