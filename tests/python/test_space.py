@@ -52,6 +52,14 @@ def test_every_group_keeps_points_and_an_impossible_one_empties(target: str, op:
     assert fix_shape(space, domain.intersect(impossible), exponents).is_empty()
 
 
+def shaped_points(space, op: Contraction) -> list:
+    """The points of ``space`` within every group, at ``op``'s shape."""
+    domain = space.universe_set()
+    for group, _ in space.groups:
+        domain = domain.intersect(space.group_set(group))
+    return list(points(fix_shape(space, domain, shape_exponents(op))))
+
+
 @pytest.mark.parametrize("m", [16, 96, 1000])
 def test_host_constraints_hold_at_every_point_and_six_row_blocks_are_offered(m: int) -> None:
     """RM may take a factor of 3 (m3), and TM with it (t3): the registers, L1, L2 and shape bounds hold for the
@@ -60,12 +68,9 @@ def test_host_constraints_hold_at_every_point_and_six_row_blocks_are_offered(m: 
     op = Contraction(roles=("m", "n", "k"), operand_dims=((0, 2), (2, 1)), extents=(m, 1024, 512),
                      elem_bytes=(4, 4), acc_bytes=4, input_type="f32")
     space = target.space(op)
-    domain = space.universe_set()
-    for group, _ in space.groups:
-        domain = domain.intersect(space.group_set(group))
     lanes = target.vector_bits // 32
     register_blocks = set()
-    for point in points(fix_shape(space, domain, shape_exponents(op))):
+    for point in shaped_points(space, op):
         c = space.value_of(point)
         assert set(c) == {"TM", "TN", "TK", "RM", "RN"}
         assert c["RM"] <= c["TM"] and (c["TM"] % 3 != 0 or c["RM"] % 3 == 0)  # TM takes 3 only with RM
@@ -88,11 +93,7 @@ def test_one_row_blocks_serve_a_single_row() -> None:
         op = Contraction(roles=("m", "n", "k"), operand_dims=((0, 2), (2, 1)), extents=(m, 4096, 4096),
                          elem_bytes=(4, 4), acc_bytes=4, input_type="f32")
         space = target.space(op)
-        domain = space.universe_set()
-        for group, _ in space.groups:
-            domain = domain.intersect(space.group_set(group))
-        blocks = {(c["RM"], c["RN"]) for c in map(space.value_of, points(fix_shape(space, domain,
-                                                                                   shape_exponents(op))))}
+        blocks = {(c["RM"], c["RN"]) for c in map(space.value_of, shaped_points(space, op))}
         assert ((1, 4 * lanes) in blocks) == offered and (any(rm == 1 for rm, _ in blocks)) == offered
 
 
