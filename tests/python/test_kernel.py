@@ -75,6 +75,43 @@ def test_kernel_matches_float64(rng: np.random.Generator, m: int, n: int, k: int
     check(run(gemm_text(m, n, k, attrs), threads, a, b), a.astype(np.float64) @ b, k)
 
 
+# A row panel of a few rows reads B in place (KernelPlan.sweeps_b) and prefetches its columns two K slices
+# (at least 16 rows) ahead, clamped to B's last row: K = 45 ends within the distance of every slice, N = 203 is
+# ragged (the ragged micro-tile does not prefetch), and K is static or dynamic.
+@pytest.mark.parametrize("m, n, k, tiles, dynamic", [
+    (8, 203, 45, (8, 64, 8, 8, 32), False),
+    (5, 96, 300, (8, 32, 16, 8, 16), False),
+    (3, 203, 45, (8, 64, 4, 4, 32), True),
+])
+def test_kernel_prefetches_b_it_sweeps(rng: np.random.Generator, m: int, n: int, k: int, tiles: tuple,
+                                       dynamic: bool) -> None:
+    text = dynamic_text(m, choice(*tiles, pack=0)) if dynamic else gemm_text(m, n, k, choice(*tiles, pack=0))
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        CpuLowering(2, PassContext(), 256).tile(module)
+        tiled = str(module)
+    assert "panels" not in tiled
+    # Each row of B that a micro-tile reads (RN / 8 vectors of 8 lanes here), one prefetch per 64-byte line of
+    # it, at a row clamped to K - 1.
+    ahead = max(16, 2 * tiles[2])
+    prefetches = re.findall(r"%(\w+) = arith.addi %\w+, %c" + str(ahead) + r" : index\n\s*%(\w+) = arith.minui %\1, "
+                            r"%(\w+) : index\n((?:\s*memref.prefetch .*\n)+)", tiled)
+    assert prefetches, tiled
+    for _, row, _, lines in prefetches:
+        assert lines.count("memref.prefetch") == tiles[4] // 16
+        assert all(f"[%{row}, " in line for line in lines.strip().splitlines())
+    a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+    check(run(text, 2, a, b), a.astype(np.float64) @ b, k)
+
+
+# A product of many rows copies B into panels and prefetches nothing of B in place.
+def test_kernel_with_panels_does_not_prefetch_b_in_place() -> None:
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(gemm_text(97, 61, 45, choice(102, 32, 16, 6, 16)))
+        CpuLowering(2, PassContext(), 256).tile(module)
+        assert "memref.prefetch" not in str(module)
+
+
 # Register blocks, streaming one-row blocks, and decode (K split over the workers, their sums added to C's init).
 @pytest.mark.parametrize("m, rm", [(37, 4), (37, 1), (1, 1)])
 def test_kernel_accumulates_into_its_init(rng: np.random.Generator, m: int, rm: int) -> None:

@@ -92,3 +92,44 @@ func.func @rows(%x: tensor<3x60xf32>, %w: tensor<60x100xf32>, %c: tensor<3x100xf
          ins(%x, %w : tensor<3x60xf32>, tensor<60x100xf32>) outs(%c : tensor<3x100xf32>) -> tensor<3x100xf32>
   return %r : tensor<3x100xf32>
 }
+
+// -----
+
+// Eight rows in one row panel of 8 (RM = 8): B is read in place, K slice by
+// K slice (KernelPlan.sweeps_b), and each micro-tile prefetches the cache
+// lines of its columns two slices (here 16 rows) further down, clamped to
+// B's last row (59), one prefetch per 64-byte line (two 8-lane vectors);
+// no panel buffer is allocated.
+// TILE-LABEL: IR Dump After cpu-tile
+// TILE: func.func @sweep(
+// TILE: %[[B:.*]] = bufferization.to_buffer %arg1
+// TILE-NOT: memref.alloc() {{.*}} : memref<{{.*}}x8x{{.*}}xf32>
+// TILE: scf.parallel
+// TILE: scf.for %[[P0:.*]] = %c0 to %c60 step %c8
+// TILE: scf.for %[[K:.*]] = %c0 to %{{.*}} step %c1 iter_args
+// TILE: %[[KG:.*]] = arith.addi %[[P0]], %[[K]] : index
+// TILE-COUNT-2: vector.load %[[B]][%[[KG]],
+// TILE-NEXT: %[[AHEAD:.*]] = arith.addi %[[KG]], %c16 : index
+// TILE-NEXT: %[[ROW:.*]] = arith.minui %[[AHEAD]], %c59 : index
+// TILE-NEXT: memref.prefetch %[[B]][%[[ROW]], %{{.*}}], read, locality<3>, data
+// TILE-NEXT: tensor.extract
+// TILE-COUNT-8: vector.broadcast
+// TILE: bufferization.to_tensor
+
+// BUFFERS-LABEL: IR Dump After cpu-bufferize
+// BUFFERS: memref.alloc() {alignment = 64 : i64} : memref<8x100xf32>
+// BUFFERS-NOT: memref.alloc
+
+// The workers' task function holds the prefetch, as an LLVM intrinsic.
+// LLVM-LABEL: IR Dump After cpu-llvm
+// LLVM: llvm.func @__prism_task_sweep_0(
+// LLVM: "llvm.intr.prefetch"({{.*}}) <{cache = 1 : i32, hint = 3 : i32, rw = 0 : i32}>
+// LLVM: llvm.func @sweep(
+func.func @sweep(%x: tensor<8x60xf32>, %w: tensor<60x100xf32>) -> tensor<8x100xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x100xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<8x100xf32>) -> tensor<8x100xf32>
+  %r = linalg.matmul {prism.roles = ["m", "n", "k"], prism.choice = {TM = 8, TN = 64, TK = 8, RM = 8, RN = 16, PACK = 0}}
+         ins(%x, %w : tensor<8x60xf32>, tensor<60x100xf32>) outs(%init : tensor<8x100xf32>) -> tensor<8x100xf32>
+  return %r : tensor<8x100xf32>
+}

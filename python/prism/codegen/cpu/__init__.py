@@ -280,10 +280,17 @@ def _to_transform_path(gemm: CpuGemm, transform_path: list[CpuGemm]) -> None:
 def _inline_dual(p: Planned, q: Planned, fused: EpilogueMatch) -> None:
     """One kernel in place of the products ``p`` and ``q`` of one A and the epilogue ``fused`` that reads both."""
     # A micro-tile covers half its columns in each product, and a task half its columns: its panels keep
-    # their size. A slice that streams B in place reads two B's, so it takes half as many rows.
+    # their size. A task that sweeps B in place (a few rows) reads each product's rows in runs as long as its
+    # plan chose, in slices of half as many rows (it reads two B's): benchmarks/RESULTS.md, "Eight-row products
+    # on the Xeon: B prefetched two slices ahead".
     rn = _dual_rn(p.plan)
     step = rn // 2
-    tn = p.plan.tn if p.plan.streams else max(step, p.plan.tn // 2 // step * step)
+    if p.plan.streams:
+        tn = p.plan.tn
+    elif p.plan.sweeps_b:
+        tn = 2 * p.plan.tn
+    else:
+        tn = max(step, p.plan.tn // 2 // step * step)
     tk = host_gemm.dual_slice_depth(p.plan.tk, p.plan.sweeps_b)
     plan = dataclasses.replace(p.plan, epilogue=fused.epilogue, dual=q.plan.b_type, tn=tn, rn=rn, tk=tk)
     inline_kernel(fused.op, plan, [*p.op.operands, q.op.operands[1], *fused.inputs])

@@ -24,7 +24,9 @@ A contraction ``C[b, m, n] (+)= sum_k A[b, m, k] * B[b, k, n]`` over f32
    streams while the micro-kernel computes rather than in a phase of its own.
    With ``PACK = 0`` the micro-kernel reads B where it is, row by row: right
    when a task has a single row panel (small M, decode), where each element of
-   B is read once and copying it would only add traffic. A ``prepacked`` B (a
+   B is read once and copying it would only add traffic; each micro-tile then
+   prefetches its columns of B two K slices further down (the runs of a slice
+   are too short for the hardware prefetchers). A ``prepacked`` B (a
    weight packed once, in ``@f_prepare``) is read in place as
    ``[N/RN][K][RN]`` panels. Where one row block covers all of M, each panel
    comes from memory once per call, and each micro-tile prefetches the next
@@ -98,6 +100,12 @@ COPY_EVERY_MAX = 8
 # in flight where one row at a time restarts the prefetcher at every row; 16 rows spill registers
 # (benchmarks/RESULTS.md, "Host code against every baseline", fourth pass: the copy into panels).
 PACK_DEPTH = 8
+# Where a row panel of a few rows reads B in place (KernelPlan.sweeps_b), each row of a K slice is a run of TN
+# elements, too short for the hardware prefetchers to follow from one slice to the next: each micro-tile
+# prefetches its columns this many K slices further down, and at least this many rows (4 to 64 rows measured:
+# benchmarks/RESULTS.md, "Eight-row products on the Xeon: B prefetched two slices ahead").
+SWEEP_AHEAD_SLICES = 2
+SWEEP_AHEAD_ROWS = 16
 KERNEL_NAME = "gemm"  # the name of a kernel while it is text; it is always inlined
 
 # The operand kinds of an epilogue: the C tile's own value, or an input read per row (indexed by the batch
@@ -234,6 +242,7 @@ class _Kernel:
             sizes = [t.value(f"tensor.dim %c, {dims[i]} : {p.c_type}", "s") for i in range(self.rank)]
             self.m, self.n = sizes[-2], sizes[-1]
             self.k = t.value(f"tensor.dim %a, {dims[-1]} : {p.a_type}", "K")
+            self.last_k = t.value(f"arith.subi {self.k}, {self.c1} : index", "lastk") if p.sweeps_b else None
             self.a = t.buffer("%a", p.a_type, self.dyn)
             self.b = t.buffer("%b", p.b_type, self.b_dyn)
             self.b2 = t.buffer("%b2", p.dual, self.b_dyn) if p.dual else None
@@ -745,6 +754,8 @@ class _Kernel:
                 k = t.value(f"arith.addi {kk}, {t.const(sub)} : index", "kk") if sub else kk
                 kg = t.value(f"arith.addi {self.p0}, {k} : index", "kg")
                 b_vectors = self._b_row(k, kg, jr, columns, in_bounds)
+                if p.sweeps_b and in_bounds:
+                    self._prefetch_sweep(kg, columns)
                 if self.next_panel:  # a prepacked B: the next panel's row k, a cache line at a time
                     for offset in range(0, p.rn * 4, CACHE_LINE):
                         where = ", ".join([*self.bi, self.next_panel, kg, t.const(offset // 4)])
@@ -759,6 +770,20 @@ class _Kernel:
                 acc = updated
             t.yield_(acc, [self.vec] * len(acc))
         return loop.results
+
+    def _prefetch_sweep(self, kg: str, columns: list[str]) -> None:
+        """For B read in place by a few rows (:attr:`KernelPlan.sweeps_b`): prefetch the cache lines of this
+        micro-tile's columns (of both B's in a dual GEMM) SWEEP_AHEAD_SLICES K slices further down, at least
+        SWEEP_AHEAD_ROWS rows, clamped to B's last row."""
+        p, t = self.plan, self.t
+        rows = max(SWEEP_AHEAD_ROWS, SWEEP_AHEAD_SLICES * p.tk)
+        ahead = t.value(f"arith.addi {kg}, {t.const(rows)} : index", "ka")
+        ahead = t.value(f"arith.minui {ahead}, {self.last_k} : index", "ka")
+        per_product = p.width // p.lanes
+        for v, col in enumerate(columns):
+            if (v % per_product) * p.lanes * 4 % CACHE_LINE == 0:  # one prefetch per cache line
+                t.add(f"memref.prefetch {self._second(v, self.b, self.b2)}[{', '.join([*self.bi, ahead, col])}], "
+                      f"read, locality<3>, data : {self.b_dyn}")
 
     def _epilogue(self, c: str, c2: str | None, row: str, col: str, in_bounds: bool) -> str:
         """The epilogue's value for the vector ``c`` of C (and ``c2`` of a dual GEMM's second product) at
