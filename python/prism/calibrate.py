@@ -1,10 +1,12 @@
 """``python -m prism.calibrate``: measure this host once and save what the host target's cost model reads.
 
-Three rates, all cores together:
+Three rates and a size, all cores together:
 
 - the f32 FMA rate a tuned GEMM reaches (numpy's BLAS on an n^3 product);
 - the streaming bandwidth of a copy far larger than the caches (DRAM);
-- the same bandwidth within half the last-level cache.
+- the same bandwidth within half the last-level cache, and the size of that
+  cache the cores get: a ladder of copies, doubling from 8 MiB, finds where
+  the rate falls (a virtual machine shares its socket's L3 with others).
 
 And Prism's own micro-kernels, per kernel shape: every register block (RM x
 RN) of the host's GEMM space, in the direct kernel and in the packed one
@@ -65,16 +67,47 @@ def gemm_gflops(n: int, repeats: int) -> float:
 
 
 def copy_gbps(size_bytes: int, cores: int, repeats: int) -> float:
-    """GB/s (bytes read plus bytes written) of copying ``size_bytes`` on ``cores`` threads, a slice each."""
+    """GB/s (bytes read plus bytes written) of copying ``size_bytes`` on ``cores`` threads, a slice each; a
+    copy shorter than COPY_TIMED_BYTES is repeated within a timed call, so the threads' start is not timed."""
     count = max(cores, size_bytes // 4)
     source, target = np.ones(count, np.float32), np.empty(count, np.float32)
     bounds = np.linspace(0, count, cores + 1).astype(int)
     slices = [(source[lo:hi], target[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+    times = max(1, COPY_TIMED_BYTES // (count * 4))
+
+    def copy(pair: tuple[np.ndarray, np.ndarray]) -> None:
+        for _ in range(times):
+            np.copyto(pair[1], pair[0])
+
     with ThreadPoolExecutor(cores) as pool:
         def run() -> None:
-            list(pool.map(lambda pair: np.copyto(pair[1], pair[0]), slices))
+            list(pool.map(copy, slices))
 
-        return 2 * count * 4 / fastest_seconds(run, repeats) / 1e9
+        return 2 * count * 4 * times / fastest_seconds(run, repeats) / 1e9
+
+
+def cache_ladder(l3_bytes: int, cores: int, repeats: int) -> dict[int, float]:
+    """Copy GB/s at each footprint (source and target together) from LADDER_FIRST_BYTES up to ``l3_bytes``,
+    doubling."""
+    rates, footprint = {}, LADDER_FIRST_BYTES
+    while footprint <= l3_bytes:
+        rates[footprint] = copy_gbps(footprint // 2, cores, repeats)
+        footprint *= 2
+    return rates
+
+
+def effective_l3(ladder: dict[int, float], l3_bytes: int) -> int:
+    """The last-level cache the cores get, from the copy rates of ``cache_ladder``: the largest footprint
+    before the first that runs under CACHE_RATE_FRACTION of the fastest rate below it (``l3_bytes``, as the
+    machine reports it, where none does). A virtual machine's cores share the socket's L3 with others: one
+    reported 480 MiB, and a copy of 128 MiB ran at half the rate of one of 64 MiB (benchmarks/RESULTS.md, "The
+    L3 a virtual machine gets")."""
+    fastest = 0.0
+    for footprint, rate in sorted(ladder.items()):
+        if fastest and rate < CACHE_RATE_FRACTION * fastest:
+            return footprint // 2
+        fastest = max(fastest, rate)
+    return l3_bytes
 
 
 # The micro-kernels' product: ROWS rows (a multiple of every register block's), COLUMNS columns per core, and
@@ -91,6 +124,9 @@ ROWS, COLUMNS, DEPTHS = 96, 128, (128, 256, 384, 512, 768)
 # pipelined copy's depth slows B's stream").
 PIPELINED_CHOICE, PIPELINED_DEPTHS = {"TM": 16, "TN": 512, "RM": 8, "RN": 32}, (32, 64, 128, 256, 512)
 REPEATS, ROUNDS = 5, 5
+# The cache ladder (effective_l3): copies of 8 MiB (source and target) and up, each timed call moving at least
+# COPY_TIMED_BYTES; a footprint past the cache copies at under CACHE_RATE_FRACTION of the rate within it.
+LADDER_FIRST_BYTES, COPY_TIMED_BYTES, CACHE_RATE_FRACTION = 8 << 20, 256 << 20, 0.65
 
 
 def calibrate(quick: bool = False, progress: Callable[[str], None] = lambda _: None) -> Calibration:
@@ -98,13 +134,17 @@ def calibrate(quick: bool = False, progress: Callable[[str], None] = lambda _: N
     cores = available_cores()
     l3 = cache_size(3, "Unified", 32 * 1024**2)
     n, dram, repeats = (256, 64 * 1024**2, 3) if quick else (2048, 1024**3, 7)
-    progress("the f32 FMA rate and the copy bandwidths")
+    progress("the f32 FMA rate, the copy bandwidths and the L3 the cores get")
+    ladder = cache_ladder(l3, cores, repeats)
+    cached = effective_l3(ladder, l3)
     rates = Calibration(
         machine=machine_name(), cores=cores,
         gflops=round(gemm_gflops(n, repeats), 1),
         # Source and target together: twice the buffer, well past the caches.
         dram_gbps=round(copy_gbps(max(dram, 8 * l3), cores, repeats), 1),
-        cache_gbps=round(copy_gbps(l3 // 4, cores, 4 * repeats), 1),
+        # Within half the L3 the cores get (the ladder's footprint there, else a copy of that size).
+        cache_gbps=round(ladder.get(cached // 2) or copy_gbps(cached // 4, cores, 4 * repeats), 1),
+        l3_bytes=None if cached == l3 else cached,
     )
     steps: dict[str, float] = {}
     for kernel in KERNELS:
@@ -311,8 +351,9 @@ def main(argv: list[str] | None = None) -> int:
     except PrismError as error:
         print(f"{path}: error: {error.message}", file=sys.stderr)
         return 1
+    l3 = "as reported" if found.l3_bytes is None else f"{found.l3_bytes >> 20} MiB"
     print(f"{path}: f32 GEMM {found.gflops} GFLOP/s, DRAM copy {found.dram_gbps} GB/s, "
-          f"cache copy {found.cache_gbps} GB/s, {len(found.steps)} micro-kernel shapes, "
+          f"cache copy {found.cache_gbps} GB/s, L3 {l3}, {len(found.steps)} micro-kernel shapes, "
           f"decode {found.stream_gbps} GB/s, pipelined copy at {len(found.pipelined)} slice depths")
     return 0
 

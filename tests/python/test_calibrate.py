@@ -73,6 +73,8 @@ def test_a_broken_or_foreign_calibration_is_a_clean_error(tmp_path: Path) -> Non
              "host calibration; rerun": write_config(tmp_path / "block.json", attention={"4 by 64": 1.0}),
              "host calibration;": write_config(tmp_path / "depth.json", pipelined={"128 deep": 1.0}),
              "calibration; rerun": write_config(tmp_path / "decode.json", decode_attention={"one by 64": 1.0}),
+             "calibration; rerun ": write_config(tmp_path / "l3.json", l3_bytes=-1),
+             "version-2 host calibration": write_config(tmp_path / "l3-float.json", l3_bytes=1.5),
              "was measured on 'another CPU'": write_config(tmp_path / "other.json", machine="another CPU"),
              "cannot read the host calibration": tmp_path / "garbage.json"}
     (tmp_path / "garbage.json").write_text("{")
@@ -280,3 +282,37 @@ def test_a_stray_depth_moves_the_step_little() -> None:
     stray = [times[0] * 3, *times[1:]]
     assert abs(median_slope(DEPTHS, stray) / step - 1) < 0.15
     assert abs(np.polyfit(DEPTHS, stray, 1)[0] / step - 1) > 0.3
+
+
+def test_the_l3_the_cores_get_is_where_the_copy_rate_falls() -> None:
+    """A ladder of copies finds the L3 the cores get: the largest footprint before the rate falls under
+    CACHE_RATE_FRACTION of the fastest below it (a virtual machine that reported 480 MiB copied 128 MiB at 50
+    GB/s and 256 MiB at 28); a dip that stays above the fraction, or none, leaves the reported size."""
+    from prism.calibrate import CACHE_RATE_FRACTION, effective_l3
+
+    mib = 1 << 20
+    measured = {8 * mib: 58.2, 16 * mib: 56.9, 32 * mib: 53.6, 64 * mib: 57.5, 128 * mib: 46.4, 256 * mib: 28.9}
+    assert effective_l3(measured, 480 * mib) == 128 * mib
+    assert effective_l3({8 * mib: 50.0, 16 * mib: 50.0 * CACHE_RATE_FRACTION * 1.01}, 32 * mib) == 32 * mib
+    assert effective_l3({8 * mib: 50.0, 16 * mib: 20.0, 32 * mib: 60.0}, 32 * mib) == 8 * mib
+    assert effective_l3({}, 32 * mib) == 32 * mib
+
+
+def test_a_calibrated_l3_stands_in_for_the_reported_one(tmp_path: Path, describe_host: Callable[..., Any]) -> None:
+    """The host target takes the calibration's L3 where it is smaller than the described one, and the cost
+    model then streams from DRAM what it would have priced in the cache."""
+    machine = json.loads(REFERENCE_HOST.read_text())
+    data = {"version": CONFIG_VERSION, "machine": machine["machine"], "cores": machine["cores"],
+            "gflops": 100.0, "dram_gbps": 20.0, "cache_gbps": 100.0}
+    targets = {}
+    for l3 in (None, 4 << 20, 1 << 40):
+        config = tmp_path / f"l3-{l3}.json"
+        config.write_text(json.dumps(data if l3 is None else {**data, "l3_bytes": l3}))
+        targets[l3] = describe_host(REFERENCE_HOST, config)
+    assert targets[None].l3_bytes == targets[1 << 40].l3_bytes == machine["l3_bytes"]
+    assert targets[4 << 20].l3_bytes == 4 << 20
+    from prism.search.space import Contraction
+    from prism.targets.host_cost import streams_from_memory
+
+    op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (256, 1024, 1024), (4, 4), 4, "f32")
+    assert not streams_from_memory(targets[None], op) and streams_from_memory(targets[4 << 20], op)

@@ -346,6 +346,28 @@ def test_a_copy_of_b_from_dram_pays_for_its_short_runs(describe_host: Callable[.
     assert choice["TM"] == 16 and choice["TN"] >= 512, choice
 
 
+def test_a_narrow_tasks_b_fitting_the_l2_does_not_keep_all_of_b_there(describe_host: Callable[..., Any]) -> None:
+    """128 rows copy B into panels per task. One task's B of 32 columns (2048 x 32, 256 KiB) fits a 1 MiB L2
+    twice over, but a core's share of all 11008 columns does not stay there from call to call: each vector is
+    copied at the rate B arrives from memory, in 128-byte runs (TN = 32 ran 1.3x slower than 512 on
+    128 x 4096 x 11008 with a 2 MiB L2, where the cost had taken the narrow task's copy for a load and a store:
+    benchmarks/RESULTS.md, "The L3 a virtual machine gets"). Where a core's share of B fits, a copy is a load
+    and a store."""
+    from conftest import REFERENCE_HOST
+    from prism.targets.host_cost import PANEL_COPY_CYCLES, _panel_copy_cycles
+
+    host = describe_host(REFERENCE_HOST.with_name("host-avx512.json"))
+    assert host.l2_bytes == 1 << 20
+
+    def copy_cycles(k: int, n: int, tn: int) -> float:
+        op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (128, n, k), (4, 4), 4, "f32")
+        return float(_panel_copy_cycles(host, op, {"batch": 1, "m": 128, "n": n, "k": k}, np.array(tn)))
+
+    assert copy_cycles(2048, 11008, 32) > 4 * PANEL_COPY_CYCLES
+    assert copy_cycles(2048, 11008, 32) > copy_cycles(2048, 11008, 512) > PANEL_COPY_CYCLES
+    assert copy_cycles(256, 512, 32) == copy_cycles(256, 512, 256) == PANEL_COPY_CYCLES
+
+
 def test_the_pipelined_copys_depth_slows_b_not_the_micro_tiles(tmp_path: Path,
                                                                  describe_host: Callable[..., Any]) -> None:
     """The calibration's pipelined factor (the copy at one slice depth over its fastest) slows the copy of B

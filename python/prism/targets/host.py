@@ -267,7 +267,7 @@ def target_for(machine: Machine, rates: Calibration, source: str = "calibrated")
     return HostTarget(
         name="host", cores=machine.cores,
         l1d_bytes=machine.l1d_bytes, l1d_ways=machine.l1d_ways, l2_bytes=machine.l2_bytes,
-        l3_bytes=machine.l3_bytes,
+        l3_bytes=min(machine.l3_bytes, rates.l3_bytes or machine.l3_bytes),
         vector_bits=machine.vector_bits, vector_registers=32 if machine.vector_bits == 512 else 16,
         fma_pipes=FMA_PIPES, fma_bits=int(os.environ.get("PRISM_HOST_FMA_BITS", machine.fma_bits)),
         flops={"f32": gflops * 1e9, "f16": gflops * 1e9, "bf16": gflops * bf16_factor(machine) * 1e9,

@@ -71,6 +71,8 @@ class Calibration:
     decode_attention: dict[str, float] = field(default_factory=dict)
     # The pipelined copy's measured seconds over those of its fastest slice depth, per TK ("128")
     pipelined: dict[str, float] = field(default_factory=dict)
+    # The L3 the cores measurably get, where less than the machine reports (prism.calibrate.effective_l3)
+    l3_bytes: int | None = None
 
     @staticmethod
     def read(path: Path, machine: Machine) -> Calibration | None:
@@ -87,6 +89,7 @@ class Calibration:
                 not isinstance(data.get(key), numbers if kind is float else kind) for key, kind in fields.items()) \
                 or not _valid_steps(data.get("steps", {})) \
                 or not isinstance(data.get("stream_gbps", 1.0), numbers) \
+                or not _positive_int(data.get("l3_bytes", 1)) \
                 or not _valid_blocks(data.get("attention", {})) \
                 or not _valid_blocks(data.get("decode_attention", {})) \
                 or not _valid_depths(data.get("pipelined", {})):
@@ -99,7 +102,8 @@ class Calibration:
                             attention={key: float(value) for key, value in data.get("attention", {}).items()},
                             decode_attention={key: float(value)
                                               for key, value in data.get("decode_attention", {}).items()},
-                            pipelined={key: float(value) for key, value in data.get("pipelined", {}).items()})
+                            pipelined={key: float(value) for key, value in data.get("pipelined", {}).items()},
+                            l3_bytes=data.get("l3_bytes"))
         rates = (found.gflops, found.dram_gbps, found.cache_gbps, *found.steps.values(), *found.attention.values(),
                  *found.decode_attention.values(), *found.pipelined.values(),
                  *([] if stream is None else [found.stream_gbps]))
@@ -117,6 +121,10 @@ class Calibration:
         path.parent.mkdir(parents=True, exist_ok=True)
         fields = {key: value for key, value in dataclasses.asdict(self).items() if value is not None}
         path.write_text(json.dumps({"version": CONFIG_VERSION, **fields}, indent=2, sort_keys=True) + "\n")
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def _valid_steps(steps: object) -> bool:

@@ -211,17 +211,20 @@ def micro_kernel_cycles(target: HostTarget, rm: Knob, rn: Knob, tk: Knob, lanes:
 
 
 def _panel_copy_cycles(target: HostTarget, op: Contraction, s: dict[str, int], tn: Knob) -> Knob:
-    """Cycles to copy one vector of B into a panel: a load and a store where the task's share of B and its
-    panels fit the core's L2 together (B stays there from call to call); else the vector's bytes at one
-    core's share of the bandwidth B is read at, as the copy runs before the micro-tiles and does not overlap
-    them (benchmarks/RESULTS.md, "The host calibrated": panels copied against B read in place at 16 rows),
-    and the copy reads B's rows TN wide, paying STRIDED_RUN_BYTES per jump between them (benchmarks/RESULTS.md,
-    "16 rows copied from DRAM")."""
+    """Cycles to copy one vector of B into a panel: a load and a store where the core's share of B (the columns of
+    all its tasks, or one task's where wider) and a task's panels fit the core's L2 together (B stays there from call to
+    call: a narrow task's B alone fitting it does not keep the rest there); else the vector's bytes at one core's
+    share of the bandwidth B is read at, as the copy runs before the micro-tiles and does not overlap them
+    (benchmarks/RESULTS.md, "The host calibrated": panels copied against B read in place at 16 rows), and the copy
+    reads B's rows TN wide, paying STRIDED_RUN_BYTES per jump between them (benchmarks/RESULTS.md, "16 rows copied
+    from DRAM")."""
     vector_bytes = target.lanes(op) * op.elem_bytes[1]
     run = np.minimum(tn, s["n"]) * op.elem_bytes[1]
     arrival = vector_bytes * (1 + STRIDED_RUN_BYTES / run) / (_bandwidth(target, op, s) / target.cores) \
         / target.cycle_seconds(op)
-    in_l2 = 2 * s["k"] * tn * op.elem_bytes[1] < target.l2_bytes
+    task = np.minimum(tn, s["n"])
+    share = np.maximum(task, s["n"] / target.cores)
+    in_l2 = s["k"] * (share + task) * op.elem_bytes[1] < target.l2_bytes
     return np.where(in_l2, PANEL_COPY_CYCLES, np.maximum(PANEL_COPY_CYCLES, arrival))
 
 
