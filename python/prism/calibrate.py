@@ -100,8 +100,8 @@ def effective_l3(ladder: dict[int, float], l3_bytes: int) -> int:
     """The last-level cache the cores get, from the copy rates of ``cache_ladder``: the largest footprint
     before the first that runs under CACHE_RATE_FRACTION of the fastest rate below it (``l3_bytes``, as the
     machine reports it, where none does). A virtual machine's cores share the socket's L3 with others: one
-    reported 480 MiB, and a copy of 128 MiB ran at half the rate of one of 64 MiB (benchmarks/RESULTS.md, "The
-    L3 a virtual machine gets")."""
+    reported 480 MiB, and copied 256 MiB (source and target) at half the rate of 128 MiB (benchmarks/RESULTS.md,
+    "The L3 a virtual machine gets")."""
     fastest = 0.0
     for footprint, rate in sorted(ladder.items()):
         if fastest and rate < CACHE_RATE_FRACTION * fastest:
