@@ -73,8 +73,8 @@ def test_a_broken_or_foreign_calibration_is_a_clean_error(tmp_path: Path) -> Non
              "host calibration; rerun": write_config(tmp_path / "block.json", attention={"4 by 64": 1.0}),
              "host calibration;": write_config(tmp_path / "depth.json", pipelined={"128 deep": 1.0}),
              "calibration; rerun": write_config(tmp_path / "decode.json", decode_attention={"one by 64": 1.0}),
-             "calibration; rerun ": write_config(tmp_path / "l3.json", l3_bytes=-1),
-             "version-2 host calibration": write_config(tmp_path / "l3-float.json", l3_bytes=1.5),
+             "version-2 host calibration; rerun": write_config(tmp_path / "l3.json", l3_bytes=-1),
+             "a version-2 host calibration": write_config(tmp_path / "l3-float.json", l3_bytes=1.5),
              "was measured on 'another CPU'": write_config(tmp_path / "other.json", machine="another CPU"),
              "cannot read the host calibration": tmp_path / "garbage.json"}
     (tmp_path / "garbage.json").write_text("{")
