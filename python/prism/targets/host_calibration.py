@@ -124,6 +124,7 @@ class Calibration:
 
 
 def _positive_int(value: object) -> bool:
+    """Whether ``value`` is a positive integer (a JSON integer, not a boolean)."""
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 

@@ -219,10 +219,9 @@ def _panel_copy_cycles(target: HostTarget, op: Contraction, s: dict[str, int], t
     reads B's rows TN wide, paying STRIDED_RUN_BYTES per jump between them (benchmarks/RESULTS.md, "16 rows copied
     from DRAM")."""
     vector_bytes = target.lanes(op) * op.elem_bytes[1]
-    run = np.minimum(tn, s["n"]) * op.elem_bytes[1]
-    arrival = vector_bytes * (1 + STRIDED_RUN_BYTES / run) / (_bandwidth(target, op, s) / target.cores) \
-        / target.cycle_seconds(op)
-    task = np.minimum(tn, s["n"])
+    task = np.minimum(tn, s["n"])  # a task's columns of B
+    arrival = vector_bytes * (1 + STRIDED_RUN_BYTES / (task * op.elem_bytes[1])) \
+        / (_bandwidth(target, op, s) / target.cores) / target.cycle_seconds(op)
     share = np.maximum(task, s["n"] / target.cores)
     in_l2 = s["k"] * (share + task) * op.elem_bytes[1] < target.l2_bytes
     return np.where(in_l2, PANEL_COPY_CYCLES, np.maximum(PANEL_COPY_CYCLES, arrival))
