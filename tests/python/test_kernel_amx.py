@@ -176,6 +176,7 @@ def test_modules_without_amx_code_do_not_ask(describe_host, arch_prctl: Recorded
 
 _TILE = re.compile(r"!amx\.tile<(\w+)>")
 _LOAD = re.compile(r"(%[\w#]+) = amx\.tile_load (%[\w#]+)\[([^\]]*)\] : (memref<[^>]*>) into vector<(\w+)x(\w+)>")
+_ZERO = re.compile(r"(%[\w#]+) = amx\.tile_zero : vector<(\w+)>")
 _STORE = re.compile(r"amx\.tile_store (%[\w#]+)\[([^\]]*)\], (%[\w#]+) : (memref<[^>]*>), (vector<\w+>)")
 _MULF = re.compile(r"(%[\w#]+) = amx\.tile_mulf (%[\w#]+), (%[\w#]+), (%[\w#]+) : "
                    r"vector<(\d+)x(\d+)xbf16>, vector<(\d+)x32xbf16>, vector<(\d+)x16xf32>")
@@ -190,6 +191,9 @@ def _tile_op_as_vectors(line: str) -> str:
         name, buffer, at, memref, shape, element = match.groups()
         return (f"{indent}{name}_pad = arith.constant 0.0 : {element}\n{indent}{name} = vector.transfer_read "
                 f"{buffer}[{at}], {name}_pad {{in_bounds = [true, true]}} : {memref}, vector<{shape}x{element}>")
+    if match := _ZERO.search(line):
+        name, shape = match.groups()
+        return f"{indent}{name} = arith.constant dense<0.0> : vector<{shape}>"
     if match := _STORE.search(line):
         buffer, at, value, memref, vector = match.groups()
         return (f"{indent}vector.transfer_write {value}, {buffer}[{at}] {{in_bounds = [true, true]}} "
@@ -227,7 +231,11 @@ def emulated(text: str, monkeypatch: pytest.MonkeyPatch) -> tuple[str, object]:
 @pytest.mark.parametrize(("m", "k", "n", "tiles"), [
     (7, 5, 20, {}), (33, 131, 97, {}), (100, 1, 5, {}), (64, 255, 300, {}),
     (37, 70, 50, {"rows": 8, "row_bytes": 32, "tiles_m": 1, "tiles_n": 3}),
-    (19, 33, 17, {"rows": 4, "row_bytes": 16, "tiles_m": 2, "tiles_n": 1})])
+    (19, 33, 17, {"rows": 4, "row_bytes": 16, "tiles_m": 2, "tiles_n": 1}),
+    # Several tasks and slices of K, the last slice ragged (10 tiles of K in slices of 3), C straight to the result
+    (64, 300, 96, {"tm": 32, "tn": 64, "tk": 96}),
+    # ... and staged, with tasks ragged in both directions
+    (100, 77, 130, {"tm": 64, "tn": 48, "tk": 32, "tiles_n": 1})])
 def test_the_tiles_computed_on_vectors_match_float64(describe_host, monkeypatch: pytest.MonkeyPatch, m: int, k: int,
                                                       n: int, tiles: dict[str, int], rng: np.random.Generator) -> None:
     describe_host(TILES)
@@ -248,6 +256,20 @@ def test_a_batch_and_an_init_that_is_not_zero_on_vectors(describe_host, monkeypa
     bounded(run(a, b, c), a, b, c)
 
 
+@pytest.mark.parametrize(("m", "n", "whole"), [(64, 96, True), (64, 80, False), (48, 96, False)])
+def test_whole_blocks_go_straight_to_the_result(describe_host, monkeypatch: pytest.MonkeyPatch, m: int, n: int,
+                                                whole: bool, rng: np.random.Generator) -> None:
+    """Where M and N are static and whole blocks of 2 x 2 tiles (32 x 32), C's tiles are stored into the result (no
+    staging buffer, nothing copied out), starting from the C operand where it is not zero; else they are staged."""
+    describe_host(INPUTS / "host-amx.json")
+    tiled, run = emulated(product(m, 70, n, batch=2, accumulate=True), monkeypatch)
+    staged = re.search(r"memref\.alloc\(\) \{alignment = \d+ : i64\} : memref<\d+x\d+xf32>", tiled)
+    assert (staged is None) == whole and ("vector.maskedstore" not in tiled) == whole
+    a, b = (rng.standard_normal(s).astype(ml_dtypes.bfloat16) for s in ((2, m, 70), (2, 70, n)))
+    c = rng.standard_normal((2, m, n)).astype(np.float32)
+    bounded(run(a, b, c), a, b, c)
+
+
 def test_dynamic_rows_on_vectors(describe_host, monkeypatch: pytest.MonkeyPatch, rng: np.random.Generator) -> None:
     describe_host(INPUTS / "host-amx.json")
     text = "\n".join([
@@ -262,7 +284,9 @@ def test_dynamic_rows_on_vectors(describe_host, monkeypatch: pytest.MonkeyPatch,
         "  return %r : tensor<?x40xf32>",
         "}"])
     tiled, run = emulated(text, monkeypatch)
-    assert "memref<?x96xbf16>" in tiled  # A staged in whole tiles of K, its rows as many as the call brings
+    # A staged as whole tiles of 32 k each (3 per staged row), as many as the call's rows bring; C staged too.
+    assert re.search(r"memref\.alloc\(%\w+\) \{alignment = \d+ : i64\} : memref<\?x32xbf16>", tiled)
+    assert re.search(r"memref\.alloc\(%\w+\) \{alignment = \d+ : i64\} : memref<\?x64xf32>", tiled)
     b = rng.standard_normal((75, 40)).astype(ml_dtypes.bfloat16)
     for m in (1, 31, 45):
         a = rng.standard_normal((m, 75)).astype(ml_dtypes.bfloat16)
@@ -273,7 +297,7 @@ def test_dynamic_rows_on_vectors(describe_host, monkeypatch: pytest.MonkeyPatch,
 
 @pytest.mark.skipif(not RUNS_HERE, reason="this CPU has no AMX")
 @pytest.mark.parametrize(("m", "k", "n"), [(7, 5, 20), (1, 64, 16), (33, 131, 97), (100, 1, 5), (64, 255, 300),
-                                           (97, 512, 130)])
+                                           (97, 512, 130), (64, 300, 96), (256, 1100, 160)])
 def test_matches_float64(m: int, k: int, n: int, rng: np.random.Generator, describe_host) -> None:
     describe_host(TILES)
     assert kinds(product(m, k, n)) == ["gemm (AMX tiles)"]

@@ -89,7 +89,7 @@ from prism.codegen.stages import Lowering, run_stages
 from prism.codegen.upstream import apply_script, run_passes
 from prism.infra import attrs
 from prism.infra.diagnostics import describe_ops
-from prism.infra.errors import PipelineError
+from prism.infra.errors import PipelineError, UnsupportedOp
 from prism.infra.ir import normalize_program
 from prism.infra.passbase import PassContext
 from prism.kernels import host_gemm
@@ -177,8 +177,12 @@ class CpuLowering(Lowering):
             return False
         choice = op.attributes[attrs.CHOICE] if attrs.CHOICE in op.attributes else None
         tiles = kernel_amx.choice_values(choice, str(op.location))
-        plan = kernel_amx.AmxPlan(name=f"{KERNEL_NAME}_amx", a_type=str(types[0]), b_type=str(types[1]),
-                                  c_type=str(types[2]), zero_init=starts_at_zero(op), workers=self.threads, **tiles)
+        try:
+            plan = kernel_amx.AmxPlan(name=f"{KERNEL_NAME}_amx", a_type=str(types[0]), b_type=str(types[1]),
+                                      c_type=str(types[2]), zero_init=starts_at_zero(op), workers=self.threads,
+                                      **tiles)
+        except UnsupportedOp as error:  # the choice's tiles: the op's location goes with the refusal
+            raise UnsupportedOp(error.message, location=str(op.location)) from None
         kernels.append(Kernel("gemm (AMX tiles)", *_described(op)))
         inline_function(op, kernel_amx.kernel_text(plan), list(op.operands))
         return True

@@ -9,17 +9,21 @@ the tile rows ``R`` (at most 16), the bytes of an A tile's row (at most 64: ``K_
 tiles of one block, ``TILES_M x TILES_N``, which with the ``TILES_M`` A tiles and ``TILES_N`` B tiles that feed them
 must fit the eight tile registers (:func:`prism.targets.host_space.tiles_fit`).
 
-1. Staging: A is copied into a buffer of whole tiles, ``[b x M_pad][K_pad]`` (zeros past M and past K), and C
-   into one of whole blocks, ``[b x M_pad][N_pad]`` (its start: zeros, or the C operand, zeros past its edges):
-   a tile load reads whole rows, so a ragged edge must read zeros, never past a buffer. B is packed into the
-   pair panels of :func:`.kernel_bf16.pack_pairs`, 16 columns each, their pairs padded with zeros to whole
-   tiles of K. The panels are then the B tiles, contiguous rows of 64 bytes.
-2. Tasks: blocks of ``TILES_M`` x ``TILES_N`` C tiles (per batch), shared among the workers as contiguous runs.
-   A task walks K in groups of ``KU`` tiles of K: it loads its C tiles from the staging buffer, and per tile of
-   K loads its A and B tiles and multiplies each pair into its C tile; it stores the C tiles back after the
-   group. (The tiles stay within one block of straight-line code: the conversion to LLVM types no tile that
-   crosses a branch, so C goes through L1 once per group, not once per tile of K.)
-3. C is copied out of its staging buffer, masked past N.
+1. Staging: A is copied into a buffer of whole tiles, zeros past M and past K (a tile load reads whole rows, so a
+   ragged edge must read zeros, never past a buffer). Each tile's R rows of ``K_T`` k are contiguous, and a block's
+   ``TILES_M`` tiles of one tile of K lie one after another, then those of the next: a block reads A in one run
+   (with A read in place, K apart, a tile's rows would share one L1 set). B is packed into the pair panels of
+   :func:`.kernel_bf16.pack_pairs`, 16 columns each, padded with zeros to whole tiles of K and interleaved by
+   groups of ``TILES_N`` (:class:`.kernel_bf16.PairPanels`): a block reads B in one run as well. C's tiles go
+   straight to the result where M and N are static and whole blocks, else to a buffer of whole blocks. They start
+   as zero tiles at K's first tile, or from the C operand copied in.
+2. Tasks: ``TM x TN`` of C (whole blocks), shared among the workers as contiguous runs. A task walks K in slices
+   of ``TK``; per slice, each band of ``R x TILES_M`` rows takes each group of ``TILES_N`` panels of the task in
+   turn: it loads the block's C tiles, and per tile of K its A and B tiles, multiplies each pair into its C tile,
+   and stores the C tiles after the slice. A band's slice of A stays in L1 over the task's columns, the task's
+   slice of B in L2 over its bands. (The tiles stay within one block of straight-line code: the conversion to
+   LLVM types no tile that crosses a branch, so C goes through memory once per slice, not once per tile of K.)
+3. A staged C is copied out, masked past N.
 
 Sums are in f32 throughout, over the same pairs as the AVX512-BF16 kernel.
 """
@@ -31,12 +35,25 @@ from dataclasses import dataclass
 from mlir import ir
 
 from prism.codegen.cpu.kernel import dynamic_memref
-from prism.codegen.cpu.kernel_bf16 import BF16, F32, LANES, PairKernel, PairPanels, block_tasks, masked_read, pack_pairs
+from prism.codegen.cpu.kernel_bf16 import (
+    BF16,
+    F32,
+    LANES,
+    PairKernel,
+    PairPanels,
+    block_tasks,
+    masked_read,
+    pack_pairs,
+    static_sizes,
+)
 from prism.infra.errors import UnsupportedOp
 from prism.targets.host_space import TILE_REGISTERS, TILE_ROW_BYTES, TILE_ROWS, tiles_fit
 
+# The most tiles of K in a slice: its straight-line code (twice where C starts at zero) grows with them.
+SLICE_TILES = 32
 # The knobs of ``prism.choice`` that the kernel reads, with the plan's fields they set.
-CHOICE_KNOBS = {"AR": "rows", "AB": "row_bytes", "AM": "tiles_m", "AN": "tiles_n"}
+CHOICE_KNOBS = {"AR": "rows", "AB": "row_bytes", "AM": "tiles_m", "AN": "tiles_n", "TM": "tm", "TN": "tn",
+                "TK": "tk"}
 
 
 @dataclass(frozen=True)
@@ -54,10 +71,14 @@ class AmxPlan:
     row_bytes: int = TILE_ROW_BYTES  # bytes of an A tile's row: row_bytes / 2 k per tile of K
     tiles_m: int = 2  # C tiles down a block
     tiles_n: int = 2  # C tiles across a block
-    ku: int = 4  # tiles of K per round trip of the C tiles through memory
+    tm: int = 256  # rows of a task (rounded down to whole blocks, one block at least)
+    tn: int = 256  # columns of a task (likewise)
+    tk: int = 512  # k of a slice: what a band's C tiles take in per round trip through memory (whole tiles of K)
 
     def __post_init__(self) -> None:
-        if not tiles_fit(self.rows, self.row_bytes, self.tiles_m, self.tiles_n) or self.ku < 1:
+        if min(self.tm, self.tn, self.tk) < 1:
+            raise UnsupportedOp(f"AMX tasks of {self.tm} x {self.tn} x {self.tk} (TM x TN x TK) must be positive")
+        if not tiles_fit(self.rows, self.row_bytes, self.tiles_m, self.tiles_n):
             raise UnsupportedOp(f"AMX tiles of {self.rows} rows x {self.row_bytes} bytes in blocks of "
                                 f"{self.tiles_m} x {self.tiles_n} C tiles do not fit the {TILE_REGISTERS} tile "
                                 f"registers of {TILE_ROWS} rows x {TILE_ROW_BYTES} bytes (rows 1 to {TILE_ROWS}, "
@@ -93,29 +114,49 @@ class _Kernel(PairKernel):
     def __init__(self, plan: AmxPlan):
         super().__init__(plan)
         self.kt, self.pt = plan.row_bytes // 2, plan.row_bytes // 4  # k, and pairs of k, per tile of K
+        self.block_rows = plan.rows * plan.tiles_m
+        self.task_rows = max(1, plan.tm // self.block_rows) * self.block_rows
+        self.task_panels = max(1, plan.tn // (LANES * plan.tiles_n)) * plan.tiles_n
+        self.slice_tiles = min(max(1, plan.tk // self.kt), SLICE_TILES)  # tiles of K per slice
         self.a_stage_dyn, self.c_stage_dyn = dynamic_memref(2, BF16), dynamic_memref(2, F32)
         self.a_tile = f"!amx.tile<{plan.rows}x{self.kt}x{BF16}>"
         self.b_tile = f"!amx.tile<{self.pt}x{2 * LANES}x{BF16}>"
         self.c_tile = f"!amx.tile<{plan.rows}x{LANES}x{F32}>"
+        m, n = static_sizes(plan.c_type)[-2:]
+        # C's tiles go straight to the result where its rows and columns are whole blocks.
+        self.direct = m is not None and n is not None and m % self.block_rows == 0 \
+            and n % (LANES * plan.tiles_n) == 0
 
     def text(self) -> str:
         p, t = self.plan, self.t
         with t.region(f"func.func private @{p.name}(%a: {p.a_type}, %b: {p.b_type}, %c: {p.c_type}) -> {p.c_type}"):
             sizes = self._operands()
             self._padded_sizes()
-            self.a_stage = t.alloc(self.a_stage_dyn, [self.stage_rows, self.kpad], "As")
+            tiles = t.value(f"arith.muli {self.stage_rows}, {self.kts} : index", "tiles")
+            self.a_stage = t.alloc(self.a_stage_dyn, [tiles, t.const(self.kt)], "As")
             self._stage_a()
             panels = t.value(f"arith.muli {self.batches}, {self.np} : index", "panels")
-            self.panels = t.alloc(self.p_dyn, [panels, self.kpp], "P")
-            pack_pairs(t, PairPanels(self.b, self.b_dyn, self.panels, self.p_dyn, p.batch), panels, self.np, self.n,
-                       self.k, t.value(f"arith.ceildivui {self.k}, {t.const(2)} : index", "KP"), p.workers)
+            self.panels = t.alloc(self.p_dyn, [t.value(f"arith.divui {panels}, {t.const(p.tiles_n)} : index", "pg"),
+                                               t.value(f"arith.muli {self.kpp}, {t.const(p.tiles_n)} : index", "pr")],
+                                  "P")
+            self.packed = PairPanels(self.b, self.b_dyn, self.panels, self.p_dyn, p.batch, group=p.tiles_n,
+                                     tile_pairs=self.pt)
+            pack_pairs(t, self.packed, panels, self.np, self.n, self.k,
+                       t.value(f"arith.ceildivui {self.k}, {t.const(2)} : index", "KP"), p.workers)
             self._zero_pair_tail(panels)
-            self.npad = t.value(f"arith.muli {self.np}, {t.const(LANES)} : index", "Np")
-            self.c_stage = t.alloc(self.c_stage_dyn, [self.stage_rows, self.npad], "Cs")
-            self._stage_c()
-            self._tasks()
             c = t.alloc(self.c_dyn, sizes, "C")
-            self._unstage_c(c)
+            if self.direct:
+                self.npad = self.n
+                self.c_stage = c if not p.batch else \
+                    t.value(f"memref.collapse_shape {c} [[0, 1], [2]] : {self.c_dyn} into {self.c_stage_dyn}", "Cs")
+            else:
+                self.npad = t.value(f"arith.muli {self.np}, {t.const(LANES)} : index", "Np")
+                self.c_stage = t.alloc(self.c_stage_dyn, [self.stage_rows, self.npad], "Cs")
+            if not p.zero_init:
+                self._stage_c()
+            self._tasks()
+            if not self.direct:
+                self._unstage_c(c)
             t.add(f"return {t.tensor_of(c, self.c_dyn, p.c_type)} : {p.c_type}")
         return t.function_text()
 
@@ -123,7 +164,7 @@ class _Kernel(PairKernel):
         """M, N and K padded to whole blocks and tiles: rows per batch ``mp``, panels per batch ``np``, tiles of K
         ``kts`` (``kpad`` k, ``kpp`` pairs)."""
         p, t = self.plan, self.t
-        block = t.const(p.rows * p.tiles_m)
+        block = t.const(self.block_rows)
         self.mp = t.value(f"arith.muli {t.value(f'arith.ceildivui {self.m}, {block} : index')}, {block} : index",
                           "Mp")
         self.stage_rows = t.value(f"arith.muli {self.batches}, {self.mp} : index", "rows")
@@ -148,18 +189,37 @@ class _Kernel(PairKernel):
         clamped = t.value(f"arith.minui {i}, {t.value(f'arith.subi {self.m}, {t.const(1)} : index')} : index", "i")
         return bi, clamped, inside
 
+    def _a_tile_row(self, r0: str, kk: str) -> str:
+        """The staging buffer's first row of the A tile of staged rows ``[r0, r0 + R)`` (``r0`` a multiple of R)
+        and tile ``kk`` of K. A block's TILES_M tiles of one tile of K lie one after another, then those of the
+        next tile of K: a block reads A in one run."""
+        t, p = self.t, self.plan
+        block = t.value(f"arith.divui {r0}, {t.const(self.block_rows)} : index", "blk")
+        within = t.value(f"arith.divui {t.value(f'arith.remui {r0}, {t.const(self.block_rows)} : index')}, "
+                         f"{t.const(p.rows)} : index", "in")
+        tile = t.value(f"arith.addi {t.value(f'arith.muli {block}, {self.kts} : index')}, {kk} : index", "tile")
+        tile = t.value(f"arith.addi {t.value(f'arith.muli {tile}, {t.const(p.tiles_m)} : index')}, {within} : index",
+                       "tile")
+        return t.value(f"arith.muli {tile}, {t.const(p.rows)} : index", "ar")
+
     def _stage_a(self) -> None:
-        """A into whole tiles, zeros past M and past K."""
-        t, lanes = self.t, self.kt
+        """A into whole tiles, each contiguous (R rows of ``K_T`` k, see :meth:`_a_tile_row`), zeros past M and
+        past K."""
+        t, lanes, rows = self.t, self.kt, self.plan.rows
         with t.share(self.stage_rows, self.plan.workers) as (_, begin, end), \
                 t.for_(begin, end, t.const(1), "r") as r:
             bi, i, inside = self._staged_row(r, self.mp)
             limit = t.value(f"arith.select {inside}, {self.k}, {t.const(0)} : index", "lim")
-            with t.for_(t.const(0), self.kpad, t.const(lanes), "col") as col:
+            band_row = t.value(f"arith.remui {r}, {t.const(rows)} : index", "br")
+            band = t.value(f"arith.subi {r}, {band_row} : index", "band")
+            with t.for_(t.const(0), self.kts, t.const(1), "kk") as kk:
+                col = t.value(f"arith.muli {kk}, {t.const(lanes)} : index", "col")
                 mask = t.value(f"vector.create_mask {t.value(f'arith.subi {limit}, {col} : index')} "
                                f": vector<{lanes}xi1>", "mask")
                 row = masked_read(t, self.a, self.a_dyn, self._at(bi, i, col), mask, lanes, BF16)
-                t.add(f"vector.store {row}, {self.a_stage}[{r}, {col}] : {self.a_stage_dyn}, vector<{lanes}x{BF16}>")
+                at = t.value(f"arith.addi {self._a_tile_row(band, kk)}, {band_row} : index", "at")
+                t.add(f"vector.store {row}, {self.a_stage}[{at}, {t.const(0)}] : {self.a_stage_dyn}, "
+                      f"vector<{lanes}x{BF16}>")
 
     def _zero_pair_tail(self, panels: str) -> None:
         """Zeros in each panel's pairs past K's last, up to whole tiles of K (:func:`pack_pairs` fills the rest)."""
@@ -169,58 +229,84 @@ class _Kernel(PairKernel):
         zeros = t.value(f"arith.constant dense<0.0> : {pair_vec}", "z")
         with t.share(panels, self.plan.workers) as (_, begin, end), t.for_(begin, end, t.const(1), "pn") as pn, \
                 t.for_(first, self.kpp, t.const(1), "kp") as kp:
-            t.add(f"vector.store {zeros}, {self.panels}[{pn}, {kp}, {t.const(0)}] : {self.p_dyn}, {pair_vec}")
+            t.add(f"vector.store {zeros}, {self.panels}[{self.packed.at(t, pn, kp)}] : {self.p_dyn}, {pair_vec}")
 
     def _stage_c(self) -> None:
-        """C's start into whole blocks: zeros, or the C operand with zeros past its edges."""
+        """The C operand into C's tiles (the staging buffer or the result), zeros past its edges."""
         p, t = self.plan, self.t
         vec = f"vector<{LANES}x{F32}>"
         with t.share(self.stage_rows, p.workers) as (_, begin, end), t.for_(begin, end, t.const(1), "r") as r:
-            if p.zero_init:
-                start = t.value(f"arith.constant dense<0.0> : {vec}", "z")
-            else:
-                bi, i, inside = self._staged_row(r, self.mp)
-                limit = t.value(f"arith.select {inside}, {self.n}, {t.const(0)} : index", "lim")
+            bi, i, inside = self._staged_row(r, self.mp)
+            limit = t.value(f"arith.select {inside}, {self.n}, {t.const(0)} : index", "lim")
             with t.for_(t.const(0), self.npad, t.const(LANES), "col") as col:
-                if not p.zero_init:
-                    mask = t.value(f"vector.create_mask {t.value(f'arith.subi {limit}, {col} : index')} "
-                                   f": vector<{LANES}xi1>", "mask")
-                    start = masked_read(t, self.c_in, self.c_dyn, self._at(bi, i, col), mask, LANES, F32)
+                mask = t.value(f"vector.create_mask {t.value(f'arith.subi {limit}, {col} : index')} "
+                               f": vector<{LANES}xi1>", "mask")
+                start = masked_read(t, self.c_in, self.c_dyn, self._at(bi, i, col), mask, LANES, F32)
                 t.add(f"vector.store {start}, {self.c_stage}[{r}, {col}] : {self.c_stage_dyn}, {vec}")
 
     def _tasks(self) -> None:
-        """Blocks of C tiles shared among the workers; each walks K in groups of KU tiles, then one at a time."""
+        """Tasks of TM x TN of C shared among the workers. A task walks K in slices of TK; per slice, its bands of
+        R x TILES_M rows, and per band its groups of TILES_N panels: the band's A slice stays in L1 while the
+        task's B slice streams from L2."""
         p, t = self.plan, self.t
-        mt = t.value(f"arith.divui {self.mp}, {t.const(p.rows * p.tiles_m)} : index", "mt")
-        nt = t.value(f"arith.divui {self.np}, {t.const(p.tiles_n)} : index", "nt")
+        mt = t.value(f"arith.ceildivui {self.mp}, {t.const(self.task_rows)} : index", "mt")
+        nt = t.value(f"arith.ceildivui {self.np}, {t.const(self.task_panels)} : index", "nt")
+        slice_tiles = t.const(self.slice_tiles)
         with block_tasks(t, mt, nt, self.batches, p.workers) as (bi, ti, tj):
-            r0 = t.value(f"arith.addi {t.value(f'arith.muli {bi}, {self.mp} : index')}, "
-                         f"{t.value(f'arith.muli {ti}, {t.const(p.rows * p.tiles_m)} : index')} : index", "r0")
-            p0 = t.value(f"arith.addi {t.value(f'arith.muli {bi}, {self.np} : index')}, "
-                         f"{t.value(f'arith.muli {tj}, {t.const(p.tiles_n)} : index')} : index", "p0")
-            rows = [t.value(f"arith.addi {r0}, {t.const(p.rows * i)} : index", "tr") for i in range(p.tiles_m)]
-            panels = [t.value(f"arith.addi {p0}, {t.const(j)} : index", "tp") for j in range(p.tiles_n)]
-            c0 = t.value(f"arith.muli {tj}, {t.const(LANES * p.tiles_n)} : index", "c0")
-            cols = [t.value(f"arith.addi {c0}, {t.const(LANES * j)} : index", "tc") for j in range(p.tiles_n)]
-            whole = t.whole_end(self.kts, t.const(p.ku), hint="kw")
-            with t.for_(t.const(0), whole, t.const(p.ku), "kg") as kg:
-                self._group(rows, cols, panels, kg, p.ku)
-            if p.ku > 1:
-                with t.for_(whole, self.kts, t.const(1), "kr") as kr:
-                    self._group(rows, cols, panels, kr, 1)
+            rows0 = t.value(f"arith.muli {bi}, {self.mp} : index", "rb")
+            r_begin = t.value(f"arith.addi {rows0}, {t.value(f'arith.muli {ti}, {t.const(self.task_rows)} : index')}"
+                              " : index", "r0")
+            r_end = t.value(f"arith.minui {t.value(f'arith.addi {r_begin}, {t.const(self.task_rows)} : index')}, "
+                            f"{t.value(f'arith.addi {rows0}, {self.mp} : index')} : index", "r1")
+            panels0 = t.value(f"arith.muli {bi}, {self.np} : index", "pb")
+            q_local = t.value(f"arith.muli {tj}, {t.const(self.task_panels)} : index", "q0")
+            q_end = t.value(f"arith.minui {t.value(f'arith.addi {q_local}, {t.const(self.task_panels)} : index')}, "
+                            f"{self.np} : index", "q1")
+            with t.for_(t.const(0), self.kts, slice_tiles, "s0") as s0:
+                s1 = t.value(f"arith.minui {t.value(f'arith.addi {s0}, {slice_tiles} : index')}, {self.kts} : index",
+                             "s1")
+                full = t.value(f"arith.cmpi eq, {t.value(f'arith.subi {s1}, {s0} : index')}, {slice_tiles} : index",
+                               "full")
+                with t.for_(r_begin, r_end, t.const(self.block_rows), "rr") as r0, \
+                        t.for_(q_local, q_end, t.const(p.tiles_n), "qq") as q:
+                    rows = [t.value(f"arith.addi {r0}, {t.const(p.rows * i)} : index", "tr") for i in range(p.tiles_m)]
+                    panels = [t.value(f"arith.addi {panels0}, {t.value(f'arith.addi {q}, {t.const(j)} : index')} "
+                                      ": index", "tp") for j in range(p.tiles_n)]
+                    c0 = t.value(f"arith.muli {q}, {t.const(LANES)} : index", "c0")
+                    cols = [t.value(f"arith.addi {c0}, {t.const(LANES * j)} : index", "tc") for j in range(p.tiles_n)]
+                    with t.if_(full):
+                        self._started(rows, cols, panels, s0, self.slice_tiles)
+                    with t.else_(), t.for_(s0, s1, t.const(1), "kr") as kr:
+                        self._started(rows, cols, panels, kr, 1)
 
-    def _group(self, rows: list[str], cols: list[str], panels: list[str], first: str, count: int) -> None:
-        """Tiles ``[first, first + count)`` of K into the block's C tiles, loaded before and stored after."""
+    def _started(self, rows: list[str], cols: list[str], panels: list[str], first: str, count: int) -> None:
+        """:meth:`_group`, its C tiles starting at zero where C does and ``first`` is K's first tile."""
         t = self.t
-        accs = [t.value(f"amx.tile_load {self.c_stage}[{row}, {col}] : {self.c_stage_dyn} into {self.c_tile}", "ct")
-                for row in rows for col in cols]
+        if not self.plan.zero_init:
+            self._group(rows, cols, panels, first, count, zero=False)
+            return
+        with t.if_(t.value(f"arith.cmpi eq, {first}, {t.const(0)} : index", "k0")):
+            self._group(rows, cols, panels, first, count, zero=True)
+        with t.else_():
+            self._group(rows, cols, panels, first, count, zero=False)
+
+    def _group(self, rows: list[str], cols: list[str], panels: list[str], first: str, count: int,
+               zero: bool) -> None:
+        """Tiles ``[first, first + count)`` of K into the block's C tiles, which start at zero (``zero``) or are
+        loaded before, and are stored after. (The tiles stay within one block of straight-line code: the conversion
+        to LLVM types no tile that crosses a branch.)"""
+        t = self.t
+        if zero:
+            accs = [t.value(f"amx.tile_zero : {self.c_tile}", "ct") for _ in rows for _ in cols]
+        else:
+            accs = [t.value(f"amx.tile_load {self.c_stage}[{row}, {col}] : {self.c_stage_dyn} into {self.c_tile}",
+                            "ct") for row in rows for col in cols]
         for step in range(count):
             kk = t.value(f"arith.addi {first}, {t.const(step)} : index", "kk")
-            k0 = t.value(f"arith.muli {kk}, {t.const(self.kt)} : index", "k0")
             pair = t.value(f"arith.muli {kk}, {t.const(self.pt)} : index", "kp")
-            a = [t.value(f"amx.tile_load {self.a_stage}[{row}, {k0}] : {self.a_stage_dyn} into {self.a_tile}", "at")
-                 for row in rows]
-            b = [t.value(f"amx.tile_load {self.panels}[{panel}, {pair}, {t.const(0)}] : {self.p_dyn} "
+            a = [t.value(f"amx.tile_load {self.a_stage}[{self._a_tile_row(row, kk)}, {t.const(0)}] : "
+                         f"{self.a_stage_dyn} into {self.a_tile}", "at") for row in rows]
+            b = [t.value(f"amx.tile_load {self.panels}[{self.packed.at(t, panel, pair)}] : {self.p_dyn} "
                          f"into {self.b_tile}", "bt") for panel in panels]
             accs = [t.value(f"amx.tile_mulf {a[i]}, {b[j]}, {accs[i * len(cols) + j]} : {self.a_tile}, "
                             f"{self.b_tile}, {self.c_tile}", "ct") for i in range(len(rows)) for j in range(len(cols))]

@@ -127,6 +127,23 @@ class PairPanels:
     panels: str
     p_dyn: str
     batch: bool
+    # Panels interleaved by groups of ``group`` (1: none): a group's tiles of ``tile_pairs`` pairs each lie one
+    # after another, panel by panel, then those of the next tile of pairs (the AMX kernel's B tiles, read in runs).
+    group: int = 1
+    tile_pairs: int = 1
+
+    def at(self, t: MlirText, panel: str, pair: str) -> str:
+        """The indices into ``panels`` of pair ``pair`` of panel ``panel`` (the panel's row of 32 starts there)."""
+        if self.group == 1:
+            return f"{panel}, {pair}, {t.const(0)}"
+        group = t.value(f"arith.divui {panel}, {t.const(self.group)} : index", "pg")
+        within = t.value(f"arith.remui {panel}, {t.const(self.group)} : index", "pj")
+        tile = t.value(f"arith.divui {pair}, {t.const(self.tile_pairs)} : index", "pt")
+        row = t.value(f"arith.addi {t.value(f'arith.muli {tile}, {t.const(self.group)} : index')}, {within} "
+                      ": index", "pr")
+        row = t.value(f"arith.addi {t.value(f'arith.muli {row}, {t.const(self.tile_pairs)} : index')}, "
+                      f"{t.value(f'arith.remui {pair}, {t.const(self.tile_pairs)} : index')} : index", "pr")
+        return f"{group}, {row}, {t.const(0)}"
 
 
 @contextmanager
@@ -142,34 +159,48 @@ def block_tasks(t: MlirText, mt: str, nt: str, batches: str, workers: int) -> It
                                                                              "tj")
 
 
+# Pairs of B packed per pass over the panels (:func:`pack_pairs`): the rows of B that a pass reads (twice as many)
+# stay within the TLB and L1 while it writes a run of each panel.
+PACKED_PAIRS = 16
+
+
 def pack_pairs(t: MlirText, buffers: PairPanels, rows: str, np: str, n: str, k: str, kp: str, workers: int) -> None:
     """Fill pairs ``[0, kp)`` of the ``rows`` panels (``np`` per batch) of 16 columns each with B's pairs of k
     interleaved (k, k+1 of column 0, then of column 1, ...), zeros past ``n`` columns and past an odd ``k``; the
-    panels shared among ``workers``. Each panel's row of 32 is one row of a VNNI tile of B."""
+    panels shared among ``workers``. Each panel's row of 32 is one row of a VNNI tile of B.
+
+    A worker packs PACKED_PAIRS pairs of each of its panels in turn: B is read row by row (a row of B spans
+    pages of a few KiB), not down a panel's column, which would take a new page and cache line every row."""
     half = f"vector<{LANES}x{BF16}>"
-    zeros = t.value(f"arith.constant dense<0.0> : {half}", "zh")
     interleave = ", ".join(f"{j}, {j + LANES}" for j in range(LANES))
+    last_k = t.value(f"arith.subi {k}, {t.const(1)} : index", "kl")
+    none = t.value(f"arith.constant dense<false> : vector<{LANES}xi1>", "off")
 
     def at(bi: str, *indices: str) -> str:
         return ", ".join([*([bi] if buffers.batch else []), *indices])
 
-    with t.share(rows, workers) as (_, begin, end), t.for_(begin, end, t.const(1), "panel") as panel:
-        bi = t.value(f"arith.divui {panel}, {np} : index", "bi")
-        col = t.value(f"arith.muli {t.value(f'arith.remui {panel}, {np} : index')}, {t.const(LANES)} : index", "col")
-        columns = t.value(f"vector.create_mask {t.value(f'arith.subi {n}, {col} : index')} : vector<{LANES}xi1>",
-                          "mask")
-        with t.for_(t.const(0), kp, t.const(1), "kp") as pair:
-            k0 = t.value(f"arith.muli {pair}, {t.const(2)} : index", "k0")
-            k1 = t.value(f"arith.addi {k0}, {t.const(1)} : index", "k1")
-            first = masked_read(t, buffers.b, buffers.b_dyn, at(bi, k0, col), columns, LANES, BF16)
-            inside = t.value(f"arith.cmpi ult, {k1}, {k} : index", "odd")
-            with t.if_(inside, [half]) as (second,):
-                t.yield_([masked_read(t, buffers.b, buffers.b_dyn, at(bi, k1, col), columns, LANES, BF16)], [half])
-            with t.else_():
-                t.yield_([zeros], [half])
-            pairs = t.value(f"vector.shuffle {first}, {second} [{interleave}] : {half}, {half}", "pr")
-            t.add(f"vector.store {pairs}, {buffers.panels}[{panel}, {pair}, {t.const(0)}] : {buffers.p_dyn}, "
-                  f"vector<{2 * LANES}x{BF16}>")
+    with t.share(rows, workers) as (_, begin, end), \
+            t.for_(t.const(0), kp, t.const(PACKED_PAIRS), "kb") as kb:
+        block_end = t.value(f"arith.minui {t.value(f'arith.addi {kb}, {t.const(PACKED_PAIRS)} : index')}, {kp} "
+                            ": index", "ke")
+        with t.for_(begin, end, t.const(1), "panel") as panel:
+            bi = t.value(f"arith.divui {panel}, {np} : index", "bi")
+            col = t.value(f"arith.muli {t.value(f'arith.remui {panel}, {np} : index')}, {t.const(LANES)} : index",
+                          "col")
+            columns = t.value(f"vector.create_mask {t.value(f'arith.subi {n}, {col} : index')} "
+                              f": vector<{LANES}xi1>", "mask")
+            with t.for_(kb, block_end, t.const(1), "kp") as pair:
+                k0 = t.value(f"arith.muli {pair}, {t.const(2)} : index", "k0")
+                k1 = t.value(f"arith.addi {k0}, {t.const(1)} : index", "k1")
+                first = masked_read(t, buffers.b, buffers.b_dyn, at(bi, k0, col), columns, LANES, BF16)
+                # Past an odd K the second row reads nothing (its address clamped to K's last row).
+                inside = t.value(f"arith.cmpi ult, {k1}, {k} : index", "odd")
+                second_mask = t.value(f"arith.select {inside}, {columns}, {none} : vector<{LANES}xi1>", "mask")
+                second_row = t.value(f"arith.minui {k1}, {last_k} : index", "k1")
+                second = masked_read(t, buffers.b, buffers.b_dyn, at(bi, second_row, col), second_mask, LANES, BF16)
+                pairs = t.value(f"vector.shuffle {first}, {second} [{interleave}] : {half}, {half}", "pr")
+                t.add(f"vector.store {pairs}, {buffers.panels}[{buffers.at(t, panel, pair)}] : {buffers.p_dyn}, "
+                      f"vector<{2 * LANES}x{BF16}>")
 
 
 def masked_read(t: MlirText, buffer: str, memref: str, at: str, mask: str, lanes: int, element: str) -> str:
