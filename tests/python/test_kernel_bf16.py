@@ -5,6 +5,7 @@ the machine's flags. Where this machine has no AVX512-BF16, the kernel is checke
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import ml_dtypes
@@ -13,7 +14,8 @@ import pytest
 
 import prism
 from conftest import REFERENCE_HOST
-from prism.codegen.cpu.kernel_bf16 import STREAMED_ACCUMULATORS, Bf16Plan, plan_for
+from prism.codegen.cpu.kernel import SWEEP_AHEAD_ROWS, SWEEP_AHEAD_SLICES
+from prism.codegen.cpu.kernel_bf16 import STREAMED_ACCUMULATORS, Bf16Plan, kernel_text, plan_for
 from prism.kernels.host_gemm import PREFETCH_STREAMS
 from prism.targets.host_machine import Machine
 
@@ -113,6 +115,23 @@ def test_a_few_rows_stream_b_in_place() -> None:
     for c_type in ("tensor<1x4096xf32>", "tensor<17x4096xf32>", "tensor<?x4096xf32>", "tensor<8x?xf32>",
                    "tensor<?x8x64xf32>"):
         assert (plan(c_type).tm, plan(c_type).tn, plan(c_type).tkp) == (default.tm, default.tn, default.tkp), c_type
+
+
+def test_b_read_in_place_is_prefetched_ahead() -> None:
+    """Reading B in place, each step prefetches its two rows SWEEP_AHEAD_SLICES slices further down (at least
+    SWEEP_AHEAD_ROWS), clamped to K's last row, one prefetch per cache line of the micro-tile's columns; B packed
+    into panels is not prefetched."""
+    few = kernel_text(plan_for("mm", "tensor<16x999xbf16>", "tensor<999x300xbf16>", "tensor<16x300xf32>", True, 2))
+    ahead = max(SWEEP_AHEAD_ROWS, SWEEP_AHEAD_SLICES * 2 * PREFETCH_STREAMS // 2)
+    prefetches = re.findall(r"memref\.prefetch %\w+\[(%\w+), %\w+\], read, locality<3>, data", few)
+    assert len(prefetches) == 2  # two rows, one line of 32 bf16 columns (the micro-tile's two panels)
+    for row in prefetches:  # min(k0 + ahead (+1), K - 1)
+        clamp = re.search(rf"{row} = arith\.minui (%\w+), (%\w+) : index", few)
+        assert clamp and re.search(rf"{clamp.group(2)} = arith\.subi %\w+, %c1\w* : index", few)
+        assert re.search(rf"{clamp.group(1)} = arith\.addi %\w+, %c({ahead}|{ahead + 1})\w* : index", few)
+    packed = kernel_text(plan_for("mm", "tensor<200x999xbf16>", "tensor<999x300xbf16>", "tensor<200x300xf32>", True,
+                                 2))
+    assert "memref.prefetch" not in packed
 
 
 @pytest.mark.skipif(not RUNS_HERE, reason="this machine has no AVX512-BF16: the kernel is checked as IR and LLVM")

@@ -33,7 +33,7 @@ from typing import Any
 
 from mlir import ir
 
-from prism.codegen.cpu.kernel import dynamic_memref
+from prism.codegen.cpu.kernel import CACHE_LINE, SWEEP_AHEAD_ROWS, SWEEP_AHEAD_SLICES, dynamic_memref
 from prism.codegen.cpu.text import MlirText
 from prism.kernels import host_gemm
 from prism.targets import host_space
@@ -354,6 +354,22 @@ class _Kernel(PairKernel):
             second = self._masked_read(self.b, self.b_dyn, self._at(bi, k1, col), mask, LANES, BF16)
         return t.value(f"vector.interleave {first}, {second} : {half} -> {self.pair_vec}", "bv")
 
+    def _prefetch_rows(self, bi: str, k0: str, cols: list[str]) -> None:
+        """B read in place: prefetch the cache lines of this micro-tile's columns in the two rows that the step
+        SWEEP_AHEAD_SLICES slices further down reads (at least SWEEP_AHEAD_ROWS rows ahead), clamped to B's last
+        row. A slice's rows are short runs that the hardware prefetchers do not follow (as the f32 kernel's sweep,
+        :meth:`prism.codegen.cpu.kernel._Kernel._prefetch_sweep`)."""
+        t = self.t
+        ahead = max(SWEEP_AHEAD_ROWS, SWEEP_AHEAD_SLICES * 2 * self.plan.tkp)
+        last = t.value(f"arith.subi {self.k}, {t.const(1)} : index", "kl")
+        for step in range(2):
+            row = t.value(f"arith.minui {t.value(f'arith.addi {k0}, {t.const(ahead + step)} : index')}, {last} "
+                          ": index", "ka")
+            for v, col in enumerate(cols):
+                if v * LANES * 2 % CACHE_LINE == 0:  # one prefetch per cache line
+                    t.add(f"memref.prefetch {self.b}[{self._at(bi, row, col)}], read, locality<3>, data "
+                          f": {self.b_dyn}")
+
     def _column_masks(self, cols: list[str]) -> list[str]:
         """Per vector of columns starting at ``cols``, the lanes inside N."""
         return [self.t.value(f"vector.create_mask {self.t.value(f'arith.subi {self.n}, {col} : index')} "
@@ -371,6 +387,8 @@ class _Kernel(PairKernel):
             b = [t.value(f"vector.load {self.panels}[{panel}, {kp}, {t.const(0)}] : {self.p_dyn}, {self.pair_vec}",
                          "bv") for panel in panels]
         else:  # ``panels`` are the columns: two rows of B, interleaved
+            if not tail:
+                self._prefetch_rows(bi, k0, panels)
             b = [self._pair_of_rows(bi, k0, col, self.masks[v], tail) for v, col in enumerate(panels)]
         out = []
         for r, row in enumerate(rows):
