@@ -22,6 +22,7 @@ from test_kernel_bf16 import bounded, kinds, product
 import prism
 from conftest import REFERENCE_HOST, lower_on_host
 from prism.codegen.cpu import kernel_amx
+from prism.codegen.cpu.kernel_bf16 import PACKED_PAIRS
 from prism.infra.errors import TargetError, UnsupportedOp
 from prism.runtime import cpu as runtime
 from prism.search.space import Contraction
@@ -31,7 +32,6 @@ from prism.targets.host_machine import Machine
 INPUTS = Path(__file__).resolve().parents[1] / "filecheck" / "Inputs"
 RUNS_HERE = bool(Machine.here().amx)
 # The AMX machine described without AVX512-BF16: every bf16 product takes the tiles, a few static rows among them
-# (which the AMX machine itself runs on dot products: prism.targets.host_space.few_bf16_rows).
 TILES = INPUTS / "host-amx-tiles.json"
 
 
@@ -45,15 +45,26 @@ def test_the_amx_kernel_is_chosen_by_the_machines_flags(describe_host) -> None:
     assert kinds(text) == ["gemm (transform path)"]
 
 
-def test_a_few_rows_take_the_dot_products_even_with_amx(describe_host) -> None:
-    """A static M of at most 16 rows is bound by reading B: on the AMX machine it runs on the dot products (B read
-    in place); 17 rows, or a machine described without the dot products, take the tiles."""
+def test_a_few_rows_take_the_tiles_each_task_packing_its_b(describe_host) -> None:
+    """On the AMX machine a few rows take the tiles too: where one task's rows cover a static M, each task packs
+    its own slices of B as it takes them (no pass packing all of B first); more rows than a task, or a dynamic M,
+    pack B whole first."""
     describe_host(INPUTS / "host-amx.json")
-    assert kinds(product(16, 131, 70)) == kinds(product(1, 64, 40)) == ["gemm (bf16 dot products)"]
-    assert kinds(product(17, 131, 70)) == ["gemm (AMX tiles)"]
-    assert kinds(product(16, 131, 70, batch=3)) == ["gemm (bf16 dot products)"]
-    describe_host(TILES)
-    assert kinds(product(16, 131, 70)) == ["gemm (AMX tiles)"]
+    assert kinds(product(16, 131, 70)) == kinds(product(1, 64, 40)) == ["gemm (AMX tiles)"]
+    assert kinds(product(16, 131, 70, batch=3)) == ["gemm (AMX tiles)"]
+
+    def plan(c_type: str, tm: int) -> kernel_amx.AmxPlan:
+        return kernel_amx.AmxPlan("f", "tensor<?x?xbf16>", "tensor<?x?xbf16>", c_type, True, 2, tm=tm)
+
+    in_task = kernel_amx.kernel_text(plan("tensor<16x70xf32>", 32))
+    whole = kernel_amx.kernel_text(plan("tensor<100x70xf32>", 32))
+    assert kernel_amx._Kernel(plan("tensor<32x70xf32>", 32)).in_task
+    assert not kernel_amx._Kernel(plan("tensor<?x70xf32>", 256)).in_task
+    # The whole pass packs PACKED_PAIRS pairs of every panel at a time (its loop %kb); a task packs its own slices,
+    # prefetching B's rows ahead.
+    whole_pass = re.compile(rf"scf\.for %kb\w* = %c0\w* to %\w+ step %c{PACKED_PAIRS}\b")
+    assert "vector.interleave" in in_task and "memref.prefetch" in in_task and not whole_pass.search(in_task)
+    assert whole_pass.search(whole) and "memref.prefetch" not in whole
 
 
 def test_an_f32_product_never_takes_it(describe_host) -> None:
@@ -314,3 +325,14 @@ def test_a_batch_and_an_init_that_is_not_zero(rng: np.random.Generator, describe
     a, b = (rng.standard_normal(s).astype(ml_dtypes.bfloat16) for s in ((3, 17, 41), (3, 41, 50)))
     c = rng.standard_normal((3, 17, 50)).astype(np.float32)
     bounded(prism.compile(text, target="host").jit("mm")(a, b, c), a, b, c)
+
+
+@pytest.mark.skipif(not RUNS_HERE, reason="this CPU has no AMX")
+@pytest.mark.parametrize("choice", ["TM = 32, TN = 64, TK = 64", "TM = 128, TN = 64, TK = 64", "TM = 128, TN = 4096"])
+def test_b_packed_whole_or_by_each_task_matches_float64(choice: str, rng: np.random.Generator, describe_host) -> None:
+    """97 rows in tasks of 32 (B packed whole first) or of 128 (each task packs its slices), with an odd K, a
+    ragged N and ragged slices of K."""
+    describe_host(TILES)
+    text = product(97, 301, 130).replace("linalg.matmul ins", f"linalg.matmul {{prism.choice = {{{choice}}}}} ins")
+    a, b = (rng.standard_normal(s).astype(ml_dtypes.bfloat16) for s in ((97, 301), (301, 130)))
+    bounded(prism.compile(text, target="host").jit("mm")(a, b), a, b)

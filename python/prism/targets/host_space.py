@@ -48,22 +48,13 @@ def tiles_fit(rows: int, row_bytes: int, tiles_m: int, tiles_n: int) -> bool:
 
 
 # A bf16 product of a static M of at most this many rows (a few tokens) is bound by reading B: the dot-product
-# kernel reads B in place (prism.codegen.cpu.kernel_bf16), where AMX's kernel would pack all of B on every call
-# for tiles of 16 rows mostly empty (benchmarks/RESULTS.md, "A 2-core Intel Xeon with AMX": SwiGLU at 16 rows
-# 2.7x faster on dot products).
+# kernel reads B in place in slices of as many rows as the f32 kernel streams (prism.codegen.cpu.kernel_bf16).
 FEW_BF16_ROWS = 16
-
-
-def few_bf16_rows(m: int | None, target: HostTarget) -> bool:
-    """Whether a bf16 product of ``m`` rows (None: dynamic) runs on dot products even where AMX is there: a
-    static M of at most FEW_BF16_ROWS on a machine with AVX512-BF16."""
-    return bool(target.bf16_dot) and m is not None and m <= FEW_BF16_ROWS
 
 
 def amx_product(op: Contraction, target: HostTarget) -> bool:
     """Whether the host's space for ``op`` holds AMX's tiles: a machine with AMX, and a product of two bf16
-    operands into f32. (A family's space is one for every shape it takes: a static M of a few rows, which runs
-    on dot products (:func:`few_bf16_rows`), is costed on the tiles all the same.)"""
+    operands into f32."""
     return target.amx and len(op.operand_dims) == 2 and op.input_type == "bf16" and op.elem_bytes == (2, 2) \
         and op.acc_bytes == 4
 

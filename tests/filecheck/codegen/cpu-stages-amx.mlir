@@ -1,16 +1,16 @@
 // A product of bf16 operands into f32 runs on AMX tiles where the machine has AMX
 // (python/prism/codegen/cpu/kernel_amx.py), ahead of its AVX512-BF16 dot products: A staged in whole tiles, each
-// contiguous (zeros past M and K), B packed into the pair panels of the bf16 kernel (VNNI rows of 64 bytes, zero
-// pairs up to whole tiles of K), interleaved by groups of AN panels; then tasks of TM x TN of C walk K in slices of
-// TK, each block's C tiles starting as zero tiles at K's first tile (or loaded), taking a whole slice's A and B
-// tiles in straight-line code (a ragged last slice one tile of K at a time), and stored. C is staged in whole blocks
-// and copied out masked past N, unless M and N are static and whole blocks (@whole: tiles straight to the result).
-// Down to LLVM, the tile ops are the tilezero, tileloadd64, tdpbf16ps and tilestored64 intrinsics, and the module
-// translates to LLVM IR (nothing here runs it: the machine that runs the tests need not have AMX). The tiles and
-// tasks are knobs of prism.choice (AR rows, AB bytes per row, AM x AN C tiles, TM, TN, TK). A product of a few
-// static rows (16 at most) takes the dot products even where the machine has AMX (B read in place, not packed on
-// every call): the tile kernel's RUN lines describe a machine with AMX and without AVX512-BF16, on which @acc's 9
-// rows take the tiles too; the FEW line, the AMX machine itself.
+// contiguous (zeros past M and K); B packed into the pair panels of the bf16 kernel (VNNI rows of 64 bytes, zero
+// pairs up to whole tiles of K), interleaved by groups of AN panels: all of B first, or, where one task's rows
+// cover M (@mm, @acc), by each task, a slice at a time, into its worker's buffer. Tasks of TM x TN of C walk K in
+// slices of TK, each block's C tiles starting as zero tiles at K's first tile (or loaded), taking a whole slice's
+// A and B tiles in straight-line code (a ragged last slice one tile of K at a time), and stored. C is staged in
+// whole blocks and copied out masked past N, unless M and N are static and whole blocks (@whole: tiles straight
+// to the result). Down to LLVM, the tile ops are the tilezero, tileloadd64, tdpbf16ps and tilestored64
+// intrinsics, and the module translates to LLVM IR (nothing here runs it: the machine that runs the tests need
+// not have AMX). The tiles and tasks are knobs of prism.choice (AR rows, AB bytes per row, AM x AN C tiles, TM,
+// TN, TK). The RUN lines describe a machine with AMX and without AVX512-BF16; the FEW line, the AMX machine
+// itself, on which a few rows (@acc's 9) take the tiles too.
 // RUN: env PRISM_HOST_DESCRIPTION=%S/../Inputs/host-amx-tiles.json prism-opt %s -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s --check-prefix=TILE
 // RUN: env PRISM_HOST_DESCRIPTION=%S/../Inputs/host-amx-tiles.json prism-opt %s -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-llvm -o /dev/null 2>&1 | filecheck %s --check-prefix=LLVM
 // RUN: env PRISM_HOST_DESCRIPTION=%S/../Inputs/host-amx-tiles.json prism-opt %s --target=host --emit=llvm -p 'prism-lower-cpu{threads=2}' | python -c "import sys; from mlir import ir; from mlir.dialects.llvm import translate_module_to_llvmir; ctx = ir.Context(); print(translate_module_to_llvmir(ir.Module.parse(sys.stdin.read(), ctx).operation))" | filecheck %s --check-prefix=IR
@@ -25,15 +25,26 @@
 // TILE: memref.alloc() {alignment = 64 : i64} : memref<640x32xbf16>
 // TILE: vector.maskedload {{.*}} : memref<100x131xbf16>, vector<32xi1>, vector<32xbf16>
 // TILE: vector.store {{.*}} : memref<640x32xbf16>, vector<32xbf16>
-// 70 columns: 3 groups of 2 panels of 16 columns, each group's panels 80 pairs (66 of k, zeros up to 80), packed
-// 16 pairs of every panel at a time.
-// TILE: memref.alloc() {alignment = 64 : i64} : memref<3x160x32xbf16>
-// TILE: scf.for {{.*}} = %c0 to %c66 step %c16
-// TILE: vector.interleave {{.*}} : vector<16xbf16> -> vector<32xbf16>
-// TILE: vector.store {{.*}} : memref<3x160x32xbf16>, vector<32xbf16>
-// TILE: scf.for {{.*}} = %c66 to %c80 step %c1
+// The 100 rows are within one task's rows: no pass packs B first, each task packs its slices into its worker's
+// buffer (8 groups of 2 panels of 16 columns, 16 tiles of 16 pairs each).
+// TILE-NOT: scf.for %{{.*}} step %c16
+// TILE: memref.alloc() {alignment = 64 : i64} : memref<16x512x32xbf16>
 // TILE: memref.alloc() {alignment = 64 : i64} : memref<100x70xf32>
 // TILE: memref.alloc() {alignment = 64 : i64} : memref<128x96xf32>
+// The 65 pairs of two rows inside K, row by row across the task: the two groups inside N's 70 columns read whole
+// (a cache line of each row) after prefetching the same columns 8 rows down (clamped to row 130); the third
+// under a mask. Then the pairs past K's end up to whole tiles of K (80 pairs), every group under masks.
+// TILE: scf.for {{.*}} = %c0 to %c65 step %c1
+// TILE: scf.for {{.*}} = %c0 to %c2 step %c1
+// TILE: arith.addi {{.*}}, %c8 : index
+// TILE: arith.minui {{.*}}, %c130 : index
+// TILE: memref.prefetch {{.*}} : memref<131x70xbf16>
+// TILE: vector.load {{.*}} : memref<131x70xbf16>, vector<32xbf16>
+// TILE: vector.interleave {{.*}} : vector<32xbf16> -> vector<64xbf16>
+// TILE-COUNT-2: vector.store {{.*}} : memref<16x512x32xbf16>, vector<32xbf16>
+// TILE: vector.maskedload {{.*}} : memref<131x70xbf16>, vector<32xi1>, vector<32xbf16>
+// TILE: scf.for {{.*}} = %c65 to %c80 step %c1
+// TILE: vector.maskedload {{.*}} : memref<131x70xbf16>, vector<32xi1>, vector<32xbf16>
 // 5 tiles of K, fewer than a slice: one at a time, from zero tiles at the first.
 // TILE: scf.for {{.*}} = %c0 to %c5 step %c1
 // TILE: scf.if
@@ -65,9 +76,13 @@
 
 // 64 x 96: whole blocks of 32 x 32, so C's tiles go to the result, no staging buffer and no copy out; tasks of
 // 32 x 64 (2 x 2 of them), slices of 2 tiles of K (200 k: 7 tiles, 3 whole slices and one tile).
+// Its tasks' 32 rows do not cover M: B is packed whole first, 16 pairs of every panel at a time.
 // TILE-LABEL: func.func @whole(
 // TILE: memref.alloc() {alignment = 64 : i64} : memref<448x32xbf16>
 // TILE: memref.alloc() {alignment = 64 : i64} : memref<3x224x32xbf16>
+// TILE: scf.for {{.*}} = %c0 to %c100 step %c16
+// TILE-NOT: memref.prefetch
+// TILE: vector.interleave {{.*}} : vector<16xbf16> -> vector<32xbf16>
 // TILE: %[[RESULT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64x96xf32>
 // TILE: %[[C:.*]] = memref.cast %[[RESULT]] : memref<64x96xf32> to memref<?x?xf32>
 // TILE-NOT: memref.alloc
@@ -92,11 +107,11 @@
 // REPORT: "kind": "gemm (AMX tiles)"
 // REPORT: "kind": "gemm (AMX tiles)"
 
-// On the AMX machine, 100 rows take the tiles and 9 rows the dot products.
+// On the AMX machine, 9 rows take the tiles too.
 // FEW: "function": "@mm"
 // FEW: "kind": "gemm (AMX tiles)"
 // FEW: "function": "@acc"
-// FEW: "kind": "gemm (bf16 dot products)"
+// FEW: "kind": "gemm (AMX tiles)"
 
 // Without AMX, the dot products.
 // DOT-LABEL: IR Dump After cpu-tile

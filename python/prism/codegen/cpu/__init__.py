@@ -94,7 +94,6 @@ from prism.infra.ir import normalize_program
 from prism.infra.passbase import PassContext
 from prism.kernels import host_gemm
 from prism.search.families import registered_families
-from prism.targets import host_space
 from prism.targets.host import host_target
 
 
@@ -172,8 +171,7 @@ class CpuLowering(Lowering):
         op = gemm.op
         types = [v.type for v in op.operands]
         roles = [[gemm.roles[d] for d in dims] for dims in gemm.maps]
-        if not host_target().amx or len(types) != 3 or not kernel_bf16.takes(*types, roles) \
-                or host_space.few_bf16_rows(kernel_bf16.static_sizes(str(types[2]))[-2], host_target()):
+        if not host_target().amx or len(types) != 3 or not kernel_bf16.takes(*types, roles):
             return False
         choice = op.attributes[attrs.CHOICE] if attrs.CHOICE in op.attributes else None
         tiles = kernel_amx.choice_values(choice, str(op.location))

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from prism.codegen.cpu.kernel import dynamic_memref
+from prism.codegen.cpu.kernel import CACHE_LINE, dynamic_memref
 from prism.codegen.cpu.kernel_bf16 import (
     BF16,
     F32,
@@ -51,6 +51,11 @@ from prism.targets.host_space import TILE_REGISTERS, TILE_ROW_BYTES, TILE_ROWS, 
 
 # The most tiles of K in a slice: its straight-line code (twice where C starts at zero) grows with them.
 SLICE_TILES = 32
+# The most bytes of B that a task packing its own B packs per slice (in L2).
+IN_TASK_SLICE_BYTES = 512 * 1024
+# How far down B a task packing its own B prefetches the columns it reads: a slice's rows are runs of the task's
+# width, which the hardware prefetchers take up late (benchmarks/RESULTS.md, "bf16 on AMX tiles").
+PACK_AHEAD_ROWS = 8
 # The knobs of ``prism.choice`` that the kernel reads, with the plan's fields they set.
 CHOICE_KNOBS = {"AR": "rows", "AB": "row_bytes", "AM": "tiles_m", "AN": "tiles_n", "TM": "tm", "TN": "tn",
                 "TK": "tk"}
@@ -126,24 +131,38 @@ class _Kernel(PairKernel):
         # C's tiles go straight to the result where its rows and columns are whole blocks.
         self.direct = m is not None and n is not None and m % self.block_rows == 0 \
             and n % (LANES * plan.tiles_n) == 0
+        # Where one task's rows cover M (a static M of a few rows), each element of B serves one task alone: the
+        # task packs each slice of a group of panels just before its tiles take it, into its worker's buffer (in
+        # L1), rather than all of B into panels in memory first.
+        self.in_task = m is not None and m <= self.task_rows
+        if self.in_task:  # the slice of B that a task packs stays within IN_TASK_SLICE_BYTES
+            tile_bytes = self.task_panels * LANES * self.kt * 2
+            self.slice_tiles = max(1, min(self.slice_tiles, IN_TASK_SLICE_BYTES // tile_bytes))
 
     def text(self) -> str:
         p, t = self.plan, self.t
         with t.region(f"func.func private @{p.name}(%a: {p.a_type}, %b: {p.b_type}, %c: {p.c_type}) -> {p.c_type}"):
             sizes = self._operands()
             self._padded_sizes()
+            self.k_pairs = t.value(f"arith.divui {self.k}, {t.const(2)} : index", "KW")  # pairs of two k inside K
+            self.last_k = t.value(f"arith.subi {self.k}, {t.const(1)} : index", "kl")
             tiles = t.value(f"arith.muli {self.stage_rows}, {self.kts} : index", "tiles")
             self.a_stage = t.alloc(self.a_stage_dyn, [tiles, t.const(self.kt)], "As")
             self._stage_a()
-            panels = t.value(f"arith.muli {self.batches}, {self.np} : index", "panels")
-            self.panels = t.alloc(self.p_dyn, [t.value(f"arith.divui {panels}, {t.const(p.tiles_n)} : index", "pg"),
-                                               t.value(f"arith.muli {self.kpp}, {t.const(p.tiles_n)} : index", "pr")],
-                                  "P")
+            if self.in_task:  # a slice of the task's panels per worker
+                self.panels = t.alloc(self.p_dyn, [t.const(p.workers * self.task_panels // p.tiles_n),
+                                                   t.const(self.slice_tiles * p.tiles_n * self.pt)], "P")
+            else:
+                panels = t.value(f"arith.muli {self.batches}, {self.np} : index", "panels")
+                self.panels = t.alloc(self.p_dyn, [
+                    t.value(f"arith.divui {panels}, {t.const(p.tiles_n)} : index", "pg"),
+                    t.value(f"arith.muli {self.kpp}, {t.const(p.tiles_n)} : index", "pr")], "P")
             self.packed = PairPanels(self.b, self.b_dyn, self.panels, self.p_dyn, p.batch, group=p.tiles_n,
                                      tile_pairs=self.pt)
-            pack_pairs(t, self.packed, panels, self.np, self.n, self.k,
-                       t.value(f"arith.ceildivui {self.k}, {t.const(2)} : index", "KP"), p.workers)
-            self._zero_pair_tail(panels)
+            if not self.in_task:
+                pack_pairs(t, self.packed, panels, self.np, self.n, self.k,
+                           t.value(f"arith.ceildivui {self.k}, {t.const(2)} : index", "KP"), p.workers)
+                self._zero_pair_tail(panels)
             c = t.alloc(self.c_dyn, sizes, "C")
             if self.direct:
                 self.npad = self.n
@@ -247,12 +266,13 @@ class _Kernel(PairKernel):
     def _tasks(self) -> None:
         """Tasks of TM x TN of C shared among the workers. A task walks K in slices of TK; per slice, its bands of
         R x TILES_M rows, and per band its groups of TILES_N panels: the band's A slice stays in L1 while the
-        task's B slice streams from L2."""
+        task's B slice streams from L2. A task that packs B itself takes the groups outside the bands instead: it
+        packs a group's slice, then every band takes it."""
         p, t = self.plan, self.t
         mt = t.value(f"arith.ceildivui {self.mp}, {t.const(self.task_rows)} : index", "mt")
         nt = t.value(f"arith.ceildivui {self.np}, {t.const(self.task_panels)} : index", "nt")
         slice_tiles = t.const(self.slice_tiles)
-        with block_tasks(t, mt, nt, self.batches, p.workers) as (bi, ti, tj):
+        with block_tasks(t, mt, nt, self.batches, p.workers) as (worker, bi, ti, tj):
             rows0 = t.value(f"arith.muli {bi}, {self.mp} : index", "rb")
             r_begin = t.value(f"arith.addi {rows0}, {t.value(f'arith.muli {ti}, {t.const(self.task_rows)} : index')}"
                               " : index", "r0")
@@ -267,30 +287,132 @@ class _Kernel(PairKernel):
                              "s1")
                 full = t.value(f"arith.cmpi eq, {t.value(f'arith.subi {s1}, {s0} : index')}, {slice_tiles} : index",
                                "full")
-                with t.for_(r_begin, r_end, t.const(self.block_rows), "rr") as r0, \
-                        t.for_(q_local, q_end, t.const(p.tiles_n), "qq") as q:
-                    rows = [t.value(f"arith.addi {r0}, {t.const(p.rows * i)} : index", "tr") for i in range(p.tiles_m)]
-                    panels = [t.value(f"arith.addi {panels0}, {t.value(f'arith.addi {q}, {t.const(j)} : index')} "
-                                      ": index", "tp") for j in range(p.tiles_n)]
-                    c0 = t.value(f"arith.muli {q}, {t.const(LANES)} : index", "c0")
-                    cols = [t.value(f"arith.addi {c0}, {t.const(LANES * j)} : index", "tc") for j in range(p.tiles_n)]
-                    with t.if_(full):
-                        self._started(rows, cols, panels, s0, self.slice_tiles)
-                    with t.else_(), t.for_(s0, s1, t.const(1), "kr") as kr:
-                        self._started(rows, cols, panels, kr, 1)
+                if self.in_task:
+                    self._pack_slice(worker, bi, q_local, q_end, s0, s1)
+                    first = t.value(f"arith.muli {worker}, {t.const(self.task_panels)} : index", "wp")
+                    with t.for_(q_local, q_end, t.const(p.tiles_n), "qq") as q:
+                        local = t.value(f"arith.addi {first}, {t.value(f'arith.subi {q}, {q_local} : index')} "
+                                        ": index", "wp")
+                        panels = [t.value(f"arith.addi {local}, {t.const(j)} : index", "tp") for j in range(p.tiles_n)]
+                        with t.for_(r_begin, r_end, t.const(self.block_rows), "rr") as r0:
+                            self._block(r0, q, panels, s0, s1, full, base=s0)
+                else:
+                    with t.for_(r_begin, r_end, t.const(self.block_rows), "rr") as r0, \
+                            t.for_(q_local, q_end, t.const(p.tiles_n), "qq") as q:
+                        panels = [t.value(f"arith.addi {panels0}, {t.value(f'arith.addi {q}, {t.const(j)} : index')} "
+                                          ": index", "tp") for j in range(p.tiles_n)]
+                        self._block(r0, q, panels, s0, s1, full, base=t.const(0))
 
-    def _started(self, rows: list[str], cols: list[str], panels: list[str], first: str, count: int) -> None:
+    def _pack_slice(self, worker: str, bi: str, q_begin: str, q_end: str, s0: str, s1: str) -> None:
+        """Tiles ``[s0, s1)`` of K of the task's panels ``[q_begin, q_end)`` (of batch ``bi``) into the worker's
+        buffer, as :func:`.kernel_bf16.pack_pairs` packs them (zeros past N and past K): row by row across the
+        task's columns, so that B is read in runs as long as the task is wide. Pairs of two rows inside K and
+        groups of panels inside N read whole vectors; the last group of a task at N's edge and the pairs at K's
+        end read under masks."""
+        p, t = self.plan, self.t
+        first = t.value(f"arith.muli {s0}, {t.const(self.pt)} : index", "p0")
+        last = t.value(f"arith.muli {s1}, {t.const(self.pt)} : index", "p1")
+        whole_pairs = t.value(f"arith.maxui {first}, {t.value(f'arith.minui {last}, {self.k_pairs} : index')} : index",
+                              "pw")
+        groups = t.value(f"arith.divui {t.value(f'arith.subi {q_end}, {q_begin} : index')}, {t.const(p.tiles_n)} "
+                         ": index", "gn")
+        col0 = t.value(f"arith.muli {q_begin}, {t.const(LANES)} : index", "c0")
+        inside_n = t.value(f"arith.divui {t.value(f'arith.subi {self.n}, {col0} : index')}, "
+                           f"{t.const(LANES * p.tiles_n)} : index", "gw")
+        whole_groups = t.value(f"arith.minui {groups}, {inside_n} : index", "gw")
+        group0 = t.value(f"arith.muli {worker}, {t.const(self.task_panels // p.tiles_n)} : index", "g0")
+        for lo, hi, rows_inside in ((first, whole_pairs, True), (whole_pairs, last, False)):
+            with t.for_(lo, hi, t.const(1), "pair") as pair:
+                local = t.value(f"arith.subi {pair}, {first} : index", "pl")
+                rows = []
+                for step in range(2):
+                    k = t.value(f"arith.addi {t.value(f'arith.muli {pair}, {t.const(2)} : index')}, "
+                                f"{t.const(step)} : index", "k")
+                    inside = None if rows_inside else t.value(f"arith.cmpi ult, {k}, {self.k} : index", "in")
+                    rows.append((k if rows_inside else t.value(f"arith.minui {k}, {self.last_k} : index", "k"),
+                                 inside))
+                # The rows of the worker's buffer that this pair takes in each panel of a group.
+                tile = t.value(f"arith.divui {local}, {t.const(self.pt)} : index", "pt")
+                within = t.value(f"arith.remui {local}, {t.const(self.pt)} : index", "pw")
+                row0 = t.value(f"arith.muli {tile}, {t.const(p.tiles_n)} : index", "pr")
+                targets = []
+                for j in range(p.tiles_n):
+                    panel_tile = t.value(f"arith.addi {row0}, {t.const(j)} : index", "pr")
+                    start = t.value(f"arith.muli {panel_tile}, {t.const(self.pt)} : index", "pr")
+                    targets.append(t.value(f"arith.addi {start}, {within} : index", "pr"))
+                unmasked_end = whole_groups if rows_inside else t.const(0)
+                with t.for_(t.const(0), unmasked_end, t.const(1), "g") as g:
+                    self._pack_group(bi, rows, g, col0, group0, targets, masked=False)
+                with t.for_(unmasked_end, groups, t.const(1), "g") as g:
+                    self._pack_group(bi, rows, g, col0, group0, targets, masked=True)
+
+    def _pack_group(self, bi: str, rows: list[tuple[str, str | None]], g: str, col0: str, group0: str,
+                    targets: list[str], masked: bool) -> None:
+        """Group ``g`` of the task's panels (columns from ``col0``) of B's two ``rows`` (each with whether it is
+        inside K, None where it is) into buffer group ``group0 + g``, each panel's pair at its row of
+        ``targets``: two panels (a cache line of a row) per read, whole, or masked past N and K."""
+        p, t = self.plan, self.t
+        col = t.value(f"arith.addi {col0}, {t.value(f'arith.muli {g}, {t.const(LANES * p.tiles_n)} : index')} "
+                      ": index", "col")
+        group = t.value(f"arith.addi {group0}, {g} : index", "bg")
+        if not masked:  # the same columns PACK_AHEAD_ROWS rows down, clamped to K's last row
+            for row, _ in rows:
+                ahead = t.value(f"arith.minui {t.value(f'arith.addi {row}, {t.const(PACK_AHEAD_ROWS)} : index')}, "
+                                f"{self.last_k} : index", "ka")
+                for offset in range(0, LANES * p.tiles_n * 2, CACHE_LINE):
+                    at = t.value(f"arith.addi {col}, {t.const(offset // 2)} : index", "pc")
+                    t.add(f"memref.prefetch {self.b}[{self._at(bi, ahead, at)}], read, locality<3>, data "
+                          f": {self.b_dyn}")
+        for j0 in range(0, p.tiles_n, 2):
+            count = min(2, p.tiles_n - j0)
+            lanes = LANES * count
+            vec = f"vector<{lanes}x{BF16}>"
+            at = t.value(f"arith.addi {col}, {t.const(LANES * j0)} : index", "col")
+            halves = []
+            for row, inside in rows:
+                if not masked:
+                    halves.append(t.value(f"vector.load {self.b}[{self._at(bi, row, at)}] : {self.b_dyn}, {vec}", "x"))
+                    continue
+                columns = t.value(f"vector.create_mask {t.value(f'arith.subi {self.n}, {at} : index')} "
+                                  f": vector<{lanes}xi1>", "mask")
+                if inside is not None:
+                    none = t.value(f"arith.constant dense<false> : vector<{lanes}xi1>", "off")
+                    columns = t.value(f"arith.select {inside}, {columns}, {none} : vector<{lanes}xi1>", "mask")
+                halves.append(masked_read(t, self.b, self.b_dyn, self._at(bi, row, at), columns, lanes, BF16))
+            pairs = t.value(f"vector.interleave {halves[0]}, {halves[1]} : {vec} -> vector<{2 * lanes}x{BF16}>", "pr")
+            for i in range(count):
+                part = pairs if count == 1 else t.value(
+                    f"vector.extract_strided_slice {pairs} {{offsets = [{2 * LANES * i}], sizes = [{2 * LANES}], "
+                    f"strides = [1]}} : vector<{2 * lanes}x{BF16}> to vector<{2 * LANES}x{BF16}>", "pr")
+                t.add(f"vector.store {part}, {self.panels}[{group}, {targets[j0 + i]}, {t.const(0)}] : {self.p_dyn}, "
+                      f"vector<{2 * LANES}x{BF16}>")
+
+    def _block(self, r0: str, q: str, panels: list[str], s0: str, s1: str, full: str, base: str) -> None:
+        """The block of C tiles at band ``r0`` and panel ``q`` over the tiles ``[s0, s1)`` of K: a whole slice in
+        straight-line code, a ragged one a tile of K at a time. ``panels`` index the packed panels, whose tile of K
+        ``kk`` is their tile ``kk - base``."""
+        p, t = self.plan, self.t
+        rows = [t.value(f"arith.addi {r0}, {t.const(p.rows * i)} : index", "tr") for i in range(p.tiles_m)]
+        c0 = t.value(f"arith.muli {q}, {t.const(LANES)} : index", "c0")
+        cols = [t.value(f"arith.addi {c0}, {t.const(LANES * j)} : index", "tc") for j in range(p.tiles_n)]
+        with t.if_(full):
+            self._started(rows, cols, panels, s0, self.slice_tiles, base)
+        with t.else_(), t.for_(s0, s1, t.const(1), "kr") as kr:
+            self._started(rows, cols, panels, kr, 1, base)
+
+    def _started(self, rows: list[str], cols: list[str], panels: list[str], first: str, count: int,
+                 base: str) -> None:
         """:meth:`_group`, its C tiles starting at zero where C does and ``first`` is K's first tile."""
         t = self.t
         if not self.plan.zero_init:
-            self._group(rows, cols, panels, first, count, zero=False)
+            self._group(rows, cols, panels, first, count, base, zero=False)
             return
         with t.if_(t.value(f"arith.cmpi eq, {first}, {t.const(0)} : index", "k0")):
-            self._group(rows, cols, panels, first, count, zero=True)
+            self._group(rows, cols, panels, first, count, base, zero=True)
         with t.else_():
-            self._group(rows, cols, panels, first, count, zero=False)
+            self._group(rows, cols, panels, first, count, base, zero=False)
 
-    def _group(self, rows: list[str], cols: list[str], panels: list[str], first: str, count: int,
+    def _group(self, rows: list[str], cols: list[str], panels: list[str], first: str, count: int, base: str,
                zero: bool) -> None:
         """Tiles ``[first, first + count)`` of K into the block's C tiles, which start at zero (``zero``) or are
         loaded before, and are stored after. (The tiles stay within one block of straight-line code: the conversion
@@ -303,7 +425,8 @@ class _Kernel(PairKernel):
                             "ct") for row in rows for col in cols]
         for step in range(count):
             kk = t.value(f"arith.addi {first}, {t.const(step)} : index", "kk")
-            pair = t.value(f"arith.muli {kk}, {t.const(self.pt)} : index", "kp")
+            pair = t.value(f"arith.muli {t.value(f'arith.subi {kk}, {base} : index')}, {t.const(self.pt)} : index",
+                           "kp")
             a = [t.value(f"amx.tile_load {self.a_stage}[{self._a_tile_row(row, kk)}, {t.const(0)}] : "
                          f"{self.a_stage_dyn} into {self.a_tile}", "at") for row in rows]
             b = [t.value(f"amx.tile_load {self.panels}[{self.packed.at(t, panel, pair)}] : {self.p_dyn} "

@@ -147,16 +147,17 @@ class PairPanels:
 
 
 @contextmanager
-def block_tasks(t: MlirText, mt: str, nt: str, batches: str, workers: int) -> Iterator[tuple[str, str, str]]:
+def block_tasks(t: MlirText, mt: str, nt: str, batches: str, workers: int) -> Iterator[tuple[str, str, str, str]]:
     """A loop over the tasks of a grid of ``batches`` x ``mt`` x ``nt`` blocks (batch, row block, column
-    block, the last fastest), shared among ``workers``; yields each task's batch, row block and column block."""
+    block, the last fastest), shared among ``workers``; yields each task's worker, batch, row block and column
+    block."""
     per_batch = t.value(f"arith.muli {mt}, {nt} : index", "blocks")
     tasks = t.value(f"arith.muli {per_batch}, {batches} : index", "tasks")
-    with t.share(tasks, workers) as (_, begin, end), t.for_(begin, end, t.const(1), "task") as task:
+    with t.share(tasks, workers) as (worker, begin, end), t.for_(begin, end, t.const(1), "task") as task:
         bi = t.value(f"arith.divui {task}, {per_batch} : index", "bi")
         local = t.value(f"arith.remui {task}, {per_batch} : index", "tl")
-        yield bi, t.value(f"arith.divui {local}, {nt} : index", "ti"), t.value(f"arith.remui {local}, {nt} : index",
-                                                                             "tj")
+        yield worker, bi, t.value(f"arith.divui {local}, {nt} : index", "ti"), \
+            t.value(f"arith.remui {local}, {nt} : index", "tj")
 
 
 # Pairs of B packed per pass over the panels (:func:`pack_pairs`): the rows of B that a pass reads (twice as many)
@@ -278,7 +279,7 @@ class _Kernel(PairKernel):
         p, t = self.plan, self.t
         mt = t.value(f"arith.ceildivui {self.m}, {t.const(p.tm)} : index", "mt")
         nt = t.value(f"arith.ceildivui {self.n}, {t.const(p.tn)} : index", "nt")
-        with block_tasks(t, mt, nt, self.batches, p.workers) as (bi, ti, tj):
+        with block_tasks(t, mt, nt, self.batches, p.workers) as (_, bi, ti, tj):
             i0 = t.value(f"arith.muli {ti}, {t.const(p.tm)} : index", "i0")
             i1 = t.value(f"arith.minui {t.value(f'arith.addi {i0}, {t.const(p.tm)} : index')}, {self.m} : index",
                          "i1")
