@@ -180,12 +180,14 @@ def build_numpy(workload: Workload, inputs: dict[str, np.ndarray]) -> Callable[[
 
 
 def torch_tensor(array: np.ndarray) -> Any:
-    """A torch tensor on the memory of ``array``: bf16 (``ml_dtypes.bfloat16``) arrays as torch.bfloat16."""
+    """A torch tensor of ``array``'s values in torch's own memory, as a torch user's tensors are: bf16
+    (``ml_dtypes.bfloat16``) arrays as torch.bfloat16. (numpy's buffers are 16-byte aligned, torch's 64: oneDNN's
+    bf16 products ran 1.7x slower on numpy's memory, benchmarks/RESULTS.md, "bf16 on AMX tiles".)"""
     import torch
 
     if array.dtype == ml_dtypes.bfloat16:
-        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
-    return torch.from_numpy(array)
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16).clone()
+    return torch.from_numpy(array).clone()
 
 
 def _torch_build(compile_it: bool) -> Build:
