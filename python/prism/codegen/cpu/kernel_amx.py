@@ -14,7 +14,10 @@ must fit the eight tile registers (:func:`prism.targets.host_space.tiles_fit`).
    ``TILES_M`` tiles of one tile of K lie one after another, then those of the next: a block reads A in one run
    (with A read in place, K apart, a tile's rows would share one L1 set). B is packed into the pair panels of
    :func:`.kernel_bf16.pack_pairs`, 16 columns each, padded with zeros to whole tiles of K and interleaved by
-   groups of ``TILES_N`` (:class:`.kernel_bf16.PairPanels`): a block reads B in one run as well. C's tiles go
+   groups of ``TILES_N`` (:class:`.kernel_bf16.PairPanels`): a block reads B in one run as well. All of B is
+   packed first, unless one task's rows cover a static M (a few tokens): each element of B then serves one task,
+   which packs each slice of its panels into its worker's buffer just before its blocks take it, reading B row by
+   row across the task's columns and prefetching ``PACK_AHEAD_ROWS`` rows ahead. C's tiles go
    straight to the result where M and N are static and whole blocks, else to a buffer of whole blocks. They start
    as zero tiles at K's first tile, or from the C operand copied in.
 2. Tasks: ``TM x TN`` of C (whole blocks), shared among the workers as contiguous runs. A task walks K in slices
@@ -132,8 +135,8 @@ class _Kernel(PairKernel):
         self.direct = m is not None and n is not None and m % self.block_rows == 0 \
             and n % (LANES * plan.tiles_n) == 0
         # Where one task's rows cover M (a static M of a few rows), each element of B serves one task alone: the
-        # task packs each slice of a group of panels just before its tiles take it, into its worker's buffer (in
-        # L1), rather than all of B into panels in memory first.
+        # task packs each slice of its panels just before its blocks take it, into its worker's buffer (in L2),
+        # rather than all of B into panels in memory first.
         self.in_task = m is not None and m <= self.task_rows
         if self.in_task:  # the slice of B that a task packs stays within IN_TASK_SLICE_BYTES
             tile_bytes = self.task_panels * LANES * self.kt * 2
