@@ -2,13 +2,15 @@
 
 On small workloads the model's pick must run within 25% of the fastest of
 the schedules measured beside it; a pick that first looks slower is re-timed
-against that best, alternately, before it counts (other work on the machine
-only adds time).
+against that best, alternately, and one still slower re-timed so twice more,
+both compiled afresh (benchmarks/cost_check.py does it in fresh processes),
+the median counting (other work on the machine only adds time).
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -37,6 +39,11 @@ def test_the_pick_is_within_a_quarter_of_the_best_measured(workload: cw.Workload
     assert checks, "no family was checked"
     for check in checks:
         assert len(check.candidates) >= 2, f"{check.family}: nothing to compare the pick with"
+        if check.regret > 1 + RANK_ERROR:  # judged as benchmarks/cost_check.py does: twice more, compiled afresh
+            check = replace(check, elsewhere=tuple(
+                cost_check.rounds_regret(cost_check.retime_family(workload, check.family, check.pick.choice,
+                                                                  check.best.choice, rounds=3))
+                for _ in range(2)))
         described = ", ".join(f"{c.choice}: {c.predicted:.2e} s predicted, {c.measured:.2e} s measured"
                               for c in check.candidates)
         assert check.regret <= 1 + RANK_ERROR, (
