@@ -335,14 +335,7 @@ class _Kernel(PairKernel):
                     rows.append((k if rows_inside else t.value(f"arith.minui {k}, {self.last_k} : index", "k"),
                                  inside))
                 # The rows of the worker's buffer that this pair takes in each panel of a group.
-                tile = t.value(f"arith.divui {local}, {t.const(self.pt)} : index", "pt")
-                within = t.value(f"arith.remui {local}, {t.const(self.pt)} : index", "pw")
-                row0 = t.value(f"arith.muli {tile}, {t.const(p.tiles_n)} : index", "pr")
-                targets = []
-                for j in range(p.tiles_n):
-                    panel_tile = t.value(f"arith.addi {row0}, {t.const(j)} : index", "pr")
-                    start = t.value(f"arith.muli {panel_tile}, {t.const(self.pt)} : index", "pr")
-                    targets.append(t.value(f"arith.addi {start}, {within} : index", "pr"))
+                targets = [self.packed.row(t, t.const(j), local) for j in range(p.tiles_n)]
                 unmasked_end = whole_groups if rows_inside else t.const(0)
                 with t.for_(t.const(0), unmasked_end, t.const(1), "g") as g:
                     self._pack_group(bi, rows, g, col0, group0, targets, masked=False)

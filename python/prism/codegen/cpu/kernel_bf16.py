@@ -138,12 +138,15 @@ class PairPanels:
             return f"{panel}, {pair}, {t.const(0)}"
         group = t.value(f"arith.divui {panel}, {t.const(self.group)} : index", "pg")
         within = t.value(f"arith.remui {panel}, {t.const(self.group)} : index", "pj")
+        return f"{group}, {self.row(t, within, pair)}, {t.const(0)}"
+
+    def row(self, t: MlirText, within: str, pair: str) -> str:
+        """The row, in its group, of pair ``pair`` of the group's panel ``within``."""
         tile = t.value(f"arith.divui {pair}, {t.const(self.tile_pairs)} : index", "pt")
         row = t.value(f"arith.addi {t.value(f'arith.muli {tile}, {t.const(self.group)} : index')}, {within} "
                       ": index", "pr")
-        row = t.value(f"arith.addi {t.value(f'arith.muli {row}, {t.const(self.tile_pairs)} : index')}, "
-                      f"{t.value(f'arith.remui {pair}, {t.const(self.tile_pairs)} : index')} : index", "pr")
-        return f"{group}, {row}, {t.const(0)}"
+        return t.value(f"arith.addi {t.value(f'arith.muli {row}, {t.const(self.tile_pairs)} : index')}, "
+                       f"{t.value(f'arith.remui {pair}, {t.const(self.tile_pairs)} : index')} : index", "pr")
 
 
 @contextmanager
