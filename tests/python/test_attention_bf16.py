@@ -5,6 +5,7 @@ same rounding of P; near misses keep their ops."""
 from __future__ import annotations
 
 import math
+import re
 import sys
 
 import ml_dtypes
@@ -14,10 +15,12 @@ from mlir import ir
 
 import prism
 from conftest import REPO, lower_on_host
+from prism.infra.errors import UnsupportedOp
 from prism.infra.ir import make_context
 from prism.search.attention import NARROW_TYPES, Attention, match_attention
 from prism.search.space import fix_shape, point_array, shape_exponents
 from prism.targets import get_target
+from prism.targets.host_machine import Machine
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import cpu_workloads as cw  # noqa: E402  (the workloads live with the benchmarks)
@@ -189,9 +192,10 @@ def test_narrow_attention_matches_float64(rng: np.random.Generator, batch, sq, s
     check(result, q, k, v, element, rounding == "before", skv <= KEY_ROWS)
 
 
-def test_the_kernel_reads_narrow_operands_and_rounds_p() -> None:
-    """Q, K and V are read as bf16 and extended to f32 as they are loaded (vectors of V, elements of Q, K into its
-    transposed copy); each weight is rounded to bf16 and back before P V."""
+def test_the_kernel_reads_narrow_operands_and_rounds_p(describe_host) -> None:
+    """Without AMX tiles, Q, K and V are read as bf16 and extended to f32 as they are loaded (vectors of V, elements
+    of Q, K into its transposed copy); each weight is rounded to bf16 and back before P V."""
+    describe_host(REPO / "tests" / "filecheck" / "Inputs" / "host-avx512-bf16.json")
     tiled, _ = lower(attention_text((2,), 37, 129, 64, 64))
     assert "linalg.generic" not in tiled
     assert ": vector<8xbf16> to vector<8xf32>" in tiled and ": bf16 to f32" in tiled
@@ -295,3 +299,98 @@ def test_exploration_prices_the_bf16_chain_as_the_kernel_the_host_runs() -> None
     f32 = 2 * 16 * 512 * 512 * (64 + 64) / get_target("host").flops["f32"]
     assert model.attention_seconds(match) == pytest.approx(f32 + model.pass_seconds(2 * 3 * 16 * 512 * 64
                                                                                    + 4 * 16 * 512 * 64))
+
+
+# -- products on AMX tiles (prism.codegen.cpu.attention_amx) ------------------------------------------------------
+
+INPUTS = REPO / "tests" / "filecheck" / "Inputs"
+# Whether this machine runs AMX code; where it does not, the kernel is checked as IR and LLVM
+# (tests/filecheck/codegen/cpu-stages-amx-attention.mlir).
+AMX_HERE = bool(Machine.here().amx)
+
+
+def causal_bf16_text(batch: int, heads: int, s: int, d: int) -> str:
+    """The benchmarks' causal attention (key j kept for query i when j <= i) of bf16 Q, K and V, P rounded."""
+    args = tuple(cw.Arg(name, (batch, heads, s, d), dtype="bf16") for name in ("q", "k", "v"))
+    return cw._function("attention", args, [("out", (batch, heads, s, d))],
+                        cw._attention("q", "k", "v", args, causal=True), cw.ATTENTION_MAPS)
+
+
+@pytest.mark.parametrize("case, tiles", [
+    (dict(), True),
+    (dict(rounding="none"), False),  # P in f32: the tiles multiply bf16 only
+    (dict(element="f16"), False),
+    (dict(sq=9), False),  # fewer query rows than a tile: the f32 kernel
+    (dict(dv=40), False),  # rows of V that are not whole C tiles
+])
+def test_the_tiles_take_bf16_attention_by_the_machines_flags(describe_host, case: dict, tiles: bool) -> None:
+    """On a machine with AMX, a chain of bf16 Q, K and V that rounds P to bf16 takes its two products on tiles
+    (no f32 copy of K, no extension of its operands); without AMX, or for any other chain, the f32 kernel."""
+    shape = dict(batch=(2,), sq=37, skv=129, d=64, dv=64) | {key: value for key, value in case.items()
+                                                              if key in ("sq", "dv")}
+    text = attention_text(**shape, element=case.get("element", "bf16"), rounding=case.get("rounding", "before"))
+    describe_host(INPUTS / "host-amx.json")
+    tiled, _ = lower(text)
+    assert "linalg.generic" not in tiled
+    assert ("amx.tile_mulf" in tiled) == tiles and ("amx." in tiled) == tiles
+    assert (re.search(r"memref<\d+x\d+x64x128xf32>", tiled) is None) == tiles  # the f32 copy of K^T
+    describe_host(INPUTS / "host-avx512-bf16.json")
+    assert "amx." not in lower(text)[0]
+
+
+def test_amx_blocks_are_whole_tiles(describe_host) -> None:
+    """On AMX tiles the choice's BQ and BKV round up to blocks of 32 (2 x 2 C tiles; RM and RN do not apply), BQ
+    evened out over the query rows and BKV no longer than the keys (rounded)."""
+    from prism.codegen.cpu.attention import plan_attention
+
+    describe_host(INPUTS / "host-amx.json")
+    text = attention_text((2,), 100, 70, 64, 64).replace(
+        "%s = linalg.generic {", "%s = linalg.generic {prism.attention = {BQ = 40, BKV = 200, RM = 5, RN = 24, "
+        "KVS = 2}, ", 1)
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        (match,) = [m for op in module.body.operations[0].regions[0].blocks[0].operations
+                    if (m := match_attention(op.operation, widened=NARROW_TYPES)) is not None]
+        plan = plan_attention(match, lanes=16, workers=2, amx=True)
+        assert (plan.amx, plan.bq, plan.bkv, plan.splits) == (True, 64, 96, 2)  # 100 rows in 2 blocks; 70 keys
+        with pytest.raises(UnsupportedOp, match="RN must be a multiple of 16"):  # the f32 kernel's blocks
+            plan_attention(match, lanes=16, workers=2, amx=False)
+
+
+# Odd shapes: ragged query and key blocks (37 x 129), a head size of 20 and 80 (zeros up to whole tiles of 32),
+# three panels of V (48 values: a last block of one C tile across), several batch dimensions, dynamic lengths,
+# several shares of the keys, a causal mask, three workers.
+@pytest.mark.skipif(not AMX_HERE, reason="no AMX on this machine: checked as IR and LLVM in cpu-stages-amx-attention")
+@pytest.mark.parametrize("batch, sq, skv, d, dv, dynamic, choice, threads", [
+    ((3,), 37, 129, 64, 64, False, None, 2),
+    ((1, 3), 40, 100, 20, 48, False, None, 2),
+    ((2,), 70, 300, 80, 32, False, dict(BQ=64, BKV=64, RM=6, RN=16, KVS=3), 3),
+    ((2,), 50, 120, 64, 64, True, None, 2),
+    ((1,), 16, 33, 128, 16, True, dict(BQ=32, BKV=32, RM=6, RN=16, KVS=1), 1),
+])
+def test_attention_on_amx_tiles_matches_float64(rng: np.random.Generator, batch, sq, skv, d, dv, dynamic, choice,
+                                                threads) -> None:
+    text = attention_text(batch, None if dynamic else sq, None if dynamic else skv, d, dv)
+    if choice:
+        values = ", ".join(f"{key} = {value}" for key, value in choice.items())
+        text = text.replace("%s = linalg.generic {", f"%s = linalg.generic {{prism.attention = {{{values}}}, ", 1)
+    tiled, fn = lower(text, threads)
+    assert "amx.tile_mulf" in tiled
+    q, k, v = narrow_inputs(rng, "bf16", batch, sq, skv, d, dv)
+    check(fn(q, k, v), q, k, v, "bf16", True, keys_in_one_step=False)
+
+
+@pytest.mark.skipif(not AMX_HERE, reason="no AMX on this machine: checked as IR and LLVM in cpu-stages-amx-attention")
+def test_causal_attention_on_amx_tiles_matches_float64(rng: np.random.Generator) -> None:
+    """The benchmarks' causal attention of bf16 operands (70 tokens: a ragged last block of queries and keys)."""
+    text = causal_bf16_text(1, 3, 70, 64)
+    result = prism.compile(text, target="host").jit("attention")
+    q, k, v = narrow_inputs(rng, "bf16", (1, 3), 70, 70, 64, 64)
+    q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
+    s = q64 @ np.swapaxes(k64, -1, -2) / 8.0
+    s = np.where(np.tril(np.ones((70, 70), dtype=bool)), s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    rounded = p.astype(np.float32).astype(ml_dtypes.bfloat16).astype(np.float64)
+    expected = (rounded @ v64) / p.sum(axis=-1, keepdims=True)
+    np.testing.assert_allclose(result(q, k, v), expected, rtol=0,
+                               atol=(2 * ROUNDOFF["bf16"] + F32_ERROR) * np.abs(v64).max())

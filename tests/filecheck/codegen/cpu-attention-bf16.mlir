@@ -24,11 +24,11 @@
 // CHECK-NEXT:    vector.store %{{.*}} : memref<2x42x64xf32>, vector<16xf32>
 // CHECK:         memref.load %{{.*}} : memref<2x42x64xf32>
 // CHECK:         vector.fma
-// CHECK:         vector.reduction <maxnumf>
+// CHECK:         arith.cmpf ogt, %{{.*}} : vector<1xf32>
 // CHECK:         [[R:%[0-9]+]] = arith.truncf %{{[0-9]+}} : vector<16xf32> to vector<16xbf16>
 // CHECK-NEXT:    [[E:%[0-9]+]] = arith.extf [[R]] : vector<16xbf16> to vector<16xf32>
 // CHECK-NEXT:    vector.store [[E]], %{{.*}} : memref<2x42x128xf32>, vector<16xf32>
-// CHECK:         vector.reduction <add>
+// CHECK:         arith.addf %{{.*}} : vector<1xf32>
 // CHECK:         vector.load %{{.*}} : memref<2x129x64xbf16>, vector<16xbf16>
 // CHECK-NEXT:    arith.extf %{{.*}} : vector<16xbf16> to vector<16xf32>
 // CHECK:         vector.fma
