@@ -40,8 +40,12 @@
 // TILE-NOT: arith.extf
 
 // LLVM-LABEL: IR Dump After cpu-llvm
+// LLVM: %[[ZERO:[0-9]+]] = llvm.mlir.constant(dense<0.000000e+00> : vector<16xf32>) : vector<16xf32>
 // LLVM: llvm.call_intrinsic "llvm.x86.tilezero.internal"
 // LLVM: llvm.call_intrinsic "llvm.x86.tdpbf16ps.internal"
+// The exponentials scale by 2**n and zero the lanes below the floor in one masked vscalefps (an AVX-512 host): the
+// polynomial, n, then the zeros, the intrinsic's order of its operands.
+// LLVM: llvm.call_intrinsic "llvm.x86.avx512.mask.scalef.ps.512"(%{{[0-9]+}}, %{{[0-9]+}}, %[[ZERO]], %{{[0-9]+}}, %{{[0-9]+}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>, i16, i32) -> vector<16xf32>
 // LLVM: llvm.call_intrinsic "llvm.x86.tilestored64.internal"
 // LLVM-NOT: amx.
 

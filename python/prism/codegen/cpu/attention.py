@@ -27,6 +27,8 @@ from prism.targets.host import host_target
 QUERY_ROWS, KEY_ROWS = 96, 128
 # The knobs of a choice (the attention family's symbols).
 CHOICE_KEYS = ("BQ", "BKV", "RM", "RN", "KVS")
+# f32 lanes of an AVX-512 vector.
+AVX512_LANES = 16
 
 
 def read_choice(op: ir.Operation) -> dict[str, int] | None:
@@ -45,12 +47,14 @@ def read_choice(op: ir.Operation) -> dict[str, int] | None:
     return values
 
 
-def plan_attention(match: AttentionMatch, lanes: int, workers: int, amx: bool = False) -> AttentionPlan:
+def plan_attention(match: AttentionMatch, lanes: int, workers: int, amx: bool = False, avx512: bool = False) \
+        -> AttentionPlan:
     """The kernel's tiles: the choice on the chain's first op, else fixed ones (6 x 2-vector register blocks,
     about QUERY_ROWS query rows and KEY_ROWS key rows per block; one-row blocks, and wider ones, for fewer
     than 6 query rows; one share of the keys). On a host with AMX tiles (``amx``), a chain that
     :func:`.attention_amx.takes_tiles` takes its products there, in blocks of whole
-    :data:`~.attention_amx.AMX_BLOCK` rows (the choice's RM and RN do not apply).
+    :data:`~.attention_amx.AMX_BLOCK` rows (the choice's RM and RN do not apply). On an AVX-512 host
+    (``avx512``), vectors of 16 take ``vscalefps`` in their exponentials.
 
     The query rows are evened out over ``ceil(Sq / BQ)`` blocks, so that the
     last is not mostly repeats, and a block of keys is no longer than K.
@@ -81,7 +85,8 @@ def plan_attention(match: AttentionMatch, lanes: int, workers: int, amx: bool = 
         bkv = min(bkv, -(-problem.keys // rn) * rn)
     out_type = str(match.ops[-1].results[0].type)
     return AttentionPlan(str(match.q.type), str(match.k.type), str(match.v.type), out_type, match.scale,
-                         bq, bkv, rm, rn, choice["KVS"], match.causal, lanes, workers, match.p_type, amx=tiles)
+                         bq, bkv, rm, rn, choice["KVS"], match.causal, lanes, workers, match.p_type,
+                         scalef=avx512 and lanes == AVX512_LANES, amx=tiles)
 
 
 def fuse_attention(module: ir.Module, lanes: int, workers: int, ctx: PassContext) -> list[list[str]]:
@@ -99,7 +104,8 @@ def fuse_attention(module: ir.Module, lanes: int, workers: int, ctx: PassContext
                 width = attention_lanes(match.problem.value_dim, lanes) if match else None
                 if width is None:
                     continue  # not attention, or rows of V that are not whole vectors: the generic path
-                plan = plan_attention(match, width, workers, host_target().amx)
+                host = host_target()
+                plan = plan_attention(match, width, workers, host.amx, host.vector_bits == 512)
                 blocks = "products on AMX tiles" if plan.amx else f"{plan.rm}x{plan.rn} blocks"
                 ctx.progress(f"cpu-tile: attention at {op.operation.location}: BQ={plan.bq}, BKV={plan.bkv}, "
                              f"{blocks}, {plan.splits} share(s) of the keys")

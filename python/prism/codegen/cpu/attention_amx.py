@@ -244,18 +244,31 @@ class AmxAttention(AttentionWriter):
               f"vector<{p.lanes}x{BF16}>")
 
     def _values(self) -> None:
-        """O = alpha O (vectors, row by row), then O += P V_blk in blocks of 2 x 2 C tiles (a last odd panel of V
-        alone) over the block's tiles of keys."""
+        """O = alpha O (vectors, row by row; a row whose alpha is 1 as it is), then O += P V_blk
+        (:meth:`_value_products`)."""
         p, t = self.plan, self.t
         vec = f"vector<{p.lanes}x{F32}>"
         with t.for_(self.c0, t.const(p.bq), self.c1, "r") as r:
             alpha = t.value(f"memref.load {self.alpha}[{self.w}, {r}] : {self.row_type}", "al")
+            rescaled = t.value(f"arith.cmpf une, {alpha}, {self._f(1.0)} : {F32}", "scale")
             alpha = t.value(f"vector.broadcast {alpha} : {F32} to {vec}", "av")
-            for e in range(0, p.value_dim, p.lanes):
-                at = f"{self.w}, {r}, {t.const(e)}"
-                o = t.value(f"vector.load {self.o}[{at}] : {self.o_type}, {vec}", "ov")
-                t.add(f"vector.store {t.value(f'arith.mulf {o}, {alpha} : {vec}', 'ov')}, {self.o}[{at}] : "
-                      f"{self.o_type}, {vec}")
+            with t.if_(rescaled):  # a row whose maximum stayed keeps its O
+                self._rescale_row(r, alpha)
+        self._value_products()
+
+    def _rescale_row(self, r: str, alpha: str) -> None:
+        """Row ``r`` of the worker's O times ``alpha`` (a vector)."""
+        p, t = self.plan, self.t
+        vec = f"vector<{p.lanes}x{F32}>"
+        for e in range(0, p.value_dim, p.lanes):
+            at = f"{self.w}, {r}, {t.const(e)}"
+            o = t.value(f"vector.load {self.o}[{at}] : {self.o_type}, {vec}", "ov")
+            t.add(f"vector.store {t.value(f'arith.mulf {o}, {alpha} : {vec}', 'ov')}, {self.o}[{at}] : "
+                  f"{self.o_type}, {vec}")
+
+    def _value_products(self) -> None:
+        """O += P V_blk in blocks of 2 x 2 C tiles (a last odd panel of V alone) over the block's tiles of keys."""
+        p, t = self.plan, self.t
         rows_per_panel = p.bkv // 2
         panels0 = t.value(f"arith.muli {self._block_index()}, {t.const(self.value_panels * rows_per_panel)} : index",
                           "vr")

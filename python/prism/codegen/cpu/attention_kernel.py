@@ -86,6 +86,7 @@ class AttentionPlan:
     lanes: int
     workers: int
     p_type: str | None = None  # the type each weight of P is rounded to before P V; None: not rounded
+    scalef: bool = False  # exponentials scaled by AVX-512's vscalefps (vectors of 16 on an AVX-512 host)
     amx: bool = False  # products on AMX tiles (:mod:`.attention_amx`): BQ and BKV multiples of AMX_BLOCK
 
     @property
@@ -225,7 +226,7 @@ class AttentionWriter:
     def exp2(self, x: str) -> str:
         """2**x of a vector of values <= 0 (or NaN): every argument here is a score minus a running maximum,
         times a positive scale and log2(e)."""
-        return self.t.exp2_nonpositive(x, self.plan.lanes)
+        return self.t.exp2_nonpositive(x, self.plan.lanes, scalef=self.plan.scalef)
 
     def _tree(self, combine, values: list[str]) -> str:
         """``combine(a, b)`` over ``values`` as a balanced tree: independent chains for the out-of-order core."""
@@ -452,8 +453,13 @@ class AttentionWriter:
             # In base 2: exp((s - m) c) = 2**(s c log2(e) - m c log2(e)), one FMA per vector before the exponential.
             rate = self.plan.scale * math.log2(math.e)
             gap = t.value(f"arith.mulf {t.value(f'arith.subf {old}, {shift} : {F32}')}, {self._f(rate)} : {F32}", "gap")
-            gap = t.value(f"vector.broadcast {gap} : {F32} to {vec}", "gap")
-            alpha = t.value(f"vector.extract {self.exp2(gap)}[0] : {F32} from {vec}", "al")
+            # Once a row's maximum settles, most blocks leave it: alpha is then exp(0) = 1, without the polynomial.
+            settled = t.value(f"arith.cmpf oeq, {gap}, {self._f(0.0)} : {F32}", "same")
+            with t.if_(settled, [F32], "al") as (alpha,):
+                t.yield_([self._f(1.0)], [F32])
+            with t.else_():
+                spread = t.value(f"vector.broadcast {gap} : {F32} to {vec}", "gap")
+                t.yield_([t.value(f"vector.extract {self.exp2(spread)}[0] : {F32} from {vec}", "al")], [F32])
             offset = t.value(f"vector.broadcast {t.value(f'arith.mulf {shift}, {self._f(-rate)} : {F32}')} : {F32} "
                              f"to {vec}", "mv")
             rate_vec = self._splat(rate)

@@ -155,18 +155,31 @@ class MlirText(TextBuilder):
             poly = self.value(f"vector.fma {poly}, {x}, {self.splat(coefficient, lanes)} : vector<{lanes}x{F32}>", "y")
         return poly
 
-    def exp2_nonpositive(self, x: str, lanes: int) -> str:
+    def exp2_nonpositive(self, x: str, lanes: int, scalef: bool = False) -> str:
         """2**x of a vector of f32 whose lanes are all <= 0 or NaN (attention's scores minus their running
         maximum, in base 2), within 2 ulp: 0 below EXP2_FLOOR (and for -inf); NaN stays NaN.
 
         With n = round(x) and f = x - n in [-1/2, 1/2], 2**x is a polynomial in f whose exponent bits are
-        raised by n: 13 vector ops, where :meth:`exp` of the same values takes 17 plus the change of base.
+        raised by n: 13 vector ops, where :meth:`exp` of the same values takes 17 plus the change of base. With
+        ``scalef`` (AVX-512, 16 lanes), one ``vscalefps`` under a mask scales the polynomial by 2**n and zeroes the
+        lanes below the floor, in place of four ops.
         """
         vec, ivec, mask = f"vector<{lanes}x{F32}>", f"vector<{lanes}xi32>", f"vector<{lanes}xi1>"
-        low = self.value(f"arith.cmpf olt, {x}, {self.splat(EXP2_FLOOR, lanes)} : {vec}", "under")
+        zero = self.splat(0.0, lanes)
         n = self.value(f"math.roundeven {x} : {vec}", "n")
         f = self.value(f"arith.subf {x}, {n} : {vec}", "f")
         poly = self._polynomial(f, _EXP2_COEFFS, lanes)
+        if scalef:
+            # The lanes at or above the floor (NaN among them) as the mask's bits.
+            kept = self.value(f"arith.cmpf uge, {x}, {self.splat(EXP2_FLOOR, lanes)} : {vec}", "kept")
+            bits = self.value(f"vector.bitcast {kept} : {mask} to vector<1xi{lanes}>", "kb")
+            bits = self.value(f"vector.extract {bits}[0] : i{lanes} from vector<1xi{lanes}>", "kb")
+            rounding = self.value("arith.constant 4 : i32", "rc")  # the current rounding mode
+            # The op reads (src, a, b, k): a scaled by 2**b where k's bit is set, else src. The MLIR 22 wheels hand
+            # its operands to llvm.x86.avx512.mask.scalef.ps.512 in that order, and the intrinsic takes (a, b, src,
+            # k): written in the intrinsic's order, the lanes get poly * 2**n, or 0.
+            return self.value(f"x86vector.avx512.mask.scalef {poly}, {n}, {zero}, {bits}, {rounding} : {vec}", "e")
+        low = self.value(f"arith.cmpf olt, {x}, {self.splat(EXP2_FLOOR, lanes)} : {vec}", "under")
         # n is in [-126, 0] wherever the result is kept, so adding n << 23 to the bits of poly (in [0.7, 1.5])
         # scales it by 2**n without leaving the normal numbers.
         ni = self.value(f"arith.fptosi {n} : {vec} to {ivec}", "ni")
@@ -174,7 +187,7 @@ class MlirText(TextBuilder):
         bits = self.value(f"arith.bitcast {poly} : {vec} to {ivec}", "yb")
         bits = self.value(f"arith.addi {bits}, {self.value(f'arith.shli {ni}, {shift} : {ivec}')} : {ivec}", "yb")
         y = self.value(f"arith.bitcast {bits} : {ivec} to {vec}", "e")
-        return self.value(f"arith.select {low}, {self.splat(0.0, lanes)}, {y} : {mask}, {vec}", "e")
+        return self.value(f"arith.select {low}, {zero}, {y} : {mask}, {vec}", "e")
 
     def tensor_of(self, buffer: str, dyn: str, tensor: str) -> str:
         """``buffer`` (of the dynamic memref type ``dyn``) as a value of type ``tensor``, which owns it: the
