@@ -30,7 +30,12 @@ Q, K and V count at their own type's size (2 bytes for bf16 and f16, which
 the kernel extends to f32 as it loads them), except K where the kernel reads
 its f32 transposed copy (RM > 1); the scores, the output and the shares'
 partial outputs are f32. The kernel computes in f32 whatever its operands'
-type, so its cycles and its bound are at the f32 FMA rate.
+type, so its cycles and its bound are at the f32 FMA rate. (On an AMX
+machine, bf16 chains that round P take their products on tiles,
+:mod:`prism.codegen.cpu.attention_amx`, about three times faster than
+priced here; exploration, which keeps such a chain whole at these prices,
+keeps it all the more at the tiles', and the tile kernel's time changes
+little with BQ and BKV.)
 """
 
 from __future__ import annotations

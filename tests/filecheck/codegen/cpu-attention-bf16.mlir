@@ -8,7 +8,8 @@
 // RUN: env PRISM_HOST_DESCRIPTION=%S/../Inputs/host-avx512-bf16.json prism-opt %s --split-input-file -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-llvm -o /dev/null 2>&1 | filecheck %s --check-prefix=LLVM
 // RUN: prism-opt %s --split-input-file -p 'prism-lift{target=host}' | filecheck %s --check-prefix=LIFT
 
-// K transposed once into an f32 copy [batch][key blocks][d][128], its bf16 elements extended; then per task its
+// K transposed once into an f32 copy [batch][key blocks][d][128], 16 keys' rows at a time read as bf16 vectors,
+// extended and transposed in registers (two-vector shuffles); then per task its
 // block of Q extended into the worker's f32 block (42 rows: 37 and repeats of the last), the scores from the two
 // f32 blocks, the exp polynomial, each weight rounded to bf16 and back before it is stored for P V, and P V on
 // vectors of V loaded as bf16 and extended.
@@ -16,8 +17,10 @@
 // CHECK-NOT:     linalg.generic
 // CHECK:         memref.alloc() {{.*}} : memref<2x2x64x128xf32>
 // CHECK:         scf.parallel
-// CHECK:         tensor.extract %{{.*}} : tensor<2x129x64xbf16>
-// CHECK-NEXT:    arith.extf %{{.*}} : bf16 to f32
+// CHECK:         vector.maskedload %{{.*}} : memref<2x129x64xbf16>, vector<16xi1>, vector<16xbf16> into vector<16xbf16>
+// CHECK-NEXT:    arith.extf %{{.*}} : vector<16xbf16> to vector<16xf32>
+// CHECK:         vector.shuffle
+// CHECK:         vector.store %{{.*}} : memref<2x2x64x128xf32>, vector<16xf32>
 // CHECK:         scf.parallel
 // CHECK:         vector.load %{{.*}} : memref<2x37x64xbf16>, vector<16xbf16>
 // CHECK-NEXT:    arith.extf %{{.*}} : vector<16xbf16> to vector<16xf32>
@@ -34,10 +37,12 @@
 // CHECK:         vector.fma
 // CHECK-NOT:     math.exp
 // CHECK:         return %{{.*}} : tensor<2x37x64xf32>
-// Down to the LLVM dialect, the parallel loops are tasks: the first extends K's bf16 elements (fpext), the second
-// extends Q's block, rounds the weights (fptrunc) and extends them back, and extends vectors of V.
+// Down to the LLVM dialect, the parallel loops are tasks: the first extends vectors of K (fpext) and transposes
+// them (shufflevector), the second extends Q's block, rounds the weights (fptrunc) and extends them back, and
+// extends vectors of V.
 // LLVM-LABEL:  llvm.func @__prism_task_rounded_0(
-// LLVM:          llvm.fpext %{{.*}} : bf16 to f32
+// LLVM:          llvm.fpext %{{.*}} : vector<16xbf16> to vector<16xf32>
+// LLVM:          llvm.shufflevector
 // LLVM-LABEL:  llvm.func @__prism_task_rounded_1(
 // LLVM:          llvm.fpext %{{.*}} : vector<16xbf16> to vector<16xf32>
 // LLVM:          llvm.fptrunc %{{.*}} : vector<16xf32> to vector<16xbf16>

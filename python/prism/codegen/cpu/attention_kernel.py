@@ -262,23 +262,61 @@ class AttentionWriter:
     # -- phases ----------------------------------------------------------------------------------------------
 
     def _transpose_k(self, kv_blocks: str) -> None:
-        """K^T into ``kt[flat batch][d][j]``, zero for j past the end, one parallel task per BKV rows of a head."""
+        """K^T into ``kt[flat batch][d][j]``, zero for j past the end, one parallel task per BKV rows of a head:
+        squares of lanes x lanes, each lanes keys' rows read as vectors (masked past the head size, zeros past
+        the last key), transposed in registers (:meth:`_transposed`) and stored as rows of K^T."""
         p, t = self.plan, self.t
+        lanes = p.lanes
         total = t.value(f"arith.muli {self.flat}, {kv_blocks} : index", "kt_tasks")
+        last = t.value(f"arith.subi {self.skv}, {self.c1} : index", "kl")
         with t.share(total, p.workers) as (_, begin, end), t.for_(begin, end, self.c1, "kt") as task:
             fb = t.value(f"arith.divui {task}, {kv_blocks} : index", "fb")
             kb = t.value(f"arith.remui {task}, {kv_blocks} : index", "kb")
             j0 = t.value(f"arith.muli {kb}, {t.const(p.bkv)} : index", "j0")
             batch = self._batch_of(fb)
-            with t.for_(self.c0, t.const(p.head_dim), self.c1, "d") as d, \
-                    t.for_(self.c0, t.const(p.bkv), self.c1, "jj") as jj:
-                j = t.value(f"arith.addi {j0}, {jj} : index", "j")
-                inside = t.value(f"arith.cmpi ult, {j}, {self.skv} : index")
-                with t.if_(inside, [F32], "kv") as (value,):
-                    t.yield_([self._load("k", [*batch, j, d], "x")], [F32])
-                with t.else_():
-                    t.yield_([self._f(0.0)], [F32])
-                t.add(f"memref.store {value}, {self.kt}[{fb}, {kb}, {d}, {jj}] : {self.kt_type}")
+            with t.for_(self.c0, t.const(p.bkv), t.const(lanes), "jj") as jj:
+                for d0 in range(0, p.head_dim, lanes):
+                    width = min(lanes, p.head_dim - d0)
+                    rows = []
+                    for i in range(lanes):
+                        j = t.value(f"arith.addi {jj}, {t.const(i)} : index", "j")
+                        j = t.value(f"arith.addi {j0}, {j} : index", "j")
+                        inside = t.value(f"arith.cmpi ult, {j}, {self.skv} : index", "in")
+                        limit = t.value(f"arith.select {inside}, {t.const(width)}, {self.c0} : index", "lim")
+                        mask = t.value(f"vector.create_mask {limit} : vector<{lanes}xi1>", "mask")
+                        j = t.value(f"arith.minui {j}, {last} : index", "j")  # an address inside K
+                        rows.append(self._masked_vector("k", [*batch, j, t.const(d0)], mask))
+                    for e, column in enumerate(self._transposed(rows)[:width]):
+                        t.add(f"vector.store {column}, {self.kt}[{fb}, {kb}, {t.const(d0 + e)}, {jj}] : "
+                              f"{self.kt_type}, {self.vec}")
+
+    def _masked_vector(self, name: str, indices: list[str], mask: str) -> str:
+        """A vector of the kernel's lanes of operand ``name`` from ``indices`` on, zero where ``mask`` is off
+        (nothing read there), as f32."""
+        t, element, lanes = self.t, self.elements[name], self.plan.lanes
+        narrow = f"vector<{lanes}x{element}>"
+        zero = t.value(f"arith.constant dense<0.0> : {narrow}", "z")
+        x = t.value(f"vector.maskedload {getattr(self, name)}[{', '.join(indices)}], {mask}, {zero} : "
+                    f"{self.dyns[name]}, vector<{lanes}xi1>, {narrow} into {narrow}", "x")
+        return x if element == F32 else t.value(f"arith.extf {x} : {narrow} to {self.vec}", "x")
+
+    def _transposed(self, rows: list[str]) -> list[str]:
+        """The columns of the square of ``rows`` (as many vectors as lanes): log2(lanes) rounds of two-vector
+        shuffles, each round h swapping the off-diagonal h x h blocks of every 2h x 2h block."""
+        t, lanes = self.t, self.plan.lanes
+        h = 1
+        while h < lanes:
+            swapped = list(rows)
+            for i in range(lanes):
+                if i & h:
+                    continue
+                low = [j if not j & h else lanes + j - h for j in range(lanes)]
+                high = [j + h if not j & h else lanes + j for j in range(lanes)]
+                for target, mask in ((i, low), (i + h, high)):
+                    swapped[target] = t.value(f"vector.shuffle {rows[i]}, {rows[i + h]} "
+                                              f"[{', '.join(map(str, mask))}] : {self.vec}, {self.vec}", "tr")
+            rows, h = swapped, 2 * h
+        return rows
 
     def _tasks(self) -> None:
         p, t = self.plan, self.t
@@ -387,8 +425,7 @@ class AttentionWriter:
                     key = self._load_vector("k", [*self.bi, j, o], "kv")
                     total = (t.value(f"arith.mulf {x}, {key} : {self.vec}", "dp") if total is None
                              else t.value(f"vector.fma {x}, {key}, {total} : {self.vec}", "dp"))
-                score = (t.value(f"vector.reduction <add>, {total} : {self.vec} into {F32}", "sc") if total is not None
-                         else self._f(0.0))
+                score = self._across(self._add, total) if total is not None else self._f(0.0)
                 for d in range(len(offsets) * p.lanes, p.head_dim):  # a head size that is not a multiple of lanes
                     index = t.const(d)
                     x = self._load("q", [*self.bi, row, index], "qs")
