@@ -25,6 +25,7 @@ from prism.targets.host_machine import Machine
 sys.path.insert(0, str(REPO / "benchmarks"))
 import cpu_workloads as cw  # noqa: E402  (the workloads live with the benchmarks)
 
+INPUTS = REPO / "tests" / "filecheck" / "Inputs"
 NUMPY = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32}
 # Unit roundoff of each type (round to nearest): bf16 keeps 8 significant bits, f16 11.
 ROUNDOFF = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11}
@@ -195,7 +196,7 @@ def test_narrow_attention_matches_float64(rng: np.random.Generator, batch, sq, s
 def test_the_kernel_reads_narrow_operands_and_rounds_p(describe_host) -> None:
     """Without AMX tiles, Q, K and V are read as bf16 and extended to f32 as they are loaded (vectors of V, of Q
     into the worker's block, of K into its transposed copy); each weight is rounded to bf16 and back before P V."""
-    describe_host(REPO / "tests" / "filecheck" / "Inputs" / "host-avx512-bf16.json")
+    describe_host(INPUTS / "host-avx512-bf16.json")
     tiled, _ = lower(attention_text((2,), 37, 129, 64, 64))
     assert "linalg.generic" not in tiled
     assert ": vector<8xbf16> to vector<8xf32>" in tiled and ": bf16 to f32" not in tiled
@@ -255,8 +256,11 @@ def test_a_near_miss_keeps_its_ops(rng: np.random.Generator, change: str) -> Non
     Attention(None, None, 300, 32, 32, input_type="f16", widened=True),
 ], ids=["prefill", "decode", "dynamic f16"])
 @pytest.mark.parametrize("assume", [1, 4096])
-def test_the_narrow_attention_bound_never_exceeds_its_cost(op: Attention, assume: int) -> None:
-    target = get_target("host")
+@pytest.mark.parametrize("host", ["host-amx.json", "host-avx512-bf16.json"])
+def test_the_narrow_attention_bound_never_exceeds_its_cost(op: Attention, assume: int, host: str,
+                                                           describe_host) -> None:
+    """On a machine with AMX (the prefill's products priced on tiles) and without."""
+    target = describe_host(INPUTS / host)
     space = target.space(op)
     assert space is not None
     everything = point_array(fix_shape(space, space.universe_set(), shape_exponents(op, assume)))
@@ -303,7 +307,6 @@ def test_exploration_prices_the_bf16_chain_as_the_kernel_the_host_runs() -> None
 
 # -- products on AMX tiles (prism.codegen.cpu.attention_amx) ------------------------------------------------------
 
-INPUTS = REPO / "tests" / "filecheck" / "Inputs"
 # Whether this machine runs AMX code; where it does not, the kernel is checked as IR and LLVM
 # (tests/filecheck/codegen/cpu-stages-amx-attention.mlir).
 AMX_HERE = bool(Machine.here().amx)
@@ -394,3 +397,21 @@ def test_causal_attention_on_amx_tiles_matches_float64(rng: np.random.Generator)
     expected = (rounded @ v64) / p.sum(axis=-1, keepdims=True)
     np.testing.assert_allclose(result(q, k, v), expected, rtol=0,
                                atol=(2 * ROUNDOFF["bf16"] + F32_ERROR) * np.abs(v64).max())
+
+
+def test_the_cost_prices_the_tiles_where_the_kernel_takes_them(describe_host) -> None:
+    """The bf16 chain that rounds P is priced on AMX tiles on a machine with AMX (its products at the tiles'
+    rate, far below the f32 kernel's), and as the f32 kernel elsewhere, or for a chain whose P is not rounded."""
+    rounded = Attention(16, 2048, 2048, 64, 64, input_type="bf16", widened=True, p_type="bf16")
+    unrounded = Attention(16, 2048, 2048, 64, 64, input_type="bf16", widened=True)
+    assert rounded.tile_products and not unrounded.tile_products
+    assert not Attention(16, 8, 2048, 64, 64, input_type="bf16", widened=True, p_type="bf16").tile_products
+
+    def cost(host: str, op: Attention) -> float:
+        target = describe_host(INPUTS / host)
+        space = target.space(op)
+        values = space.values_of(point_array(fix_shape(space, space.universe_set(), shape_exponents(op, 1))))
+        return float(np.min(target.seconds(op, values, 1)))
+
+    assert cost("host-amx.json", rounded) < 0.6 * cost("host-avx512-bf16.json", rounded)
+    assert cost("host-amx.json", unrounded) == pytest.approx(cost("host-avx512-bf16.json", unrounded))

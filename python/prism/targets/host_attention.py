@@ -48,6 +48,7 @@ import numpy as np
 
 from prism.infra.ir import ELEMENT_BYTES
 from prism.kernels import host_gemm
+from prism.kernels.host_attention import AMX_BLOCK, step_tile_products
 from prism.search.attention import attention_lanes
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline
 from prism.search.space import Space, pow2_sum_le, shape_param_bounds
@@ -79,8 +80,14 @@ SOFTMAX_ROW_CYCLES = 30
 # products. Without this term, tasks of a few query rows cost as little as tasks of many, which run nearly
 # twice as fast (benchmarks/RESULTS.md, "Attention as a searched family").
 L2_FILL_BYTES_PER_CYCLE = 8
-# Cycles per element of the transposition of K (a scalar load, a bounds check and a store).
-TRANSPOSE_CYCLES = 2
+# Cycles per element of the transposition of K (squares of vectors transposed in registers, bound by
+# reading K and writing its copy: about 1.2 measured at 2 x 8 x 1024 x 128).
+TRANSPOSE_CYCLES = 1
+# Cycles of one tile product of the kernel on AMX tiles, with its share of the tile loads and stores: about twice
+# tdpbf16ps's 16 (benchmarks/RESULTS.md, "Attention on AMX tiles").
+AMX_PRODUCT_CYCLES = 32
+# Cycles per element of K and V packed into that kernel's pair panels.
+PACK_CYCLES = 1
 # The bytes of the kernel's own buffers' elements (the scores, O, K's transposed copy, the output): f32.
 F32_BYTES = 4
 # The most shares of the keys, and query rows of a task (before the factor of 3): 2**4 and 2**8.
@@ -151,18 +158,21 @@ def _l2_fit(op: Attention, capacity: float) -> str:
     return "(" + (" or ".join(pieces) or "false") + ")"
 
 
-def _shape(op: Attention, values: KnobValues, assumed: int) -> dict[str, Knob]:
+def _shape(op: Attention, values: KnobValues, assumed: int, tiles: bool = False) -> dict[str, Knob]:
     """Sizes, and the kernel's tiles as its plan makes them: query rows evened out over the blocks, a block of
-    keys no longer than the keys."""
+    keys no longer than the keys; on AMX tiles (``tiles``), both in whole blocks of C tiles."""
     s = problem_sizes(op, assumed)
     rm, rn = values["RM"], values["RN"]
+    if tiles:  # blocks of whole C tiles: the register block does not apply
+        rm = rn = np.full(np.shape(values["BQ"]), AMX_BLOCK)
     blocks = ceil_div(s["m"], values["BQ"])
     rows = ceil_div(ceil_div(s["m"], blocks), rm) * rm
     # The keys a block of query rows reads: all, or under a causal mask those up to its last row (plus the
     # offset), on average up to the middle block's.
     keys = s["n"] if op.causal is None else np.minimum(s["n"], op.causal + (s["m"] + rows) / 2)
     return {**s, "dv": op.value_dim, "blocks": blocks, "rows": rows, "keys": keys,
-            "bkv": np.minimum(values["BKV"], ceil_div(s["n"], rn) * rn), "tasks": s["batch"] * blocks * values["KVS"]}
+            "bkv": np.minimum(ceil_div(values["BKV"], rn) * rn, ceil_div(s["n"], rn) * rn),
+            "tasks": s["batch"] * blocks * values["KVS"]}
 
 
 def _traffic(op: Attention, s: dict[str, Knob], splits: Knob, rm: Knob, least: bool = False) -> Knob:
@@ -200,9 +210,12 @@ def _bandwidth(target: HostTarget, op: Attention, s: dict[str, Knob]) -> float:
 
 def attention_seconds(target: HostTarget, op: Attention, values: KnobValues, assumed: int) -> np.ndarray:
     """Predicted seconds of ``op`` scheduled by ``values`` (see the module docstring)."""
-    s = _shape(op, values, assumed)
+    tiles = on_tiles(target, op)
+    s = _shape(op, values, assumed, tiles)
     rm, rn, splits = values["RM"], values["RN"], values["KVS"]
     lanes, rows, bkv, d, dv = attention_vector_lanes(target, op), s["rows"], s["bkv"], s["k"], s["dv"]
+    if tiles:
+        return _tile_seconds(target, op, s, splits, lanes)
     micro = target.micro_kernel_cycles
     dot = np.maximum(ceil_div(d, lanes) / 2, ceil_div(d, lanes) / target.vector_fmas_per_cycle) + DOT_CYCLES
     scores = np.where(rm == 1, rows * bkv * dot, rows / rm * ceil_div(bkv, rn) * micro(rm, rn, d, lanes))
@@ -226,6 +239,32 @@ def attention_seconds(target: HostTarget, op: Attention, values: KnobValues, ass
     busy = np.minimum(s["tasks"], target.cores)
     memory = _traffic(op, s, splits, rm) / _bandwidth(target, op, s) * target.cores / busy
     return transpose + merge + roofline(compute, memory)
+
+
+def on_tiles(target: HostTarget, op: Attention) -> bool:
+    """Whether the kernel takes ``op``'s products on AMX tiles (:mod:`prism.codegen.cpu.attention_amx`)."""
+    return bool(target.amx) and op.tile_products
+
+
+def _tile_seconds(target: HostTarget, op: Attention, s: dict[str, Knob], splits: Knob, lanes: int) -> np.ndarray:
+    """:func:`attention_seconds` of the kernel on AMX tiles: per task and step, its tile products
+    (:func:`~prism.kernels.host_attention.step_tile_products`, AMX_PRODUCT_CYCLES each) and the softmax of its
+    rows; K and V packed into pair panels once per call; the merge and the memory as the f32 kernel's (K read
+    in its own type)."""
+    rows, bkv, dv = s["rows"], s["bkv"], s["dv"]
+    steps = _steps(op, s, bkv, splits)
+    softmax = rows * (ceil_div(bkv, lanes) * SOFTMAX_VECTOR_CYCLES + SOFTMAX_ROW_CYCLES)
+    products = step_tile_products(op.head_dim, op.value_dim, rows, bkv) * AMX_PRODUCT_CYCLES
+    task = steps * (products + softmax) + rows * dv / lanes * 2
+    clock = target.cycle_seconds(_in_f32(op), lanes)
+    compute = ceil_div(s["tasks"], target.cores) * (task * clock + target.block_overhead_seconds)
+    pack = (s["batch"] * ceil_div(s["n"], bkv) * bkv * (s["k"] + dv) * PACK_CYCLES * clock / target.cores
+            + target.block_overhead_seconds)
+    merge = np.where(splits > 1, s["batch"] * s["m"] * splits * (dv / lanes * 2 + SOFTMAX_VECTOR_CYCLES) * clock
+                     / target.cores + target.block_overhead_seconds, 0)
+    busy = np.minimum(s["tasks"], target.cores)
+    memory = _traffic(op, s, splits, np.ones_like(splits)) / _bandwidth(target, op, s) * target.cores / busy
+    return pack + merge + roofline(compute, memory)
 
 
 def _steps(op: Attention, s: dict[str, Knob], bkv: Knob, splits: Knob) -> Knob:
@@ -254,9 +293,11 @@ def attention_lower_bound(target: HostTarget, op: Attention, values: KnobValues,
     traffic with every core busy."""
     s = _shape(op, values, assumed)
     work = 2 * s["batch"] * _pairs(op, s["m"], s["n"]) * (s["k"] + s["dv"])
-    # The fastest register block's calibrated factor, where one is under 1, lowers the bound with it.
+    # The fastest register block's calibrated factor, where one is under 1, lowers the bound with it; on AMX
+    # tiles, the products at the tiles' rate.
     fastest = min([1.0, *target.attention_factors.values(), *target.decode_attention_factors.values()])
-    compute = np.full(np.shape(values["BQ"]), work / target.flops[_in_f32(op).input_type] * fastest)
+    rate = target.flops[op.input_type if on_tiles(target, op) else _in_f32(op).input_type]
+    compute = np.full(np.shape(values["BQ"]), work / rate * fastest)
     return roofline(compute, _traffic(op, s, values["KVS"], values["RM"], least=True) / _bandwidth(target, op, s))
 
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from mlir import ir
 
-from prism.codegen.cpu.attention_amx import AMX_BLOCK, AmxAttention, takes_tiles
+from prism.codegen.cpu.attention_amx import AmxAttention, takes_tiles
 from prism.codegen.cpu.attention_kernel import AttentionPlan, AttentionWriter
 from prism.codegen.cpu.text import erase_unused_inits, inline_function
 from prism.infra import attrs
 from prism.infra.diagnostics import describe_ops
 from prism.infra.errors import UnsupportedOp
 from prism.infra.passbase import PassContext
+from prism.kernels.host_attention import AMX_BLOCK
 from prism.search.attention import NARROW_TYPES, AttentionMatch, attention_lanes, match_attention
 from prism.targets.host import host_target
 
@@ -53,7 +54,7 @@ def plan_attention(match: AttentionMatch, lanes: int, workers: int, amx: bool = 
     about QUERY_ROWS query rows and KEY_ROWS key rows per block; one-row blocks, and wider ones, for fewer
     than 6 query rows; one share of the keys). On a host with AMX tiles (``amx``), a chain that
     :func:`.attention_amx.takes_tiles` takes its products there, in blocks of whole
-    :data:`~.attention_amx.AMX_BLOCK` rows (the choice's RM and RN do not apply). On an AVX-512 host
+    :data:`~prism.kernels.host_attention.AMX_BLOCK` rows (the choice's RM and RN do not apply). On an AVX-512 host
     (``avx512``), vectors of 16 take ``vscalefps`` in their exponentials.
 
     The query rows are evened out over ``ceil(Sq / BQ)`` blocks, so that the

@@ -30,22 +30,15 @@ from mlir import ir
 from prism.codegen.cpu.attention_kernel import AttentionPlan, AttentionWriter
 from prism.codegen.cpu.kernel_bf16 import BF16, masked_read
 from prism.codegen.cpu.text import F32
+from prism.kernels.host_attention import AMX_BLOCK, TILE, TILE_K
 from prism.search.attention import AttentionMatch
-
-# Rows (and columns) of a block of C tiles: 2 x 2 tiles of 16.
-AMX_BLOCK = 32
-TILE = 16  # rows of a tile, and f32 columns of a C tile
-TILE_K = 32  # bf16 columns of an A tile: 16 pairs of a B tile
 
 
 def takes_tiles(match: AttentionMatch) -> bool:
-    """Whether the chain's products run on AMX tiles: bf16 Q, K and V, P rounded to bf16 before P V (the tiles
-    multiply bf16), value rows of whole C tiles, and a block of query rows at least a tile tall (a few query
-    rows, decode, read each key once: the f32 kernel's dot products)."""
-    problem = match.problem
+    """Whether the chain's products run on AMX tiles (:attr:`~prism.search.attention.Attention.tile_products`, Q,
+    K and V all bf16)."""
     operands = {str(ir.ShapedType(x.type).element_type) for x in (match.q, match.k, match.v)}
-    return (operands == {BF16} and match.p_type == BF16
-            and problem.value_dim % TILE == 0 and (problem.queries is None or problem.queries >= TILE))
+    return operands == {BF16} and match.problem.tile_products
 
 
 class AmxAttention(AttentionWriter):
