@@ -54,7 +54,7 @@ class AmxAttention(AttentionWriter):
         self.panel_dyn = f"memref<?x{2 * TILE}x{BF16}>"  # rows of a panel: a pair of 16 columns
         # The task's query tiles: [worker][head tile][row], each row TILE_K bf16.
         self.q_tiles_type = f"memref<{w * self.head_tiles * bq}x{TILE_K}x{BF16}>"
-        self.p_type = f"memref<{w * bq}x{bkv}x{BF16}>"
+        self.weights_type = f"memref<{w * bq}x{bkv}x{BF16}>"
         self.s_rows_type = f"memref<{w * bq}x{bkv}x{F32}>"
         self.o_rows_type = f"memref<{w * bq}x{plan.value_dim}x{F32}>"
         self.a_tile = f"!amx.tile<{TILE}x{TILE_K}x{BF16}>"
@@ -140,7 +140,7 @@ class AmxAttention(AttentionWriter):
         super()._allocate()
         t = self.t
         self.q_tiles = t.alloc(self.q_tiles_type, hint="qt")
-        self.weights = t.alloc(self.p_type, hint="pw")
+        self.weights = t.alloc(self.weights_type, hint="pw")
         self.s_rows = t.value(f"memref.collapse_shape {self.s} [[0, 1], [2]] : {self.s_type} into {self.s_rows_type}",
                               "sr")
         self.o_rows = t.value(f"memref.collapse_shape {self.o} [[0, 1], [2]] : {self.o_type} into {self.o_rows_type}",
@@ -233,7 +233,7 @@ class AmxAttention(AttentionWriter):
         """The weights rounded to bf16 (as the chain rounds P) into the worker's P, the A of P V."""
         p, t = self.plan, self.t
         narrow = t.value(f"arith.truncf {weights} : vector<{p.lanes}x{F32}> to vector<{p.lanes}x{BF16}>", "pb")
-        t.add(f"vector.store {narrow}, {self.weights}[{self._block_row(r)}, {column}] : {self.p_type}, "
+        t.add(f"vector.store {narrow}, {self.weights}[{self._block_row(r)}, {column}] : {self.weights_type}, "
               f"vector<{p.lanes}x{BF16}>")
 
     def _values(self) -> None:
@@ -276,5 +276,5 @@ class AmxAttention(AttentionWriter):
                     b_at = [f"{t.value(f'arith.addi {panels0}, {at} : index', 'vr')}, {self.c0}" for at in b_at]
                     steps.append((a_at, b_at))
                 c_at = [[f"{row}, {t.const(panel * TILE)}" for panel in group] for row in rows]
-                self._products(steps, self.weights, self.p_type, self.v_panels, self.panel_dyn, c_at, self.o_rows,
+                self._products(steps, self.weights, self.weights_type, self.v_panels, self.panel_dyn, c_at, self.o_rows,
                                self.o_rows_type, zero=False)
