@@ -17,6 +17,7 @@ import prism
 from conftest import REPO, lower_on_host
 from prism.infra.errors import UnsupportedOp
 from prism.infra.ir import make_context
+from prism.kernels.host_attention import takes_tiles
 from prism.search.attention import NARROW_TYPES, Attention, match_attention
 from prism.search.space import fix_shape, point_array, shape_exponents
 from prism.targets import get_target
@@ -404,8 +405,8 @@ def test_the_cost_prices_the_tiles_where_the_kernel_takes_them(describe_host) ->
     rate, far below the f32 kernel's), and as the f32 kernel elsewhere, or for a chain whose P is not rounded."""
     rounded = Attention(16, 2048, 2048, 64, 64, input_type="bf16", widened=True, p_type="bf16")
     unrounded = Attention(16, 2048, 2048, 64, 64, input_type="bf16", widened=True)
-    assert rounded.tile_products and not unrounded.tile_products
-    assert not Attention(16, 8, 2048, 64, 64, input_type="bf16", widened=True, p_type="bf16").tile_products
+    assert takes_tiles(rounded) and not takes_tiles(unrounded)
+    assert not takes_tiles(Attention(16, 8, 2048, 64, 64, input_type="bf16", widened=True, p_type="bf16"))
 
     def cost(host: str, op: Attention) -> float:
         target = describe_host(INPUTS / host)

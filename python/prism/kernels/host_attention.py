@@ -3,7 +3,12 @@ tile products of one step, for its code generator and its cost (:mod:`prism.targ
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from prism.search.cost import Knob, ceil_div
+
+if TYPE_CHECKING:
+    from prism.search.attention import Attention
 
 # Rows (and columns) of a block of C tiles: 2 x 2 tiles. BQ and BKV are multiples of it.
 AMX_BLOCK = 32
@@ -11,6 +16,14 @@ AMX_BLOCK = 32
 TILE = 16
 # bf16 columns of an A tile.
 TILE_K = 32
+
+
+def takes_tiles(op: Attention) -> bool:
+    """Whether the chain's products run on AMX tiles (on a host that has them): bf16 operands widened to f32, P
+    rounded to bf16 before P V (the tiles multiply bf16), value rows of whole C tiles, and at least a tile's
+    query rows (fewer, decode, read each key once: the f32 kernel's dot products)."""
+    return (op.input_type == "bf16" and op.widened and op.p_type == "bf16" and not op.k_transposed
+            and op.value_dim % TILE == 0 and (op.queries is None or op.queries >= TILE))
 
 
 def step_tile_products(head_dim: int, value_dim: int, rows: Knob, bkv: Knob) -> Knob:

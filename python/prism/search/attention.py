@@ -98,14 +98,6 @@ class Attention:
         """The extent of ``role`` (see the class docstring); None if dynamic."""
         return {"batch": self.batch, "m": self.queries, "n": self.keys, "k": self.head_dim}[role]
 
-    @property
-    def tile_products(self) -> bool:
-        """Whether the chain's products can run on AMX tiles (on a host that has them): bf16 operands widened to
-        f32, P rounded to bf16 before P V (the tiles multiply bf16), value rows of whole 16-column C tiles, and
-        at least a tile's 16 query rows (fewer, decode, read each key once: dot products)."""
-        return (self.input_type == "bf16" and self.widened and self.p_type == "bf16" and not self.k_transposed
-                and self.value_dim % 16 == 0 and (self.queries is None or self.queries >= 16))
-
 
 @dataclass(frozen=True)
 class AttentionMatch:

@@ -48,7 +48,7 @@ import numpy as np
 
 from prism.infra.ir import ELEMENT_BYTES
 from prism.kernels import host_gemm
-from prism.kernels.host_attention import AMX_BLOCK, step_tile_products
+from prism.kernels.host_attention import AMX_BLOCK, step_tile_products, takes_tiles
 from prism.search.attention import attention_lanes
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline
 from prism.search.space import Space, pow2_sum_le, shape_param_bounds
@@ -243,7 +243,7 @@ def attention_seconds(target: HostTarget, op: Attention, values: KnobValues, ass
 
 def on_tiles(target: HostTarget, op: Attention) -> bool:
     """Whether the kernel takes ``op``'s products on AMX tiles (:mod:`prism.codegen.cpu.attention_amx`)."""
-    return bool(target.amx) and op.tile_products
+    return bool(target.amx) and takes_tiles(op)
 
 
 def _tile_seconds(target: HostTarget, op: Attention, s: dict[str, Knob], splits: Knob, lanes: int) -> np.ndarray:

@@ -30,15 +30,16 @@ from mlir import ir
 from prism.codegen.cpu.attention_kernel import AttentionPlan, AttentionWriter
 from prism.codegen.cpu.kernel_bf16 import BF16, masked_read
 from prism.codegen.cpu.text import F32
+from prism.kernels import host_attention
 from prism.kernels.host_attention import AMX_BLOCK, TILE, TILE_K
 from prism.search.attention import AttentionMatch
 
 
 def takes_tiles(match: AttentionMatch) -> bool:
-    """Whether the chain's products run on AMX tiles (:attr:`~prism.search.attention.Attention.tile_products`, Q,
-    K and V all bf16)."""
+    """Whether the chain's products run on AMX tiles (:func:`prism.kernels.host_attention.takes_tiles`, Q, K and
+    V all bf16)."""
     operands = {str(ir.ShapedType(x.type).element_type) for x in (match.q, match.k, match.v)}
-    return operands == {BF16} and match.problem.tile_products
+    return operands == {BF16} and host_attention.takes_tiles(match.problem)
 
 
 class AmxAttention(AttentionWriter):
