@@ -65,6 +65,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from prism.codegen.cpu.kernel import dynamic_memref
+from prism.codegen.cpu.kernel_bf16 import masked_read
 from prism.codegen.cpu.text import F32, MlirText, f32_literal
 
 
@@ -294,11 +295,8 @@ class AttentionWriter:
         """A vector of the kernel's lanes of operand ``name`` from ``indices`` on, zero where ``mask`` is off
         (nothing read there), as f32."""
         t, element, lanes = self.t, self.elements[name], self.plan.lanes
-        narrow = f"vector<{lanes}x{element}>"
-        zero = t.value(f"arith.constant dense<0.0> : {narrow}", "z")
-        x = t.value(f"vector.maskedload {getattr(self, name)}[{', '.join(indices)}], {mask}, {zero} : "
-                    f"{self.dyns[name]}, vector<{lanes}xi1>, {narrow} into {narrow}", "x")
-        return x if element == F32 else t.value(f"arith.extf {x} : {narrow} to {self.vec}", "x")
+        x = masked_read(t, getattr(self, name), self.dyns[name], ", ".join(indices), mask, lanes, element)
+        return x if element == F32 else t.value(f"arith.extf {x} : vector<{lanes}x{element}> to {self.vec}", "x")
 
     def _transposed(self, rows: list[str]) -> list[str]:
         """The columns of the square of ``rows`` (as many vectors as lanes): log2(lanes) rounds of two-vector
