@@ -22,6 +22,7 @@ from prism.search.space import (
     shape_exponents,
 )
 from prism.targets import get_target
+from prism.targets.host_space import MANY_ROWS
 
 GEMM_F16 = Contraction(roles=("m", "n", "k"), operand_dims=((0, 2), (2, 1)), extents=(1024, 1024, 1024),
                        elem_bytes=(2, 2), acc_bytes=4, input_type="f16")
@@ -63,19 +64,22 @@ def shaped_points(space, op: Contraction) -> list:
 @pytest.mark.parametrize("m", [16, 96, 1000])
 def test_host_constraints_hold_at_every_point_and_six_row_blocks_are_offered(m: int) -> None:
     """RM may take a factor of 3 (m3), and TM with it (t3): the registers, L1, L2 and shape bounds hold for the
-    values."""
+    values. L1 holds the micro-tile's A and B panels for a few rows; for more than MANY_ROWS, the A panel alone,
+    and the B panel may be deeper than L1."""
     target = get_target("host")
     op = Contraction(roles=("m", "n", "k"), operand_dims=((0, 2), (2, 1)), extents=(m, 1024, 512),
                      elem_bytes=(4, 4), acc_bytes=4, input_type="f32")
     space = target.space(op)
     lanes = target.vector_bits // 32
-    register_blocks = set()
+    register_blocks, deep_b_panels = set(), False
     for point in shaped_points(space, op):
         c = space.value_of(point)
         assert set(c) == {"TM", "TN", "TK", "RM", "RN"}
         assert c["RM"] <= c["TM"] and (c["TM"] % 3 != 0 or c["RM"] % 3 == 0)  # TM takes 3 only with RM
         assert c["RM"] * c["RN"] // lanes + c["RN"] // lanes <= target.vector_registers - 1
-        assert (c["RM"] + c["RN"]) * c["TK"] * 4 <= target.l1d_bytes
+        l1_panels = (c["RM"] + (0 if m > MANY_ROWS else c["RN"])) * c["TK"] * 4
+        assert l1_panels <= target.l1d_bytes
+        deep_b_panels |= c["RN"] * c["TK"] * 4 > target.l1d_bytes
         assert (c["TM"] * c["TK"] + c["TM"] * c["TN"]) * 4 <= target.l2_bytes / 2
         assert c["TM"] <= max(6, 1 << (m - 1).bit_length())  # the padded extent, or a tile of 2 or 6 rows
         register_blocks.add((c["TM"], c["RM"], c["RN"]))
@@ -83,6 +87,7 @@ def test_host_constraints_hold_at_every_point_and_six_row_blocks_are_offered(m: 
     assert {(6, 2 * lanes), (3, 2 * lanes), (4, 2 * lanes)} <= {b[1:] for b in register_blocks}
     assert (16, 6, 2 * lanes) in register_blocks and (12, 6, 2 * lanes) in register_blocks
     assert not any(rm == 1 for _, rm, _ in register_blocks)  # one-row blocks serve a single row of C alone
+    assert deep_b_panels == (m > MANY_ROWS)
 
 
 def test_one_row_blocks_serve_a_single_row() -> None:

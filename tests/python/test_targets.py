@@ -419,3 +419,24 @@ def test_causal_attention_steps_are_the_mean_of_each_query_blocks() -> None:
                     exact = len(counts) % period == 0
                     assert abs(modelled - sum(counts) / len(counts)) <= (1e-9 if exact else 0.5), \
                         (m, offset, bq, bkv, counts, modelled)
+
+
+def test_short_slices_of_a_slice_beyond_l1_start_cold(describe_host: Callable[..., Any]) -> None:
+    """The direct kernel reads each micro-tile's rows of A in place, one run per K slice. Where the task's A
+    slice (TM x TK) outgrows L1, every run starts cold: TK = 128 costs more than TK = 512 at TM = 512 (a 256 KiB
+    slice), while at TM = 96 (48 KiB) the two cost alike. A product of many rows may then take B panels deeper
+    than L1, and 2048^3 picks deep slices (benchmarks/RESULTS.md, "Deep K slices for the square GEMMs")."""
+    from conftest import REFERENCE_HOST
+
+    host = describe_host(REFERENCE_HOST.with_name("host-avx512.json"))
+    op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (2048, 2048, 2048), (4, 4), 4, "f32")
+
+    def ratio(tm: int) -> float:
+        slices = {"TM": np.array([tm, tm]), "TN": np.array([256, 256]), "TK": np.array([128, 512]),
+                  "RM": np.array([6, 6]), "RN": np.array([64, 64])}
+        short, deep = host.seconds(op, slices)
+        return float(short / deep)
+
+    assert ratio(512) > 1.1 and ratio(96) < 1.03
+    choice = _picked(2048, 2048, 2048)
+    assert choice["TK"] >= 256 and choice["TK"] * choice["RN"] * 4 > host.l1d_bytes, choice

@@ -38,8 +38,16 @@ if TYPE_CHECKING:
 # or faster there (benchmarks/RESULTS.md, "Eight-row products in the L3: tasks per core").
 CACHED_FEW_ROWS_SKEW = 0.5
 
+# The direct kernel reads a micro-tile's RM rows of A in place, one run of TK elements each per K slice. Where the
+# task's A slice (TM x TK) does not stay in L1 across its column panels, each run starts cold, from L2 or beyond,
+# before the prefetchers follow it: so many cycles per run, fitted to 2048^3 with 6 x 64 blocks (TK = 128 ran
+# 1.1x slower than TK = 512 at TM = 192 and 1.2x at TM = 512, alike at TM = 96: benchmarks/RESULTS.md, "Deep K
+# slices for the square GEMMs").
+A_RUN_START_CYCLES = 48
+
 COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + "
-             "max(rounds * (tiles(M, TM, RM)*tiles(N, TN, RN)*ceil(K/TK) * kernel_cycles(RM, RN, TK) "
+             "max(rounds * (tiles(M, TM, RM)*tiles(N, TN, RN)*ceil(K/TK) * (kernel_cycles(RM, RN, TK) "
+             f"[+ RM*{A_RUN_START_CYCLES} where B panels are copied and TM*TK bytes of A exceed L1: direct kernel]) "
              "+ [B panels: ceil(K/TK)*TK*TN/lanes vector copies if ceil(TM/RM) > 1, each a load and a store, or "
              "beyond the L2 its bytes*(1 + 128/(TN bytes)) at a core's share of the bandwidth; panels kept across "
              "row blocks are copied by a column's first task and, beyond half the L2, read back by the others "
@@ -128,6 +136,8 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
         reused = host_gemm.reuses_panels(packs, tm, tn, s["m"], op.extent("k"), op.elem_bytes[1])
         copies = np.where(reused, copies / ceil_div(s["m"], tm), copies)
         block_cycles = block_cycles + _kept_panel_cycles(target, op, s, tm, tn, tk, reused)
+        cold = packs & (tm * tk * op.elem_bytes[0] > target.l1d_bytes)
+        block_cycles = block_cycles + np.where(cold, micro_tiles * ceil_div(s["k"], tk) * rm * A_RUN_START_CYCLES, 0)
         # A pipelined copy streams B slower at some slice depths than at others, by as much as calibration
         # measured (on 16 rows, where B's stream is most of the time): the factor slows the copy and B's
         # stream, not the micro-tiles, so a product of many rows hides most of it (benchmarks/RESULTS.md, "The

@@ -28,6 +28,20 @@ def direct_kernel(op: Contraction) -> bool:
     return host_gemm.direct_layout(f32, [*inputs, [r for r in op.roles if r in ("batch", "m", "n")]])
 
 
+# A static M above this many rows: a product the direct kernel runs in many row panels (see streams_panels).
+MANY_ROWS = 16
+
+
+def streams_panels(op: Contraction) -> bool:
+    """Whether the direct kernel's B panel (TK x RN) may outgrow L1 for ``op``: a product of a static M of more
+    than MANY_ROWS rows, whose row panels read each panel in order, so that the prefetchers bring it from L2 as
+    they go. Deep slices then pay: 6 x 64 blocks on 128 KiB panels (TK = 512) ran 1.2x faster than on the 32
+    KiB panels L1 allowed (TK = 128) at 2048^3, and alike at 128 x 4096 x 4096 (benchmarks/RESULTS.md, "Deep K
+    slices for the square GEMMs"). Fewer rows keep their panels in L1 (not measured otherwise)."""
+    m = op.extent("m")
+    return direct_kernel(op) and m is not None and m > MANY_ROWS
+
+
 # AMX's tile registers (prism.codegen.cpu.kernel_amx): eight, each of at most 16 rows of 64 bytes.
 TILE_ROWS = 16
 TILE_ROW_BYTES = 64
@@ -129,12 +143,16 @@ def gemm_space(op: Contraction, target: HostTarget) -> Space:
         ("registers", by_factor("m3", lambda f: pow2_sum_le(acc, b_row, target.vector_registers - 1, scale_a=f))),
         # The loop order decides what each level must hold (see
         # prism.codegen.cpu): a B panel (TK x RN) is reused by every RM-high
-        # row panel of the block, so it must stay in L1 beside the A panel
-        # streaming through; the A slice (TM x TK) is reused by every column
-        # panel and the C block (TM x TN) by every K slice, so both must stay
-        # in L2, of which half is left to the B stream.
-        ("l1", by_factor("m3", lambda f: pow2_sum_le(footprint(0, reg_tiles), footprint(1, reg_tiles),
-                                                     target.l1d_bytes, scale_a=f))),
+        # row panel of the block, so it stays in L1 beside the A panel
+        # streaming through; but where the direct kernel runs a product of many
+        # rows (:func:`streams_panels`), only the micro-tile's rows of A
+        # (RM x TK) must. The A slice (TM x TK) is reused by every column panel
+        # and the C block (TM x TN) by every K slice, so both must stay in L2,
+        # of which half is left to the B stream.
+        ("l1", by_factor("m3", (lambda f: f"{footprint(0, reg_tiles)} <= {math.floor(math.log2(target.l1d_bytes / f))}")
+                         if streams_panels(op) else
+                         (lambda f: pow2_sum_le(footprint(0, reg_tiles), footprint(1, reg_tiles), target.l1d_bytes,
+                                                scale_a=f)))),
         ("l2", by_factor("t3", lambda f: pow2_sum_le(footprint(0, cache_tiles), c_block, target.l2_bytes / 2 / f))),
         # 3 * 2**tm <= 2**LM exactly when tm + 2 <= LM.
         ("shape", " and ".join([shape_fit("tm", "m", 1, scale_log2="2 * t3"), shape_fit("tn", "n", lanes_log2),
