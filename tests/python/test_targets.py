@@ -263,7 +263,7 @@ def test_panels_kept_beyond_the_l2_are_read_back_from_the_l3(describe_host: Call
     from prism.kernels import host_gemm
 
     host = describe_host(REFERENCE_HOST.with_name("host-avx512.json"))
-    tasks = {"TM": np.array([64, 128]), "TN": np.array([256, 128]), "TK": np.array([256, 256]),
+    tasks = {"TM": np.array([64, 128]), "TN": np.array([256, 128]), "TK": np.array([128, 128]),
              "RM": np.array([8, 8]), "RN": np.array([32, 32])}
     op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (128, 11008, 4096), (4, 4), 4, "f32", False)
 
@@ -422,21 +422,23 @@ def test_causal_attention_steps_are_the_mean_of_each_query_blocks() -> None:
 
 
 def test_short_slices_of_a_slice_beyond_l1_start_cold(describe_host: Callable[..., Any]) -> None:
-    """The direct kernel reads each micro-tile's rows of A in place, one run per K slice. Where the task's A
-    slice (TM x TK) outgrows L1, every run starts cold: TK = 128 costs more than TK = 512 at TM = 512 (a 256 KiB
-    slice), while at TM = 96 (48 KiB) the two cost alike. A product of many rows may then take B panels deeper
-    than L1, and 2048^3 picks deep slices (benchmarks/RESULTS.md, "Deep K slices for the square GEMMs")."""
+    """The direct kernel reads each micro-tile's rows of A in place, one run per K slice. Where the task's rows
+    of A outgrow half of L2 and its A slice (TM x TK) 1.5 times L1, every run starts cold: at 2048^3, TK = 128
+    costs more than TK = 512 at TM = 512 (a 256 KiB slice), while at TM = 96 (48 KiB) the two cost alike, and so
+    they do where the rows of A stay in L2. A product of many rows may take B panels deeper than L1, and 2048^3
+    picks slices whose runs start warm (benchmarks/RESULTS.md, "Deep K slices for the square GEMMs")."""
     from conftest import REFERENCE_HOST
 
     host = describe_host(REFERENCE_HOST.with_name("host-avx512.json"))
-    op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (2048, 2048, 2048), (4, 4), 4, "f32")
 
-    def ratio(tm: int) -> float:
-        slices = {"TM": np.array([tm, tm]), "TN": np.array([256, 256]), "TK": np.array([128, 512]),
+    def ratio(tm: int, size: int = 2048, k: int = 2048) -> float:
+        op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (size, size, k), (4, 4), 4, "f32")
+        slices = {"TM": np.array([tm, tm]), "TN": np.array([256, 256]), "TK": np.array([128, min(512, k)]),
                   "RM": np.array([6, 6]), "RN": np.array([64, 64])}
         short, deep = host.seconds(op, slices)
         return float(short / deep)
 
     assert ratio(512) > 1.1 and ratio(96) < 1.03
-    choice = _picked(2048, 2048, 2048)
-    assert choice["TK"] >= 256 and choice["TK"] * choice["RN"] * 4 > host.l1d_bytes, choice
+    assert 512 * 256 * 4 <= host.l2_bytes / 2 and ratio(512, size=512, k=256) < 1.03
+    choice = _picked(2048, 2048, 2048)  # its runs of A start warm
+    assert choice["TM"] * choice["TK"] * 4 <= host_cost.A_WARM_L1 * host.l1d_bytes, choice

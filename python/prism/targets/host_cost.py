@@ -39,15 +39,18 @@ if TYPE_CHECKING:
 CACHED_FEW_ROWS_SKEW = 0.5
 
 # The direct kernel reads a micro-tile's RM rows of A in place, one run of TK elements each per K slice. Where the
-# task's A slice (TM x TK) does not stay in L1 across its column panels, each run starts cold, from L2 or beyond,
-# before the prefetchers follow it: so many cycles per run, fitted to 2048^3 with 6 x 64 blocks (TK = 128 ran
-# 1.1x slower than TK = 512 at TM = 192 and 1.2x at TM = 512, alike at TM = 96: benchmarks/RESULTS.md, "Deep K
-# slices for the square GEMMs").
-A_RUN_START_CYCLES = 48
+# task's rows of A (TM x K) outgrow half of L2, each slice of them comes from beyond it, and where that slice
+# (TM x TK) also outgrows A_WARM_L1 times L1, it does not stay close across the task's column panels: each run
+# starts cold, before the prefetchers follow it, at so many cycles, fitted to 2048^3 with 6 x 64 blocks (TK = 128
+# ran 1.1x slower than TK = 512 at TM = 192 and 1.2x at TM = 512; alike at TM = 96, at TM = 128 for 128 x 4096 x
+# 4096, and at TM = 512 for 512^3, whose rows of A stay in L2: benchmarks/RESULTS.md, "Deep K slices for the
+# square GEMMs").
+A_RUN_START_CYCLES, A_WARM_L1 = 48, 1.5
 
 COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + "
              "max(rounds * (tiles(M, TM, RM)*tiles(N, TN, RN)*ceil(K/TK) * (kernel_cycles(RM, RN, TK) "
-             f"[+ RM*{A_RUN_START_CYCLES} where B panels are copied and TM*TK bytes of A exceed L1: direct kernel]) "
+             f"[+ RM*{A_RUN_START_CYCLES} where B panels are copied, TM*TK bytes of A exceed {A_WARM_L1} L1 and TM*K "
+             "bytes half of L2: direct kernel]) "
              "+ [B panels: ceil(K/TK)*TK*TN/lanes vector copies if ceil(TM/RM) > 1, each a load and a store, or "
              "beyond the L2 its bytes*(1 + 128/(TN bytes)) at a core's share of the bandwidth; panels kept across "
              "row blocks are copied by a column's first task and, beyond half the L2, read back by the others "
@@ -136,7 +139,8 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
         reused = host_gemm.reuses_panels(packs, tm, tn, s["m"], op.extent("k"), op.elem_bytes[1])
         copies = np.where(reused, copies / ceil_div(s["m"], tm), copies)
         block_cycles = block_cycles + _kept_panel_cycles(target, op, s, tm, tn, tk, reused)
-        cold = packs & (tm * tk * op.elem_bytes[0] > target.l1d_bytes)
+        cold = packs & (tm * tk * op.elem_bytes[0] > A_WARM_L1 * target.l1d_bytes) \
+            & (tm * s["k"] * op.elem_bytes[0] > target.l2_bytes / 2)
         block_cycles = block_cycles + np.where(cold, micro_tiles * ceil_div(s["k"], tk) * rm * A_RUN_START_CYCLES, 0)
         # A pipelined copy streams B slower at some slice depths than at others, by as much as calibration
         # measured (on 16 rows, where B's stream is most of the time): the factor slows the copy and B's

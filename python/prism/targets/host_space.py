@@ -36,8 +36,10 @@ def streams_panels(op: Contraction) -> bool:
     """Whether the direct kernel's B panel (TK x RN) may outgrow L1 for ``op``: a product of a static M of more
     than MANY_ROWS rows, whose row panels read each panel in order, so that the prefetchers bring it from L2 as
     they go. Deep slices then pay: 6 x 64 blocks on 128 KiB panels (TK = 512) ran 1.2x faster than on the 32
-    KiB panels L1 allowed (TK = 128) at 2048^3, and alike at 128 x 4096 x 4096 (benchmarks/RESULTS.md, "Deep K
-    slices for the square GEMMs"). Fewer rows keep their panels in L1 (not measured otherwise)."""
+    KiB panels L1 allowed (TK = 128) at 2048^3. A task's B slice beyond a quarter of L2 is evicted before its
+    row panels read it: 128 x 4096 x 4096 in 1024-column tasks ran 5% slower at TK = 256 (1 MiB slices) and 8%
+    at TK = 1024 than at TK = 128 (benchmarks/RESULTS.md, "Deep K slices for the square GEMMs"). Fewer rows keep
+    their panels in L1 (not measured otherwise)."""
     m = op.extent("m")
     return direct_kernel(op) and m is not None and m > MANY_ROWS
 
@@ -146,10 +148,12 @@ def gemm_space(op: Contraction, target: HostTarget) -> Space:
         # row panel of the block, so it stays in L1 beside the A panel
         # streaming through; but where the direct kernel runs a product of many
         # rows (:func:`streams_panels`), only the micro-tile's rows of A
-        # (RM x TK) must. The A slice (TM x TK) is reused by every column panel
+        # (RM x TK) must, and the task's B slice (TK x TN, its panels) keeps to
+        # a quarter of L2. The A slice (TM x TK) is reused by every column panel
         # and the C block (TM x TN) by every K slice, so both must stay in L2,
         # of which half is left to the B stream.
-        ("l1", by_factor("m3", (lambda f: f"{footprint(0, reg_tiles)} <= {math.floor(math.log2(target.l1d_bytes / f))}")
+        ("l1", by_factor("m3", (lambda f: f"{footprint(0, reg_tiles)} <= {math.floor(math.log2(target.l1d_bytes / f))}"
+                                f" and {footprint(1, cache_tiles)} <= {math.floor(math.log2(target.l2_bytes / 4))}")
                          if streams_panels(op) else
                          (lambda f: pow2_sum_le(footprint(0, reg_tiles), footprint(1, reg_tiles), target.l1d_bytes,
                                                 scale_a=f)))),
