@@ -33,13 +33,13 @@ MANY_ROWS = 16
 
 
 def streams_panels(op: Contraction) -> bool:
-    """Whether the direct kernel's B panel (TK x RN) may outgrow L1 for ``op``: a product of a static M of more
-    than MANY_ROWS rows, whose row panels read each panel in order, so that the prefetchers bring it from L2 as
-    they go. Deep slices then pay: 6 x 64 blocks on 128 KiB panels (TK = 512) ran 1.2x faster than on the 32
-    KiB panels L1 allowed (TK = 128) at 2048^3. A task's B slice beyond a quarter of L2 is evicted before its
-    row panels read it: 128 x 4096 x 4096 in 1024-column tasks ran 5% slower at TK = 256 (1 MiB slices) and 8%
-    at TK = 1024 than at TK = 128 (benchmarks/RESULTS.md, "Deep K slices for the square GEMMs"). Fewer rows keep
-    their panels in L1 (not measured otherwise)."""
+    """Whether the direct kernel's B panel (TK x RN) may outgrow L1 for ``op``, where the task's B slice keeps to a
+    quarter of L2: a product of a static M of more than MANY_ROWS rows, whose row panels read each panel in order,
+    so that the prefetchers bring it from L2 as they go. Deep slices then pay: 6 x 64 blocks on 128 KiB panels
+    (TK = 512) ran 1.2x faster than on the 32 KiB panels L1 allowed (TK = 128) at 2048^3. A task's B slice beyond
+    a quarter of L2 is evicted before its row panels read it: 128 x 4096 x 4096 in 1024-column tasks ran 5% slower
+    at TK = 256 (1 MiB slices) and 8% at TK = 1024 than at TK = 128 (benchmarks/RESULTS.md, "Deep K slices for the
+    square GEMMs"). Fewer rows keep their panels in L1 (not measured otherwise)."""
     m = op.extent("m")
     return direct_kernel(op) and m is not None and m > MANY_ROWS
 
@@ -136,6 +136,10 @@ def gemm_space(op: Contraction, target: HostTarget) -> Space:
         """``constraint(scale)`` with the scale that the 0/1 variable ``factor`` gives: 1, or 3 when set."""
         return f"(({factor} = 0 and {constraint(1)}) or ({factor} = 1 and {constraint(3)}))"
 
+    def l1_panels(f: int) -> str:
+        """The micro-tile's A and B panels (RM x TK and TK x RN) within L1, RM scaled by ``f``."""
+        return pow2_sum_le(footprint(0, reg_tiles), footprint(1, reg_tiles), target.l1d_bytes, scale_a=f)
+
     # Accumulators (RM x RN/lanes vectors) plus one row of B and one broadcast
     # register must fit the vector register file.
     acc = f"rm + rn - {lanes_log2}"
@@ -146,17 +150,15 @@ def gemm_space(op: Contraction, target: HostTarget) -> Space:
         # The loop order decides what each level must hold (see
         # prism.codegen.cpu): a B panel (TK x RN) is reused by every RM-high
         # row panel of the block, so it stays in L1 beside the A panel
-        # streaming through; but where the direct kernel runs a product of many
-        # rows (:func:`streams_panels`), only the micro-tile's rows of A
-        # (RM x TK) must, and the task's B slice (TK x TN, its panels) keeps to
-        # a quarter of L2. The A slice (TM x TK) is reused by every column panel
+        # streaming through; where the direct kernel runs a product of many
+        # rows (:func:`streams_panels`), it may instead hold only the
+        # micro-tile's rows of A (RM x TK), while the task's B slice (TK x TN,
+        # its panels) keeps to a quarter of L2. The A slice (TM x TK) is reused by every column panel
         # and the C block (TM x TN) by every K slice, so both must stay in L2,
         # of which half is left to the B stream.
-        ("l1", by_factor("m3", (lambda f: f"{footprint(0, reg_tiles)} <= {math.floor(math.log2(target.l1d_bytes / f))}"
-                                f" and {footprint(1, cache_tiles)} <= {math.floor(math.log2(target.l2_bytes / 4))}")
-                         if streams_panels(op) else
-                         (lambda f: pow2_sum_le(footprint(0, reg_tiles), footprint(1, reg_tiles), target.l1d_bytes,
-                                                scale_a=f)))),
+        ("l1", by_factor("m3", lambda f: l1_panels(f) if not streams_panels(op) else f"({l1_panels(f)} or "
+                         f"({footprint(0, reg_tiles)} <= {math.floor(math.log2(target.l1d_bytes / f))} and "
+                         f"{footprint(1, cache_tiles)} <= {math.floor(math.log2(target.l2_bytes / 4))}))")),
         ("l2", by_factor("t3", lambda f: pow2_sum_le(footprint(0, cache_tiles), c_block, target.l2_bytes / 2 / f))),
         # 3 * 2**tm <= 2**LM exactly when tm + 2 <= LM.
         ("shape", " and ".join([shape_fit("tm", "m", 1, scale_log2="2 * t3"), shape_fit("tn", "n", lanes_log2),
