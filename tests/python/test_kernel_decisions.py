@@ -138,3 +138,18 @@ def test_a_rule_answers_integers_and_arrays_alike(m: int | None, rm: int, tm: in
     assert bool(host_gemm.copies_panels(tm, rm, m)) is expected
     many = host_gemm.copies_panels(np.asarray([tm, tm]), np.asarray([rm, rm]), m)
     assert many.tolist() == [expected, expected]
+
+
+@pytest.mark.parametrize(("b_mib", "expected"), [(4, False), (32, False), (33, True), (64, True), (None, True)])
+def test_the_copy_of_b_is_pipelined_past_a_quarter_of_the_l3(b_mib: int | None, expected: bool) -> None:
+    """A task's copy of B into panels runs inside its micro-tiles where B is larger than a quarter of the L3 (a
+    B of half of it comes in at the L3's latency, which a copy in a phase of its own waits on) or of unknown size;
+    never with a batch, panels kept across row blocks, or panels not copied."""
+    l3 = 128 << 20
+    b_bytes = None if b_mib is None else b_mib << 20
+    assert bool(host_gemm.pipelines_copy(True, False, False, b_bytes, l3)) is expected
+    assert not host_gemm.pipelines_copy(True, False, True, b_bytes, l3)
+    assert not host_gemm.pipelines_copy(True, True, False, b_bytes, l3)
+    assert not host_gemm.pipelines_copy(False, False, False, b_bytes, l3)
+    many = host_gemm.pipelines_copy(np.asarray([True, False]), np.asarray([False, False]), False, b_bytes, l3)
+    assert many.tolist() == [expected, False]

@@ -21,6 +21,8 @@ REUSED_PANEL_BYTES = 4 << 20
 # micro-tile after micro-tile: memory sees one stream per row of B in the slice (two per row in a dual GEMM),
 # and the core's prefetchers follow up to this many (benchmarks/RESULTS.md, "Eight-row products from DRAM").
 PREFETCH_STREAMS = 16
+# The copy of B into panels runs in a phase of its own only where B fits this share of the L3 (pipelines_copy).
+COPY_IN_PHASE_L3_SHARE = 4
 # Products of at most this many rows of C, in one row panel, read B as such streams: each byte of B feeds few
 # FMAs, so where B comes from DRAM the kernel's loads wait on it (the same entry).
 STREAMING_ROWS = 8
@@ -85,12 +87,14 @@ def stays_in_cache(size: Extent, l3_bytes: int) -> Extent:
 
 def pipelines_copy(copies: Extent, reuses: Extent, batch: bool, b_bytes: int | None, l3_bytes: int) -> Extent:
     """Whether the copy of B into panels runs inside the micro-tiles of each K slice, prefetching the next one:
-    where B streams from memory (:func:`stays_in_cache` does not hold, or its size is unknown) and each task
-    copies its own panels of a product without a batch. Where B stays in the L3 between calls, the copy in a
-    phase of its own is cheaper than the pipelined copy's bookkeeping (benchmarks/RESULTS.md, "Host code
-    against every baseline", fifth pass; and "Measurements behind rules in the code": the pipelined copy where
-    B streams from memory)."""
-    if batch or (b_bytes is not None and stays_in_cache(b_bytes, l3_bytes)):
+    where B does not fit 1/COPY_IN_PHASE_L3_SHARE of the L3 (or its size is unknown) and each task copies its own
+    panels of a product without a batch. Where B stays close in the L3 between calls, the copy in a phase of its
+    own is cheaper than the pipelined copy's bookkeeping (4 MiB: benchmarks/RESULTS.md, "Host code against every
+    baseline", fifth pass); a B of half the L3 comes in at its latency, which the copy in a phase of its own
+    waits on (64 MiB of an L3 of 128: 16 and 128 rows ran 1.25x and 1.08x faster pipelined: "Deep K slices for
+    the square GEMMs"; and "Measurements behind rules in the code": the pipelined copy where B streams from
+    memory)."""
+    if batch or (b_bytes is not None and b_bytes <= l3_bytes / COPY_IN_PHASE_L3_SHARE):
         return _never(copies)
     pipelined = np.logical_and(copies, np.logical_not(reuses))
     return pipelined if np.ndim(pipelined) else bool(pipelined)
