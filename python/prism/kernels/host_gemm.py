@@ -91,9 +91,9 @@ def pipelines_copy(copies: Extent, reuses: Extent, batch: bool, b_bytes: int | N
     panels of a product without a batch. Where B stays close in the L3 between calls, the copy in a phase of its
     own is cheaper than the pipelined copy's bookkeeping (4 MiB: benchmarks/RESULTS.md, "Host code against every
     baseline", fifth pass); a B of half the L3 comes in at its latency, which the copy in a phase of its own
-    waits on (64 MiB of an L3 of 128: 16 and 128 rows ran 1.25x and 1.08x faster pipelined: "Deep K slices for
-    the square GEMMs"; and "Measurements behind rules in the code": the pipelined copy where B streams from
-    memory)."""
+    waits on (64 MiB of an L3 of 128: 16 and 128 rows ran 1.05-1.25x and 1.00-1.08x faster pipelined: "Deep K
+    slices for the square GEMMs"; and "Measurements behind rules in the code": the pipelined copy where B streams
+    from memory)."""
     if batch or (b_bytes is not None and b_bytes <= l3_bytes / COPY_IN_PHASE_L3_SHARE):
         return _never(copies)
     pipelined = np.logical_and(copies, np.logical_not(reuses))

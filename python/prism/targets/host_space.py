@@ -151,11 +151,11 @@ def gemm_space(op: Contraction, target: HostTarget) -> Space:
         # prism.codegen.cpu): a B panel (TK x RN) is reused by every RM-high
         # row panel of the block, so it stays in L1 beside the A panel
         # streaming through; where the direct kernel runs a product of many
-        # rows (:func:`streams_panels`), it may instead hold only the
+        # rows (:func:`streams_panels`), L1 may instead hold only the
         # micro-tile's rows of A (RM x TK), while the task's B slice (TK x TN,
-        # its panels) keeps to a quarter of L2. The A slice (TM x TK) is reused by every column panel
-        # and the C block (TM x TN) by every K slice, so both must stay in L2,
-        # of which half is left to the B stream.
+        # its panels) keeps to a quarter of L2. The A slice (TM x TK) is reused
+        # by every column panel and the C block (TM x TN) by every K slice, so
+        # both must stay in L2, of which half is left to the B stream.
         ("l1", by_factor("m3", lambda f: l1_panels(f) if not streams_panels(op) else f"({l1_panels(f)} or "
                          f"({footprint(0, reg_tiles)} <= {math.floor(math.log2(target.l1d_bytes / f))} and "
                          f"{footprint(1, cache_tiles)} <= {math.floor(math.log2(target.l2_bytes / 4))}))")),
