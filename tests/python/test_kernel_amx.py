@@ -116,6 +116,39 @@ def test_the_search_takes_whole_tiles(describe_host) -> None:
                                                                                  "AN": 2}
 
 
+def test_the_amx_space_holds_the_kernels_cache_rules(describe_host) -> None:
+    """On AMX the space keeps the tile kernel's footprints, not the f32 kernels': a band's slice of A (AR x AM rows x
+    TK) within half of L1 and the task's slice of B (TK x TN) within a quarter of L2; a task may take all rows of a
+    static M, however large its block of C."""
+    op = bf16_product(2048, 2048, 2048)
+    space = host_space.gemm_space(op, describe_host(INPUTS / "host-amx.json"))  # L1 48 KiB, L2 1 MiB
+    points = space.universe_set()
+    for _, constraint in space.groups:
+        points = points.intersect(isl.Set(space.wrap(constraint)))
+    shape = "LB = 0 and LM = 11 and LN = 11 and LK = 11 and DM = 0 and DN = 0 and DK = 0"
+
+    def holds(knobs: str) -> bool:
+        return not points.intersect(isl.Set(space.wrap(f"{shape} and ar = 4 and ab = 6 and am = 1 and an = 1 "
+                                                        f"and rm = 2 and rn = 5 and m3 = 0 and t3 = 0 and {knobs}"))
+                                    ).is_empty()
+
+    assert holds("tm = 11 and tn = 9 and tk = 8")  # all 2048 rows; B's slice 256 KiB, A's band 16 KiB
+    assert not holds("tm = 11 and tn = 10 and tk = 8")  # B's slice 512 KiB: past a quarter of L2
+    assert not holds("tm = 11 and tn = 7 and tk = 9")  # A's band 32 KiB: past half of L1
+    assert not holds("tm = 12 and tn = 9 and tk = 8")  # more rows than M has
+
+
+def test_a_large_product_takes_tasks_of_all_rows(describe_host) -> None:
+    """Tasks of all rows of a static M pack their own slices of B (no pass over all of B, nor its reads from memory
+    by every row of tasks): the search takes them for 2048^3 (1.05-1.10x faster than 256 x 512 tasks on the AMX
+    Xeon of benchmarks/RESULTS.md, "bf16 on AMX: tasks of all rows"), with a column per worker where they fit."""
+    describe_host(INPUTS / "host-amx.json")
+    report = prism.compile(product(2048, 2048, 2048), target="host", emit="report").report
+    (family,) = report["families"]
+    assert family["choice"]["TM"] >= 2048
+    assert family["choice"]["TN"] * family["choice"]["TK"] * 2 <= 1024 * 1024 // 4
+
+
 def lowered_amx_module(describe_host):
     """The LLVM-dialect module of a bf16 product lowered for the AMX machine (never compiled here)."""
     describe_host(INPUTS / "host-amx.json")

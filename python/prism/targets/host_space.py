@@ -88,6 +88,24 @@ def amx_tiles_constraint() -> str:
     return f"ar <= {TILE_ROWS.bit_length() - 1} and ab <= {TILE_ROW_BYTES.bit_length() - 1} and ({tiles})"
 
 
+# The most rows of an AMX task, as an exponent: a task may take all rows of a static M up to 2**13, and then packs
+# its own slices of B (prism.codegen.cpu.kernel_amx).
+AMX_TM_MAX = 13
+
+
+def amx_cache_groups(op: Contraction, target: HostTarget) -> tuple[tuple[str, str], ...]:
+    """What the AMX kernel's loops keep in the caches (:mod:`prism.codegen.cpu.kernel_amx`), in place of the f32
+    kernels' rules: a band's slice of A (AR x AM rows x TK) stays in half of L1 while the B tiles of each group of
+    panels stream past it, and the task's slice of B (TK x TN, packed by the task where it takes all of a static
+    M) in a quarter of L2 over its bands. C's tiles go through memory once per slice and need no place: a task of
+    all 2048 rows and 1024 columns, its C block far beyond L2, ran 1.13x faster than 256 x 512 tasks whose C
+    blocks stay in L2 (benchmarks/RESULTS.md, "bf16 on AMX: tasks of all rows")."""
+    a_band = f"ar + am + tk + {int(math.log2(op.elem_bytes[0]))}"
+    b_slice = op.footprint_exponent(1, {"n": "tn", "k": "tk"})
+    return (("l1", f"{a_band} <= {math.floor(math.log2(target.l1d_bytes / 2))}"),
+            ("l2", f"{b_slice} <= {math.floor(math.log2(target.l2_bytes / 4))}"))
+
+
 def amx_efficiency(values: KnobValues) -> np.ndarray:
     """The share of AMX's peak that tiles of ``values`` (AR rows, AB bytes per row, AM x AN C tiles) reach: a
     tdpbf16ps takes as long on a smaller tile, so a tile of AR rows x AB bytes does AR/16 x AB/64 of a full one's
@@ -167,7 +185,7 @@ def gemm_space(op: Contraction, target: HostTarget) -> Space:
     knobs = {"tm": "TM", "tn": "TN", "tk": "TK", "rm": "RM", "rn": "RN"}
     if amx_product(op, target):  # the tiles of prism.codegen.cpu.kernel_amx
         knobs |= _AMX_KNOBS
-        universe = f"{universe} and {_AMX_BOX}"
-        groups = (*groups, ("amx tiles", amx_tiles_constraint()))
+        universe = f"{universe.replace('tm <= 9', f'tm <= {AMX_TM_MAX}')} and {_AMX_BOX}"
+        groups = (groups[0], *amx_cache_groups(op, target), groups[-1], ("amx tiles", amx_tiles_constraint()))
     return Space(kind="gemm", knobs=knobs, flags={}, universe=universe, groups=groups,
                  factors={"m3": (3, ("rm",)), "t3": (3, ("tm",))})

@@ -293,12 +293,12 @@ class _Kernel(PairKernel):
                 if self.in_task:
                     self._pack_slice(worker, bi, q_local, q_end, s0, s1)
                     first = t.value(f"arith.muli {worker}, {t.const(self.task_panels)} : index", "wp")
-                    with t.for_(q_local, q_end, t.const(p.tiles_n), "qq") as q:
+                    with t.for_(r_begin, r_end, t.const(self.block_rows), "rr") as r0, \
+                            t.for_(q_local, q_end, t.const(p.tiles_n), "qq") as q:
                         local = t.value(f"arith.addi {first}, {t.value(f'arith.subi {q}, {q_local} : index')} "
                                         ": index", "wp")
                         panels = [t.value(f"arith.addi {local}, {t.const(j)} : index", "tp") for j in range(p.tiles_n)]
-                        with t.for_(r_begin, r_end, t.const(self.block_rows), "rr") as r0:
-                            self._block(r0, q, panels, s0, s1, full, base=s0)
+                        self._block(r0, q, panels, s0, s1, full, base=s0)
                 else:
                     with t.for_(r_begin, r_end, t.const(self.block_rows), "rr") as r0, \
                             t.for_(q_local, q_end, t.const(p.tiles_n), "qq") as q:
