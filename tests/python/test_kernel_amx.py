@@ -140,8 +140,9 @@ def test_the_amx_space_holds_the_kernels_cache_rules(describe_host) -> None:
 
 def test_a_large_product_takes_tasks_of_all_rows(describe_host) -> None:
     """Tasks of all rows of a static M pack their own slices of B (no pass over all of B, nor its reads from memory
-    by every row of tasks): the search takes them for 2048^3 (1.05-1.10x faster than 256 x 512 tasks on the AMX
-    Xeon of benchmarks/RESULTS.md, "bf16 on AMX: tasks of all rows"), with a column per worker where they fit."""
+    by every row of tasks): the search takes them for 2048^3, each within a quarter of L2 (1.05-1.15x faster than
+    256 x 512 tasks on the AMX Xeon of benchmarks/RESULTS.md, "bf16 on AMX: tasks of all rows, each packing its own
+    slices of B")."""
     describe_host(INPUTS / "host-amx.json")
     report = prism.compile(product(2048, 2048, 2048), target="host", emit="report").report
     (family,) = report["families"]

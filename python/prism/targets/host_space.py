@@ -97,9 +97,10 @@ def amx_cache_groups(op: Contraction, target: HostTarget) -> tuple[tuple[str, st
     """What the AMX kernel's loops keep in the caches (:mod:`prism.codegen.cpu.kernel_amx`), in place of the f32
     kernels' rules: a band's slice of A (AR x AM rows x TK) stays in half of L1 while the B tiles of each group of
     panels stream past it, and the task's slice of B (TK x TN, packed by the task where it takes all of a static
-    M) in a quarter of L2 over its bands. C's tiles go through memory once per slice and need no place: a task of
-    all 2048 rows and 1024 columns, its C block far beyond L2, ran 1.13x faster than 256 x 512 tasks whose C
-    blocks stay in L2 (benchmarks/RESULTS.md, "bf16 on AMX: tasks of all rows")."""
+    M) in a quarter of L2 over its bands. C's tiles go through memory once per slice and need no place: at 2048^3,
+    tasks of all 2048 rows and 1024 columns (C blocks of 8 MiB) ran 1.05-1.15x faster than tasks of 256 x 512
+    whose C blocks stay in L2 (benchmarks/RESULTS.md, "bf16 on AMX: tasks of all rows, each packing its own slices
+    of B")."""
     a_band = f"ar + am + tk + {int(math.log2(op.elem_bytes[0]))}"
     b_slice = op.footprint_exponent(1, {"n": "tn", "k": "tk"})
     return (("l1", f"{a_band} <= {math.floor(math.log2(target.l1d_bytes / 2))}"),

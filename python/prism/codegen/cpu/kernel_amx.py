@@ -15,11 +15,11 @@ must fit the eight tile registers (:func:`prism.targets.host_space.tiles_fit`).
    (with A read in place, K apart, a tile's rows would share one L1 set). B is packed into the pair panels of
    :func:`.kernel_bf16.pack_pairs`, 16 columns each, padded with zeros to whole tiles of K and interleaved by
    groups of ``TILES_N`` (:class:`.kernel_bf16.PairPanels`): a block reads B in one run as well. All of B is
-   packed first, unless one task's rows cover a static M (a few tokens): each element of B then serves one task,
-   which packs each slice of its panels into its worker's buffer just before its blocks take it, reading B row by
-   row across the task's columns and prefetching ``PACK_AHEAD_ROWS`` rows ahead. C's tiles go
-   straight to the result where M and N are static and whole blocks, else to a buffer of whole blocks. They start
-   as zero tiles at K's first tile, or from the C operand copied in.
+   packed first, unless one task's rows cover a static M (a few tokens, or tasks of all rows: the space offers TM up
+   to M): each element of B then serves one task, which packs each slice of its panels into its worker's buffer
+   just before its bands take it, reading B row by row across the task's columns and prefetching
+   ``PACK_AHEAD_ROWS`` rows ahead. C's tiles go straight to the result where M and N are static and whole blocks,
+   else to a buffer of whole blocks. They start as zero tiles at K's first tile, or from the C operand copied in.
 2. Tasks: ``TM x TN`` of C (whole blocks), shared among the workers as contiguous runs. A task walks K in slices
    of ``TK``; per slice, each band of ``R x TILES_M`` rows takes each group of ``TILES_N`` panels of the task in
    turn: it loads the block's C tiles, and per tile of K its A and B tiles, multiplies each pair into its C tile,
@@ -269,8 +269,8 @@ class _Kernel(PairKernel):
     def _tasks(self) -> None:
         """Tasks of TM x TN of C shared among the workers. A task walks K in slices of TK; per slice, its bands of
         R x TILES_M rows, and per band its groups of TILES_N panels: the band's A slice stays in L1 while the
-        task's B slice streams from L2. A task that packs B itself takes the groups outside the bands instead: it
-        packs a group's slice, then every band takes it."""
+        task's B slice streams from L2. A task that packs B itself packs its slice of every group first, into its
+        worker's buffer (in L2), then takes the bands in the same order."""
         p, t = self.plan, self.t
         mt = t.value(f"arith.ceildivui {self.mp}, {t.const(self.task_rows)} : index", "mt")
         nt = t.value(f"arith.ceildivui {self.np}, {t.const(self.task_panels)} : index", "nt")
