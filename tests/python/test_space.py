@@ -103,6 +103,34 @@ def test_one_row_blocks_serve_a_single_row() -> None:
         assert ((1, 4 * lanes) in blocks) == offered and (any(rm == 1 for rm, _ in blocks)) == offered
 
 
+def test_a_pipelined_copy_of_a_few_rows_keeps_its_slice_within_an_eighth_of_l2(reference_host: None) -> None:
+    """Where the direct kernel copies B for a few rows in a pipelined copy (B beyond a quarter of the L3), the
+    L2 holds a slice's panels and the next slice at once: each slice (TK x TN) keeps to an eighth of L2 wherever
+    the register block leaves several row panels. B within a quarter of the L3, more rows than MANY_ROWS, or a
+    batch keep the old space."""
+    target = get_target("host")
+
+    def product(m: int, k: int, n: int, batch: int | None = None) -> Contraction:
+        if batch is None:
+            return Contraction(roles=("m", "n", "k"), operand_dims=((0, 2), (2, 1)), extents=(m, n, k),
+                               elem_bytes=(4, 4), acc_bytes=4, input_type="f32")
+        return Contraction(roles=("batch", "m", "n", "k"), operand_dims=((0, 1, 3), (0, 3, 2)),
+                           extents=(batch, m, n, k), elem_bytes=(4, 4), acc_bytes=4, input_type="f32")
+
+    op = product(16, 4096, 4096)  # B of 64 MiB
+    assert 4096 * 4096 * 4 > target.l3_bytes / 4
+    space = target.space(op)
+    assert "pipelined copy" in dict(space.groups)
+    slices = set()
+    for c in map(space.value_of, shaped_points(space, op)):
+        if c["RM"] < 16:
+            assert c["TK"] * c["TN"] * 4 <= target.l2_bytes / 8, c
+        slices.add(c["TK"] * c["TN"] * 4)
+    assert max(slices) == target.l2_bytes // 8
+    for other in (product(16, 1024, 1024), product(32, 4096, 4096), product(16, 4096, 4096, batch=2)):
+        assert "pipelined copy" not in dict(target.space(other).groups), other
+
+
 def test_the_busiest_worker_takes_whole_row_blocks(reference_host: None) -> None:
     """Workers take contiguous shares of the blocks, the ragged last one going to the last worker: with M = 256
     on two cores, TM = 192 leaves one worker 192 rows (the other 64) and costs about 1.5 times TM = 128's even

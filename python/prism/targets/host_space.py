@@ -63,6 +63,29 @@ def tiles_fit(rows: int, row_bytes: int, tiles_m: int, tiles_n: int) -> bool:
             and tiles_m >= 1 and tiles_n >= 1 and tiles_m * tiles_n + tiles_m + tiles_n <= TILE_REGISTERS)
 
 
+def pipelines_few_rows(op: Contraction, target: HostTarget) -> bool:
+    """Whether the direct kernel copies B for a static M of a few rows (2 to MANY_ROWS) in a pipelined copy
+    (:func:`prism.kernels.host_gemm.pipelines_copy`: no batch, B beyond a share of the L3), wherever its register
+    block leaves several row panels."""
+    m, n, k = op.extent("m"), op.extent("n"), op.extent("k")
+    if not direct_kernel(op) or m is None or not 1 < m <= MANY_ROWS or "batch" in op.roles or n is None \
+            or k is None:
+        return False
+    return k * n * op.elem_bytes[1] > target.l3_bytes / host_gemm.COPY_IN_PHASE_L3_SHARE
+
+
+def pipelined_slice_constraint(op: Contraction, target: HostTarget) -> str:
+    """The task's slice of B (TK x TN) within an eighth of L2 where the copy of a few rows is pipelined
+    (:func:`pipelines_few_rows`) and the register block leaves several row panels (RM below M, roughly: RM = 1
+    streams B in place): the L2 then holds the slice's panels as the micro-tiles read them and the next slice
+    as the copy brings it in. At 16 x 4096 x 4096 (a B of 64 MiB), slices of 256 KiB ran 1.04x faster than
+    128 KiB, 1.10x faster than 512 KiB (TN = 1024 or TK = 256) and 1.08x faster than 1 MiB (benchmarks/RESULTS.md,
+    "The pipelined copy's slices at 16 rows")."""
+    slice_bytes = op.footprint_exponent(1, {"n": "tn", "k": "tk"})
+    several = f"(rm + m3 < {SHAPE_PARAMS['m']} and (rm >= 1 or m3 = 1))"
+    return f"(not {several}) or {slice_bytes} <= {math.floor(math.log2(target.l2_bytes / 8))}"
+
+
 # A bf16 product of a static M of at most this many rows (a few tokens) is bound by reading B: the dot-product
 # kernel reads B in place in slices of as many rows as the f32 kernel streams (prism.codegen.cpu.kernel_bf16).
 FEW_BF16_ROWS = 16
@@ -183,10 +206,14 @@ def gemm_space(op: Contraction, target: HostTarget) -> Space:
         ("shape", " and ".join([shape_fit("tm", "m", 1, scale_log2="2 * t3"), shape_fit("tn", "n", lanes_log2),
                                 shape_fit("tk", "k", 4)])),
     )
+    if pipelines_few_rows(op, target):
+        groups = (*groups, ("pipelined copy", pipelined_slice_constraint(op, target)))
     knobs = {"tm": "TM", "tn": "TN", "tk": "TK", "rm": "RM", "rn": "RN"}
     if amx_product(op, target):  # the tiles of prism.codegen.cpu.kernel_amx
         knobs |= _AMX_KNOBS
         universe = f"{universe.replace('tm <= 9', f'tm <= {AMX_TM_MAX}')} and {_AMX_BOX}"
-        groups = (groups[0], *amx_cache_groups(op, target), groups[-1], ("amx tiles", amx_tiles_constraint()))
+        named = dict(groups)
+        groups = (("registers", named["registers"]), *amx_cache_groups(op, target), ("shape", named["shape"]),
+                  ("amx tiles", amx_tiles_constraint()))
     return Space(kind="gemm", knobs=knobs, flags={}, universe=universe, groups=groups,
                  factors={"m3": (3, ("rm",)), "t3": (3, ("tm",))})
