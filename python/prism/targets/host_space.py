@@ -111,8 +111,9 @@ def amx_tiles_constraint() -> str:
     return f"ar <= {TILE_ROWS.bit_length() - 1} and ab <= {TILE_ROW_BYTES.bit_length() - 1} and ({tiles})"
 
 
-# The most rows of an AMX task, as an exponent: a task may take all rows of a static M up to 2**13, and then packs
-# its own slices of B (prism.codegen.cpu.kernel_amx).
+# The most rows of a task, as an exponent (TM <= 2**TM_MAX, or three times that). An AMX task may take all rows
+# of a static M up to 2**AMX_TM_MAX, and then packs its own slices of B (prism.codegen.cpu.kernel_amx).
+TM_MAX = 9
 AMX_TM_MAX = 13
 
 
@@ -164,11 +165,13 @@ def gemm_space(op: Contraction, target: HostTarget) -> Space:
     # where a block of RM rows loads it once for all of them (16 rows ran 1.8-2.3x slower on one-row blocks
     # than on 8 x 32 blocks: benchmarks/RESULTS.md, "A 2-core Intel Xeon with AMX").
     rm_min, tk_min = (0, 3) if direct_kernel(op) else (1, 4)
+    amx = amx_product(op, target)  # the tiles of prism.codegen.cpu.kernel_amx
+    tm_max = AMX_TM_MAX if amx else TM_MAX
     one_row = f"(rm >= 1 or m3 = 1 or {SHAPE_PARAMS['m']} = 0)"
     tn_max = "(tn <= 10 or (rm = 0 and m3 = 0 and tn <= 12))" if direct_kernel(op) else "tn <= 10"
     # RM <= TM: 3 * 2**rm <= 2**tm exactly when rm + 2 <= tm.
     universe = (f"{shape_param_bounds()} and {rm_min} <= rm <= 4 and 0 <= t3 <= m3 <= 1 and rm + 2 * m3 <= 4"
-                f" and {lanes_log2} <= rn <= {lanes_log2 + 2} and rm + 2 * (m3 - t3) <= tm <= 9"
+                f" and {lanes_log2} <= rn <= {lanes_log2 + 2} and rm + 2 * (m3 - t3) <= tm <= {tm_max}"
                 f" and rn <= tn and {tn_max} and {tk_min} <= tk <= 10 and {one_row}")
     footprint = op.footprint_exponent
     reg_tiles = {"m": "rm", "n": "rn", "k": "tk"}
@@ -209,9 +212,9 @@ def gemm_space(op: Contraction, target: HostTarget) -> Space:
     if pipelines_few_rows(op, target):
         groups = (*groups, ("pipelined copy", pipelined_slice_constraint(op, target)))
     knobs = {"tm": "TM", "tn": "TN", "tk": "TK", "rm": "RM", "rn": "RN"}
-    if amx_product(op, target):  # the tiles of prism.codegen.cpu.kernel_amx
+    if amx:
         knobs |= _AMX_KNOBS
-        universe = f"{universe.replace('tm <= 9', f'tm <= {AMX_TM_MAX}')} and {_AMX_BOX}"
+        universe = f"{universe} and {_AMX_BOX}"
         named = dict(groups)
         groups = (("registers", named["registers"]), *amx_cache_groups(op, target), ("shape", named["shape"]),
                   ("amx tiles", amx_tiles_constraint()))
