@@ -68,10 +68,9 @@ def pipelines_few_rows(op: Contraction, target: HostTarget) -> bool:
     (:func:`prism.kernels.host_gemm.pipelines_copy`: no batch, B beyond a share of the L3), wherever its register
     block leaves several row panels."""
     m, n, k = op.extent("m"), op.extent("n"), op.extent("k")
-    if not direct_kernel(op) or m is None or not 1 < m <= MANY_ROWS or "batch" in op.roles or n is None \
-            or k is None:
+    if not direct_kernel(op) or m is None or not 1 < m <= MANY_ROWS or n is None or k is None:
         return False
-    return k * n * op.elem_bytes[1] > target.l3_bytes / host_gemm.COPY_IN_PHASE_L3_SHARE
+    return host_gemm.pipelines_copy(True, False, "batch" in op.roles, k * n * op.elem_bytes[1], target.l3_bytes)
 
 
 def pipelined_slice_constraint(op: Contraction, target: HostTarget) -> str:
