@@ -290,21 +290,18 @@ class _Kernel(PairKernel):
                              "s1")
                 full = t.value(f"arith.cmpi eq, {t.value(f'arith.subi {s1}, {s0} : index')}, {slice_tiles} : index",
                                "full")
-                if self.in_task:
+                if self.in_task:  # the task's panels in its worker's buffer, from this slice's first tile of K
                     self._pack_slice(worker, bi, q_local, q_end, s0, s1)
-                    first = t.value(f"arith.muli {worker}, {t.const(self.task_panels)} : index", "wp")
-                    with t.for_(r_begin, r_end, t.const(self.block_rows), "rr") as r0, \
-                            t.for_(q_local, q_end, t.const(p.tiles_n), "qq") as q:
-                        local = t.value(f"arith.addi {first}, {t.value(f'arith.subi {q}, {q_local} : index')} "
-                                        ": index", "wp")
-                        panels = [t.value(f"arith.addi {local}, {t.const(j)} : index", "tp") for j in range(p.tiles_n)]
-                        self._block(r0, q, panels, s0, s1, full, base=s0)
-                else:
-                    with t.for_(r_begin, r_end, t.const(self.block_rows), "rr") as r0, \
-                            t.for_(q_local, q_end, t.const(p.tiles_n), "qq") as q:
-                        panels = [t.value(f"arith.addi {panels0}, {t.value(f'arith.addi {q}, {t.const(j)} : index')} "
-                                          ": index", "tp") for j in range(p.tiles_n)]
-                        self._block(r0, q, panels, s0, s1, full, base=t.const(0))
+                    first = t.value(f"arith.subi {t.value(f'arith.muli {worker}, {t.const(self.task_panels)} : index')}"
+                                    f", {q_local} : index", "wp")
+                    base = s0
+                else:  # all of B's panels, packed first
+                    first, base = panels0, t.const(0)
+                with t.for_(r_begin, r_end, t.const(self.block_rows), "rr") as r0, \
+                        t.for_(q_local, q_end, t.const(p.tiles_n), "qq") as q:
+                    panels = [t.value(f"arith.addi {first}, {t.value(f'arith.addi {q}, {t.const(j)} : index')} "
+                                      ": index", "tp") for j in range(p.tiles_n)]
+                    self._block(r0, q, panels, s0, s1, full, base=base)
 
     def _pack_slice(self, worker: str, bi: str, q_begin: str, q_end: str, s0: str, s1: str) -> None:
         """Tiles ``[s0, s1)`` of K of the task's panels ``[q_begin, q_end)`` (of batch ``bi``) into the worker's
