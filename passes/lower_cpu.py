@@ -34,10 +34,18 @@ class LowerCpuPass(Pass):
 
     threads: int = option(0, "worker threads of the parallel loops (0: every core of this machine)",
                           minimum=0, maximum=1024)
+    copy_in_phase_bytes: int = option(-1, "the largest B whose copy into panels runs in a phase of its own rather "
+                                      "than pipelined (-1: this machine's, from its calibration)",
+                                      minimum=-1, maximum=2**62)
 
     def run(self, module: ir.Module, ctx: PassContext) -> None:
-        cpu.lower(module, ctx, self.threads or host_target().cores, host_target().vector_bits)
+        cpu.lower(module, ctx, self.threads or host_target().cores, host_target().vector_bits, self._in_phase())
 
     def kernels(self, module: ir.Module) -> list[dict]:
         """What cpu-tile makes of a copy of ``module`` (:func:`prism.codegen.cpu.kernel_report`)."""
-        return cpu.kernel_report(module, self.threads or host_target().cores, host_target().vector_bits)
+        return cpu.kernel_report(module, self.threads or host_target().cores, host_target().vector_bits,
+                                 self._in_phase())
+
+    def _in_phase(self) -> int | None:
+        """The copy_in_phase_bytes option; None (the host target's) where it is left at -1."""
+        return None if self.copy_in_phase_bytes < 0 else self.copy_in_phase_bytes

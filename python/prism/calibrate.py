@@ -22,7 +22,9 @@ the model's, on heads of as many queries as keys, which stay in the cache;
 and at decode the one-row blocks, on heads of one query whose keys and
 values stream from memory, as a decode's do. And the pipelined copy of B (16
 rows of C, the fewest it serves, B from DRAM): one task shape at each slice
-depth TK, each depth's time kept over the fastest one's.
+depth TK, each depth's time kept over the fastest one's; and the same task
+shape on a B the L3 holds, its time kept over that of the copy in a phase
+of its own, which decides where the copy is pipelined.
 
 The file (``~/.config/prism/host.json``, or ``PRISM_HOST_CONFIG``) is read
 by :func:`prism.targets.host.host_target`; nothing is timed during a
@@ -123,6 +125,8 @@ ROWS, COLUMNS, DEPTHS = 96, 128, (128, 256, 384, 512, 768)
 # slices 1.3-1.5x slower, where 16 and 128 rows ran as fast as at any depth (benchmarks/RESULTS.md, "The
 # pipelined copy's depth slows B's stream").
 PIPELINED_CHOICE, PIPELINED_DEPTHS = {"TM": 16, "TN": 512, "RM": 8, "RN": 32}, (32, 64, 128, 256, 512)
+# The pipelined copy against the copy in a phase of its own on a B the L3 holds (K x N, 4 MiB), at this depth.
+IN_CACHE_WEIGHTS, IN_CACHE_DEPTH = (1024, 1024), 128
 REPEATS, ROUNDS = 5, 5
 # The cache ladder (effective_l3): copies of 8 MiB (source and target) and up, each timed call moving at least
 # COPY_TIMED_BYTES; a footprint past the cache copies at under CACHE_RATE_FRACTION of the rate within it.
@@ -154,7 +158,8 @@ def calibrate(quick: bool = False, progress: Callable[[str], None] = lambda _: N
     rates = dataclasses.replace(rates, steps=steps, stream_gbps=round(decode_gbps(*weights, repeats), 1))
     square, decode = attention_factors(rates, quick, progress)
     rates = dataclasses.replace(rates, attention=square, decode_attention=decode)
-    return dataclasses.replace(rates, pipelined=pipelined_factors(weights, quick, progress))
+    return dataclasses.replace(rates, pipelined=pipelined_factors(weights, quick, progress),
+                               pipelined_in_cache=pipelined_in_cache(quick, progress))
 
 
 def _attention(batch: int, queries: int, keys: int, dim: int) -> str:
@@ -240,6 +245,20 @@ def pipelined_factors(weights: tuple[int, int], quick: bool, progress: Callable[
         runs = [compile_candidate(body, {**PIPELINED_CHOICE, "TK": tk}, lowering) for tk in depths]
         times = fastest_in_rounds(runs, 1 if quick else ROUNDS)
     return {str(tk): float(f"{seconds / min(times):.4g}") for tk, seconds in zip(depths, times, strict=True)}
+
+
+def pipelined_in_cache(quick: bool, progress: Callable[[str], None]) -> float:
+    """The pipelined copy's seconds over those of the copy in a phase of its own, on a product of
+    PIPELINED_CHOICE's rows by an IN_CACHE_WEIGHTS B, which stays in the L3 from call to call."""
+    progress("the pipelined copy against the copy in phase, on a B the L3 holds")
+    k, n = IN_CACHE_WEIGHTS
+    with make_context(), ir.Location.unknown():
+        module, body = _lifted(_product("direct", PIPELINED_CHOICE["TM"], n, k))
+        # Nothing copied in phase, then all of B.
+        runs = [compile_candidate(body, {**PIPELINED_CHOICE, "TK": IN_CACHE_DEPTH},
+                                  host_target().lowering(copy_in_phase_bytes=limit)) for limit in (0, k * n * 4)]
+        pipelined, in_phase = fastest_in_rounds(runs, 1 if quick else 2 * ROUNDS)
+    return float(f"{pipelined / in_phase:.4g}")
 
 
 def median_slope(xs: tuple[int, ...], ys: list[float]) -> float:
@@ -354,7 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     l3 = "as reported" if found.l3_bytes is None else f"{found.l3_bytes >> 20} MiB"
     print(f"{path}: f32 GEMM {found.gflops} GFLOP/s, DRAM copy {found.dram_gbps} GB/s, "
           f"cache copy {found.cache_gbps} GB/s, L3 {l3}, {len(found.steps)} micro-kernel shapes, "
-          f"decode {found.stream_gbps} GB/s, pipelined copy at {len(found.pipelined)} slice depths")
+          f"decode {found.stream_gbps} GB/s, pipelined copy at {len(found.pipelined)} slice depths "
+          f"and {found.pipelined_in_cache}x the copy in phase from the L3")
     return 0
 
 

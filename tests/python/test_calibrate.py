@@ -55,6 +55,7 @@ def test_calibrate_writes_a_file_the_host_target_reads(tmp_path: Path) -> None:
     assert saved["attention"] and all(re.fullmatch(r"\d+x\d+", key) for key in saved["attention"])
     assert saved["pipelined"] and all(key.isdigit() for key in saved["pipelined"])
     assert min(saved["pipelined"].values()) == 1.0  # each depth over the fastest
+    assert saved["pipelined_in_cache"] > 0
 
 
 def test_a_calibration_changes_the_cost_model_and_compiling_stays_deterministic(tmp_path: Path) -> None:
@@ -75,6 +76,8 @@ def test_a_broken_or_foreign_calibration_is_a_clean_error(tmp_path: Path) -> Non
              "calibration; rerun": write_config(tmp_path / "decode.json", decode_attention={"one by 64": 1.0}),
              "version-2 host calibration; rerun": write_config(tmp_path / "l3.json", l3_bytes=-1),
              "a version-2 host calibration": write_config(tmp_path / "l3-float.json", l3_bytes=1.5),
+             "a rate that is not positive": write_config(tmp_path / "in-cache.json", pipelined_in_cache=0),
+             "version-2 host calibration": write_config(tmp_path / "in-cache-text.json", pipelined_in_cache="fast"),
              "was measured on 'another CPU'": write_config(tmp_path / "other.json", machine="another CPU"),
              "cannot read the host calibration": tmp_path / "garbage.json"}
     (tmp_path / "garbage.json").write_text("{")
@@ -158,6 +161,7 @@ def test_a_core_family_stands_in_for_a_calibration(tmp_path: Path, describe_host
         assert target.rates == f"{core} defaults"
         assert target.flops["f32"] == pytest.approx(rates.gflops * target.cores * 1e9)
         assert dict(target.step_seconds) == rates.steps
+        assert target.pipelined_in_cache == rates.pipelined_in_cache
     assert describe_host(REFERENCE_HOST).rates == "configured defaults"
     with pytest.raises(TargetError, match="core is 'zen9', not one of 'zen4'"):
         Machine.read(describe(tmp_path / "zen9.json", core="zen9"))
@@ -244,6 +248,37 @@ def test_the_pipelined_copy_depth_follows_the_calibration(tmp_path: Path,
     # another plan or a slower one.
     _, slowed = pick({str(depth): 1.5})
     assert seconds < slowed <= 1.5 * seconds
+
+
+def test_the_calibration_decides_where_the_copy_of_b_is_pipelined(tmp_path: Path,
+                                                                  describe_host: Callable[..., Any]) -> None:
+    """Where the calibration timed the pipelined copy faster than the copy in a phase of its own on a B the L3
+    holds, the direct kernel pipelines the copy of a B of 256 KiB (two panel buffers per worker, and prefetches of
+    the B it will copy); timed slower, or not at all, it copies that B in a phase of its own."""
+    machine = json.loads(REFERENCE_HOST.read_text())
+
+    def lowered(in_cache: float | None) -> tuple[int, bool]:
+        measured = {} if in_cache is None else {"pipelined_in_cache": in_cache}
+        config = write_config(tmp_path / f"in-cache-{in_cache}.json", machine=machine["machine"],
+                              cores=machine["cores"], **measured)
+        target = describe_host(REFERENCE_HOST, config)
+        text = prism.compile(PIPELINED_PRODUCT, target="host", pipeline="prism-lower-cpu{threads=2}").mlir
+        return target.copy_in_phase_bytes, "prefetch" in text
+
+    quarter = machine["l3_bytes"] // 4
+    assert lowered(0.8) == (0, True)
+    assert lowered(1.2) == (quarter, False)
+    assert lowered(None) == (quarter, False)
+
+
+PIPELINED_PRODUCT = """func.func @mm(%a: tensor<16x256xf32>, %b: tensor<256x256xf32>) -> tensor<16x256xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x256xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<16x256xf32>) -> tensor<16x256xf32>
+  %r = linalg.matmul {prism.roles = ["m", "n", "k"], prism.choice = {TM = 16, TN = 128, TK = 64, RM = 8, RN = 16}}
+         ins(%a, %b : tensor<16x256xf32>, tensor<256x256xf32>) outs(%init : tensor<16x256xf32>) -> tensor<16x256xf32>
+  return %r : tensor<16x256xf32>
+}"""
 
 
 def test_decode_attention_factors_apply_at_decode_alone(tmp_path: Path, describe_host: Callable[..., Any]) -> None:

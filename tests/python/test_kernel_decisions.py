@@ -145,7 +145,7 @@ def test_the_copy_of_b_is_pipelined_past_a_quarter_of_the_l3(b_mib: int | None, 
     """A task's copy of B into panels runs inside its micro-tiles where B is larger than a quarter of the L3 (a
     B of half of it comes in at the L3's latency, which a copy in a phase of its own waits on) or of unknown size;
     never with a batch, panels kept across row blocks, or panels not copied."""
-    l3 = 128 << 20
+    l3 = host_gemm.copy_in_phase_bytes(128 << 20, None)
     b_bytes = None if b_mib is None else b_mib << 20
     assert bool(host_gemm.pipelines_copy(True, False, False, b_bytes, l3)) is expected
     assert not host_gemm.pipelines_copy(True, False, True, b_bytes, l3)
@@ -153,3 +153,15 @@ def test_the_copy_of_b_is_pipelined_past_a_quarter_of_the_l3(b_mib: int | None, 
     assert not host_gemm.pipelines_copy(False, False, False, b_bytes, l3)
     many = host_gemm.pipelines_copy(np.asarray([True, False]), np.asarray([False, False]), False, b_bytes, l3)
     assert many.tolist() == [expected, False]
+
+
+@pytest.mark.parametrize(("in_cache", "expected"), [(None, 32 << 20), (1.2, 32 << 20), (0.96, 32 << 20), (0.9, 0)])
+def test_a_machine_whose_pipelined_copy_wins_from_the_l3_pipelines_every_copy(in_cache: float | None,
+                                                                              expected: int) -> None:
+    """The copy of B runs in a phase of its own up to a quarter of the L3, unless the machine measured the
+    pipelined copy faster by PIPELINED_IN_CACHE_WIN on a B the L3 holds: then every copy is pipelined, down to
+    a B of a few KiB."""
+    limit = host_gemm.copy_in_phase_bytes(128 << 20, in_cache)
+    assert limit == expected
+    assert bool(host_gemm.pipelines_copy(True, False, False, 16 << 10, limit)) is (expected == 0)
+    assert not host_gemm.pipelines_copy(True, False, True, 16 << 10, limit)

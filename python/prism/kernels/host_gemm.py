@@ -21,8 +21,11 @@ REUSED_PANEL_BYTES = 4 << 20
 # micro-tile after micro-tile: memory sees one stream per row of B in the slice (two per row in a dual GEMM),
 # and the core's prefetchers follow up to this many (benchmarks/RESULTS.md, "Eight-row products from DRAM").
 PREFETCH_STREAMS = 16
-# The copy of B into panels runs in a phase of its own only where B fits this share of the L3 (pipelines_copy).
+# The copy of B into panels runs in a phase of its own only where B fits this share of the L3 (pipelines_copy),
+# and only on a machine whose pipelined copy, on a B the L3 holds, did not run faster than this share of the time
+# of the copy in phase (copy_in_phase_bytes).
 COPY_IN_PHASE_L3_SHARE = 4
+PIPELINED_IN_CACHE_WIN = 0.95
 # Products of at most this many rows of C, in one row panel, read B as such streams: each byte of B feeds few
 # FMAs, so where B comes from DRAM the kernel's loads wait on it (the same entry).
 STREAMING_ROWS = 8
@@ -85,16 +88,32 @@ def stays_in_cache(size: Extent, l3_bytes: int) -> Extent:
     return size <= l3_bytes / 2
 
 
-def pipelines_copy(copies: Extent, reuses: Extent, batch: bool, b_bytes: int | None, l3_bytes: int) -> Extent:
+def copy_in_phase_bytes(l3_bytes: int, pipelined_in_cache: float | None) -> int:
+    """The largest B whose copy into panels runs in a phase of its own (:func:`pipelines_copy`):
+    1/COPY_IN_PHASE_L3_SHARE of the L3; none where the pipelined copy, on a B the L3 holds, ran in under
+    PIPELINED_IN_CACHE_WIN of the time of the copy in phase (``pipelined_in_cache``, that ratio as the machine's
+    calibration or its family's recorded rates have it; None where it was never measured).
+
+    Where B stays close in the L3 between calls, the copy in a phase of its
+    own was cheaper than the pipelined copy's bookkeeping on a Zen 5 (4 MiB:
+    benchmarks/RESULTS.md, "Host code against every baseline", fifth pass),
+    and dearer on an Intel Xeon, whose cores wait on the L3 (16 x 1024 x
+    1024 and 32 x 2048 x 2048 ran 1.1-1.3x faster pipelined: "The pipelined
+    copy from the L3").
+    """
+    if pipelined_in_cache is not None and pipelined_in_cache < PIPELINED_IN_CACHE_WIN:
+        return 0
+    return l3_bytes // COPY_IN_PHASE_L3_SHARE
+
+
+def pipelines_copy(copies: Extent, reuses: Extent, batch: bool, b_bytes: int | None, in_phase_bytes: int) -> Extent:
     """Whether the copy of B into panels runs inside the micro-tiles of each K slice, prefetching the next one:
-    where B does not fit 1/COPY_IN_PHASE_L3_SHARE of the L3 (or its size is unknown) and each task copies its own
-    panels of a product without a batch. Where B stays close in the L3 between calls, the copy in a phase of its
-    own is cheaper than the pipelined copy's bookkeeping (4 MiB: benchmarks/RESULTS.md, "Host code against every
-    baseline", fifth pass); a B of half the L3 comes in at its latency, which the copy in a phase of its own
-    waits on (64 MiB of an L3 of 128: 16 and 128 rows ran 1.05-1.25x and 1.00-1.08x faster pipelined: "Deep K
-    slices for the square GEMMs"; and "Measurements behind rules in the code": the pipelined copy where B streams
-    from memory)."""
-    if batch or (b_bytes is not None and b_bytes <= l3_bytes / COPY_IN_PHASE_L3_SHARE):
+    where B is larger than ``in_phase_bytes`` (:func:`copy_in_phase_bytes`; or of unknown size) and each task
+    copies its own panels of a product without a batch. A B of half the L3 comes in at its latency, which the
+    copy in a phase of its own waits on (64 MiB of an L3 of 128: 16 and 128 rows ran 1.05-1.25x and 1.00-1.08x
+    faster pipelined: benchmarks/RESULTS.md, "Deep K slices for the square GEMMs"; and "Measurements behind rules
+    in the code": the pipelined copy where B streams from memory)."""
+    if batch or (b_bytes is not None and b_bytes <= in_phase_bytes):
         return _never(copies)
     pipelined = np.logical_and(copies, np.logical_not(reuses))
     return pipelined if np.ndim(pipelined) else bool(pipelined)

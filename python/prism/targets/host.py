@@ -72,6 +72,8 @@ class HostTarget:
     amx: bool = False  # AMX tiles with bf16 products (prism.codegen.cpu.kernel_amx)
     # The pipelined copy's measured time over that of its fastest slice depth, per TK ("128")
     pipelined_factors: Mapping[str, float] = field(default_factory=dict)
+    # The pipelined copy's measured time over the copy in a phase of its own, on a B the L3 holds (None: not measured)
+    pipelined_in_cache: float | None = None
 
     artifact = "llvm"
     runs_here = True
@@ -85,9 +87,17 @@ class HostTarget:
         """Full-width vector FMAs one core issues per cycle (1 for 512-bit vectors on two 256-bit pipes)."""
         return self.fma_pipes * self.fma_bits / self.vector_bits
 
-    def lowering(self) -> str:
-        """prism-lower-cpu on every core."""
-        return f"prism-lower-cpu{{threads={self.cores}}}"
+    @property
+    def copy_in_phase_bytes(self) -> int:
+        """The largest B that the direct kernel copies into panels in a phase of its own, not pipelined
+        (:func:`prism.kernels.host_gemm.copy_in_phase_bytes`)."""
+        return host_gemm.copy_in_phase_bytes(self.l3_bytes, self.pipelined_in_cache)
+
+    def lowering(self, copy_in_phase_bytes: int | None = None) -> str:
+        """prism-lower-cpu on every core; with the largest B copied into panels in a phase of its own where
+        ``copy_in_phase_bytes`` is given (else the pass takes :attr:`copy_in_phase_bytes`)."""
+        option = "" if copy_in_phase_bytes is None else f" copy_in_phase_bytes={copy_in_phase_bytes}"
+        return f"prism-lower-cpu{{threads={self.cores}{option}}}"
 
     def space(self, op: Problem) -> Space | None:
         """Cache tiles (TM, TN, TK) and register block (RM, RN) (:mod:`.host_space`); for another family, its
@@ -280,6 +290,7 @@ def target_for(machine: Machine, rates: Calibration, source: str = "calibrated")
         attention_factors={} if "PRISM_HOST_GFLOPS" in os.environ else rates.attention,
         decode_attention_factors={} if "PRISM_HOST_GFLOPS" in os.environ else rates.decode_attention,
         pipelined_factors={} if "PRISM_HOST_GBPS" in os.environ else rates.pipelined,
+        pipelined_in_cache=None if "PRISM_HOST_GBPS" in os.environ else rates.pipelined_in_cache,
         rates=source,
         stream_bytes_per_s=None if rates.stream_gbps is None or "PRISM_HOST_GBPS" in os.environ
         else rates.stream_gbps * 1e9 * BANDWIDTH_MARGIN,

@@ -73,6 +73,8 @@ class Calibration:
     pipelined: dict[str, float] = field(default_factory=dict)
     # The L3 the cores measurably get, where less than the machine reports (prism.calibrate.effective_l3)
     l3_bytes: int | None = None
+    # The pipelined copy's seconds over those of the copy in a phase of its own, on a B the L3 holds
+    pipelined_in_cache: float | None = None
 
     @staticmethod
     def read(path: Path, machine: Machine) -> Calibration | None:
@@ -89,13 +91,14 @@ class Calibration:
                 not isinstance(data.get(key), numbers if kind is float else kind) for key, kind in fields.items()) \
                 or not _valid_steps(data.get("steps", {})) \
                 or not isinstance(data.get("stream_gbps", 1.0), numbers) \
+                or not isinstance(data.get("pipelined_in_cache", 1.0), numbers) \
                 or not _positive_int(data.get("l3_bytes", 1)) \
                 or not _valid_blocks(data.get("attention", {})) \
                 or not _valid_blocks(data.get("decode_attention", {})) \
                 or not _valid_depths(data.get("pipelined", {})):
             raise TargetError(f"not a version-{CONFIG_VERSION} host calibration; rerun "
                               "'python -m prism.calibrate'", location=str(path))
-        stream = data.get("stream_gbps")
+        stream, in_cache = data.get("stream_gbps"), data.get("pipelined_in_cache")
         found = Calibration(**{key: kind(data[key]) for key, kind in fields.items()},
                             steps={key: float(value) for key, value in data.get("steps", {}).items()},
                             stream_gbps=None if stream is None else float(stream),
@@ -103,10 +106,11 @@ class Calibration:
                             decode_attention={key: float(value)
                                               for key, value in data.get("decode_attention", {}).items()},
                             pipelined={key: float(value) for key, value in data.get("pipelined", {}).items()},
-                            l3_bytes=data.get("l3_bytes"))
+                            l3_bytes=data.get("l3_bytes"),
+                            pipelined_in_cache=None if in_cache is None else float(in_cache))
         rates = (found.gflops, found.dram_gbps, found.cache_gbps, *found.steps.values(), *found.attention.values(),
                  *found.decode_attention.values(), *found.pipelined.values(),
-                 *([] if stream is None else [found.stream_gbps]))
+                 *(value for value in (found.stream_gbps, found.pipelined_in_cache) if value is not None))
         if min(rates) <= 0 or found.cores < 1:
             raise TargetError("the host calibration holds a rate that is not positive", location=str(path))
         if (found.machine, found.cores) != (machine.machine, machine.cores):
@@ -162,6 +166,7 @@ class FamilyRates:
     attention: dict[str, float] = field(default_factory=dict)
     decode_attention: dict[str, float] = field(default_factory=dict)
     pipelined: dict[str, float] = field(default_factory=dict)
+    pipelined_in_cache: float | None = None
 
     def over(self, configured: Calibration) -> Calibration:
         """``configured`` (a machine's configured defaults) with these rates where they were recorded."""
@@ -171,13 +176,15 @@ class FamilyRates:
             dram_gbps=configured.dram_gbps if self.dram_gbps is None else self.dram_gbps * n,
             cache_gbps=configured.cache_gbps if self.cache_gbps is None else self.cache_gbps * n,
             stream_gbps=None if self.stream_gbps is None else self.stream_gbps * n, attention=dict(self.attention),
-            decode_attention=dict(self.decode_attention), pipelined=dict(self.pipelined))
+            decode_attention=dict(self.decode_attention), pipelined=dict(self.pipelined),
+            pipelined_in_cache=self.pipelined_in_cache)
 
 
 # Per core, the rates recorded for each core family (CORE_FAMILIES of prism.targets.host_machine): numpy's f32
 # GEMM at n = 2048 as prism.calibrate times it, the copy bandwidths and the micro-kernels' steps, from
 # benchmarks/RESULTS.md, "The host calibrated" (where its sources are given), the Zen 5's from "Every
-# baseline on a calibrated 2-core Zen 5", and the Intel AVX-512 cores' from "A 2-core Intel Xeon with AMX".
+# baseline on a calibrated 2-core Zen 5", and the Intel AVX-512 cores' from "A 2-core Intel Xeon with AMX"; the
+# pipelined copy from the L3 (pipelined_in_cache) from "The pipelined copy from the L3".
 FAMILY_RATES: dict[str, FamilyRates] = {
     "zen4": FamilyRates(
         gflops=102.7, dram_gbps=27.6, cache_gbps=45.9, stream_gbps=33.35,
@@ -214,7 +221,7 @@ FAMILY_RATES: dict[str, FamilyRates] = {
                    "3x16": 0.3748, "3x32": 0.5354, "3x64": 0.488, "4x16": 0.4058, "4x32": 0.5599, "4x64": 0.4927,
                    "6x16": 0.4496, "6x32": 0.4923, "6x64": 0.4935, "8x16": 0.5005, "8x32": 0.4732},
         decode_attention={"1x16": 0.2017, "1x32": 0.2133, "1x64": 0.2023},
-        pipelined={"32": 1.084, "64": 1.063, "128": 1.0, "256": 1.019, "512": 1.024}),
+        pipelined={"32": 1.084, "64": 1.063, "128": 1.0, "256": 1.019, "512": 1.024}, pipelined_in_cache=1.21),
     "intel-avx512": FamilyRates(
         gflops=179.9, dram_gbps=24.05, cache_gbps=16.35, stream_gbps=24.3,
         steps={"direct 1x16": 4.827e-10, "direct 1x32": 9.51e-10, "direct 1x64": 1.289e-09, "direct 2x16": 1.117e-09,
@@ -231,6 +238,6 @@ FAMILY_RATES: dict[str, FamilyRates] = {
                    "3x16": 0.6389, "3x32": 0.8684, "3x64": 1.05, "4x16": 0.707, "4x32": 1.009, "4x64": 1.014,
                    "6x16": 0.8418, "6x32": 1.008, "6x64": 0.9742, "8x16": 1.01, "8x32": 0.9822},
         decode_attention={"1x16": 0.5994, "1x32": 0.557, "1x64": 0.5053},
-        pipelined={"32": 1.077, "64": 1.042, "128": 1.0, "256": 1.013, "512": 1.107}),
+        pipelined={"32": 1.077, "64": 1.042, "128": 1.0, "256": 1.013, "512": 1.107}, pipelined_in_cache=0.91),
     "avx2": FamilyRates(gflops=66.1),
 }

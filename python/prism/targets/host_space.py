@@ -65,12 +65,13 @@ def tiles_fit(rows: int, row_bytes: int, tiles_m: int, tiles_n: int) -> bool:
 
 def pipelines_few_rows(op: Contraction, target: HostTarget) -> bool:
     """Whether the direct kernel copies B for a static M of a few rows (2 to MANY_ROWS) in a pipelined copy
-    (:func:`prism.kernels.host_gemm.pipelines_copy`: no batch, B beyond a share of the L3), wherever its register
-    block leaves several row panels."""
+    (:func:`prism.kernels.host_gemm.pipelines_copy`: no batch, B beyond what the target copies in a phase of its
+    own), wherever its register block leaves several row panels."""
     m, n, k = op.extent("m"), op.extent("n"), op.extent("k")
     if not direct_kernel(op) or m is None or not 1 < m <= MANY_ROWS or n is None or k is None:
         return False
-    return host_gemm.pipelines_copy(True, False, "batch" in op.roles, k * n * op.elem_bytes[1], target.l3_bytes)
+    return host_gemm.pipelines_copy(True, False, "batch" in op.roles, k * n * op.elem_bytes[1],
+                                    target.copy_in_phase_bytes)
 
 
 def pipelined_slice_constraint(op: Contraction, target: HostTarget) -> str:

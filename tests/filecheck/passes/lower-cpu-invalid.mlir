@@ -1,5 +1,6 @@
 // RUN: not prism-opt %s --split-input-file -p prism-lower-cpu 2>&1 | filecheck %s
 // RUN: not prism-opt %s -p 'prism-lower-cpu{threads=-1}' 2>&1 | filecheck %s --check-prefix=THREADS
+// RUN: not prism-opt %s -p 'prism-lower-cpu{copy_in_phase_bytes=-2}' 2>&1 | filecheck %s --check-prefix=IN-PHASE
 
 // A choice whose values are not integers is rejected at the op.
 // CHECK: lower-cpu-invalid.mlir:[[# @LINE + 2]]:8: error:
@@ -10,6 +11,7 @@ func.func @gemm(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>, %c: tensor<8x8xf32>) -
 }
 
 // THREADS: error: prism-lower-cpu: option 'threads' must be in [0, 1024], got -1
+// IN-PHASE: error: prism-lower-cpu: option 'copy_in_phase_bytes' must be in [-1, {{[0-9]+}}], got -2
 
 // -----
 

@@ -100,12 +100,15 @@ from prism.targets.host import host_target
 class CpuLowering(Lowering):
     """One lowering of one module for the host, on ``threads`` worker threads, as named stages."""
 
-    def __init__(self, threads: int, ctx: PassContext, vector_bits: int = 256):
+    def __init__(self, threads: int, ctx: PassContext, vector_bits: int = 256, copy_in_phase_bytes: int | None = None):
         if threads < 1:
             raise PipelineError(f"threads must be at least 1, got {threads}")
         self.threads = threads
         self.ctx = ctx
         self.lanes = max(vector_bits // 32, 1)  # f32 lanes of one vector register
+        # The largest B the direct kernel copies into panels in a phase of its own (None: the host target's)
+        self.copy_in_phase_bytes = host_target().copy_in_phase_bytes if copy_in_phase_bytes is None \
+            else copy_in_phase_bytes
         # Per function, the rules among its arguments' sizes that its ops assume (:mod:`prism.codegen.shapes`):
         # derived from the program as cpu-tile receives it, put on the functions as they become LLVM.
         self.shape_rules: dict[str, ir.Attribute] = {}
@@ -157,7 +160,7 @@ class CpuLowering(Lowering):
             if self._amx(gemm, bf16_kernels) or self._bf16_dot(gemm, bf16_kernels):
                 continue
             self.ctx.progress(f"cpu-tile: {gemm.op.name} at {gemm.op.location}: {gemm.schedule}")
-            plan = kernel_plan(gemm, KERNEL_NAME, self.lanes, self.threads, host_target().l3_bytes)
+            plan = kernel_plan(gemm, KERNEL_NAME, self.lanes, self.threads, self.copy_in_phase_bytes)
             if plan is None:
                 _to_transform_path(gemm, transform_path)
             else:
@@ -380,21 +383,25 @@ def _by_function(module: ir.Module, kernels: list[Kernel]) -> list[dict]:
             for name in names if (mine := [k for k in kernels if k.function == name])]
 
 
-def kernel_report(module: ir.Module, threads: int, vector_bits: int = 256) -> list[dict]:
+def kernel_report(module: ir.Module, threads: int, vector_bits: int = 256, copy_in_phase_bytes: int | None = None
+                  ) -> list[dict]:
     """The report's ``kernels`` for ``module``: what cpu-tile makes of a copy of it (``module`` is unchanged)."""
     ctx = PassContext()
     with module.context, ir.Location.unknown():
         copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
-        CpuLowering(threads, ctx, vector_bits).tile(copy)
+        CpuLowering(threads, ctx, vector_bits, copy_in_phase_bytes).tile(copy)
     return ctx.report["kernels"]
 
 
-def lower(module: ir.Module, ctx: PassContext, threads: int, vector_bits: int = 256) -> None:
+def lower(module: ir.Module, ctx: PassContext, threads: int, vector_bits: int = 256,
+          copy_in_phase_bytes: int | None = None) -> None:
     """Lower ``module`` in place to the LLVM dialect, ready for :func:`prism.runtime.cpu.jit`.
 
-    ``vector_bits`` is the width of the host's vector registers (256 with AVX2, 512 with AVX-512).
+    ``vector_bits`` is the width of the host's vector registers (256 with AVX2, 512 with AVX-512);
+    ``copy_in_phase_bytes`` the largest B that the GEMM kernel copies into panels in a phase of its own (None:
+    the host target's, :attr:`prism.targets.host.HostTarget.copy_in_phase_bytes`).
     """
-    run_stages(CpuLowering(threads, ctx, vector_bits).stages(), module, ctx)
+    run_stages(CpuLowering(threads, ctx, vector_bits, copy_in_phase_bytes).stages(), module, ctx)
 
 
 STAGE_NAMES = CpuLowering.stage_names()

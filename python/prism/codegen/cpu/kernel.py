@@ -16,13 +16,14 @@ A contraction ``C[b, m, n] (+)= sum_k A[b, m, k] * B[b, k, n]`` over f32
    block by column block and keeps the panels of every K slice,
    ``[K/TK][TN/RN][TK][RN]``, copying them only when its column block changes,
    so B is copied about once rather than once per row block (as the transform
-   path packs B once for all blocks). Where B exceeds its share of the L3
-   (:func:`prism.kernels.host_gemm.pipelines_copy`), without a batch and with
-   panels not kept, the copy is ``pipelined``: the micro-tiles of each K slice
-   copy the next slice (or the worker's next task's first) into a second
-   buffer, the rows of a few panels every 8 k steps, prefetching what they
-   will copy 4 KiB ahead, so that B streams while the micro-kernel computes
-   rather than in a phase of its own.
+   path packs B once for all blocks). Where B exceeds what the machine copies
+   in a phase of its own (a share of the L3, or nothing where its pipelined
+   copy won even from the L3: :func:`prism.kernels.host_gemm.pipelines_copy`),
+   without a batch and with panels not kept, the copy is ``pipelined``: the
+   micro-tiles of each K slice copy the next slice (or the worker's next
+   task's first) into a second buffer, the rows of a few panels every 8 k
+   steps, prefetching what they will copy 4 KiB ahead, so that B streams
+   while the micro-kernel computes rather than in a phase of its own.
    With ``PACK = 0`` the micro-kernel reads B where it is, row by row: right
    when a task has a single row panel (small M, decode), where each element of
    B is read once and copying it would only add traffic; each micro-tile then

@@ -327,13 +327,14 @@ def starts_at_zero(op: ir.Operation) -> bool:
     return filled_constant(op.operands[len(op.operands) - 1]) == 0.0
 
 
-def kernel_plan(c: CpuGemm, name: str, lanes: int, workers: int, l3_bytes: int) -> KernelPlan | None:
+def kernel_plan(c: CpuGemm, name: str, lanes: int, workers: int, copy_in_phase_bytes: int) -> KernelPlan | None:
     """The direct kernel (see :mod:`.kernel`) for ``c``, or None when it takes the transform path.
 
     The kernel covers f32 contractions laid out as ``A[b, m, k]``,
     ``B[b, k, n]`` and ``C[b, m, n]`` (batch optional): the layout of
     ``linalg.matmul``, ``linalg.batch_matmul`` and the row-major products
-    that prism-explore writes. Its decisions are :mod:`prism.kernels.host_gemm`'s.
+    that prism-explore writes. Its decisions are :mod:`prism.kernels.host_gemm`'s; B's copy into panels runs
+    in a phase of its own up to ``copy_in_phase_bytes`` of B (:func:`~prism.kernels.host_gemm.pipelines_copy`).
     """
     types = [ir.RankedTensorType(v.type) for v in c.op.operands]
     f32 = len(types) == 3 and all(str(t.element_type) == "f32" for t in types)
@@ -347,7 +348,7 @@ def kernel_plan(c: CpuGemm, name: str, lanes: int, workers: int, l3_bytes: int) 
     tm, tn, rm, rn, split_k, pack, reuse = (tiles.tm, tiles.tn, tiles.rm, tiles.rn, tiles.split_k, tiles.pack,
                                              tiles.reuse)
     b_bytes = 4 * k * n if k is not None and n is not None else None
-    pipelined = host_gemm.pipelines_copy(pack, reuse, batch, b_bytes, l3_bytes)
+    pipelined = host_gemm.pipelines_copy(pack, reuse, batch, b_bytes, copy_in_phase_bytes)
     return KernelPlan(name=name, batch=batch, a_type=str(types[0]), b_type=str(types[1]), c_type=str(types[2]),
                       zero_init=starts_at_zero(c.op), tm=tm, tn=tn, tk=max(ch.TK, 1), rm=rm, rn=rn, lanes=lanes,
                       pack=pack, workers=workers, split_k=split_k, reuse_panels=reuse, pipelined=pipelined)
