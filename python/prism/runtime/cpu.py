@@ -239,6 +239,7 @@ class JitFunction:
         # raw_lookup yields the packed wrapper: void f(void **args), args[i] -> i-th C argument.
         self._entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
         self._frame = _Frame(signature)
+        self._local = threading.local()  # each thread's words (see _Frame), written by each of its calls
 
     def _check(self, args: tuple[Any, ...]) -> list[np.ndarray | Any]:
         sig = self.signature
@@ -288,19 +289,37 @@ class JitFunction:
         """
         checked = self._check(args)
         self.check_rules(checked)
-        words, inputs = self._frame.fill(checked)  # the words stay alive until the call returns
+        words = getattr(self._local, "words", None)
+        if words is None:
+            words = self._local.words = self._frame.words()
+        inputs = self._frame.fill(words, checked)
         if self._checks is None:
-            self._entry(words.ctypes.data)
-        elif (first := run_checks.run_checked(self._entry, words.ctypes.data)) is not None:
-            self._free_results(words, inputs)
+            self._entry(words.address)
+        elif (first := run_checks.run_checked(self._entry, words.address)) is not None:
+            self._free_results(words.array, inputs)
             message, location = self._checks[first]
             raise AssertionFailed(message, location=location)
         if not self.signature.results:
             return None
-        blocks: dict[int, _Block] = {}
-        arrays = tuple(self._take(self._frame.result(words, i), spec, inputs, blocks)
-                       for i, spec in enumerate(self.signature.results))
+        arrays = self._results(words.array, inputs)
         return arrays[0] if len(arrays) == 1 else arrays
+
+    def _results(self, words: np.ndarray, inputs: set[int]) -> tuple[np.ndarray, ...]:
+        """The call's results as numpy arrays (see :meth:`_take`): where each has a buffer of its own, a
+        static shape and C order, each array views its buffer through a :func:`_owned_buffer` (the quicker way)."""
+        frame, specs = self._frame, self.signature.results
+        descriptors = [frame.result(words, i) for i in range(len(specs))]
+        pointers = {desc[0] for desc in descriptors}
+        if len(pointers) < len(specs) or 0 in pointers or not pointers.isdisjoint(inputs):
+            blocks: dict[int, _Block] = {}
+            return tuple(self._take(desc, spec, inputs, blocks) for desc, spec in zip(descriptors, specs, strict=True))
+        arrays = []
+        for desc, spec, plan in zip(descriptors, specs, frame.static_results, strict=True):
+            if plan is not None and desc[3:] == plan.sizes_and_strides:
+                arrays.append(_owned_array(desc, spec, plan))
+            else:
+                arrays.append(self._take(desc, spec, inputs, {}))
+        return tuple(arrays)
 
     def _free_results(self, words: np.ndarray, inputs: set[int]) -> None:
         """Free the buffers of the call's results (each once; never an input's) without returning them."""
@@ -335,6 +354,24 @@ class JitFunction:
         return view if owned else view.copy()
 
 
+@dataclass(frozen=True)
+class _StaticResult:
+    """What a result of a static shape takes to be viewed by an array: its shape, its descriptor's sizes and
+    strides when it is C-contiguous, and its bytes."""
+
+    shape: tuple[int, ...]
+    sizes_and_strides: list[int]
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class _Words:
+    """One thread's words for calls of one function (see :class:`_Frame`), and the address of their first."""
+
+    array: np.ndarray
+    address: int
+
+
 class _Frame:
     """The words one call passes to a function's packed C entry point, laid out once per function.
 
@@ -344,10 +381,11 @@ class _Frame:
     each argument's memref descriptor ``{allocated, aligned, offset,
     sizes[r], strides[r]}``, and the results' descriptors, which the callee
     fills. Static sizes and strides are written once, in a template that each
-    call copies; a call then writes the addresses and the dynamic extents.
-    A call writes one frame rather than building ctypes structures per
-    argument (benchmarks/RESULTS.md, "Measurements behind rules in the
-    code": the call frame).
+    thread copies once (:meth:`words`); each call then writes the arguments'
+    addresses and dynamic extents into its thread's copy. A call writes one
+    frame rather than building ctypes structures per argument
+    (benchmarks/RESULTS.md, "Measurements behind rules in the code": the call
+    frame).
     """
 
     def __init__(self, signature: Signature):
@@ -390,43 +428,70 @@ class _Frame:
         self.relative_words = np.array(relative, dtype=np.int64)
         self.first = first
         self.static = [spec.shape is not None and None not in spec.shape for spec in self.specs]
+        self.static_shapes = [tuple(spec.shape) if static else None for spec, static in zip(self.specs, self.static,
+                                                                                          strict=True)]
+        # The arrays' positions, descriptors and whether their shapes are static; the scalars' positions
+        self.array_words = [(k, at, static) for k, (at, static) in enumerate(zip(self.descriptors, self.static,
+                                                                                 strict=True)) if at is not None]
+        self.scalar_slots = [(k, self.slots + self.first + k) for k, at in enumerate(self.descriptors) if at is None]
+        self.static_results = [
+            _StaticResult(tuple(r.shape), [*r.shape, *_contiguous_strides(r.shape)],
+                          int(np.prod(r.shape, dtype=np.int64)) * r.dtype.itemsize)
+            if r.shape is not None and None not in r.shape and all(r.shape) else None for r in signature.results]
 
     def accepts(self, args: tuple[Any, ...]) -> bool:
         """Whether ``args`` are arrays as the function takes them (dtype, shape, C order), to pass as they are."""
-        for arg, spec in zip(args, self.specs, strict=True):
+        for arg, spec, shape in zip(args, self.specs, self.static_shapes, strict=True):
             if type(arg) is not np.ndarray or spec.shape is None or arg.dtype != spec.dtype:
                 return False
-            if not arg.flags.c_contiguous or len(arg.shape) != len(spec.shape):
+            if not arg.flags.c_contiguous:
                 return False
-            if any(want is not None and want != got for want, got in zip(spec.shape, arg.shape, strict=True)):
+            if shape is not None:
+                if arg.shape != shape:
+                    return False
+            elif len(arg.shape) != len(spec.shape) or any(
+                    want is not None and want != got for want, got in zip(spec.shape, arg.shape, strict=True)):
                 return False
         return True
 
-    def fill(self, checked: list[np.ndarray | Any]) -> tuple[np.ndarray, set[int]]:
-        """The words of a call on ``checked`` arguments (arrays and ctypes scalars, as JitFunction checks them),
-        and the addresses of the arrays' data."""
+    def words(self) -> _Words:
+        """A copy of the template, its addresses made absolute: the words of one thread's calls."""
         words = self.template.copy()
-        pointers = set()
         base = words.ctypes.data
         words[self.relative_words] += base
-        for k, (value, at) in enumerate(zip(checked, self.descriptors, strict=True)):
-            if at is None:  # a scalar: its bytes in its slot, which the packed list points at
-                slot = self.slots + self.first + k
-                ctypes.memmove(base + 8 * slot, ctypes.addressof(value), ctypes.sizeof(value))
-                continue
-            pointer = value.ctypes.data
+        return _Words(words, base)
+
+    def fill(self, words: _Words, checked: list[np.ndarray | Any]) -> set[int]:
+        """Write a call on ``checked`` arguments (arrays and ctypes scalars, as JitFunction checks them) into
+        ``words``; returns the addresses of the arrays' data."""
+        array, pointers = words.array, set()
+        for k, slot in self.scalar_slots:  # a scalar: its bytes in its slot, which the packed list points at
+            value = checked[k]
+            ctypes.memmove(words.address + 8 * slot, ctypes.addressof(value), ctypes.sizeof(value))
+        for k, at, static in self.array_words:
+            value = checked[k]
+            pointer = _data_address(value)
             pointers.add(pointer)
-            words[at] = words[at + 1] = pointer
-            if not self.static[k]:
+            array[at] = array[at + 1] = pointer
+            if not static:
                 rank = value.ndim
-                words[at + 3:at + 3 + rank] = value.shape
-                words[at + 3 + rank:at + 3 + 2 * rank] = [n // value.itemsize for n in value.strides]
-        return words, pointers
+                array[at + 3:at + 3 + rank] = value.shape
+                array[at + 3 + rank:at + 3 + 2 * rank] = [n // value.itemsize for n in value.strides]
+        return pointers
 
     def result(self, words: np.ndarray, index: int) -> list[int]:
         """The words of result ``index``'s descriptor after the call."""
         at = self.results[index]
         return words[at:at + 3 + 2 * self.result_ranks[index]].tolist()
+
+
+def _data_address(array: np.ndarray) -> int:
+    """The address of ``array``'s first element: through the buffer protocol where the array exports a writable
+    one (a third of the time of ``array.ctypes``), else through ``array.ctypes``."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(array))
+    except (TypeError, ValueError, BufferError):  # read-only, empty, or of a type the protocol does not spell
+        return array.ctypes.data
 
 
 def _contiguous_strides(shape: tuple[int, ...]) -> list[int]:
@@ -448,6 +513,29 @@ class _Block:
 
     def __del__(self) -> None:
         _libc.free(self.pointer)
+
+
+def _owned_array(desc: list[int], spec: TensorSpec, plan: _StaticResult) -> np.ndarray:
+    """The array of a result of a static shape in C order (its descriptor's words ``desc``) that has a buffer of
+    its own: a view of the buffer, which is freed with the last array viewing it."""
+    owner = _owned_buffer(plan.nbytes).from_address(desc[1] + desc[2] * spec.dtype.itemsize)
+    owner.allocated = desc[0]
+    return np.frombuffer(owner, dtype=spec.dtype).reshape(plan.shape)
+
+
+@functools.lru_cache(maxsize=256)
+def _owned_buffer(nbytes: int) -> type:
+    """A ctypes array type of ``nbytes`` bytes whose instances, made over a result's data, free the result's
+    allocation (their ``allocated`` address) when the last array viewing them goes: three times quicker than
+    building an array interface for each result."""
+
+    class OwnedBuffer(ctypes.c_char * nbytes):  # type: ignore[misc]
+        allocated = 0  # until the result's address is given
+
+        def __del__(self) -> None:
+            _libc.free(self.allocated)
+
+    return OwnedBuffer
 
 
 class _View:
