@@ -399,7 +399,7 @@ def lower(module: ir.Module, ctx: PassContext, threads: int, vector_bits: int = 
 
     ``vector_bits`` is the width of the host's vector registers (256 with AVX2, 512 with AVX-512);
     ``copy_in_phase_bytes`` the largest B that the GEMM kernel copies into panels in a phase of its own (None:
-    the host target's, :attr:`prism.targets.host.HostTarget.copy_in_phase_bytes`).
+    the host target's).
     """
     run_stages(CpuLowering(threads, ctx, vector_bits, copy_in_phase_bytes).stages(), module, ctx)
 
