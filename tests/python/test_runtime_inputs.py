@@ -140,3 +140,28 @@ def test_ml_dtypes_is_imported_by_the_first_bf16_value_only() -> None:
               "assert 'ml_dtypes' in sys.modules and spec.dtype.name == 'bfloat16'\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+MATRIX_SCALE = """func.func @scale(%x: tensor<300x200xf32>, %y: tensor<300x200xf32>) -> tensor<300x200xf32> {
+  %e = tensor.empty() : tensor<300x200xf32>
+  %r = linalg.mul ins(%x, %y : tensor<300x200xf32>, tensor<300x200xf32>) outs(%e : tensor<300x200xf32>)
+         -> tensor<300x200xf32>
+  return %r : tensor<300x200xf32>
+}"""
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_a_change_to_a_sampled_element_of_a_large_bound_array_is_seen(rng: np.random.Generator, layout: str) -> None:
+    """A bound array of 60000 elements is fingerprinted by runs of its elements, the first and the last among them,
+    whether it is C-contiguous (read through a strided view) or not (read by position); a change there makes the
+    binding stale, and values read at bind time run unchanged."""
+    compiled = prism.compile(MATRIX_SCALE, target="host")
+    x = rng.standard_normal((300, 200)).astype(np.float32)
+    y = rng.standard_normal((300, 200)).astype(np.float32) if layout == "contiguous" \
+        else rng.standard_normal((200, 300)).astype(np.float32).T
+    for where in ((0, 0), (299, 199)):
+        bound = compiled.bind("scale", y=y)
+        np.testing.assert_allclose(bound(x), x.astype(np.float64) * y, rtol=1e-6)
+        y[where] += 1.0
+        with pytest.raises(StaleBinding, match="changed after bind"):
+            bound(x)

@@ -731,21 +731,49 @@ _FINGERPRINT_RUNS = 64
 _FINGERPRINT_RUN = 16
 
 
-def _sample_positions(size: int) -> np.ndarray | None:
-    """The flat positions a fingerprint reads: every element of a small array (None), else the runs above."""
-    if size <= _FINGERPRINT_RUNS * _FINGERPRINT_RUN:
-        return None
-    starts = np.linspace(0, size - _FINGERPRINT_RUN, num=_FINGERPRINT_RUNS).astype(np.int64)
-    return (starts[:, None] + np.arange(_FINGERPRINT_RUN)).reshape(-1)
+class _Watch:
+    """A bound array and its fingerprint: where it lives, its size, and the elements of the runs above (every
+    element of a small array): cheap, and changed by most in-place updates.
 
-
-def _fingerprint(array: np.ndarray, positions: np.ndarray | None) -> tuple[int, int, bytes]:
-    """Where the array lives and the elements at ``positions``: cheap, and changed by most in-place updates.
-
-    ``array.flat`` reads a strided array in place, without copying it whole.
+    A C-contiguous array's runs are read through views made once (a tenth of
+    the time of gathering them by position): a strided one of all runs but
+    the last, which ends at the array's end; another layout's through
+    ``array.flat``, which reads a strided array in place, without copying it
+    whole.
     """
-    sample = array.tobytes() if positions is None else array.flat[positions].tobytes()
-    return array.ctypes.data, array.size, sample
+
+    __slots__ = ("array", "last", "positions", "runs", "taken")
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+        size, run, runs = array.size, _FINGERPRINT_RUN, _FINGERPRINT_RUNS
+        small = size <= runs * run
+        self.runs: np.ndarray | None = None
+        self.last: np.ndarray | None = None
+        self.positions: np.ndarray | None = None
+        if array.flags.c_contiguous:
+            flat = array.reshape(-1)
+            step = 0 if small else (size - run) // (runs - 1) * array.itemsize
+            self.runs = flat if small else np.lib.stride_tricks.as_strided(
+                flat, shape=(runs - 1, run), strides=(step, array.itemsize), writeable=False)
+            self.last = flat[:0] if small else flat[size - run:]
+        elif not small:
+            starts = np.linspace(0, size - run, num=runs).astype(np.int64)
+            self.positions = (starts[:, None] + np.arange(run)).reshape(-1)
+        self.taken = self.fingerprint()
+
+    def fingerprint(self) -> tuple[int, int, bytes]:
+        """The array's fingerprint now."""
+        array = self.array
+        if self.runs is not None:
+            sample = self.runs.tobytes() + self.last.tobytes()
+        else:
+            sample = array.tobytes() if self.positions is None else array.flat[self.positions].tobytes()
+        return _data_address(array), array.size, sample
+
+    def changed(self) -> bool:
+        """Whether the fingerprint differs from the one taken when the array was bound."""
+        return self.fingerprint() != self.taken
 
 
 class BoundFunction:
@@ -768,8 +796,7 @@ class BoundFunction:
         # (An array that speaks DLPack or the buffer protocol is watched through the numpy view of its memory.)
         watched = {i: bound[i] if isinstance(bound[i], np.ndarray) else checked[i] for i in bound
                    if isinstance(checked[i], np.ndarray)}
-        self._watched = {i: (array, positions, _fingerprint(array, positions)) for i, array in watched.items()
-                         for positions in [_sample_positions(array.size)]}
+        self._watched = {i: _Watch(array) for i, array in watched.items()}
         self.free = [i for i in range(len(sig.inputs)) if i not in bound]
         func = _find_function(module, name)
         self.prepared: tuple[np.ndarray, ...] = ()
@@ -793,8 +820,8 @@ class BoundFunction:
         if len(args) != len(self.free):
             free = ", ".join(self._names[i] for i in self.free)
             raise ArgumentError(f"@{sig.name} bound: takes {len(self.free)} arguments ({free}), got {len(args)}")
-        for index, (array, positions, fingerprint) in self._watched.items():
-            if _fingerprint(array, positions) != fingerprint:
+        for index, watch in self._watched.items():
+            if watch.changed():
                 raise StaleBinding(f"@{sig.name}: argument '{self._names[index]}' changed after bind(); "
                                    "bind it again to prepare the new values")
         if self._apply is not None:
