@@ -7,6 +7,7 @@ this file knows it exists.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -229,6 +230,26 @@ def test_a_few_rows_from_the_cache_take_several_tasks_per_core(describe_host: Ca
     assert one_each < four_each
     choice = _picked(8, 2048, 512)
     assert choice["TM"] == 8 and 512 // choice["TN"] >= 4 * host.cores, choice
+
+
+def test_a_few_rows_beyond_the_l2s_take_wider_tasks(describe_host: Callable[..., Any], tmp_path: Path) -> None:
+    """8 rows whose B (16 MiB) comes from the L3 of an Intel AVX-512 core (its recorded rates) but exceeds the
+    cores' L2s together: B read in place pays for the jumps between its rows, so a task of 256 columns costs less
+    than one of 64, and the pick reads runs of at least 256 columns, still several tasks per core
+    (benchmarks/RESULTS.md, "Eight-row products beyond the L2s")."""
+    from conftest import REFERENCE_HOST
+
+    description = json.loads(REFERENCE_HOST.with_name("host-avx512.json").read_text())
+    path = tmp_path / "xeon.json"
+    path.write_text(json.dumps({**description, "core": "intel-avx512", "l2_bytes": 2 << 20, "l3_bytes": 128 << 20}))
+    host = describe_host(path)
+    op = Contraction(("m", "n", "k"), ((0, 2), (2, 1)), (8, 2048, 2048), (4, 4), 4, "f32")
+    assert 2048 * 2048 * 4 > host.cores * host.l2_bytes
+    narrow, wide = host.seconds(op, {"TM": np.array([8, 8]), "TN": np.array([64, 256]), "TK": np.array([16, 16]),
+                                     "RM": np.array([8, 8]), "RN": np.array([32, 32])})
+    assert wide < narrow
+    choice = _picked(8, 2048, 2048)
+    assert choice["TM"] == 8 and 256 <= choice["TN"] <= 2048 // (2 * host.cores), choice
 
 
 def test_an_init_read_from_memory_adds_its_traffic_in_task_wide_runs(describe_host: Callable[..., Any]) -> None:

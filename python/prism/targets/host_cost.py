@@ -64,7 +64,8 @@ COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + 
              "their max, where B comes from DRAM and "
              f"1 < M <= {host_gemm.STREAMING_ROWS} (direct kernel); "
              f"where B comes from the L3 and 1 < M <= {host_gemm.STREAMING_ROWS}, "
-             f"x (1 + {CACHED_FEW_ROWS_SKEW}/rounds), and B read in place pays no jumps (direct kernel); "
+             f"x (1 + {CACHED_FEW_ROWS_SKEW}/rounds), and B read in place within the cores' L2s together pays "
+             "no jumps (direct kernel); "
              "+ 2*bytesC*(1 + 128/(TN bytes)) / DRAM bandwidth where C's init is read (not a fill of zero) and C "
              "does not stay in the L3 (direct kernel); "
              "tiles(M, TM, RM) = micro-tile rows per block, averaged over the blocks (the last one ragged)")
@@ -153,7 +154,11 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
         in_place = host_gemm.streams_in_place(packs, rm, tm, tk, op.extent("m"))
         streamed = packs | (rm == 1) | in_place
         run = np.minimum(np.where(streamed, tn, rn), s["n"]) * op.elem_bytes[1]
-        run = np.where(in_place & cached, s["n"] * op.elem_bytes[1], run)
+        # Within the cores' L2s together, a jump between two rows of B read in place costs nothing; beyond them
+        # B streams from the L3, and a wider task's longer runs read it faster (benchmarks/RESULTS.md, "Eight-row
+        # products in the L3: tasks per core" and "Eight-row products beyond the L2s").
+        within_l2s = b_bytes <= target.cores * target.l2_bytes
+        run = np.where(in_place & cached & within_l2s, s["n"] * op.elem_bytes[1], run)
     # The worker with the most columns of B to read finishes last, streaming at its share of the bandwidth
     # (idle cores leave theirs unused); a single row of C instead splits K over every core, each streaming
     # whole rows of B.
