@@ -1,6 +1,7 @@
 // An invariant weight that feeds a GEMM kernel is packed once: cpu-tile adds @f_prepare (the packing loops)
 // and @f_apply (a copy of @f whose kernel reads the packed panels), and marks @f for the runtime's bind().
 // RUN: prism-opt %s --split-input-file -p prism-lower-cpu{threads=2} --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s
+// RUN: prism-opt %s --split-input-file -p prism-lower-cpu{threads=2} --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s --check-prefix=LEAD
 
 // CHECK-LABEL: IR Dump After cpu-tile
 // CHECK-DAG: func.func @f(%arg0: tensor<5x300xf32> {{.*}}, %arg1: tensor<300x200xf32> {{{.*}}prism.invariant}) {{.*}}prism.apply_args = array<i64: 0, 1, -1>, prism.prepare_args = array<i64: 1>
@@ -8,8 +9,16 @@
 // CHECK-DAG: func.func @f_prepare(%arg0: tensor<300x200xf32> {{.*}}) -> tensor<13x300x16xf32>
 // CHECK-DAG: vector.maskedload {{.*}} : memref<300x200xf32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
 // CHECK-DAG: vector.load {{.*}} : memref<13x300x16xf32>, vector<8xf32>
-// One row block (TM = 8 covers the 5 rows): each micro-tile prefetches the next panel's row at its k.
+// One row block (TM = 8 covers the 5 rows): a panel's first micro-tile (its rows at the task's first, all its
+// columns within N) prefetches the next panel's row at its k; the others, full or at N's edge, prefetch nothing.
 // CHECK-DAG: memref.prefetch {{.*}}[{{.*}}, {{.*}}, %c0], read, locality<3>, data : memref<13x300x16xf32>
+// LEAD-LABEL: func.func @f_apply(
+// LEAD: %[[AHEAD:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
+// LEAD-NEXT: scf.if %[[AHEAD]] {
+// LEAD: memref.prefetch {{.*}} : memref<13x300x16xf32>
+// LEAD: } else {
+// LEAD-NOT: memref.prefetch
+// LEAD: return
 func.func @f(%x: tensor<5x300xf32>, %w: tensor<300x200xf32> {prism.invariant}) -> tensor<5x200xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<5x200xf32>

@@ -31,10 +31,10 @@ A contraction ``C[b, m, n] (+)= sum_k A[b, m, k] * B[b, k, n]`` over f32
    are too short for the hardware prefetchers). A ``prepacked`` B (a
    weight packed once, in ``@f_prepare``) is read in place as
    ``[N/RN][K][RN]`` panels. Where one row block covers all of M, each panel
-   comes from memory once per call, and each micro-tile prefetches the next
-   panel's row at its k (:func:`prefetches_panels`), so that memory is read
-   while the micro-kernel computes rather than in bursts at each panel's
-   start;
+   comes from memory once per call, and each panel's first micro-tile
+   prefetches the next panel's row at its k (:func:`prefetches_panels`), so
+   that memory is read while the micro-kernel computes rather than in bursts
+   at each panel's start;
 4. micro-kernel: ``RM x RN`` accumulators in vector registers, updated by
    ``RM`` broadcasts of A and ``RN/lanes`` vector loads of B per k, then
    added to C. Rows past the block's end repeat its last row (the same
@@ -152,7 +152,7 @@ class KernelPlan:
     pack: bool  # copy B panels per task (else read B in place)
     workers: int  # threads the tasks are shared among
     prepacked: bool = False  # B arrives packed as [ceil(N/RN)][K][RN] (batch first when batched)
-    # Prepacked only: each micro-tile prefetches the next panel's row at its k (see prefetches_panels).
+    # Prepacked only: a panel's first micro-tile prefetches the next panel's row at its k (see prefetches_panels).
     prefetch_panels: bool = False
     split_k: bool = False  # streaming only: workers take shares of K, not of the tasks, and their sums are added
     # With pack: tasks run column block by column block, and a worker keeps the panels of all of K for its
@@ -345,10 +345,14 @@ class _Kernel:
                     tile = t.value(f"arith.addi {t.value(f'arith.muli {across}, {self.tiles_down} : index')}, "
                                    f"{down} : index")
                     self.first_unit = t.value(f"arith.muli {tile}, {self.units_per_tile} : index", "u0")
-                with t.if_(full):
-                    self._micro_tile(rows, jr, in_bounds=True)
-                with t.else_():
-                    self._micro_tile(rows, jr, in_bounds=False)
+                if p.prefetch_panels:  # the panel's first micro-tile, full, prefetches the next panel
+                    leading = t.value(f"arith.cmpi eq, {ir_}, {i0} : index", "lead")
+                    with t.if_(t.value(f"arith.andi {full}, {leading} : i1", "ahead")):
+                        self._micro_tile(rows, jr, in_bounds=True, prefetch=True)
+                    with t.else_():
+                        self._full_or_edge(rows, jr, full)
+                else:
+                    self._full_or_edge(rows, jr, full)
         if p.pipelined:  # units the micro-tiles had no k steps left for (a short slice before a long one)
             copied = t.value(f"arith.muli {t.value(f'arith.muli {self.tiles_across}, {self.tiles_down} : index')}, "
                              f"{self.units_per_tile} : index")
@@ -679,13 +683,21 @@ class _Kernel:
                 t.add(f"vector.store {x}, {self.panels}[{self.worker}, {self._panel_slice()}, {jp}, {kk}, "
                       f"{offset}] : {self.panel_type}, {self.vec}")
 
-    def _micro_tile(self, rows: list[str], jr: str, in_bounds: bool) -> None:
-        """RM x RN accumulators over the K slice, then added into C."""
+    def _full_or_edge(self, rows: list[str], jr: str, full: str) -> None:
+        """The micro-tile at ``rows`` and column ``jr``: in bounds where ``full``, else masked at N's edge."""
+        with self.t.if_(full):
+            self._micro_tile(rows, jr, in_bounds=True)
+        with self.t.else_():
+            self._micro_tile(rows, jr, in_bounds=False)
+
+    def _micro_tile(self, rows: list[str], jr: str, in_bounds: bool, prefetch: bool = False) -> None:
+        """RM x RN accumulators over the K slice, then added into C; with ``prefetch`` (a prepacked B's panel's
+        first micro-tile), prefetching the next panel's rows of the slice as it goes."""
         p, t = self.plan, self.t
         columns = self._columns(jr)
         starts = self._tile_start(rows, columns, in_bounds)
         self.next_panel = None
-        if p.prefetch_panels and in_bounds:
+        if prefetch:
             panels = t.value(f"memref.dim {self.b}, {t.const(len(self.bi))} : {self.b_dyn}", "np")
             following = t.value(f"arith.addi {t.value(f'arith.divui {jr}, {self.width} : index', 'jp')}, {self.c1} "
                                 f": index", "jp")
@@ -826,7 +838,11 @@ def prefetches_panels(plan: KernelPlan) -> bool:
 
     Each panel then streams from memory once per call, and without help the
     memory is busy only while a panel's first micro-tile runs (each panel's
-    slice is a run of its own, K x RN floats from the last). With several
+    slice is a run of its own, K x RN floats from the last). That micro-tile
+    alone prefetches: the others find the panel in the cache, and a prefetch
+    in each of 22 micro-tiles down 128 rows made the product 1.1x slower
+    than none (benchmarks/RESULTS.md, "Prepacked panels prefetched once").
+    With several
     row blocks, panels are read again from the caches, and prefetching them
     costs more than it saves (benchmarks/RESULTS.md, "Host code against
     every baseline", fifth pass: the prefetch on bound weights; and
