@@ -487,7 +487,8 @@ class _Frame:
 
 def _data_address(array: np.ndarray) -> int:
     """The address of ``array``'s first element: through the buffer protocol where the array exports a writable
-    one (a third of the time of ``array.ctypes``), else through ``array.ctypes``."""
+    one (a third of the time of ``array.ctypes``: benchmarks/RESULTS.md, twentieth pass, "A call's cost"), else
+    through ``array.ctypes``."""
     try:
         return ctypes.addressof(ctypes.c_char.from_buffer(array))
     except (TypeError, ValueError, BufferError):  # read-only, empty, or of a type the protocol does not spell
@@ -527,7 +528,7 @@ def _owned_array(desc: list[int], spec: TensorSpec, plan: _StaticResult) -> np.n
 def _owned_buffer(nbytes: int) -> type:
     """A ctypes array type of ``nbytes`` bytes whose instances, made over a result's data, free the result's
     allocation (their ``allocated`` address) when the last array viewing them goes: three times quicker than
-    building an array interface for each result."""
+    building an array interface for each result (benchmarks/RESULTS.md, twentieth pass, "A call's cost")."""
 
     class OwnedBuffer(ctypes.c_char * nbytes):  # type: ignore[misc]
         allocated = 0  # until the result's address is given
@@ -735,8 +736,9 @@ class _Watch:
     """A bound array and its fingerprint: where it lives, its size, and the elements of the runs above (every
     element of a small array): cheap, and changed by most in-place updates.
 
-    A C-contiguous array's runs are read through views made once (a tenth of
-    the time of gathering them by position): a strided one of all runs but
+    A C-contiguous array's runs are read through views made once (a fifth of
+    the time of gathering them by position: benchmarks/RESULTS.md, twentieth
+    pass, "A call's cost"): a strided one of all runs but
     the last, which ends at the array's end; another layout's through
     ``array.flat``, which reads a strided array in place, without copying it
     whole.
