@@ -842,11 +842,10 @@ def prefetches_panels(plan: KernelPlan) -> bool:
     alone prefetches: the others find the panel in the cache, and a prefetch
     in each of 22 micro-tiles down 128 rows made the product 1.1x slower
     than none (benchmarks/RESULTS.md, "Prepacked panels prefetched once").
-    With several
-    row blocks, panels are read again from the caches, and prefetching them
-    costs more than it saves (benchmarks/RESULTS.md, "Host code against
-    every baseline", fifth pass: the prefetch on bound weights; and
-    "Measurements behind rules in the code": the prefetch of prepacked
+    With several row blocks, panels are read again from the caches, and
+    prefetching them costs more than it saves (benchmarks/RESULTS.md, "Host
+    code against every baseline", fifth pass: the prefetch on bound weights;
+    and "Measurements behind rules in the code": the prefetch of prepacked
     panels).
     """
     rows = _dim(plan.c_type, -2)
