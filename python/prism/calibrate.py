@@ -253,6 +253,7 @@ def pipelined_in_cache(quick: bool, progress: Callable[[str], None]) -> float:
     progress("the pipelined copy against the copy in phase, on a B the L3 holds")
     k, n = IN_CACHE_WEIGHTS
     with make_context(), ir.Location.unknown():
+        # The module is kept: the body lives as long as it.
         module, body = _lifted(_product("direct", PIPELINED_CHOICE["TM"], n, k))
         # Nothing copied in phase, then all of B.
         runs = [compile_candidate(body, {**PIPELINED_CHOICE, "TK": IN_CACHE_DEPTH},

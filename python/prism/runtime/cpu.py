@@ -427,12 +427,12 @@ class _Frame:
         self.template = np.array(template, dtype=np.int64)
         self.relative_words = np.array(relative, dtype=np.int64)
         self.first = first
-        self.static = [spec.shape is not None and None not in spec.shape for spec in self.specs]
-        self.static_shapes = [tuple(spec.shape) if static else None for spec, static in zip(self.specs, self.static,
-                                                                                          strict=True)]
+        # Each argument's shape where it is static (None for a dynamic one or a scalar)
+        self.static_shapes = [tuple(spec.shape) if spec.shape is not None and None not in spec.shape else None
+                              for spec in self.specs]
         # The arrays' positions, descriptors and whether their shapes are static; the scalars' positions
-        self.array_words = [(k, at, static) for k, (at, static) in enumerate(zip(self.descriptors, self.static,
-                                                                                 strict=True)) if at is not None]
+        self.array_words = [(k, at, shape is not None) for k, (at, shape)
+                            in enumerate(zip(self.descriptors, self.static_shapes, strict=True)) if at is not None]
         self.scalar_slots = [(k, self.slots + self.first + k) for k, at in enumerate(self.descriptors) if at is None]
         self.static_results = [
             _StaticResult(tuple(r.shape), [*r.shape, *_contiguous_strides(r.shape)],
