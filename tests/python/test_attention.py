@@ -136,17 +136,20 @@ def test_attention_kernel_matches_float64(rng: np.random.Generator, batch, sq, s
     np.testing.assert_allclose(result, reference(q, k, v, 1 / math.sqrt(d)), rtol=0, atol=2e-5 * np.abs(v).max())
 
 
-@pytest.mark.parametrize("lanes, scalef", [
-    (8, False),
-    pytest.param(16, True, marks=pytest.mark.skipif(
+@pytest.mark.parametrize("lanes, scalef, degree", [
+    (8, False, 6),
+    (8, False, 4),
+    (8, False, 5),
+    pytest.param(16, True, 6, marks=pytest.mark.skipif(
         Machine.here().vector_bits < 512, reason="no AVX-512 here: vscalefps is checked as LLVM in "
         "cpu-stages-amx-attention.mlir")),
 ])
-def test_exp2_of_nonpositive_vectors(lanes: int, scalef: bool) -> None:
+def test_exp2_of_nonpositive_vectors(lanes: int, scalef: bool, degree: int) -> None:
     """The kernel's softmax weights are 2**x on vectors of x <= 0 (base 2, the scale folded in): within 2 ulp of
-    float64's down to 2**-126, 0 below it and for -inf, 1 at 0, and NaN for NaN; on AVX-512, with the scaling by
-    2**n and the zeros below the floor in one masked vscalefps (whose operands the wheels pass in the op's order)."""
-    from prism.codegen.cpu.text import MlirText
+    float64's down to 2**-126 with the full polynomial (within the lower degrees' own errors with those), 0 below
+    it and for -inf, 1 at 0, and NaN for NaN; on AVX-512, with the scaling by 2**n and the zeros below the floor
+    in one masked vscalefps (whose operands the wheels pass in the op's order)."""
+    from prism.codegen.cpu.text import _EXP2_POLYNOMIALS, MlirText
 
     values = np.array([-np.inf, -300, -126.5, -126.01, -126, -125.5, -100.25, -64.5, -10.3, -1.5, -1, -0.5, -0.49,
                        -0.25, -1e-3, -1e-7, 0, np.nan, *np.linspace(-3, 0, 61)], np.float32)
@@ -158,7 +161,7 @@ def test_exp2_of_nonpositive_vectors(lanes: int, scalef: bool) -> None:
         pad = t.value("arith.constant 0.0 : f32", "p")
         for i in range(vectors):
             x = t.value(f"vector.transfer_read %x[{t.const(i * lanes)}], {pad} {{in_bounds = [true]}} : {typ}, {vec}")
-            y = t.exp2_nonpositive(x, lanes, scalef=scalef)
+            y = t.exp2_nonpositive(x, lanes, scalef=scalef, degree=degree)
             out = t.value(f"vector.transfer_write {y}, {out}[{t.const(i * lanes)}] {{in_bounds = [true]}} : {vec}, "
                           f"{typ}")
         t.add(f"return {out} : {typ}")
@@ -168,10 +171,30 @@ def test_exp2_of_nonpositive_vectors(lanes: int, scalef: bool) -> None:
     result = fn(x)[:values.size]
     expected = np.exp2(values.astype(np.float64))
     normal = values >= -126
-    np.testing.assert_allclose(result[normal], expected[normal], rtol=2.4e-7)
+    np.testing.assert_allclose(result[normal], expected[normal], rtol=2.4e-7 + _EXP2_POLYNOMIALS[degree][1])
     assert np.all(result[values < -126] == 0) and result[values == 0][0] == 1
     assert np.isnan(result[np.isnan(values)]).all()
 
+
+
+def test_exp2_degree_follows_the_rounding_of_its_results() -> None:
+    """A result rounded next to bf16 or f16 takes the lowest polynomial whose error is a small share of that
+    type's half ulp (a weight then rounds as the exact value does but rarely); unrounded results keep f32's full
+    accuracy; every tabled polynomial is within its stated error over [-1/2, 1/2] when evaluated in f32."""
+    from prism.codegen.cpu.text import _EXP2_POLYNOMIALS, EXP2_FULL_DEGREE, EXP2_ROUNDING_SHARE, exp2_degree
+
+    assert (exp2_degree(None), exp2_degree(8), exp2_degree(11), exp2_degree(24)) == (EXP2_FULL_DEGREE, 4, 5, 6)
+    for bits in (8, 11):
+        degree = exp2_degree(bits)
+        assert _EXP2_POLYNOMIALS[degree][1] <= EXP2_ROUNDING_SHARE * 2.0 ** -(bits + 1)
+        assert all(error > EXP2_ROUNDING_SHARE * 2.0 ** -(bits + 1)
+                   for d, (_, error) in _EXP2_POLYNOMIALS.items() if d < degree)
+    f = np.linspace(-0.5, 0.5, 100001, dtype=np.float32)
+    for coefficients, error in _EXP2_POLYNOMIALS.values():
+        poly = np.full_like(f, np.float32(coefficients[0]))
+        for c in coefficients[1:]:
+            poly = poly * f + np.float32(c)
+        assert np.max(np.abs(poly / np.exp2(f.astype(np.float64)) - 1)) <= error + 2.4e-7
 
 def test_attention_allocates_no_score_matrix() -> None:
     """The scores live in one BQ x BKV block per worker; no buffer holds S x S (or any S-long row of scores)."""

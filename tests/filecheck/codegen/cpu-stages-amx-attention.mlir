@@ -6,11 +6,15 @@
 // online softmax writing each weight rounded to bf16 into the worker's P, and O += P V through C tiles loaded from
 // and stored to the worker's O (2 x 2 tiles, then the third panel alone). No f32 copy of K^T and no extension of an
 // operand remain. Down to LLVM the tile ops are the AMX intrinsics, and the module translates to LLVM IR (nothing
-// here runs it). Without AMX (DOT) the f32 kernel runs the chain, K^T extended into its f32 copy.
+// here runs it). Without AMX (DOT) the f32 kernel runs the chain, K^T extended into its f32 copy. With or without
+// AMX (POLY), the weights' exponential is the degree-4 polynomial (its leading coefficient 0.00958285294), accurate as
+// far as the rounding to bf16 needs, never the full degree 6 (1.53375775E-4).
 // RUN: env PRISM_HOST_CONFIG= PRISM_HOST_DESCRIPTION=%S/../Inputs/host-amx-tiles.json prism-opt %s -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s --check-prefix=TILE
 // RUN: env PRISM_HOST_CONFIG= PRISM_HOST_DESCRIPTION=%S/../Inputs/host-amx-tiles.json prism-opt %s -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-llvm -o /dev/null 2>&1 | filecheck %s --check-prefix=LLVM
 // RUN: env PRISM_HOST_CONFIG= PRISM_HOST_DESCRIPTION=%S/../Inputs/host-amx-tiles.json prism-opt %s --target=host --emit=llvm -p 'prism-lower-cpu{threads=2}' | python -c "import sys; from mlir import ir; from mlir.dialects.llvm import translate_module_to_llvmir; ctx = ir.Context(); print(translate_module_to_llvmir(ir.Module.parse(sys.stdin.read(), ctx).operation))" | filecheck %s --check-prefix=IR
 // RUN: env PRISM_HOST_CONFIG= PRISM_HOST_DESCRIPTION=%S/../Inputs/host-avx512-bf16.json prism-opt %s -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s --check-prefix=DOT
+// RUN: env PRISM_HOST_CONFIG= PRISM_HOST_DESCRIPTION=%S/../Inputs/host-avx512-bf16.json prism-opt %s -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s --check-prefix=POLY
+// RUN: env PRISM_HOST_CONFIG= PRISM_HOST_DESCRIPTION=%S/../Inputs/host-amx-tiles.json prism-opt %s -p 'prism-lower-cpu{threads=2}' --print-ir-after=cpu-tile -o /dev/null 2>&1 | filecheck %s --check-prefix=POLY
 
 // TILE-LABEL: IR Dump After cpu-tile
 // TILE-NOT: linalg.generic
@@ -55,6 +59,10 @@
 // DOT-NOT: amx.
 // DOT: memref.alloc() {alignment = 64 : i64} : memref<2x2x20x128xf32>
 // DOT-NOT: amx.
+// POLY-LABEL: IR Dump After cpu-tile
+// POLY-NOT: dense<1.53375775E-4>
+// POLY: arith.constant dense<0.00958285294> : vector<16xf32>
+// POLY-NOT: dense<1.53375775E-4>
 func.func @attention(%q: tensor<2x37x20xbf16>, %k: tensor<2x129x20xbf16>, %v: tensor<2x129x48xbf16>) -> tensor<2x37x48xf32> {
   %zero = arith.constant 0.0 : f32
   %ninf = arith.constant 0xFF800000 : f32

@@ -50,7 +50,12 @@ the later ``alpha`` factors apply, which is within the rounding's own
 relative error of ``round(p)``, and equal to it where one block of keys
 holds the row. The weights are never subnormal (the exponential gives 0
 below f32's smallest normal number), so a conversion that flushes subnormal
-inputs rounds them as ``arith.truncf`` does.
+inputs rounds them as ``arith.truncf`` does. Where P is rounded, the
+exponential's polynomial is only as accurate as the rounding needs (degree 4
+for bf16, 5 for f16: :func:`~prism.codegen.cpu.text.exp2_degree`), one
+fewer FMA per degree on the softmax's every vector; l and alpha take the same
+weights, so a weight's error falls on the numerator and the denominator of
+the output alike.
 
 The schedule (BQ, BKV, RM, RN, KVS) is the attention family's choice, which
 prism-instantiate leaves on the scores' product (``prism.attention``);
@@ -66,7 +71,10 @@ from mlir import ir
 
 from prism.codegen.cpu.kernel import dynamic_memref
 from prism.codegen.cpu.kernel_bf16 import masked_read
-from prism.codegen.cpu.text import F32, MlirText, f32_literal
+from prism.codegen.cpu.text import F32, MlirText, exp2_degree, f32_literal
+
+# Significand bits (the implicit one counted) of the types P may be rounded to.
+SIGNIFICAND_BITS = {"bf16": 8, "f16": 11}
 
 
 @dataclass(frozen=True)
@@ -226,8 +234,11 @@ class AttentionWriter:
 
     def exp2(self, x: str) -> str:
         """2**x of a vector of values <= 0 (or NaN): every argument here is a score minus a running maximum,
-        times a positive scale and log2(e)."""
-        return self.t.exp2_nonpositive(x, self.plan.lanes, scalef=self.plan.scalef)
+        times a positive scale and log2(e). Where P is rounded before P V, the polynomial is as accurate as that
+        rounding needs (:func:`~.text.exp2_degree`), for the weights, l and alpha alike."""
+        p = self.plan
+        bits = None if p.p_type is None else SIGNIFICAND_BITS[p.p_type]
+        return self.t.exp2_nonpositive(x, p.lanes, scalef=p.scalef, degree=exp2_degree(bits))
 
     def _tree(self, combine, values: list[str]) -> str:
         """``combine(a, b)`` over ``values`` as a balanced tree: independent chains for the out-of-order core."""

@@ -31,10 +31,22 @@ _EXP_COEFFS = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-
 # Below the floor, exp(x) is under f32's smallest normal number: 0 (the exponent bits would wrap). Above the
 # ceiling, ln of f32's largest number, it is +inf.
 EXP_FLOOR, EXP_CEILING = -87.33654, 88.72283935546875
-# 2**f on [-1/2, 1/2], degree 6, fitted to the relative error (within 1.7 ulp in f32); highest degree first, as
-# _EXP_COEFFS.
-_EXP2_COEFFS = (1.5337577497120947e-4, 1.3399859890341759e-3, 9.618519805371761e-3, 5.550329014658928e-2,
-                2.4022646248340607e-1, 6.931471824645996e-1, 1.0)
+# 2**f on [-1/2, 1/2] by degree, fitted to the relative error with the constant term 1 (so that 2**0 is 1
+# exactly), highest degree first as _EXP_COEFFS, each with its largest relative error over [-1/2, 1/2] in float64:
+# degree 6 is f32's full accuracy (within 1.7 ulp once evaluated in f32); the lower degrees serve results that
+# are rounded to a narrower type next (exp2_degree).
+_EXP2_POLYNOMIALS = {
+    4: ((9.582852867479156e-3, 5.590642492460133e-2, 2.4024098616711292e-1, 6.93124193358667e-1, 1.0), 2.82e-6),
+    5: ((1.3264726899090643e-3, 9.67151266056332e-3, 5.550733744244489e-2, 2.402224208491922e-1,
+         6.931469775984712e-1, 1.0), 9.15e-8),
+    6: ((1.5337577497120947e-4, 1.3399859890341759e-3, 9.618519805371761e-3, 5.550329014658928e-2,
+         2.4022646248340607e-1, 6.931471824645996e-1, 1.0), 1.98e-9),
+}
+EXP2_FULL_DEGREE = 6
+# A polynomial serves a result rounded next to a type when its error is within this share of half that type's
+# ulp: the result then rounds as the exact value does but for one time in a few hundred (a weight that falls
+# within the polynomial's error of a rounding boundary).
+EXP2_ROUNDING_SHARE = 1 / 256
 # Below this, 2**x is under f32's smallest normal number: 0.
 EXP2_FLOOR = -126.0
 # erf on vectors (least-squares fits in float64, highest degree first), within 2.5 ulp in f32: below 1,
@@ -155,9 +167,10 @@ class MlirText(TextBuilder):
             poly = self.value(f"vector.fma {poly}, {x}, {self.splat(coefficient, lanes)} : vector<{lanes}x{F32}>", "y")
         return poly
 
-    def exp2_nonpositive(self, x: str, lanes: int, scalef: bool = False) -> str:
+    def exp2_nonpositive(self, x: str, lanes: int, scalef: bool = False, degree: int = EXP2_FULL_DEGREE) -> str:
         """2**x of a vector of f32 whose lanes are all <= 0 or NaN (attention's scores minus their running
-        maximum, in base 2), within 2 ulp: 0 below EXP2_FLOOR (and for -inf); NaN stays NaN.
+        maximum, in base 2), within 2 ulp (with the polynomial of ``degree`` 6; within that polynomial's error
+        with a lower one, :func:`exp2_degree`): 0 below EXP2_FLOOR (and for -inf); NaN stays NaN.
 
         With n = round(x) and f = x - n in [-1/2, 1/2], 2**x is a polynomial in f whose exponent bits are
         raised by n: 13 vector ops, where :meth:`exp` of the same values takes 17 plus the change of base. With
@@ -168,7 +181,7 @@ class MlirText(TextBuilder):
         zero = self.splat(0.0, lanes)
         n = self.value(f"math.roundeven {x} : {vec}", "n")
         f = self.value(f"arith.subf {x}, {n} : {vec}", "f")
-        poly = self._polynomial(f, _EXP2_COEFFS, lanes)
+        poly = self._polynomial(f, _EXP2_POLYNOMIALS[degree][0], lanes)
         if scalef:
             # The lanes at or above the floor (NaN among them) as the mask's bits.
             kept = self.value(f"arith.cmpf uge, {x}, {self.splat(EXP2_FLOOR, lanes)} : {vec}", "kept")
@@ -201,6 +214,17 @@ class MlirText(TextBuilder):
         static = tensor.replace("tensor<", "memref<")
         buf = self.value(f"bufferization.to_buffer {arg} read_only : {tensor} to {static}", "m")
         return self.value(f"memref.cast {buf} : {static} to {dyn}", "m")
+
+
+def exp2_degree(significand_bits: int | None) -> int:
+    """The degree of the polynomial of :meth:`MlirText.exp2_nonpositive` for results rounded next to a type of
+    ``significand_bits`` (the implicit bit counted: 8 for bf16, 11 for f16): the lowest whose relative error is
+    within EXP2_ROUNDING_SHARE of half that type's ulp, relative to the largest value of its binade (bf16:
+    degree 4, f16: 5); f32's full accuracy where the results are not rounded (None)."""
+    if significand_bits is None:
+        return EXP2_FULL_DEGREE
+    bound = EXP2_ROUNDING_SHARE * 2.0 ** -(significand_bits + 1)
+    return min((d for d, (_, error) in _EXP2_POLYNOMIALS.items() if error <= bound), default=EXP2_FULL_DEGREE)
 
 
 def f32_literal(value: float) -> str:
