@@ -44,6 +44,16 @@ re-timed against the best in ``--processes`` - 1 more fresh processes, and
 its regret is the median of the processes' regrets: a pick that is slower
 stays slower in most of them.
 
+A family runs inside its workload's function, called as written and bound
+(its weights prepared and packed once), where the code generator may fuse it
+with another product (a dual GEMM) or read its weight prepacked: a pick still
+slower over the processes is judged in its program. For each way, where the
+function's lowered code is the same with the pick's choice as with the best's,
+the pick costs nothing; else the function is timed with each, alternately,
+and the pick's regret is 1 + the median difference over the family's best
+time alone. The worse way counts (benchmarks/RESULTS.md, "cost_check's flags,
+timed in their programs").
+
 Prints Markdown ready for ``benchmarks/RESULTS.md``: the date, the machine,
 the versions and the command, one row per family, then a summary.
 """
@@ -59,7 +69,7 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -75,6 +85,8 @@ from prism.targets import get_target
 
 # prism-optimize up to the selection: instantiation and the proof change no choice.
 SEARCH = "prism-explore,prism-lift,prism-prune,prism-select{{measure={candidates}}}"
+# The same, the model's picks unmeasured: the program a user gets, for judging a pick in it.
+SELECT = "prism-explore,prism-lift,prism-prune,prism-select"
 # Up to the families' bodies, for re-timing two of a family's schedules in a process of its own.
 LIFT = "prism-explore,prism-lift"
 THRESHOLD = 0.10  # a pick this much slower than the best measured is flagged (after re-timing)
@@ -103,7 +115,10 @@ class FamilyCheck:
     ``retimed`` holds the pick's and the best's seconds in each round of the
     alternating re-timing, when the first timing made the pick look slow;
     ``elsewhere``, the regrets of the same re-timing in other fresh processes,
-    when the re-timing left the pick slow.
+    when the re-timing left the pick slow; ``program``, per way its workload
+    runs (:data:`MODES`), the pick's regret in the program (None where the
+    program runs the same code with either choice), when the processes left
+    it slow (:func:`program_regrets`).
     """
 
     workload: str
@@ -111,6 +126,7 @@ class FamilyCheck:
     candidates: tuple[Candidate, ...]
     retimed: tuple[tuple[float, float], ...] | None = None
     elsewhere: tuple[float, ...] = ()
+    program: tuple[tuple[str, float | None], ...] = ()
 
     @property
     def pick(self) -> Candidate:
@@ -136,16 +152,24 @@ class FamilyCheck:
         return rounds_regret(self.retimed)
 
     @property
-    def regret(self) -> float:
-        """The pick's seconds over the best's: the median of the processes' regrets where it was re-timed in
-        others, else this process's."""
+    def alone_regret(self) -> float:
+        """The pick's seconds over the best's, the family timed alone: the median of the processes' regrets where
+        it was re-timed in others, else this process's."""
         if not self.elsewhere:
             return self.retimed_regret
         return float(np.median([self.retimed_regret, *self.elsewhere]))
 
+    @property
+    def regret(self) -> float:
+        """The pick's regret: in its program where it was judged there (the worst of the ways the program runs,
+        1 where it runs the same code either way), else :attr:`alone_regret`."""
+        if not self.program:
+            return self.alone_regret
+        return max((r for _, r in self.program if r is not None), default=1.0)
+
     def slow(self, threshold: float = THRESHOLD) -> bool:
         """Whether the pick is over ``threshold`` slower than the best, confirmed by the re-timing (over several
-        processes, by the median of their regrets)."""
+        processes, by the median of their regrets; in its program, where it was judged there)."""
         return self.retimed is not None and self.regret > 1 + threshold
 
     @property
@@ -181,7 +205,7 @@ def to_json(check: FamilyCheck) -> dict[str, object]:
     return {"workload": check.workload, "family": check.family,
             "candidates": [[c.choice, c.predicted, c.measured] for c in check.candidates],
             "retimed": None if check.retimed is None else [list(pair) for pair in check.retimed],
-            "elsewhere": list(check.elsewhere)}
+            "elsewhere": list(check.elsewhere), "program": [list(mode) for mode in check.program]}
 
 
 def from_json(data: dict[str, object]) -> FamilyCheck:
@@ -189,7 +213,8 @@ def from_json(data: dict[str, object]) -> FamilyCheck:
     candidates = tuple(Candidate(dict(choice), predicted, measured)
                        for choice, predicted, measured in data["candidates"])
     retimed = None if data["retimed"] is None else tuple((pick, best) for pick, best in data["retimed"])
-    return FamilyCheck(data["workload"], data["family"], candidates, retimed, tuple(data["elsewhere"]))
+    return FamilyCheck(data["workload"], data["family"], candidates, retimed, tuple(data["elsewhere"]),
+                       tuple((mode, regret) for mode, regret in data.get("program", ())))
 
 
 def geomean(values: Sequence[float]) -> float:
@@ -282,6 +307,108 @@ def retime(body: ir.Operation, pick: dict[str, int], best: dict[str, int], round
     return tuple(pairs)
 
 
+# ---- A pick in its program ----------------------------------------------------------------------------------
+
+# A family runs inside its workload's function, which benchmarks/cpu.py calls as written (the weights read where
+# they lie) and bound (``bind``: the weights prepared and packed once, each call running @f_apply). There the code
+# generator may fuse the family with another (a dual GEMM, whose in-place slices keep to 8 rows whatever the
+# choice) or read its weight prepacked, so a choice slower alone can run the same code, or as fast, in the
+# program (benchmarks/RESULTS.md, "cost_check's flags, timed in their programs"). Each way, the function whose
+# calls it times.
+MODES = {"as written": "{}", "bound": "{}_apply"}
+
+
+def with_choice(searched: str, family: str, choice: dict[str, int]) -> str:
+    """The program ``searched`` (prism-select's output) with ``family``'s choice replaced by ``choice``."""
+    with make_context() as context, ir.Location.unknown():
+        module = ir.Module.parse(searched, context=context)
+        headers = [header for header in families(module) if family_name(header) == family]
+        if len(headers) != 1:
+            raise SystemExit(f"cost_check.py: error: the program has no family {family!r}")
+        i64 = ir.IntegerType.get_signless(64)
+        headers[0].attributes["choice"] = ir.DictAttr.get({k: ir.IntegerAttr.get(i64, v) for k, v in choice.items()})
+        return str(module)
+
+
+def owns(function: str, name: str) -> bool:
+    """Whether the lowered function ``name`` is ``function``'s code: itself, its C interface, or one of its
+    parallel loops' tasks."""
+    return name in (function, f"_mlir_ciface_{function}") or re.fullmatch(
+        rf"__prism_task_{re.escape(function)}_\d+(_entry|_launch)?", name) is not None
+
+
+def lowered_code(text: str) -> dict[str, str]:
+    """The program ``text`` instantiated and lowered for this machine: each function's code by name."""
+    lowered = prism.compile(text, target="host", emit="mlir",
+                            pipeline=f"prism-instantiate,{get_target('host').lowering()}").mlir
+    with make_context() as context:
+        module = ir.Module.parse(lowered, context=context)
+        return {ir.StringAttr(op.attributes["sym_name"]).value: str(op) for op in module.body.operations
+                if "sym_name" in op.attributes}
+
+
+def _call(workload: Workload, compiled: prism.CompiledModule, mode: str,
+          inputs: dict[str, np.ndarray]) -> Callable[[], object]:
+    """A call of ``workload``'s function as ``mode`` runs it (the weights bound by position: the printed program
+    no longer names its arguments)."""
+    if mode == "as written":
+        run, arrays = compiled.jit(workload.func), [inputs[a.name] for a in workload.args]
+        return lambda: run(*arrays)
+    bound = compiled.bind(workload.func, **{f"arg{i}": inputs[a.name] for i, a in enumerate(workload.args)
+                                              if a.invariant})
+    free = [inputs[a.name] for a in workload.args if not a.invariant]
+    return lambda: bound(*free)
+
+
+def program_regrets(workload: Workload, family: str, pick: dict[str, int], best: dict[str, int],
+                    family_seconds: float, rounds: int) -> tuple[tuple[str, float | None], ...]:
+    """Per way the program runs (:data:`MODES`; bound only with weights): None where its code is the same with
+    ``pick`` as with ``best``, else ``1 + d / family_seconds``, d the median over ``rounds`` alternating rounds of
+    the function's time with ``pick`` less its time with ``best`` (the program's difference, over the family's
+    time alone at its best)."""
+    searched = prism.compile(workload.mlir, target="host", emit="mlir", pipeline=SELECT).mlir
+    texts = {name: with_choice(searched, family, choice) for name, choice in (("pick", pick), ("best", best))}
+    code = {name: lowered_code(text) for name, text in texts.items()}
+    compiled: dict[str, prism.CompiledModule] = {}
+    inputs = workload.inputs(np.random.default_rng(0))
+    judged = []
+    for mode, pattern in MODES.items():
+        function = pattern.format(workload.func)
+        if mode == "bound" and not workload.weights:
+            continue
+        ours = [{name: text for name, text in code[side].items() if owns(function, name)} for side in code]
+        if ours[0] == ours[1]:
+            judged.append((mode, None))
+            continue
+        for name, text in texts.items():
+            compiled.setdefault(name, prism.compile(text, target="host", pipeline="prism-instantiate"))
+        runs = {name: _call(workload, compiled[name], mode, inputs) for name in texts}
+        differences = []
+        for index in range(rounds):
+            order = ("pick", "best") if index % 2 == 0 else ("best", "pick")
+            times = {name: fastest_seconds(runs[name], REPEATS) for name in order}
+            differences.append(times["pick"] - times["best"])
+        judged.append((mode, 1 + float(np.median(differences)) / family_seconds))
+    return tuple(judged)
+
+
+def judged_in_program(check: FamilyCheck, args: argparse.Namespace) -> FamilyCheck:
+    """``check`` with its pick judged in its program (:func:`program_regrets`), in a new process."""
+    progress(f"  {check.family}: still {check.alone_regret:.2f}x the best alone; judging it in its program")
+    command = [sys.executable, os.path.abspath(__file__), "--only", f"^{re.escape(check.workload)}$",
+               "--judge-family", check.family, "--pick", json.dumps(check.pick.choice), "--best",
+               json.dumps(check.best.choice), "--seconds", repr(check.best.measured), "--rounds", str(args.rounds)]
+    result = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
+    return replace(check, program=tuple((mode, regret) for mode, regret in json.loads(result.stdout)))
+
+
+def judged(check: FamilyCheck, args: argparse.Namespace) -> FamilyCheck:
+    """``check`` judged further while it stays slow: over more processes, then in its program."""
+    if args.processes > 1 and check.slow(args.threshold):
+        check = judged_elsewhere(check, args)
+    return judged_in_program(check, args) if check.slow(args.threshold) else check
+
+
 def check_workload(workload: Workload, candidates: int = 4, threshold: float = THRESHOLD,
                    rounds: int = ROUNDS) -> list[FamilyCheck]:
     """Every family of ``workload``: its ``candidates`` best-predicted schedules as timed by prism-select, the
@@ -315,6 +442,9 @@ def _row(check: FamilyCheck, threshold: float) -> str:
     if check.elsewhere:
         regret += f"; over {1 + len(check.elsewhere)} processes: " + ", ".join(
             f"{r:.2f}x" for r in (check.retimed_regret, *check.elsewhere))
+    if check.program:
+        regret += f"; alone {check.alone_regret:.2f}x; in its program: " + ", ".join(
+            f"{mode} {'the same code' if r is None else f'{r:.2f}x'}" for mode, r in check.program)
     regret += ")" if check.retimed else ""
     flag = "**slow**" if check.slow(threshold) else ""
     rho = "n/a" if check.spearman is None else f"{check.spearman:+.2f}"
@@ -338,8 +468,11 @@ def summary(checks: Sequence[FamilyCheck], threshold: float) -> list[str]:
         f"{threshold:.0%} slower"
         + (f" (re-timed regrets {min(c.retimed_regret for c in retimed):.2f}x to "
            f"{max(c.retimed_regret for c in retimed):.2f}x)" if retimed else "")
-        + (f"; judged over {1 + len(elsewhere[0].elsewhere)} processes each, {len(slow)} of those stayed over "
-           f"{threshold:.0%} slower" if elsewhere else "")
+        + (f"; judged over {1 + len(elsewhere[0].elsewhere)} processes each, "
+           f"{sum(c.alone_regret > 1 + threshold for c in elsewhere)} of those stayed over {threshold:.0%} slower"
+           if elsewhere else "")
+        + (f"; judged in their programs, {len(slow)} of those stayed over {threshold:.0%} slower"
+           if any(c.program for c in checks) else "")
         + (": " + ", ".join(f"{c.workload} {c.family} {c.regret:.2f}x" for c in slow) if slow else "") + ".",
         f"- Regret: geomean {geomean([c.regret for c in checks]):.3f}x, worst {worst.regret:.2f}x "
         f"({worst.workload} {worst.family}).",
@@ -365,8 +498,12 @@ def markdown(checks: Sequence[FamilyCheck], args: argparse.Namespace, command: s
         f"{args.threshold:.0%} slower than the best re-timed against it, {args.rounds} rounds, alternating; "
         + (f"one still over it re-timed so in {args.processes - 1} more fresh processes. " if args.processes > 1
            and not args.in_process else "")
+        + ("one still over it judged in its program, as written and bound (`bind`): the function with the "
+           "pick against the function with the best, alternately; where the program's code is the same, the pick "
+           "costs nothing. " if not args.in_process else "")
         + "Regret: the pick's time over the best's (re-timed: the median of the rounds' ratios; over several "
-        "processes: the median of theirs). pred/meas: "
+        "processes: the median of theirs; in its program: 1 + the function's median difference over the family's "
+        "best time alone, the worse of the two ways). pred/meas: "
         "predicted over measured seconds of the candidates (geomean; worst: farthest from 1). ρ: Spearman rank "
         "correlation of predicted and measured times.", "",
         "| workload | family | pick (predicted best) | fastest measured | regret | flag | pred/meas | worst | ρ |",
@@ -403,6 +540,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="check every workload in this process, not each in a process of its own (and judge "
                         "each pick there alone)")
     parser.add_argument("--retime-family", metavar="FAMILY", help=argparse.SUPPRESS)
+    parser.add_argument("--judge-family", metavar="FAMILY", help=argparse.SUPPRESS)
+    parser.add_argument("--seconds", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--pick", type=json.loads, help=argparse.SUPPRESS)
     parser.add_argument("--best", type=json.loads, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="print the checks as JSON rather than Markdown")
@@ -425,11 +564,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not workloads:
         print("cost_check.py: error: no workload selected (see --list)", file=sys.stderr)
         return 1
-    if args.retime_family and (args.pick is None or args.best is None or len(workloads) != 1):
-        print("cost_check.py: error: --retime-family needs --pick, --best and one workload", file=sys.stderr)
+    if (args.retime_family or args.judge_family) and (args.pick is None or args.best is None
+                                                      or len(workloads) != 1
+                                                      or (args.judge_family and args.seconds is None)):
+        print("cost_check.py: error: --retime-family and --judge-family need --pick, --best and one workload "
+              "(and --judge-family --seconds)", file=sys.stderr)
         return 1
     if args.retime_family:  # a child of judged_elsewhere
         print(json.dumps(retime_family(workloads[0], args.retime_family, args.pick, args.best, args.rounds)))
+        return 0
+    if args.judge_family:  # a child of judged_in_program
+        print(json.dumps(program_regrets(workloads[0], args.judge_family, args.pick, args.best, args.seconds,
+                                         args.rounds)))
         return 0
     checks = []
     for index, workload in enumerate(workloads, 1):
@@ -438,8 +584,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.in_process:
             checks += check_workload(workload, args.candidates, args.threshold, args.rounds)
             continue
-        checks += [judged_elsewhere(check, args) if args.processes > 1 and check.slow(args.threshold) else check
-                   for check in check_in_child(workload, args)]
+        checks += [judged(check, args) for check in check_in_child(workload, args)]
     print(json.dumps([to_json(check) for check in checks]) if args.json else markdown(checks, args, command_line()))
     return 0
 

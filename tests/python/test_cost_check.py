@@ -52,9 +52,10 @@ def test_the_pick_is_within_a_quarter_of_the_best_measured(workload: cw.Workload
 
 
 def _check(*timings: tuple[float, float], retimed: tuple[tuple[float, float], ...] | None = None,
-           elsewhere: tuple[float, ...] = ()) -> cost_check.FamilyCheck:
+           elsewhere: tuple[float, ...] = (),
+           program: tuple[tuple[str, float | None], ...] = ()) -> cost_check.FamilyCheck:
     candidates = tuple(cost_check.Candidate({"TM": 8 * i}, p, m) for i, (p, m) in enumerate(timings, 1))
-    return cost_check.FamilyCheck("w", "f", candidates, retimed, elsewhere)
+    return cost_check.FamilyCheck("w", "f", candidates, retimed, elsewhere, program)
 
 
 def test_regret_is_confirmed_by_the_retiming() -> None:
@@ -93,11 +94,54 @@ def test_a_regret_judged_over_processes_is_their_median() -> None:
     assert "over 3 processes: 1.30x, 1.04x, 1.20x" in row and "**slow**" in row
 
 
+def test_a_pick_slow_alone_is_judged_in_its_program() -> None:
+    """A pick still slow over the processes is judged where its program runs it: the worse of the ways the
+    program runs counts, a way that runs the same code with either choice costs nothing, and the row says so."""
+    slow_alone = ((2.6, 2.0), (2.7, 2.0), (2.5, 2.0))
+    same = _check((1.0, 3.0), (1.1, 2.0), retimed=slow_alone, elsewhere=(1.25, 1.2),
+                  program=(("as written", None), ("bound", 1.03)))
+    assert same.alone_regret == pytest.approx(1.25) and same.regret == pytest.approx(1.03) and not same.slow()
+    row = cost_check._row(same, 0.10)
+    assert "alone 1.25x; in its program: as written the same code, bound 1.03x" in row and "**slow**" not in row
+    slower = replace(same, program=(("as written", 1.02), ("bound", 1.2)))
+    assert slower.regret == pytest.approx(1.2) and slower.slow()
+    nowhere = replace(same, program=(("as written", None), ("bound", None)))
+    assert nowhere.regret == 1.0 and not nowhere.slow()
+
+
+def test_a_family_fused_in_a_dual_gemm_runs_the_same_code_whatever_its_slice_depth() -> None:
+    """SwiGLU's gate and up at 8 rows run as one dual GEMM whose in-place slices keep to 8 rows: the function as
+    written is the same code with TK 16 or 8 for the gate's family (its bound form, on packed weights, is not),
+    and another task width changes it."""
+    workload = cw.swiglu(8, 512)
+    choice = {"TM": 8, "TN": 128, "TK": 16, "RM": 8, "RN": 32}  # as the model picks both products on AVX-512
+    searched = prism.compile(workload.mlir, target="host", emit="mlir", pipeline=cost_check.SELECT).mlir
+    searched = cost_check.with_choice(searched, "swiglu_family1", choice)
+
+    def code(function: str, **change: int) -> dict[str, str]:
+        lowered = cost_check.lowered_code(cost_check.with_choice(searched, "swiglu_family0", {**choice, **change}))
+        return {name: text for name, text in lowered.items() if cost_check.owns(function, name)}
+
+    written = code("swiglu")
+    assert "swiglu" in written and any(name.startswith("__prism_task_swiglu_") for name in written)
+    assert code("swiglu", TK=8) == written
+    assert code("swiglu_apply", TK=8) != code("swiglu_apply")
+    assert code("swiglu", TN=2 * choice["TN"]) != written
+
+
+def test_a_lowered_function_owns_its_tasks_not_another_functions() -> None:
+    assert cost_check.owns("f", "f") and cost_check.owns("f", "_mlir_ciface_f")
+    assert cost_check.owns("f", "__prism_task_f_0") and cost_check.owns("f", "__prism_task_f_12_launch")
+    assert not cost_check.owns("f", "__prism_task_f_apply_0") and not cost_check.owns("f", "f_apply")
+    assert cost_check.owns("f_apply", "__prism_task_f_apply_0_entry")
+
+
 def test_a_check_crosses_from_a_child_process_unchanged() -> None:
     """Each workload is checked in a process of its own, which hands its checks back as JSON."""
     import json
 
-    checks = [_check((1.0, 3.0), (1.1, 2.0), retimed=((2.6, 2.0), (3.9, 3.0)), elsewhere=(1.1, 0.9)),
+    checks = [_check((1.0, 3.0), (1.1, 2.0), retimed=((2.6, 2.0), (3.9, 3.0)), elsewhere=(1.1, 0.9),
+                     program=(("as written", None), ("bound", 0.97))),
               _check((2.0, 1.0), (1.5, 1.2))]
     assert [cost_check.from_json(json.loads(json.dumps(cost_check.to_json(c)))) for c in checks] == checks
 
