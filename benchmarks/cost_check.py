@@ -377,6 +377,8 @@ def program_regrets(workload: Workload, family: str, pick: dict[str, int], best:
         if mode == "bound" and not workload.weights:
             continue
         ours = [{name: text for name, text in code[side].items() if owns(function, name)} for side in code]
+        if not ours[0]:  # the program has no such function: it does not run this way
+            continue
         if ours[0] == ours[1]:
             judged.append((mode, None))
             continue
