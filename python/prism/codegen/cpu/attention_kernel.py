@@ -52,8 +52,8 @@ holds the row. The weights are never subnormal (the exponential gives 0
 below f32's smallest normal number), so a conversion that flushes subnormal
 inputs rounds them as ``arith.truncf`` does. Where P is rounded, the
 exponential's polynomial is only as accurate as the rounding needs (degree 4
-for bf16, 5 for f16: :func:`~prism.codegen.cpu.text.exp2_degree`), one
-fewer FMA per degree on the softmax's every vector; l and alpha take the same
+for bf16, 5 for f16: :func:`~prism.codegen.cpu.text.exp2_degree`), two FMAs
+or one fewer on the softmax's every vector; l and alpha take the same
 weights, so a weight's error falls on the numerator and the denominator of
 the output alike.
 

@@ -169,13 +169,13 @@ class MlirText(TextBuilder):
 
     def exp2_nonpositive(self, x: str, lanes: int, scalef: bool = False, degree: int = EXP2_FULL_DEGREE) -> str:
         """2**x of a vector of f32 whose lanes are all <= 0 or NaN (attention's scores minus their running
-        maximum, in base 2), within 2 ulp (with the polynomial of ``degree`` 6; within that polynomial's error
-        with a lower one, :func:`exp2_degree`): 0 below EXP2_FLOOR (and for -inf); NaN stays NaN.
+        maximum, in base 2), within 2 ulp with the full polynomial (``degree`` 6), else within the lower
+        degree's own error (:func:`exp2_degree`): 0 below EXP2_FLOOR (and for -inf); NaN stays NaN.
 
         With n = round(x) and f = x - n in [-1/2, 1/2], 2**x is a polynomial in f whose exponent bits are
-        raised by n: 13 vector ops, where :meth:`exp` of the same values takes 17 plus the change of base. With
-        ``scalef`` (AVX-512, 16 lanes), one ``vscalefps`` under a mask scales the polynomial by 2**n and zeroes the
-        lanes below the floor, in place of four ops.
+        raised by n: 13 vector ops at degree 6, where :meth:`exp` of the same values takes 17 plus the change of
+        base. With ``scalef`` (AVX-512, 16 lanes), one ``vscalefps`` under a mask scales the polynomial by 2**n
+        and zeroes the lanes below the floor, in place of four ops.
         """
         vec, ivec, mask = f"vector<{lanes}x{F32}>", f"vector<{lanes}xi32>", f"vector<{lanes}xi1>"
         zero = self.splat(0.0, lanes)
