@@ -383,7 +383,8 @@ def program_regrets(workload: Workload, family: str, pick: dict[str, int], best:
             judged.append((mode, None))
             continue
         for name, text in texts.items():
-            compiled.setdefault(name, prism.compile(text, target="host", pipeline="prism-instantiate"))
+            if name not in compiled:  # compiled once, for whichever ways need timing
+                compiled[name] = prism.compile(text, target="host", pipeline="prism-instantiate")
         runs = {name: _call(workload, compiled[name], mode, inputs) for name in texts}
         differences = []
         for index in range(rounds):
