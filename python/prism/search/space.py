@@ -273,8 +273,188 @@ def fix_shape(space: Space, domain: isl.Set, exponents: dict[str, int]) -> isl.S
 
 def point_array(domain: isl.Set) -> np.ndarray:
     """All points of a parameter-free (or parameter-fixed) set, one per row, in lexicographic order."""
-    found: list[list[int]] = []
     domain = _without_fixed_params(domain)
+    n = domain.dim(isl.dim_type.set)
+    pieces = _Piece.of(domain)
+    try:
+        found = None if pieces is None else [piece.points() for piece in pieces]
+    except _TooLarge:
+        found = None
+    if found is None:
+        return _isl_point_array(domain)
+    if len(found) == 1:
+        return found[0]
+    array = np.concatenate(found) if found else np.zeros((0, n), dtype=np.int64)
+    return array[np.argsort(_lexicographic_keys(array))] if n and len(array) else array
+
+
+def count_points(domain: isl.Set) -> int:
+    """The number of points of a parameter-free (or parameter-fixed) set."""
+    domain = _without_fixed_params(domain)
+    pieces = _Piece.of(domain)
+    if pieces is not None:
+        try:
+            return sum(piece.count() for piece in pieces)
+        except _TooLarge:
+            pass
+    return domain.count_val().to_python()
+
+
+# A scan holds at most this many coordinates at a time (8 bytes each); a larger set is left to isl's own scan,
+# which holds one point at a time.
+_SCAN_LIMIT = 1 << 25
+
+
+class _TooLarge(Exception):
+    """A set with more points than a scan holds."""
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """One basic set of a parameter-free set, as numpy scans it: each dimension's bounds, and its equalities and
+    inequalities as rows of integer coefficients (one per dimension, then the constant; ``row . (x, 1)`` is
+    zero, or at least zero)."""
+
+    bounds: tuple[tuple[int, int], ...]
+    equalities: np.ndarray
+    inequalities: np.ndarray
+
+    @staticmethod
+    def of(domain: isl.Set) -> list[_Piece] | None:
+        """The basic sets of ``domain`` made disjoint (isl's ``make_disjoint``), or None where numpy cannot scan
+        them: a parameter left free, an existential variable, or a dimension unbounded."""
+        if domain.dim(isl.dim_type.param) or domain.dim(isl.dim_type.div):
+            return None
+        n = domain.dim(isl.dim_type.set)
+        pieces = []
+        for basic in domain.make_disjoint().get_basic_sets():
+            if basic.dim(isl.dim_type.div):
+                return None
+            if basic.is_empty():
+                continue
+            whole = isl.Set.from_basic_set(basic)
+            bounds = []
+            for i in range(n):
+                low, high = whole.dim_min_val(i), whole.dim_max_val(i)
+                if not (low.is_int() and high.is_int()):
+                    return None
+                bounds.append((low.get_num_si(), high.get_num_si()))
+            rows = [_matrix_rows(matrix(isl.dim_type.set, isl.dim_type.div, isl.dim_type.param, isl.dim_type.cst))
+                    for matrix in (basic.equalities_matrix, basic.inequalities_matrix)]
+            pieces.append(_Piece(tuple(bounds), *rows))
+        return pieces
+
+    def count(self) -> int:
+        """How many points: the product of the counts of its independent groups of dimensions (those that no
+        constraint reads together), each scanned alone."""
+        return math.prod(self._restricted(dims)._scan(count=True) for dims in self._independent_dimensions())
+
+    def points(self) -> np.ndarray:
+        """Its points, one per row, in lexicographic order."""
+        return self._scan(count=False)
+
+    def _independent_dimensions(self) -> list[list[int]]:
+        """The dimensions in groups that no constraint joins, each group in order."""
+        n = len(self.bounds)
+        group = list(range(n))
+
+        def root(i: int) -> int:
+            while group[i] != i:
+                i = group[i]
+            return i
+
+        for row in (*self.equalities, *self.inequalities):
+            read = np.flatnonzero(row[:n])
+            for j in read[1:]:
+                group[root(int(j))] = root(int(read[0]))
+        joined: dict[int, list[int]] = {}
+        for i in range(n):
+            joined.setdefault(root(i), []).append(i)
+        return list(joined.values())
+
+    def _restricted(self, dims: list[int]) -> _Piece:
+        """The piece over ``dims`` alone, with the constraints that read only them."""
+        n, columns = len(self.bounds), [*dims, len(self.bounds)]
+        others = [i for i in range(n) if i not in dims]
+
+        def rows(matrix: np.ndarray) -> np.ndarray:
+            return matrix[~matrix[:, others].any(axis=1)][:, columns]
+
+        return _Piece(tuple(self.bounds[i] for i in dims), rows(self.equalities), rows(self.inequalities))
+
+    def _scan(self, count: bool) -> np.ndarray | int:
+        """The points (or, with ``count``, how many there are), dimension by dimension.
+
+        Each point of the prefix gets the range that the constraints whose last dimension is the next one
+        allow it there (bounding it from below or above, or fixing it), so no point outside the piece is ever
+        made, and the last dimension is only counted where ``count`` asks. Raises _TooLarge where a prefix
+        would hold more than ``_SCAN_LIMIT`` coordinates."""
+        n = len(self.bounds)
+        last = {kind: _last_dimension(rows, n) for kind, rows in (("eq", self.equalities), ("ge", self.inequalities))}
+        prefix = np.zeros((1, 0), dtype=np.int64)
+        for i, (low, high) in enumerate(self.bounds):
+            lower = np.full(len(prefix), low, dtype=np.int64)
+            upper = np.full(len(prefix), high, dtype=np.int64)
+            for kind, rows in (("eq", self.equalities), ("ge", self.inequalities)):
+                for row in rows[last[kind] == i]:
+                    # row[i] * x + rest == 0 (or >= 0), rest from the prefix's coordinates and the constant.
+                    a, rest = int(row[i]), prefix @ row[:i] + row[n]
+                    if a == 0:  # a constraint on no dimension (kept with the first): true or false throughout
+                        upper = np.where((rest == 0) if kind == "eq" else (rest >= 0), upper, lower - 1)
+                    elif kind == "eq":
+                        value = -rest // a
+                        lower = np.where(rest % a == 0, np.maximum(lower, value), upper + 1)
+                        upper = np.minimum(upper, value)
+                    elif a > 0:
+                        lower = np.maximum(lower, -(rest // a))
+                    else:
+                        upper = np.minimum(upper, rest // -a)
+            lengths = np.maximum(upper - lower + 1, 0)
+            if count and i == n - 1:
+                return int(lengths.sum())
+            total = int(lengths.sum())
+            if total * (i + 1) > _SCAN_LIMIT:
+                raise _TooLarge
+            # Prefix row p's values run from lower[p] for lengths[p] positions, the rows one after another.
+            values = np.repeat(lower - np.cumsum(lengths) + lengths, lengths) + np.arange(total, dtype=np.int64)
+            grown = np.empty((total, i + 1), dtype=np.int64)
+            grown[:, :i] = np.repeat(prefix, lengths, axis=0)
+            grown[:, i] = values
+            prefix = grown
+        return len(prefix) if count else prefix
+
+
+def _matrix_rows(matrix: isl.Mat) -> np.ndarray:
+    """The rows of an isl constraint matrix, as int64."""
+    rows, cols = matrix.rows(), matrix.cols()
+    values = [[matrix.get_element_val(r, c).get_num_si() for c in range(cols)] for r in range(rows)]
+    return np.array(values, dtype=np.int64).reshape(rows, cols)
+
+
+def _last_dimension(rows: np.ndarray, n: int) -> np.ndarray:
+    """The last of the ``n`` dimensions each row reads (0 for a row that reads none)."""
+    reads = rows[:, :n] != 0
+    return np.where(reads.any(axis=1), n - 1 - np.argmax(reads[:, ::-1], axis=1), 0) if n else np.zeros(len(rows))
+
+
+def _lexicographic_keys(array: np.ndarray) -> np.ndarray:
+    """One number per row that orders rows lexicographically (mixed radix over the rows' ranges, the first
+    dimension most significant); a range too wide for int64 falls back to lexsort's ranks."""
+    low = array.min(axis=0)
+    radix = array.max(axis=0) - low + 1
+    if math.prod(int(r) for r in radix) >= 1 << 62:
+        ranks = np.empty(len(array), dtype=np.int64)
+        ranks[np.lexsort(array.T[::-1])] = np.arange(len(array))
+        return ranks
+    keys = np.zeros(len(array), dtype=np.int64)
+    for column, (base, size) in enumerate(zip(low, radix, strict=True)):
+        keys = keys * size + (array[:, column] - base)
+    return keys
+
+
+def _isl_point_array(domain: isl.Set) -> np.ndarray:
+    """``point_array`` through isl's own scan, one point at a time."""
+    found: list[list[int]] = []
     n, dims = domain.dim(isl.dim_type.set), isl.dim_type.set
 
     def take(point: isl.Point) -> None:
@@ -284,12 +464,7 @@ def point_array(domain: isl.Set) -> np.ndarray:
 
     domain.foreach_point(take)
     array = np.array(found, dtype=np.int64).reshape(len(found), n)
-    return array[np.lexsort(array.T[::-1])] if len(array) else array
-
-
-def count_points(domain: isl.Set) -> int:
-    """The number of points of a parameter-free (or parameter-fixed) set."""
-    return _without_fixed_params(domain).count_val().to_python()
+    return array[np.lexsort(array.T[::-1])] if len(array) and n else array
 
 
 def _without_fixed_params(domain: isl.Set) -> isl.Set:

@@ -75,9 +75,12 @@ def to_ptx(module: ir.Module, chip: str, kernels: list[Kernel] = ()) -> str:
     return ptx
 
 
+_UNPRINTABLE = re.compile(r'[^\x20-\x7e]|["\\]')
+
+
 def _escape(text: str) -> str:
     """``text`` as the body of an MLIR string literal."""
-    return "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else f"\\{ord(c):02X}" for c in text)
+    return _UNPRINTABLE.sub(lambda match: f"\\{ord(match.group()):02X}", text)
 
 
 _DYNAMIC_LINE = re.compile(rf"^\s*\.shared \.align \d+ \.b8 {DYNAMIC_SHARED}(\[\d*\])?;\s*$\n?", re.MULTILINE)
