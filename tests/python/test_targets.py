@@ -470,13 +470,13 @@ def test_short_slices_of_a_slice_beyond_l1_start_cold(describe_host: Callable[..
 def test_a_product_in_the_cache_takes_deep_slices(describe_host: Callable[..., Any],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A product of many rows whose inputs stay in the cache pays a warm start of its runs of A per slice beyond
-    the first: 512^3 takes a single slice, where without that start it took two. Sixteen rows keep their
-    slices."""
+    the first: 512^3 takes a single slice, where without that start it took two. Thirty-two rows keep their
+    slices (benchmarks/RESULTS.md, "Warm slices of the square GEMMs")."""
     from conftest import REFERENCE_HOST
 
     describe_host(REFERENCE_HOST.with_name("host-avx512.json"))
-    square, sixteen = _picked(512, 512, 512), _picked(16, 1024, 1024)
+    square, few = _picked(512, 512, 512), _picked(host_cost.WARM_START_ROWS, 1024, 1024)
     assert square["TK"] == 512, square
     monkeypatch.setattr(host_cost, "A_WARM_RUN_START_CYCLES", 0)
     assert _picked(512, 512, 512)["TK"] < 512
-    assert _picked(16, 1024, 1024) == sixteen
+    assert _picked(host_cost.WARM_START_ROWS, 1024, 1024) == few

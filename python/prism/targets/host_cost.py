@@ -23,7 +23,7 @@ import numpy as np
 from prism.kernels import host_gemm
 from prism.search.cost import Knob, KnobValues, ceil_div, problem_sizes, roofline, traffic_bytes
 from prism.search.space import Contraction
-from prism.targets.host_space import MANY_ROWS, direct_kernel
+from prism.targets.host_space import direct_kernel
 
 if TYPE_CHECKING:
     from prism.targets.host import HostTarget
@@ -46,17 +46,18 @@ CACHED_FEW_ROWS_SKEW = 0.5
 # 4096, and at TM = 512 for 512^3, whose rows of A stay in L2: benchmarks/RESULTS.md, "Deep K slices for the
 # square GEMMs").
 A_RUN_START_CYCLES, A_WARM_L1 = 48, 1.5
-# Where every input stays in the cache and the product has many rows (more than MANY_ROWS), a run of A that starts
+# Where every input stays in the cache and the product has more than WARM_START_ROWS rows, a run of A that starts
 # warm (its rows within L2) still costs so many cycles per row, micro-tile and slice beyond the first: 512^3 and
-# 1024^3 ran 5-7% and 2-3% faster per halving of their slices than the slice's loads and stores account for
-# (benchmarks/RESULTS.md, "Warm slices of the square GEMMs").
-A_WARM_RUN_START_CYCLES = 16
+# 1024^3 ran 5-7% and 2-3% faster per halving of their slices than the slice's loads and stores account for, and
+# so did 48 to 200 rows; 32 rows ran TK = 256 5% slower than 128 (benchmarks/RESULTS.md, "Warm slices of the
+# square GEMMs").
+A_WARM_RUN_START_CYCLES, WARM_START_ROWS = 16, 32
 
 COST_TEXT = ("[transform path only: 2*(bytesA + bytesB + bytesC) / bandwidth] + "
              "max(rounds * (tiles(M, TM, RM)*tiles(N, TN, RN)*ceil(K/TK) * (kernel_cycles(RM, RN, TK) "
              f"[+ RM*{A_RUN_START_CYCLES} where B panels are copied, TM*TK bytes of A exceed {A_WARM_L1} L1 and TM*K "
              f"bytes half of L2; else + RM*{A_WARM_RUN_START_CYCLES} per slice beyond the first where every input "
-             "stays in the cache and M exceeds 16 rows: direct kernel]) "
+             f"stays in the cache and M exceeds {WARM_START_ROWS} rows: direct kernel]) "
              "+ [B panels: ceil(K/TK)*TK*TN/lanes vector copies if ceil(TM/RM) > 1, each a load and a store, or "
              "beyond the L2 its bytes*(1 + 128/(TN bytes)) at a core's share of the bandwidth; panels kept across "
              "row blocks are copied by a column's first task and, beyond half the L2, read back by the others "
@@ -149,7 +150,7 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
         cold = packs & (tm * tk * op.elem_bytes[0] > A_WARM_L1 * target.l1d_bytes) \
             & (tm * s["k"] * op.elem_bytes[0] > target.l2_bytes / 2)
         block_cycles = block_cycles + np.where(cold, micro_tiles * ceil_div(s["k"], tk) * rm * A_RUN_START_CYCLES, 0)
-        if cached and op.extent("m") is not None and op.extent("m") > MANY_ROWS:
+        if cached and op.extent("m") is not None and op.extent("m") > WARM_START_ROWS:
             block_cycles = block_cycles + np.where(
                 packs & ~cold, micro_tiles * (ceil_div(s["k"], tk) - 1) * rm * A_WARM_RUN_START_CYCLES, 0)
         # A pipelined copy streams B slower at some slice depths than at others, by as much as calibration
