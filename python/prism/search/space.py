@@ -434,7 +434,7 @@ def _matrix_rows(matrix: isl.Mat) -> np.ndarray:
 def _last_dimension(rows: np.ndarray, n: int) -> np.ndarray:
     """The last of the ``n`` dimensions each row reads (0 for a row that reads none)."""
     reads = rows[:, :n] != 0
-    return np.where(reads.any(axis=1), n - 1 - np.argmax(reads[:, ::-1], axis=1), 0) if n else np.zeros(len(rows))
+    return np.where(reads.any(axis=1), n - 1 - np.argmax(reads[:, ::-1], axis=1), 0) if n else np.zeros(len(rows), int)
 
 
 def _lexicographic_keys(array: np.ndarray) -> np.ndarray:
