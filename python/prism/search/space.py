@@ -284,8 +284,7 @@ def point_array(domain: isl.Set) -> np.ndarray:
         return _isl_point_array(domain)
     if len(found) == 1:
         return found[0]
-    array = np.concatenate(found) if found else np.zeros((0, n), dtype=np.int64)
-    return array[np.argsort(_lexicographic_keys(array))] if n and len(array) else array
+    return _sorted_rows(np.concatenate(found)) if found else np.zeros((0, n), dtype=np.int64)
 
 
 def count_points(domain: isl.Set) -> int:
@@ -437,19 +436,9 @@ def _last_dimension(rows: np.ndarray, n: int) -> np.ndarray:
     return np.where(reads.any(axis=1), n - 1 - np.argmax(reads[:, ::-1], axis=1), 0) if n else np.zeros(len(rows), int)
 
 
-def _lexicographic_keys(array: np.ndarray) -> np.ndarray:
-    """One number per row that orders rows lexicographically (mixed radix over the rows' ranges, the first
-    dimension most significant); a range too wide for int64 falls back to lexsort's ranks."""
-    low = array.min(axis=0)
-    radix = array.max(axis=0) - low + 1
-    if math.prod(int(r) for r in radix) >= 1 << 62:
-        ranks = np.empty(len(array), dtype=np.int64)
-        ranks[np.lexsort(array.T[::-1])] = np.arange(len(array))
-        return ranks
-    keys = np.zeros(len(array), dtype=np.int64)
-    for column, (base, size) in enumerate(zip(low, radix, strict=True)):
-        keys = keys * size + (array[:, column] - base)
-    return keys
+def _sorted_rows(array: np.ndarray) -> np.ndarray:
+    """The rows of ``array`` in lexicographic order."""
+    return array[np.lexsort(array.T[::-1])] if len(array) and array.shape[1] else array
 
 
 def _isl_point_array(domain: isl.Set) -> np.ndarray:
@@ -463,8 +452,7 @@ def _isl_point_array(domain: isl.Set) -> np.ndarray:
         found.append([point.get_coordinate_val(dims, i).get_num_si() for i in range(n)])
 
     domain.foreach_point(take)
-    array = np.array(found, dtype=np.int64).reshape(len(found), n)
-    return array[np.lexsort(array.T[::-1])] if len(array) and n else array
+    return _sorted_rows(np.array(found, dtype=np.int64).reshape(len(found), n))
 
 
 def _without_fixed_params(domain: isl.Set) -> isl.Set:
