@@ -77,8 +77,9 @@ def run_cli(*args: str, stdin: str | None = None,
                           text=True, cwd=REPO, timeout=300, env={**os.environ, **(env or {})})
 
 
-def lower_on_host(text: str, name: str, threads: int = 2) -> tuple[str, Callable[..., Any]]:
-    """The host lowering of ``text`` on ``threads`` workers: the IR after cpu-tile, and ``@name`` compiled."""
+def lower_on_host(text: str, name: str, threads: int = 2, run: bool = True) -> tuple[str, Callable[..., Any] | None]:
+    """The host lowering of ``text`` on ``threads`` workers: the IR after cpu-tile, and ``@name`` compiled (None
+    with ``run=False``: lowered to LLVM alone, for code this machine may lack the units to run)."""
     from mlir import ir
 
     from prism.codegen.cpu import CpuLowering
@@ -93,7 +94,7 @@ def lower_on_host(text: str, name: str, threads: int = 2) -> tuple[str, Callable
         tiled = str(module)
         for stage in stages.stages()[1:]:
             stage.run(module)
-        return tiled, jit(module, name)
+        return tiled, jit(module, name) if run else None
 
 
 # Files whose tests share work that is expensive to set up (a module-scoped fixture, or a cache of compiles): under

@@ -13,7 +13,7 @@ import prism
 from conftest import REPO, run_cli
 from prism.codegen.iree import compile_vmfb, load
 from prism.search.space import Contraction
-from prism.targets import get_target
+from prism.targets import get_target, host_space
 from prism.targets.host import host_target
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -201,20 +201,23 @@ def test_an_attribute_syntax_iree_does_not_take_is_a_clean_error() -> None:
 
 
 # Other element types and layouts: f16 inputs accumulating in f32, packed products with A or B transposed, a batch
-# of products with B transposed; each with its float64 reference.
+# of products with B transposed; each with its float64 reference. The packed products have more rows than any task
+# takes (TM <= 3 x 2^TM_MAX), so that IREE runs them on packed operands whatever this machine's pick
+# (host_iree.iree_data_tiling).
+PACKED_M = 3 * 2**host_space.TM_MAX + 64
 TRANSPOSED_A = ("affine_map<(m, n, k) -> (k, m)>", "affine_map<(m, n, k) -> (k, n)>")
 TRANSPOSED_B = ("affine_map<(m, n, k) -> (m, k)>", "affine_map<(m, n, k) -> (n, k)>")
 OTHER_STYLES = {
     "f16": ([(37, 64), (64, 50)], np.float16, "tensor<37x50xf32>",
             "linalg.matmul ins(%a, %b : tensor<37x64xf16>, tensor<64x50xf16>)", lambda a, b: a @ b),
-    "packed, A transposed": ([(64, 200), (64, 50)], np.float32, "tensor<200x50xf32>",
+    "packed, A transposed": ([(64, PACKED_M), (64, 50)], np.float32, f"tensor<{PACKED_M}x50xf32>",
                              f"linalg.matmul indexing_maps = [{', '.join(TRANSPOSED_A)}, "
-                             "affine_map<(m, n, k) -> (m, n)>] ins(%a, %b : tensor<64x200xf32>, tensor<64x50xf32>)",
-                             lambda a, b: a.T @ b),
-    "packed, B transposed": ([(200, 64), (50, 64)], np.float32, "tensor<200x50xf32>",
+                             f"affine_map<(m, n, k) -> (m, n)>] ins(%a, %b : tensor<64x{PACKED_M}xf32>, "
+                             "tensor<64x50xf32>)", lambda a, b: a.T @ b),
+    "packed, B transposed": ([(PACKED_M, 64), (50, 64)], np.float32, f"tensor<{PACKED_M}x50xf32>",
                              f"linalg.matmul indexing_maps = [{', '.join(TRANSPOSED_B)}, "
-                             "affine_map<(m, n, k) -> (m, n)>] ins(%a, %b : tensor<200x64xf32>, tensor<50x64xf32>)",
-                             lambda a, b: a @ b.T),
+                             f"affine_map<(m, n, k) -> (m, n)>] ins(%a, %b : tensor<{PACKED_M}x64xf32>, "
+                             "tensor<50x64xf32>)", lambda a, b: a @ b.T),
     "batched, B transposed": ([(3, 37, 64), (3, 50, 64)], np.float32, "tensor<3x37x50xf32>",
                               "linalg.batch_matmul indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, "
                               "affine_map<(b, m, n, k) -> (b, n, k)>, affine_map<(b, m, n, k) -> (b, m, n)>] "
