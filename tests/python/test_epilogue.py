@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import lower_on_host
+from prism.codegen.cpu.kernel import COPY_AHEAD_BYTES
 
 # K = 300 in five slices of 64, N = 45 in a ragged last column block and micro-tile.
 CHOICE = '{prism.roles = ["m", "n", "k"], prism.choice = {TM = 16, TN = 32, TK = 64, RM = 4, RN = 16, PACK = 1}}'
@@ -195,6 +196,10 @@ def test_dual_gemm_with_a_pipelined_copy(rng: np.random.Generator) -> None:
     assert [k["kind"] for k in function["kernels"]] == ["dual gemm + epilogue"]
     tiled, fn = lower(text, 2)
     assert "linalg." not in tiled and "memref.prefetch" in tiled
+    # Each B's stream is prefetched COPY_AHEAD_BYTES ahead of the copy, as a single product's is: a unit of the
+    # copy is a row of two panels (four micro-tiles down the row block), RN / 2 columns of each B.
+    ahead = re.search(r"arith.addi %\w+, %c(\d+) : index\n(?:\s*%\w+ = .*\n){1,6}?\s*memref.prefetch", tiled)
+    assert ahead and int(ahead.group(1)) * 2 * (16 // 2) * 4 == COPY_AHEAD_BYTES, ahead
     a = rng.standard_normal((16, K), dtype=np.float32)
     wg, wu = (rng.standard_normal((K, N), dtype=np.float32) * 0.2 for _ in range(2))
     g, u = a.astype(np.float64) @ wg, a.astype(np.float64) @ wu

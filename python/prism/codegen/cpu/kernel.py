@@ -442,7 +442,9 @@ class _Kernel:
         """Prefetch the unit of the copy COPY_AHEAD_BYTES past ``unit``, a cache line at a time (clamped to B)."""
         p, t = self.plan, self.t
         count = self.unit_panels
-        ahead = t.value(f"arith.addi {unit}, {t.const(max(1, COPY_AHEAD_BYTES // (count * p.rn * 4)))} : index")
+        # A unit holds count * width columns of B (and as many of the second B in a dual GEMM): each B's stream is
+        # prefetched COPY_AHEAD_BYTES ahead.
+        ahead = t.value(f"arith.addi {unit}, {t.const(max(1, COPY_AHEAD_BYTES // (count * p.width * 4)))} : index")
         row = t.value(f"arith.addi {self.copy_row}, {t.value(f'arith.divui {ahead}, {per_row} : index')} : index")
         row = t.value(f"arith.minui {row}, {t.value(f'arith.subi {self.k}, {self.c1} : index')} : index")
         col = t.value(f"arith.muli {t.value(f'arith.remui {ahead}, {per_row} : index')}, "
