@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -198,6 +199,20 @@ def test_an_attribute_syntax_iree_does_not_take_is_a_clean_error() -> None:
     old = re.sub(r"#iree_cpu\.lowering_config<[^>]*>", "#iree_codegen.lowering_config<tile_sizes = [[64, 64, 0]]>", old)
     with pytest.raises(prism.TargetError, match="iree-compile refused the module"):
         compile_vmfb(old)
+
+
+def test_an_iree_compile_that_hangs_is_stopped_run_again_and_then_a_clean_error(monkeypatch: pytest.MonkeyPatch
+                                                                                ) -> None:
+    """A run of iree-compile past COMPILE_SECONDS is stopped and run once more; a second hang is a TargetError
+    that says so, not a wait without end (the child here sleeps instead of compiling)."""
+    from prism.codegen import iree
+
+    monkeypatch.setattr(iree, "_COMPILE", "import sys, time; sys.stdin.read(); time.sleep(30)")
+    monkeypatch.setattr(iree, "COMPILE_SECONDS", 0.5)
+    began = time.perf_counter()
+    with pytest.raises(prism.TargetError, match=r"did not finish within 0.5 s in 2 runs"):
+        compile_vmfb("module {}")
+    assert time.perf_counter() - began < 10
 
 
 # Other element types and layouts: f16 inputs accumulating in f32, packed products with A or B transposed, a batch

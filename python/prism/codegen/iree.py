@@ -40,7 +40,9 @@ bindings cannot be loaded beside Prism's.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -302,22 +304,41 @@ sys.stdout.buffer.write(iree.compiler.compile_str(text, target_backends=[sys.arg
 """
 
 
+# Seconds an iree-compile run may take. IREE 3.13's compiler has hung, once in many runs, asleep with no output
+# (a program it compiles in seconds, whose next run did): such a run is stopped and the compile run once more.
+COMPILE_SECONDS, COMPILE_ATTEMPTS = 600, 2
+
+
 def compile_vmfb(text: str, backend: str = "llvm-cpu", flags: Sequence[str] = ()) -> bytes:
     """The IREE module (``.vmfb``) of ``text`` for ``backend``, by ``iree.compiler`` in a child process.
 
     Raises TargetError with iree-compile's errors when it refuses the text,
-    or when IREE is not installed.
+    when IREE is not installed, or when it does not finish within
+    COMPILE_SECONDS in any of COMPILE_ATTEMPTS runs.
     """
-    child = subprocess.run([sys.executable, "-c", _COMPILE, backend, *flags], input=text.encode(),
-                           capture_output=True)
+    for _ in range(COMPILE_ATTEMPTS):
+        # A session of its own, so that a run past the time is stopped with the iree-compile it started.
+        with subprocess.Popen([sys.executable, "-c", _COMPILE, backend, *flags], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True) as child:
+            try:
+                stdout, stderr = child.communicate(text.encode(), timeout=COMPILE_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.communicate()
+            except BaseException:  # an interrupt: the compile stops with the caller
+                os.killpg(child.pid, signal.SIGKILL)
+                raise
+    else:
+        raise TargetError(f"iree-compile did not finish within {COMPILE_SECONDS} s in {COMPILE_ATTEMPTS} runs")
     if child.returncode:
-        lines = child.stderr.decode(errors="replace").strip().splitlines()
+        lines = stderr.decode(errors="replace").strip().splitlines()
         if any("No module named 'iree" in line for line in lines):
             raise TargetError("IREE is not installed: pip install iree-base-compiler==3.13.0 "
                               "iree-base-runtime==3.13.0 (the test and bench extras pin them)")
         errors = [line for line in lines if "error" in line] or lines[-20:]
         raise TargetError("iree-compile refused the module:\n" + "\n".join(errors))
-    return child.stdout
+    return stdout
 
 
 def load(vmfb: bytes, function: str, driver: str = "local-task") -> Callable[..., Any]:

@@ -141,16 +141,18 @@ def amx_efficiency(values: KnobValues) -> np.ndarray:
     return shape * products / (products + (values["AM"] + values["AN"]) / 2)
 
 
-def whole_rows_in_place() -> str:
-    """The direct kernel's tasks of one row panel (TM = RM) cover M, unless a micro-tile covers B's rows (RN >= N).
-    Such a task reads B in place, RN columns of each row at a time, and where M takes several row blocks, each of
-    them reads all of B so: on a Zen 4, 16-row products in two blocks of 8 x 32 ran 1.5-3x slower than in one
-    block of 16 rows, with B in the L3 or from DRAM, where the cost put them within 40% (benchmarks/RESULTS.md,
-    "Rows of A in one L1 set, measured": one-panel tasks over a split M). A block of 3 * 2**tm rows counts as
-    covering M where it covers 2**LM, so a few that would are left out; TM = 2**LM covers them alike."""
-    m, n = SHAPE_PARAMS["m"], SHAPE_PARAMS["n"]
+def whole_rows_in_place(op: Contraction, target: HostTarget) -> str:
+    """The direct kernel's tasks of one row panel (TM = RM) cover M where B's (padded) bytes exceed half of L2,
+    unless a micro-tile covers B's rows (RN >= N). Such a task reads B in place, RN columns of each row at a time,
+    and where M takes several row blocks, each of them reads all of B so: on a Zen 4, 16-row products in two
+    blocks of 8 x 32 ran 1.5-3x slower than in one block of 16 rows, with B of 1 MiB or more, where the cost put
+    them within 40% (benchmarks/RESULTS.md, "Rows of A in one L1 set, measured": one-panel tasks over a split M).
+    A block of 3 * 2**tm rows counts as covering M where it covers 2**LM, so a few that would are left out;
+    TM = 2**LM covers them alike."""
+    m, n, k = SHAPE_PARAMS["m"], SHAPE_PARAMS["n"], SHAPE_PARAMS["k"]
     covers = f"((t3 = 0 and tm >= {m}) or (t3 = 1 and tm + 1 >= {m}))"
-    return f"(tm > rm or t3 < m3 or {covers} or rn >= {n})"
+    small_b = f"{k} + {n} <= {math.floor(math.log2(target.l2_bytes / 2 / op.elem_bytes[1]))}"
+    return f"(tm > rm or t3 < m3 or {covers} or rn >= {n} or {small_b})"
 
 
 def gemm_space(op: Contraction, target: HostTarget) -> Space:
@@ -186,7 +188,7 @@ def gemm_space(op: Contraction, target: HostTarget) -> Space:
                 f" and {lanes_log2} <= rn <= {lanes_log2 + 2} and rm + 2 * (m3 - t3) <= tm <= {tm_max}"
                 f" and rn <= tn and {tn_max} and {tk_min} <= tk <= 10 and {one_row}")
     if direct_kernel(op):
-        universe = f"{universe} and {whole_rows_in_place()}"
+        universe = f"{universe} and {whole_rows_in_place(op, target)}"
     footprint = op.footprint_exponent
     reg_tiles = {"m": "rm", "n": "rn", "k": "tk"}
     cache_tiles = {"m": "tm", "n": "tn", "k": "tk"}
