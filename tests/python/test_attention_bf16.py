@@ -164,7 +164,27 @@ def check(result: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, eleme
     bound = (2 * ROUNDOFF[element] if rounds else 0) + F32_ERROR
     np.testing.assert_allclose(result, exact, rtol=0, atol=bound * scale)
     if keys_in_one_step:
-        assert np.abs(result - exact).mean() < 0.1 * np.abs(other - exact).mean()
+        clear = ~near_a_tie(q, k, element).any(axis=-1)
+        if clear.any():
+            assert np.abs(result - exact)[clear].mean() < 0.1 * np.abs(other - exact)[clear].mean()
+
+
+# The narrow types' fraction bits: a weight's unit in the last place is 2^(exponent - bits).
+FRACTION_BITS = {"bf16": 7, "f16": 10}
+
+
+def near_a_tie(q: np.ndarray, k: np.ndarray, element: str) -> np.ndarray:
+    """Per query row and key, whether the exact weight lies within 1/512 of a narrow unit of a rounding tie (and is
+    at least 1/64 of the row's largest, where a flip matters). The kernel's f32 weight is off the exact one by a few
+    parts in a million (2e-6 relative, measured), which can round such a weight the other way: one flip moves the
+    output by a narrow unit of that weight, as much as rounding P moves it in all, so rows holding one are left out
+    of the comparison of the two references."""
+    q64, k64 = q.astype(np.float64), k.astype(np.float64)
+    s = q64 @ np.swapaxes(k64, -1, -2)
+    p = np.exp((s - s.max(axis=-1, keepdims=True)) / math.sqrt(q.shape[-1]))
+    unit = np.exp2(np.floor(np.log2(p)) - FRACTION_BITS[element])
+    place = p / unit - np.floor(p / unit)
+    return (np.abs(place - 0.5) < 2.0 ** -9) & (p >= 2.0 ** -6)
 
 
 # Odd shapes (37 queries, 129 keys: a ragged second step of keys), several batch dimensions, decode (one query row:
