@@ -254,31 +254,36 @@ def test_the_calibration_decides_where_the_copy_of_b_is_pipelined(tmp_path: Path
                                                                   describe_host: Callable[..., Any]) -> None:
     """Where the calibration timed the pipelined copy faster than the copy in a phase of its own on a B the L3
     holds, the direct kernel pipelines the copy of a B of 256 KiB (two panel buffers per worker, and prefetches of
-    the B it will copy); timed slower, or not at all, it copies that B in a phase of its own."""
+    the B it will copy); timed slower, or not at all, it copies that B in a phase of its own. Over a K of a few
+    rows (host_gemm.SHALLOW_K) it copies in a phase even there."""
     machine = json.loads(REFERENCE_HOST.read_text())
 
-    def lowered(in_cache: float | None) -> tuple[int, bool]:
+    def lowered(in_cache: float | None, k: int = 256) -> tuple[int, bool]:
         measured = {} if in_cache is None else {"pipelined_in_cache": in_cache}
         config = write_config(tmp_path / f"in-cache-{in_cache}.json", machine=machine["machine"],
                               cores=machine["cores"], **measured)
         target = describe_host(REFERENCE_HOST, config)
-        text = prism.compile(PIPELINED_PRODUCT, target="host", pipeline="prism-lower-cpu{threads=2}").mlir
+        text = prism.compile(pipelined_product(k), target="host", pipeline="prism-lower-cpu{threads=2}").mlir
         return target.copy_in_phase_bytes, "prefetch" in text
 
     quarter = machine["l3_bytes"] // 4
     assert lowered(0.8) == (0, True)
     assert lowered(1.2) == (quarter, False)
     assert lowered(None) == (quarter, False)
+    assert lowered(0.8, k=16) == (0, False)
 
 
-PIPELINED_PRODUCT = """func.func @mm(%a: tensor<16x256xf32>, %b: tensor<256x256xf32>) -> tensor<16x256xf32> {
+def pipelined_product(k: int) -> str:
+    """A 16 x ``k`` by ``k`` x 256 product in two row panels of 8 rows: its tasks copy B into panels."""
+    a, b, c = f"tensor<16x{k}xf32>", f"tensor<{k}x256xf32>", "tensor<16x256xf32>"
+    return f"""func.func @mm(%a: {a}, %b: {b}) -> {c} {{
   %zero = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<16x256xf32>
-  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<16x256xf32>) -> tensor<16x256xf32>
-  %r = linalg.matmul {prism.roles = ["m", "n", "k"], prism.choice = {TM = 16, TN = 128, TK = 64, RM = 8, RN = 16}}
-         ins(%a, %b : tensor<16x256xf32>, tensor<256x256xf32>) outs(%init : tensor<16x256xf32>) -> tensor<16x256xf32>
-  return %r : tensor<16x256xf32>
-}"""
+  %e = tensor.empty() : {c}
+  %init = linalg.fill ins(%zero : f32) outs(%e : {c}) -> {c}
+  %r = linalg.matmul {{prism.roles = ["m", "n", "k"], prism.choice = {{TM = 16, TN = 128, TK = 64, RM = 8, RN = 16}}}}
+         ins(%a, %b : {a}, {b}) outs(%init : {c}) -> {c}
+  return %r : {c}
+}}"""
 
 
 def test_decode_attention_factors_apply_at_decode_alone(tmp_path: Path, describe_host: Callable[..., Any]) -> None:

@@ -155,6 +155,15 @@ def test_the_copy_of_b_is_pipelined_past_a_quarter_of_the_l3(b_mib: int | None, 
     assert many.tolist() == [expected, False]
 
 
+@pytest.mark.parametrize(("k", "expected"), [(16, False), (host_gemm.SHALLOW_K, False), (host_gemm.SHALLOW_K + 1, True),
+                                            (64, True), (None, True)])
+def test_the_copy_over_a_shallow_k_runs_in_a_phase_of_its_own(k: int | None, expected: bool) -> None:
+    """Over a K of a few rows (a LoRA's rank), B's copy into panels runs in a phase of its own, however large B is
+    and even on a machine that pipelines every copy; from SHALLOW_K on (or an unknown K), as before."""
+    assert bool(host_gemm.pipelines_copy(True, False, False, 64 << 20, 0, k)) is expected
+    assert bool(host_gemm.pipelines_copy(True, False, False, None, 0, k)) is expected
+
+
 @pytest.mark.parametrize(("in_cache", "expected"), [(None, 32 << 20), (1.2, 32 << 20), (0.96, 32 << 20), (0.9, 0)])
 def test_a_machine_whose_pipelined_copy_wins_from_the_l3_pipelines_every_copy(in_cache: float | None,
                                                                               expected: int) -> None:

@@ -471,6 +471,9 @@ class _Search:
     # one argument layout) then find a term by identity, not by comparing it whole with an equal copy.
     interned: dict[Term, Term] = field(default_factory=dict)
     completion_lists: dict[int, tuple[Node, ...]] = field(default_factory=dict)  # see _completions
+    # Per program (its results, and the shapes and elements of the arguments they read), its profile, or None
+    # where no program can be written for it: different choices often complete to the same program.
+    profiles: dict[tuple, tuple | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.prepare_choice = self._tree_best(self._invariant_node)
@@ -572,13 +575,17 @@ class _Search:
             renamed: dict[Term, Term] = {}
             results = tuple(renamed_arguments(term, renumber, renamed) for term in results)
         prepared = tuple(self._prepare_term(cls) for cls in used)
-        model = self.cost.with_args([*self.cost.shapes.arg_shapes, *(self.graph.shapes[c] for c in used)],
-                                    [*self.cost.arg_elements, *(self.graph.elements.get(c, "f32") for c in used)])
+        shapes = [*self.cost.shapes.arg_shapes, *(self.graph.shapes[c] for c in used)]
+        elements = [*self.cost.arg_elements, *(self.graph.elements.get(c, "f32") for c in used)]
         self.evaluated += 1
-        try:
-            return Variant(results, prepared, *model.profile(results))
-        except UnsupportedOp:  # a choice that no program can be written for (a product of a constant)
-            return None
+        key = (results, tuple(map(tuple, shapes)), tuple(elements))
+        if key not in self.profiles:
+            try:
+                self.profiles[key] = self.cost.with_args(shapes, elements).profile(results)
+            except UnsupportedOp:  # a choice that no program can be written for (a product of a constant)
+                self.profiles[key] = None
+        profile = self.profiles[key]
+        return None if profile is None else Variant(results, prepared, *profile)
 
     def _completions(self, cls: int) -> tuple[Node, ...]:
         """The e-nodes that may complete ``cls``: its least-cost tree e-node first, then the others in order."""

@@ -88,6 +88,12 @@ def stays_in_cache(size: Extent, l3_bytes: int) -> Extent:
     return size <= l3_bytes / 2
 
 
+# A K no deeper than this copies B in a phase of its own (:func:`pipelines_copy`): 16 x 16 x 4096 ran 1.3x
+# slower with an 8 x 32 block pipelined than copied in a phase, and 32 x 16 x 2048 1.4x; from a K of 64 on the
+# pipelined copy was as fast or faster (benchmarks/RESULTS.md, "The pipelined copy over a shallow K").
+SHALLOW_K = 32
+
+
 def copy_in_phase_bytes(l3_bytes: int, pipelined_in_cache: float | None) -> int:
     """The largest B whose copy into panels runs in a phase of its own (:func:`pipelines_copy`):
     1/COPY_IN_PHASE_L3_SHARE of the L3; none where the pipelined copy, on a B the L3 holds, ran in under
@@ -106,14 +112,17 @@ def copy_in_phase_bytes(l3_bytes: int, pipelined_in_cache: float | None) -> int:
     return l3_bytes // COPY_IN_PHASE_L3_SHARE
 
 
-def pipelines_copy(copies: Extent, reuses: Extent, batch: bool, b_bytes: int | None, in_phase_bytes: int) -> Extent:
+def pipelines_copy(copies: Extent, reuses: Extent, batch: bool, b_bytes: int | None, in_phase_bytes: int,
+                   k: int | None = None) -> Extent:
     """Whether the copy of B into panels runs inside the micro-tiles of each K slice, prefetching the next one:
-    where B is larger than ``in_phase_bytes`` (:func:`copy_in_phase_bytes`; or of unknown size) and each task
-    copies its own panels of a product without a batch. A B of half the L3 comes in at its latency, which the
-    copy in a phase of its own waits on (64 MiB of an L3 of 128: 16 and 128 rows ran 1.05-1.25x and 1.00-1.08x
-    faster pipelined: benchmarks/RESULTS.md, "Deep K slices for the square GEMMs"; and "Measurements behind rules
-    in the code": the pipelined copy where B streams from memory)."""
-    if batch or (b_bytes is not None and b_bytes <= in_phase_bytes):
+    where B is larger than ``in_phase_bytes`` (:func:`copy_in_phase_bytes`; or of unknown size), K is deeper
+    than SHALLOW_K (or unknown), and each task copies its own panels of a product without a batch. A B of half
+    the L3 comes in at its latency, which the copy in a phase of its own waits on (64 MiB of an L3 of 128: 16
+    and 128 rows ran 1.05-1.25x and 1.00-1.08x faster pipelined: benchmarks/RESULTS.md, "Deep K slices for the
+    square GEMMs"; and "Measurements behind rules in the code": the pipelined copy where B streams from memory).
+    Over a K of a few rows (a LoRA's rank) the copy is a small part of the work, and the pipelined kernel ran
+    slower (benchmarks/RESULTS.md, "The pipelined copy over a shallow K")."""
+    if batch or (b_bytes is not None and b_bytes <= in_phase_bytes) or (k is not None and k <= SHALLOW_K):
         return _never(copies)
     pipelined = np.logical_and(copies, np.logical_not(reuses))
     return pipelined if np.ndim(pipelined) else bool(pipelined)

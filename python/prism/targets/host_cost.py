@@ -158,7 +158,8 @@ def gemm_seconds(target: HostTarget, op: Contraction, values: KnobValues, assume
         # stream, not the micro-tiles, so a product of many rows hides most of it (benchmarks/RESULTS.md, "The
         # pipelined copy's depth slows B's stream").
         b_bytes = s["batch"] * s["k"] * s["n"] * op.elem_bytes[1]
-        pipelined = host_gemm.pipelines_copy(packs, reused, "batch" in op.roles, b_bytes, target.copy_in_phase_bytes)
+        pipelined = host_gemm.pipelines_copy(packs, reused, "batch" in op.roles, b_bytes, target.copy_in_phase_bytes,
+                                             op.extent("k"))
         depth_factor = np.where(pipelined, target.pipelined_factor(tk), 1.0)
         block_cycles = block_cycles + copies * _panel_copy_cycles(target, op, s, tn) * depth_factor
         in_place = host_gemm.streams_in_place(packs, rm, tm, tk, op.extent("m"))

@@ -71,7 +71,7 @@ def pipelines_few_rows(op: Contraction, target: HostTarget) -> bool:
     if not direct_kernel(op) or m is None or not 1 < m <= MANY_ROWS or n is None or k is None:
         return False
     return host_gemm.pipelines_copy(True, False, "batch" in op.roles, k * n * op.elem_bytes[1],
-                                    target.copy_in_phase_bytes)
+                                    target.copy_in_phase_bytes, k)
 
 
 def pipelined_slice_constraint(op: Contraction, target: HostTarget) -> str:

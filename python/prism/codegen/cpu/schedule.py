@@ -348,7 +348,7 @@ def kernel_plan(c: CpuGemm, name: str, lanes: int, workers: int, copy_in_phase_b
     tm, tn, rm, rn, split_k, pack, reuse = (tiles.tm, tiles.tn, tiles.rm, tiles.rn, tiles.split_k, tiles.pack,
                                              tiles.reuse)
     b_bytes = 4 * k * n if k is not None and n is not None else None
-    pipelined = host_gemm.pipelines_copy(pack, reuse, batch, b_bytes, copy_in_phase_bytes)
+    pipelined = host_gemm.pipelines_copy(pack, reuse, batch, b_bytes, copy_in_phase_bytes, k)
     return KernelPlan(name=name, batch=batch, a_type=str(types[0]), b_type=str(types[1]), c_type=str(types[2]),
                       zero_init=starts_at_zero(c.op), tm=tm, tn=tn, tk=max(ch.TK, 1), rm=rm, rn=rn, lanes=lanes,
                       pack=pack, workers=workers, split_k=split_k, reuse_panels=reuse, pipelined=pipelined)
