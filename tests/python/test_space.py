@@ -104,16 +104,18 @@ def test_one_row_blocks_serve_a_single_row() -> None:
 
 
 @pytest.mark.parametrize("m, n, k", [(16, 1024, 1024), (12, 256, 2048), (8, 512, 1024), (16, 16, 1024),
-                                     (6, 8, 1024), (16, 256, 64)])
+                                     (6, 8, 1024), (16, 256, 64), (16, 1024, 16), (16, 512, 16), (16, 64, 64),
+                                     (16, 40, 64)])
 def test_a_task_of_one_row_panel_covers_m_unless_b_is_small_or_its_micro_tile_covers_n(m: int, n: int, k: int
                                                                                       ) -> None:
     """A task of one row panel (TM = RM) reads B in place, RN columns of a row at a time: over a split M each row
-    block reads all of B so (1.5-3x slower than one block of M rows, measured with B of 1 MiB and more), so such
-    tasks cover M where B exceeds half of L2, unless a micro-tile covers N (each row of B is then one run)."""
+    block reads all of B so (1.1-3x slower than one block of M rows, measured with B from 32 KiB to several MiB),
+    so such tasks cover M where B exceeds half of L1, unless a micro-tile covers N (each row of B is then one
+    run)."""
     target = get_target("host")
     op = Contraction(roles=("m", "n", "k"), operand_dims=((0, 2), (2, 1)), extents=(m, n, k),
                      elem_bytes=(4, 4), acc_bytes=4, input_type="f32")
-    small_b = (1 << (k - 1).bit_length()) * (1 << (n - 1).bit_length()) * 4 <= target.l2_bytes / 2
+    small_b = (1 << (k - 1).bit_length()) * (1 << (n - 1).bit_length()) * 4 <= target.l1d_bytes / 2
     space = target.space(op)
     plans = [space.value_of(point) for point in shaped_points(space, op)]
     one_panel = [c for c in plans if c["TM"] == c["RM"]]

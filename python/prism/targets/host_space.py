@@ -142,16 +142,17 @@ def amx_efficiency(values: KnobValues) -> np.ndarray:
 
 
 def whole_rows_in_place(op: Contraction, target: HostTarget) -> str:
-    """The direct kernel's tasks of one row panel (TM = RM) cover M where B's (padded) bytes exceed half of L2,
+    """The direct kernel's tasks of one row panel (TM = RM) cover M where B's (padded) bytes exceed half of L1,
     unless a micro-tile covers B's rows (RN >= N). Such a task reads B in place, RN columns of each row at a time,
     and where M takes several row blocks, each of them reads all of B so: on a Zen 4, 16-row products in two
-    blocks of 8 x 32 ran 1.5-3x slower than in one block of 16 rows, with B of 1 MiB or more, where the cost put
-    them within 40% (benchmarks/RESULTS.md, "Rows of A in one L1 set, measured": one-panel tasks over a split M).
-    A block of 3 * 2**tm rows counts as covering M where it covers 2**LM, so a few that would are left out;
-    TM = 2**LM covers them alike."""
+    blocks of 8 rows ran 1.5-3x slower than in one block of 16 rows with B of 1 MiB or more, where the cost put
+    them within 40% (benchmarks/RESULTS.md, "Rows of A in one L1 set, measured": one-panel tasks over a split M),
+    and 1.1-2.2x slower from 32 KiB to 256 KiB, where the cost put them within 2% ("Tasks of eight rows over a
+    small B"). Within half of L1 the tasks take a few microseconds whatever their rows. A block of 3 * 2**tm rows
+    counts as covering M where it covers 2**LM, so a few that would are left out; TM = 2**LM covers them alike."""
     m, n, k = SHAPE_PARAMS["m"], SHAPE_PARAMS["n"], SHAPE_PARAMS["k"]
     covers = f"((t3 = 0 and tm >= {m}) or (t3 = 1 and tm + 1 >= {m}))"
-    small_b = f"{k} + {n} <= {math.floor(math.log2(target.l2_bytes / 2 / op.elem_bytes[1]))}"
+    small_b = f"{k} + {n} <= {math.floor(math.log2(target.l1d_bytes / 2 / op.elem_bytes[1]))}"
     return f"(tm > rm or t3 < m3 or {covers} or rn >= {n} or {small_b})"
 
 
