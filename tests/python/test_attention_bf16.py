@@ -132,13 +132,18 @@ def narrow_inputs(rng: np.random.Generator, element: str, batch: tuple[int, ...]
                  for rows, size in ((sq, d), (skv, d), (skv, dv)))
 
 
+def weights(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """The weights of attention in float64 on the same narrow values, relative to each row's largest:
+    ``exp((s - max s) / sqrt(d))`` for the scores ``s = Q K^T``."""
+    s = q.astype(np.float64) @ np.swapaxes(k.astype(np.float64), -1, -2)
+    return np.exp((s - s.max(axis=-1, keepdims=True)) / math.sqrt(q.shape[-1]))
+
+
 def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, p_type: str | None, normalized: bool = False) \
         -> np.ndarray:
     """The program in float64 on the same narrow values: P (with ``normalized``, P / l) rounded to ``p_type``
     (through f32, as the program holds it) where the program rounds it (``p_type`` not None)."""
-    q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
-    s = q64 @ np.swapaxes(k64, -1, -2)
-    p = np.exp((s - s.max(axis=-1, keepdims=True)) / math.sqrt(q.shape[-1]))
+    p, v64 = weights(q, k), v.astype(np.float64)
     total = p.sum(axis=-1, keepdims=True)
 
     def rounded(x: np.ndarray) -> np.ndarray:
@@ -179,9 +184,7 @@ def near_a_tie(q: np.ndarray, k: np.ndarray, element: str) -> np.ndarray:
     parts in a million (2e-6 relative, measured), which can round such a weight the other way: one flip moves the
     output by a narrow unit of that weight, as much as rounding P moves it in all, so rows holding one are left out
     of the comparison of the two references."""
-    q64, k64 = q.astype(np.float64), k.astype(np.float64)
-    s = q64 @ np.swapaxes(k64, -1, -2)
-    p = np.exp((s - s.max(axis=-1, keepdims=True)) / math.sqrt(q.shape[-1]))
+    p = weights(q, k)
     unit = np.exp2(np.floor(np.log2(p)) - FRACTION_BITS[element])
     place = p / unit - np.floor(p / unit)
     return (np.abs(place - 0.5) < 2.0 ** -9) & (p >= 2.0 ** -6)
